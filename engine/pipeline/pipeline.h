@@ -1,0 +1,42 @@
+// The whole pipeline: locate -> triage -> TSDB -> playbooks (DAG) -> verdict -> decision -> report.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/report/report.h"
+
+namespace diagnose {
+
+struct RemoteEndpointOptions {
+  std::string url;                                  // --prometheus
+  std::map<std::string, std::string> headers;       // --header "K: V" (bearer, X-Scope-OrgID, ...)
+  std::string tenant;                               // --tenant -> X-Scope-OrgID
+  bool insecure_skip_verify = false;
+  std::string ca_file;
+  bool thanos = false;                              // partial_response=false
+  double timeout_seconds = 30;
+};
+
+struct DiagnoseOptions {
+  std::string job_ref;
+  std::string outputs_dir;                  // resolved by DefaultOutputsDir when empty
+  std::optional<std::string> baseline_ref;
+  RemoteEndpointOptions remote;             // remote.url empty = private Prometheus on the snapshot
+  bool logs_only = false;
+  bool blocks_only = false;                 // serve a live job's completed blocks, no WAL
+  std::string data_dir;                     // where rules/ and playbooks/ live
+  std::vector<std::string> forced_playbooks;    // --playbook ID
+  std::optional<int64_t> now;
+  std::string history_file;                 // --history (sweep decisions)
+};
+
+StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options);
+
+// rules/ and playbooks/: $DIAGNOSE_DATA_DIR, else the source tree the binary was built from.
+std::string DefaultDataDir();
+
+}  // namespace diagnose

@@ -1,0 +1,127 @@
+#include "engine/report/report.h"
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+namespace diagnose {
+
+namespace {
+
+constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kRootCauseDomains{{
+    {"none", "none"},
+    {"rdma-link-degradation", "network"},
+    {"heartbeat-false-positive", "software"},
+    {"rccl-hang", "network"},
+    {"restore-thread-leak", "software"},
+    {"moe-routing-shift", "training"},
+    {"host-oom", "host"},
+    {"gpu-oom", "gpu"},
+    {"gpu-hardware-fault", "gpu"},
+    {"thermal-throttle", "gpu"},
+    {"checkpoint-io-stall", "host"},
+    {"observability-gap", "observability"},
+    {"config-error", "config"},
+    {"infrastructure-failure", "infrastructure"},
+    {"unknown", "none"},
+}};
+
+template <size_t N>
+bool OneOf(const std::string& v, const std::array<std::string_view, N>& set) {
+  for (auto s : set)
+    if (v == s) return true;
+  return false;
+}
+
+}  // namespace
+
+bool IsKnownRootCause(const std::string& id) {
+  for (const auto& [cause, domain] : kRootCauseDomains)
+    if (id == cause) return true;
+  return false;
+}
+
+std::string DomainOfRootCause(const std::string& root_cause) {
+  for (const auto& [cause, domain] : kRootCauseDomains)
+    if (root_cause == cause) return std::string(domain);
+  return "none";
+}
+
+bool IsKnownAction(const std::string& id) {
+  static constexpr std::array<std::string_view, 6> kActions{
+      "none", "retry-same-nodes", "retry-excluding-nodes", "retry-with-changes", "no-retry", "stop-sweep"};
+  return OneOf(id, kActions);
+}
+
+bool IsKnownDomain(const std::string& id) {
+  static constexpr std::array<std::string_view, 9> kDomains{
+      "network", "gpu", "host", "software", "training", "observability", "infrastructure", "config", "none"};
+  return OneOf(id, kDomains);
+}
+
+bool IsKnownConfidence(const std::string& id) {
+  static constexpr std::array<std::string_view, 4> kConf{"confirmed", "likely", "possible",
+                                                         "insufficient-evidence"};
+  return OneOf(id, kConf);
+}
+
+bool IsKnownJobStatus(const std::string& id) {
+  static constexpr std::array<std::string_view, 6> kStatus{"completed", "failed", "cancelled",
+                                                           "running", "hanging", "unknown-death"};
+  return OneOf(id, kStatus);
+}
+
+nlohmann::json ToJson(const Evidence& e) {
+  nlohmann::json j{{"kind", e.kind}, {"query", e.query}};
+  if (e.window) j["window"] = {{"start", e.window->start}, {"end", e.window->end}};
+  j["value"] = e.value;
+  j["text"] = e.text;
+  return j;
+}
+
+nlohmann::json ToJson(const Finding& f) {
+  nlohmann::json evidence = nlohmann::json::array();
+  for (const auto& e : f.evidence) evidence.push_back(ToJson(e));
+  nlohmann::json j{{"id", f.id}, {"playbook", f.playbook}, {"status", f.status},
+                   {"hosts", f.hosts}, {"evidence", evidence}};
+  if (!f.summary.empty()) j["summary"] = f.summary;
+  if (f.onset) j["onset"] = *f.onset;
+  return j;
+}
+
+nlohmann::json ToJson(const Decision& d) {
+  return {{"action", d.action}, {"exclude", d.exclude}, {"changes", d.changes}, {"notes", d.notes}};
+}
+
+nlohmann::json ToJson(const Report& r) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& job : r.jobs) {
+    nlohmann::json steps{{"first", job.first_step}, {"last", job.last_step}, {"total", job.total_steps}};
+    jobs.push_back({{"id", job.id}, {"role", job.role}, {"dir", job.dir}, {"status", job.status},
+                    {"failure_class", job.failure_class}, {"hosts", job.hosts}, {"steps", steps}});
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : r.findings) findings.push_back(ToJson(f));
+  nlohmann::json tsdb = nlohmann::json::array();
+  for (const auto& t : r.tsdb) {
+    tsdb.push_back({{"mode", t.mode}, {"source", t.source}, {"state", t.state}, {"reason", t.reason},
+                    {"discovery", t.discovery}, {"gaps", t.gaps}});
+  }
+  nlohmann::json out{
+      {"schema", "diagnose/v1"},
+      {"jobs", jobs},
+      {"verdict",
+       {{"root_cause", r.verdict.root_cause}, {"domain", r.verdict.domain},
+        {"confidence", r.verdict.confidence}, {"summary", r.verdict.summary}}},
+      {"findings", findings},
+      {"decision", ToJson(r.decision)},
+      {"tsdb", tsdb},
+      {"causal_chain", r.causal_chain},
+      {"not_evaluated", r.not_evaluated},
+  };
+  if (!r.facts.is_null()) out["facts"] = r.facts;
+  if (!r.timings.is_null()) out["timings"] = r.timings;
+  return out;
+}
+
+}  // namespace diagnose

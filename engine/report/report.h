@@ -1,0 +1,106 @@
+// The diagnose/v1 report (shared/reference/diagnose-contract.md). Contract fields are required and
+// keep their meaning; extensions are additive (tsdb, causal_chain, facts, evaluation).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/json.h"
+
+namespace diagnose {
+
+struct TimeWindow {
+  double start = 0;
+  double end = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimeWindow, start, end)
+
+struct Evidence {
+  std::string kind;                   // promql | log | derived
+  std::string query;                  // PromQL text as run (promql), or "file:line" (log)
+  std::optional<TimeWindow> window;   // the range or instant ([t, t]) it was evaluated over
+  nlohmann::json value;               // number, per-host object, or table
+  std::string text;                   // human sentence or the quoted log line
+};
+
+struct Finding {
+  std::string id;          // "<playbook>/<rule>"
+  std::string playbook;
+  std::string status;      // fired | clear | skipped | error
+  std::vector<std::string> hosts;
+  std::vector<Evidence> evidence;
+  std::string summary;     // one sentence (extension)
+  std::optional<double> onset;   // earliest anomaly time, when known (extension)
+};
+
+struct JobEntry {
+  std::string id;
+  std::string role = "subject";   // subject | baseline
+  std::string dir;
+  std::string status;
+  std::string failure_class;
+  std::vector<std::string> hosts;
+  std::optional<int64_t> first_step, last_step, total_steps;
+};
+
+struct Verdict {
+  std::string root_cause = "unknown";
+  std::string domain = "none";
+  std::string confidence = "insufficient-evidence";
+  std::string summary;
+};
+
+struct Exclusion {
+  std::string host;
+  int priority = 0;
+  std::string reason;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Exclusion, host, priority, reason)
+
+struct Decision {
+  std::string action = "none";
+  std::vector<Exclusion> exclude;
+  std::map<std::string, std::string> changes;
+  std::vector<std::string> notes;
+};
+
+// Where the metrics came from and what could not be asked (extension "tsdb").
+struct TsdbState {
+  std::string mode = "none";      // private-copy | remote | none
+  std::string source;             // dir or URL
+  std::string state = "unavailable";  // served | remote | unavailable | not-requested
+  std::string reason;             // why unavailable, when it is
+  nlohmann::json discovery;       // metric families, hosts, range, step map summary, guard
+  std::vector<std::string> gaps;  // observability gaps found
+};
+
+struct Report {
+  std::vector<JobEntry> jobs;
+  Verdict verdict;
+  std::vector<Finding> findings;
+  Decision decision;
+  // Extensions.
+  std::vector<TsdbState> tsdb;                 // one per job with a TSDB, in jobs[] order
+  std::vector<std::string> causal_chain;       // root cause -> intermediate effects -> symptoms
+  std::vector<std::string> not_evaluated;      // rules/playbooks that could not run, with why
+  nlohmann::json facts;                        // per-job triage facts (JobFacts JSON), keyed by id
+  nlohmann::json timings;                      // stage timings in seconds
+};
+
+nlohmann::json ToJson(const Evidence& e);
+nlohmann::json ToJson(const Finding& f);
+nlohmann::json ToJson(const Decision& d);
+nlohmann::json ToJson(const Report& r);
+
+// Contract vocabulary checks, used by tests and by the report writer before it prints.
+bool IsKnownRootCause(const std::string& id);
+bool IsKnownAction(const std::string& id);
+bool IsKnownDomain(const std::string& id);
+bool IsKnownConfidence(const std::string& id);
+bool IsKnownJobStatus(const std::string& id);
+// The domain a root cause belongs to (rdma-link-degradation -> network, ...).
+std::string DomainOfRootCause(const std::string& root_cause);
+
+}  // namespace diagnose

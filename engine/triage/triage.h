@@ -1,0 +1,25 @@
+// Triage: job logs -> JobFacts (status, failure class, progress, TGS timeline). Streaming; memory
+// follows the number of steps, not the log size.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/job/job_location.h"
+#include "engine/triage/job_facts.h"
+
+namespace diagnose {
+
+struct TriageOptions {
+  // Where rules/triage/failure-signatures.yaml lives (the rules/ directory).
+  std::string rules_dir;
+  // "now" for running/hanging decisions (seconds since epoch); unset = the wall clock. Tests pin it.
+  std::optional<int64_t> now;
+  // Is the job still known to the scheduler as running? Unknown when unset (no squeue here).
+  std::optional<bool> scheduler_running;
+};
+
+StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options);
+
+}  // namespace diagnose

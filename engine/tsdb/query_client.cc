@@ -1,0 +1,32 @@
+#include "engine/tsdb/query_client.h"
+
+namespace diagnose {
+
+Query Query::Instant(std::string promql, double time, std::string id) {
+  Query q;
+  q.kind = Kind::kInstant;
+  q.promql = std::move(promql);
+  q.time = time;
+  q.id = std::move(id);
+  return q;
+}
+
+Query Query::Range(std::string promql, double start, double end, double step, std::string id) {
+  Query q;
+  q.kind = Kind::kRange;
+  q.promql = std::move(promql);
+  q.start = start;
+  q.end = end;
+  q.step = step;
+  q.id = std::move(id);
+  return q;
+}
+
+std::vector<StatusOr<QueryResult>> QueryClient::RunBatch(const std::vector<Query>& queries) {
+  std::vector<StatusOr<QueryResult>> results;
+  results.reserve(queries.size());
+  for (const auto& q : queries) results.push_back(Run(q));
+  return results;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,69 @@
+// The one way the engine asks PromQL questions, whatever holds the data (a private Prometheus on a
+// job's snapshot, a live Prometheus, Thanos/Mimir/VictoriaMetrics). Playbook evaluation takes a
+// QueryClient&, so unit tests inject a fake and integration tests a real server.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/json.h"
+#include "engine/core/status.h"
+
+namespace diagnose {
+
+using Labels = std::map<std::string, std::string>;
+
+struct Sample {
+  double t = 0;   // seconds since the Unix epoch
+  double v = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Sample, t, v)
+
+struct Series {
+  Labels labels;                  // includes __name__ when the server returns it
+  std::vector<Sample> samples;    // one sample for instant vectors
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Series, labels, samples)
+
+struct Query {
+  enum class Kind { kInstant, kRange };
+  Kind kind = Kind::kInstant;
+  std::string promql;
+  double time = 0;                // instant: evaluation time (never "now" for recorded data)
+  double start = 0, end = 0, step = 0;   // range
+  std::string id;                 // caller's handle for timing/evidence, e.g. a rule id
+
+  static Query Instant(std::string promql, double time, std::string id = "");
+  static Query Range(std::string promql, double start, double end, double step, std::string id = "");
+};
+
+struct QueryResult {
+  std::string result_type;        // vector | matrix | scalar | string
+  std::vector<Series> series;     // scalar results become one series without labels
+  std::vector<std::string> warnings;   // server warnings (Thanos partial responses, ...)
+  double effective_step = 0;      // range: the step actually used after clamping
+  double elapsed_seconds = 0;     // wall time of the request(s)
+  int attempts = 1;
+};
+
+class QueryClient {
+ public:
+  virtual ~QueryClient() = default;
+
+  virtual StatusOr<QueryResult> Run(const Query& query) = 0;
+  // Runs independent queries concurrently where the implementation can; results keep input order.
+  // The default is sequential.
+  virtual std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& queries);
+  // /api/v1/label/<name>/values restricted to [start, end]; matchers may be empty.
+  virtual StatusOr<std::vector<std::string>> LabelValues(const std::string& label,
+                                                         const std::vector<std::string>& matchers,
+                                                         double start, double end) = 0;
+  // /api/v1/series
+  virtual StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers,
+                                                       double start, double end) = 0;
+  // "private Prometheus on a copy of <dir> (127.0.0.1:PORT)", "https://mimir/prometheus", ...
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace diagnose

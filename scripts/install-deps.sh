@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything diagnose needs to build, run and test, from Debian 12 packages only.
+# Run as root. Safe to re-run. Never starts the Prometheus system service.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  libcurl4-openssl-dev nlohmann-json3-dev libboost-graph-dev libyaml-cpp-dev
+  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
+  prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+# The prometheus package would start a system service on :9090; diagnose only ever runs its own
+# private instances, so block service starts during the install (restored afterwards).
+policy=/usr/sbin/policy-rc.d
+restore_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; restore_policy=1
+fi
+trap '[ -n "$restore_policy" ] && rm -f "$policy"' EXIT
+
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ -d /run/systemd/system ]; then
+  systemctl disable --now prometheus 2>/dev/null || true
+fi
+echo "install-deps: installed ${missing[*]}"

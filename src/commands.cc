@@ -1,0 +1,17 @@
+#include "src/commands.h"
+
+namespace diagnose::cli {
+
+int CommandRegistry::Run(CLI::App& app) {
+  for (const auto& entry : entries_)
+    if (entry.sub != nullptr && entry.sub->parsed()) return entry.run();
+  for (const auto& entry : entries_)
+    if (entry.sub == nullptr) return entry.run();
+  return 2;
+}
+
+void RegisterAll(CLI::App& app, CommandRegistry& registry) {
+  RegisterDiagnose(app, registry);
+}
+
+}  // namespace diagnose::cli

@@ -1,0 +1,28 @@
+// Each subcommand lives in its own src/cmd_*.cc file and registers itself here.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace diagnose::cli {
+
+class CommandRegistry {
+ public:
+  // `sub` is null for the top-level `diagnose JOB` command.
+  void Add(CLI::App* sub, std::function<int()> run) { entries_.push_back({sub, std::move(run)}); }
+  int Run(CLI::App& app);
+
+ private:
+  struct Entry {
+    CLI::App* sub;
+    std::function<int()> run;
+  };
+  std::vector<Entry> entries_;
+};
+
+void RegisterDiagnose(CLI::App& app, CommandRegistry& registry);
+void RegisterAll(CLI::App& app, CommandRegistry& registry);
+
+}  // namespace diagnose::cli
