@@ -1,0 +1,50 @@
+// Turns series into real Prometheus TSDB blocks with promtool (fixtures, `diagnose test`).
+// promtool silently drops out-of-order/duplicate samples inside a 5000-sample batch and misreads
+// millisecond timestamps, so this writer sorts and de-duplicates every series, writes seconds, and
+// verifies the sample count of the built blocks against what it wrote.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/tsdb/query_client.h"
+
+namespace diagnose {
+
+struct BlockWriteOptions {
+  std::string output_dir;                 // the TSDB dir (created; blocks are added to it)
+  std::string max_block_duration = "6h";  // promtool --max-block-duration
+  std::string scratch_dir;                // where the OpenMetrics file is written; empty = temp dir
+};
+
+struct BlockWriteStats {
+  int64_t series = 0;
+  int64_t samples_written = 0;            // after sort/dedupe
+  int64_t samples_in_blocks = 0;          // from the blocks' meta.json
+  int64_t duplicates_dropped = 0;
+  int blocks = 0;
+  int64_t bytes = 0;
+};
+
+// Each Series needs labels["__name__"]. NaN values are written as NaN; staleness markers are not
+// representable in OpenMetrics input and are the caller's to omit.
+StatusOr<BlockWriteStats> WriteBlocks(std::vector<Series> series, const BlockWriteOptions& options);
+
+// Incremental form for large fixtures: Add() per series (any order), then Finish().
+class BlockWriter {
+ public:
+  explicit BlockWriter(BlockWriteOptions options);
+  ~BlockWriter();
+  BlockWriter(const BlockWriter&) = delete;
+  BlockWriter& operator=(const BlockWriter&) = delete;
+  Status Add(Series series);
+  StatusOr<BlockWriteStats> Finish();
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace diagnose
