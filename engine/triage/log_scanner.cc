@@ -143,7 +143,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
             std::string_view kv = msg.substr(13);
             size_t colon = kv.find(':');
             if (colon != std::string_view::npos)
-              result_.config.emplace(std::string(kv.substr(0, colon)), std::string(Trim(kv.substr(colon + 1))));
+              result_.config.emplace(SanitizeForQuote(kv.substr(0, colon), 256), SanitizeForQuote(Trim(kv.substr(colon + 1)), 1024));
           }
           return;
         }
@@ -152,7 +152,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
         if (StartsWith(msg, "Memstats: ")) {
           std::string_view label = Trim(msg.substr(10));
           if (!label.empty() && label.back() == ':') label.remove_suffix(1);
-          pending_memstats_[line.task] = std::string(label);
+          pending_memstats_[line.task] = SanitizeForQuote(label, 200);
           return;
         }
         break;
@@ -170,7 +170,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
             NumberAfter(t, "/ ", &m.limit_gb);
             NumberAfter(t, "(", &m.pct);
             size_t on = t.rfind(" on ");
-            if (on != std::string_view::npos) m.device = std::string(t.substr(on + 4));
+            if (on != std::string_view::npos) m.device = SanitizeForQuote(t.substr(on + 4), 64);
             m.where = Ref(line, t);
             result_.memstats.push_back(std::move(m));
           }
@@ -194,7 +194,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
           ne.task = line.task;
           std::string_view rest = msg.substr(15);
           size_t sp = rest.find(' ');
-          ne.host = std::string(rest.substr(0, sp));
+          ne.host = SanitizeForQuote(rest.substr(0, sp), 256);
           if (size_t dot = ne.host.find('.'); dot != std::string::npos) ne.host.resize(dot);   // FQDN
           int64_t rc = 0;
           if (IntAfter(msg, "exit=", &rc)) ne.exit_code = static_cast<int>(rc);
@@ -220,14 +220,14 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
           size_t close = msg.find(']');
           if (at != std::string_view::npos && close != std::string_view::npos && at < close &&
               ParseInt(msg.substr(6, at - 6), &rank))
-            result_.confirmed_hosts.emplace(static_cast<int>(rank), std::string(msg.substr(at + 3, close - at - 3)));
+            result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(msg.substr(at + 3, close - at - 3), 256));
         } else if (msg.size() > 5 && msg[1] >= '0' && msg[1] <= '9') {
           // k8s "[<rank>] Starting on <hostname> (<ip>)"; watchdog "[YYYY-MM-DDTHH:MM:SSZ]".
           size_t close = msg.find("] Starting on ");
           int64_t rank = -1;
           if (close != std::string_view::npos && ParseInt(msg.substr(1, close - 1), &rank)) {
             std::string_view h = msg.substr(close + 14);
-            result_.confirmed_hosts.emplace(static_cast<int>(rank), std::string(h.substr(0, h.find(' '))));
+            result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(h.substr(0, h.find(' ')), 256));
           } else if (result_.iso_year == 0) {
             result_.iso_year = YearAt(msg, 1);
           }
@@ -255,7 +255,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
     size_t root = text.find("root@");
     if (root != std::string_view::npos && result_.tunnel.head_host.empty()) {
       std::string_view h = text.substr(root + 5);
-      result_.tunnel.head_host = std::string(Trim(h.substr(0, h.find(' '))));
+      result_.tunnel.head_host = SanitizeForQuote(Trim(h.substr(0, h.find(' '))), 256);
       size_t pos = 0;
       for (int i = 0; i < 3 && pos != std::string_view::npos; ++i) {
         pos = text.find("-L ", pos);
@@ -317,7 +317,7 @@ void LogScanner::HandleHeader(const LogLine& line, std::string_view text) {
     if (key != k) continue;
     std::string_view v = Trim(text.substr(eq + 1));
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-    result_.header_keys.emplace(std::string(k), std::string(v));
+    result_.header_keys.emplace(std::string(k), SanitizeForQuote(v, 4096));
     if (k == "RAY_PORT") result_.ray = true;
     return;
   }
@@ -325,13 +325,13 @@ void LogScanner::HandleHeader(const LogLine& line, std::string_view text) {
 
 void LogScanner::HandleEnvDump(int task, std::string_view text) {
   if (StartsWith(text, "HOSTNAME=")) {
-    std::string h(Trim(text.substr(9)));
+    std::string h = SanitizeForQuote(Trim(text.substr(9)), 256);
     if (size_t dot = h.find('.'); dot != std::string::npos) h.resize(dot);
     result_.env_hostname[task] = h;
   } else if (StartsWith(text, "NODE_RANK=")) {
-    result_.env_node_rank[task] = std::string(Trim(text.substr(10)));
+    result_.env_node_rank[task] = SanitizeForQuote(Trim(text.substr(10)), 32);
   } else if (StartsWith(text, "NODELIST_EXPANDED=")) {
-    if (result_.nodelist_expanded.empty()) result_.nodelist_expanded = std::string(Trim(text.substr(18)));
+    if (result_.nodelist_expanded.empty()) result_.nodelist_expanded = SanitizeForQuote(Trim(text.substr(18)), 65536);
   } else if (StartsWith(text, "RAY=1")) {
     result_.ray = true;
   }
@@ -350,7 +350,7 @@ void LogScanner::HandleSummary(const LogLine& line, std::string_view text) {
     size_t dash = s.find("\xe2\x80\x94");   // em dash
     const size_t skip = 3;   // the em dash and " - " are both 3 bytes
     if (dash == std::string_view::npos) dash = s.find(" - ");
-    if (dash != std::string_view::npos) result_.summary.reason = std::string(Trim(s.substr(dash + skip)));
+    if (dash != std::string_view::npos) result_.summary.reason = SanitizeForQuote(Trim(s.substr(dash + skip)), 300);
     result_.summary.where = Ref(line, t);
     // A cancelled summary is also a classified line.
     Classify(line, text);
