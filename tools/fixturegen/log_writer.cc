@@ -156,6 +156,7 @@ class JobLogWriter {
   void Steps();
   void Ending();
   void Summary();
+  void TrainingBanner(int timeout);
   Status OpenFiles();
   std::string OutputPath() const {
     return "/outputs/" + (s_.checkpoint_period > 0 ? (s_.model_alias.empty() ? s_.model : s_.model_alias) : job_dir_);
@@ -338,6 +339,7 @@ void JobLogWriter::Stage(const StageTiming& st) {
   else Raw("== " + st.desc + " BEGIN (no timeout) ==");
   if (st.name != "train") {
     AllTasks([&](int task) { StageLines(st, task); });
+    Events("stage_end:" + st.name, st.end);
     int elapsed = static_cast<int>(st.end - st.begin);
     if (st.outcome.result == "ok") {
       Raw("== " + st.desc + " END (" + std::to_string(elapsed) + "s) ==");
@@ -569,6 +571,22 @@ void JobLogWriter::Ending() {
   if (s_.ray && !s_.running) Task(0, "[Ray] Cleaning up...");
 }
 
+// The stage wrapper's closing banner follows from how the stage ended (the summary's reason).
+void JobLogWriter::TrainingBanner(int timeout) {
+  int elapsed = static_cast<int>(t_.job_end - 3 - t_.train_start);
+  const std::string& reason = s_.summary.reason;
+  if (!s_.summary.present) return;
+  if (timeout > 0) {
+    Raw("== Training TIMEOUT (" + std::to_string(timeout) + "s/" + std::to_string(timeout) + "s) ==");
+    Raw("  Hint: STAGE_TIMEOUTS=\"train:<seconds>\" to adjust.");
+  } else if (s_.summary.status == "SUCCESS") {
+    Raw("== Training END (" + std::to_string(elapsed) + "s) ==");
+  } else if (reason.rfind("Training FAILED (exit=", 0) == 0) {
+    std::string rc = reason.substr(22, reason.find(')') - 22);
+    Raw("== Training FAILED (exit=" + rc + ", " + std::to_string(elapsed) + "s) ==");
+  }
+}
+
 void JobLogWriter::Summary() {
   if (!s_.summary.present) return;
   Raw("========================== JOB SUMMARY ==========================");
@@ -595,10 +613,20 @@ StatusOr<std::vector<std::string>> JobLogWriter::Run() {
     if (slurm) Stage(st);
     if (stopped_) break;
   }
+  if (s_.stop_phase == "before_stages") stopped_ = true;
+  auto train_stage = s_.stages.find("train");
+  int train_timeout = train_stage != s_.stages.end() && train_stage->second.result == "timeout"
+                          ? static_cast<int>(train_stage->second.elapsed) : 0;
   if (!stopped_ && s_.training) {
-    if (slurm) Raw("== Training BEGIN (no timeout) ==");
+    if (slurm) {
+      if (train_timeout > 0) Raw("== Training BEGIN (timeout=" + std::to_string(train_timeout) + "s) ==");
+      else Raw("== Training BEGIN (no timeout) ==");
+    }
     AllTasks([&](int task) { TrainingSetup(task); });
     Events("train_start", t_.train_start);
+    if (s_.stop_phase == "setup") {
+      Ending();
+    } else {
     if (s_.ray) {
       AllTasks([&](int task) { RayStart(task); });
       AllTasks([&](int task) { Task(task, "Launching via Ray actor..."); });
@@ -635,6 +663,8 @@ StatusOr<std::vector<std::string>> JobLogWriter::Run() {
       if (s_.stop_phase == "steps") Steps();
     }
     Ending();
+    }
+    if (slurm) TrainingBanner(train_timeout);
   }
   if (s_.launcher == Launcher::kSlurm || !stopped_) Summary();
   if (s_.launcher == Launcher::kK8s && s_.summary.present) {

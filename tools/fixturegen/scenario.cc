@@ -288,9 +288,9 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       }
     }
   }
-  static const std::set<std::string> kStops = {"before_memstats", "before_step0", "steps"};
+  static const std::set<std::string> kStops = {"before_stages", "setup", "before_memstats", "before_step0", "steps"};
   if (!kStops.count(s.stop_phase))
-    return r.Error(root["training"]["stop"], "training.stop must be before_memstats, before_step0 or steps");
+    return r.Error(root["training"]["stop"], "training.stop must be before_stages, setup, before_memstats, before_step0 or steps");
   if (s.training && s.stop_phase == "steps") {
     if (s.last_step < s.first_step)
       return r.Error(root["training"] ? root["training"] : root, "training.last_step must be >= first_step");
@@ -410,7 +410,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
           return r.Error(e["at"], "after_step:<N> needs a number");
         }
       } else if (at == "job_start" || at == "before_memstats" || at == "before_step0" || at == "end" ||
-                 at == "train_start" || at.rfind("after_stage:", 0) == 0) {
+                 at == "train_start" || at.rfind("after_stage:", 0) == 0 || at.rfind("stage_end:", 0) == 0) {
         ev.anchor = at;
       } else {
         return r.Error(e["at"], "unknown event anchor '" + at + "'");

@@ -50,6 +50,11 @@ StatusOr<Timeline> BuildTimeline(const Scenario& s) {
   t.tokens_per_step = s.per_device_batch_size * s.seq_len;
   double now = s.start_time + 2;  // header + provenance
   bool failed_before_train = false;
+  if (s.stop_phase == "before_stages") {
+    t.job_end = now + 1;
+    t.prometheus_start = t.job_end;
+    return t;
+  }
   for (const StageDefault& d : kStages) {
     StageTiming st;
     st.name = d.name;
@@ -84,6 +89,11 @@ StatusOr<Timeline> BuildTimeline(const Scenario& s) {
   t.first_step_begin = t.train_start + s.init_seconds;
   Rng rng(s.seed, "step-noise");
   double clock = t.first_step_begin;
+  if (s.stop_phase == "setup") {
+    t.prometheus_start = t.job_end = t.train_start + std::max(s.hang_seconds, 12.0);
+    t.stages.back().end = t.job_end - 2;
+    return t;
+  }
   if (s.stop_phase != "steps") {
     t.memstats_time = s.stop_phase == "before_step0" ? clock + s.step0_seconds * 0.5 : 0;
     t.job_end = clock + std::max(s.hang_seconds, 1.0);
