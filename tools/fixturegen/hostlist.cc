@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace diagnose::fixturegen {
@@ -73,26 +74,47 @@ StatusOr<std::vector<std::string>> ExpandHostlist(const std::string& expression)
 }
 
 std::string CompressHostlist(const std::vector<std::string>& hosts) {
-  // key: prefix, suffix, width (0 = unpadded)
-  using Key = std::tuple<std::string, std::string, size_t>;
-  std::vector<Key> order;
-  std::map<Key, std::vector<long>> numbers;
-  std::vector<std::pair<size_t, std::string>> verbatim;  // position in `order` to emit before
+  // A host is prefix + digits + suffix. Zero-padded numbers fix the group's width; an unpadded
+  // number with exactly that many digits belongs to the same group (01-09 and 10-11 -> [01-11]).
+  struct Parsed {
+    std::string prefix, digits, suffix;
+    bool numeric = false;
+  };
+  std::vector<Parsed> parsed;
+  std::map<std::pair<std::string, std::string>, std::set<size_t>> padded_widths;
   for (const std::string& host : hosts) {
+    Parsed p;
     size_t end = host.size();
     while (end > 0 && !std::isdigit(static_cast<unsigned char>(host[end - 1]))) --end;
     size_t begin = end;
     while (begin > 0 && std::isdigit(static_cast<unsigned char>(host[begin - 1]))) --begin;
-    if (begin == end || end - begin > 15) {
-      verbatim.emplace_back(order.size(), host);
-      order.emplace_back("\x01" + host, "", 0);
+    p.numeric = begin != end && end - begin <= 15;
+    if (p.numeric) {
+      p.prefix = host.substr(0, begin);
+      p.digits = host.substr(begin, end - begin);
+      p.suffix = host.substr(end);
+      if (p.digits.size() > 1 && p.digits[0] == '0') padded_widths[{p.prefix, p.suffix}].insert(p.digits.size());
+    } else {
+      p.prefix = host;
+    }
+    parsed.push_back(p);
+  }
+  using Key = std::tuple<std::string, std::string, size_t>;   // prefix, suffix, width (0 = unpadded)
+  std::vector<Key> order;
+  std::map<Key, std::vector<long>> numbers;
+  for (const Parsed& p : parsed) {
+    if (!p.numeric) {
+      Key key{"\x01" + p.prefix, "", 0};
+      if (!numbers.count(key)) order.push_back(key);
+      numbers[key];
       continue;
     }
-    std::string digits = host.substr(begin, end - begin);
-    size_t width = digits.size() > 1 && digits[0] == '0' ? digits.size() : 0;
-    Key key{host.substr(0, begin), host.substr(end), width};
+    size_t width = 0;
+    const auto& widths = padded_widths[{p.prefix, p.suffix}];
+    if (widths.count(p.digits.size())) width = p.digits.size();
+    Key key{p.prefix, p.suffix, width};
     if (!numbers.count(key)) order.push_back(key);
-    numbers[key].push_back(std::stol(digits));
+    numbers[key].push_back(std::stol(p.digits));
   }
   std::string out;
   for (const Key& key : order) {
@@ -105,7 +127,7 @@ std::string CompressHostlist(const std::vector<std::string>& hosts) {
     std::vector<long> nums = numbers[key];
     std::sort(nums.begin(), nums.end());
     nums.erase(std::unique(nums.begin(), nums.end()), nums.end());
-    auto fmt = [&, w = width](long n) {
+    auto fmt = [w = width](long n) {
       std::string d = std::to_string(n);
       if (d.size() < w) d.insert(0, w - d.size(), '0');
       return d;
