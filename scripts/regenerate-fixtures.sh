@@ -16,5 +16,5 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 # the build's fixtures target is now up to date with what was just generated
 touch "$build/fixtures.stamp"
-echo "generated $(ls fixtures/scenarios/*.yaml | wc -l) scenarios in $(echo "$end - $start" | bc) s;" \
+echo "generated $(ls fixtures/scenarios/*.yaml | wc -l) scenarios in $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s;" \
      "fixtures/outputs is $(du -sh fixtures/outputs | cut -f1)"

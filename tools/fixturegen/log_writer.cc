@@ -667,13 +667,6 @@ StatusOr<std::vector<std::string>> JobLogWriter::Run() {
     if (slurm) TrainingBanner(train_timeout);
   }
   if (s_.launcher == Launcher::kSlurm || !stopped_) Summary();
-  if (s_.launcher == Launcher::kK8s && s_.summary.present) {
-    // ranks >= 1 append their own summary to the primary log through the shared fd
-    for (auto& [rank, f] : rank_logs_) {
-      *f << "========================== JOB SUMMARY ==========================\n"
-         << "  Job:    " << s_.job_id << " (" << s_.job_name << ")\n";
-    }
-  }
   for (auto* m : {&rank_logs_, &worker_out_, &worker_err_})
     for (auto& [k, f] : *m) f->close();
   if (main_) main_->close();
