@@ -284,9 +284,14 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   if (r.ec != std::errc()) return false;
   result_.lines_after_last_step = 0;
   if (in_nccl_burst_) in_nccl_burst_ = false;
-  auto& last = result_.last_step_by_task[line.task];
-  last = std::max(last, step);
-  if (result_.steps.count(step)) return true;   // another task's copy of a logical step
+  if (line.task != last_task_) {
+    last_task_ = line.task;
+    last_task_step_ = &result_.last_step_by_task[line.task];
+  }
+  *last_task_step_ = std::max(*last_task_step_, step);
+  // Every task prints every step: most lines repeat the step just recorded.
+  if (step == last_recorded_step_ || result_.steps.count(step)) return true;
+  last_recorded_step_ = step;
   StepRecord s;
   s.step = step;
   s.task = line.task;
