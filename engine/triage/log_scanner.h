@@ -77,6 +77,8 @@ struct ScanResult {
   int64_t lines_after_last_step = 0;
   int64_t truncated_lines = 0;
 
+  // Renumbers every line reference by `delta` (a byte range scanned with lines counted from 1).
+  void ShiftLines(int64_t delta);
   // Appends `later` (a later file or byte range) into this result.
   void Merge(ScanResult&& later, const ScanLimits& limits);
 };

@@ -416,6 +416,40 @@ TEST(TriageTest, K8sRankLogsAreTasks) {
   EXPECT_EQ(f.failure_class, "heartbeat-timeout");
 }
 
+
+TEST(TriageTest, TwoThreadSplitEqualsSequentialScan) {
+  TempOutputs out;
+  JobSpec spec;
+  spec.passthrough = "steps=400 enable_checkpointing=true checkpoint_period=50 jax_distributed_heartbeat_timeout_seconds=600";
+  LogBuilder b(spec);
+  b.Header().Setup().Steps(0, 120, 30.0, 3300.0);
+  for (int t = 0; t < 24; ++t) b.Line(t, "Saved a checkpoint at step 100.");
+  b.Line(4, "gpu404:1:1 [0] NCCL WARN Timeout waiting for peer");
+  b.Steps(121, 260, 38.0, 2600.0);
+  b.Line(0, "UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):");
+  b.Line(0, "/job:jax_worker/replica:0/task:4");
+  b.Line(4, "E0224 20:01:00.000001 77 coordination_service_agent.cc:332] Polled an error from coordination service");
+  b.Line(-1, "srun: error: gpu404: task 4: Exited with exit code 1");
+  b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "2h 50m 0s");
+  testing::WriteSlurmJob(out, b.spec(), b.str());
+  auto job = ResolveJob("9101", out.path());
+  ASSERT_TRUE(job.ok());
+  TriageOptions one;
+  one.rules_dir = testing::RulesDir();
+  one.now = kFarFuture;
+  one.scan_threads = 1;
+  TriageOptions two = one;
+  two.scan_threads = 2;
+  two.split_min_bytes = 0;
+  auto a = TriageJob(*job, one);
+  auto c = TriageJob(*job, two);
+  ASSERT_TRUE(a.ok() && c.ok());
+  EXPECT_EQ(nlohmann::json(*a).dump(1), nlohmann::json(*c).dump(1));
+  EXPECT_EQ(a->steps.size(), 261u);
+  EXPECT_EQ(a->heartbeat.accused_hosts, (std::vector<std::string>{"gpu404"}));
+  EXPECT_GT(a->events.size(), 0u);
+}
+
 // ---- Bad input: never a crash, a clear status or a best-effort report.
 
 JobFacts TriageRaw(const TempOutputs& out, const std::string& content) {
