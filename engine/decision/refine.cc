@@ -307,9 +307,8 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
         SetAction(&sd, "retry-excluding-nodes",
                   "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects");
       } else {
-        SetAction(&sd, "no-retry",
-                  "hang recurred on the same nodes as job " + predecessor->job +
-                      " and no suspect node was identified; mark FAIL (try _env_NCCL_DEBUG=INFO)");
+        sd.decision.notes.push_back("hang recurred on the same nodes as job " + predecessor->job +
+                                    " but no suspect node was identified; next time try _env_NCCL_DEBUG=INFO");
       }
     }
   }
@@ -342,7 +341,11 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   }
   // Model sweep early stop: models whose latest attempt in this sweep failed while the same model
   // passed on the baseline (a baseline-variant entry, or any earlier sweep).
-  if (sd.decision.action != "none" && sd.decision.action != "stop-sweep" && !config.model.empty() &&
+  auto passed = [](const std::string& status, const std::string& root_cause) {
+    return status == "completed" || root_cause == "none";
+  };
+  const bool this_failed = !facts.soft_success && !passed(status, sd.root_cause);
+  if (this_failed && sd.decision.action != "stop-sweep" && !config.model.empty() &&
       context.variant != limits.baseline_variant) {
     std::set<std::string> baseline_passed;
     std::map<std::string, bool> latest_failed;   // candidate model -> its latest attempt failed
@@ -350,10 +353,9 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
       if (e.job == facts.id) continue;
       const bool is_baseline = e.sweep != context.sweep || e.variant == limits.baseline_variant;
       if (is_baseline) {
-        if (e.action == "none" && (e.root_cause == "none" || e.status == "completed"))
-          baseline_passed.insert(e.config.model);
+        if (passed(e.status, e.root_cause)) baseline_passed.insert(e.config.model);
       } else if (e.variant == context.variant) {
-        latest_failed[e.config.model] = e.action != "none";
+        latest_failed[e.config.model] = !passed(e.status, e.root_cause);
       }
     }
     latest_failed[config.model] = true;

@@ -1,6 +1,8 @@
 #include "engine/decision/sweep_history.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,8 +51,13 @@ Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry) {
   const std::string line = EncodeHistoryLine(entry);
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return PermissionDeniedError("cannot open sweep history " + path + ": " + std::strerror(errno));
-  // One write() per line: with O_APPEND the kernel places it atomically at the end for regular
-  // files, and a signal arriving during it either precedes it (nothing written) or follows it.
+  // One write() per line: with O_APPEND the kernel places it at the end in one piece for regular
+  // files. Termination signals are held back for the duration (a fatal signal can otherwise cut a
+  // multi-page write short), so SIGTERM/SIGINT land before or after the line, never inside it.
+  sigset_t hold, previous;
+  sigemptyset(&hold);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&hold, sig);
+  pthread_sigmask(SIG_BLOCK, &hold, &previous);
   ssize_t written;
   do {
     written = ::write(fd, line.data(), line.size());
@@ -58,6 +65,7 @@ Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry) {
   const int write_errno = errno;
   if (written >= 0 && static_cast<size_t>(written) == line.size()) ::fsync(fd);
   ::close(fd);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (written < 0) return InternalError("cannot append to sweep history " + path + ": " + std::strerror(write_errno));
   if (static_cast<size_t>(written) != line.size())
     return DataLossError("short write to sweep history " + path + " (" + std::to_string(written) + " of " +
