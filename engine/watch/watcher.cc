@@ -183,9 +183,14 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
     result.diagnosed = true;
     result.report = std::move(report).value();
     if (auto triaged = SubjectFactsOf(result.report)) {
+      // Triage is authoritative; the follower only fills what it left empty.
+      JobFacts followed_facts = std::move(facts);
       facts = std::move(*triaged);
-      if (facts.id.empty()) facts.id = followed.job.id;
-      if (facts.header.hosts.empty()) facts.header.hosts = p.hosts;
+      if (facts.id.empty()) facts.id = followed_facts.id;
+      if (facts.header.hosts.empty()) facts.header.hosts = followed_facts.header.hosts;
+      if (facts.header.model_name.empty()) facts.header.model_name = followed_facts.header.model_name;
+      if (facts.header.passthrough.empty()) facts.header.passthrough = followed_facts.header.passthrough;
+      if (!facts.progress.total_steps) facts.progress.total_steps = followed_facts.progress.total_steps;
     }
   }
 
