@@ -57,8 +57,10 @@ SignalHit EvaluateSignal(const SignalSpec& spec, const JobFacts& facts, const st
       if (hit.first_line.empty()) hit.first_line = m.where.text;
     }
   }
+  // Triage keeps one ClassMatch per class but an event per matching line (kind = class id, bounded
+  // per kind), so class ids are looked up among the events too: that is where the per-host spread is.
   for (const auto& e : facts.events) {
-    if (Contains(spec.events, e.kind) || (!spec.text.empty() && AnyMatch(spec.text, e.where.text))) {
+    if (Contains(spec.events, e.kind) || Contains(spec.classes, e.kind) || (!spec.text.empty() && AnyMatch(spec.text, e.where.text))) {
       AddHost(&hit, CanonicalHost(facts, e.host, e.task));
       if (hit.first_line.empty()) hit.first_line = e.where.text;
     }

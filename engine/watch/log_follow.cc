@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/triage/hostlist.h"
+
 namespace diagnose {
 
 namespace {
@@ -61,66 +63,6 @@ std::optional<double> NumberAfter(const std::string& text, const std::string& ke
 
 }  // namespace
 
-std::vector<std::string> ExpandHostlist(const std::string& nodelist) {
-  std::vector<std::string> hosts;
-  // Split at top-level commas (not inside brackets).
-  std::vector<std::string> items;
-  int depth = 0;
-  std::string current;
-  for (char c : nodelist) {
-    if (c == '[') ++depth;
-    if (c == ']') --depth;
-    if (c == ',' && depth == 0) {
-      items.push_back(current);
-      current.clear();
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
-      current.push_back(c);
-    }
-  }
-  if (!current.empty()) items.push_back(current);
-  for (const auto& item : items) {
-    const size_t open = item.find('[');
-    const size_t close = item.find(']');
-    if (open == std::string::npos || close == std::string::npos || close < open) {
-      hosts.push_back(item);
-      continue;
-    }
-    const std::string prefix = item.substr(0, open);
-    const std::string suffix = item.substr(close + 1);
-    const std::string body = item.substr(open + 1, close - open - 1);
-    size_t pos = 0;
-    bool ok = true;
-    std::vector<std::string> expanded;
-    while (pos <= body.size() && ok) {
-      size_t comma = body.find(',', pos);
-      if (comma == std::string::npos) comma = body.size();
-      const std::string range = body.substr(pos, comma - pos);
-      const size_t dash = range.find('-');
-      const std::string lo = range.substr(0, dash);
-      const std::string hi = dash == std::string::npos ? lo : range.substr(dash + 1);
-      if (lo.empty() || hi.empty() || !std::all_of(lo.begin(), lo.end(), ::isdigit) ||
-          !std::all_of(hi.begin(), hi.end(), ::isdigit) || lo.size() > 12 || hi.size() > 12) {
-        ok = false;
-        break;
-      }
-      const long a = std::stol(lo), b = std::stol(hi);
-      if (b < a || b - a > 100000) {
-        ok = false;
-        break;
-      }
-      for (long n = a; n <= b; ++n) {
-        std::string num = std::to_string(n);
-        if (num.size() < lo.size()) num = std::string(lo.size() - num.size(), '0') + num;
-        expanded.push_back(prefix + num + suffix);
-      }
-      pos = comma + 1;
-    }
-    if (ok) hosts.insert(hosts.end(), expanded.begin(), expanded.end());
-    else hosts.push_back(item);
-  }
-  return hosts;
-}
-
 std::vector<std::pair<std::string, std::string>> SplitPassthrough(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> out;
   std::string token;
@@ -162,7 +104,8 @@ bool LogFollower::ConsumeLine(const std::string& raw) {
     header("MODEL_NAME=", &progress_.model);
     if (progress_.nodelist.empty() && line.rfind("JOB_NODELIST=", 0) == 0) {
       progress_.nodelist = line.substr(13);
-      progress_.hosts = ExpandHostlist(progress_.nodelist);
+      StatusOr<std::vector<std::string>> hosts = ExpandHostlist(progress_.nodelist);
+      if (hosts.ok()) progress_.hosts = std::move(hosts).value();
     }
     if (progress_.nnodes == 0 && line.rfind("NNODES=", 0) == 0) progress_.nnodes = std::atoi(line.c_str() + 7);
     if (progress_.passthrough.empty() && line.rfind("PASSTHROUGH_ARGS=", 0) == 0) {

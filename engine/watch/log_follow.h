@@ -61,9 +61,6 @@ class LogFollower {
   LogProgress progress_;
 };
 
-// "chi[2822-2825,2830],gpu7" -> hosts. Unparseable input is returned as a single entry.
-std::vector<std::string> ExpandHostlist(const std::string& nodelist);
-
 // PASSTHROUGH_ARGS text -> key=value pairs (values may be quoted; bare words are kept with "").
 std::vector<std::pair<std::string, std::string>> SplitPassthrough(const std::string& text);
 

@@ -120,14 +120,6 @@ TEST_F(FollowTest, VanishedLogIsNotFound) {
   EXPECT_EQ(polled.status().code(), StatusCode::kNotFound);
 }
 
-TEST(Hostlist, Expand) {
-  EXPECT_EQ(ExpandHostlist("chi[2822-2824,2830]"),
-            (std::vector<std::string>{"chi2822", "chi2823", "chi2824", "chi2830"}));
-  EXPECT_EQ(ExpandHostlist("node[007-008],login1"), (std::vector<std::string>{"node007", "node008", "login1"}));
-  EXPECT_EQ(ExpandHostlist("single"), std::vector<std::string>{"single"});
-  EXPECT_EQ(ExpandHostlist("bad[9-1]"), std::vector<std::string>{"bad[9-1]"});
-}
-
 TEST(Passthrough, Split) {
   auto kv = SplitPassthrough("steps=15 _env_XLA_FLAGS=\"--a --b\" flag");
   ASSERT_EQ(kv.size(), 3u);
