@@ -12,6 +12,8 @@ int CommandRegistry::Run(CLI::App& app) {
 
 void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterDiagnose(app, registry);
+  RegisterWatch(app, registry);
+  RegisterNodes(app, registry);
 }
 
 }  // namespace diagnose::cli

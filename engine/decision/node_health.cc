@@ -117,6 +117,35 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
   return table;
 }
 
+Decision DecisionFromNodeHealth(const NodeHealthTable& table) {
+  Decision d;
+  for (const auto& row : table.rows) {
+    if (std::find(table.exclude.begin(), table.exclude.end(), row.node) == table.exclude.end()) continue;
+    std::string why = row.status;
+    if (row.delta_pct) why += " (" + std::to_string(static_cast<int>(std::lround(*row.delta_pct))) + "% vs median)";
+    if (!row.reason.empty()) why += ": " + row.reason;
+    d.exclude.push_back({row.node, row.status == "unhealthy" ? 1 : 2, "node perf sweep job " + row.job + ": " + why});
+  }
+  std::stable_sort(d.exclude.begin(), d.exclude.end(),
+                   [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
+  d.action = d.exclude.empty() ? "none" : "retry-excluding-nodes";
+  if (!table.monitor.empty()) d.notes.push_back("marginal (monitor, usable): " + CompressHostlist(table.monitor));
+  if (!table.healthy.empty()) d.notes.push_back("recommended nodelist: " + CompressHostlist(table.healthy));
+  for (const auto& n : table.notes) d.notes.push_back(n);
+  return d;
+}
+
+Decision DecisionFromBisection(const BisectionResult& result) {
+  Decision d;
+  for (const auto& h : result.bad_pair)
+    d.exclude.push_back({h, 2, "network bisection isolated " + CompressHostlist(result.bad_pair)});
+  d.action = d.exclude.empty() ? "none" : "retry-excluding-nodes";
+  for (const auto& split : result.next_splits)
+    d.notes.push_back("next: run a " + std::to_string(split.size()) + "N group on " + CompressHostlist(split));
+  if (!result.conclusion.empty()) d.notes.push_back(result.conclusion);
+  return d;
+}
+
 std::string CompressHostlist(const std::vector<std::string>& hosts) {
   // prefix -> (digit width, numbers); hosts without digits are kept verbatim.
   std::map<std::pair<std::string, size_t>, std::vector<long>> groups;

@@ -9,6 +9,7 @@
 
 #include "engine/core/json.h"
 #include "engine/decision/decision_rules.h"
+#include "engine/report/report.h"
 #include "engine/triage/job_facts.h"
 
 namespace diagnose {
@@ -77,6 +78,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BisectionResult, rows, expected_
 // `expected_tgs` unset: the best group's TGS is taken as the healthy expectation.
 BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& thresholds,
                                  std::optional<double> expected_tgs);
+
+// The contract decision a sweep driver acts on: exclude unhealthy nodes (failed/hung, priority 1)
+// and degraded ones (priority 2), else none. Notes carry the monitor list and the healthy nodelist.
+Decision DecisionFromNodeHealth(const NodeHealthTable& table);
+// Exclude the isolated pair/node (priority 2) when bisection has narrowed it down; otherwise none,
+// with the next split (or the escalation) in the notes.
+Decision DecisionFromBisection(const BisectionResult& result);
 
 // "chi[2822-2825,2830]" from {"chi2822", ..., "chi2830"}; hosts without a numeric suffix stay as is.
 std::string CompressHostlist(const std::vector<std::string>& hosts);

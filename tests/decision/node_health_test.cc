@@ -167,6 +167,36 @@ TEST(Bisection, AllHealthy) {
   EXPECT_NE(r.conclusion.find("no network issue"), std::string::npos);
 }
 
+TEST(NodeHealthDecision, ExcludesUnhealthyFirstThenDegraded) {
+  const auto& th = testing::SweepRules().node_health;
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), OneNode("3", "c", 900),
+                                            OneNode("4", "d", 0, "hanging", 2), OneNode("5", "e", 970)},
+                                           th);
+  Decision d = DecisionFromNodeHealth(t);
+  EXPECT_EQ(d.action, "retry-excluding-nodes");
+  ASSERT_EQ(d.exclude.size(), 2u);
+  EXPECT_EQ(d.exclude[0].host, "d");
+  EXPECT_EQ(d.exclude[0].priority, 1);
+  EXPECT_EQ(d.exclude[1].host, "c");
+  EXPECT_EQ(d.exclude[1].priority, 2);
+  EXPECT_TRUE(IsKnownAction(d.action));
+  NodeHealthTable clean = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1001)}, th);
+  EXPECT_EQ(DecisionFromNodeHealth(clean).action, "none");
+}
+
+TEST(BisectionDecision, BadPairExcludedNextSplitNoted) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult pair = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 1200)}, th, std::nullopt);
+  Decision d = DecisionFromBisection(pair);
+  EXPECT_EQ(d.action, "retry-excluding-nodes");
+  EXPECT_EQ(d.exclude.size(), 2u);
+  BisectionResult first = AnalyzeBisection({Group("all-8", kAll, 1320)}, th, 1393.0);
+  Decision next = DecisionFromBisection(first);
+  EXPECT_EQ(next.action, "none");
+  ASSERT_FALSE(next.notes.empty());
+  EXPECT_NE(next.notes[0].find("node[001-004]"), std::string::npos) << next.notes[0];
+}
+
 TEST(Hostlist, Compress) {
   EXPECT_EQ(CompressHostlist({"chi2822", "chi2823", "chi2824", "chi2830"}), "chi[2822-2824,2830]");
   EXPECT_EQ(CompressHostlist({"node007", "node008"}), "node[007-008]");
