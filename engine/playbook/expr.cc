@@ -94,7 +94,7 @@ class Lexer {
         return t;
       }
     }
-    if (std::string("+-*/%<>()[],.").find(c) != std::string::npos) {
+    if (std::string("+-*/%<>()[],.{}:").find(c) != std::string::npos) {
       ++pos_;
       t.kind = Tok::kOp;
       t.text = std::string(1, c);
@@ -372,6 +372,32 @@ class Parser {
           }
           Advance();
           return list;
+        }
+        if (t.text == "{") {
+          Advance();
+          auto map = Node(ExprKind::kMap, t.offset, "{}");
+          if (!IsOp("}")) {
+            while (true) {
+              if (tok_.kind != Tok::kString && tok_.kind != Tok::kIdent)
+                return Fail(tok_.offset, "expected a key (name or string) in map");
+              std::string key = tok_.text;
+              Advance();
+              if (!IsOp(":")) return Fail(tok_.offset, "expected ':' after map key '" + key + "'");
+              Advance();
+              auto value = ParseOr();
+              if (!value) return nullptr;
+              map->keys.push_back(key);
+              map->children.push_back(std::move(value));
+              if (IsOp(",")) {
+                Advance();
+                continue;
+              }
+              if (IsOp("}")) break;
+              return Fail(tok_.offset, "expected ',' or '}' in map");
+            }
+          }
+          Advance();
+          return map;
         }
         return Fail(t.offset, "unexpected '" + t.text + "'");
     }
@@ -780,6 +806,14 @@ StatusOr<Value> Eval(const Expr& e, const NameResolver& resolve) {
       }
       return out;
     }
+    case ExprKind::kMap: {
+      Value out = Value::object();
+      for (size_t i = 0; i < e.children.size(); ++i) {
+        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], resolve));
+        out[e.keys[i]] = std::move(v);
+      }
+      return out;
+    }
     case ExprKind::kCall: {
       std::vector<Value> args;
       for (const auto& c : e.children) {
@@ -888,6 +922,9 @@ std::string StaticType(const Expr& e,
     case ExprKind::kList:
       for (const auto& c : e.children) StaticType(*c, name_type, errors);
       return "list";
+    case ExprKind::kMap:
+      for (const auto& c : e.children) StaticType(*c, name_type, errors);
+      return "map";
     case ExprKind::kIndex:
       StaticType(*e.children[0], name_type, errors);
       StaticType(*e.children[1], name_type, errors);
