@@ -425,6 +425,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
+      {"where", {4, 4}},
   };
   return kFunctions;
 }
@@ -721,6 +722,19 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
         out.push_back(x.is_object() && x.contains(field) ? x[field] : Value());
     return out;
   }
+  if (f == "where") {
+    // where(list, "field", "<", value): the items whose field compares true.
+    if (!args[1].is_string() || !args[2].is_string() || !IsCmp(args[2].get<std::string>()))
+      return EvalError(e, "where() needs (list, \"field\", \"== != < <= > >=\", value)");
+    Value out = Value::array();
+    if (!a.is_array()) return out;
+    std::string field = args[1].get<std::string>();
+    for (const auto& item : a)
+      if (item.is_object() && item.contains(field) && !item[field].is_null() &&
+          Compare(args[2].get<std::string>(), item[field], args[3]))
+        out.push_back(item);
+    return out;
+  }
   if (f == "step_time") {
     if (a.is_null()) return Value();
     if (!a.is_number()) return EvalError(e, "step_time() needs a step number, got " + TypeName(a));
@@ -932,7 +946,7 @@ std::string StaticType(const Expr& e,
     case ExprKind::kCall: {
       for (const auto& c : e.children) StaticType(*c, name_type, errors);
       static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
-      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks"};
+      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where"};
       static const std::set<std::string> kBool = {"contains", "exists"};
       if (kNumber.count(e.text)) return "number";
       if (kList.count(e.text)) return "list";

@@ -81,6 +81,7 @@ TEST(ExprTest, FunctionsOverFacts) {
   EXPECT_EQ(Eval("step_time(5)", env), 1050.0);
   EXPECT_EQ(Eval("fmt(2.0/3, 2)", env), "0.67");
   EXPECT_EQ(Eval("last(facts.steps).step", env), 2);
+  EXPECT_EQ(Eval("pluck(where(facts.steps, 'tgs', '<', 15), 'step')", env), Value({1}));
 }
 
 TEST(ExprTest, SyntaxErrorsCarryOffsets) {
