@@ -125,7 +125,7 @@ def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retr
                 if fh == h and d == 0:
                     for s in range(a, b + 1):
                         excd[s] += per
-            life = rng.randint(10 ** 5, 10 ** 8) if rng.random() < 0.5 else 0
+            life = rng.randint(10 ** 4, 10 ** 6) if rng.random() < 0.5 else 0
             ins.append(series("hw_rdma_tx_retx_pkts_total", lab,
                               flat(life, n) if not any(retx) else counter(life, retx, rng, 0.2)))
             ins.append(series("hw_rdma_tx_ack_timeout_total", lab,
@@ -134,7 +134,8 @@ def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retr
                               flat(rng.randint(0, 40), n) if not any(excd) else counter(3, excd, rng)))
             cnp_rate = 3000.0 if h in cnp_heavy else 4.0
             ins.append(series("hw_rdma_rx_cnp_pkts_total", lab,
-                              counter(rng.randint(10 ** 6, 10 ** 9), [cnp_rate * INTERVAL] * n, rng, 0.5)))
+                              counter(rng.randint(10 ** 5, 10 ** 6), [cnp_rate * INTERVAL] * n, rng, 0.5)
+                              if h in cnp_heavy else f"{rng.randint(10 ** 5, 10 ** 6)}+{int(cnp_rate * INTERVAL)}x{n - 1}"))
         tcp = [0.08 * INTERVAL] * n
         if h in tcp_only:
             tcp = [900.0 * INTERVAL] * n
@@ -143,7 +144,9 @@ def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retr
                 for s in range(n):
                     if s % every < length and s > 0:
                         tcp[s] = 1500.0 * INTERVAL
-        ins.append(series("hw_tcp_retransmits_total", base, counter(rng.randint(10 ** 4, 10 ** 7), tcp, rng, 0.5)))
+        ins.append(series("hw_tcp_retransmits_total", base,
+                          counter(rng.randint(10 ** 4, 10 ** 6), tcp, rng, 0.5) if (h in tcp_only or any(w == h for w, _, _ in ckpt_tcp))
+                          else f"{rng.randint(10 ** 4, 10 ** 6)}+{int(0.08 * INTERVAL)}x{n - 1}"))
     cuts = [(a, b) for a, b, _ in phases]
     ph = phases_of(tgs, cuts)
     steady = sum(tgs[5:15]) / 10
@@ -259,24 +262,24 @@ def heartbeat_case(name, hosts, accused, seed, timeout=900, n=90, hang_from=None
                     pw.append(power)
                     ut.append(99.5)
             for g in range(2):
-                ins.append(series("hw_gpu_power_watts", {"gpu": str(g), "host": h}, noisy(pw, rng, 0.02)))
+                ins.append(series("hw_gpu_power_watts", {"gpu": str(g), "host": h}, noisy(pw, rng, 0.02, 0, 0)))
                 ins.append(series("ray_node_gpus_utilization",
                                   {"instance": f"{h}:55080", "ip": ip, "GpuIndex": str(g), "SessionName": "s1"},
-                                  noisy(ut, rng, 0.0, 0.4)))
-            ins.append(series("hw_tcp_retransmits_total", {"host": h},
-                              counter(rng.randint(1000, 10 ** 7), [0.1 * INTERVAL] * n, rng, 0.9)))
+                                  noisy(ut, rng, 0.0, 0.5, 0)))
+            ins.append(series("hw_tcp_retransmits_total", {"host": h}, f"{rng.randint(1000, 99999)}+3x{n - 1}"))
             ins.append(series("hw_rdma_tx_retx_pkts_total", {"host": h, "device": "ionic_0", "port": "1"},
                               flat(rng.randint(0, 10 ** 6), n)))
             io = [0.0] * n
             if io_busy and h in io_busy:
                 io = [70.0] * n
-            ins.append(series("hw_io_pressure_full_pct", {"host": h}, noisy(io, rng, 0, 0.0, 2).replace("-", "")))
+            ins.append(series("hw_io_pressure_full_pct", {"host": h}, flat(io[0], n)))
             ins.append(series("ray_node_mem_used", {"instance": f"{h}:55080", "ip": ip, "SessionName": "s1"},
-                              noisy([205e9] * n, rng, 0.01, 0, 0)))
+                              flat(205000000000 + rng.randint(0, 3000000000), n)))
             kills = [0.0] * n
             if oom and h == oom[0]:
                 kills[oom[1]] = 1
-            ins.append(series("hw_oom_kills_total", {"host": h}, counter(rng.randint(0, 3), kills, rng)))
+            ins.append(series("hw_oom_kills_total", {"host": h},
+                              counter(rng.randint(0, 3), kills, rng) if any(kills) else flat(rng.randint(0, 3), n)))
     accused_hosts = [hosts[t] for t in accused]
     facts = {"status": "failed", "failure_class": "heartbeat-timeout",
              "classes": [{"failure_class": "heartbeat-timeout"}],
@@ -344,23 +347,24 @@ def clean_system(hosts, n, rng, procs=18.0, procs_fn=None, hot=None, tb=None, po
     for ti, h in enumerate(hosts):
         ip = f"10.7.{ti // 200}.{ti % 200 + 10}"
         pr = [procs_fn(i) if procs_fn else procs for i in range(n)]
-        ins.append(series("hw_procs_running", {"host": h}, noisy(pr, rng, 0, 1.5, 0)))
-        for g in range(2):
-            ins.append(series("hw_gpu_power_watts", {"gpu": str(g), "host": h}, noisy([power] * n, rng, 0.015)))
-            temp = 95.0 if hot == h else 62.0
-            ins.append(series("hw_gpu_temperature_celsius", {"gpu": str(g), "host": h}, noisy([temp] * n, rng, 0.02)))
-            ins.append(series("ray_node_gpus_utilization",
-                              {"instance": f"{h}:55080", "ip": ip, "GpuIndex": str(g)}, noisy([99.6] * n, rng, 0, 0.3)))
-            ins.append(series("hw_gpu_ras_umc_ue_total", {"gpu": str(g), "host": h}, flat(0, n)))
+        ins.append(series("hw_procs_running", {"host": h}, noisy(pr, rng, 0, 1.4, 0)))
+        # Noise where the playbooks compare levels (power, runnable threads); flat elsewhere to keep
+        # the files small.
+        ins.append(series("hw_gpu_power_watts", {"gpu": "0", "host": h}, noisy([power] * n, rng, 0.012, 0, 0)))
+        ins.append(series("hw_gpu_power_watts", {"gpu": "1", "host": h}, flat(int(power) - 7, n)))
+        temp = 95 if hot == h else 62 + ti % 5
+        ins.append(series("hw_gpu_temperature_celsius", {"gpu": "0", "host": h}, flat(temp, n)))
+        ins.append(series("ray_node_gpus_utilization", {"instance": f"{h}:55080", "ip": ip, "GpuIndex": "0"}, flat(99, n)))
+        ins.append(series("hw_gpu_ras_umc_ue_total", {"gpu": "0", "host": h}, flat(0, n)))
         ins.append(series("hw_rdma_tx_retx_pkts_total", {"host": h, "device": "ionic_0", "port": "1"},
                           flat(rng.randint(0, 10 ** 6), n)))
-        ins.append(series("hw_tcp_retransmits_total", {"host": h},
-                          counter(rng.randint(1000, 10 ** 6), [0.2 * INTERVAL] * n, rng, 0.9)))
-        ins.append(series("hw_io_pressure_full_pct", {"host": h}, noisy([0.3] * n, rng, 0, 0.3, 2).replace("-", "")))
-        ins.append(series("ray_node_mem_used", {"instance": f"{h}:55080", "ip": ip}, noisy([205e9] * n, rng, 0.01, 0, 0)))
+        ins.append(series("hw_tcp_retransmits_total", {"host": h}, f"{rng.randint(1000, 99999)}+6x{n - 1}"))
+        ins.append(series("hw_io_pressure_full_pct", {"host": h}, flat(0.3, n)))
+        ins.append(series("ray_node_mem_used", {"instance": f"{h}:55080", "ip": ip},
+                          flat(205000000000 + rng.randint(0, 3000000000), n)))
         ins.append(series("ray_node_mem_total", {"instance": f"{h}:55080", "ip": ip}, flat(2000000000000, n)))
         ins.append(series("hw_oom_kills_total", {"host": h}, flat(0, n)))
-        ins.append(series("hw_scrape_duration_seconds", {"host": h}, noisy([0.11] * n, rng, 0.2, 0, 3)))
+        ins.append(series("hw_scrape_duration_seconds", {"host": h}, flat(0.11, n)))
     if tb:
         ins.extend(tb)
     return ins
