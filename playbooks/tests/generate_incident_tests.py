@@ -65,7 +65,7 @@ def write(name, playbook, tests, header):
             f.write(f"    interval: {INTERVAL}s\n")
             f.write(f"    start: {t['start']}\n")
             for key in ("input_series", "baseline_input_series"):
-                if key not in t:
+                if not t.get(key):
                     continue
                 f.write(f"    {key}:\n")
                 for s in t[key]:
