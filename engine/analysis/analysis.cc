@@ -1,5 +1,7 @@
 #include "engine/analysis/analysis.h"
 
+#include "engine/analysis/record_analyses.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -542,6 +544,7 @@ const std::map<std::string, AnalysisDef>& Registry() {
                          {{"aggregate", {"string", "avg", {"avg", "max", "min"}}}},
                          {{"ratio", "map"}, {"first", "map"}, {"second", "map"}},
                          {"input", "windows"}, WindowRatio};
+    RegisterRecordAnalyses(r);
     return r;
   }();
   return kRegistry;
