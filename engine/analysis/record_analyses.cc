@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -25,6 +27,23 @@ std::string ArgString(const Json& args, const char* name, const std::string& fal
 
 double ArgNumber(const Json& args, const char* name, double fallback) {
   return args.contains(name) && args[name].is_number() ? args[name].get<double>() : fallback;
+}
+
+// A number, or a string holding one (PASSTHROUGH_ARGS values are strings); nullopt otherwise.
+std::optional<double> PositiveNumber(const Json& v) {
+  double d = 0;
+  if (v.is_number()) {
+    d = v.get<double>();
+  } else if (v.is_string()) {
+    const std::string& s = v.get<std::string>();
+    char* end = nullptr;
+    d = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size()) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  if (!(d > 0) || !std::isfinite(d)) return std::nullopt;
+  return d;
 }
 
 double MedianOf(std::vector<double> v) {
@@ -66,10 +85,11 @@ StatusOr<Json> SelectRecords(const AnalysisInput& in) {
 }
 
 StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
-  if (!in.input.is_array() || in.input.size() != 2)
-    return InvalidArgumentError("checkpoint_steps: input must be [steps, period]");
+  if (!in.input.is_array() || in.input.size() < 2 || in.input.size() > 3)
+    return InvalidArgumentError("checkpoint_steps: input must be [steps, period] or [steps, period, heartbeat_timeout]");
   const Json& steps = in.input[0];
   const Json& period_value = in.input[1];
+  const std::optional<double> timeout = in.input.size() > 2 ? PositiveNumber(in.input[2]) : std::nullopt;
   if (!period_value.is_number() || period_value.get<double>() <= 0)
     return FailedPreconditionError("checkpoint_steps: no checkpoint period (checkpointing off or unknown)");
   if (!steps.is_array()) return FailedPreconditionError("checkpoint_steps: no step records");
@@ -88,7 +108,8 @@ StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
   Json out = {{"period", period}, {"checkpoint_steps", Json::array()}, {"write_seconds", Json::object()},
               {"max_write_seconds", nullptr}, {"max_write_step", nullptr}, {"median_seconds", nullptr},
               {"spike_steps", Json::array()}, {"expected_spikes", Json::array()},
-              {"unexpected_spikes", Json::array()}, {"count", 0}};
+              {"unexpected_spikes", Json::array()}, {"count", 0}, {"current_checkpoint", nullptr},
+              {"heartbeat_timeout", timeout ? Json(*timeout) : Json()}, {"write_fraction", nullptr}};
   if (seconds.empty()) return out;
   const int64_t first = seconds.begin()->first;
   const int64_t last = seconds.rbegin()->first;
@@ -111,7 +132,11 @@ StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
   if (max_write_step >= 0) {
     out["max_write_seconds"] = max_write;
     out["max_write_step"] = max_write_step;
+    if (timeout) out["write_fraction"] = max_write / *timeout;
   }
+  // The save in progress when the log ends: after step N completes, step N's save runs.
+  const int64_t current = last / period * period;
+  if (current >= first) out["current_checkpoint"] = current;
 
   // The typical step: steps after warm-up that are not checkpoint or write steps.
   std::vector<double> typical;
@@ -142,7 +167,8 @@ void RegisterRecordAnalyses(std::map<std::string, AnalysisDef>& r) {
                            {{"period", "number"}, {"checkpoint_steps", "list"}, {"write_seconds", "map"},
                             {"max_write_seconds", "number"}, {"max_write_step", "number"},
                             {"median_seconds", "number"}, {"spike_steps", "list"}, {"expected_spikes", "list"},
-                            {"unexpected_spikes", "list"}, {"count", "number"}},
+                            {"unexpected_spikes", "list"}, {"count", "number"}, {"current_checkpoint", "number"},
+                            {"heartbeat_timeout", "number"}, {"write_fraction", "number"}},
                            {"input"}, CheckpointSteps};
 }
 

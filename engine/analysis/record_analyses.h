@@ -17,14 +17,18 @@ namespace diagnose::analysis {
 // values (map host -> matching records on that host).
 StatusOr<Json> SelectRecords(const AnalysisInput& in);
 
-// input: [steps, period] where steps is a list of step records ({step, seconds, ...}) and period
-// the checkpoint period in steps (null or <= 0: precondition failure, so the rule is skipped).
+// input: [steps, period] or [steps, period, heartbeat_timeout] where steps is a list of step
+// records ({step, seconds, ...}), period the checkpoint period in steps (null or <= 0: precondition
+// failure, so the rule is skipped) and heartbeat_timeout seconds (a number or a numeric string such
+// as a PASSTHROUGH_ARGS value; anything else is treated as unknown).
 // args: x ("step"), y ("seconds"), write_offset (1: a save's cost lands in the step after it),
 // spike_ratio (3), skip_first (5: compile and warm-up steps are never spikes).
 // Result: period, checkpoint_steps (multiples of period within the logged range, step 0
 // included), write_seconds (map step -> seconds of step+write_offset), max_write_seconds,
 // max_write_step, median_seconds, spike_steps, expected_spikes (spikes on a checkpoint step or its
-// write step), unexpected_spikes, count (checkpoints in range).
+// write step), unexpected_spikes, count (checkpoints in range), current_checkpoint (the largest
+// checkpoint step <= the last logged step: the save in progress when the log ends),
+// heartbeat_timeout, write_fraction (max_write_seconds / heartbeat_timeout).
 StatusOr<Json> CheckpointSteps(const AnalysisInput& in);
 
 // Adds the analyses above to the registry (called from Registry()).

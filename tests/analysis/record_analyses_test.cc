@@ -72,6 +72,19 @@ TEST(CheckpointStepsTest, RestoredRunStartsAtTheFirstLoggedStep) {
   EXPECT_EQ((*r)["unexpected_spikes"], Json::array());
 }
 
+TEST(CheckpointStepsTest, ComparesTheLongestWriteWithTheHeartbeatTimeout) {
+  Json steps = Steps(0, 230, 30, {{101, 720}, {201, 300}});
+  auto r = CheckpointSteps(With(Json::array({steps, 100, "900"}), Json::object()));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["max_write_step"], 100);
+  EXPECT_NEAR((*r)["write_fraction"].get<double>(), 0.8, 1e-9);
+  EXPECT_EQ((*r)["current_checkpoint"], 200);
+  auto unknown = CheckpointSteps(With(Json::array({steps, 100, "soon"}), Json::object()));
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_TRUE((*unknown)["write_fraction"].is_null());
+  EXPECT_TRUE((*unknown)["heartbeat_timeout"].is_null());
+}
+
 TEST(CheckpointStepsTest, NoPeriodIsAPrecondition) {
   auto r = CheckpointSteps(With(Json::array({Steps(0, 10, 30, {}), nullptr}), Json::object()));
   ASSERT_FALSE(r.ok());
