@@ -19,6 +19,8 @@ struct SpawnOptions {
   std::string working_dir;              // empty: inherit
 };
 
+struct RunResult;
+
 class ChildProcess {
  public:
   static StatusOr<ChildProcess> Spawn(const SpawnOptions& options);
@@ -37,6 +39,9 @@ class ChildProcess {
   void Terminate(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
 
  private:
+  // RunCommand spawns onto an unlinked capture file, which Spawn's path-based options cannot express.
+  friend StatusOr<RunResult> RunCommand(const std::vector<std::string>& argv,
+                                        std::chrono::milliseconds timeout);
   explicit ChildProcess(int pid) : pid_(pid) {}
   int pid_ = -1;
   std::optional<int> exit_code_;

@@ -8,18 +8,9 @@
 
 #include "engine/core/status.h"
 #include "engine/report/report.h"
+#include "engine/tsdb/endpoint_options.h"  // RemoteEndpointOptions
 
 namespace diagnose {
-
-struct RemoteEndpointOptions {
-  std::string url;                                  // --prometheus
-  std::map<std::string, std::string> headers;       // --header "K: V" (bearer, X-Scope-OrgID, ...)
-  std::string tenant;                               // --tenant -> X-Scope-OrgID
-  bool insecure_skip_verify = false;
-  std::string ca_file;
-  bool thanos = false;                              // partial_response=false
-  double timeout_seconds = 30;
-};
 
 struct DiagnoseOptions {
   std::string job_ref;

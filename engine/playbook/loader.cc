@@ -1,6 +1,8 @@
 #include "engine/playbook/loader.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -879,11 +881,14 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule) {
     }
   }
   if (rule->finding) {
-    CheckExpr(ctx, scope, rule->finding->when, "finding.when", &deps);
-    CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &deps);
-    CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &deps);
+    // A finding reads its own rule's result (evaluated after it), so a self-reference is no cycle.
+    std::set<std::string> finding_deps;
+    CheckExpr(ctx, scope, rule->finding->when, "finding.when", &finding_deps);
+    CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &finding_deps);
+    CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps);
+    finding_deps.erase(rule->qualified_id);
+    deps.insert(finding_deps.begin(), finding_deps.end());
   }
-  deps.erase(rule->qualified_id + "#never");
   rule->needs.assign(deps.begin(), deps.end());
 }
 
@@ -1193,6 +1198,9 @@ std::vector<LoadDiagnostic> LoadResult::ForFile(const std::string& file) const {
   std::vector<LoadDiagnostic> out;
   for (const auto& d : diagnostics_)
     if (d.pos.file == file) out.push_back(d);
+  std::stable_sort(out.begin(), out.end(), [](const LoadDiagnostic& a, const LoadDiagnostic& b) {
+    return a.pos.line != b.pos.line ? a.pos.line < b.pos.line : a.pos.col < b.pos.col;
+  });
   return out;
 }
 
@@ -1271,6 +1279,21 @@ std::vector<std::string> FindYamlFiles(const std::string& path, bool include_tes
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+bool LooksLikePlaybook(const std::string& path) {
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    return root.IsMap() && root["playbook"];
+  } catch (const YAML::Exception&) {
+    return true;
+  }
+}
+
+std::string PlaybookDataDir() {
+  const char* env = std::getenv("DIAGNOSE_DATA_DIR");
+  if (env != nullptr && *env != '\0') return env;
+  return DIAGNOSE_SOURCE_DIR;
 }
 
 Library LoadLibraryDir(const std::string& data_dir, LoadResult* result) {

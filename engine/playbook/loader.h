@@ -62,6 +62,14 @@ class Loader {
 // examples live in subdirectories). Files sorted by name so order is deterministic.
 Library LoadLibraryDir(const std::string& data_dir, LoadResult* result);
 
+// True when the file's top level has a `playbook:` key (or is not valid YAML: the playbook loader
+// then reports the parse error with its position).
+bool LooksLikePlaybook(const std::string& path);
+
+// Where rules/ and playbooks/ live: $DIAGNOSE_DATA_DIR, else the source tree the binary was built
+// from.
+std::string PlaybookDataDir();
+
 // YAML files under `path` (a file, or a directory searched recursively), sorted; test files
 // (*.test.yaml) are excluded.
 std::vector<std::string> FindYamlFiles(const std::string& path, bool include_tests);

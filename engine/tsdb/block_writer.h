@@ -17,6 +17,7 @@ struct BlockWriteOptions {
   std::string output_dir;                 // the TSDB dir (created; blocks are added to it)
   std::string max_block_duration = "6h";  // promtool --max-block-duration
   std::string scratch_dir;                // where the OpenMetrics file is written; empty = temp dir
+  double promtool_timeout_seconds = 1800; // promtool is killed after this long
 };
 
 struct BlockWriteStats {

@@ -1,0 +1,36 @@
+// Process-wide registry of cleanups that must run however the process ends: private Prometheus
+// servers to stop, temp dirs to remove. Normal exits run them through RAII owners (which then
+// unregister); SIGINT/SIGTERM/SIGHUP are taken by a dedicated sigwait thread that runs every
+// registered cleanup (newest first) and exits with 128+signal.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace diagnose {
+
+class CleanupRegistry {
+ public:
+  using Id = uint64_t;
+
+  static CleanupRegistry& Instance();
+
+  // `cleanup` must be safe to run from the signal thread while other threads are still running:
+  // it should only kill/wait by pid and remove paths.
+  Id Register(std::string what, std::function<void()> cleanup);
+  void Unregister(Id id);
+  // Runs and forgets every registered cleanup, newest first.
+  void RunAll();
+  size_t size();
+
+ private:
+  CleanupRegistry() = default;
+};
+
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread it creates later)
+// and starts the thread that sigwaits for them. Call it from main before starting other threads.
+// Idempotent. Child processes reset their signal mask (subprocess.cc).
+void InstallTerminationHandler();
+
+}  // namespace diagnose

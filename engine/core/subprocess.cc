@@ -1,0 +1,296 @@
+#include "engine/core/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace diagnose {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Output kept by RunCommand: tools like promtool can print a table per block; the head and the tail
+// carry what a user needs (the command's error is at the end).
+constexpr size_t kMaxCapturedOutput = 256 * 1024;
+
+std::string Joined(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += a;
+  }
+  return out;
+}
+
+int DecodeWaitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+// Writes errno to the parent through the close-on-exec pipe and dies; async-signal-safe only.
+[[noreturn]] void ChildFail(int report_fd, int stage) {
+  int payload[2] = {stage, errno};
+  ssize_t ignored = write(report_fd, payload, sizeof payload);
+  (void)ignored;
+  _exit(127);
+}
+
+struct ChildFds {
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+};
+
+// fork+exec rather than posix_spawn because the child must call prctl(PR_SET_PDEATHSIG) itself.
+// Everything the child needs is prepared before fork so it only makes async-signal-safe calls.
+StatusOr<int> ForkExec(const std::vector<std::string>& argv, const std::string& working_dir,
+                       ChildFds fds) {
+  if (argv.empty()) return InvalidArgumentError("cannot spawn an empty argument vector");
+  std::string program = argv[0];
+  if (program.find('/') == std::string::npos) {
+    program = FindExecutable(argv[0]);
+    if (program.empty()) return NotFoundError("executable '" + argv[0] + "' not found in PATH");
+  }
+  std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    return InternalError(std::string("pipe2 failed: ") + std::strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close(report[0]);
+    close(report[1]);
+    return UnavailableError("fork failed for '" + Joined(argv) + "': " + std::strerror(err));
+  }
+  if (pid == 0) {
+    close(report[0]);
+    // The calling process may block signals for its sigwait thread; the child must not inherit
+    // that mask or it would ignore our SIGTERM.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT}) signal(sig, SIG_DFL);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(report[1], 1);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    setpgid(0, 0);  // own process group: a terminal's Ctrl-C reaches us, we decide what the child gets
+    int devnull = -1;
+    if (fds.stdout_fd < 0 || fds.stderr_fd < 0) {
+      devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (devnull < 0) ChildFail(report[1], 2);
+    }
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in < 0 || dup2(in, STDIN_FILENO) < 0) ChildFail(report[1], 2);
+    if (dup2(fds.stdout_fd >= 0 ? fds.stdout_fd : devnull, STDOUT_FILENO) < 0) ChildFail(report[1], 2);
+    if (dup2(fds.stderr_fd >= 0 ? fds.stderr_fd : devnull, STDERR_FILENO) < 0) ChildFail(report[1], 2);
+    if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) ChildFail(report[1], 3);
+    execv(program.c_str(), cargv.data());
+    ChildFail(report[1], 4);
+  }
+  close(report[1]);
+  int payload[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = read(report[0], payload, sizeof payload);
+  } while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n > 0) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::string where;
+    switch (payload[0]) {
+      case 1: where = "prctl(PR_SET_PDEATHSIG)"; break;
+      case 2: where = "redirecting output"; break;
+      case 3: where = "chdir to '" + working_dir + "'"; break;
+      default: where = "exec of '" + program + "'"; break;
+    }
+    return UnavailableError("cannot start '" + Joined(argv) + "': " + where + " failed: " +
+                            std::strerror(payload[1]));
+  }
+  return static_cast<int>(pid);
+}
+
+int OpenOutput(const std::string& path) {
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+}
+
+}  // namespace
+
+std::string FindExecutable(const std::string& name) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+StatusOr<ChildProcess> ChildProcess::Spawn(const SpawnOptions& options) {
+  ChildFds fds;
+  if (!options.stdout_path.empty()) {
+    fds.stdout_fd = OpenOutput(options.stdout_path);
+    if (fds.stdout_fd < 0) {
+      return UnavailableError("cannot open '" + options.stdout_path + "' for the output of '" +
+                              Joined(options.argv) + "': " + std::strerror(errno));
+    }
+  }
+  if (!options.stderr_path.empty()) {
+    if (options.stderr_path == options.stdout_path) {
+      fds.stderr_fd = fds.stdout_fd;
+    } else {
+      fds.stderr_fd = OpenOutput(options.stderr_path);
+      if (fds.stderr_fd < 0) {
+        int err = errno;
+        if (fds.stdout_fd >= 0) close(fds.stdout_fd);
+        return UnavailableError("cannot open '" + options.stderr_path + "' for the errors of '" +
+                                Joined(options.argv) + "': " + std::strerror(err));
+      }
+    }
+  }
+  auto pid = ForkExec(options.argv, options.working_dir, fds);
+  if (fds.stdout_fd >= 0) close(fds.stdout_fd);
+  if (fds.stderr_fd >= 0 && fds.stderr_fd != fds.stdout_fd) close(fds.stderr_fd);
+  if (!pid.ok()) return pid.status();
+  return ChildProcess(*pid);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), exit_code_(other.exit_code_) {
+  other.pid_ = -1;
+  other.exit_code_.reset();
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    Terminate();
+    pid_ = other.pid_;
+    exit_code_ = other.exit_code_;
+    other.pid_ = -1;
+    other.exit_code_.reset();
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() { Terminate(); }
+
+bool ChildProcess::Running() {
+  if (pid_ <= 0 || exit_code_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_code_ = DecodeWaitStatus(status);
+    return false;
+  }
+  if (r < 0 && errno == ECHILD) {  // reaped elsewhere; nothing left to wait for
+    exit_code_ = -1;
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> ChildProcess::ExitCode() const { return exit_code_; }
+
+StatusOr<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return FailedPreconditionError("no child process to wait for");
+  const auto deadline = Clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  while (Running()) {
+    if (Clock::now() >= deadline) {
+      return DeadlineExceededError("process " + std::to_string(pid_) + " still running after " +
+                                   std::to_string(timeout.count()) + " ms");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+  return *exit_code_;
+}
+
+void ChildProcess::Terminate(std::chrono::milliseconds grace) {
+  if (pid_ <= 0 || !Running()) return;
+  kill(pid_, SIGTERM);
+  if (Wait(grace).ok()) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  exit_code_ = r == pid_ ? DecodeWaitStatus(status) : -1;
+}
+
+StatusOr<RunResult> RunCommand(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/diagnose-run-XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  int fd = mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) {
+    return UnavailableError("cannot create a temp file to capture '" + Joined(argv) + "': " +
+                            std::strerror(errno));
+  }
+  // Unlinked at once: the capture is private and cannot be left behind, whatever happens next.
+  unlink(name.data());
+  auto pid = ForkExec(argv, "", ChildFds{fd, fd});
+  if (!pid.ok()) {
+    close(fd);
+    return pid.status();
+  }
+  ChildProcess child(*pid);
+  auto code = child.Wait(timeout);
+
+  RunResult result;
+  off_t size = lseek(fd, 0, SEEK_END);
+  if (size > 0) {
+    auto read_at = [&](off_t offset, size_t length) {
+      std::string buf(length, '\0');
+      ssize_t n = pread(fd, buf.data(), length, offset);
+      buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      return buf;
+    };
+    if (static_cast<size_t>(size) <= kMaxCapturedOutput) {
+      result.output = read_at(0, static_cast<size_t>(size));
+    } else {
+      const size_t half = kMaxCapturedOutput / 2;
+      result.output = read_at(0, half) + "\n[... " + std::to_string(size - 2 * half) +
+                      " bytes omitted ...]\n" + read_at(size - static_cast<off_t>(half), half);
+    }
+  }
+  close(fd);
+  if (!code.ok()) {
+    child.Terminate(std::chrono::milliseconds(500));
+    std::string tail = result.output.size() > 2000 ? result.output.substr(result.output.size() - 2000)
+                                                   : result.output;
+    return DeadlineExceededError("'" + Joined(argv) + "' did not finish within " +
+                                 std::to_string(timeout.count()) + " ms; output so far: " + tail);
+  }
+  result.exit_code = *code;
+  return result;
+}
+
+}  // namespace diagnose

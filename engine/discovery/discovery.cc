@@ -1,0 +1,467 @@
+#include "engine/discovery/discovery.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+namespace diagnose {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Range selectors longer than this are split, so a long job's raw tb_step samples come back in
+// pieces of bounded size.
+constexpr double kStepChunkSeconds = 86400;
+
+std::string Seconds(double s) { return std::to_string(static_cast<int64_t>(std::ceil(s))) + "s"; }
+
+std::string FormatTime(double t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", t);
+  return buf;
+}
+
+std::string LabelKey(const Labels& labels) {
+  std::string key;
+  for (const auto& [k, v] : labels) {
+    if (k == "__name__") continue;
+    key += k;
+    key += '\x1f';
+    key += v;
+    key += '\x1e';
+  }
+  return key;
+}
+
+template <typename T>
+T Required(const YAML::Node& node, const std::string& key, const std::string& path) {
+  if (!node[key]) throw std::runtime_error(path + ": missing key '" + key + "'");
+  return node[key].as<T>();
+}
+
+}  // namespace
+
+std::string InstanceHost(const std::string& instance) {
+  if (!instance.empty() && instance.front() == '[') {
+    const size_t close = instance.find(']');
+    return close == std::string::npos ? instance : instance.substr(1, close - 1);
+  }
+  const size_t colon = instance.rfind(':');
+  if (colon == std::string::npos || instance.find(':') != colon) return instance;  // bare IPv6 stays
+  return instance.substr(0, colon);
+}
+
+StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
+  DiscoveryRules rules;
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    for (const auto& f : root["families"]) {
+      FamilyExpectation fam;
+      fam.id = Required<std::string>(f, "id", path);
+      fam.selector = Required<std::string>(f, "selector", path);
+      fam.hosts_from = f["hosts_from"] ? f["hosts_from"].as<std::string>() : "host";
+      fam.per_host = f["per_host"] && f["per_host"].as<bool>();
+      fam.why = f["why"] ? f["why"].as<std::string>() : "";
+      if (fam.hosts_from != "host" && fam.hosts_from != "instance") {
+        return InvalidArgumentError(path + ":" + std::to_string(f.Mark().line + 1) + ": family '" + fam.id +
+                                    "': hosts_from must be host or instance");
+      }
+      rules.families.push_back(fam);
+    }
+    for (const auto& h : root["heartbeats"]) {
+      HeartbeatSeries hb;
+      hb.selector = Required<std::string>(h, "selector", path);
+      hb.hosts_from = h["hosts_from"] ? h["hosts_from"].as<std::string>() : "host";
+      if (hb.hosts_from != "host" && hb.hosts_from != "instance") {
+        return InvalidArgumentError(path + ":" + std::to_string(h.Mark().line + 1) +
+                                    ": heartbeat hosts_from must be host or instance");
+      }
+      rules.heartbeats.push_back(hb);
+    }
+    rules.gap_threshold_seconds = Required<double>(root, "gap_threshold_seconds", path);
+    rules.gap_resolution_seconds = Required<double>(root, "gap_resolution_seconds", path);
+    if (root["ignored_instance_hosts"]) {
+      rules.ignored_instance_hosts = root["ignored_instance_hosts"].as<std::vector<std::string>>();
+    }
+    rules.step_metric = Required<std::string>(root, "step_metric", path);
+    rules.staleness_metric = Required<std::string>(root, "staleness_metric", path);
+    rules.wrong_db_max_steps_ahead = Required<int64_t>(root, "wrong_db_max_steps_ahead", path);
+    rules.wrong_db_max_steps_behind = Required<int64_t>(root, "wrong_db_max_steps_behind", path);
+  } catch (const YAML::Exception& e) {
+    return ParseError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": " + e.msg);
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(e.what());
+  }
+  if (rules.gap_resolution_seconds <= 0 || rules.gap_threshold_seconds <= 0) {
+    return InvalidArgumentError(path + ": gap_threshold_seconds and gap_resolution_seconds must be positive");
+  }
+  return rules;
+}
+
+DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window) {
+  DiscoveryInputs inputs;
+  std::optional<TimeRange> blocks;
+  if (!inventory.blocks.empty()) {
+    blocks = TimeRange{inventory.min_time_ms() / 1000.0, (inventory.max_time_ms() - 1) / 1000.0};
+  }
+  if (!inventory.has_wal && blocks) {
+    inputs.known_range = blocks;
+    return inputs;
+  }
+  // A head holds at most about 1.5 block ranges (3 h) beyond the last block.
+  constexpr double kHeadSpanSeconds = 3 * 3600;
+  TimeRange window;
+  if (blocks && log_window) {
+    window = {std::min(blocks->start, log_window->start), std::max(blocks->end + kHeadSpanSeconds, log_window->end)};
+  } else if (blocks) {
+    window = {blocks->start, blocks->end + kHeadSpanSeconds};
+  } else if (log_window) {
+    window = *log_window;
+  } else {
+    return inputs;  // Discover will say that it needs a window
+  }
+  inputs.search_window = window;
+  return inputs;
+}
+
+bool Discovery::HasMetric(const std::string& name) const {
+  return std::binary_search(metric_names.begin(), metric_names.end(), name);
+}
+
+std::optional<double> Discovery::TimeOfStep(int64_t step) const {
+  std::optional<double> t;
+  for (const auto& st : step_times) {
+    if (st.step == step) t = st.time;
+  }
+  return t;
+}
+
+std::vector<std::string> Discovery::GapSentences() const {
+  std::vector<std::string> out;
+  for (const auto& g : gaps) out.push_back(g.detail);
+  return out;
+}
+
+nlohmann::json Discovery::ToJson() const {
+  nlohmann::json j;
+  j["metric_names"] = metric_names;
+  j["metric_count"] = metric_names.size();
+  j["range"] = {{"start", range.start}, {"end", range.end}, {"source", range_source}};
+  j["hosts"] = hosts;
+  j["host_source"] = host_source;
+  j["instance_to_host"] = instance_to_host;
+  nlohmann::json steps = {{"real_samples", step_times.size()}, {"staleness_fills_excluded", staleness_fills_excluded}};
+  if (!step_times.empty()) {
+    steps["first"] = {{"step", step_times.front().step}, {"time", step_times.front().time}};
+    steps["last"] = {{"step", step_times.back().step}, {"time", step_times.back().time}};
+  }
+  j["step_map"] = steps;
+  j["gaps"] = gaps;
+  j["wrong_database_guard"] = guard;
+  j["queries"] = queries;
+  j["elapsed_seconds"] = elapsed_seconds;
+  return j;
+}
+
+namespace {
+
+class Discoverer {
+ public:
+  Discoverer(QueryClient& client, const DiscoveryInputs& inputs, const DiscoveryRules& rules)
+      : client_(client), inputs_(inputs), rules_(rules) {}
+
+  StatusOr<Discovery> Run() {
+    const auto started = Clock::now();
+    RETURN_IF_ERROR(FindRange());
+    const double s = d_.range.start, e = d_.range.end;
+    auto names = Ask(client_.LabelValues("__name__", {}, s, e));
+    if (!names.ok()) return names.status().WithContext("discovering metric names on " + client_.Describe());
+    d_.metric_names = *names;
+    std::sort(d_.metric_names.begin(), d_.metric_names.end());
+    if (d_.metric_names.empty()) {
+      Gap("missing-family", "", "", "the TSDB holds no series between " + FormatTime(s) + " and " + FormatTime(e));
+    }
+    FindHosts();
+    CheckFamilies();
+    FindSilentIntervalsAndSteps();
+    Guard();
+    d_.elapsed_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return std::move(d_);
+  }
+
+ private:
+  template <typename T>
+  StatusOr<T> Ask(StatusOr<T> r) {
+    ++d_.queries;
+    return r;
+  }
+
+  void Gap(std::string kind, std::string host, std::string family, std::string detail, double from = 0,
+           double to = 0) {
+    d_.gaps.push_back({std::move(kind), std::move(host), std::move(family), from, to, std::move(detail)});
+  }
+
+  void QueryFailed(const std::string& what, const Status& status) {
+    Gap("query-failed", "", "", "could not ask " + what + ": " + status.message());
+  }
+
+  std::string AnyHeartbeat() const {
+    std::string q;
+    for (const auto& hb : rules_.heartbeats) q += (q.empty() ? "" : " or ") + ("count(" + hb.selector + ")");
+    return q;
+  }
+
+  Status FindRange() {
+    if (inputs_.known_range) {
+      d_.range = *inputs_.known_range;
+      d_.range_source = "block-meta";
+      return Status::Ok();
+    }
+    if (!inputs_.search_window) {
+      return InvalidArgumentError("discovery on " + client_.Describe() +
+                                  " needs a time window (the job's start and end from its log): "
+                                  "recorded data is never queried at \"now\"");
+    }
+    d_.range = *inputs_.search_window;
+    d_.range_source = "search-window";
+    if (rules_.heartbeats.empty()) return Status::Ok();
+    auto r = Ask(client_.Run(Query::Range(AnyHeartbeat(), d_.range.start, d_.range.end,
+                                          rules_.gap_resolution_seconds, "discovery:range")));
+    if (!r.ok()) return r.status().WithContext("finding the data range on " + client_.Describe());
+    double first = INFINITY, last = -INFINITY;
+    for (const auto& series : r->series) {
+      for (const auto& sample : series.samples) {
+        first = std::min(first, sample.t);
+        last = std::max(last, sample.t);
+      }
+    }
+    if (std::isfinite(first)) {
+      d_.range = {first, last};
+      d_.range_source = "queries";
+    } else {
+      Gap("missing-family", "", "", "no heartbeat series in the search window " + FormatTime(d_.range.start) + " to " +
+                                        FormatTime(d_.range.end));
+    }
+    return Status::Ok();
+  }
+
+  bool IgnoredHost(const std::string& h) const {
+    return h.empty() || std::find(rules_.ignored_instance_hosts.begin(), rules_.ignored_instance_hosts.end(), h) !=
+                            rules_.ignored_instance_hosts.end();
+  }
+
+  void AddHost(const std::string& host, const std::string& source) {
+    if (IgnoredHost(host)) return;
+    d_.host_source.emplace(host, source);
+  }
+
+  void FindHosts() {
+    const double s = d_.range.start, e = d_.range.end;
+    if (auto hosts = Ask(client_.LabelValues("host", {}, s, e)); hosts.ok()) {
+      for (const auto& h : *hosts) AddHost(h, "host label");
+    } else {
+      QueryFailed("the host label values", hosts.status());
+    }
+    // Series without a host label (Ray's) name their node through instance, or ip alone.
+    if (auto inst = Ask(client_.LabelValues("instance", {R"({host="",instance!=""})"}, s, e)); inst.ok()) {
+      for (const auto& i : *inst) AddHost(InstanceHost(i), "instance");
+    } else {
+      QueryFailed("instances of series without a host label", inst.status());
+    }
+    if (auto ips = Ask(client_.LabelValues("ip", {R"({host="",instance="",ip!=""})"}, s, e)); ips.ok()) {
+      for (const auto& ip : *ips) AddHost(ip, "ip");
+    } else {
+      QueryFailed("ips of series without host or instance", ips.status());
+    }
+    // instance -> host: authoritative where a series carries both, else the instance's host part.
+    std::vector<Query> pairs;
+    const std::string window = Seconds(e - s + 1);
+    for (const auto& hb : rules_.heartbeats) {
+      if (hb.hosts_from != "host") continue;
+      pairs.push_back(Query::Instant("group by (instance, host) (last_over_time(" + hb.selector + "[" + window + "]))", e,
+                                     "discovery:instance-host"));
+    }
+    auto results = client_.RunBatch(pairs);
+    d_.queries += static_cast<int>(pairs.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (!results[i].ok()) {
+        QueryFailed("the instance/host pairs", results[i].status());
+        continue;
+      }
+      for (const auto& series : results[i]->series) {
+        auto inst = series.labels.find("instance"), host = series.labels.find("host");
+        if (inst != series.labels.end() && host != series.labels.end()) d_.instance_to_host[inst->second] = host->second;
+      }
+    }
+    if (auto all = Ask(client_.LabelValues("instance", {}, s, e)); all.ok()) {
+      for (const auto& i : *all) {
+        const std::string host = InstanceHost(i);
+        if (!d_.instance_to_host.count(i) && !IgnoredHost(host)) d_.instance_to_host[i] = host;
+      }
+    } else {
+      QueryFailed("the instance label values", all.status());
+    }
+    for (const auto& [h, src] : d_.host_source) d_.hosts.push_back(h);
+    for (const auto& expected : inputs_.expected_hosts) {
+      if (!d_.host_source.count(expected)) {
+        Gap("host-missing", expected, "", "host " + expected + " is in the job's nodelist but has no series in the TSDB");
+      }
+    }
+  }
+
+  void CheckFamilies() {
+    const double s = d_.range.start, e = d_.range.end;
+    for (const auto& fam : rules_.families) {
+      const std::string label = fam.hosts_from == "host" ? "host" : "instance";
+      auto values = Ask(client_.LabelValues(fam.per_host ? label : "__name__", {fam.selector}, s, e));
+      if (!values.ok()) {
+        QueryFailed("family " + fam.id, values.status());
+        continue;
+      }
+      if (values->empty()) {
+        Gap("missing-family", "", fam.id,
+            "no " + fam.id + " series (" + fam.selector + ")" + (fam.why.empty() ? "" : ": " + fam.why + " cannot be checked"));
+        continue;
+      }
+      if (!fam.per_host) continue;
+      std::set<std::string> covered;
+      for (const auto& v : *values) covered.insert(fam.hosts_from == "host" ? v : InstanceHost(v));
+      for (const auto& h : d_.hosts) {
+        if (!covered.count(h)) {
+          Gap("host-missing-family", h, fam.id, "host " + h + " has no " + fam.id + " series (" + fam.selector + ")");
+        }
+      }
+    }
+  }
+
+  void FindSilentIntervalsAndSteps() {
+    const double s = d_.range.start, e = d_.range.end;
+    std::vector<Query> batch;
+    for (const auto& hb : rules_.heartbeats) {
+      batch.push_back(Query::Range("count by (" + hb.hosts_from + ") (" + hb.selector + ")", s, e,
+                                   rules_.gap_resolution_seconds, "discovery:heartbeat"));
+    }
+    const size_t heartbeat_queries = batch.size();
+    const bool has_steps = !rules_.step_metric.empty() && d_.HasMetric(rules_.step_metric);
+    std::vector<std::pair<double, double>> chunks;  // (eval time, window)
+    if (has_steps) {
+      for (double a = s - 1; a < e; a += kStepChunkSeconds) {
+        const double b = std::min(a + kStepChunkSeconds, e);
+        chunks.push_back({b, b - a});
+      }
+      for (const auto& [at, window] : chunks) {
+        batch.push_back(Query::Instant(rules_.step_metric + "[" + Seconds(window) + "]", at, "discovery:steps"));
+        if (d_.HasMetric(rules_.staleness_metric)) {
+          batch.push_back(Query::Instant(rules_.staleness_metric + "[" + Seconds(window) + "]", at, "discovery:fills"));
+        }
+      }
+    }
+    auto results = client_.RunBatch(batch);
+    d_.queries += static_cast<int>(batch.size());
+    for (size_t i = 0; i < heartbeat_queries; ++i) {
+      if (!results[i].ok()) {
+        QueryFailed("heartbeat " + rules_.heartbeats[i].selector, results[i].status());
+        continue;
+      }
+      SilentIntervals(*results[i], rules_.heartbeats[i]);
+    }
+    if (!has_steps) return;
+    std::map<std::string, double> fills;          // label key + ms -> fill value
+    std::map<std::string, Sample> steps;          // label key + ms -> step sample (dedupes chunk edges)
+    for (size_t i = heartbeat_queries; i < results.size(); ++i) {
+      if (!results[i].ok()) {
+        QueryFailed(batch[i].promql, results[i].status());
+        continue;
+      }
+      const bool is_fill = batch[i].id == "discovery:fills";
+      for (const auto& series : results[i]->series) {
+        const std::string key = LabelKey(series.labels);
+        for (const auto& sample : series.samples) {
+          const std::string k = key + std::to_string(std::llround(sample.t * 1000));
+          if (is_fill) fills[k] = sample.v; else steps[k] = sample;
+        }
+      }
+    }
+    for (const auto& [k, sample] : steps) {
+      auto fill = fills.find(k);
+      if (fill != fills.end() && fill->second == 1) {
+        ++d_.staleness_fills_excluded;
+        continue;
+      }
+      d_.step_times.push_back({static_cast<int64_t>(std::llround(sample.v)), sample.t});
+    }
+    std::sort(d_.step_times.begin(), d_.step_times.end(),
+              [](const StepTime& a, const StepTime& b) { return a.time < b.time; });
+  }
+
+  void SilentIntervals(const QueryResult& result, const HeartbeatSeries& hb) {
+    const double s = d_.range.start, e = d_.range.end, res = rules_.gap_resolution_seconds;
+    const double threshold = rules_.gap_threshold_seconds;
+    for (const auto& series : result.series) {
+      auto it = series.labels.find(hb.hosts_from);
+      if (it == series.labels.end()) continue;
+      const std::string host = hb.hosts_from == "host" ? it->second : InstanceHost(it->second);
+      if (IgnoredHost(host)) continue;
+      auto report = [&](double from, double to) {
+        if (to - from < threshold) return;
+        Gap("silent-interval", host, "", "host " + host + " reported no " + hb.selector + " from " + FormatTime(from) +
+                                             " to " + FormatTime(to) + " (" + std::to_string(static_cast<int>(to - from)) +
+                                             " s)", from, to);
+      };
+      const auto& samples = series.samples;
+      if (samples.empty()) continue;
+      report(s, samples.front().t);
+      for (size_t i = 1; i < samples.size(); ++i) {
+        if (samples[i].t - samples[i - 1].t > 1.5 * res) report(samples[i - 1].t, samples[i].t);
+      }
+      report(samples.back().t, e);
+    }
+  }
+
+  void Guard() {
+    WrongDatabaseGuard& g = d_.guard;
+    g.log_last_step = inputs_.log_last_step;
+    if (!d_.step_times.empty()) {
+      const auto& last = d_.step_times.back();
+      g.tsdb_last_step = last.step;
+      g.tsdb_last_step_time = last.time;
+    }
+    if (!g.tsdb_last_step) {
+      g.status = "unverifiable";
+      g.message = "the TSDB has no real " + rules_.step_metric + " samples, so it cannot be matched to the job's log";
+      return;
+    }
+    if (!g.log_last_step) {
+      g.status = "unverifiable";
+      g.message = "the log has no completed step to compare with the TSDB's last step " + std::to_string(*g.tsdb_last_step);
+      return;
+    }
+    const int64_t ahead = *g.tsdb_last_step - *g.log_last_step;
+    if (ahead > rules_.wrong_db_max_steps_ahead || -ahead > rules_.wrong_db_max_steps_behind) {
+      g.status = "mismatch";
+      g.message = "the TSDB's last real step is " + std::to_string(*g.tsdb_last_step) + " but the log's last step is " +
+                  std::to_string(*g.log_last_step) + ": this TSDB probably belongs to another job";
+    } else {
+      g.status = "match";
+      g.message = "the TSDB's last real step " + std::to_string(*g.tsdb_last_step) + " agrees with the log's " +
+                  std::to_string(*g.log_last_step);
+    }
+  }
+
+  QueryClient& client_;
+  const DiscoveryInputs& inputs_;
+  const DiscoveryRules& rules_;
+  Discovery d_;
+};
+
+}  // namespace
+
+StatusOr<Discovery> Discover(QueryClient& client, const DiscoveryInputs& inputs, const DiscoveryRules& rules) {
+  return Discoverer(client, inputs, rules).Run();
+}
+
+}  // namespace diagnose

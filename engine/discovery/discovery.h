@@ -1,0 +1,122 @@
+// Discovery: what one TSDB holds, asked once and shared by every playbook. Metric names, the data
+// time range, the node set (from `host`, or from the host part of `instance` for series without it,
+// such as Ray's), the instance -> host map, the tb_step -> wall-time map from real samples only,
+// observability gaps, and the wrong-database guard (does this TSDB belong to the job whose log we
+// read?). Expectations and tolerances come from rules/discovery.yaml.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/json.h"
+#include "engine/core/status.h"
+#include "engine/tsdb/private_prometheus.h"
+#include "engine/tsdb/query_client.h"
+
+namespace diagnose {
+
+struct FamilyExpectation {
+  std::string id;
+  std::string selector;          // PromQL series selector
+  std::string hosts_from = "host";   // host | instance
+  bool per_host = false;
+  std::string why;
+};
+
+struct HeartbeatSeries {
+  std::string selector;
+  std::string hosts_from = "host";
+};
+
+struct DiscoveryRules {
+  std::vector<FamilyExpectation> families;
+  std::vector<HeartbeatSeries> heartbeats;
+  double gap_threshold_seconds = 0;
+  double gap_resolution_seconds = 0;
+  std::vector<std::string> ignored_instance_hosts;
+  std::string step_metric;
+  std::string staleness_metric;
+  int64_t wrong_db_max_steps_ahead = 0;
+  int64_t wrong_db_max_steps_behind = 0;
+};
+
+// Errors name the file (and the key) that is wrong.
+StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path);
+
+struct TimeRange {
+  double start = 0;   // seconds, first sample
+  double end = 0;     // seconds, last sample
+};
+
+struct DiscoveryInputs {
+  // Exact range from the blocks' meta.json (private copy); when unset, found by queries inside
+  // `search_window`, which is then required (a remote endpoint is never asked about "now").
+  std::optional<TimeRange> known_range;
+  std::optional<TimeRange> search_window;
+  std::vector<std::string> expected_hosts;   // the job's nodelist, from its log
+  std::optional<int64_t> log_last_step;      // last completed step in the log
+};
+
+struct StepTime {
+  int64_t step = 0;
+  double time = 0;
+};
+
+struct ObservabilityGap {
+  std::string kind;     // missing-family | host-missing | host-missing-family | silent-interval | query-failed
+  std::string host;     // when about one node
+  std::string family;   // family id, when about one family
+  double from = 0, to = 0;   // silent-interval only
+  std::string detail;   // one readable sentence
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ObservabilityGap, kind, host, family, from, to, detail)
+
+struct WrongDatabaseGuard {
+  std::string status = "unverifiable";   // match | mismatch | unverifiable
+  std::optional<int64_t> tsdb_last_step;
+  std::optional<double> tsdb_last_step_time;
+  std::optional<int64_t> log_last_step;
+  std::string message;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WrongDatabaseGuard, status, tsdb_last_step, tsdb_last_step_time,
+                                                log_last_step, message)
+
+struct Discovery {
+  std::vector<std::string> metric_names;
+  TimeRange range;
+  std::string range_source;                       // block-meta | queries
+  std::vector<std::string> hosts;                 // sorted
+  std::map<std::string, std::string> host_source; // host -> "host label" | "instance" | "ip"
+  std::map<std::string, std::string> instance_to_host;
+  std::vector<StepTime> step_times;               // real samples, by time
+  int64_t staleness_fills_excluded = 0;
+  std::vector<ObservabilityGap> gaps;
+  WrongDatabaseGuard guard;
+  double elapsed_seconds = 0;
+  int queries = 0;
+
+  bool HasMetric(const std::string& name) const;
+  // Wall time of the last real sample of `step`; unset when the step was never recorded.
+  std::optional<double> TimeOfStep(int64_t step) const;
+  // The report's tsdb.discovery (the step map is summarised, not listed).
+  nlohmann::json ToJson() const;
+  std::vector<std::string> GapSentences() const;
+};
+
+// Fails only when the endpoint cannot be asked at all (the metric-name query fails) or the inputs
+// give no time range; each later question that fails becomes a `query-failed` gap instead, so the
+// report can say which evidence is missing.
+StatusOr<Discovery> Discover(QueryClient& client, const DiscoveryInputs& inputs, const DiscoveryRules& rules);
+
+// Inputs for a private copy: the exact range from block metadata, unless a WAL extends the data
+// past the blocks; then the range is searched in the blocks' span widened by the log's window (or
+// by the ~3 h a head can hold when the log gives none).
+DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window = std::nullopt);
+
+// "chi2822:9400" -> "chi2822", "[fe80::1]:9100" -> "fe80::1", "chi2822" -> "chi2822".
+std::string InstanceHost(const std::string& instance);
+
+}  // namespace diagnose

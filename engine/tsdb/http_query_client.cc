@@ -1,0 +1,567 @@
+#include "engine/tsdb/http_query_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <thread>
+
+#include "engine/core/json.h"
+
+namespace diagnose {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+void GlobalInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string UrlEncode(const std::string& value) {
+  std::string out;
+  out.reserve(value.size() * 3 / 2);
+  static const char* kHex = "0123456789ABCDEF";
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+class Form {
+ public:
+  Form& Add(const std::string& key, const std::string& value) {
+    if (!body_.empty()) body_ += '&';
+    body_ += UrlEncode(key);
+    body_ += '=';
+    body_ += UrlEncode(value);
+    return *this;
+  }
+  const std::string& str() const { return body_; }
+
+ private:
+  std::string body_;
+};
+
+// Unix seconds with millisecond precision; the API accepts floats.
+std::string FormatTime(double t) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", t);
+  return buf;
+}
+
+std::string FormatStep(double step) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", step);
+  return buf;
+}
+
+std::string Snippet(const std::string& body) {
+  std::string s = body.substr(0, 200);
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return body.size() > 200 ? s + "..." : s;
+}
+
+size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
+  static_cast<std::string*>(user)->append(data, size * nmemb);
+  return size * nmemb;
+}
+
+double ParseSampleValue(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return std::strtod(v.get_ref<const std::string&>().c_str(), nullptr);  // NaN, +Inf too
+  return std::nan("");
+}
+
+StatusOr<Sample> ParsePair(const json& pair) {
+  if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number()) {
+    return ParseError("expected [time, \"value\"], got " + Snippet(pair.dump()));
+  }
+  return Sample{pair[0].get<double>(), ParseSampleValue(pair[1])};
+}
+
+Labels ParseLabels(const json& metric) {
+  Labels labels;
+  if (!metric.is_object()) return labels;
+  for (auto it = metric.begin(); it != metric.end(); ++it) {
+    if (it.value().is_string()) labels[it.key()] = it.value().get<std::string>();
+  }
+  return labels;
+}
+
+StatusOr<QueryResult> DecodeQueryData(const json& data) {
+  QueryResult result;
+  if (!data.is_object() || !data.contains("resultType") || !data["resultType"].is_string()) {
+    return ParseError("response data has no resultType");
+  }
+  result.result_type = data["resultType"].get<std::string>();
+  const json& r = data.contains("result") ? data["result"] : json();
+  if (result.result_type == "vector" || result.result_type == "matrix") {
+    if (!r.is_array()) return ParseError("result is not an array");
+    result.series.reserve(r.size());
+    for (const auto& item : r) {
+      Series s;
+      s.labels = ParseLabels(item.value("metric", json::object()));
+      if (result.result_type == "vector") {
+        if (!item.contains("value")) return ParseError("vector element without value");
+        ASSIGN_OR_RETURN(Sample sample, ParsePair(item["value"]));
+        s.samples.push_back(sample);
+      } else {
+        const json& values = item.contains("values") ? item["values"] : json::array();
+        if (!values.is_array()) return ParseError("matrix element values is not an array");
+        s.samples.reserve(values.size());
+        for (const auto& v : values) {
+          ASSIGN_OR_RETURN(Sample sample, ParsePair(v));
+          s.samples.push_back(sample);
+        }
+      }
+      result.series.push_back(std::move(s));
+    }
+  } else if (result.result_type == "scalar") {
+    ASSIGN_OR_RETURN(Sample sample, ParsePair(r));
+    Series s;
+    s.samples.push_back(sample);
+    result.series.push_back(std::move(s));
+  } else if (result.result_type == "string") {
+    // A string result carries no number; keep it as a label so callers can still read it.
+    if (!r.is_array() || r.size() != 2) return ParseError("malformed string result");
+    Series s;
+    s.labels["value"] = r[1].is_string() ? r[1].get<std::string>() : r[1].dump();
+    s.samples.push_back({r[0].is_number() ? r[0].get<double>() : 0, std::nan("")});
+    result.series.push_back(std::move(s));
+  } else {
+    return ParseError("unknown resultType '" + result.result_type + "'");
+  }
+  return result;
+}
+
+}  // namespace
+
+struct HttpQueryClient::Request {
+  // What to send.
+  std::string path;           // "/api/v1/query", appended to the base URL
+  std::string form;           // POST body, or the query string when post == false
+  bool post = true;
+  std::string subject;        // for error messages: "query `up`" or "label values of host"
+  double timeout_seconds = 30;
+  int max_attempts = 1;
+  // Outcome.
+  Status status;
+  json data;                  // the envelope's data on success
+  std::vector<std::string> warnings;
+  int attempts = 0;
+  double elapsed_seconds = 0;
+  // In flight.
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  std::string url;
+  std::string response;
+  Clock::time_point first_start{};
+  Clock::time_point not_before{};
+};
+
+double ClampRangeStep(double start, double end, double requested_step) {
+  const double min_step = std::ceil((end - start) / kMaxPointsPerSeries);
+  return std::max(requested_step, min_step);
+}
+
+StatusOr<std::unique_ptr<HttpQueryClient>> HttpQueryClient::Create(RemoteEndpointOptions options,
+                                                                   std::string description) {
+  if (options.url.empty()) return InvalidArgumentError("no PromQL endpoint URL given");
+  if (options.url.rfind("http://", 0) != 0 && options.url.rfind("https://", 0) != 0) {
+    return InvalidArgumentError("endpoint URL '" + options.url + "' must start with http:// or https://");
+  }
+  if (options.timeout_seconds <= 0) {
+    return InvalidArgumentError("endpoint timeout must be positive for " + options.url);
+  }
+  if (!options.ca_file.empty()) {
+    if (FILE* f = std::fopen(options.ca_file.c_str(), "r")) {
+      std::fclose(f);
+    } else {
+      return NotFoundError("CA file '" + options.ca_file + "' for " + options.url + " cannot be read");
+    }
+  }
+  for (const auto& [name, value] : options.headers) {
+    if (name.empty() || name.find_first_of(":\r\n") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      return InvalidArgumentError("invalid HTTP header '" + name + "' for " + options.url);
+    }
+  }
+  GlobalInitOnce();
+  return std::unique_ptr<HttpQueryClient>(new HttpQueryClient(std::move(options), std::move(description)));
+}
+
+HttpQueryClient::HttpQueryClient(RemoteEndpointOptions options, std::string description)
+    : options_(std::move(options)), description_(std::move(description)) {
+  base_url_ = options_.url;
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  std::string prefix = options_.path_prefix;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (!prefix.empty()) {
+    if (prefix.front() != '/') prefix = "/" + prefix;
+    // The prefix may already be part of --prometheus; do not double it.
+    if (base_url_.size() < prefix.size() ||
+        base_url_.compare(base_url_.size() - prefix.size(), prefix.size(), prefix) != 0) {
+      base_url_ += prefix;
+    }
+  }
+  for (const auto& [name, value] : options_.headers) header_lines_.push_back(name + ": " + value);
+  if (!options_.tenant.empty() && !options_.headers.count("X-Scope-OrgID")) {
+    header_lines_.push_back("X-Scope-OrgID: " + options_.tenant);
+  }
+  multi_ = curl_multi_init();
+}
+
+HttpQueryClient::~HttpQueryClient() {
+  if (multi_) curl_multi_cleanup(static_cast<CURLM*>(multi_));
+}
+
+std::string HttpQueryClient::Describe() const { return description_.empty() ? base_url_ : description_; }
+
+HttpQueryClient::Request HttpQueryClient::MakeQueryRequest(const Query& query, double* effective_step) const {
+  Request req;
+  req.timeout_seconds = options_.timeout_seconds;
+  req.max_attempts = 1 + std::max(0, options_.max_retries);
+  Form form;
+  form.Add("query", query.promql);
+  if (query.kind == Query::Kind::kInstant) {
+    req.path = "/api/v1/query";
+    req.subject = "instant query `" + query.promql + "` at " + FormatTime(query.time);
+    form.Add("time", FormatTime(query.time));
+  } else {
+    req.path = "/api/v1/query_range";
+    const double step = ClampRangeStep(query.start, query.end, query.step);
+    if (effective_step) *effective_step = step;
+    req.subject = "range query `" + query.promql + "` [" + FormatTime(query.start) + ", " +
+                  FormatTime(query.end) + "] step " + FormatStep(step);
+    form.Add("start", FormatTime(query.start)).Add("end", FormatTime(query.end)).Add("step", FormatStep(step));
+  }
+  if (options_.thanos) form.Add("partial_response", "false");
+  req.form = form.str();
+  return req;
+}
+
+namespace {
+
+// Maps a finished transfer to a Status; sets `retryable` for transient failures.
+Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const std::string& endpoint,
+                bool* retryable);
+
+}  // namespace
+
+void HttpQueryClient::Perform(std::vector<Request>& requests) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CURLM* multi = static_cast<CURLM*>(multi_);
+  const size_t parallel = static_cast<size_t>(std::max(1, options_.max_parallel));
+  std::deque<size_t> waiting;
+  for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
+  size_t active = 0;
+
+  auto start_transfer = [&](size_t i) {
+    Request& r = requests[i];
+    r.response.clear();
+    r.url = base_url_ + r.path + (r.post || r.form.empty() ? "" : "?" + r.form);
+    CURL* easy = r.easy ? r.easy : curl_easy_init();
+    curl_easy_reset(easy);
+    r.easy = easy;
+    curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.response);
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout_seconds * 1000));
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(r.timeout_seconds, 10.0) * 1000));
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
+    if (r.post) {
+      curl_easy_setopt(easy, CURLOPT_POST, 1L);
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r.form.c_str());
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(r.form.size()));
+    }
+    if (!r.headers) {
+      for (const auto& h : header_lines_) r.headers = curl_slist_append(r.headers, h.c_str());
+      if (r.post) r.headers = curl_slist_append(r.headers, "Content-Type: application/x-www-form-urlencoded");
+    }
+    if (r.headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, r.headers);
+    if (options_.insecure_skip_verify) {
+      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
+    if (r.attempts == 0) r.first_start = Clock::now();
+    ++r.attempts;
+    curl_multi_add_handle(multi, easy);
+    ++active;
+  };
+
+  while (!waiting.empty() || active > 0) {
+    const auto now = Clock::now();
+    // Start whatever is due, in order; a request waiting out its backoff does not block later ones.
+    for (auto it = waiting.begin(); it != waiting.end() && active < parallel;) {
+      if (requests[*it].not_before <= now) {
+        start_transfer(*it);
+        it = waiting.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      CURL* easy = msg->easy_handle;
+      const CURLcode code = msg->data.result;
+      void* priv = nullptr;
+      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+      const size_t i = reinterpret_cast<size_t>(priv);
+      long http = 0;
+      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &http);
+      curl_multi_remove_handle(multi, easy);
+      --active;
+      Request& r = requests[i];
+      bool retryable = false;
+      r.status = Evaluate(r, code, http, base_url_, &retryable);
+      r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
+      if (!r.status.ok() && retryable && r.attempts < r.max_attempts) {
+        const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
+        r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));
+        waiting.push_back(i);
+      } else if (!r.status.ok() && r.attempts > 1) {
+        r.status = Status(r.status.code(), r.status.message() + " (after " + std::to_string(r.attempts) +
+                                               " attempts)");
+      }
+    }
+    if (active > 0) {
+      curl_multi_poll(multi, nullptr, 0, 20, nullptr);
+    } else if (!waiting.empty()) {
+      auto next = std::min_element(waiting.begin(), waiting.end(), [&](size_t a, size_t b) {
+        return requests[a].not_before < requests[b].not_before;
+      });
+      std::this_thread::sleep_until(requests[*next].not_before);
+    }
+  }
+  for (auto& r : requests) {
+    if (r.easy) curl_easy_cleanup(r.easy);
+    if (r.headers) curl_slist_free_all(r.headers);
+    r.easy = nullptr;
+    r.headers = nullptr;
+    r.response.clear();
+    r.response.shrink_to_fit();
+  }
+}
+
+namespace {
+
+Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const std::string& endpoint,
+                bool* retryable) {
+  const std::string where = " (" + req.subject + " at " + endpoint + req.path + ")";
+  *retryable = false;
+  if (code != CURLE_OK) {
+    const std::string what = curl_easy_strerror(code);
+    switch (code) {
+      case CURLE_OPERATION_TIMEDOUT:
+        *retryable = true;
+        return DeadlineExceededError("no answer within " + FormatStep(req.timeout_seconds) + " s" + where);
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_COULDNT_RESOLVE_HOST:
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_PARTIAL_FILE:
+        *retryable = code != CURLE_COULDNT_RESOLVE_HOST;
+        return UnavailableError("endpoint unreachable: " + what + where);
+      case CURLE_PEER_FAILED_VERIFICATION:
+      case CURLE_SSL_CONNECT_ERROR:
+      case CURLE_SSL_CACERT_BADFILE:
+        return FailedPreconditionError("TLS failure: " + what +
+                                       " (use a CA file or disable verification deliberately)" + where);
+      default:
+        return UnavailableError("request failed: " + what + where);
+    }
+  }
+  json envelope = json::parse(req.response, nullptr, /*allow_exceptions=*/false);
+  const bool is_envelope = envelope.is_object() && envelope.contains("status") && envelope["status"].is_string();
+  if (is_envelope) {
+    if (envelope.contains("warnings") && envelope["warnings"].is_array()) {
+      for (const auto& w : envelope["warnings"]) req.warnings.push_back(w.is_string() ? w.get<std::string>() : w.dump());
+    }
+    if (envelope.contains("infos") && envelope["infos"].is_array()) {
+      for (const auto& w : envelope["infos"]) req.warnings.push_back("info: " + (w.is_string() ? w.get<std::string>() : w.dump()));
+    }
+  }
+  if (is_envelope && envelope["status"] == "success" && http >= 200 && http < 300) {
+    req.data = std::move(envelope["data"]);
+    return Status::Ok();
+  }
+  if (is_envelope && envelope["status"] == "error") {
+    const std::string type = envelope.value("errorType", std::string("unknown"));
+    const std::string error = envelope.value("error", std::string());
+    const std::string message = "HTTP " + std::to_string(http) + " " + type + ": " + error + where;
+    if (http == 503 || http == 502 || http == 504 || type == "unavailable") {
+      *retryable = true;
+      return UnavailableError(message);
+    }
+    if (type == "timeout" || error.find("context deadline exceeded") != std::string::npos) {
+      return DeadlineExceededError(message);
+    }
+    if (http == 401 || http == 403) return PermissionDeniedError(message);
+    if (http == 404) return NotFoundError(message);
+    return InvalidArgumentError(message);  // bad_data (400), execution (422): the query itself
+  }
+  // No envelope: proxies, wrong paths and broken servers answer with plain text or HTML.
+  const std::string message = "HTTP " + std::to_string(http) + " with a non-API body '" +
+                              Snippet(req.response) + "'" + where;
+  if (http == 502 || http == 503 || http == 504) {
+    *retryable = true;
+    return UnavailableError(message);
+  }
+  if (http == 404) return NotFoundError(message + "; is the path prefix right?");
+  if (http == 401 || http == 403) return PermissionDeniedError(message);
+  return ParseError(message);
+}
+
+}  // namespace
+
+StatusOr<QueryResult> HttpQueryClient::Run(const Query& query) {
+  auto results = RunBatch({query});
+  return std::move(results.front());
+}
+
+std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Query>& queries) {
+  std::vector<Request> requests;
+  std::vector<double> steps(queries.size(), 0);
+  std::vector<std::optional<Status>> invalid(queries.size());
+  requests.reserve(queries.size());
+  std::vector<size_t> request_of(queries.size(), SIZE_MAX);
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const Query& q = queries[i];
+    if (q.promql.empty()) {
+      invalid[i] = InvalidArgumentError("empty PromQL" + (q.id.empty() ? "" : " for " + q.id));
+    } else if (q.kind == Query::Kind::kRange && !(q.step > 0)) {
+      invalid[i] = InvalidArgumentError("range query `" + q.promql + "` needs a positive step");
+    } else if (q.kind == Query::Kind::kRange && q.end < q.start) {
+      invalid[i] = InvalidArgumentError("range query `" + q.promql + "` ends before it starts");
+    }
+    if (invalid[i]) continue;
+    request_of[i] = requests.size();
+    requests.push_back(MakeQueryRequest(q, &steps[i]));
+  }
+  Perform(requests);
+  std::vector<StatusOr<QueryResult>> results;
+  results.reserve(queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (invalid[i]) {
+      results.emplace_back(*invalid[i]);
+      continue;
+    }
+    Request& r = requests[request_of[i]];
+    if (!r.status.ok()) {
+      results.emplace_back(r.status);
+      continue;
+    }
+    auto decoded = DecodeQueryData(r.data);
+    if (!decoded.ok()) {
+      results.emplace_back(ParseError(decoded.status().message() + " (" + r.subject + " at " + base_url_ + r.path + ")"));
+      continue;
+    }
+    decoded->warnings = std::move(r.warnings);
+    decoded->effective_step = steps[i];
+    decoded->elapsed_seconds = r.elapsed_seconds;
+    decoded->attempts = r.attempts;
+    results.emplace_back(std::move(decoded).value());
+  }
+  return results;
+}
+
+StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::string& label,
+                                                                const std::vector<std::string>& matchers,
+                                                                double start, double end) {
+  Request req;
+  req.post = false;  // the label-values endpoint is GET-only
+  req.path = "/api/v1/label/" + UrlEncode(label) + "/values";
+  req.subject = "label values of `" + label + "`";
+  req.timeout_seconds = options_.timeout_seconds;
+  req.max_attempts = 1 + std::max(0, options_.max_retries);
+  Form form;
+  form.Add("start", FormatTime(start)).Add("end", FormatTime(end));
+  for (const auto& m : matchers) form.Add("match[]", m);
+  if (options_.thanos) form.Add("partial_response", "false");
+  req.form = form.str();
+  std::vector<Request> batch;
+  batch.push_back(std::move(req));
+  Perform(batch);
+  Request& r = batch.front();
+  if (!r.status.ok()) return r.status;
+  if (!r.data.is_array()) return ParseError("label values are not an array (" + r.subject + " at " + base_url_ + ")");
+  std::vector<std::string> values;
+  for (const auto& v : r.data) {
+    if (v.is_string()) values.push_back(v.get<std::string>());
+  }
+  return values;
+}
+
+StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<std::string>& matchers,
+                                                              double start, double end) {
+  if (matchers.empty()) return InvalidArgumentError("/api/v1/series needs at least one matcher");
+  Request req;
+  req.path = "/api/v1/series";
+  req.subject = "series matching `" + matchers.front() + "`" + (matchers.size() > 1 ? " (+more)" : "");
+  req.timeout_seconds = options_.timeout_seconds;
+  req.max_attempts = 1 + std::max(0, options_.max_retries);
+  Form form;
+  for (const auto& m : matchers) form.Add("match[]", m);
+  form.Add("start", FormatTime(start)).Add("end", FormatTime(end));
+  if (options_.thanos) form.Add("partial_response", "false");
+  req.form = form.str();
+  std::vector<Request> batch;
+  batch.push_back(std::move(req));
+  Perform(batch);
+  Request& r = batch.front();
+  if (!r.status.ok()) return r.status;
+  if (!r.data.is_array()) return ParseError("series result is not an array (" + r.subject + " at " + base_url_ + ")");
+  std::vector<Labels> out;
+  out.reserve(r.data.size());
+  for (const auto& s : r.data) out.push_back(ParseLabels(s));
+  return out;
+}
+
+StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double timeout_seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CURL* easy = curl_easy_init();
+  HttpResponse response;
+  const std::string url = base_url_ + path;
+  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
+  curl_slist* headers = nullptr;
+  for (const auto& h : header_lines_) headers = curl_slist_append(headers, h.c_str());
+  if (headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  if (options_.insecure_skip_verify) {
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
+  const CURLcode code = curl_easy_perform(easy);
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &response.http_code);
+  curl_easy_cleanup(easy);
+  if (headers) curl_slist_free_all(headers);
+  if (code == CURLE_OPERATION_TIMEDOUT) return DeadlineExceededError("GET " + url + " timed out");
+  if (code != CURLE_OK) return UnavailableError("GET " + url + ": " + curl_easy_strerror(code));
+  return response;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,401 @@
+#include "engine/tsdb/private_prometheus.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace diagnose {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string TempRoot(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? tmpdir : "/tmp";
+}
+
+// Process start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid it tells a
+// live owner from a recycled pid.
+std::string ProcessStartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string content;
+  std::getline(in, content);
+  const size_t paren = content.rfind(')');
+  if (paren == std::string::npos) return "";
+  std::istringstream fields(content.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return field;
+  }
+  return "";
+}
+
+std::string ReadTail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(in.tellg());
+  const size_t from = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string out(size - from, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  return out;
+}
+
+// Whether a running Prometheus holds `lock` (Prometheus flock()s it). Opened read-only: probing
+// must not write to the user's directory.
+bool LockHeld(const fs::path& lock_path) {
+  int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  bool held = false;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    held = errno == EWOULDBLOCK;
+  } else {
+    flock(fd, LOCK_UN);
+  }
+  close(fd);
+  return held;
+}
+
+// Copies (or hard-links) a tree without following symlinks anywhere in it, so nothing outside the
+// snapshot is ever read through it.
+Status CopyTree(const fs::path& src, const fs::path& dst, bool hard_link, int* skipped_symlinks) {
+  std::error_code ec;
+  fs::create_directories(dst, ec);
+  if (ec) return UnavailableError("cannot create " + dst.string() + ": " + ec.message());
+  for (fs::directory_iterator it(src, ec), end; it != end; it.increment(ec)) {
+    if (ec) break;
+    const fs::file_status st = it->symlink_status(ec);
+    if (ec) break;
+    const fs::path target = dst / it->path().filename();
+    if (fs::is_symlink(st)) {
+      ++*skipped_symlinks;
+    } else if (fs::is_directory(st)) {
+      RETURN_IF_ERROR(CopyTree(it->path(), target, hard_link, skipped_symlinks));
+    } else if (fs::is_regular_file(st)) {
+      if (hard_link && link(it->path().c_str(), target.c_str()) == 0) continue;
+      // Across filesystems (EXDEV) or with protected_hardlinks (EPERM) a copy is the fallback.
+      fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec);
+      if (ec) return UnavailableError("cannot copy " + it->path().string() + ": " + ec.message());
+    }
+  }
+  if (ec) return UnavailableError("cannot read " + src.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::optional<double> NewestMtimeAge(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || fs::is_symlink(dir, ec)) return std::nullopt;
+  std::optional<fs::file_time_type> newest;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    auto t = it->last_write_time(ec);
+    if (!ec && (!newest || t > *newest)) newest = t;
+  }
+  if (!newest) return std::nullopt;
+  return std::chrono::duration<double>(fs::file_time_type::clock::now() - *newest).count();
+}
+
+// The (pid, start time) of whoever owns a private copy; kept inside it.
+constexpr const char* kOwnerFile = "owner.pid";
+
+void KillAndReap(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 300; ++i) {  // Prometheus exits within milliseconds of SIGTERM
+    int status;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+}  // namespace
+
+int64_t TsdbInventory::min_time_ms() const {
+  int64_t v = 0;
+  for (const auto& b : blocks) v = (v == 0 || b.min_time_ms < v) ? b.min_time_ms : v;
+  return v;
+}
+
+int64_t TsdbInventory::max_time_ms() const {
+  int64_t v = 0;
+  for (const auto& b : blocks) v = std::max(v, b.max_time_ms);
+  return v;
+}
+
+StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (ec || !fs::exists(st)) return NotFoundError("TSDB dir " + dir + " does not exist");
+  if (!fs::is_directory(st)) return InvalidArgumentError("TSDB path " + dir + " is not a directory");
+  TsdbInventory inv;
+  inv.dir = dir;
+  ASSIGN_OR_RETURN(inv.blocks, ListBlockDirs(dir));
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const bool symlink = it->is_symlink(ec);
+    if (name == "wal" && !symlink && it->is_directory(ec)) {
+      for (fs::recursive_directory_iterator w(it->path(), ec), wend; !ec && w != wend; w.increment(ec)) {
+        if (w->is_regular_file(ec)) {
+          inv.has_wal = true;
+          inv.wal_bytes += static_cast<int64_t>(w->file_size(ec));
+        }
+      }
+    } else if (name == "chunks_head" && !symlink && it->is_directory(ec)) {
+      inv.has_chunks_head = true;
+    } else if (name == "lock") {
+      inv.lock_held = LockHeld(it->path());
+    } else if (symlink || (IsUlid(name) && std::none_of(inv.blocks.begin(), inv.blocks.end(),
+                                                         [&](const BlockMeta& b) { return b.ulid == name; }))) {
+      inv.ignored.push_back(name);
+    }
+  }
+  if (ec) return UnavailableError("cannot list TSDB dir " + dir + ": " + ec.message());
+  auto wal_age = NewestMtimeAge(fs::path(dir) / "wal");
+  auto head_age = NewestMtimeAge(fs::path(dir) / "chunks_head");
+  if (wal_age || head_age) {
+    inv.newest_head_write_age_seconds = std::min(wal_age.value_or(1e18), head_age.value_or(1e18));
+  }
+  if (inv.blocks.empty() && !inv.has_wal) {
+    return NotFoundError("TSDB dir " + dir +
+                         " holds no blocks (ULID dirs with meta.json) and no WAL: Prometheus never started "
+                         "or never scraped for this job");
+  }
+  return inv;
+}
+
+Status CheckNotLive(const TsdbInventory& inv, double live_write_window_seconds) {
+  std::string why;
+  if (inv.lock_held) {
+    why = "its lock file is held by a running Prometheus";
+  } else if (inv.newest_head_write_age_seconds && *inv.newest_head_write_age_seconds < live_write_window_seconds) {
+    why = "its WAL was written " + std::to_string(static_cast<int>(*inv.newest_head_write_age_seconds)) +
+          " s ago";
+  }
+  if (why.empty()) return Status::Ok();
+  return FailedPreconditionError(
+      "TSDB " + inv.dir + " belongs to a live job (" + why +
+      "); a copy would be inconsistent. Either serve only its completed blocks (blocks-only: the newest ~2 h, "
+      "still in the WAL, will be missing) or query the job's own Prometheus with --prometheus URL");
+}
+
+int RemoveStalePrivateCopies(const std::string& temp_root) {
+  const fs::path root = TempRoot(temp_root);
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kPrivateCopyPrefix, 0) != 0 || it->is_symlink(ec) || !it->is_directory(ec)) continue;
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) != 0 || st.st_uid != geteuid()) continue;
+    std::ifstream owner(it->path() / kOwnerFile);
+    pid_t pid = 0;
+    std::string start_time;
+    if (!(owner >> pid >> start_time)) {
+      // Being created right now by another run (owner file not yet written): leave it unless old.
+      if (std::chrono::duration<double>(fs::file_time_type::clock::now() - it->last_write_time(ec)).count() < 60) {
+        continue;
+      }
+    } else if (ProcessStartTime(pid) == start_time) {
+      continue;  // its owner is alive
+    }
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);  // does not follow symlinks inside
+    if (!rm) ++removed;
+  }
+  return removed;
+}
+
+StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std::string& tsdb_dir,
+                                                                      const PrivatePrometheusOptions& options) {
+  RemoveStalePrivateCopies(options.temp_root);
+  ASSIGN_OR_RETURN(TsdbInventory inventory, InspectTsdbDir(tsdb_dir));
+  std::unique_ptr<PrivatePrometheus> server(new PrivatePrometheus());
+  if (options.blocks_only) {
+    if (inventory.blocks.empty()) {
+      return NotFoundError("TSDB dir " + tsdb_dir + " has no completed blocks to serve blocks-only (only a WAL)");
+    }
+    if (inventory.has_wal) {
+      server->caveats_.push_back("blocks-only: the WAL of " + tsdb_dir +
+                                 " was not served, so the newest ~2 h of data are missing");
+    }
+  } else {
+    RETURN_IF_ERROR(CheckNotLive(inventory, options.live_write_window_seconds));
+  }
+  const std::string binary = FindExecutable(options.prometheus_binary);
+  if (binary.empty()) {
+    return NotFoundError("'" + options.prometheus_binary + "' not found in PATH (Debian package 'prometheus')");
+  }
+
+  // The private copy.
+  const auto copy_started = Clock::now();
+  std::string pattern = TempRoot(options.temp_root) + "/" + kPrivateCopyPrefix + "XXXXXX";
+  if (!mkdtemp(pattern.data())) {
+    return UnavailableError("cannot create a private TSDB copy dir under " + TempRoot(options.temp_root) + ": " +
+                            std::strerror(errno));
+  }
+  server->copy_dir_ = pattern;
+  server->inventory_ = inventory;
+  const std::string copy = server->copy_dir_;
+  // From here on the dir is ours to remove on every path, including a signal during the copy.
+  server->cleanup_id_ = CleanupRegistry::Instance().Register("private TSDB copy " + copy, [copy] {
+    std::error_code ec;
+    fs::remove_all(copy, ec);
+  });
+  {
+    std::ofstream owner(fs::path(copy) / kOwnerFile);
+    owner << getpid() << ' ' << ProcessStartTime(getpid()) << '\n';
+    if (!owner) return UnavailableError("cannot write " + copy + "/" + kOwnerFile);
+  }
+  const fs::path data = fs::path(copy) / "data";
+  int skipped_symlinks = 0;
+  for (const auto& block : inventory.blocks) {
+    RETURN_IF_ERROR(CopyTree(fs::path(tsdb_dir) / block.ulid, data / block.ulid, /*hard_link=*/true,
+                             &skipped_symlinks));
+  }
+  if (!options.blocks_only) {
+    // The head is written in place by Prometheus, so it is copied, never linked.
+    for (const char* head : {"wal", "chunks_head"}) {
+      const fs::path src = fs::path(tsdb_dir) / head;
+      std::error_code ec;
+      if (fs::is_directory(fs::symlink_status(src, ec))) {
+        RETURN_IF_ERROR(CopyTree(src, data / head, /*hard_link=*/false, &skipped_symlinks));
+      }
+    }
+  }
+  if (skipped_symlinks > 0) {
+    server->caveats_.push_back(std::to_string(skipped_symlinks) + " symlink(s) inside " + tsdb_dir +
+                               " were not followed");
+  }
+  server->copy_seconds_ = std::chrono::duration<double>(Clock::now() - copy_started).count();
+  const std::string config = copy + "/prometheus.yml";
+  {
+    std::ofstream cfg(config);
+    cfg << "global:\n  scrape_interval: 1h\nscrape_configs: []\n";
+    if (!cfg) return UnavailableError("cannot write " + config);
+  }
+
+  // The server. Retention is measured from the newest block, so an old job's blocks would be
+  // deleted at startup under the 15d default; 2h max block duration keeps compaction from
+  // rewriting the copy while we query.
+  const std::string log = copy + "/prometheus.log";
+  SpawnOptions spawn;
+  spawn.argv = {binary,
+                "--config.file=" + config,
+                "--storage.tsdb.path=" + data.string(),
+                "--web.listen-address=127.0.0.1:0",
+                "--storage.tsdb.retention.time=100y",
+                "--storage.tsdb.max-block-duration=2h"};
+  spawn.stdout_path = log;
+  spawn.stderr_path = log;
+  const auto spawned = Clock::now();
+  auto child = ChildProcess::Spawn(spawn);
+  if (!child.ok()) return child.status();
+  server->child_.emplace(std::move(child).value());
+  const pid_t pid = server->child_->pid();
+  CleanupRegistry::Instance().Unregister(*server->cleanup_id_);
+  server->cleanup_id_ = CleanupRegistry::Instance().Register("private Prometheus " + std::to_string(pid), [pid, copy] {
+    KillAndReap(pid);
+    std::error_code ec;
+    fs::remove_all(copy, ec);
+  });
+
+  const auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
+  auto failure = [&](const std::string& what) {
+    return UnavailableError("private Prometheus for " + tsdb_dir + " " + what + "; log tail: " + ReadTail(log, 1500));
+  };
+  static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))");
+  int port = 0;
+  while (port == 0) {
+    std::smatch m;
+    const std::string head = ReadTail(log, 1 << 20);
+    if (std::regex_search(head, m, kListening)) {
+      port = std::stoi(m[1].str());
+      break;
+    }
+    if (!server->child_->Running()) {
+      return failure("exited with code " + std::to_string(server->child_->ExitCode().value_or(-1)) +
+                     " before listening");
+    }
+    if (Clock::now() > deadline) return failure("did not report its port within the startup deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  server->url_ = "http://127.0.0.1:" + std::to_string(port);
+  RemoteEndpointOptions endpoint;
+  endpoint.url = server->url_;
+  endpoint.timeout_seconds = options.query_timeout_seconds;
+  endpoint.max_parallel = options.max_parallel;
+  ASSIGN_OR_RETURN(server->client_,
+                   HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir + " (127.0.0.1:" +
+                                                         std::to_string(port) + ")"));
+  while (true) {
+    auto ready = server->client_->Get("/-/ready", 2);
+    if (ready.ok() && ready->http_code == 200) break;
+    if (!server->child_->Running()) {
+      return failure("exited with code " + std::to_string(server->child_->ExitCode().value_or(-1)) +
+                     " before it was ready");
+    }
+    if (Clock::now() > deadline) return failure("was not ready within the startup deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  server->startup_seconds_ = std::chrono::duration<double>(Clock::now() - spawned).count();
+
+  // A dir it could not read is served empty without error: make sure it actually loaded data.
+  const double start = inventory.blocks.empty() ? 0 : inventory.min_time_ms() / 1000.0;
+  const double end = inventory.blocks.empty() || inventory.has_wal ? 4102444800.0  // 2100-01-01
+                                                                   : inventory.max_time_ms() / 1000.0;
+  auto names = server->client_->LabelValues("__name__", {}, start, end);
+  if (!names.ok()) return names.status().WithContext("checking what the private Prometheus loaded");
+  if (names->empty()) {
+    return DataLossError("private Prometheus on a copy of " + tsdb_dir +
+                         " started but serves no metric names; the blocks/WAL could not be loaded. Log tail: " +
+                         ReadTail(log, 1500));
+  }
+  return server;
+}
+
+Status PrivatePrometheus::Health() {
+  if (!child_) return UnavailableError("private Prometheus for " + inventory_.dir + " is stopped");
+  if (child_->Running()) return Status::Ok();
+  return UnavailableError("private Prometheus (pid " + std::to_string(child_->pid()) + ") for " + inventory_.dir +
+                          " exited with code " + std::to_string(child_->ExitCode().value_or(-1)) +
+                          "; log tail: " + ReadTail(copy_dir_ + "/prometheus.log", 1000));
+}
+
+void PrivatePrometheus::Stop() {
+  client_.reset();
+  if (child_) {
+    child_->Terminate(std::chrono::milliseconds(5000));
+    child_.reset();
+  }
+  if (!copy_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(copy_dir_, ec);
+    copy_dir_.clear();
+  }
+  if (cleanup_id_) {
+    CleanupRegistry::Instance().Unregister(*cleanup_id_);
+    cleanup_id_.reset();
+  }
+}
+
+PrivatePrometheus::~PrivatePrometheus() { Stop(); }
+
+}  // namespace diagnose

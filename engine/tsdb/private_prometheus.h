@@ -1,0 +1,98 @@
+// A private, read-only view of a job's persisted TSDB: the engine copies the snapshot into its own
+// temp dir (hard-linked immutable blocks, copied wal/ and chunks_head/), starts Debian's
+// `prometheus` on 127.0.0.1:0 as its direct child, and removes both on every exit path. Prometheus
+// writes into its data dir (wal/, queries.active, compaction, retention), so it never runs on the
+// user's directory, which this code only reads.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/cleanup_registry.h"
+#include "engine/core/status.h"
+#include "engine/core/subprocess.h"
+#include "engine/tsdb/http_query_client.h"
+#include "engine/tsdb/tsdb_dir.h"
+
+namespace diagnose {
+
+// What a job's prometheus/ dir holds, read without modifying it.
+struct TsdbInventory {
+  std::string dir;
+  std::vector<BlockMeta> blocks;           // completed blocks (ULID dirs with meta.json)
+  bool has_wal = false;                    // wal/ with at least one segment
+  bool has_chunks_head = false;
+  int64_t wal_bytes = 0;
+  bool lock_held = false;                  // `lock` flock()ed by a running Prometheus on this host
+  std::optional<double> newest_head_write_age_seconds;  // youngest mtime in wal/ or chunks_head/
+  std::vector<std::string> ignored;        // symlinks and entries that are not part of a TSDB
+  int64_t min_time_ms() const;             // over blocks; 0 when none
+  int64_t max_time_ms() const;             // exclusive (last sample + 1 ms); 0 when none
+};
+
+// kNotFound for a missing dir or one with neither blocks nor a WAL (Prometheus never started or
+// never scraped), naming the dir.
+StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir);
+
+struct PrivatePrometheusOptions {
+  std::string prometheus_binary = "prometheus";
+  // Serve only completed blocks: the fallback for a live job (its newest ~2 h, still in the WAL, is
+  // missing), and never refused as live since nothing being written is copied.
+  bool blocks_only = false;
+  // A WAL/head written more recently than this means a Prometheus is still scraping into it.
+  double live_write_window_seconds = 120;
+  double startup_timeout_seconds = 60;
+  double query_timeout_seconds = 60;
+  int max_parallel = 8;
+  std::string temp_root;                   // empty: $TMPDIR, else /tmp
+};
+
+// kFailedPrecondition when the TSDB is being written by a running Prometheus, with the two ways out.
+Status CheckNotLive(const TsdbInventory& inventory, double live_write_window_seconds);
+
+class PrivatePrometheus {
+ public:
+  // Removes stale copies of dead runs, validates, copies, spawns, waits for ready, checks the
+  // server sees metric names. Every failure cleans up what was made so far.
+  static StatusOr<std::unique_ptr<PrivatePrometheus>> Start(const std::string& tsdb_dir,
+                                                            const PrivatePrometheusOptions& options = {});
+  ~PrivatePrometheus();  // Stop()
+  PrivatePrometheus(const PrivatePrometheus&) = delete;
+  PrivatePrometheus& operator=(const PrivatePrometheus&) = delete;
+
+  HttpQueryClient& client() { return *client_; }
+  const TsdbInventory& inventory() const { return inventory_; }
+  const std::string& url() const { return url_; }
+  const std::string& copy_dir() const { return copy_dir_; }
+  int pid() const { return child_ ? child_->pid() : -1; }
+  double startup_seconds() const { return startup_seconds_; }   // spawn -> /-/ready
+  double copy_seconds() const { return copy_seconds_; }
+  const std::vector<std::string>& caveats() const { return caveats_; }
+  // kUnavailable naming the exit code and the log tail once the server has died.
+  Status Health();
+  // SIGTERM, wait, SIGKILL if needed, remove the private copy. Idempotent.
+  void Stop();
+
+ private:
+  PrivatePrometheus() = default;
+  TsdbInventory inventory_;
+  std::string copy_dir_;
+  std::string url_;
+  std::optional<ChildProcess> child_;
+  std::unique_ptr<HttpQueryClient> client_;
+  std::optional<CleanupRegistry::Id> cleanup_id_;
+  double startup_seconds_ = 0;
+  double copy_seconds_ = 0;
+  std::vector<std::string> caveats_;
+};
+
+// Removes /tmp/diagnose-prom-* dirs whose owner (pid file inside) is no longer running, as left by
+// a SIGKILLed run. Returns how many were removed.
+int RemoveStalePrivateCopies(const std::string& temp_root = "");
+
+// Prefix of every private copy's directory name under the temp root.
+inline constexpr const char* kPrivateCopyPrefix = "diagnose-prom-";
+
+}  // namespace diagnose

@@ -1,0 +1,52 @@
+#include "engine/tsdb/tsdb_dir.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/core/json.h"
+
+namespace diagnose {
+namespace fs = std::filesystem;
+
+bool IsUlid(const std::string& name) {
+  if (name.size() != 26) return false;
+  static const std::string kAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  return std::all_of(name.begin(), name.end(), [](char c) { return kAlphabet.find(c) != std::string::npos; });
+}
+
+StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir) {
+  std::error_code ec;
+  fs::directory_iterator it(tsdb_dir, ec);
+  if (ec) return NotFoundError("cannot list TSDB dir " + tsdb_dir + ": " + ec.message());
+  std::vector<BlockMeta> blocks;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return UnavailableError("listing " + tsdb_dir + " failed: " + ec.message());
+    const std::string name = it->path().filename().string();
+    if (!IsUlid(name) || it->is_symlink(ec) || !it->is_directory(ec)) continue;
+    const fs::path meta_path = it->path() / "meta.json";
+    if (fs::is_symlink(meta_path, ec) || !fs::is_regular_file(meta_path, ec)) continue;
+    std::ifstream in(meta_path);
+    nlohmann::json meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (meta.is_discarded() || !meta.is_object()) {
+      return DataLossError(meta_path.string() + ": not valid JSON");
+    }
+    BlockMeta block;
+    block.ulid = name;
+    try {
+      block.min_time_ms = meta.at("minTime").get<int64_t>();
+      block.max_time_ms = meta.at("maxTime").get<int64_t>();
+      const auto& stats = meta.value("stats", nlohmann::json::object());
+      block.num_samples = stats.value("numSamples", int64_t{0});
+      block.num_series = stats.value("numSeries", int64_t{0});
+    } catch (const nlohmann::json::exception& e) {
+      return DataLossError(meta_path.string() + ": " + e.what());
+    }
+    blocks.push_back(block);
+  }
+  std::sort(blocks.begin(), blocks.end(),
+            [](const BlockMeta& a, const BlockMeta& b) { return a.min_time_ms < b.min_time_ms; });
+  return blocks;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,174 @@
+#include "engine/tsdb/block_writer.h"
+
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/core/subprocess.h"
+#include "engine/tsdb/tsdb_dir.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kStart = 1771891200;  // 2026-02-24T00:00:00Z
+
+class BlockWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "block-writer-test-XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  BlockWriteOptions Options(const std::string& name = "tsdb") {
+    BlockWriteOptions options;
+    options.output_dir = dir_ + "/" + name;
+    options.scratch_dir = dir_;
+    return options;
+  }
+
+  // promtool's own view of the blocks, via a copy because `tsdb dump` needs and creates wal/.
+  std::string Dump(const std::string& tsdb) {
+    const std::string copy = dir_ + "/dump-copy";
+    fs::remove_all(copy);
+    fs::copy(tsdb, copy, fs::copy_options::recursive);
+    fs::create_directories(copy + "/wal");
+    auto r = RunCommand({"promtool", "tsdb", "dump", copy}, std::chrono::seconds(60));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->output : "";
+  }
+
+  std::string dir_;
+};
+
+Series MakeSeries(Labels labels, int n, double step, double start = kStart) {
+  Series s;
+  s.labels = std::move(labels);
+  for (int i = 0; i < n; ++i) s.samples.push_back({start + i * step, static_cast<double>(i)});
+  return s;
+}
+
+TEST_F(BlockWriterTest, CountsAreVerifiedAgainstBlockMeta) {
+  std::vector<Series> series;
+  for (int h = 0; h < 3; ++h) {
+    series.push_back(MakeSeries({{"__name__", "hw_gpu_temp_celsius"}, {"host", "node" + std::to_string(h)},
+                                 {"gpu", "0"}}, 720, 10));
+  }
+  auto stats = WriteBlocks(series, Options());
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->series, 3);
+  EXPECT_EQ(stats->samples_written, 3 * 720);
+  EXPECT_EQ(stats->samples_in_blocks, 3 * 720);
+  EXPECT_EQ(stats->duplicates_dropped, 0);
+  EXPECT_GE(stats->blocks, 1);
+  EXPECT_GT(stats->bytes, 0);
+  auto blocks = ListBlockDirs(Options().output_dir);
+  ASSERT_TRUE(blocks.ok());
+  EXPECT_EQ(blocks->front().min_time_ms, static_cast<int64_t>(kStart) * 1000);
+  EXPECT_EQ(blocks->back().max_time_ms, static_cast<int64_t>(kStart + 719 * 10) * 1000 + 1);
+  // The scratch OpenMetrics file is removed.
+  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_NE(e.path().extension(), ".om") << e.path();
+}
+
+TEST_F(BlockWriterTest, UnsortedAndDuplicateSamplesStillGiveExactCounts) {
+  // 7000 descending samples cross promtool's 5000-sample commit batch: unsorted input would fail
+  // there, and inside a batch it would be silently dropped.
+  Series s;
+  s.labels = {{"__name__", "tb_step"}, {"host", "a"}};
+  for (int i = 6999; i >= 0; --i) s.samples.push_back({kStart + i, static_cast<double>(i)});
+  for (int i = 0; i < 100; ++i) s.samples.push_back({kStart + i * 7, -1});  // duplicates of existing times
+  std::shuffle(s.samples.begin(), s.samples.end(), std::mt19937(42));
+  auto stats = WriteBlocks({s}, Options());
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->samples_written, 7000);
+  EXPECT_EQ(stats->duplicates_dropped, 100);
+  EXPECT_EQ(stats->samples_in_blocks, 7000);
+}
+
+TEST_F(BlockWriterTest, SubSecondTimestampsKeepMillisecondPrecision) {
+  Series s;
+  s.labels = {{"__name__", "x"}};
+  s.samples = {{kStart + 0.25, 1}, {kStart + 0.5, 2}, {kStart + 0.2504, 3}};  // third rounds onto the first
+  auto stats = WriteBlocks({s}, Options());
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->samples_in_blocks, 2);
+  EXPECT_EQ(stats->duplicates_dropped, 1);
+  auto blocks = ListBlockDirs(Options().output_dir);
+  ASSERT_TRUE(blocks.ok());
+  EXPECT_EQ(blocks->front().min_time_ms, static_cast<int64_t>(kStart) * 1000 + 250);
+}
+
+TEST_F(BlockWriterTest, EscapedLabelValuesSurvive) {
+  Series s = MakeSeries({{"__name__", "weird"}, {"host", "q\"b\\c\nd"}, {"utf8", "Grüße"}}, 5, 10);
+  s.samples.push_back({kStart + 100, std::nan("")});
+  s.samples.push_back({kStart + 110, INFINITY});
+  s.samples.push_back({kStart + 120, 1.5e-7});
+  auto stats = WriteBlocks({s}, Options());
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->samples_in_blocks, 8);
+  const std::string dump = Dump(Options().output_dir);
+  EXPECT_NE(dump.find(R"(host="q\"b\\c\nd")"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("Grüße"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("+Inf"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("1.5e-07"), std::string::npos) << dump;
+}
+
+TEST_F(BlockWriterTest, SplitPiecesOfOneSeriesAreMergedByWriteBlocks) {
+  Labels labels = {{"__name__", "x"}, {"host", "a"}};
+  auto stats = WriteBlocks({MakeSeries(labels, 10, 10), MakeSeries(labels, 10, 10, kStart + 5)}, Options());
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->series, 1);
+  EXPECT_EQ(stats->samples_in_blocks, 20);
+}
+
+TEST_F(BlockWriterTest, IncrementalWriterRefusesTheSameSeriesTwice) {
+  BlockWriter writer(Options());
+  Labels labels = {{"__name__", "x"}, {"host", "a"}};
+  ASSERT_TRUE(writer.Add(MakeSeries(labels, 10, 10)).ok());
+  Status again = writer.Add(MakeSeries(labels, 10, 10));
+  EXPECT_EQ(again.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(again.message().find("host=\"a\""), std::string::npos);
+}
+
+TEST_F(BlockWriterTest, InvalidNamesAreRejectedBeforePromtool) {
+  BlockWriter writer(Options());
+  EXPECT_EQ(writer.Add(MakeSeries({{"__name__", "x"}, {"gpu-id", "0"}}, 3, 1)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(writer.Add(MakeSeries({{"__name__", "x.y"}}, 3, 1)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(writer.Add(MakeSeries({{"host", "a"}}, 3, 1)).code(), StatusCode::kInvalidArgument);
+  auto empty = writer.Finish();
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);  // nothing valid was added
+}
+
+TEST_F(BlockWriterTest, IncrementalWriterStreamsManySeriesIntoExistingDir) {
+  // Two writers into one dir: the second verifies only the blocks it added.
+  ASSERT_TRUE(WriteBlocks({MakeSeries({{"__name__", "first"}}, 100, 60)}, Options()).ok());
+  BlockWriter writer(Options());
+  int64_t expected = 0;
+  for (int h = 0; h < 24; ++h) {
+    for (int g = 0; g < 8; ++g) {
+      Series s = MakeSeries({{"__name__", "hw_gpu_power_watts"}, {"host", "h" + std::to_string(h)},
+                             {"gpu", std::to_string(g)}}, 1000, 10);
+      expected += 1000;
+      ASSERT_TRUE(writer.Add(std::move(s)).ok());
+    }
+  }
+  auto stats = writer.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->series, 24 * 8);
+  EXPECT_EQ(stats->samples_in_blocks, expected);
+  auto blocks = ListBlockDirs(Options().output_dir);
+  ASSERT_TRUE(blocks.ok());
+  int64_t total = 0;
+  for (const auto& b : *blocks) total += b.num_samples;
+  EXPECT_EQ(total, expected + 100);
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,174 @@
+#include "engine/discovery/discovery.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/tsdb/block_writer.h"
+#include "engine/tsdb/private_prometheus.h"
+#include "tests/tsdb/tsdb_fixture.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::SharedJobFixture;
+
+DiscoveryRules Rules() {
+  auto rules = LoadDiscoveryRules(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/discovery.yaml");
+  EXPECT_TRUE(rules.ok()) << rules.status().ToString();
+  return rules.ok() ? *rules : DiscoveryRules{};
+}
+
+class DiscoveryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = PrivatePrometheus::Start(SharedJobFixture().tsdb_dir);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(server).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static PrivatePrometheus* server_;
+};
+PrivatePrometheus* DiscoveryTest::server_ = nullptr;
+
+TEST_F(DiscoveryTest, FindsNamesHostsRangeStepsAndGaps) {
+  const auto& job = SharedJobFixture();
+  DiscoveryInputs inputs = InputsForSnapshot(server_->inventory());
+  ASSERT_TRUE(inputs.known_range.has_value());
+  inputs.expected_hosts = job.spec.hosts;
+  inputs.expected_hosts.push_back("chi2899");
+  inputs.log_last_step = job.facts.last_real_step;
+  auto d = Discover(server_->client(), inputs, Rules());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->range_source, "block-meta");
+  EXPECT_EQ(d->range.start, job.spec.start);
+  EXPECT_TRUE(d->HasMetric("ray_node_gpus_utilization"));
+  EXPECT_TRUE(d->HasMetric("tb_step"));
+  EXPECT_EQ(d->hosts, job.spec.hosts);
+  EXPECT_EQ(d->host_source.at("chi2800"), "host label");
+  EXPECT_EQ(d->instance_to_host.at("chi2801:55080"), "chi2801");
+  EXPECT_EQ(d->instance_to_host.at("chi2823:9400"), "chi2823");
+
+  // Step map: real samples only; the fills after training stopped are excluded.
+  ASSERT_FALSE(d->step_times.empty());
+  EXPECT_EQ(d->step_times.back().step, job.facts.last_real_step);
+  EXPECT_GT(d->staleness_fills_excluded, 0);
+  auto t = d->TimeOfStep(job.facts.last_real_step);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_NEAR(*t, job.spec.start + (job.facts.last_real_step - job.spec.first_step + 1) * job.spec.step_seconds + 0.137, 1e-3);
+  EXPECT_EQ(d->guard.status, "match") << d->guard.message;
+
+  int silent_chi2805 = 0, silent_other = 0, missing_2899 = 0, missing_host_family = 0;
+  for (const auto& g : d->gaps) {
+    if (g.kind == "silent-interval") (g.host == "chi2805" ? silent_chi2805 : silent_other)++;
+    if (g.kind == "host-missing" && g.host == "chi2899") ++missing_2899;
+    if (g.kind == "missing-family" && g.family == "host") ++missing_host_family;
+  }
+  EXPECT_EQ(silent_chi2805, 1) << ::testing::PrintToString(d->GapSentences());
+  EXPECT_EQ(silent_other, 0) << ::testing::PrintToString(d->GapSentences());
+  EXPECT_EQ(missing_2899, 1);
+  EXPECT_EQ(missing_host_family, 1);  // the fixture has no hw_tcp/procs/mem/io/net series
+
+  const auto json = d->ToJson();
+  EXPECT_EQ(json["hosts"].size(), 24u);
+  EXPECT_EQ(json["step_map"]["last"]["step"], job.facts.last_real_step);
+  EXPECT_EQ(json["wrong_database_guard"]["status"], "match");
+}
+
+TEST_F(DiscoveryTest, WrongDatabaseGuardFlagsAnotherJobsTsdb) {
+  const auto& job = SharedJobFixture();
+  DiscoveryInputs inputs = InputsForSnapshot(server_->inventory());
+  inputs.log_last_step = job.facts.last_real_step + 5000;  // the log went much further
+  auto behind = Discover(server_->client(), inputs, Rules());
+  ASSERT_TRUE(behind.ok());
+  EXPECT_EQ(behind->guard.status, "mismatch");
+  EXPECT_NE(behind->guard.message.find("another job"), std::string::npos);
+  inputs.log_last_step = 3;  // the TSDB is ahead of the log: never the same job
+  auto ahead = Discover(server_->client(), inputs, Rules());
+  ASSERT_TRUE(ahead.ok());
+  EXPECT_EQ(ahead->guard.status, "mismatch");
+  inputs.log_last_step.reset();
+  auto unknown = Discover(server_->client(), inputs, Rules());
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->guard.status, "unverifiable");
+}
+
+TEST_F(DiscoveryTest, RemoteStyleDiscoveryFindsTheRangeInsideTheWindow) {
+  const auto& job = SharedJobFixture();
+  DiscoveryInputs inputs;
+  inputs.search_window = TimeRange{job.spec.start - 3600, job.spec.start + job.spec.duration_seconds + 3600};
+  auto d = Discover(server_->client(), inputs, Rules());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->range_source, "queries");
+  EXPECT_NEAR(d->range.start, job.spec.start, 61);
+  // The 5 m lookback keeps the last sample visible a little past the end.
+  EXPECT_NEAR(d->range.end, job.spec.start + job.spec.duration_seconds, 301 + 61);
+  EXPECT_EQ(d->hosts.size(), 24u);
+
+  DiscoveryInputs none;
+  auto refused = Discover(server_->client(), none, Rules());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(DiscoveryRayOnlyTest, HostsComeFromInstanceWhenSeriesHaveNoHostLabel) {
+  const std::string dir = testing::MakeTempDir("discovery-ray-");
+  std::vector<Series> series;
+  for (int h = 0; h < 3; ++h) {
+    Series s;
+    s.labels = {{"__name__", "ray_node_mem_used"}, {"instance", "gpu-node-" + std::to_string(h) + ":55080"},
+                {"ip", "10.9.0." + std::to_string(h)}, {"job", "ray"}};
+    for (int i = 0; i < 60; ++i) s.samples.push_back({1771891200.0 + i * 10, 1e9});
+    series.push_back(s);
+  }
+  Series lone;  // only an ip names this node
+  lone.labels = {{"__name__", "ray_node_cpu_count"}, {"ip", "10.9.0.77"}};
+  for (int i = 0; i < 60; ++i) lone.samples.push_back({1771891200.0 + i * 10, 1});
+  series.push_back(lone);
+  BlockWriteOptions options;
+  options.output_dir = dir + "/prometheus";
+  ASSERT_TRUE(WriteBlocks(series, options).ok());
+  {
+    auto server = PrivatePrometheus::Start(dir + "/prometheus");
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    auto d = Discover((*server)->client(), InputsForSnapshot((*server)->inventory()), Rules());
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->hosts, (std::vector<std::string>{"10.9.0.77", "gpu-node-0", "gpu-node-1", "gpu-node-2"}));
+    EXPECT_EQ(d->host_source.at("gpu-node-1"), "instance");
+    EXPECT_EQ(d->host_source.at("10.9.0.77"), "ip");
+    EXPECT_EQ(d->instance_to_host.at("gpu-node-2:55080"), "gpu-node-2");
+    EXPECT_EQ(d->guard.status, "unverifiable");
+    bool gpu_family_missing = false;
+    for (const auto& g : d->gaps) gpu_family_missing |= g.kind == "missing-family" && g.family == "gpu";
+    EXPECT_TRUE(gpu_family_missing);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(DiscoveryRulesTest, BadRulesNameTheFile) {
+  const std::string dir = testing::MakeTempDir("discovery-rules-");
+  std::ofstream(dir + "/bad.yaml") << "families:\n  - id: x\n    selector: [unclosed\n";
+  auto bad = LoadDiscoveryRules(dir + "/bad.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad.yaml:"), std::string::npos) << bad.status().message();
+  std::ofstream(dir + "/incomplete.yaml") << "families: []\n";
+  auto incomplete = LoadDiscoveryRules(dir + "/incomplete.yaml");
+  ASSERT_FALSE(incomplete.ok());
+  EXPECT_NE(incomplete.status().message().find("gap_threshold_seconds"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(InstanceHostTest, StripsPortsIncludingIpv6) {
+  EXPECT_EQ(InstanceHost("chi2822:9400"), "chi2822");
+  EXPECT_EQ(InstanceHost("[fe80::1]:9100"), "fe80::1");
+  EXPECT_EQ(InstanceHost("chi2822"), "chi2822");
+  EXPECT_EQ(InstanceHost("10.0.0.1:55080"), "10.0.0.1");
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,275 @@
+#include "engine/tsdb/http_query_client.h"
+
+#include <atomic>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "tests/tsdb/fake_http_server.h"
+
+namespace diagnose {
+namespace {
+
+using testing::FakeHttpServer;
+using testing::FakeRequest;
+using testing::FakeResponse;
+using testing::FormValue;
+
+std::string Body(const FakeRequest& r) {
+  const size_t q = r.target.find('?');
+  return r.method == "POST" ? r.body : (q == std::string::npos ? "" : r.target.substr(q + 1));
+}
+
+std::unique_ptr<HttpQueryClient> Client(const std::string& url, RemoteEndpointOptions options = {}) {
+  options.url = url;
+  if (options.retry_backoff_seconds == 0.2) options.retry_backoff_seconds = 0.01;
+  auto client = HttpQueryClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return std::move(client).value();
+}
+
+TEST(HttpQueryClientTest, DecodesVectorWithSpecialValuesAndSendsExplicitTime) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"host":"a"},"value":[1771891200.5,"NaN"]},
+      {"metric":{"host":"b"},"value":[1771891200.5,"+Inf"]},
+      {"metric":{"host":"c"},"value":[1771891200.5,"42.25"]}]}})"};
+  });
+  auto client = Client(server.url());
+  auto r = client->Run(Query::Instant("max by (host) (hw_gpu_power_watts)", 1771891200.5));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->series.size(), 3u);
+  EXPECT_TRUE(std::isnan(r->series[0].samples[0].v));
+  EXPECT_TRUE(std::isinf(r->series[1].samples[0].v));
+  EXPECT_EQ(r->series[2].samples[0].v, 42.25);
+  EXPECT_EQ(r->series[2].labels.at("host"), "c");
+  EXPECT_EQ(r->attempts, 1);
+  auto got = server.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].method, "POST");
+  EXPECT_EQ(got[0].target, "/api/v1/query");
+  EXPECT_EQ(FormValue(got[0].body, "query"), "max by (host) (hw_gpu_power_watts)");
+  EXPECT_EQ(FormValue(got[0].body, "time"), "1771891200.500");
+}
+
+TEST(HttpQueryClientTest, RangeStepIsClampedBelowElevenThousandPoints) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"matrix","result":[
+      {"metric":{},"values":[[1,"1"],[2,"2"]]}]}})"};
+  });
+  auto client = Client(server.url());
+  const double start = 1771891200, end = start + 7 * 86400;  // a week at 1 s would be 604,800 points
+  auto r = client->Run(Query::Range("up", start, end, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->effective_step, std::ceil((end - start) / 11000));
+  EXPECT_LE((end - start) / r->effective_step, 11000);
+  EXPECT_EQ(r->series[0].samples.size(), 2u);
+  auto body = server.received()[0].body;
+  EXPECT_EQ(FormValue(body, "step"), "55.000");
+  EXPECT_EQ(FormValue(body, "start"), "1771891200.000");
+  EXPECT_EQ(ClampRangeStep(0, 100, 15), 15);
+}
+
+TEST(HttpQueryClientTest, BadDataIsTypedCarriesQueryAndEndpointAndIsNotRetried) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{400, R"({"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:14: parse error: unexpected \"(\""})"};
+  });
+  auto client = Client(server.url());
+  auto r = client->Run(Query::Instant("sum by (host (up)", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("sum by (host (up)"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(server.url() + "/api/v1/query"), std::string::npos);
+  EXPECT_NE(r.status().message().find("parse error"), std::string::npos);
+  EXPECT_EQ(server.requests(), 1);
+}
+
+TEST(HttpQueryClientTest, ExecutionErrorIsNotRetried) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{422, R"({"status":"error","errorType":"execution","error":"vector cannot contain metrics with the same labelset"})"};
+  });
+  auto r = Client(server.url())->Run(Query::Instant("rate(x[5m])", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("same labelset"), std::string::npos);
+  EXPECT_EQ(server.requests(), 1);
+}
+
+TEST(HttpQueryClientTest, ServiceUnavailableIsRetriedBoundedly) {
+  FakeHttpServer server([](const FakeRequest&) { return FakeResponse{503, "Service Unavailable", "text/plain"}; });
+  RemoteEndpointOptions options;
+  options.max_retries = 3;
+  auto r = Client(server.url(), options)->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("4 attempts"), std::string::npos) << r.status().message();
+  EXPECT_EQ(server.requests(), 4);
+}
+
+TEST(HttpQueryClientTest, TransientFailureRecoversOnRetry) {
+  std::atomic<int> n{0};
+  FakeHttpServer server([&](const FakeRequest&) {
+    if (n++ == 0) return FakeResponse{503, R"({"status":"error","errorType":"unavailable","error":"busy"})"};
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"scalar","result":[5,"7"]}})"};
+  });
+  auto r = Client(server.url())->Run(Query::Instant("scalar(up)", 5));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->attempts, 2);
+  EXPECT_EQ(r->series[0].samples[0].v, 7);
+}
+
+TEST(HttpQueryClientTest, GarbageBodyIsParseErrorNamingTheEndpoint) {
+  FakeHttpServer server([](const FakeRequest&) { return FakeResponse{200, "<html>login</html>", "text/html"}; });
+  auto r = Client(server.url())->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kParse);
+  EXPECT_NE(r.status().message().find(server.url()), std::string::npos);
+  EXPECT_NE(r.status().message().find("<html>login"), std::string::npos);
+  EXPECT_EQ(server.requests(), 1);
+}
+
+TEST(HttpQueryClientTest, MalformedEnvelopeDataIsParseError) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":"x"}]}})"};
+  });
+  auto r = Client(server.url())->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kParse);
+  EXPECT_NE(r.status().message().find("`up`"), std::string::npos);
+}
+
+TEST(HttpQueryClientTest, PlainText404SuggestsThePrefix) {
+  FakeHttpServer server([](const FakeRequest&) { return FakeResponse{404, "404 page not found", "text/plain"}; });
+  auto r = Client(server.url())->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("prefix"), std::string::npos);
+}
+
+TEST(HttpQueryClientTest, StallPastTheTimeoutIsDeadlineExceededAndRetried) {
+  FakeHttpServer server([](const FakeRequest&) {
+    FakeResponse r{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};
+    r.stall = std::chrono::milliseconds(3000);
+    return r;
+  });
+  RemoteEndpointOptions options;
+  options.timeout_seconds = 0.2;
+  options.max_retries = 1;
+  auto r = Client(server.url(), options)->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("`up`"), std::string::npos);
+  EXPECT_EQ(server.requests(), 2);
+}
+
+TEST(HttpQueryClientTest, ConnectionRefusedIsUnavailable) {
+  int port;
+  { FakeHttpServer gone([](const FakeRequest&) { return FakeResponse{}; }); port = gone.port(); }
+  RemoteEndpointOptions options;
+  options.max_retries = 1;
+  auto r = Client("http://127.0.0.1:" + std::to_string(port), options)->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("2 attempts"), std::string::npos) << r.status().message();
+}
+
+TEST(HttpQueryClientTest, PrefixHeadersTenantAndThanosWarnings) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","warnings":["store 10.0.0.1:10901 unavailable"],
+      "data":{"resultType":"vector","result":[]}})"};
+  });
+  RemoteEndpointOptions options;
+  options.path_prefix = "/select/0/prometheus";
+  options.headers["Authorization"] = "Bearer s3cret";
+  options.tenant = "team-a";
+  options.thanos = true;
+  auto client = Client(server.url(), options);
+  EXPECT_EQ(client->Describe(), server.url() + "/select/0/prometheus");
+  auto r = client->Run(Query::Instant("up", 100));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("unavailable"), std::string::npos);
+  auto got = server.received()[0];
+  EXPECT_EQ(got.target, "/select/0/prometheus/api/v1/query");
+  EXPECT_EQ(FormValue(got.body, "partial_response"), "false");
+  auto has = [&](const std::string& h) { return std::find(got.headers.begin(), got.headers.end(), h) != got.headers.end(); };
+  EXPECT_TRUE(has("Authorization: Bearer s3cret"));
+  EXPECT_TRUE(has("X-Scope-OrgID: team-a"));
+}
+
+TEST(HttpQueryClientTest, PrefixAlreadyInUrlIsNotDoubled) {
+  RemoteEndpointOptions options;
+  options.url = "https://mimir.example/prometheus/";
+  options.path_prefix = "prometheus";
+  auto client = HttpQueryClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  EXPECT_EQ((*client)->base_url(), "https://mimir.example/prometheus");
+}
+
+TEST(HttpQueryClientTest, InvalidOptionsAreRejected) {
+  RemoteEndpointOptions options;
+  options.url = "mimir:9009";
+  EXPECT_EQ(HttpQueryClient::Create(options).status().code(), StatusCode::kInvalidArgument);
+  options.url = "http://x";
+  options.headers["Bad\nName"] = "v";
+  EXPECT_EQ(HttpQueryClient::Create(options).status().code(), StatusCode::kInvalidArgument);
+  options.headers.clear();
+  options.ca_file = "/nonexistent/ca.pem";
+  EXPECT_EQ(HttpQueryClient::Create(options).status().code(), StatusCode::kNotFound);
+}
+
+TEST(HttpQueryClientTest, BatchRunsConcurrentlyBoundedAndKeepsOrder) {
+  std::atomic<int> in_flight{0}, max_in_flight{0};
+  FakeHttpServer server([&](const FakeRequest& req) {
+    int now = ++in_flight;
+    int prev = max_in_flight.load();
+    while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    --in_flight;
+    const std::string q = FormValue(req.body, "query");
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"q":")" + q +
+                                 R"("},"value":[1,"1"]}]}})"};
+  });
+  RemoteEndpointOptions options;
+  options.max_parallel = 4;
+  auto client = Client(server.url(), options);
+  std::vector<Query> queries;
+  for (int i = 0; i < 12; ++i) queries.push_back(Query::Instant("q" + std::to_string(i), 1, "id" + std::to_string(i)));
+  queries.push_back(Query::Range("bad", 10, 5, 1));  // invalid: ends before it starts
+  auto results = client->RunBatch(queries);
+  ASSERT_EQ(results.size(), 13u);
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status().ToString();
+    EXPECT_EQ(results[i]->series[0].labels.at("q"), "q" + std::to_string(i));
+    EXPECT_GT(results[i]->elapsed_seconds, 0);
+  }
+  EXPECT_EQ(results[12].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_GT(max_in_flight.load(), 1);
+  EXPECT_LE(max_in_flight.load(), 4);
+}
+
+TEST(HttpQueryClientTest, LabelValuesAndSeriesSendMatchersAndRange) {
+  FakeHttpServer server([](const FakeRequest& req) {
+    if (req.target.find("/api/v1/label/") == 0) {
+      return FakeResponse{200, R"({"status":"success","data":["chi2822","chi2823"]})"};
+    }
+    return FakeResponse{200, R"({"status":"success","data":[{"__name__":"up","instance":"chi2822:55080"}]})"};
+  });
+  auto client = Client(server.url());
+  auto values = client->LabelValues("host", {"hw_gpu_power_watts"}, 10, 20);
+  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  EXPECT_EQ(*values, (std::vector<std::string>{"chi2822", "chi2823"}));
+  auto series = client->SeriesMatching({R"(up{job="ray"})"}, 10, 20);
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  EXPECT_EQ((*series)[0].at("instance"), "chi2822:55080");
+  auto got = server.received();
+  EXPECT_EQ(got[0].method, "GET");
+  EXPECT_EQ(FormValue(Body(got[0]), "match[]"), "hw_gpu_power_watts");
+  EXPECT_EQ(FormValue(Body(got[0]), "start"), "10.000");
+  EXPECT_EQ(FormValue(Body(got[1]), "match[]"), R"(up{job="ray"})");
+  EXPECT_EQ(FormValue(Body(got[1]), "end"), "20.000");
+}
+
+}  // namespace
+}  // namespace diagnose

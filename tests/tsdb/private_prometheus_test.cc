@@ -1,0 +1,315 @@
+#include "engine/tsdb/private_prometheus.h"
+
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/tsdb/promql_escape.h"
+#include "tests/tsdb/tsdb_fixture.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::MakeTempDir;
+using testing::PrometheusChildrenOf;
+using testing::SharedJobFixture;
+
+// Helper mode: the test binary re-invoked with DIAGNOSE_PRIVATE_PROM_HELPER="<tsdb>|<temp root>|<ready file>"
+// starts a private Prometheus, reports it, and waits to be signalled. Runs before gtest's main.
+const bool kHelperMode = [] {
+  const char* spec = std::getenv("DIAGNOSE_PRIVATE_PROM_HELPER");
+  if (!spec) return false;
+  InstallTerminationHandler();
+  std::string s = spec;
+  const size_t a = s.find('|'), b = s.find('|', a + 1);
+  PrivatePrometheusOptions options;
+  options.temp_root = s.substr(a + 1, b - a - 1);
+  auto server = PrivatePrometheus::Start(s.substr(0, a), options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+    _exit(3);
+  }
+  {
+    std::ofstream ready(s.substr(b + 1) + ".tmp");
+    ready << (*server)->pid() << " " << (*server)->copy_dir() << "\n";
+  }
+  fs::rename(s.substr(b + 1) + ".tmp", s.substr(b + 1));
+  while (true) pause();
+}();
+
+double EndOf(const TsdbInventory& inv) { return (inv.max_time_ms() - 1) / 1000.0; }
+
+int CountCopies(const std::string& root) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (e.path().filename().string().rfind(kPrivateCopyPrefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
+class PrivatePrometheusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    temp_root_ = MakeTempDir("private-prom-root-");
+    options_.temp_root = temp_root_;
+  }
+  void TearDown() override {
+    EXPECT_TRUE(PrometheusChildrenOf(getpid()).empty()) << "a prometheus child was left running";
+    EXPECT_EQ(CountCopies(temp_root_), 0) << "a private copy was left behind";
+    fs::remove_all(temp_root_);
+  }
+  std::string temp_root_;
+  PrivatePrometheusOptions options_;
+};
+
+TEST_F(PrivatePrometheusTest, ServesTheSnapshotAndNeverWritesTheJobDir) {
+  const auto& job = SharedJobFixture();
+  const std::string before = testing::DirectoryFingerprint(job.job_dir);
+  {
+    auto server = PrivatePrometheus::Start(job.tsdb_dir, options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    auto& prom = **server;
+    EXPECT_GT(prom.startup_seconds(), 0);
+    EXPECT_EQ(CountCopies(temp_root_), 1);
+    EXPECT_EQ(PrometheusChildrenOf(getpid()).size(), 1u);
+    const double end = EndOf(prom.inventory());
+    auto r = prom.client().Run(Query::Instant("count(hw_gpu_power_watts)", end));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->series.size(), 1u);
+    EXPECT_EQ(r->series[0].samples[0].v, 24 * 8);
+    auto hosts = prom.client().LabelValues("host", {}, prom.inventory().min_time_ms() / 1000.0, end);
+    ASSERT_TRUE(hosts.ok());
+    EXPECT_EQ(hosts->size(), 24u);
+    // A range over the whole data with a 0.1 s step would be 72,000 points: the client clamps it.
+    auto range = prom.client().Run(Query::Range("max(hw_scrape_duration_seconds)",
+                                                prom.inventory().min_time_ms() / 1000.0, end, 0.1));
+    ASSERT_TRUE(range.ok()) << range.status().ToString();
+    EXPECT_LE(range->series[0].samples.size(), 11001u);
+    EXPECT_GE(range->effective_step, 1);
+    EXPECT_NE(prom.client().Describe().find(job.tsdb_dir), std::string::npos);
+  }
+  EXPECT_EQ(testing::DirectoryFingerprint(job.job_dir), before);
+}
+
+TEST_F(PrivatePrometheusTest, SyntaxErrorCarriesTheQuery) {
+  auto server = PrivatePrometheus::Start(SharedJobFixture().tsdb_dir, options_);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto r = (*server)->client().Run(Query::Instant("sum by (host (hw_gpu_power_watts)", EndOf((*server)->inventory())));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("sum by (host (hw_gpu_power_watts)"), std::string::npos);
+  EXPECT_NE(r.status().message().find("parse error"), std::string::npos) << r.status().message();
+}
+
+TEST_F(PrivatePrometheusTest, HostnamesWithRegexMetacharactersMatchOnlyThemselves) {
+  const std::string job = MakeTempDir("private-prom-meta-");
+  testing::FixtureSpec spec;
+  spec.hosts = {"node1.a", "node1xa", "node+2", "node2", "r\"q\\"};
+  spec.duration_seconds = 600;
+  ASSERT_TRUE(testing::BuildJobTsdb(spec, job + "/prometheus").ok());
+  {
+    auto server = PrivatePrometheus::Start(job + "/prometheus", options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    const double end = EndOf((*server)->inventory());
+    auto count = [&](const std::string& promql) {
+      auto r = (*server)->client().Run(Query::Instant(promql, end));
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      return r.ok() && !r->series.empty() ? r->series[0].samples[0].v : 0.0;
+    };
+    EXPECT_EQ(count("count(hw_scrape_duration_seconds{host=~\"" + PromqlAlternation({"node1.a", "node+2"}) + "\"})"), 2);
+    EXPECT_EQ(count("count(hw_scrape_duration_seconds{host=\"" + EscapePromqlString("r\"q\\") + "\"})"), 1);
+    EXPECT_EQ(count("count(hw_scrape_duration_seconds{host=~\"" + EscapePromqlRegexLiteral("r\"q\\") + "\"})"), 1);
+  }
+  fs::remove_all(job);
+}
+
+TEST_F(PrivatePrometheusTest, MissingOrEmptyDirIsAClearError) {
+  auto missing = PrivatePrometheus::Start(temp_root_ + "/nope/prometheus", options_);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("nope/prometheus"), std::string::npos);
+  const std::string empty = MakeTempDir("private-prom-empty-");
+  auto none = PrivatePrometheus::Start(empty, options_);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find(empty), std::string::npos);
+  EXPECT_NE(none.status().message().find("never"), std::string::npos);
+  fs::remove_all(empty);
+}
+
+TEST_F(PrivatePrometheusTest, ServerThatCannotStartLeavesNothingBehind) {
+  options_.prometheus_binary = "false";  // exits at once, like a prometheus that rejects its flags
+  auto server = PrivatePrometheus::Start(SharedJobFixture().tsdb_dir, options_);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(server.status().message().find("exited with code 1"), std::string::npos) << server.status().message();
+}
+
+TEST_F(PrivatePrometheusTest, LiveTsdbIsRefusedWithTheFallbacksAndBlocksOnlyWorks) {
+  const std::string job = MakeTempDir("private-prom-live-");
+  const std::string tsdb = job + "/prometheus";
+  fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
+  fs::create_directories(tsdb + "/wal");
+  std::ofstream(tsdb + "/wal/00000003") << std::string(100, '\0');  // written just now
+  auto refused = PrivatePrometheus::Start(tsdb, options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("blocks-only"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--prometheus"), std::string::npos);
+  options_.blocks_only = true;
+  {
+    auto server = PrivatePrometheus::Start(tsdb, options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    ASSERT_EQ((*server)->caveats().size(), 1u);
+    EXPECT_NE((*server)->caveats()[0].find("~2 h"), std::string::npos);
+    EXPECT_FALSE(fs::exists((*server)->copy_dir() + "/data/wal/00000003"));
+  }
+  fs::remove_all(job);
+}
+
+TEST_F(PrivatePrometheusTest, HeldLockMeansLive) {
+  const std::string job = MakeTempDir("private-prom-lock-");
+  fs::copy(SharedJobFixture().tsdb_dir, job, fs::copy_options::recursive);
+  std::ofstream(job + "/lock") << "";
+  auto inv = InspectTsdbDir(job);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_FALSE(inv->lock_held);  // a stale lock of a dead Prometheus does not count
+  int fd = open((job + "/lock").c_str(), O_RDONLY);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  // flock is per open file description: probing from this process through a new open() conflicts.
+  inv = InspectTsdbDir(job);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE(inv->lock_held);
+  EXPECT_EQ(CheckNotLive(*inv, 120).code(), StatusCode::kFailedPrecondition);
+  close(fd);
+  fs::remove_all(job);
+}
+
+TEST_F(PrivatePrometheusTest, SymlinksInTheSnapshotAreNotFollowed) {
+  const std::string outside = MakeTempDir("private-prom-outside-");
+  testing::FixtureSpec spec;
+  spec.hosts = {"elsewhere"};
+  spec.duration_seconds = 600;
+  ASSERT_TRUE(testing::BuildJobTsdb(spec, outside).ok());
+  const std::string job = MakeTempDir("private-prom-links-");
+  const std::string tsdb = job + "/prometheus";
+  fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
+  auto outside_blocks = ListBlockDirs(outside);
+  ASSERT_TRUE(outside_blocks.ok());
+  fs::create_directory_symlink(outside + "/" + outside_blocks->front().ulid, tsdb + "/" + outside_blocks->front().ulid);
+  auto own = ListBlockDirs(tsdb);
+  ASSERT_TRUE(own.ok());
+  fs::create_symlink("/etc/passwd", tsdb + "/" + own->front().ulid + "/passwd");
+  {
+    auto server = PrivatePrometheus::Start(tsdb, options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    EXPECT_EQ((*server)->inventory().ignored.size(), 1u);
+    auto hosts = (*server)->client().LabelValues("host", {}, 0, 4102444800.0);
+    ASSERT_TRUE(hosts.ok());
+    EXPECT_EQ(std::count(hosts->begin(), hosts->end(), "elsewhere"), 0);
+    EXPECT_FALSE(fs::exists((*server)->copy_dir() + "/data/" + own->front().ulid + "/passwd"));
+  }
+  fs::remove_all(job);
+  fs::remove_all(outside);
+}
+
+TEST_F(PrivatePrometheusTest, PrometheusKilledMidRunGivesUnavailable) {
+  auto server = PrivatePrometheus::Start(SharedJobFixture().tsdb_dir, options_);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  ASSERT_TRUE((*server)->Health().ok());
+  kill((*server)->pid(), SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto r = (*server)->client().Run(Query::Instant("up", EndOf((*server)->inventory())));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  Status health = (*server)->Health();
+  EXPECT_EQ(health.code(), StatusCode::kUnavailable);
+  EXPECT_NE(health.message().find("exited with code 137"), std::string::npos) << health.message();
+}
+
+TEST_F(PrivatePrometheusTest, StaleCopiesOfDeadRunsAreRemoved) {
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  fs::create_directories(temp_root_ + "/diagnose-prom-dead01/data");
+  std::ofstream(temp_root_ + "/diagnose-prom-dead01/owner.pid") << dead << " 12345\n";
+  fs::create_directories(temp_root_ + "/diagnose-prom-mine01");
+  std::ifstream self_stat("/proc/self/stat");
+  std::string content;
+  std::getline(self_stat, content);
+  std::istringstream fields(content.substr(content.rfind(')') + 2));
+  std::string field, start;
+  for (int i = 3; i <= 22 && fields >> field; ++i) start = field;
+  std::ofstream(temp_root_ + "/diagnose-prom-mine01/owner.pid") << getpid() << " " << start << "\n";
+  EXPECT_EQ(RemoveStalePrivateCopies(temp_root_), 1);
+  EXPECT_FALSE(fs::exists(temp_root_ + "/diagnose-prom-dead01"));
+  EXPECT_TRUE(fs::exists(temp_root_ + "/diagnose-prom-mine01"));
+  fs::remove_all(temp_root_ + "/diagnose-prom-mine01");
+}
+
+class PrivatePrometheusSignalTest : public PrivatePrometheusTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(PrivatePrometheusSignalTest, SignalStopsTheServerAndRemovesTheCopy) {
+  const int sig = GetParam();
+  const std::string ready = temp_root_ + "/ready";
+  const std::string spec = SharedJobFixture().tsdb_dir + "|" + temp_root_ + "|" + ready;
+  setenv("DIAGNOSE_PRIVATE_PROM_HELPER", spec.c_str(), 1);
+  SpawnOptions helper;
+  helper.argv = {fs::read_symlink("/proc/self/exe").string()};
+  helper.stderr_path = temp_root_ + "/helper.err";
+  auto child = ChildProcess::Spawn(helper);
+  unsetenv("DIAGNOSE_PRIVATE_PROM_HELPER");
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  for (int i = 0; i < 3000 && !fs::exists(ready) && child->Running(); ++i) usleep(10000);
+  ASSERT_TRUE(fs::exists(ready)) << std::ifstream(temp_root_ + "/helper.err").rdbuf();
+  int prom_pid = 0;
+  std::string copy_dir;
+  std::ifstream(ready) >> prom_pid >> copy_dir;
+  ASSERT_GT(prom_pid, 0);
+  EXPECT_EQ(kill(prom_pid, 0), 0);
+  EXPECT_TRUE(fs::exists(copy_dir));
+  kill(child->pid(), sig);
+  auto code = child->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 128 + sig);
+  EXPECT_NE(kill(prom_pid, 0), 0) << "prometheus survived its owner's " << strsignal(sig);
+  EXPECT_FALSE(fs::exists(copy_dir));
+  fs::remove(ready);
+  fs::remove(temp_root_ + "/helper.err");
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, PrivatePrometheusSignalTest, ::testing::Values(SIGINT, SIGTERM));
+
+TEST_F(PrivatePrometheusTest, SigkilledOwnerLeavesACopyThatTheNextStartRemoves) {
+  const std::string ready = temp_root_ + "/ready";
+  setenv("DIAGNOSE_PRIVATE_PROM_HELPER", (SharedJobFixture().tsdb_dir + "|" + temp_root_ + "|" + ready).c_str(), 1);
+  SpawnOptions helper;
+  helper.argv = {fs::read_symlink("/proc/self/exe").string()};
+  auto child = ChildProcess::Spawn(helper);
+  unsetenv("DIAGNOSE_PRIVATE_PROM_HELPER");
+  ASSERT_TRUE(child.ok());
+  for (int i = 0; i < 3000 && !fs::exists(ready) && child->Running(); ++i) usleep(10000);
+  int prom_pid = 0;
+  std::string copy_dir;
+  std::ifstream(ready) >> prom_pid >> copy_dir;
+  fs::remove(ready);
+  kill(child->pid(), SIGKILL);
+  ASSERT_TRUE(child->Wait(std::chrono::seconds(10)).ok());
+  for (int i = 0; i < 200 && kill(prom_pid, 0) == 0; ++i) usleep(10000);  // PDEATHSIG
+  EXPECT_NE(kill(prom_pid, 0), 0);
+  EXPECT_TRUE(fs::exists(copy_dir));  // nobody could clean up after SIGKILL...
+  auto next = PrivatePrometheus::Start(SharedJobFixture().tsdb_dir, options_);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_FALSE(fs::exists(copy_dir));  // ...so the next run does
+}
+
+}  // namespace
+}  // namespace diagnose
