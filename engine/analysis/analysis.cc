@@ -1,5 +1,6 @@
 #include "engine/analysis/analysis.h"
 
+#include "engine/analysis/incident_analyses.h"
 #include "engine/analysis/record_analyses.h"
 
 #include <algorithm>
@@ -544,6 +545,7 @@ const std::map<std::string, AnalysisDef>& Registry() {
                          {{"aggregate", {"string", "avg", {"avg", "max", "min"}}}},
                          {{"ratio", "map"}, {"first", "map"}, {"second", "map"}},
                          {"input", "windows"}, WindowRatio};
+    AddIncidentAnalyses(&r);
     RegisterRecordAnalyses(r);
     return r;
   }();

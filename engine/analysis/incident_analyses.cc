@@ -1,0 +1,191 @@
+#include "engine/analysis/incident_analyses.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace diagnose::analysis {
+namespace {
+
+double NumArg(const AnalysisInput& in, const std::string& name) {
+  return in.args.contains(name) && in.args[name].is_number() ? in.args[name].get<double>() : 0;
+}
+std::string StrArg(const AnalysisInput& in, const std::string& name) {
+  return in.args.contains(name) && in.args[name].is_string() ? in.args[name].get<std::string>() : "";
+}
+
+struct TimedStep {
+  double step = 0;
+  double time = 0;
+  double tgs = 0;
+};
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
+  if (!in.input.is_object()) return InvalidArgumentError("recovery_after_bursts: input must be a map key -> bursts");
+  if (!in.baseline_input.is_array())
+    return InvalidArgumentError("recovery_after_bursts: baseline_input must be the job's steps (a list)");
+  const std::string y = StrArg(in, "y").empty() ? "tokens_per_sec_per_device" : StrArg(in, "y");
+  std::vector<TimedStep> steps;
+  for (const auto& s : in.baseline_input) {
+    if (!s.is_object() || !s.contains("step") || !s.contains(y) || !s["step"].is_number() || !s[y].is_number())
+      continue;
+    TimedStep t;
+    t.step = s["step"].get<double>();
+    t.tgs = s[y].get<double>();
+    if (!StepToTime(in.step_times, t.step, &t.time))
+      return FailedPreconditionError("recovery_after_bursts: discovery has no step->time map");
+    steps.push_back(t);
+  }
+  std::sort(steps.begin(), steps.end(), [](const TimedStep& a, const TimedStep& b) { return a.step < b.step; });
+  Json out = {{"recovered", Json::array()}, {"failed", Json::array()}, {"ongoing", Json::array()},
+              {"no_effect", Json::array()}, {"untested", Json::array()}, {"details", Json::object()},
+              {"step_seconds", nullptr}};
+  if (steps.size() < 3) return out;
+  std::vector<double> gaps;
+  for (size_t i = 1; i < steps.size(); ++i) gaps.push_back(steps[i].time - steps[i - 1].time);
+  const double step_seconds = std::max(1.0, MedianOf(gaps));
+  out["step_seconds"] = step_seconds;
+  const double max_steps = NumArg(in, "max_steps");
+  const double tol = NumArg(in, "tolerance_pct") / 100.0;
+  const double smear = NumArg(in, "smear");
+  const size_t hold = static_cast<size_t>(std::max(1.0, NumArg(in, "hold_steps")));
+  const size_t ref_n = static_cast<size_t>(std::max(1.0, NumArg(in, "reference_steps")));
+  const double end_margin = NumArg(in, "end_margin");
+  const double data_end = steps.back().time;
+
+  std::set<std::string> recovered, failed, ongoing, no_effect, untested;
+  for (const auto& [key, bursts] : in.input.items()) {
+    if (!bursts.is_array()) continue;
+    Json details = Json::array();
+    std::string verdict;   // per key: failed > recovered > ongoing > no_effect > untested
+    auto rank = [](const std::string& v) {
+      return v == "failed" ? 5 : v == "recovered" ? 4 : v == "ongoing" ? 3 : v == "no_effect" ? 2 : v.empty() ? 0 : 1;
+    };
+    for (const auto& b : bursts) {
+      if (!b.is_object() || !b.contains("start") || !b.contains("end") || !b["start"].is_number() || !b["end"].is_number())
+        continue;
+      const double bs = b["start"].get<double>(), be = b["end"].get<double>();
+      Json d = {{"start", bs}, {"end", be}};
+      std::string outcome;
+      // Reference: the TGS of the steps just before the burst began.
+      std::vector<double> ref;
+      for (const auto& s : steps)
+        if (s.time < bs - smear) ref.push_back(s.tgs);
+      if (ref.size() > ref_n) ref.erase(ref.begin(), ref.end() - static_cast<long>(ref_n));
+      std::vector<double> during;
+      for (const auto& s : steps)
+        if (s.time > bs + step_seconds && s.time < be - smear) during.push_back(s.tgs);
+      if (ref.empty() || during.empty()) {
+        outcome = "untested";
+      } else {
+        // Mean, not median: a burst that slowed only part of its span still shows.
+        double degraded = 0;
+        for (double v : during) degraded += v;
+        degraded /= static_cast<double>(during.size());
+        double reference = MedianOf(ref);
+        d["reference_tgs"] = reference;
+        d["tgs_during"] = degraded;
+        if (degraded >= reference * (1 - tol)) {
+          outcome = "no_effect";
+        } else if (be >= data_end - end_margin) {
+          outcome = "ongoing";
+        } else {
+          // First step from which TGS holds at the reference level for `hold` steps.
+          const double recovered_level = reference * (1 - tol);
+          std::optional<size_t> first;
+          for (size_t i = 0; i + hold <= steps.size(); ++i) {
+            if (steps[i].time <= bs + step_seconds) continue;
+            bool ok = true;
+            for (size_t j = i; j < i + hold; ++j) ok = ok && steps[j].tgs >= recovered_level;
+            if (ok) {
+              first = i;
+              break;
+            }
+          }
+          // The retransmits stopped somewhere in [be - smear, be]; recovery must follow within
+          // max_steps steps of that (and not long before it, or the burst was not the cause).
+          const double earliest = be - smear - step_seconds;
+          const double latest = be + max_steps * step_seconds;
+          if (first) {
+            const auto& s = steps[*first];
+            d["recovery_step"] = s.step;
+            d["recovery_time"] = s.time;
+            d["tgs_after"] = s.tgs;
+            d["lag_steps"] = std::max(0.0, std::ceil((s.time - (be - smear)) / step_seconds - 1e-9));
+            outcome = (s.time >= earliest && s.time <= latest) ? "recovered" : "failed";
+          } else {
+            outcome = "failed";
+          }
+        }
+      }
+      d["outcome"] = outcome;
+      details.push_back(d);
+      if (rank(outcome) > rank(verdict)) verdict = outcome;
+    }
+    if (details.empty()) continue;
+    out["details"][key] = details;
+    if (verdict == "failed") failed.insert(key);
+    else if (verdict == "recovered") recovered.insert(key);
+    else if (verdict == "ongoing") ongoing.insert(key);
+    else if (verdict == "no_effect") no_effect.insert(key);
+    else untested.insert(key);
+  }
+  for (const auto& [name, set] : {std::pair{"recovered", &recovered}, std::pair{"failed", &failed},
+                                  std::pair{"ongoing", &ongoing}, std::pair{"no_effect", &no_effect},
+                                  std::pair{"untested", &untested}})
+    for (const auto& k : *set) out[name].push_back(k);
+  return out;
+}
+
+StatusOr<Json> TaskNeighbours(const AnalysisInput& in) {
+  if (!in.input.is_array() || in.input.size() != 2 || !in.input[0].is_array() || !in.input[1].is_array())
+    return InvalidArgumentError("task_neighbours: input must be [accused_tasks, task_ordered_hosts]");
+  std::set<long> accused;
+  for (const auto& t : in.input[0])
+    if (t.is_number()) accused.insert(t.get<long>());
+  const Json& hosts = in.input[1];
+  const long n = static_cast<long>(hosts.size());
+  Json out = {{"task", nullptr}, {"host", nullptr}, {"candidates", Json::array()}};
+  std::set<long> seen;
+  for (long t : accused) {
+    for (long c : {t + 1, t - 1}) {
+      if (c < 0 || c >= n || accused.count(c) || seen.count(c) || !hosts[c].is_string()) continue;
+      seen.insert(c);
+      out["candidates"].push_back({{"task", c}, {"host", hosts[c]}});
+    }
+  }
+  if (!out["candidates"].empty()) {
+    out["task"] = out["candidates"][0]["task"];
+    out["host"] = out["candidates"][0]["host"];
+  }
+  return out;
+}
+
+void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* r) {
+  (*r)["recovery_after_bursts"] = {
+      "recovery_after_bursts", "TGS returns to its pre-burst level within a few steps after a host's bursts stop",
+      {{"max_steps", {"number", 2, {}}}, {"tolerance_pct", {"number", 3, {}}}, {"smear", {"duration", 120, {}}},
+       {"hold_steps", {"number", 3, {}}}, {"reference_steps", {"number", 10, {}}}, {"end_margin", {"duration", 300, {}}},
+       {"y", {"string", "tokens_per_sec_per_device", {}}}},
+      {{"recovered", "list"}, {"failed", "list"}, {"ongoing", "list"}, {"no_effect", "list"}, {"untested", "list"},
+       {"details", "map"}, {"step_seconds", "number"}},
+      {"input", "baseline_input"}, RecoveryAfterBursts};
+  (*r)["task_neighbours"] = {
+      "task_neighbours", "a non-accused task adjacent to an accused one, for liveness comparison",
+      {},
+      {{"task", "number"}, {"host", "string"}, {"candidates", "list"}},
+      {"input"}, TaskNeighbours};
+}
+
+}  // namespace diagnose::analysis

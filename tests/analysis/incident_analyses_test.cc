@@ -1,0 +1,120 @@
+#include "engine/analysis/incident_analyses.h"
+
+#include <gtest/gtest.h>
+
+namespace diagnose::analysis {
+namespace {
+
+// Steps every 30 s from t0; TGS `healthy` except in [bad_first, bad_last] (degraded) and, when
+// recover_late > 0, for that many extra steps after the bad range.
+Json Steps(int n, int bad_first, int bad_last, int recover_late, Json* step_times) {
+  Json steps = Json::array();
+  *step_times = Json::array();
+  for (int s = 0; s < n; ++s) {
+    double tgs = (s >= bad_first && s <= bad_last + recover_late) ? 2600 : 3290;
+    steps.push_back({{"step", s}, {"tokens_per_sec_per_device", tgs + (s % 3)}});
+    step_times->push_back({s, 1000.0 + 30.0 * s});
+  }
+  return steps;
+}
+
+AnalysisInput RecoveryInput(const Json& bursts, const Json& steps, const Json& step_times) {
+  AnalysisInput in;
+  in.input = bursts;
+  in.baseline_input = steps;
+  in.step_times = step_times;
+  in.args = {{"max_steps", 2}, {"tolerance_pct", 3}, {"smear", 120}, {"hold_steps", 3},
+             {"reference_steps", 10}, {"end_margin", 300}, {"y", "tokens_per_sec_per_device"}};
+  return in;
+}
+
+double T(int step) { return 1000.0 + 30.0 * step; }
+
+TEST(RecoveryAfterBursts, RecoversWithinTwoStepsOfTheBurstEnd) {
+  Json st;
+  Json steps = Steps(200, 50, 100, 0, &st);
+  // Measured through rate([2m]): the burst ends ~2 minutes after the last retransmit.
+  Json bursts = {{"hostA", Json::array({{{"start", T(50) - 30}, {"end", T(100) + 110}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["recovered"], Json::array({"hostA"}));
+  EXPECT_EQ((*r)["details"]["hostA"][0]["recovery_step"], 101);
+  EXPECT_LE((*r)["details"]["hostA"][0]["lag_steps"].get<double>(), 2);
+}
+
+TEST(RecoveryAfterBursts, FailsWhenTgsStaysLowLongAfterTheBurst) {
+  Json st;
+  Json steps = Steps(200, 50, 100, 30, &st);   // TGS recovers 30 steps after the burst: not the cause
+  Json bursts = {{"hostA", Json::array({{{"start", T(50) - 30}, {"end", T(100) + 110}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["failed"], Json::array({"hostA"}));
+  EXPECT_TRUE((*r)["recovered"].empty());
+}
+
+TEST(RecoveryAfterBursts, FailsWhenTgsRecoveredLongBeforeTheBurstEnded) {
+  Json st;
+  Json steps = Steps(200, 50, 70, 0, &st);
+  Json bursts = {{"hostA", Json::array({{{"start", T(50) - 30}, {"end", T(120)}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["failed"], Json::array({"hostA"}));
+}
+
+TEST(RecoveryAfterBursts, BurstUntilTheEndIsOngoingAndHarmlessBurstHasNoEffect) {
+  Json st;
+  Json steps = Steps(200, 150, 199, 0, &st);
+  Json bursts = {{"hostB", Json::array({{{"start", T(150) - 30}, {"end", T(199)}}})},
+                 {"hostC", Json::array({{{"start", T(20)}, {"end", T(40)}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["ongoing"], Json::array({"hostB"}));
+  EXPECT_EQ((*r)["no_effect"], Json::array({"hostC"}));
+}
+
+TEST(RecoveryAfterBursts, NeedsAStepTimeMap) {
+  Json st;
+  Json steps = Steps(20, 5, 10, 0, &st);
+  auto in = RecoveryInput({{"h", Json::array()}}, steps, Json());
+  auto r = RecoveryAfterBursts(in);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  in.input = Json::array();
+  EXPECT_EQ(RecoveryAfterBursts(in).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TaskNeighbours, PicksTheNonAccusedTaskBetweenOrNextToAccusedOnes) {
+  AnalysisInput in;
+  Json hosts = Json::array();
+  for (int i = 0; i < 24; ++i) hosts.push_back("n" + std::to_string(i));
+  in.input = Json::array({Json::array({10, 8}), hosts});
+  auto r = TaskNeighbours(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["task"], 9);
+  EXPECT_EQ((*r)["host"], "n9");
+
+  in.input = Json::array({Json::array({0, 1}), hosts});
+  r = TaskNeighbours(in);
+  EXPECT_EQ((*r)["task"], 2);
+
+  in.input = Json::array({Json::array({23}), hosts});
+  r = TaskNeighbours(in);
+  EXPECT_EQ((*r)["task"], 22);
+}
+
+TEST(TaskNeighbours, NoNeighbourWhenEveryTaskIsAccusedAndBadInputIsAnError) {
+  AnalysisInput in;
+  in.input = Json::array({Json::array({0, 1}), Json::array({"a", "b"})});
+  auto r = TaskNeighbours(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)["host"].is_null());
+  in.input = Json::array({Json::array({0})});
+  EXPECT_FALSE(TaskNeighbours(in).ok());
+}
+
+TEST(IncidentAnalyses, AreRegistered) {
+  EXPECT_NE(FindAnalysis("recovery_after_bursts"), nullptr);
+  EXPECT_NE(FindAnalysis("task_neighbours"), nullptr);
+}
+
+}  // namespace
+}  // namespace diagnose::analysis
