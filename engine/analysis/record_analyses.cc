@@ -89,7 +89,7 @@ StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
     return InvalidArgumentError("checkpoint_steps: input must be [steps, period] or [steps, period, heartbeat_timeout]");
   const Json& steps = in.input[0];
   const Json& period_value = in.input[1];
-  const std::optional<double> timeout = in.input.size() > 2 ? PositiveNumber(in.input[2]) : std::nullopt;
+  const double timeout = in.input.size() > 2 ? PositiveNumber(in.input[2]).value_or(0) : 0;   // 0 = unknown
   if (!period_value.is_number() || period_value.get<double>() <= 0)
     return FailedPreconditionError("checkpoint_steps: no checkpoint period (checkpointing off or unknown)");
   if (!steps.is_array()) return FailedPreconditionError("checkpoint_steps: no step records");
@@ -109,7 +109,7 @@ StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
               {"max_write_seconds", nullptr}, {"max_write_step", nullptr}, {"median_seconds", nullptr},
               {"spike_steps", Json::array()}, {"expected_spikes", Json::array()},
               {"unexpected_spikes", Json::array()}, {"count", 0}, {"current_checkpoint", nullptr},
-              {"heartbeat_timeout", timeout ? Json(*timeout) : Json()}, {"write_fraction", nullptr}};
+              {"heartbeat_timeout", timeout > 0 ? Json(timeout) : Json()}, {"write_fraction", nullptr}};
   if (seconds.empty()) return out;
   const int64_t first = seconds.begin()->first;
   const int64_t last = seconds.rbegin()->first;
@@ -132,7 +132,7 @@ StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
   if (max_write_step >= 0) {
     out["max_write_seconds"] = max_write;
     out["max_write_step"] = max_write_step;
-    if (timeout) out["write_fraction"] = max_write / *timeout;
+    if (timeout > 0) out["write_fraction"] = max_write / timeout;
   }
   // The save in progress when the log ends: after step N completes, step N's save runs.
   const int64_t current = last / period * period;
