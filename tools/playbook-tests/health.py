@@ -193,10 +193,10 @@ tests = []
 j = Job(hosts, gpus=2, n=100, seed=81)
 tests.append(test('full telemetry with noise: no gap', j, facts(j),
                   {'root_cause': 'none', 'action': 'none',
-                   'findings': [{'id': 'observability-gaps/ghost_hosts_found', 'status': 'clear'},
-                                {'id': 'observability-gaps/gap_hosts_found', 'status': 'clear'},
-                                {'id': 'observability-gaps/missing_hosts_found', 'status': 'clear'},
-                                {'id': 'observability-gaps/missing_families_found', 'status': 'clear'},
+                   'findings': [{'id': 'observability-gaps/ghost_hosts', 'status': 'clear'},
+                                {'id': 'observability-gaps/gap_hosts', 'status': 'clear'},
+                                {'id': 'observability-gaps/missing_hosts', 'status': 'clear'},
+                                {'id': 'observability-gaps/missing_families', 'status': 'clear'},
                                 {'id': 'observability-gaps/telemetry_broken', 'status': 'clear'},
                                 {'id': 'observability-gaps/no_tsdb', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
@@ -207,15 +207,15 @@ j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: 84.0 if (h == 'ob-2'
 j.override('hw_scrape_duration_seconds', lambda h, g, i, d: 0.137 if (h == 'ob-2' and i >= 40) else d)
 tests.append(test('ghost exporter: hw_* and the cycle time frozen on one host', j, facts(j),
                   {'root_cause': 'observability-gap', 'action': 'none', 'confidence': 'likely',
-                   'findings': [{'id': 'observability-gaps/ghost_hosts_found', 'status': 'fired', 'hosts': ['ob-2']}]},
+                   'findings': [{'id': 'observability-gaps/ghost_hosts', 'status': 'fired', 'hosts': ['ob-2']}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 
 j = Job(hosts, gpus=2, n=100, seed=83)
 tests.append(test('a host that never reported and missing families', j,
                   facts(j, extra={'header': {'hosts': hosts + ['ob-4']}}),
                   {'root_cause': 'observability-gap', 'action': 'none', 'confidence': 'possible',
-                   'findings': [{'id': 'observability-gaps/missing_hosts_found', 'status': 'fired', 'hosts': ['ob-4']},
-                                {'id': 'observability-gaps/missing_families_found', 'status': 'fired'}]},
+                   'findings': [{'id': 'observability-gaps/missing_hosts', 'status': 'fired', 'hosts': ['ob-4']},
+                                {'id': 'observability-gaps/missing_families', 'status': 'fired'}]},
                   families=[f for f in OG_FAM if f != 'ray_node_gpus_utilization']))
 
 j = Job(hosts, gpus=2, n=100, seed=84)
@@ -223,15 +223,15 @@ j.override('hw_scrape_duration_seconds', lambda h, g, i, d: None if (h == 'ob-3'
 j.override('hw_gpu_power_watts', lambda h, g, i, d: None if (h == 'ob-3' and 20 <= i < 70) else d)
 tests.append(test('a 25-minute scrape gap on one host', j, facts(j),
                   {'root_cause': 'observability-gap', 'action': 'none',
-                   'findings': [{'id': 'observability-gaps/gap_hosts_found', 'status': 'fired', 'hosts': ['ob-3']},
-                                {'id': 'observability-gaps/ghost_hosts_found', 'status': 'clear'}]},
+                   'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
+                                {'id': 'observability-gaps/ghost_hosts', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 
 j = Job(hosts, gpus=2, n=100, seed=85)
 j.override('hw_scrape_duration_seconds', lambda h, g, i, d: None if (i % 17 == 5) else d)
 tests.append(test('near miss: occasional missed scrapes are not a gap', j, facts(j),
                   {'root_cause': 'none', 'action': 'none',
-                   'findings': [{'id': 'observability-gaps/gap_hosts_found', 'status': 'clear'},
+                   'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'clear'},
                                 {'id': 'observability-gaps/telemetry_broken', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 

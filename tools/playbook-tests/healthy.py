@@ -11,15 +11,16 @@ PLAYBOOKS = ['rccl-hang', 'host-oom', 'gpu-hardware', 'thermal-throttle', 'gpu-h
              'training-stability', 'checkpoint-interference', 'observability-gaps']
 VERDICTS = {
     'host-oom': ['single_host_oom', 'config_oom', 'memory_pressure', 'log_only_oom'],
-    'gpu-hardware': ['hardware_fault', 'rdma_port_down', 'hardware_warning'],
+    'gpu-hardware': ['hardware_fault', 'rdma_port_down', 'hardware_warning', 'log_only_abort'],
     'thermal-throttle': ['thermal_throttle', 'fleet_wide_heat'],
     'gpu-health': ['gpu_anomaly', 'anomalous_hosts'],
     'network-health': ['network_anomaly', 'network_anomalies'],
-    'training-stability': ['training_instability', 'loss_diverged', 'nonfinite', 'clipped_spikes', 'lr_anomaly'],
+    'training-stability': ['training_instability', 'log_only_instability', 'loss_diverged', 'log_loss_diverged',
+                           'nonfinite', 'clipped_spikes', 'lr_anomaly'],
     'checkpoint-interference': ['fs_error_checkpoint_intact', 'fs_error_checkpoint_lost', 'heartbeat_risk_note',
                                 'heartbeat_risk'],
-    'observability-gaps': ['no_tsdb', 'telemetry_broken', 'ghost_hosts_found', 'gap_hosts_found',
-                           'missing_hosts_found', 'missing_families_found'],
+    'observability-gaps': ['no_tsdb', 'telemetry_broken', 'ghost_hosts', 'gap_hosts',
+                           'missing_hosts', 'missing_families'],
 }
 findings = [{'id': f'{pb}/{v}', 'status': 'clear'} for pb, vs in VERDICTS.items() for v in vs]
 fcts = facts(j, steps=ck_steps(150, 50, 255.0), extra={

@@ -109,6 +109,13 @@ tests.append(test('a ROCm runtime abort in the log on one host, telemetry clean:
                    'exclude': [{'host': abort, 'priority': 2}],
                    'findings': [{'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
 
+tests.append(test('log only: a runtime abort on one host without a TSDB still excludes it (possible)', j,
+                  facts(j, status='failed', cls='hsa-error', classes=[{'failure_class': 'hsa-error', 'host': abort}]),
+                  {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'possible',
+                   'exclude': [{'host': abort, 'priority': 2}],
+                   'findings': [{'id': 'gpu-hardware/log_only_abort', 'status': 'fired', 'hosts': [abort]}]},
+                  no_series=True))
+
 j = Job(hosts, gpus=2, n=100, seed=24, noise=False)
 tests.append(test('near miss: the same runtime abort on every host is the configuration, not hardware', j,
                   facts(j, status='failed', cls='hsa-error',
