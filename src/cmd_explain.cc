@@ -41,10 +41,10 @@ int RunExplain(const ExplainArgs& args) {
   namespace pb = diagnose::playbook;
   std::string data_dir = pb::PlaybookDataDir();
   pb::Loader loader;
-  for (const auto& f : pb::FindYamlFiles(data_dir + "/rules/common", false)) loader.LoadCommonFile(f);
+  loader.LoadCommonFiles(pb::FindYamlFiles(data_dir + "/rules/common", false));
   std::string id = args.playbook;
   if (std::filesystem::is_regular_file(args.playbook)) {
-    loader.LoadPlaybookFile(args.playbook);
+    loader.LoadPlaybookFile(std::filesystem::absolute(args.playbook).lexically_normal().string());
     if (!loader.library().playbooks.empty()) id = loader.library().playbooks.back().id;
   } else {
     for (const auto& f : pb::FindYamlFiles(data_dir + "/playbooks", false))
@@ -80,7 +80,7 @@ int RunExplain(const ExplainArgs& args) {
     have_ctx = true;
   }
   if (!args.baseline_discovery.empty() && !ReadJson(args.baseline_discovery, &ctx.baseline_discovery)) return 1;
-  std::cout << dag::ExplainJson(*graph, have_ctx ? &ctx : nullptr).dump(2) << "\n";
+  std::cout << dag::ExplainJson(*graph, have_ctx ? &ctx : nullptr, data_dir).dump(2) << "\n";
   return 0;
 }
 }  // namespace

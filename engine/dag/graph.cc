@@ -232,7 +232,13 @@ std::vector<int> CompiledGraph::TopologicalOrder() const {
   return out;
 }
 
-json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx) {
+json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx, const std::string& source_root) {
+  auto relative = [&](std::string s) {
+    std::string root = source_root;
+    if (!root.empty() && root.back() != '/') root += '/';
+    if (!root.empty() && s.rfind(root, 0) == 0) s = s.substr(root.size());
+    return s;
+  };
   json out;
   out["schema"] = "diagnose-explain/v1";
   json pbs = json::array();
@@ -255,7 +261,7 @@ json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx) {
                    {"default", p.expr.present() ? json({{"expr", p.expr.source}}) : p.literal}};
     json windows = json::object();
     for (const auto& [k, w] : pb->windows) windows[k] = {{"start", w.start.source}, {"end", w.end.source}};
-    pbs.push_back({{"id", pb->id}, {"description", pb->description}, {"triggers", triggers},
+    pbs.push_back({{"id", pb->id}, {"description", pb->description}, {"triggers", triggers}, {"file", relative(pb->file)},
                    {"params", params}, {"windows", windows}, {"precedence", pb->precedence}});
   }
   out["playbooks"] = pbs;
@@ -277,7 +283,7 @@ json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx) {
       edges.push_back({graph.nodes()[d].id, n.id});
     }
     json node = {{"id", n.id}, {"level", n.level}, {"needs", deps}, {"definition", RuleDefinition(*n.rule)},
-                 {"description", n.rule->description}, {"source", n.rule->pos.ToString()}};
+                 {"description", n.rule->description}, {"source", relative(n.rule->pos.ToString())}};
     if (ctx && n.rule->kind == RuleKind::kQuery) {
       const auto& o = outcomes[idx];
       if (o.value.is_object() && o.value.contains("query")) {

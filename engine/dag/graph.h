@@ -61,6 +61,8 @@ class CompiledGraph {
 // The compiled form as deterministic JSON (`diagnose explain`): playbooks, nodes in topological
 // order with their level, needs, kind and definition, and the edges. With `ctx`, query nodes also
 // carry the resolved PromQL and window (or why they cannot be resolved).
-nlohmann::json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx);
+// Source positions under `source_root` are printed relative to it, so the output does not depend on
+// where the tree is checked out.
+nlohmann::json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx, const std::string& source_root = "");
 
 }  // namespace diagnose::dag

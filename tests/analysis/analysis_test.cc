@@ -1,0 +1,179 @@
+#include "engine/analysis/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace diagnose::analysis {
+namespace {
+
+Json Args(const std::string& name, Json overrides = Json::object()) {
+  Json args = Json::object();
+  for (const auto& [k, spec] : FindAnalysis(name)->args) args[k] = spec.default_value;
+  for (const auto& [k, v] : overrides.items()) args[k] = v;
+  return args;
+}
+
+// Deterministic noise, so tests never depend on a random seed.
+double Noise(int i, double amplitude) { return amplitude * std::sin(i * 12.9898) * 0.5; }
+
+TEST(ChangePointsTest, FindsPhasesAndIgnoresSpikesAndNoise) {
+  // TGS by step: healthy, phase 1 (-20%), recovered, phase 2 (-23%), plus one checkpoint spike.
+  Json steps = Json::array();
+  for (int s = 0; s < 400; ++s) {
+    double tgs = s < 97 ? 3293 : s < 217 ? 2620 : s < 251 ? 3288 : 2520;
+    if (s == 200) tgs = 300;   // one-step checkpoint dip
+    steps.push_back({{"step", s}, {"tokens_per_sec_per_device", tgs + Noise(s, 30)}});
+  }
+  AnalysisInput in;
+  in.input = steps;
+  in.args = Args("change_points", {{"x", "step"}, {"y", "tokens_per_sec_per_device"}});
+  auto r = ChangePoints(in);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)["segments"].size(), 4u) << r->dump(2);
+  EXPECT_EQ((*r)["change_points"], Json({97, 217, 251}));
+  EXPECT_NEAR((*r)["segments"][1]["mean"].get<double>(), 2620, 2620 * 0.02);
+  EXPECT_EQ((*r)["direction"], "down");
+}
+
+TEST(ChangePointsTest, StableSeriesHasNoChange) {
+  Json pts = Json::array();
+  for (int i = 0; i < 200; ++i) pts.push_back({i, 100 + Noise(i, 4)});
+  AnalysisInput in;
+  in.input = {{"only-series", pts}};
+  in.args = Args("change_points");
+  auto r = ChangePoints(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["count"], 0);
+  EXPECT_TRUE((*r)["first_change"].is_null());
+}
+
+TEST(PeerOutliersTest, MedianMadFlagsOnlyTheOddHost) {
+  AnalysisInput in;
+  in.input = {{"h1/ionic_0", 0.0}, {"h2/ionic_0", 0.1}, {"h3/ionic_0", 0.0}, {"h4/ionic_0", 0.05}, {"h5/ionic_1", 55.0}};
+  in.args = Args("peer_outliers", {{"min_abs_deviation", 1}});
+  auto r = PeerOutliers(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["hosts"], Json({"h5"}));
+  in.args["direction"] = "low";
+  EXPECT_TRUE((*PeerOutliers(in))["hosts"].empty());
+}
+
+TEST(EarliestAnomalyTest, TheFamilyThatMovedFirstWins) {
+  Json tgs = Json::array(), lb = Json::array(), power = Json::array();
+  for (int i = 0; i < 100; ++i) {
+    double t = 1000 + i * 30;
+    tgs.push_back({t, (i < 60 ? 3290 : 3290 - (i - 60) * 10) + Noise(i, 5)});
+    lb.push_back({t, (i < 45 ? 0.01 : 0.05) + Noise(i, 0.001)});
+    power.push_back({t, 916 + Noise(i, 6)});
+  }
+  AnalysisInput in;
+  in.input = {{"tgs", {{"series", {{"", tgs}}}}}, {"moe_lb_loss", {{"series", {{"", lb}}}}}, {"power", {{"h1", power}}}};
+  in.args = Args("earliest_anomaly");
+  auto r = EarliestAnomaly(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["first"], "moe_lb_loss") << r->dump(2);
+  EXPECT_EQ((*r)["first_onset"], 1000 + 45 * 30);
+  EXPECT_EQ((*r)["order"], Json({"moe_lb_loss", "tgs"}));
+  EXPECT_EQ((*r)["clean"], Json({"power"}));
+}
+
+TEST(AlignByStepTest, ComparesOverlappingStepsOnly) {
+  Json a = Json::array(), b = Json::array();
+  for (int s = 0; s < 300; ++s) a.push_back({{"step", s}, {"tokens_per_sec_per_device", 3295.0}});
+  for (int s = 101; s < 250; ++s) b.push_back({{"step", s}, {"tokens_per_sec_per_device", 3261.0}});
+  AnalysisInput in;
+  in.input = b;
+  in.baseline_input = a;
+  in.args = Args("align_by_step");
+  auto r = AlignByStep(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["overlap"]["first"], 106);
+  EXPECT_EQ((*r)["overlap"]["last"], 249);
+  EXPECT_NEAR((*r)["delta_pct"].get<double>(), -1.03, 0.01);
+}
+
+TEST(FlatlineTest, GhostSeriesAreFlat) {
+  Json series = {{"h1", Json::array()}, {"h2", Json::array()}};
+  for (int i = 0; i < 20; ++i) {
+    series["h1"].push_back({i * 10, 0.113});
+    series["h2"].push_back({i * 10, 0.1 + (i % 3) * 0.01});
+  }
+  AnalysisInput in;
+  in.input = series;
+  in.args = Args("flatline");
+  auto r = Flatline(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["hosts"], Json({"h1"}));
+  EXPECT_EQ((*r)["fraction"], 0.5);
+}
+
+TEST(BurstPhaseCorrelationTest, BurstsAlignedWithPhaseBoundariesBlameTheHost) {
+  // Steps every 30 s from t=0; phase 1 = steps 97..216.
+  Json step_times = Json::array();
+  for (int s = 0; s < 400; ++s) step_times.push_back({s, s * 30.0});
+  Json series = {{"bad/ionic_0", Json::array()}, {"noisy/ionic_0", Json::array()}, {"clean/ionic_0", Json::array()}};
+  for (int i = 0; i < 400; ++i) {
+    double t = i * 30.0;
+    series["bad/ionic_0"].push_back({t, i >= 97 && i <= 216 ? 500.0 : 0.0});
+    series["noisy/ionic_0"].push_back({t, i >= 20 && i <= 40 ? 500.0 : 0.0});   // a burst, but not with the phase
+    series["clean/ionic_0"].push_back({t, 0.0});
+  }
+  AnalysisInput in;
+  in.input = series;
+  in.phases = Json::array({{{"first_step", 97}, {"last_step", 216}, {"mean_tgs", 2620}}});
+  in.step_times = step_times;
+  in.args = Args("burst_phase_correlation", {{"tolerance", 60}});
+  auto r = BurstPhaseCorrelation(in);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["hosts"], Json({"bad"}));
+  EXPECT_EQ((*r)["matches"]["bad"], Json({0}));
+  in.step_times = nullptr;
+  EXPECT_EQ(BurstPhaseCorrelation(in).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(UniformDeltaTest, RestoreLeakIsUniformAcrossHosts) {
+  Json subject = Json::object(), baseline = Json::object();
+  for (int h = 0; h < 24; ++h) {
+    std::string host = "n" + std::to_string(h);
+    baseline[host] = 18 + Noise(h, 1);
+    subject[host] = 35 + Noise(h + 7, 1);
+  }
+  AnalysisInput in;
+  in.input = subject;
+  in.baseline_input = baseline;
+  in.args = Args("uniform_delta", {{"min_delta", 10}});
+  auto r = UniformDelta(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)["uniform"].get<bool>()) << r->dump(2);
+  EXPECT_NEAR((*r)["median"].get<double>(), 17, 1);
+  EXPECT_EQ((*r)["count"], 24);
+  subject["n3"] = 80;   // one host far off: not uniform
+  in.input = subject;
+  EXPECT_FALSE((*UniformDelta(in))["uniform"].get<bool>());
+}
+
+TEST(WindowRatioTest, RatioBetweenWindows) {
+  Json series = {{"h1", Json::array()}};
+  for (int i = 0; i < 10; ++i) series["h1"].push_back({i * 10, i < 5 ? 900.0 : 300.0});
+  AnalysisInput in;
+  in.input = series;
+  in.windows = Json::array({{{"start", 0}, {"end", 40}}, {{"start", 50}, {"end", 90}}});
+  in.args = Args("window_ratio");
+  auto r = WindowRatio(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR((*r)["ratio"]["h1"].get<double>(), 1.0 / 3, 1e-9);
+}
+
+TEST(DurationTest, PromqlDurations) {
+  double s = 0;
+  EXPECT_TRUE(ParseDurationSeconds("1h30m", &s));
+  EXPECT_EQ(s, 5400);
+  EXPECT_TRUE(ParseDurationSeconds("500ms", &s));
+  EXPECT_EQ(s, 0.5);
+  EXPECT_FALSE(ParseDurationSeconds("5 minutes", &s));
+  EXPECT_FALSE(ParseDurationSeconds("", &s));
+}
+
+}  // namespace
+}  // namespace diagnose::analysis

@@ -1,0 +1,228 @@
+#include "engine/dag/evaluate.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/playbook/loader.h"
+#include "engine/triage/job_facts.h"
+
+namespace diagnose::dag {
+namespace {
+
+using nlohmann::json;
+
+// Answers queries from a table keyed by a substring of the PromQL; records every batch.
+class FakeClient : public QueryClient {
+ public:
+  std::map<std::string, std::vector<Series>> answers;
+  std::map<std::string, std::string> errors;
+  std::vector<std::vector<Query>> batches;
+
+  StatusOr<QueryResult> Run(const Query& q) override {
+    for (const auto& [needle, msg] : errors)
+      if (q.promql.find(needle) != std::string::npos) return InvalidArgumentError(msg);
+    QueryResult r;
+    for (const auto& [needle, series] : answers)
+      if (q.promql.find(needle) != std::string::npos) r.series = series;
+    return r;
+  }
+  std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& qs) override {
+    batches.push_back(qs);
+    return QueryClient::RunBatch(qs);
+  }
+  StatusOr<std::vector<std::string>> LabelValues(const std::string&, const std::vector<std::string>&, double, double) override {
+    return std::vector<std::string>{};
+  }
+  StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>&, double, double) override {
+    return std::vector<Labels>{};
+  }
+  std::string Describe() const override { return "fake"; }
+};
+
+Series Instant(Labels labels, double v) { return {std::move(labels), {{100, v}}}; }
+
+const char* kPlaybook = R"(playbook: hb
+description: heartbeat liveness
+triggers:
+  - failure_class: [heartbeat-timeout]
+rules:
+  - id: accused
+    fact: facts.heartbeat.accused_hosts
+    evidence: facts.heartbeat.evidence
+  - id: power
+    description: GPU power at heartbeat stop
+    query: 'avg by (host) (hw_gpu_power_watts{host=~"{{ hosts }}"})'
+    window: heartbeat_stop
+    at: start
+    by: [host]
+    args:
+      hosts: {type: hosts, value: accused.hosts}
+  - id: util
+    query: 'avg by (instance) (ray_node_gpus_utilization)'
+    window: heartbeat_stop
+    by: [host]
+  - id: broken
+    query: 'broken_metric'
+    window: heartbeat_stop
+  - id: after_broken
+    fact: broken.count
+  - id: alive
+    verdict:
+      when: "min(power.values) > thresholds.active_w and min(util.values) > 90"
+      root_cause: heartbeat-false-positive
+      confidence: [{level: confirmed, when: "len(accused.hosts) == 2"}, {level: likely}]
+      summary: "accused {{ join(accused.hosts, ', ') }} were alive"
+      hosts: accused.hosts
+      onset: windows.heartbeat_stop.start
+      explains: [heartbeat-timeout]
+      action: retry-with-changes
+      changes: {jax_distributed_heartbeat_timeout_seconds: "14400"}
+  - id: uses_broken
+    verdict:
+      when: "after_broken.value > 0"
+      root_cause: unknown
+)";
+
+class EvaluateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    playbook::Loader loader;
+    loader.LoadCommonText("thresholds: {active_w: 800}\n", "t.yaml");
+    loader.LoadPlaybookText(kPlaybook, "hb.yaml");
+    ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+    library_ = loader.TakeLibrary();
+    JobFacts facts;
+    facts.status = "failed";
+    facts.failure_class = "heartbeat-timeout";
+    facts.heartbeat.present = true;
+    facts.heartbeat.accused_hosts = {"gpu-a7", "gpu-b\"3"};
+    facts.heartbeat.crash_time = LogTime{10000, "0224 19:21:00", "test"};
+    facts.heartbeat.timeout_seconds = 900;
+    facts.heartbeat.evidence = {LogRef{"job.log", 42, "The tasks have crashed"}};
+    ctx_.facts = json(facts);
+    ctx_.discovery = {{"instance_hosts", {{"10.0.0.7:55080", "gpu-a7"}}}, {"range", {{"start", 0}, {"end", 20000}}}};
+  }
+  playbook::Library library_;
+  EvaluationContext ctx_;
+  FakeClient client_;
+};
+
+TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
+  client_.answers["hw_gpu_power_watts"] = {Instant({{"host", "gpu-a7"}}, 910), Instant({{"host", "gpu-b\"3"}}, 905)};
+  // Ray series carry instance/ip, not host: the host key maps them.
+  client_.answers["ray_node_gpus_utilization"] = {Instant({{"instance", "10.0.0.7:55080"}}, 100),
+                                                  Instant({{"instance", "gpu-b\"3:55080"}}, 99)};
+  client_.errors["broken_metric"] = "bad_data: parse error";
+  ctx_.subject = &client_;
+  auto graph = CompiledGraph::Compile(library_, {"hb"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto r = Evaluate(*graph, ctx_);
+  auto node = [&](const std::string& id) { return r.nodes[graph->IndexOf(id)]; };
+  // Level 0 queries (util, broken) go together; power needs the fact first.
+  ASSERT_EQ(client_.batches.size(), 2u);
+  EXPECT_EQ(client_.batches[0].size(), 2u);
+  EXPECT_EQ(client_.batches[1].size(), 1u);
+  // Values entering PromQL are escaped as regex literals.
+  EXPECT_EQ(client_.batches[1][0].promql, R"(avg by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3"}))");
+  EXPECT_EQ(client_.batches[1][0].time, 10000 - 900);
+  EXPECT_EQ(node("hb/util").value["values"], json({{"gpu-a7", 100.0}, {"gpu-b\"3", 99.0}}));
+  EXPECT_EQ(node("hb/broken").health, "error");
+  EXPECT_NE(node("hb/broken").reason.find("bad_data"), std::string::npos);
+  EXPECT_EQ(node("hb/after_broken").health, "skipped");
+  EXPECT_EQ(node("hb/uses_broken").health, "skipped");
+  EXPECT_EQ(node("hb/alive").health, "ok");
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].root_cause, "heartbeat-false-positive");
+  EXPECT_EQ(r.candidates[0].confidence, "confirmed");
+  EXPECT_EQ(r.candidates[0].changes.at("jax_distributed_heartbeat_timeout_seconds"), "14400");
+  EXPECT_EQ(r.candidates[0].onset, 9100);
+  EXPECT_EQ(r.candidates[0].summary, "accused gpu-a7, gpu-b\"3 were alive");
+  // The verdict cites the PromQL it rests on and the log line.
+  const Finding* alive = nullptr;
+  for (const auto& f : r.findings)
+    if (f.id == "hb/alive") alive = &f;
+  ASSERT_NE(alive, nullptr);
+  EXPECT_EQ(alive->status, "fired");
+  bool promql = false, log = false;
+  for (const auto& e : alive->evidence) {
+    promql |= e.kind == "promql" && e.query.find("hw_gpu_power_watts") != std::string::npos && e.window->start == 9100;
+    log |= e.kind == "log" && e.query == "job.log:42";
+  }
+  EXPECT_TRUE(promql);
+  EXPECT_TRUE(log);
+  EXPECT_EQ(r.not_evaluated.size(), 3u);
+}
+
+TEST_F(EvaluateTest, WithoutATsdbQueriesAreSkippedAndVerdictsSayInsufficientEvidence) {
+  auto graph = CompiledGraph::Compile(library_, {"hb"});
+  ASSERT_TRUE(graph.ok());
+  auto r = Evaluate(*graph, ctx_);
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/power")].health, "skipped");
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/power")].reason, "no TSDB");
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/accused")].health, "ok");
+  EXPECT_TRUE(r.candidates.empty());
+  for (const auto& f : r.findings)
+    if (f.id == "hb/alive") {
+      EXPECT_EQ(f.status, "skipped");
+      EXPECT_NE(f.summary.find("insufficient evidence"), std::string::npos);
+    }
+}
+
+TEST_F(EvaluateTest, MissingWindowSkipsWithReason) {
+  ctx_.facts["heartbeat"]["crash_time"] = nullptr;
+  ctx_.subject = &client_;
+  auto graph = CompiledGraph::Compile(library_, {"hb"});
+  ASSERT_TRUE(graph.ok());
+  auto r = Evaluate(*graph, ctx_);
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/util")].health, "skipped");
+  EXPECT_NE(r.nodes[graph->IndexOf("hb/util")].reason.find("heartbeat_stop"), std::string::npos);
+}
+
+TEST_F(EvaluateTest, TriggersSelectPlaybooks) {
+  std::vector<std::string> problems;
+  auto sel = SelectPlaybooks(library_, ctx_, &problems);
+  ASSERT_EQ(sel.size(), 1u);
+  EXPECT_EQ(sel[0].reason, "failure class heartbeat-timeout");
+  ctx_.facts["failure_class"] = "oom-host";
+  EXPECT_TRUE(SelectPlaybooks(library_, ctx_, &problems).empty());
+  ctx_.requested_playbooks = {"hb"};
+  EXPECT_EQ(SelectPlaybooks(library_, ctx_, &problems).size(), 1u);
+}
+
+TEST(HostKeyTest, MapsEveryLabelShape) {
+  json ih = {{"node7:55080", "node7"}, {"10.1.0.9", "node9"}};
+  EXPECT_EQ(HostOfSeries({{"host", "a"}, {"instance", "b:9400"}}, ih), "a");
+  EXPECT_EQ(HostOfSeries({{"instance", "node7:55080"}}, ih), "node7");
+  EXPECT_EQ(HostOfSeries({{"instance", "node8:55080"}}, ih), "node8");
+  EXPECT_EQ(HostOfSeries({{"ip", "10.1.0.9"}}, ih), "node9");
+  EXPECT_EQ(HostOfSeries({{"instance", "10.1.0.9:55080"}, {"ip", "10.1.0.9"}}, ih), "node9");
+  EXPECT_EQ(HostOfSeries({{"job", "x"}}, ih), "");
+}
+
+TEST(CompileTest, SharedRulesAreOneNodeAndLevelsAreTopological) {
+  playbook::Loader loader;
+  loader.LoadCommonText("rules:\n  - id: steps\n    fact: facts.steps\n", "c.yaml");
+  for (const char* id : {"p1", "p2"}) {
+    loader.LoadPlaybookText(std::string("playbook: ") + id + R"(
+description: d
+rules:
+  - id: phases
+    analysis: change_points
+    input: common.steps.value
+    args: {x: step, y: tokens_per_sec_per_device}
+  - id: v
+    verdict: {when: "phases.count > 0", root_cause: rdma-link-degradation}
+)", std::string(id) + ".yaml");
+  }
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  auto lib = loader.TakeLibrary();
+  auto g = CompiledGraph::Compile(lib, {"p1", "p2"});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->nodes().size(), 5u);
+  ASSERT_EQ(g->levels().size(), 3u);
+  EXPECT_EQ(g->levels()[0].size(), 1u);
+  EXPECT_EQ(g->nodes()[g->levels()[0][0]].id, "common/steps");
+  EXPECT_FALSE(CompiledGraph::Compile(lib, {"nope"}).ok());
+}
+
+}  // namespace
+}  // namespace diagnose::dag

@@ -1,0 +1,58 @@
+// `diagnose explain` is byte-identical across runs and matches its golden files.
+// Regenerate with DIAGNOSE_UPDATE_GOLDEN=1 after an intended change, then review the diff.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "engine/core/subprocess.h"
+
+namespace diagnose {
+namespace {
+
+const std::string kSource = DIAGNOSE_SOURCE_DIR;
+
+std::string Explain(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {DIAGNOSE_BINARY, "explain", kSource + "/playbooks/examples/retry-exhaustion.yaml"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = RunCommand(argv, std::chrono::milliseconds(30000));
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return "";
+  EXPECT_EQ(r->exit_code, 0) << r->output;
+  return r->output;
+}
+
+void CheckGolden(const std::string& name, const std::string& actual) {
+  std::string path = kSource + "/tests/playbook/golden/" + name;
+  const char* update = std::getenv("DIAGNOSE_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << actual;
+    GTEST_SKIP() << "updated " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path << " (run with DIAGNOSE_UPDATE_GOLDEN=1)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(actual, ss.str()) << "explain output changed; if intended, regenerate with DIAGNOSE_UPDATE_GOLDEN=1";
+}
+
+TEST(ExplainGoldenTest, CompiledFormIsDeterministic) {
+  std::string first = Explain({});
+  EXPECT_EQ(first, Explain({}));
+  EXPECT_NE(first.find("\"edges\""), std::string::npos);
+  CheckGolden("explain_retry_exhaustion.json", first);
+}
+
+TEST(ExplainGoldenTest, ResolvedPromqlWithFacts) {
+  std::vector<std::string> args = {"--facts", kSource + "/tests/playbook/testdata/explain_facts.json", "--discovery",
+                                   kSource + "/tests/playbook/testdata/explain_discovery.json"};
+  std::string first = Explain(args);
+  EXPECT_EQ(first, Explain(args));
+  EXPECT_NE(first.find("increase(hw_rdma_req_tx_retry_excd_err_total[2m])"), std::string::npos) << first;
+  CheckGolden("explain_retry_exhaustion_resolved.json", first);
+}
+
+}  // namespace
+}  // namespace diagnose

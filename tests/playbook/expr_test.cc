@@ -1,0 +1,121 @@
+#include "engine/playbook/expr.h"
+
+#include <gtest/gtest.h>
+
+namespace diagnose::playbook {
+namespace {
+
+Value Eval(const std::string& src, const Value& env = Value::object()) {
+  ExprSyntaxError err;
+  auto e = ParseExpr(src, &err);
+  EXPECT_NE(e, nullptr) << src << ": " << err.message << " at " << err.offset;
+  if (!e) return Value();
+  auto v = EvalExpr(*e, [&](const std::string& root) -> const Value* {
+    auto it = env.find(root);
+    return it == env.end() ? nullptr : &*it;
+  });
+  EXPECT_TRUE(v.ok()) << src << ": " << v.status().message();
+  return v.ok() ? *v : Value();
+}
+
+ExprSyntaxError SyntaxError(const std::string& src) {
+  ExprSyntaxError err;
+  EXPECT_EQ(ParseExpr(src, &err), nullptr) << src;
+  return err;
+}
+
+TEST(ExprTest, ArithmeticComparisonAndLogic) {
+  EXPECT_EQ(Eval("1 + 2 * 3"), 7.0);
+  EXPECT_EQ(Eval("(1 + 2) * 3 >= 9 and not false"), true);
+  EXPECT_EQ(Eval("10 % 4 == 2 or 1 / 0 > 1"), true);
+  EXPECT_EQ(Eval("1 / 0"), Value());   // division by zero is null, never a crash
+  EXPECT_EQ(Eval("-2 - -3"), 1.0);
+  EXPECT_EQ(Eval("'a' + 'b' == \"ab\""), true);
+}
+
+TEST(ExprTest, MapsFilterLikePromqlVectors) {
+  Value env = {{"q", {{"values", {{"h1", 0.0}, {"h2", 5.0}, {"h3", 12.0}}}}},
+               {"b", {{"values", {{"h1", 1.0}, {"h2", 1.0}}}}}};
+  EXPECT_EQ(Eval("keys(q.values > 1)", env), Value({"h2", "h3"}));
+  EXPECT_EQ(Eval("count(q.values > 100)", env), 0.0);
+  EXPECT_EQ(Eval("q.values * 2", env)["h3"], 24.0);
+  EXPECT_EQ(Eval("q.values - b.values", env), Value({{"h1", -1.0}, {"h2", 4.0}}));
+  EXPECT_EQ(Eval("max(q.values)", env), 12.0);
+  EXPECT_EQ(Eval("q.values['h2']", env), 5.0);
+  EXPECT_EQ(Eval("q.values > 100 or false", env), false);   // empty map is false
+}
+
+TEST(ExprTest, HostSetOperations) {
+  Value env = {{"a", {"h1", "h2", "h3"}}, {"b", {"h2", "h4"}}};
+  EXPECT_EQ(Eval("union(a, b)", env), Value({"h1", "h2", "h3", "h4"}));
+  EXPECT_EQ(Eval("intersect(a, b)", env), Value({"h2"}));
+  EXPECT_EQ(Eval("minus(a, b)", env), Value({"h1", "h3"}));
+  EXPECT_EQ(Eval("'h4' in b and not 'h4' in a and 'h9' not in a", env), true);
+  EXPECT_EQ(Eval("len(a) + count(b)", env), 5.0);
+  EXPECT_EQ(Eval("join(minus(a, b), '|')", env), "h1|h3");
+}
+
+TEST(ExprTest, MissingFieldsAreNullAndComparisonsWithNullAreFalse) {
+  Value env = {{"facts", {{"heartbeat", {{"present", false}}}}}};
+  EXPECT_EQ(Eval("facts.heartbeat.crash_time.epoch", env), Value());
+  EXPECT_EQ(Eval("facts.heartbeat.crash_time.epoch > 5", env), false);
+  EXPECT_EQ(Eval("facts.heartbeat.crash_time.epoch == null", env), true);
+  EXPECT_EQ(Eval("default(facts.nothing, 3) + 1", env), 4.0);
+  EXPECT_EQ(Eval("exists(facts.heartbeat)", env), true);
+}
+
+TEST(ExprTest, FunctionsOverFacts) {
+  Value env = {{"facts", {{"header", {{"hosts", {"n0", "n1", "n2"}}}},
+                          {"steps", {{{"step", 1}, {"tgs", 10}}, {{"step", 2}, {"tgs", 20}}}}}},
+               {"discovery", {{"step_times", {{0, 1000}, {10, 1100}}}}}};
+  EXPECT_EQ(Eval("hosts_of_tasks([2, 0, 7])", env), Value({"n2", "n0"}));
+  EXPECT_EQ(Eval("avg(pluck(facts.steps, 'tgs'))", env), 15.0);
+  EXPECT_EQ(Eval("step_time(5)", env), 1050.0);
+  EXPECT_EQ(Eval("fmt(2.0/3, 2)", env), "0.67");
+  EXPECT_EQ(Eval("last(facts.steps).step", env), 2);
+}
+
+TEST(ExprTest, SyntaxErrorsCarryOffsets) {
+  EXPECT_EQ(SyntaxError("a.b > ").offset, 6u);
+  EXPECT_EQ(SyntaxError("a = 1").offset, 2u);
+  EXPECT_NE(SyntaxError("a = 1").message.find("=="), std::string::npos);
+  EXPECT_EQ(SyntaxError("len(a, b)").offset, 0u);
+  EXPECT_EQ(SyntaxError("frobnicate(1)").message, "unknown function 'frobnicate'");
+  EXPECT_EQ(SyntaxError("(1 + 2").offset, 6u);
+  EXPECT_EQ(SyntaxError("'open").message, "unterminated string");
+  EXPECT_EQ(SyntaxError("a && b").offset, 2u);
+}
+
+TEST(ExprTest, WhitespaceDoesNotChangeMeaning) {
+  // Falco's parser tests re-run accepted inputs with other whitespace.
+  for (std::string src : {"len(a) > 1 and 'x' in a", "len( a )>1\tand\n'x'  in a"}) {
+    Value env = {{"a", {"x", "y"}}};
+    EXPECT_EQ(Eval(src, env), true) << src;
+  }
+}
+
+TEST(ExprTest, RuntimeTypeErrorsAreStatuses) {
+  ExprSyntaxError err;
+  auto e = ParseExpr("a < [1]", &err);
+  ASSERT_NE(e, nullptr);
+  Value a = 1;
+  auto v = EvalExpr(*e, [&](const std::string&) -> const Value* { return &a; });
+  EXPECT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("cannot compare number and list"), std::string::npos);
+}
+
+TEST(ExprTest, Templates) {
+  std::vector<ExprSyntaxError> errors;
+  auto pieces = ParseTemplate("hosts {{ join(h, ', ') }} at {{ fmt(t, 1) }}s", &errors);
+  ASSERT_TRUE(errors.empty());
+  Value h = {"a", "b"}, t = 2.25;
+  auto s = RenderTemplate(pieces, [&](const std::string& r) -> const Value* { return r == "h" ? &h : &t; });
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, "hosts a, b at 2.2s");
+  ParseTemplate("x {{ 1 + }}", &errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].offset, 9u);   // the end of " 1 + ", where an operand was expected
+}
+
+}  // namespace
+}  // namespace diagnose::playbook

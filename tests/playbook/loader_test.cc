@@ -1,0 +1,252 @@
+#include "engine/playbook/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace diagnose::playbook {
+namespace {
+
+std::string TestData(const std::string& name) { return std::string(DIAGNOSE_SOURCE_DIR) + "/tests/playbook/testdata/" + name; }
+
+const LoadDiagnostic* Find(const LoadResult& r, LoadCode code) {
+  for (const auto& d : r.diagnostics())
+    if (d.code == code) return &d;
+  return nullptr;
+}
+
+LoadResult LoadText(const std::string& text, Library* lib = nullptr, const std::string& common = "") {
+  Loader loader;
+  if (!common.empty()) loader.LoadCommonText(common, "common.yaml");
+  loader.LoadPlaybookText(text, "pb.yaml");
+  if (lib) *lib = loader.TakeLibrary();
+  return loader.result();
+}
+
+// The acceptance case: one file, five different mistakes, every one reported with its position.
+TEST(LoaderTest, FiveErrorsInOneFileAllReportedWithPositions) {
+  Loader loader;
+  std::string path = TestData("five_errors.bad.yaml");
+  loader.LoadPlaybookFile(path);
+  const auto diags = loader.result().ForFile(path);
+  ASSERT_EQ(loader.result().errors(), 5) << [&] {
+    std::string s;
+    for (const auto& d : diags) s += d.ToString() + "\n";
+    return s;
+  }();
+  struct Want {
+    LoadCode code;
+    int line, col;
+    std::string rule, field;
+  };
+  std::vector<Want> want = {
+      {LoadCode::kParamType, 8, 44, "retx_rate", "args.rate_window"},       // bad PromQL template parameter
+      {LoadCode::kUnknownKey, 13, 5, "accused", "treshold"},                // typo'd key
+      {LoadCode::kCycle, 14, 5, "first", "needs"},                          // two-rule cycle
+      {LoadCode::kUnknownReference, 20, 41, "verdict_main", "verdict.when"},  // unknown rule
+      {LoadCode::kExprSyntax, 25, 35, "verdict_other", "verdict.when"},      // condition syntax error
+  };
+  ASSERT_EQ(diags.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(diags[i].ToString());
+    EXPECT_EQ(diags[i].code, want[i].code);
+    EXPECT_EQ(diags[i].pos.file, path);
+    EXPECT_EQ(diags[i].pos.line, want[i].line);
+    EXPECT_EQ(diags[i].pos.col, want[i].col);
+    EXPECT_EQ(diags[i].rule, want[i].rule);
+    EXPECT_EQ(diags[i].field, want[i].field);
+    EXPECT_EQ(diags[i].playbook, "five-errors");
+  }
+  EXPECT_EQ(diags[2].message, fmt::format(fmt::runtime(msg::kCycle), "first -> second -> first"));
+  EXPECT_EQ(diags[3].message, fmt::format(fmt::runtime(msg::kUnknownRule), "verdict.when", "missing_rule"));
+  EXPECT_NE(diags[0].ToString().find(path + ":8:44: playbook \"five-errors\", rule \"retx_rate\": "), std::string::npos);
+}
+
+TEST(LoaderTest, ValidPlaybookLoadsWithResolvedNeeds) {
+  Library lib;
+  auto r = LoadText(R"(playbook: p
+description: d
+triggers:
+  - failure_class: [heartbeat-timeout]
+rules:
+  - id: accused
+    fact: facts.heartbeat.accused_hosts
+  - id: power
+    query: 'avg by (host) (hw_gpu_power_watts{host=~"{{ hosts }}"})'
+    window: heartbeat_stop
+    at: start
+    args:
+      hosts: {type: hosts, value: accused.hosts}
+  - id: v
+    verdict:
+      when: "power.min > common.thresholds_ok.value"
+      root_cause: heartbeat-false-positive
+      action: retry-with-changes
+      changes: {jax_distributed_heartbeat_timeout_seconds: "14400"}
+)", &lib, "rules:\n  - id: thresholds_ok\n    fact: thresholds.gpu_power_active_min_w\nthresholds:\n  gpu_power_active_min_w: 800\n");
+  ASSERT_TRUE(r.ok()) << r.AsJson().dump(2);
+  EXPECT_EQ(r.warnings(), 0) << r.AsJson().dump(2);
+  const auto* pb = lib.FindPlaybook("p");
+  ASSERT_NE(pb, nullptr);
+  EXPECT_EQ(pb->FindRule("power")->needs, std::vector<std::string>{"p/accused"});
+  EXPECT_EQ(pb->FindRule("v")->needs, (std::vector<std::string>{"common/thresholds_ok", "p/power"}));
+  EXPECT_EQ(pb->precedence, std::vector<std::string>{"v"});
+  EXPECT_EQ(pb->FindRule("power")->query.placeholders, std::vector<std::string>{"hosts"});
+}
+
+TEST(LoaderTest, UnknownFieldOfRuleIsATypeError) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: q
+    query: 'up'
+  - id: v
+    verdict:
+      when: "q.valuez > 1"
+      root_cause: none
+)");
+  const auto* d = Find(r, LoadCode::kTypeMismatch);
+  ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
+  EXPECT_EQ(d->pos.line, 8);
+  EXPECT_EQ(d->pos.col, 14);
+  EXPECT_NE(d->message.find("has no field 'valuez'"), std::string::npos);
+}
+
+TEST(LoaderTest, StaticTypeMismatchInArithmetic) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: q
+    query: 'up'
+  - id: v
+    verdict:
+      when: "q.hosts * 2 > 1"
+      root_cause: none
+)");
+  const auto* d = Find(r, LoadCode::kTypeMismatch);
+  ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
+  EXPECT_NE(d->message.find("cannot apply '*' to list and number"), std::string::npos) << d->message;
+}
+
+TEST(LoaderTest, TemplatePlaceholderMustBeAnArgOrParam) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: q
+    query: 'rate(x[{{ windw }}])'
+    finding: {when: "q.count > 0"}
+)");
+  const auto* d = Find(r, LoadCode::kTemplateParam);
+  ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
+  EXPECT_EQ(d->pos.line, 5);
+  EXPECT_EQ(d->pos.col, 23);   // inside the quoted template, at the placeholder name
+}
+
+TEST(LoaderTest, WrongParamTypesAreLoadErrors) {
+  auto r = LoadText(R"(playbook: p
+description: d
+params:
+  limit: {type: number, default: lots}
+  hosts: {type: hosts, default: [a, b]}
+  flag: {type: colour, default: red}
+rules:
+  - id: q
+    query: 'x > {{ limit }}'
+    finding: {when: "q.count > 0"}
+)");
+  int param_errors = 0;
+  for (const auto& d : r.diagnostics()) param_errors += d.code == LoadCode::kParamType;
+  EXPECT_EQ(param_errors, 2) << r.AsJson().dump(2);
+}
+
+TEST(LoaderTest, UnusedRuleIsAWarningNotAnError) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: lonely
+    fact: facts.status
+  - id: v
+    verdict: {when: "true", root_cause: none}
+)");
+  EXPECT_TRUE(r.ok());
+  const auto* d = Find(r, LoadCode::kUnusedRule);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->rule, "lonely");
+  EXPECT_TRUE(d->warning());
+}
+
+TEST(LoaderTest, VocabularyAndKindChecks) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: both
+    fact: facts.status
+    query: up
+  - id: v
+    verdict:
+      when: "true"
+      root_cause: cosmic-rays
+      action: reboot-the-planet
+      confidence: certain
+)");
+  EXPECT_NE(Find(r, LoadCode::kRuleKind), nullptr);
+  int bad_values = 0;
+  for (const auto& d : r.diagnostics()) bad_values += d.code == LoadCode::kBadValue;
+  EXPECT_EQ(bad_values, 3) << r.AsJson().dump(2);
+}
+
+TEST(LoaderTest, UnknownAnalysisAndArg) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: a
+    analysis: change_points
+    input: facts.steps
+    args: {min_segmnt: 3, min_shift_pct: lots}
+    finding: {when: "a.count > 0"}
+  - id: b
+    analysis: crystal_ball
+    input: facts.steps
+    finding: {when: "true"}
+)");
+  int unknown = 0, types = 0;
+  for (const auto& d : r.diagnostics()) {
+    unknown += d.code == LoadCode::kUnknownAnalysis;
+    types += d.code == LoadCode::kParamType;
+  }
+  EXPECT_EQ(unknown, 2) << r.AsJson().dump(2);
+  EXPECT_EQ(types, 1);
+}
+
+TEST(LoaderTest, YamlSyntaxErrorHasPosition) {
+  auto r = LoadText("playbook: p\nrules: [\n  - id: x\n");
+  const auto* d = Find(r, LoadCode::kYamlParse);
+  ASSERT_NE(d, nullptr);
+  EXPECT_GT(d->pos.line, 0);
+}
+
+TEST(LoaderTest, BlockScalarPositionsPointInsideTheText) {
+  auto r = LoadText(R"(playbook: p
+description: d
+rules:
+  - id: v
+    verdict:
+      root_cause: none
+      when: |
+        facts.status == 'failed'
+          and (1 +)
+)");
+  const auto* d = Find(r, LoadCode::kExprSyntax);
+  ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
+  EXPECT_EQ(d->pos.line, 9);
+  EXPECT_EQ(d->pos.col, 19);
+}
+
+TEST(LoaderTest, ShippedPlaybooksAndRulesLint) {
+  LoadResult result;
+  LoadLibraryDir(DIAGNOSE_SOURCE_DIR, &result);
+  EXPECT_TRUE(result.ok()) << result.AsJson().dump(2);
+}
+
+}  // namespace
+}  // namespace diagnose::playbook

@@ -1,0 +1,72 @@
+#include "engine/verdict/verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace diagnose::verdict {
+namespace {
+
+Candidate Make(const std::string& pb, const std::string& cause, const std::string& confidence, std::optional<double> onset,
+               int order) {
+  Candidate c;
+  c.playbook = pb;
+  c.rule = "v";
+  c.root_cause = cause;
+  c.confidence = confidence;
+  c.onset = onset;
+  c.playbook_order = order;
+  c.summary = cause + " summary";
+  c.action = cause == "rccl-hang" ? "retry-same-nodes" : "retry-with-changes";
+  return c;
+}
+
+TEST(CombineTest, EarliestOnsetWinsAtEqualConfidenceAndTheChainIsOrdered) {
+  auto hb = Make("heartbeat-false-positive", "heartbeat-false-positive", "likely", 2000, 0);
+  hb.explains = {"heartbeat-timeout"};
+  auto hang = Make("rccl-hang", "rccl-hang", "likely", 1000, 1);
+  hang.explains = {"hang", "heartbeat-timeout"};
+  auto io = Make("checkpoint-interference", "checkpoint-io-stall", "likely", 1500, 2);
+  auto out = Combine({hb, hang, io}, "failed", {"heartbeat-timeout"});
+  EXPECT_EQ(out.verdict.root_cause, "rccl-hang");
+  EXPECT_EQ(out.verdict.domain, DomainOfRootCause("rccl-hang"));
+  EXPECT_EQ(out.decision.action, "retry-same-nodes");
+  ASSERT_EQ(out.causal_chain.size(), 4u);
+  EXPECT_EQ(out.causal_chain[0], "rccl-hang (rccl-hang)");
+  EXPECT_EQ(out.causal_chain[1], "checkpoint-io-stall (checkpoint-interference)");
+  EXPECT_EQ(out.causal_chain[3], "symptom: heartbeat-timeout");
+}
+
+TEST(CombineTest, ConfidenceBeatsOnset) {
+  auto out = Combine({Make("a", "thermal-throttle", "possible", 10, 0), Make("b", "rdma-link-degradation", "confirmed", 99, 1)},
+                     "completed", {});
+  EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
+  EXPECT_EQ(out.verdict.confidence, "confirmed");
+}
+
+TEST(CombineTest, NoneNeverHidesAFailure) {
+  auto healthy = Make("ckpt", "none", "likely", std::nullopt, 0);
+  healthy.notes = {"checkpoint spikes are expected"};
+  auto failed = Combine({healthy}, "failed", {"python-exception"});
+  EXPECT_EQ(failed.verdict.root_cause, "unknown");
+  EXPECT_EQ(failed.verdict.confidence, "insufficient-evidence");
+  EXPECT_NE(failed.verdict.summary.find("python-exception"), std::string::npos);
+  EXPECT_EQ(failed.decision.notes.back(), "checkpoint spikes are expected");
+  auto ok = Combine({healthy}, "completed", {});
+  EXPECT_EQ(ok.verdict.root_cause, "none");
+  EXPECT_EQ(ok.decision.action, "none");
+  EXPECT_EQ(Combine({}, "hanging", {}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, "completed", {}).verdict.root_cause, "unknown");
+}
+
+TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
+  auto c = Make("rdma", "rdma-link-degradation", "likely", 1, 0);
+  c.action = "retry-excluding-nodes";
+  c.exclude = {{"h9", 2, "retx"}, {"h1", 2, "retx"}, {"h5", 1, "retry exhaustion"}};
+  auto out = Combine({c}, "completed", {});
+  ASSERT_EQ(out.decision.exclude.size(), 3u);
+  EXPECT_EQ(out.decision.exclude[0].host, "h5");
+  EXPECT_EQ(out.decision.exclude[1].host, "h1");
+  EXPECT_EQ(out.decision.exclude[2].host, "h9");
+}
+
+}  // namespace
+}  // namespace diagnose::verdict
