@@ -15,6 +15,8 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterLint(app, registry);
   RegisterExplain(app, registry);
   RegisterTest(app, registry);
+  RegisterWatch(app, registry);
+  RegisterNodes(app, registry);
 }
 
 }  // namespace diagnose::cli

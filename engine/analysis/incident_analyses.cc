@@ -172,7 +172,41 @@ StatusOr<Json> TaskNeighbours(const AnalysisInput& in) {
   return out;
 }
 
+StatusOr<Json> ConfigDiff(const AnalysisInput& in) {
+  if (!in.input.is_object() || !in.baseline_input.is_object())
+    return InvalidArgumentError("config_diff: input and baseline_input must be maps");
+  Json out = {{"changed", Json::object()}, {"only_subject", Json::object()}, {"only_baseline", Json::object()},
+              {"keys", Json::array()}, {"same", 0}};
+  std::set<std::string> keys;
+  int same = 0;
+  for (const auto& [k, v] : in.input.items()) {
+    auto it = in.baseline_input.find(k);
+    if (it == in.baseline_input.end()) {
+      out["only_subject"][k] = v;
+      keys.insert(k);
+    } else if (*it != v) {
+      out["changed"][k] = Json::array({v, *it});
+      keys.insert(k);
+    } else {
+      ++same;
+    }
+  }
+  for (const auto& [k, v] : in.baseline_input.items()) {
+    if (in.input.contains(k)) continue;
+    out["only_baseline"][k] = v;
+    keys.insert(k);
+  }
+  for (const auto& k : keys) out["keys"].push_back(k);
+  out["same"] = same;
+  return out;
+}
+
 void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* r) {
+  (*r)["config_diff"] = {
+      "config_diff", "the configuration keys that differ between two jobs",
+      {},
+      {{"changed", "map"}, {"only_subject", "map"}, {"only_baseline", "map"}, {"keys", "list"}, {"same", "number"}},
+      {"input", "baseline_input"}, ConfigDiff};
   (*r)["recovery_after_bursts"] = {
       "recovery_after_bursts", "TGS returns to its pre-burst level within a few steps after a host's bursts stop",
       {{"max_steps", {"number", 2, {}}}, {"tolerance_pct", {"number", 3, {}}}, {"smear", {"duration", 120, {}}},

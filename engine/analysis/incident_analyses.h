@@ -23,6 +23,11 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in);
 // t+1 then t-1, first one that exists. Result: `task`, `host` (null when none), `candidates`.
 StatusOr<Json> TaskNeighbours(const AnalysisInput& in);
 
+// config_diff. input and baseline_input: maps key -> value (e.g. `Config param` values or
+// PASSTHROUGH_ARGS of two jobs). Result: `changed` (key -> [subject, baseline]), `only_subject`,
+// `only_baseline` (key -> value), `keys` (every differing key, sorted), `same` (count of equal keys).
+StatusOr<Json> ConfigDiff(const AnalysisInput& in);
+
 void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* registry);
 
 }  // namespace diagnose::analysis

@@ -111,7 +111,23 @@ TEST(TaskNeighbours, NoNeighbourWhenEveryTaskIsAccusedAndBadInputIsAnError) {
   EXPECT_FALSE(TaskNeighbours(in).ok());
 }
 
+TEST(ConfigDiff, ReportsChangedAddedAndRemovedKeys) {
+  AnalysisInput in;
+  in.input = {{"steps", "121"}, {"enable_single_replica_ckpt_restoring", "true"}, {"per_device_batch_size", "12"}};
+  in.baseline_input = {{"steps", "120"}, {"per_device_batch_size", "12"}, {"run_name", "a"}};
+  auto r = ConfigDiff(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["changed"]["steps"], Json::array({"121", "120"}));
+  EXPECT_EQ((*r)["only_subject"]["enable_single_replica_ckpt_restoring"], "true");
+  EXPECT_EQ((*r)["only_baseline"]["run_name"], "a");
+  EXPECT_EQ((*r)["keys"], Json::array({"enable_single_replica_ckpt_restoring", "run_name", "steps"}));
+  EXPECT_EQ((*r)["same"], 1);
+  in.baseline_input = nullptr;
+  EXPECT_FALSE(ConfigDiff(in).ok());
+}
+
 TEST(IncidentAnalyses, AreRegistered) {
+  EXPECT_NE(FindAnalysis("config_diff"), nullptr);
   EXPECT_NE(FindAnalysis("recovery_after_bursts"), nullptr);
   EXPECT_NE(FindAnalysis("task_neighbours"), nullptr);
 }
