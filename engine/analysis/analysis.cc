@@ -1,6 +1,7 @@
 #include "engine/analysis/analysis.h"
 
 #include "engine/analysis/incident_analyses.h"
+#include "engine/analysis/record_analyses.h"
 
 #include <algorithm>
 #include <cmath>
@@ -548,6 +549,7 @@ const std::map<std::string, AnalysisDef>& Registry() {
                          {{"ratio", "map"}, {"first", "map"}, {"second", "map"}},
                          {"input", "windows"}, WindowRatio};
     AddIncidentAnalyses(&r);
+    RegisterRecordAnalyses(r);
     return r;
   }();
   return kRegistry;
