@@ -145,6 +145,13 @@ Status ParseWindow(const Reader& r, const YAML::Node& node, Window* window) {
     ASSIGN_OR_RETURN(StepRange steps, r.Steps(node["steps"]));
     window->steps = steps;
   }
+  if (node["after_step"]) {
+    try {
+      window->after_step = node["after_step"].as<int64_t>();
+    } catch (const YAML::Exception&) {
+      return r.Error(node["after_step"], "after_step must be a step number");
+    }
+  }
   if (node["from"]) {
     ASSIGN_OR_RETURN(double t, r.Time(node["from"]));
     window->from_time = t;
@@ -153,8 +160,8 @@ Status ParseWindow(const Reader& r, const YAML::Node& node, Window* window) {
     ASSIGN_OR_RETURN(double t, r.Time(node["to"]));
     window->to_time = t;
   }
-  if (window->steps && (window->from_time || window->to_time))
-    return r.Error(node, "a window is either 'steps' or 'from'/'to', not both");
+  if ((window->steps ? 1 : 0) + (window->from_time ? 1 : 0) + (window->after_step ? 1 : 0) > 1)
+    return r.Error(node, "a window starts with one of 'steps', 'from' or 'after_step'");
   return Status::Ok();
 }
 
@@ -374,7 +381,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (YAML::Node faults = root["faults"]) {
     if (!faults.IsSequence()) return r.Error(faults, "faults must be a list");
     for (const auto& f : faults) {
-      RETURN_IF_ERROR(r.CheckKeys(f, {"kind", "hosts", "steps", "from", "to", "rate", "devices"}, "fault"));
+      RETURN_IF_ERROR(r.CheckKeys(f, {"kind", "hosts", "steps", "from", "to", "after_step", "rate", "devices"}, "fault"));
       Fault fault;
       fault.line = f.Mark().line + 1;
       RETURN_IF_ERROR(r.Get(f, "kind", &fault.kind));

@@ -35,6 +35,7 @@ struct Window {
   std::optional<StepRange> steps;
   std::optional<double> from_time;   // epoch seconds
   std::optional<double> to_time;
+  std::optional<int64_t> after_step;   // starts 5 s after this step ends (open-ended unless `to`)
 };
 
 struct Fault {
