@@ -234,6 +234,16 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     std::set<std::string> unique(s.hosts.begin(), s.hosts.end());
     if (unique.size() != s.hosts.size()) return r.Error(job["hosts"], "duplicate host in job.hosts");
     if (s.hosts.empty()) return r.Error(job["hosts"], "job.hosts is empty");
+    if (s.launcher == Launcher::kSlurm) {
+      // Slurm numbers tasks along the sorted nodelist (scontrol show hostnames); a scenario listing
+      // hosts in another order would map tasks to hosts differently from a real job.
+      auto canonical = ExpandHostlist(CompressHostlist(s.hosts));
+      if (canonical.ok() && *canonical != s.hosts) {
+        std::string want;
+        for (const auto& h : *canonical) want += (want.empty() ? "" : ",") + h;
+        return r.Error(job["hosts"], "Slurm orders tasks by the sorted nodelist; list hosts as " + want);
+      }
+    }
   }
 
   // --- training
