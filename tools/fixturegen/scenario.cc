@@ -261,7 +261,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.CheckKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
                                     "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
-                                    "hang_seconds", "ray_log_lag_steps"},
+                                    "hang_seconds", "ray_log_lag_steps", "pinned_seconds"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -290,6 +290,16 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       RETURN_IF_ERROR(r.Get(lb, "base", &s.lb_loss));
       if (lb["change_at"]) s.lb_loss_change_step = lb["change_at"].as<int64_t>();
       RETURN_IF_ERROR(r.Get(lb, "after", &s.lb_loss_after));
+    }
+    if (YAML::Node pinned = t["pinned_seconds"]) {
+      if (!pinned.IsMap()) return r.Error(pinned, "pinned_seconds maps step -> seconds");
+      for (const auto& kv : pinned) {
+        try {
+          s.pinned_seconds[kv.first.as<int64_t>()] = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          return r.Error(kv.first, "pinned_seconds maps step -> seconds");
+        }
+      }
     }
     if (YAML::Node phases = t["phases"]) {
       if (!phases.IsSequence()) return r.Error(phases, "phases must be a list");
