@@ -1,0 +1,226 @@
+#include "engine/job/job_location.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <system_error>
+
+namespace diagnose {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Upstream job-id grammar (formats §1.1): a Slurm integer, k8s-YYYYMMDD-HHMMSS-xxxx or
+// local_YYYYMMDD_HHMMSS_xxxx, followed by '-' and the job name.
+const std::regex& JobIdPrefix() {
+  static const std::regex re(R"(^(k8s-\d{8}-\d{6}-[0-9a-f]+|local_\d{8}_\d{6}_[0-9a-f]+|\d+)-)");
+  return re;
+}
+
+bool IsBareId(const std::string& ref) {
+  static const std::regex re(R"(^(k8s-\d{8}-\d{6}-[0-9a-f]+|local_\d{8}_\d{6}_[0-9a-f]+|\d+)$)");
+  return std::regex_match(ref, re);
+}
+
+std::string IdOf(const std::string& basename) {
+  std::smatch m;
+  if (std::regex_search(basename, m, JobIdPrefix())) return m[1];
+  return "";
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool IsWithin(const fs::path& child, const fs::path& root) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(child, ec);
+  if (ec) return false;
+  fs::path r = fs::weakly_canonical(root, ec);
+  if (ec) return false;
+  auto [ri, ci] = std::mismatch(r.begin(), r.end(), c.begin(), c.end());
+  return ri == r.end();
+}
+
+int RankOf(const std::string& name) {
+  // rank-<N>.log
+  try {
+    return std::stoi(name.substr(5, name.size() - 9));
+  } catch (...) {
+    return -1;
+  }
+}
+
+void CollectDirFiles(JobLocation* job) {
+  if (!job->job_dir) return;
+  std::error_code ec;
+  fs::path dir(*job->job_dir);
+  if (fs::is_directory(dir / "prometheus", ec)) job->prometheus_dir = (dir / "prometheus").string();
+  std::vector<std::pair<int, std::string>> ranks;
+  for (const auto& e : fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("rank-", 0) == 0 && EndsWith(name, ".log")) ranks.emplace_back(RankOf(name), e.path().string());
+  }
+  std::sort(ranks.begin(), ranks.end());
+  for (auto& r : ranks) job->rank_logs.push_back(r.second);
+  // Ray worker logs: flat ray_logs/<host>/worker-*.out or ray_logs/<host>/session_*/logs/worker-*.out.
+  fs::path ray = dir / "ray_logs";
+  if (!fs::is_directory(ray, ec)) return;
+  std::set<std::string> seen;
+  auto scan = [&](const fs::path& d) {
+    std::error_code ec2;
+    for (const auto& f : fs::directory_iterator(d, fs::directory_options::skip_permission_denied, ec2)) {
+      std::string n = f.path().filename().string();
+      if (n.rfind("worker-", 0) == 0 && EndsWith(n, ".out") && f.is_regular_file(ec2)) {
+        std::error_code ec3;
+        std::string key = fs::weakly_canonical(f.path(), ec3).string();
+        if (seen.insert(key).second) job->ray_worker_logs.push_back(f.path().string());
+      }
+    }
+  };
+  for (const auto& host : fs::directory_iterator(ray, fs::directory_options::skip_permission_denied, ec)) {
+    if (!host.is_directory(ec)) continue;
+    scan(host.path());
+    std::error_code ec2;
+    for (const auto& s : fs::directory_iterator(host.path(), fs::directory_options::skip_permission_denied, ec2)) {
+      if (s.path().filename().string().rfind("session_", 0) == 0 && fs::is_directory(s.path() / "logs", ec2))
+        scan(s.path() / "logs");
+    }
+  }
+  std::sort(job->ray_worker_logs.begin(), job->ray_worker_logs.end());
+}
+
+// A job directory: must carry a `log` symlink (shared checkpoint dirs do not).
+StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
+  std::error_code ec;
+  fs::path link = dir / "log";
+  if (!fs::is_symlink(fs::symlink_status(link, ec))) {
+    return InvalidArgumentError(dir.string() +
+                                ": not a job directory (no `log` symlink; shared checkpoint dirs have none)");
+  }
+  JobLocation job;
+  job.name = dir.filename().string();
+  job.id = IdOf(job.name);
+  job.outputs_dir = outputs.string();
+  job.job_dir = dir.string();
+  fs::path target = fs::read_symlink(link, ec);
+  fs::path resolved = target.is_absolute() ? target : dir / target;
+  if (!IsWithin(resolved, outputs)) {
+    return PermissionDeniedError(link.string() + ": `log` symlink points outside the outputs dir " +
+                                 outputs.string() + " (" + target.string() + "); refusing to follow");
+  }
+  if (fs::exists(resolved, ec)) {
+    job.log_path = resolved.lexically_normal().string();
+  } else {
+    // Fall back to the sibling <JOB_DIR>.log (TGS tagging may have renamed it before the link).
+    fs::path sibling = dir.parent_path() / (job.name + ".log");
+    if (fs::exists(sibling, ec)) job.log_path = sibling.string();
+    job.notes.push_back("log symlink dangles (" + target.string() + "): job not started or log removed");
+  }
+  CollectDirFiles(&job);
+  return job;
+}
+
+StatusOr<JobLocation> FromLog(const fs::path& log, const fs::path& outputs) {
+  JobLocation job;
+  std::string base = log.filename().string();
+  job.name = EndsWith(base, ".log") ? base.substr(0, base.size() - 4) : base;
+  job.id = IdOf(job.name);
+  job.outputs_dir = outputs.string();
+  job.log_path = log.string();
+  std::error_code ec;
+  fs::path dir = log.parent_path() / job.name;
+  if (fs::is_directory(dir, ec)) job.job_dir = dir.string();
+  CollectDirFiles(&job);
+  return job;
+}
+
+}  // namespace
+
+std::string DefaultOutputsDir(const std::string& flag_value) {
+  if (!flag_value.empty()) return flag_value;
+  if (const char* env = std::getenv("DIAGNOSE_OUTPUTS"); env != nullptr && *env != '\0') return env;
+  return "./outputs";
+}
+
+StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outputs_flag) {
+  if (ref.empty()) return InvalidArgumentError("empty job reference");
+  std::error_code ec;
+  fs::path p(ref);
+  if (!IsBareId(ref) && fs::exists(fs::symlink_status(p, ec))) {
+    fs::path abs = fs::absolute(p, ec).lexically_normal();
+    if (abs.filename().empty()) abs = abs.parent_path();
+    fs::path outputs = outputs_flag.empty() ? abs.parent_path() : fs::path(outputs_flag);
+    if (fs::is_directory(abs, ec)) return FromDir(abs, outputs);
+    if (::access(abs.c_str(), R_OK) != 0)
+      return PermissionDeniedError(abs.string() + ": cannot read job log");
+    return FromLog(abs, outputs);
+  }
+  std::string outputs = DefaultOutputsDir(outputs_flag);
+  if (!fs::is_directory(outputs, ec)) {
+    return NotFoundError("job " + ref + ": outputs dir " + outputs + " does not exist (use --outputs or $DIAGNOSE_OUTPUTS)");
+  }
+  std::string id = ref;
+  // Candidates grouped by JOB_DIR name: <id>-*.log and <id>-*/ (dirs need a `log` symlink).
+  std::set<std::string> names_with_log, names_with_dir;
+  for (const auto& e : fs::directory_iterator(outputs, fs::directory_options::skip_permission_denied, ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(id + "-", 0) != 0 || IdOf(n) != id) continue;
+    std::error_code ec2;
+    if (e.is_directory(ec2)) {
+      if (fs::is_symlink(fs::symlink_status(e.path() / "log", ec2))) names_with_dir.insert(n);
+    } else if (EndsWith(n, ".log")) {
+      names_with_log.insert(n.substr(0, n.size() - 4));
+    }
+  }
+  // A TGS-tagged log whose dir is not renamed yet: the dir's `log` link names the log, so pair them
+  // through the link instead of by name.
+  std::set<std::string> jobs;
+  for (const auto& d : names_with_dir) jobs.insert(d);
+  for (const auto& l : names_with_log) {
+    bool claimed = jobs.count(l) > 0;
+    for (const auto& d : names_with_dir) {
+      std::error_code ec2;
+      fs::path t = fs::read_symlink(fs::path(outputs) / d / "log", ec2);
+      if (!ec2 && t.filename().string() == l + ".log") claimed = true;
+    }
+    if (!claimed) jobs.insert(l);
+  }
+  if (jobs.empty()) {
+    return NotFoundError("job " + ref + " not found in outputs dir " + outputs +
+                         " (no " + id + "-*.log or " + id + "-*/ with a `log` symlink)");
+  }
+  if (jobs.size() > 1) {
+    std::string list;
+    for (const auto& j : jobs) list += (list.empty() ? "" : ", ") + j;
+    return InvalidArgumentError("job " + ref + " is ambiguous in " + outputs + ": " + list);
+  }
+  const std::string& name = *jobs.begin();
+  fs::path out(outputs);
+  if (names_with_dir.count(name)) return FromDir(out / name, out);
+  return FromLog(out / (name + ".log"), out);
+}
+
+StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(outputs_dir, ec)) return NotFoundError("outputs dir " + outputs_dir + " does not exist");
+  std::set<std::string> ids;
+  for (const auto& e : fs::directory_iterator(outputs_dir, fs::directory_options::skip_permission_denied, ec)) {
+    std::string id = IdOf(e.path().filename().string());
+    if (!id.empty()) ids.insert(id);
+  }
+  std::vector<JobLocation> jobs;
+  for (const auto& id : ids) {
+    auto job = ResolveJob(id, outputs_dir);
+    if (job.ok()) jobs.push_back(std::move(job).value());
+  }
+  return jobs;
+}
+
+}  // namespace diagnose

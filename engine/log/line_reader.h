@@ -1,0 +1,64 @@
+// Streaming, bounded line reader for job logs. Reads large blocks with read(2), splits on '\n' with
+// memchr, strips one trailing '\r', and caps every line at a fixed length (the rest of an overlong
+// line is skipped, not buffered) so a 1 MB line or binary garbage cannot grow memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace diagnose {
+
+struct LineReaderOptions {
+  size_t block_bytes = 4 << 20;     // read(2) size
+  size_t max_line_bytes = 64 << 10; // longer lines are truncated to this
+};
+
+class LineReader {
+ public:
+  explicit LineReader(LineReaderOptions options = {});
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Opens `path` and positions at byte `begin`; reading stops at the first line that starts at or
+  // after `end` (end = -1: end of file). A range that starts mid-line skips to the next line start,
+  // so splitting a file at arbitrary offsets covers every line exactly once.
+  Status Open(const std::string& path, int64_t begin = 0, int64_t end = -1);
+
+  // Next line (without '\n' / "\r\n"); false at end of range or on a read error (see status()).
+  // The view is valid until the next call.
+  bool Next(std::string_view* line);
+
+  int64_t line_number() const { return line_number_; }   // 1-based number of the last line returned
+  int64_t line_offset() const { return line_offset_; }   // byte offset of the last line returned
+  int64_t truncated_lines() const { return truncated_lines_; }
+  const Status& status() const { return status_; }
+  // Sets the number the next line will get minus one (for ranges whose start line is known).
+  void set_line_number(int64_t n) { line_number_ = n; }
+
+ private:
+  bool Fill();
+
+  LineReaderOptions options_;
+  int fd_ = -1;
+  std::string path_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, len_ = 0;
+  int64_t file_offset_ = 0;     // offset of buf_[0] in the file
+  int64_t end_ = -1;
+  bool eof_ = false;
+  std::string long_line_;        // assembly space for lines that straddle blocks
+  int64_t line_number_ = 0;
+  int64_t line_offset_ = 0;
+  int64_t truncated_lines_ = 0;
+  Status status_;
+};
+
+// Counts '\n'-terminated lines in [0, offset) (for numbering lines of a range); bounded memory.
+StatusOr<int64_t> CountLinesBefore(const std::string& path, int64_t offset);
+
+}  // namespace diagnose

@@ -1,0 +1,316 @@
+#include "engine/report/render.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace diagnose {
+
+namespace {
+
+// The three renderers share one walk over the report; a Sink decides the markup.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void Title(const std::string& t) = 0;
+  virtual void Section(const std::string& t) = 0;
+  virtual void KeyValue(const std::string& k, const std::string& v, bool emphasize = false) = 0;
+  virtual void Table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) = 0;
+  virtual void Bullet(const std::string& text, const std::string& quote = "") = 0;
+  virtual std::string Finish() = 0;
+};
+
+std::string Num(double v, int prec = 1) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+std::string OptInt(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "?"; }
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return "";
+  const auto& v = j[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+std::string EvidenceLine(const Evidence& e) {
+  std::string where = e.query.empty() ? "" : e.query;
+  if (e.kind == "promql" && e.window)
+    where += " @ [" + Num(e.window->start, 0) + ", " + Num(e.window->end, 0) + "]";
+  return where;
+}
+
+void Walk(const Report& r, Sink* s) {
+  s->Title("diagnose report");
+  for (const auto& job : r.jobs) {
+    s->Section("Job " + job.id + (job.role == "baseline" ? " (baseline)" : ""));
+    s->KeyValue("status", job.status, true);
+    s->KeyValue("failure class", job.failure_class.empty() ? "none" : job.failure_class, true);
+    if (!job.dir.empty()) s->KeyValue("dir", job.dir);
+    if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + Join(job.hosts));
+    s->KeyValue("steps", OptInt(job.first_step) + " .. " + OptInt(job.last_step) + " of " + OptInt(job.total_steps));
+    const nlohmann::json facts = r.facts.is_object() && r.facts.contains(job.id) ? r.facts[job.id] : nlohmann::json();
+    if (facts.is_object()) {
+      const auto& p = facts.value("progress", nlohmann::json::object());
+      if (p.value("step_time_seconds", 0.0) > 0) {
+        std::string line = "step time " + Num(p.value("step_time_seconds", 0.0), 2) + " s, sum of step times " +
+                           Num(p.value("sum_step_seconds", 0.0), 0) + " s";
+        if (p.contains("unexplained_gap_seconds") && !p["unexplained_gap_seconds"].is_null())
+          line += ", unexplained gap " + Num(p["unexplained_gap_seconds"].get<double>(), 0) + " s";
+        if (p.contains("last_checkpoint_step") && !p["last_checkpoint_step"].is_null())
+          line += ", last checkpoint " + p["last_checkpoint_step"].dump() + " (lost " +
+                  p.value("progress_lost_steps", nlohmann::json(0)).dump() + " steps)";
+        if (p.contains("remaining_seconds") && !p["remaining_seconds"].is_null())
+          line += ", remaining " + Num(p["remaining_seconds"].get<double>() / 3600.0, 1) + " h";
+        s->KeyValue("progress", line);
+      }
+      const auto& tgs = facts.value("tgs", nlohmann::json::object());
+      if (tgs.is_object() && tgs.contains("pattern")) {
+        std::string head = Str(tgs, "pattern") + ", steady " + Num(tgs.value("steady_tgs", 0.0), 0) + ", recent " +
+                           Num(tgs.value("recent_tgs", 0.0), 0) + " (" + Num(tgs.value("degradation_pct", 0.0), 1) +
+                           "% lower)";
+        if (tgs.contains("decline_onset_step") && !tgs["decline_onset_step"].is_null())
+          head += ", decline from step " + tgs["decline_onset_step"].dump();
+        s->KeyValue("TGS", head);
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& ph : tgs.value("phases", nlohmann::json::array()))
+          rows.push_back({ph.value("first_step", nlohmann::json(0)).dump() + "-" +
+                              ph.value("last_step", nlohmann::json(0)).dump(),
+                          Num(ph.value("mean_tgs", 0.0), 1), Num(ph.value("stddev_tgs", 0.0), 1)});
+        if (!rows.empty()) s->Table({"steps", "mean TGS", "stddev"}, rows);
+        const auto& spikes = tgs.value("spike_steps", nlohmann::json::array());
+        if (!spikes.empty()) s->KeyValue("step-time spikes", spikes.dump());
+      }
+      const auto& hb = facts.value("heartbeat", nlohmann::json::object());
+      if (hb.value("present", false)) {
+        std::string line = "accused tasks " + hb.value("accused_tasks", nlohmann::json::array()).dump() + " on " +
+                           hb.value("accused_hosts", nlohmann::json::array()).dump() + ", self-reported death " +
+                           hb.value("self_reported_death_tasks", nlohmann::json::array()).dump();
+        if (hb.contains("crash_time") && hb["crash_time"].is_object())
+          line += ", crash " + Str(hb["crash_time"], "text") + " (year from " + Str(hb["crash_time"], "year_source") + ")";
+        if (hb.contains("heartbeat_stop_time") && hb["heartbeat_stop_time"].is_object())
+          line += ", heartbeats stopped ~" + Str(hb["heartbeat_stop_time"], "text");
+        s->KeyValue("heartbeat", line);
+      }
+      for (const auto& n : facts.value("notes", nlohmann::json::array()))
+        if (n.is_string()) s->Bullet("note: " + n.get<std::string>());
+    }
+  }
+  s->Section("Verdict");
+  s->KeyValue("root cause", r.verdict.root_cause, true);
+  s->KeyValue("domain", r.verdict.domain);
+  s->KeyValue("confidence", r.verdict.confidence);
+  if (!r.verdict.summary.empty()) s->KeyValue("summary", r.verdict.summary);
+  if (!r.causal_chain.empty()) s->KeyValue("causal chain", Join(r.causal_chain, " -> "));
+  s->Section("Decision");
+  s->KeyValue("action", r.decision.action, true);
+  for (const auto& x : r.decision.exclude)
+    s->Bullet("exclude " + x.host + " (priority " + std::to_string(x.priority) + "): " + x.reason);
+  for (const auto& [k, v] : r.decision.changes) s->Bullet("change " + k + "=" + v);
+  for (const auto& n : r.decision.notes) s->Bullet(n);
+  if (!r.findings.empty()) {
+    s->Section("Findings");
+    for (const auto& f : r.findings) {
+      std::string head = "[" + f.status + "] " + f.id;
+      if (!f.hosts.empty()) head += " hosts: " + Join(f.hosts);
+      if (!f.summary.empty()) head += " - " + f.summary;
+      s->Bullet(head);
+      for (const auto& e : f.evidence) s->Bullet("  " + e.kind + " " + EvidenceLine(e), e.text);
+    }
+  }
+  if (!r.not_evaluated.empty()) {
+    s->Section("Not evaluated");
+    for (const auto& n : r.not_evaluated) s->Bullet(n);
+  }
+}
+
+class TextSink : public Sink {
+ public:
+  explicit TextSink(bool color) : color_(color) {}
+  void Title(const std::string& t) override { out_ << Bold(t) << "\n"; }
+  void Section(const std::string& t) override { out_ << "\n" << Bold("== " + t + " ==") << "\n"; }
+  void KeyValue(const std::string& k, const std::string& v, bool em) override {
+    std::string key = k + ":";
+    key.resize(std::max<size_t>(key.size(), 18), ' ');
+    out_ << "  " << key << (em ? Bold(v) : v) << "\n";
+  }
+  void Table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) override {
+    std::vector<size_t> w(head.size());
+    for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
+    for (const auto& r : rows)
+      for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    auto line = [&](const std::vector<std::string>& r) {
+      out_ << "    ";
+      for (size_t i = 0; i < w.size(); ++i) {
+        std::string c = i < r.size() ? r[i] : "";
+        out_ << c << std::string(w[i] - c.size() + 2, ' ');
+      }
+      out_ << "\n";
+    };
+    line(head);
+    for (const auto& r : rows) line(r);
+  }
+  void Bullet(const std::string& text, const std::string& quote) override {
+    out_ << "  - " << text << "\n";
+    if (!quote.empty()) out_ << "      > " << quote << "\n";
+  }
+  std::string Finish() override { return out_.str(); }
+
+ private:
+  std::string Bold(const std::string& s) const { return color_ ? "\x1b[1m" + s + "\x1b[0m" : s; }
+  bool color_;
+  std::ostringstream out_;
+};
+
+std::string MdEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|' || c == '*' || c == '_' || c == '`' || c == '<' || c == '>' || c == '[' || c == ']') out.push_back('\\');
+    out.push_back(c == '\n' ? ' ' : c);
+  }
+  return out;
+}
+
+class MarkdownSink : public Sink {
+ public:
+  void Title(const std::string& t) override { out_ << "# " << MdEscape(t) << "\n"; }
+  void Section(const std::string& t) override { out_ << "\n## " << MdEscape(t) << "\n\n"; }
+  void KeyValue(const std::string& k, const std::string& v, bool em) override {
+    out_ << "- **" << MdEscape(k) << "**: " << (em ? "**" + MdEscape(v) + "**" : MdEscape(v)) << "\n";
+  }
+  void Table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) override {
+    out_ << "\n|";
+    for (const auto& h : head) out_ << " " << MdEscape(h) << " |";
+    out_ << "\n|";
+    for (size_t i = 0; i < head.size(); ++i) out_ << "---|";
+    out_ << "\n";
+    for (const auto& r : rows) {
+      out_ << "|";
+      for (const auto& c : r) out_ << " " << MdEscape(c) << " |";
+      out_ << "\n";
+    }
+    out_ << "\n";
+  }
+  void Bullet(const std::string& text, const std::string& quote) override {
+    out_ << "- " << MdEscape(text) << "\n";
+    if (!quote.empty()) {
+      std::string q = quote;
+      for (auto& c : q)
+        if (c == '`') c = '\'';
+      out_ << "  `" << q << "`\n";
+    }
+  }
+  std::string Finish() override { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+class HtmlSink : public Sink {
+ public:
+  void Title(const std::string& t) override {
+    out_ << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(t)
+         << "</title>\n<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
+            "code{background:#f4f4f4}dt{font-weight:bold}.em{color:#a00;font-weight:bold}</style>"
+            "</head><body>\n<h1>"
+         << HtmlEscape(t) << "</h1>\n";
+  }
+  void Section(const std::string& t) override {
+    CloseList();
+    out_ << "<h2>" << HtmlEscape(t) << "</h2>\n";
+  }
+  void KeyValue(const std::string& k, const std::string& v, bool em) override {
+    CloseList();
+    out_ << "<p><b>" << HtmlEscape(k) << ":</b> " << (em ? "<span class=\"em\">" : "") << HtmlEscape(v)
+         << (em ? "</span>" : "") << "</p>\n";
+  }
+  void Table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) override {
+    CloseList();
+    out_ << "<table><tr>";
+    for (const auto& h : head) out_ << "<th>" << HtmlEscape(h) << "</th>";
+    out_ << "</tr>\n";
+    for (const auto& r : rows) {
+      out_ << "<tr>";
+      for (const auto& c : r) out_ << "<td>" << HtmlEscape(c) << "</td>";
+      out_ << "</tr>\n";
+    }
+    out_ << "</table>\n";
+  }
+  void Bullet(const std::string& text, const std::string& quote) override {
+    if (!in_list_) {
+      out_ << "<ul>\n";
+      in_list_ = true;
+    }
+    out_ << "<li>" << HtmlEscape(text);
+    if (!quote.empty()) out_ << "<br><code>" << HtmlEscape(quote) << "</code>";
+    out_ << "</li>\n";
+  }
+  std::string Finish() override {
+    CloseList();
+    out_ << "</body></html>\n";
+    return out_.str();
+  }
+
+ private:
+  void CloseList() {
+    if (in_list_) out_ << "</ul>\n";
+    in_list_ = false;
+  }
+  bool in_list_ = false;
+  std::ostringstream out_;
+};
+
+}  // namespace
+
+std::string HtmlEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string RenderText(const Report& report, const RenderOptions& options) {
+  TextSink s(options.color);
+  Walk(report, &s);
+  return s.Finish();
+}
+
+std::string RenderMarkdown(const Report& report) {
+  MarkdownSink s;
+  Walk(report, &s);
+  return s.Finish();
+}
+
+std::string RenderHtml(const Report& report) {
+  HtmlSink s;
+  Walk(report, &s);
+  return s.Finish();
+}
+
+StatusOr<std::string> RenderReport(const Report& report, const std::string& format, const RenderOptions& options) {
+  if (format == "text") return RenderText(report, options);
+  if (format == "md") return RenderMarkdown(report);
+  if (format == "html") return RenderHtml(report);
+  if (format == "json") return ToJson(report).dump(2) + "\n";
+  return InvalidArgumentError("unknown report format '" + format + "' (text|md|json|html)");
+}
+
+}  // namespace diagnose

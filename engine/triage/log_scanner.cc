@@ -1,0 +1,529 @@
+#include "engine/triage/log_scanner.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+namespace diagnose {
+
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// Number right after `key` in `s` ("seconds: 30.309" -> 30.309).
+bool NumberAfter(std::string_view s, std::string_view key, double* out) {
+  size_t p = s.find(key);
+  if (p == std::string_view::npos) return false;
+  const char* b = s.data() + p + key.size();
+  const char* e = s.data() + s.size();
+  while (b < e && *b == ' ') ++b;
+  auto r = std::from_chars(b, e, *out);
+  return r.ec == std::errc();
+}
+
+bool IntAfter(std::string_view s, std::string_view key, int64_t* out) {
+  size_t p = s.find(key);
+  if (p == std::string_view::npos) return false;
+  const char* b = s.data() + p + key.size();
+  const char* e = s.data() + s.size();
+  while (b < e && *b == ' ') ++b;
+  auto r = std::from_chars(b, e, *out);
+  return r.ec == std::errc();
+}
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  s = Trim(s);
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// "1h 2m 3s", "2m 3s", "45s".
+int64_t ParseWall(std::string_view s) {
+  int64_t total = 0, cur = 0;
+  bool any = false;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') {
+      cur = cur * 10 + (c - '0');
+      any = true;
+    } else if (c == 'h' || c == 'm' || c == 's') {
+      total += cur * (c == 'h' ? 3600 : c == 'm' ? 60 : 1);
+      cur = 0;
+    }
+  }
+  return any ? total : 0;
+}
+
+// The message of a line whose MaxText text may carry an absl prefix.
+std::string_view Message(const LogLine& line) { return line.absl.level ? line.absl.message : line.text; }
+
+int YearAt(std::string_view s, size_t p) {
+  if (p + 4 > s.size()) return 0;
+  int y = 0;
+  for (size_t i = p; i < p + 4; ++i) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+    y = y * 10 + (s[i] - '0');
+  }
+  return y >= 1990 && y <= 2200 ? y : 0;
+}
+
+}  // namespace
+
+StatusOr<ScanLimits> ScanLimitsFromTable(const SignatureTable& table) {
+  ScanLimits l;
+  ASSIGN_OR_RETURN(double a, table.Threshold("max_events_per_kind"));
+  ASSIGN_OR_RETURN(double b, table.Threshold("nccl_burst_gap_lines"));
+  ASSIGN_OR_RETURN(double c, table.Threshold("max_memstats_records"));
+  l.max_events_per_kind = static_cast<int>(a);
+  l.nccl_burst_gap_lines = static_cast<int>(b);
+  l.max_memstats_records = static_cast<int>(c);
+  return l;
+}
+
+LogScanner::LogScanner(const SignatureTable& table, const SignatureMatcher& matcher, const ScanLimits& limits,
+                       std::string display_file, int default_task, int file_index)
+    : table_(table), matcher_(matcher), limits_(limits), file_(std::move(display_file)),
+      default_task_(default_task), file_index_(file_index) {}
+
+LogRef LogScanner::Ref(const LogLine& line, std::string_view text) const {
+  return LogRef{file_, line.line_number, SanitizeForQuote(text)};
+}
+
+void LogScanner::Feed(std::string_view raw, int64_t line_number) {
+  LogLine line = ParseLogLine(raw, &scratch_);
+  line.line_number = line_number;
+  if (line.task < 0) line.task = default_task_;
+  ++result_.lines;
+  ++result_.lines_after_last_step;
+  std::string_view text = line.text;
+  if (line.ray_driver) result_.ray = true;
+  if (text.empty()) return;
+
+  // Hot path: step lines (the bulk of a training log) are fully recognised and never classified.
+  if (HandleStep(line, text)) return;
+
+  if (in_nccl_burst_) {
+    if (text.find("NCCL") != std::string_view::npos) lines_since_nccl_ = 0;
+    else if (++lines_since_nccl_ > limits_.nccl_burst_gap_lines) in_nccl_burst_ = false;
+  }
+
+  const char c0 = text[0];
+  if (c0 == '=') {
+    if (StartsWith(text, "=== GIT SUMMARY BEGIN")) { in_git_summary_ = true; return; }
+    if (StartsWith(text, "=== GIT SUMMARY END")) { in_git_summary_ = false; return; }
+    if (text.find("JOB SUMMARY") != std::string_view::npos) {
+      in_summary_ = true;
+      JobSummary s;
+      s.present = true;
+      s.where = Ref(line, text);
+      result_.summary = s;   // the last block wins (k8s/local may print it twice)
+      return;
+    }
+    if (in_summary_ && text.find_first_not_of('=') == std::string_view::npos) { in_summary_ = false; return; }
+    if (StartsWith(text, "====== BARRIER PASSED")) result_.barrier_passed = true;
+  }
+  if (in_git_summary_) return;   // arbitrary diff text, not job output
+  if (in_summary_) {
+    HandleSummary(line, text);
+    return;
+  }
+
+  std::string_view msg = Message(line);
+  if (!msg.empty()) {
+    switch (msg[0]) {
+      case 'C':
+        if (StartsWith(msg, "Config param ")) {
+          if (result_.config_task == -2) result_.config_task = line.task;
+          if (result_.config_task == line.task) {
+            std::string_view kv = msg.substr(13);
+            size_t colon = kv.find(':');
+            if (colon != std::string_view::npos)
+              result_.config.emplace(SanitizeForQuote(kv.substr(0, colon), 256), SanitizeForQuote(Trim(kv.substr(colon + 1)), 1024));
+          }
+          return;
+        }
+        break;
+      case 'M':
+        if (StartsWith(msg, "Memstats: ")) {
+          std::string_view label = Trim(msg.substr(10));
+          if (!label.empty() && label.back() == ':') label.remove_suffix(1);
+          pending_memstats_[line.task] = SanitizeForQuote(label, 200);
+          return;
+        }
+        break;
+      case '\t':
+      case 'U': {
+        std::string_view t = Trim(msg);
+        if (StartsWith(t, "Using (GB) ")) {
+          auto it = pending_memstats_.find(line.task);
+          if (it != pending_memstats_.end() &&
+              static_cast<int>(result_.memstats.size()) < limits_.max_memstats_records) {
+            MemstatsRecord m;
+            m.label = it->second;
+            m.task = line.task;
+            NumberAfter(t, "Using (GB) ", &m.used_gb);
+            NumberAfter(t, "/ ", &m.limit_gb);
+            NumberAfter(t, "(", &m.pct);
+            size_t on = t.rfind(" on ");
+            if (on != std::string_view::npos) m.device = SanitizeForQuote(t.substr(on + 4), 64);
+            m.where = Ref(line, t);
+            result_.memstats.push_back(std::move(m));
+          }
+          return;
+        }
+        break;
+      }
+      case 'r':
+        if (StartsWith(msg, "restoring from this run's directory step")) {
+          int64_t step = 0;
+          result_.restore.restored = true;
+          if (IntAfter(msg, "directory step", &step)) result_.restore.restore_step = step;
+          result_.restore.where = Ref(line, msg);
+          return;
+        }
+        break;
+      case 'N':
+        if (StartsWith(msg, "No existing checkpoints found")) { result_.fresh_start_seen = true; return; }
+        if (StartsWith(msg, "NODE_EXIT host=")) {
+          NodeExit ne;
+          ne.task = line.task;
+          std::string_view rest = msg.substr(15);
+          size_t sp = rest.find(' ');
+          ne.host = SanitizeForQuote(rest.substr(0, sp), 256);
+          if (size_t dot = ne.host.find('.'); dot != std::string::npos) ne.host.resize(dot);   // FQDN
+          int64_t rc = 0;
+          if (IntAfter(msg, "exit=", &rc)) ne.exit_code = static_cast<int>(rc);
+          ne.where = Ref(line, msg);
+          if (ne.task >= 0 && !ne.host.empty()) result_.confirmed_hosts.emplace(ne.task, ne.host);
+          result_.node_exits.push_back(std::move(ne));
+        }
+        break;
+      case 'S':
+      case 's':
+        if (StartsWith(msg, "Saved a checkpoint at step") || StartsWith(msg, "saved a checkpoint at step") ||
+            StartsWith(msg, "Started an asynchronous checkpoint save for step")) {
+          int64_t step = 0;
+          if (IntAfter(msg, "step", &step)) result_.checkpoint_saves.insert(step);
+          return;
+        }
+        break;
+      case '[':
+        if (StartsWith(msg, "[Node ")) {
+          // "[Node <rank> @ <host>] ..."
+          int64_t rank = -1;
+          size_t at = msg.find(" @ ");
+          size_t close = msg.find(']');
+          if (at != std::string_view::npos && close != std::string_view::npos && at < close &&
+              ParseInt(msg.substr(6, at - 6), &rank))
+            result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(msg.substr(at + 3, close - at - 3), 256));
+        } else if (msg.size() > 5 && msg[1] >= '0' && msg[1] <= '9') {
+          // k8s "[<rank>] Starting on <hostname> (<ip>)"; watchdog "[YYYY-MM-DDTHH:MM:SSZ]".
+          size_t close = msg.find("] Starting on ");
+          int64_t rank = -1;
+          if (close != std::string_view::npos && ParseInt(msg.substr(1, close - 1), &rank)) {
+            std::string_view h = msg.substr(close + 14);
+            result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(h.substr(0, h.find(' ')), 256));
+          } else if (result_.iso_year == 0) {
+            result_.iso_year = YearAt(msg, 1);
+          }
+        } else if (StartsWith(msg, "[INFO] Running from artifact:")) {
+          size_t a = msg.find("artifact_");
+          if (a != std::string_view::npos) result_.artifact_year = YearAt(msg, a + 9);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  if (line.task < 0 || (line.task == default_task_ && default_task_ >= 0)) HandleHeader(line, text);
+  if (c0 >= 'A' && c0 <= 'Z' && text.find('=') != std::string_view::npos) HandleEnvDump(line.task, text);
+
+  if (text.find("MSCCL++: Feature not enabled") != std::string_view::npos) {
+    if (!in_nccl_burst_) ++result_.nccl_bursts;
+    in_nccl_burst_ = true;
+    lines_since_nccl_ = 0;
+    return;   // known-harmless for classification
+  }
+  if (!result_.ray && text.find("MaxTextTrainerActor") != std::string_view::npos) result_.ray = true;
+  if (text.size() > 10 && text.find("ssh -J ") != std::string_view::npos) {
+    size_t root = text.find("root@");
+    if (root != std::string_view::npos && result_.tunnel.head_host.empty()) {
+      std::string_view h = text.substr(root + 5);
+      result_.tunnel.head_host = SanitizeForQuote(Trim(h.substr(0, h.find(' '))), 256);
+      size_t pos = 0;
+      for (int i = 0; i < 3 && pos != std::string_view::npos; ++i) {
+        pos = text.find("-L ", pos);
+        if (pos != std::string_view::npos && i < 2) pos += 3;
+      }
+      int64_t port = 0;
+      if (pos != std::string_view::npos && IntAfter(text.substr(pos), "-L ", &port))
+        result_.tunnel.prometheus_port = static_cast<int>(port);
+      result_.tunnel.where = Ref(line, text);
+    }
+  }
+  HandleHeartbeat(line, text);
+  Classify(line, text);
+}
+
+bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
+  std::string_view msg = text;
+  if (msg[0] != 'c') {
+    if (line.absl.level != 'I' || line.absl.message.empty() || line.absl.message[0] != 'c') return false;
+    msg = line.absl.message;
+  }
+  if (!StartsWith(msg, "completed step: ")) return false;
+  int64_t step = 0;
+  const char* b = msg.data() + 16;
+  auto r = std::from_chars(b, msg.data() + msg.size(), step);
+  if (r.ec != std::errc()) return false;
+  result_.lines_after_last_step = 0;
+  if (in_nccl_burst_) in_nccl_burst_ = false;
+  if (line.task != last_task_) {
+    last_task_ = line.task;
+    last_task_step_ = &result_.last_step_by_task[line.task];
+  }
+  *last_task_step_ = std::max(*last_task_step_, step);
+  // Every task prints every step: most lines repeat the step just recorded.
+  if (step == last_recorded_step_ || result_.steps.count(step)) return true;
+  last_recorded_step_ = step;
+  StepRecord s;
+  s.step = step;
+  s.task = line.task;
+  std::string_view rest(r.ptr, msg.data() + msg.size() - r.ptr);
+  NumberAfter(rest, "seconds:", &s.seconds);
+  NumberAfter(rest, "TFLOP/s/device:", &s.tflops_per_device);
+  double mfu;
+  if (NumberAfter(rest, "MFU:", &mfu)) s.mfu_pct = mfu;
+  NumberAfter(rest, "Tokens/s/device:", &s.tokens_per_sec_per_device);
+  IntAfter(rest, "total_weights:", &s.total_weights);
+  NumberAfter(rest, " loss:", &s.loss);
+  double mtp;
+  if (NumberAfter(rest, "mtp_loss:", &mtp)) s.mtp_loss = mtp;
+  s.where = Ref(line, msg);
+  result_.steps.emplace(step, std::move(s));
+  return true;
+}
+
+void LogScanner::HandleHeader(const LogLine& line, std::string_view text) {
+  static constexpr std::string_view kKeys[] = {
+      "JOB_ID", "JOB_NAME", "NNODES", "JOB_NODELIST", "JAX_COORDINATOR_PORT", "RAY_PORT",
+      "PASSTHROUGH_ARGS", "MODEL_NAME", "MODEL_NAME_ALIAS", "EXP_TAG", "SLURM_JOB_ID",
+      "SLURM_JOB_NAME", "SLURM_JOB_NUM_NODES", "SLURM_JOB_NODELIST"};
+  size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq > 24) return;
+  std::string_view key = Trim(text.substr(0, eq));
+  for (std::string_view k : kKeys) {
+    if (key != k) continue;
+    std::string_view v = Trim(text.substr(eq + 1));
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    result_.header_keys.emplace(std::string(k), SanitizeForQuote(v, 4096));
+    if (k == "RAY_PORT") result_.ray = true;
+    return;
+  }
+}
+
+void LogScanner::HandleEnvDump(int task, std::string_view text) {
+  if (StartsWith(text, "HOSTNAME=")) {
+    std::string h = SanitizeForQuote(Trim(text.substr(9)), 256);
+    if (size_t dot = h.find('.'); dot != std::string::npos) h.resize(dot);
+    result_.env_hostname.emplace(task, h);
+  } else if (StartsWith(text, "NODE_RANK=")) {
+    result_.env_node_rank.emplace(task, SanitizeForQuote(Trim(text.substr(10)), 32));
+  } else if (StartsWith(text, "NODELIST_EXPANDED=")) {
+    if (result_.nodelist_expanded.empty()) result_.nodelist_expanded = SanitizeForQuote(Trim(text.substr(18)), 65536);
+  } else if (StartsWith(text, "RAY=1")) {
+    result_.ray = true;
+  }
+}
+
+void LogScanner::HandleSummary(const LogLine& line, std::string_view text) {
+  std::string_view t = Trim(text);
+  if (StartsWith(t, "Wall:")) {
+    result_.summary.wall_seconds = ParseWall(t.substr(5));
+  } else if (StartsWith(t, "Status:")) {
+    std::string_view s = Trim(t.substr(7));
+    if (StartsWith(s, "SUCCESS")) result_.summary.status = "SUCCESS";
+    else if (StartsWith(s, "FAILED")) result_.summary.status = "FAILED";
+    int64_t rc = 0;
+    if (IntAfter(s, "(exit", &rc)) result_.summary.exit_code = static_cast<int>(rc);
+    size_t dash = s.find("\xe2\x80\x94");   // em dash
+    const size_t skip = 3;   // the em dash and " - " are both 3 bytes
+    if (dash == std::string_view::npos) dash = s.find(" - ");
+    if (dash != std::string_view::npos) result_.summary.reason = SanitizeForQuote(Trim(s.substr(dash + skip)), 300);
+    result_.summary.where = Ref(line, t);
+    // A cancelled summary is also a classified line.
+    Classify(line, text);
+  }
+}
+
+void LogScanner::HandleHeartbeat(const LogLine& line, std::string_view text) {
+  bool unhealthy = text.find("stopped sending heartbeats") != std::string_view::npos;
+  if (unhealthy) {
+    if (!result_.heartbeat_present) {
+      result_.heartbeat_present = true;
+      if (!result_.steps.empty()) result_.last_step_before_heartbeat = result_.steps.rbegin()->first;
+    }
+    if (result_.heartbeat_evidence.size() < 8) result_.heartbeat_evidence.push_back(Ref(line, text));
+  }
+  // Task lists follow the "unhealthy" line; collected wherever they appear (a byte-range split may
+  // separate them from it) and used only when a heartbeat block exists.
+  {
+    size_t p = text.find("/job:jax_worker/replica:");
+    if (p != std::string_view::npos) {
+      int64_t task = -1;
+      if (IntAfter(text.substr(p), "/task:", &task) && task >= 0) {
+        if (std::find(result_.accused_tasks.begin(), result_.accused_tasks.end(), task) ==
+            result_.accused_tasks.end())
+          result_.accused_tasks.push_back(static_cast<int>(task));
+      }
+    }
+  }
+  // A task that reports the coordination error itself was alive to do so.
+  if (line.absl.level == 'E' || line.absl.level == 'F') {
+    std::string_view m = line.absl.message;
+    if (m.find("coordination service") != std::string_view::npos ||
+        m.find("Terminating process because the JAX distributed") != std::string_view::npos ||
+        m.find("Use error polling to propagate") != std::string_view::npos) {
+      if (line.task >= 0) result_.death_tasks.insert(line.task);
+      AbslStamp st{line.absl.month, line.absl.day, line.absl.hour, line.absl.minute, line.absl.second,
+                   std::string(line.absl.stamp)};
+      auto key = [](const AbslStamp& a) { return (((a.month * 32 + a.day) * 24 + a.hour) * 60 + a.minute) * 60 + a.second; };
+      if (!result_.crash_stamp.valid() || key(st) < key(result_.crash_stamp)) {
+        result_.crash_stamp = st;
+        result_.crash_where = Ref(line, text);
+      }
+      if (result_.heartbeat_evidence.size() < 8) result_.heartbeat_evidence.push_back(Ref(line, text));
+    }
+  }
+}
+
+void LogScanner::Classify(const LogLine& line, std::string_view text) {
+  matcher_.Match(text, &class_hits_);
+  if (class_hits_.empty()) return;
+  if (result_.iso_year == 0) {
+    size_t at = text.find("CANCELLED AT ");
+    if (at != std::string_view::npos) result_.iso_year = YearAt(text, at + 13);
+  }
+  int64_t ordinal = (static_cast<int64_t>(file_index_) << 40) | line.line_number;
+  for (int ci : class_hits_) {
+    const FailureSignature& sig = table_.classes[ci];
+    auto it = result_.classes.find(sig.id);
+    if (it == result_.classes.end()) {
+      ClassHit hit;
+      hit.match.failure_class = sig.id;
+      hit.match.priority = sig.priority;
+      hit.match.stage = sig.stage;
+      hit.match.task = line.task;
+      hit.match.where = Ref(line, text);
+      hit.match.count = 1;
+      hit.ordinal = ordinal;
+      result_.classes.emplace(sig.id, std::move(hit));
+    } else {
+      ++it->second.match.count;
+    }
+    auto& ev = result_.events[sig.id];
+    if (static_cast<int>(ev.size()) < limits_.max_events_per_kind) {
+      LogEvent e;
+      e.kind = sig.id;
+      e.task = line.task;
+      e.where = Ref(line, text);
+      ev.push_back(std::move(e));
+    }
+    if (sig.id == "oom-gpu" && result_.oom_allocation.empty()) {
+      size_t p = text.find("allocate ");
+      if (p != std::string_view::npos) {
+        std::string_view v = text.substr(p + 9);
+        size_t end = v.find_first_of(" .:", v.find_first_not_of("0123456789."));
+        std::string_view size = v.substr(0, end);
+        if (!size.empty() && size.back() == 'B') result_.oom_allocation = std::string(size);
+      }
+    }
+  }
+}
+
+void ScanResult::ShiftLines(int64_t delta) {
+  auto shift = [delta](LogRef& r) {
+    if (r.line > 0) r.line += delta;
+  };
+  for (auto& kv : steps) shift(kv.second.where);
+  for (auto& m : memstats) shift(m.where);
+  shift(restore.where);
+  shift(summary.where);
+  for (auto& n : node_exits) shift(n.where);
+  shift(tunnel.where);
+  shift(crash_where);
+  for (auto& e : heartbeat_evidence) shift(e);
+  for (auto& kv : classes) {
+    shift(kv.second.match.where);
+    kv.second.ordinal += delta;
+  }
+  for (auto& kv : events)
+    for (auto& e : kv.second) shift(e.where);
+}
+
+void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
+  for (auto& kv : later.header_keys) header_keys.emplace(kv.first, std::move(kv.second));
+  if (config.empty()) {
+    config = std::move(later.config);
+    config_task = later.config_task;
+  }
+  for (auto& kv : later.last_step_by_task) {
+    auto& v = last_step_by_task[kv.first];
+    v = std::max(v, kv.second);
+  }
+  for (auto& m : later.memstats)
+    if (static_cast<int>(memstats.size()) < limits.max_memstats_records) memstats.push_back(std::move(m));
+  barrier_passed = barrier_passed || later.barrier_passed;
+  if (!restore.restored && later.restore.restored) restore = later.restore;
+  fresh_start_seen = fresh_start_seen || later.fresh_start_seen;
+  checkpoint_saves.insert(later.checkpoint_saves.begin(), later.checkpoint_saves.end());
+  nccl_bursts += later.nccl_bursts;
+  if (later.summary.present) summary = later.summary;
+  for (auto& n : later.node_exits) node_exits.push_back(std::move(n));
+  if (tunnel.head_host.empty()) tunnel = later.tunnel;
+  if (!heartbeat_present && later.heartbeat_present) {
+    last_step_before_heartbeat = later.last_step_before_heartbeat;
+    if (!last_step_before_heartbeat && !steps.empty()) last_step_before_heartbeat = steps.rbegin()->first;
+  }
+  heartbeat_present = heartbeat_present || later.heartbeat_present;
+  for (int t : later.accused_tasks)
+    if (std::find(accused_tasks.begin(), accused_tasks.end(), t) == accused_tasks.end()) accused_tasks.push_back(t);
+  death_tasks.insert(later.death_tasks.begin(), later.death_tasks.end());
+  auto key = [](const AbslStamp& a) { return (((a.month * 32 + a.day) * 24 + a.hour) * 60 + a.minute) * 60 + a.second; };
+  if (later.crash_stamp.valid() && (!crash_stamp.valid() || key(later.crash_stamp) < key(crash_stamp))) {
+    crash_stamp = later.crash_stamp;
+    crash_where = later.crash_where;
+  }
+  for (auto& kv : later.steps) steps.emplace(kv.first, std::move(kv.second));
+  for (auto& e : later.heartbeat_evidence)
+    if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
+  for (auto& kv : later.classes) {
+    auto it = classes.find(kv.first);
+    if (it == classes.end()) classes.emplace(kv.first, std::move(kv.second));
+    else it->second.match.count += kv.second.match.count;
+  }
+  for (auto& kv : later.events) {
+    auto& ev = events[kv.first];
+    for (auto& e : kv.second)
+      if (static_cast<int>(ev.size()) < limits.max_events_per_kind) ev.push_back(std::move(e));
+  }
+  if (oom_allocation.empty()) oom_allocation = later.oom_allocation;
+  for (auto& kv : later.env_hostname) env_hostname.emplace(kv.first, kv.second);
+  for (auto& kv : later.env_node_rank) env_node_rank.emplace(kv.first, kv.second);
+  for (auto& kv : later.confirmed_hosts) confirmed_hosts.emplace(kv.first, kv.second);
+  if (nodelist_expanded.empty()) nodelist_expanded = later.nodelist_expanded;
+  if (!artifact_year) artifact_year = later.artifact_year;
+  if (!iso_year) iso_year = later.iso_year;
+  ray = ray || later.ray;
+  lines += later.lines;
+  lines_after_last_step = later.steps.empty() ? lines_after_last_step + later.lines : later.lines_after_last_step;
+  truncated_lines += later.truncated_lines;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,247 @@
+#include "engine/triage/signature_table.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/report/report.h"
+
+namespace diagnose {
+
+namespace {
+
+std::string Where(const std::string& source, const YAML::Node& n) {
+  YAML::Mark m = n.Mark();
+  if (m.line < 0) return source;
+  return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+StatusOr<SignaturePattern> ParsePattern(const YAML::Node& n, const std::string& source) {
+  SignaturePattern p;
+  if (n.IsScalar()) {
+    p.literal = n.as<std::string>();
+  } else if (n.IsMap()) {
+    if (n["contains"]) {
+      p.literal = n["contains"].as<std::string>();
+    } else if (n["regex"]) {
+      p.regex_text = n["regex"].as<std::string>();
+      if (!n["requires"])
+        return ParseError(Where(source, n) + ": regex pattern needs `requires:` (a literal it always contains)");
+      p.literal = n["requires"].as<std::string>();
+      try {
+        p.regex = std::make_shared<const std::regex>(p.regex_text, std::regex::ECMAScript | std::regex::optimize);
+      } catch (const std::regex_error& e) {
+        return ParseError(Where(source, n["regex"]) + ": invalid regex: " + e.what());
+      }
+    } else {
+      return ParseError(Where(source, n) + ": pattern needs `contains:` or `regex:`");
+    }
+  } else {
+    return ParseError(Where(source, n) + ": pattern must be a string or a map");
+  }
+  if (p.literal.empty()) return ParseError(Where(source, n) + ": empty pattern");
+  return p;
+}
+
+Status ParsePatternList(const YAML::Node& list, const std::string& source, std::vector<SignaturePattern>* out) {
+  if (!list) return Status::Ok();
+  if (!list.IsSequence()) return ParseError(Where(source, list) + ": expected a list of patterns");
+  for (const auto& item : list) {
+    ASSIGN_OR_RETURN(SignaturePattern p, ParsePattern(item, source));
+    out->push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const FailureSignature* SignatureTable::Find(const std::string& id) const {
+  for (const auto& c : classes)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+StatusOr<double> SignatureTable::Threshold(const std::string& name) const {
+  auto it = thresholds.find(name);
+  if (it == thresholds.end()) return NotFoundError(source + ": thresholds." + name + " is missing");
+  return it->second;
+}
+
+StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return ParseError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": " + e.msg);
+  }
+  SignatureTable table;
+  table.source = source;
+  try {
+    if (!root.IsMap()) return ParseError(source + ": top level must be a map");
+    RETURN_IF_ERROR(ParsePatternList(root["harmless"], source, &table.harmless));
+    if (const YAML::Node th = root["thresholds"]) {
+      if (!th.IsMap()) return ParseError(Where(source, th) + ": thresholds must be a map");
+      for (const auto& kv : th) table.thresholds[kv.first.as<std::string>()] = kv.second.as<double>();
+    }
+    const YAML::Node classes = root["classes"];
+    if (!classes || !classes.IsSequence()) return ParseError(source + ": `classes:` list is missing");
+    std::set<std::string> ids;
+    for (const auto& c : classes) {
+      FailureSignature sig;
+      if (!c["id"]) return ParseError(Where(source, c) + ": class without `id`");
+      sig.id = c["id"].as<std::string>();
+      if (!ids.insert(sig.id).second) return ParseError(Where(source, c["id"]) + ": duplicate class id " + sig.id);
+      sig.stage = c["stage"] ? c["stage"].as<std::string>() : "";
+      if (sig.stage != "infrastructure" && sig.stage != "training" && sig.stage != "job")
+        return ParseError(Where(source, c) + ": class " + sig.id + ": stage must be infrastructure|training|job");
+      if (!c["priority"]) return ParseError(Where(source, c) + ": class " + sig.id + " has no priority");
+      sig.priority = c["priority"].as<int>();
+      if (c["detector"]) sig.detector = c["detector"].as<std::string>();
+      if (c["summary"]) sig.summary = c["summary"].as<std::string>();
+      RETURN_IF_ERROR(ParsePatternList(c["patterns"], source, &sig.patterns));
+      RETURN_IF_ERROR(ParsePatternList(c["ignore"], source, &sig.ignore));
+      if (sig.patterns.empty() && sig.detector.empty())
+        return ParseError(Where(source, c) + ": class " + sig.id + " has neither patterns nor a detector");
+      if (const YAML::Node v = c["verdict"]) {
+        LogOnlyVerdict lv;
+        lv.root_cause = v["root_cause"] ? v["root_cause"].as<std::string>() : "";
+        lv.action = v["action"] ? v["action"].as<std::string>() : "";
+        lv.confidence = v["confidence"] ? v["confidence"].as<std::string>() : "";
+        if (!IsKnownRootCause(lv.root_cause))
+          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown root_cause '" + lv.root_cause + "'");
+        if (!IsKnownAction(lv.action))
+          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown action '" + lv.action + "'");
+        if (!IsKnownConfidence(lv.confidence))
+          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown confidence '" + lv.confidence + "'");
+        sig.verdict = lv;
+      }
+      if (const YAML::Node q = c["tsdb_questions"]) {
+        for (const auto& item : q) sig.tsdb_questions.push_back(item.as<std::string>());
+      }
+      table.classes.push_back(std::move(sig));
+    }
+  } catch (const YAML::Exception& e) {
+    return ParseError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": " + e.msg);
+  }
+  return table;
+}
+
+StatusOr<SignatureTable> LoadSignatureTable(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(path + ": cannot open signature table");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseSignatureTable(ss.str(), path);
+}
+
+SignatureMatcher::SignatureMatcher(const SignatureTable& table) : table_(&table) {
+  for (const auto& p : table.harmless) literals_.push_back({-1, true, &p});
+  for (size_t ci = 0; ci < table.classes.size(); ++ci) {
+    for (const auto& p : table.classes[ci].patterns) literals_.push_back({static_cast<int>(ci), false, &p});
+    for (const auto& p : table.classes[ci].ignore) literals_.push_back({static_cast<int>(ci), true, &p});
+  }
+  // Reduced alphabet: bytes that occur in some literal get their own symbol, all others share 0.
+  for (const auto& l : literals_)
+    for (unsigned char c : l.pattern->literal)
+      if (byte_class_[c] == 0) byte_class_[c] = static_cast<uint8_t>(alphabet_++);
+  // Build the trie.
+  next_.assign(alphabet_, -1);
+  output_head_.assign(1, -1);
+  for (size_t li = 0; li < literals_.size(); ++li) {
+    int s = 0;
+    for (unsigned char c : literals_[li].pattern->literal) {
+      int sym = byte_class_[c];
+      if (next_[s * alphabet_ + sym] < 0) {
+        next_[s * alphabet_ + sym] = static_cast<int32_t>(output_head_.size());
+        next_.resize(next_.size() + alphabet_, -1);
+        output_head_.push_back(-1);
+      }
+      s = next_[s * alphabet_ + sym];
+    }
+    outputs_.push_back({static_cast<int32_t>(li), output_head_[s]});
+    output_head_[s] = static_cast<int32_t>(outputs_.size() - 1);
+  }
+  // BFS: failure links folded into a full transition table; outputs chained through failures.
+  std::vector<int32_t> fail(output_head_.size(), 0);
+  std::deque<int> queue;
+  for (int sym = 0; sym < alphabet_; ++sym) {
+    int t = next_[sym];
+    if (t < 0) {
+      next_[sym] = 0;
+    } else {
+      fail[t] = 0;
+      queue.push_back(t);
+    }
+  }
+  while (!queue.empty()) {
+    int s = queue.front();
+    queue.pop_front();
+    // Append the failure state's outputs to this state's chain (copying the chain heads).
+    int f = fail[s];
+    for (int o = output_head_[f]; o >= 0; o = outputs_[o].second) {
+      outputs_.push_back({outputs_[o].first, output_head_[s]});
+      output_head_[s] = static_cast<int32_t>(outputs_.size() - 1);
+    }
+    for (int sym = 0; sym < alphabet_; ++sym) {
+      int t = next_[s * alphabet_ + sym];
+      if (t < 0) {
+        next_[s * alphabet_ + sym] = next_[f * alphabet_ + sym];
+      } else {
+        fail[t] = next_[f * alphabet_ + sym];
+        queue.push_back(t);
+      }
+    }
+  }
+  for (auto& v : next_) v = (v << 1) | (output_head_[v] >= 0 ? 1 : 0);
+}
+
+void SignatureMatcher::Match(std::string_view line, std::vector<int>* out) const {
+  out->clear();
+  // Small fixed sets: a line rarely hits more than a few literals.
+  int hits[32];
+  int n_hits = 0;
+  int s = 0;
+  const int32_t* next = next_.data();
+  const int alpha = alphabet_;
+  // Transitions hold (state << 1 | has_output): one table load per byte.
+  for (unsigned char c : line) {
+    int32_t v = next[s * alpha + byte_class_[c]];
+    s = v >> 1;
+    if (v & 1) {
+      for (int o = output_head_[s]; o >= 0 && n_hits < 32; o = outputs_[o].second) hits[n_hits++] = outputs_[o].first;
+    }
+  }
+  if (n_hits == 0) return;
+  std::vector<int> ignored;
+  for (int i = 0; i < n_hits; ++i) {
+    const Literal& l = literals_[hits[i]];
+    if (l.pattern->regex) {
+      try {
+        if (!std::regex_search(line.begin(), line.end(), *l.pattern->regex)) continue;
+      } catch (const std::regex_error&) {
+        continue;   // pathological input (complexity limit): treat as no match
+      }
+    }
+    if (l.class_index < 0) {
+      out->clear();
+      return;   // known-harmless line
+    }
+    if (l.ignore) {
+      ignored.push_back(l.class_index);
+    } else if (std::find(out->begin(), out->end(), l.class_index) == out->end()) {
+      out->push_back(l.class_index);
+    }
+  }
+  if (!ignored.empty())
+    out->erase(std::remove_if(out->begin(), out->end(),
+                              [&](int c) { return std::find(ignored.begin(), ignored.end(), c) != ignored.end(); }),
+               out->end());
+}
+
+}  // namespace diagnose

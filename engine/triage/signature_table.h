@@ -1,0 +1,84 @@
+// The failure-signature table (rules/triage/failure-signatures.yaml): one entry per failure class
+// with its line patterns, known-harmless patterns, priority, stage, optional log-only verdict and
+// the TSDB questions to ask next; plus the thresholds triage uses. Loaded once, compiled into one
+// multi-literal automaton so classifying a line costs one pass over its bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace diagnose {
+
+struct SignaturePattern {
+  std::string literal;                 // substring that must occur (for a regex: its required literal)
+  std::shared_ptr<const std::regex> regex;   // optional, checked only when `literal` occurs
+  std::string regex_text;
+};
+
+struct LogOnlyVerdict {
+  std::string root_cause;   // contract vocabulary
+  std::string action;
+  std::string confidence;
+};
+
+struct FailureSignature {
+  std::string id;
+  std::string stage;          // infrastructure | training | job
+  int priority = 0;           // higher = more likely the root of a cascade
+  std::string detector;       // non-empty for classes decided from facts, not lines (hang, ...)
+  std::string summary;        // one sentence for reports
+  std::vector<SignaturePattern> patterns;
+  std::vector<SignaturePattern> ignore;
+  std::optional<LogOnlyVerdict> verdict;
+  std::vector<std::string> tsdb_questions;
+};
+
+struct SignatureTable {
+  std::string source;                           // file the table came from
+  std::vector<FailureSignature> classes;
+  std::vector<SignaturePattern> harmless;       // lines never classified (formats §2.8)
+  std::map<std::string, double> thresholds;     // name -> value
+
+  const FailureSignature* Find(const std::string& id) const;
+  // Threshold by name; kNotFound naming the file when the table lacks it.
+  StatusOr<double> Threshold(const std::string& name) const;
+};
+
+// Errors name file:line:col from the YAML parser, or the entry at fault.
+StatusOr<SignatureTable> LoadSignatureTable(const std::string& path);
+StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const std::string& source_name);
+
+// Aho-Corasick over every literal of the table (patterns, ignores, harmless). Immutable after
+// construction, so one matcher can serve several scanning threads.
+class SignatureMatcher {
+ public:
+  explicit SignatureMatcher(const SignatureTable& table);
+
+  // Indices into table.classes whose pattern matched `line` and whose ignore list (and the global
+  // harmless list) did not. `out` is cleared first.
+  void Match(std::string_view line, std::vector<int>* out) const;
+
+ private:
+  struct Literal {
+    int class_index;    // -1: global harmless
+    bool ignore;
+    const SignaturePattern* pattern;
+  };
+  const SignatureTable* table_;
+  std::vector<Literal> literals_;
+  uint8_t byte_class_[256] = {};
+  int alphabet_ = 1;
+  std::vector<int32_t> next_;          // state * alphabet_ + symbol
+  std::vector<int32_t> output_head_;   // state -> first literal index in outputs_ chain, -1 none
+  std::vector<std::pair<int32_t, int32_t>> outputs_;   // (literal, next in chain)
+};
+
+}  // namespace diagnose

@@ -1,0 +1,285 @@
+#include "engine/triage/tgs_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace diagnose {
+
+namespace {
+
+struct Series {
+  std::vector<int64_t> step;
+  std::vector<double> y;
+};
+
+// Prefix sums for O(1) segment mean / SSE.
+struct Prefix {
+  std::vector<double> s, s2;
+  explicit Prefix(const std::vector<double>& y) : s(y.size() + 1, 0), s2(y.size() + 1, 0) {
+    for (size_t i = 0; i < y.size(); ++i) {
+      s[i + 1] = s[i] + y[i];
+      s2[i + 1] = s2[i] + y[i] * y[i];
+    }
+  }
+  double Mean(size_t a, size_t b) const { return (s[b] - s[a]) / static_cast<double>(b - a); }
+  double Sse(size_t a, size_t b) const {
+    double n = static_cast<double>(b - a);
+    double sum = s[b] - s[a];
+    return std::max(0.0, (s2[b] - s2[a]) - sum * sum / n);
+  }
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + m, v.end());
+  return v[m];
+}
+
+// Is splitting [a,b) at k a real level change?
+bool SignificantSplit(const Prefix& p, size_t a, size_t k, size_t b, const TgsOptions& o) {
+  double m1 = p.Mean(a, k), m2 = p.Mean(k, b);
+  double hi = std::max(std::abs(m1), std::abs(m2));
+  if (hi <= 0) return false;
+  if (std::abs(m1 - m2) / hi * 100.0 < o.min_shift_pct) return false;
+  double n1 = static_cast<double>(k - a), n2 = static_cast<double>(b - k);
+  double var = (p.Sse(a, k) + p.Sse(k, b)) / std::max(1.0, n1 + n2 - 2);
+  double se = std::sqrt(std::max(var, 1e-12) * (1 / n1 + 1 / n2));
+  return std::abs(m1 - m2) / se >= o.min_shift_t;
+}
+
+// Best split of [a,b) by SSE reduction with both sides >= min_len; 0 when none.
+size_t BestSplit(const Prefix& p, size_t a, size_t b, size_t min_len) {
+  if (b - a < 2 * min_len) return 0;
+  double best = -1;
+  size_t best_k = 0;
+  for (size_t k = a + min_len; k + min_len <= b; ++k) {
+    double cost = p.Sse(a, k) + p.Sse(k, b);
+    if (best < 0 || cost < best) {
+      best = cost;
+      best_k = k;
+    }
+  }
+  return best_k;
+}
+
+void Segment(const Prefix& p, size_t a, size_t b, const TgsOptions& o, std::vector<size_t>* cuts) {
+  if (static_cast<int>(cuts->size()) + 1 >= o.max_phases) return;
+  size_t min_len = static_cast<size_t>(std::max(1, o.min_phase_steps));
+  size_t k = BestSplit(p, a, b, min_len);
+  if (k == 0 || !SignificantSplit(p, a, k, b, o)) return;
+  cuts->push_back(k);
+  Segment(p, a, k, o, cuts);
+  Segment(p, k, b, o, cuts);
+}
+
+// Hinge model: constant until onset c, then linear. Returns SSE and fills onset/slope. O(n) over all
+// onsets through suffix sums (the series can have tens of thousands of steps).
+double HingeFit(const std::vector<double>& y, size_t min_len, size_t* onset, double* slope) {
+  const size_t n = y.size();
+  std::vector<double> suf_y(n + 1, 0), suf_iy(n + 1, 0);
+  double syy = 0, sy = 0;
+  for (size_t i = n; i-- > 0;) {
+    suf_y[i] = suf_y[i + 1] + y[i];
+    suf_iy[i] = suf_iy[i + 1] + static_cast<double>(i) * y[i];
+    syy += y[i] * y[i];
+    sy += y[i];
+  }
+  const double dn = static_cast<double>(n);
+  double best = -1;
+  for (size_t c = min_len; c + min_len <= n; ++c) {
+    // x_i = i - c for i > c, else 0; m = number of positive x (values 1..m).
+    double m = static_cast<double>(n - 1 - c);
+    double sx = m * (m + 1) / 2;
+    double sxx = m * (m + 1) * (2 * m + 1) / 6;
+    double sxy = suf_iy[c + 1] - static_cast<double>(c) * suf_y[c + 1];
+    double den = dn * sxx - sx * sx;
+    if (den <= 0) continue;
+    double b = (dn * sxy - sx * sy) / den;
+    double a = (sy - b * sx) / dn;
+    double sse = std::max(0.0, syy - a * sy - b * sxy);
+    if (best < 0 || sse < best) {
+      best = sse;
+      *onset = c;
+      *slope = b;
+    }
+  }
+  return best;
+}
+
+double Bic(double sse, size_t n, int params) {
+  double dn = static_cast<double>(n);
+  return dn * std::log(std::max(sse / dn, 1e-9)) + params * std::log(dn);
+}
+
+}  // namespace
+
+StatusOr<TgsOptions> TgsOptionsFromTable(const SignatureTable& t) {
+  TgsOptions o;
+  auto get = [&](const char* name, double* out) -> Status {
+    ASSIGN_OR_RETURN(*out, t.Threshold(name));
+    return Status::Ok();
+  };
+  double v;
+  RETURN_IF_ERROR(get("tgs_warmup_steps", &v)); o.warmup_steps = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_steady_first_step", &v)); o.steady_first = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_steady_last_step", &v)); o.steady_last = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_recent_steps", &v)); o.recent_steps = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_spike_pct", &o.spike_pct));
+  RETURN_IF_ERROR(get("tgs_spike_window", &v)); o.spike_window = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_spike_max_run", &v)); o.spike_max_run = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_min_phase_steps", &v)); o.min_phase_steps = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_min_shift_pct", &o.min_shift_pct));
+  RETURN_IF_ERROR(get("tgs_min_shift_t", &o.min_shift_t));
+  RETURN_IF_ERROR(get("tgs_max_phases", &v)); o.max_phases = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_degradation_pct", &o.degradation_pct));
+  return o;
+}
+
+TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
+                       const TgsOptions& o) {
+  TgsAnalysis out;
+  const size_t n_all = steps.size();
+  size_t warm = std::min(n_all, static_cast<size_t>(std::max(0, o.warmup_steps)));
+  std::vector<double> tgs(n_all);
+  for (size_t i = 0; i < n_all; ++i) tgs[i] = steps[i].tokens_per_sec_per_device;
+
+  // 1. Spikes: isolated departures from the local median (checkpoint saves, GC pauses).
+  std::vector<bool> spike(n_all, false);
+  std::vector<bool> outlier(n_all, false);
+  for (size_t i = warm; i < n_all; ++i) {
+    size_t lo = i >= warm + o.spike_window ? i - o.spike_window : warm;
+    size_t hi = std::min(n_all, i + o.spike_window + 1);
+    std::vector<double> w(tgs.begin() + lo, tgs.begin() + hi);
+    double med = Median(w);
+    if (med > 0 && std::abs(tgs[i] - med) / med * 100.0 > o.spike_pct) outlier[i] = true;
+  }
+  for (size_t i = warm; i < n_all;) {
+    if (!outlier[i]) { ++i; continue; }
+    size_t j = i;
+    while (j < n_all && outlier[j]) ++j;
+    if (static_cast<int>(j - i) <= o.spike_max_run) {
+      for (size_t k = i; k < j; ++k) {
+        spike[k] = true;
+        out.spike_steps.push_back(steps[k].step);
+      }
+    }
+    i = j;
+  }
+
+  // 2. Steady vs recent (spikes excluded).
+  auto window_mean = [&](size_t a, size_t b) {
+    double s = 0; int n = 0;
+    for (size_t i = a; i < b && i < n_all; ++i)
+      if (!spike[i]) { s += tgs[i]; ++n; }
+    return n ? s / n : 0.0;
+  };
+  if (n_all > static_cast<size_t>(o.steady_first)) {
+    out.steady_tgs = window_mean(o.steady_first, static_cast<size_t>(o.steady_last) + 1);
+    size_t r0 = n_all > static_cast<size_t>(o.recent_steps) ? n_all - o.recent_steps : 0;
+    out.recent_tgs = window_mean(std::max(r0, static_cast<size_t>(o.steady_last) + 1), n_all);
+    if (out.recent_tgs == 0) out.recent_tgs = window_mean(r0, n_all);
+    if (out.steady_tgs > 0) out.degradation_pct = (out.steady_tgs - out.recent_tgs) / out.steady_tgs * 100.0;
+  }
+
+  // 3. Segmentation over non-warmup, non-spike points.
+  Series s;
+  for (size_t i = warm; i < n_all; ++i)
+    if (!spike[i]) { s.step.push_back(steps[i].step); s.y.push_back(tgs[i]); }
+  size_t min_len = static_cast<size_t>(std::max(1, o.min_phase_steps));
+  if (s.y.size() < 2 * min_len) {
+    if (!s.y.empty()) {
+      Prefix p(s.y);
+      double m = p.Mean(0, s.y.size());
+      out.phases.push_back({steps.front().step, steps.back().step, m,
+                            std::sqrt(p.Sse(0, s.y.size()) / s.y.size())});
+    }
+    out.pattern = "insufficient-data";
+    return out;
+  }
+  Prefix p(s.y);
+  std::vector<size_t> cuts;
+  Segment(p, 0, s.y.size(), o, &cuts);
+  std::sort(cuts.begin(), cuts.end());
+  // Refine each boundary between its neighbours, then drop boundaries that no longer matter.
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t c = 0; c < cuts.size(); ++c) {
+      size_t a = c == 0 ? 0 : cuts[c - 1];
+      size_t b = c + 1 == cuts.size() ? s.y.size() : cuts[c + 1];
+      size_t k = BestSplit(p, a, b, min_len);
+      if (k) cuts[c] = k;
+    }
+    for (size_t c = 0; c < cuts.size();) {
+      size_t a = c == 0 ? 0 : cuts[c - 1];
+      size_t b = c + 1 == cuts.size() ? s.y.size() : cuts[c + 1];
+      if (!SignificantSplit(p, a, cuts[c], b, o)) cuts.erase(cuts.begin() + c);
+      else ++c;
+    }
+  }
+  std::vector<size_t> bounds{0};
+  bounds.insert(bounds.end(), cuts.begin(), cuts.end());
+  bounds.push_back(s.y.size());
+  double sse_pc = 0;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    size_t a = bounds[i], b = bounds[i + 1];
+    TgsPhase ph;
+    ph.first_step = i == 0 ? steps.front().step : s.step[a];
+    ph.last_step = i + 2 == bounds.size() ? steps.back().step : s.step[b - 1];
+    ph.mean_tgs = p.Mean(a, b);
+    ph.stddev_tgs = std::sqrt(p.Sse(a, b) / static_cast<double>(b - a));
+    sse_pc += p.Sse(a, b);
+    out.phases.push_back(ph);
+  }
+
+  // 4. Gradual decline: a hinge (flat, then linear) explaining the series better than the phases.
+  size_t onset = 0;
+  double slope = 0;
+  double sse_h = HingeFit(s.y, min_len, &onset, &slope);
+  size_t n = s.y.size();
+  double level = p.Mean(0, std::max<size_t>(onset, 1));
+  double drop_pct = level > 0 ? -slope * static_cast<double>(n - onset) / level * 100.0 : 0;
+  if (sse_h >= 0 && slope < 0 && drop_pct >= o.min_shift_pct && out.phases.size() >= 2 &&
+      Bic(sse_h, n, 4) < Bic(sse_pc, n, 2 * static_cast<int>(out.phases.size()))) {
+    out.pattern = "gradual-decline";
+    out.decline_onset_step = s.step[onset];
+    out.phases.clear();
+    out.phases.push_back({steps.front().step, s.step[onset - 1], p.Mean(0, onset),
+                          std::sqrt(p.Sse(0, onset) / onset)});
+    out.phases.push_back({s.step[onset], steps.back().step, p.Mean(onset, n),
+                          std::sqrt(p.Sse(onset, n) / (n - onset))});
+    return out;
+  }
+
+  // 5. Name the phase layout.
+  double baseline = out.phases.front().mean_tgs;
+  for (const auto& ph : out.phases) baseline = std::max(baseline, ph.mean_tgs);
+  std::vector<size_t> drops;
+  for (size_t i = 0; i < out.phases.size(); ++i)
+    if ((baseline - out.phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct) drops.push_back(i);
+  // Drops separated by a recovery count as distinct phases; adjacent drop phases as one episode.
+  int episodes = 0;
+  for (size_t k = 0; k < drops.size(); ++k)
+    if (k == 0 || drops[k] != drops[k - 1] + 1) ++episodes;
+  bool periodic_spikes = out.spike_steps.size() >= 2;
+  if (periodic_spikes && checkpoint_period && *checkpoint_period > 0) {
+    int near = 0;
+    for (int64_t st : out.spike_steps) {
+      int64_t r = st % *checkpoint_period;
+      if (r <= 1 || r >= *checkpoint_period - 1) ++near;
+    }
+    periodic_spikes = near * 2 >= static_cast<int>(out.spike_steps.size());
+  }
+  if (drops.empty() || out.phases.size() == 1) {
+    out.pattern = periodic_spikes ? "periodic-checkpoint-spikes" : "stable";
+  } else if (episodes >= 2 || drops.size() >= 2) {
+    out.pattern = "phased";
+  } else if (drops.front() + 1 == out.phases.size()) {
+    out.pattern = "one-time-drop";
+  } else {
+    out.pattern = "constant-drop";
+  }
+  return out;
+}
+
+}  // namespace diagnose

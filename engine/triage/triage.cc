@@ -1,0 +1,505 @@
+#include "engine/triage/triage.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "engine/log/line_reader.h"
+#include "engine/log/log_line.h"
+#include "engine/triage/hostlist.h"
+#include "engine/triage/log_scanner.h"
+#include "engine/triage/progress.h"
+#include "engine/triage/signature_table.h"
+#include "engine/triage/tgs_analysis.h"
+
+namespace diagnose {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string DisplayPath(const std::string& path, const std::string& outputs_dir) {
+  std::error_code ec;
+  fs::path rel = fs::relative(path, outputs_dir, ec);
+  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return rel.string();
+  return path;
+}
+
+std::map<std::string, std::string> ParsePassthrough(const std::string& args) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  while (i < args.size()) {
+    while (i < args.size() && args[i] == ' ') ++i;
+    size_t j = args.find(' ', i);
+    std::string tok = args.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    i = j == std::string::npos ? args.size() : j;
+    while (!tok.empty() && tok[0] == '-') tok.erase(0, 1);
+    size_t eq = tok.find('=');
+    if (tok.empty()) continue;
+    if (eq == std::string::npos) out[tok] = "";
+    else out[tok.substr(0, eq)] = tok.substr(eq + 1);
+  }
+  return out;
+}
+
+std::optional<int64_t> AsInt(const std::string& v) {
+  try {
+    size_t used = 0;
+    long long x = std::stoll(v, &used);
+    if (used == 0) return std::nullopt;
+    return x;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+bool IsTrue(const std::string& v) { return v == "true" || v == "True" || v == "1" || v == "yes"; }
+
+// Year from an id like k8s-YYYYMMDD-... / local_YYYYMMDD_...
+int YearFromId(const std::string& id) {
+  for (const char* prefix : {"k8s-", "local_"}) {
+    if (id.rfind(prefix, 0) == 0) {
+      auto y = AsInt(id.substr(std::string(prefix).size(), 4));
+      if (y && *y >= 1990 && *y <= 2200) return static_cast<int>(*y);
+    }
+  }
+  return 0;
+}
+
+int64_t EpochOf(int year, const AbslStamp& s) {
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = s.month - 1;
+  tm.tm_mday = s.day;
+  tm.tm_hour = s.hour;
+  tm.tm_min = s.minute;
+  tm.tm_sec = s.second;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+std::string FormatUtc(int64_t epoch) {
+  std::time_t t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status ScanRange(const std::string& path, int64_t begin, int64_t end, const std::string& display, int default_task,
+                 int file_index, const SignatureTable& table, const SignatureMatcher& matcher,
+                 const ScanLimits& limits, ScanResult* out, int64_t* lines) {
+  LineReader reader;
+  RETURN_IF_ERROR(reader.Open(path, begin, end));
+  LogScanner scanner(table, matcher, limits, display, default_task, file_index);
+  std::string_view line;
+  while (reader.Next(&line)) scanner.Feed(line, reader.line_number());
+  RETURN_IF_ERROR(reader.status());
+  scanner.result().truncated_lines += reader.truncated_lines();
+  *out = std::move(scanner.result());
+  *lines = reader.line_number();
+  return Status::Ok();
+}
+
+// A split point near the middle that starts a step line: step lines end NCCL bursts and never sit
+// inside the header, git-summary or JOB SUMMARY blocks, so the two halves need no shared state.
+std::optional<int64_t> FindSplit(const std::string& path, int64_t size) {
+  LineReader reader;
+  if (!reader.Open(path, size / 2, std::min(size, size / 2 + (int64_t{8} << 20))).ok()) return std::nullopt;
+  std::string scratch;
+  std::string_view raw;
+  while (reader.Next(&raw)) {
+    LogLine l = ParseLogLine(raw, &scratch);
+    if (l.text.rfind("completed step: ", 0) == 0) return reader.line_offset();
+  }
+  return std::nullopt;
+}
+
+Status ScanFile(const std::string& path, const std::string& display, int default_task, int file_index,
+                const SignatureTable& table, const SignatureMatcher& matcher, const ScanLimits& limits,
+                const TriageOptions& options, ScanResult* out) {
+  std::error_code ec;
+  int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
+  int threads = options.scan_threads > 0 ? options.scan_threads
+                                         : (std::thread::hardware_concurrency() >= 2 ? 2 : 1);
+  std::optional<int64_t> split;
+  if (!ec && threads >= 2 && size >= options.split_min_bytes && size > 0) split = FindSplit(path, size);
+  if (!split) {
+    ScanResult r;
+    int64_t lines = 0;
+    RETURN_IF_ERROR(ScanRange(path, 0, -1, display, default_task, file_index, table, matcher, limits, &r, &lines));
+    out->Merge(std::move(r), limits);
+    return Status::Ok();
+  }
+  ScanResult second;
+  int64_t second_lines = 0;
+  Status second_status;
+  std::thread worker([&] {
+    second_status = ScanRange(path, *split, -1, display, default_task, file_index, table, matcher, limits, &second,
+                              &second_lines);
+  });
+  ScanResult first;
+  int64_t first_lines = 0;
+  Status first_status =
+      ScanRange(path, 0, *split, display, default_task, file_index, table, matcher, limits, &first, &first_lines);
+  worker.join();
+  RETURN_IF_ERROR(first_status);
+  RETURN_IF_ERROR(second_status);
+  second.ShiftLines(first_lines);
+  first.Merge(std::move(second), limits);
+  out->Merge(std::move(first), limits);
+  return Status::Ok();
+}
+
+// The host a Ray worker log belongs to: ray_logs/<host>/...
+std::string WorkerHost(const std::string& path) {
+  fs::path p(path);
+  for (fs::path cur = p.parent_path(); !cur.empty() && cur != cur.parent_path(); cur = cur.parent_path()) {
+    if (cur.parent_path().filename() == "ray_logs") return cur.filename().string();
+  }
+  return "";
+}
+
+void AddClass(JobFacts* f, std::map<std::string, ClassHit>* hits, const SignatureTable& table, const std::string& id,
+              const LogRef& where, int64_t ordinal) {
+  const FailureSignature* sig = table.Find(id);
+  if (sig == nullptr || hits->count(id)) return;
+  ClassHit h;
+  h.match.failure_class = id;
+  h.match.priority = sig->priority;
+  h.match.stage = sig->stage;
+  h.match.where = where;
+  h.ordinal = ordinal;
+  hits->emplace(id, h);
+}
+
+}  // namespace
+
+StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options) {
+  std::string rules_dir = options.rules_dir.empty() ? std::string(DIAGNOSE_SOURCE_DIR) + "/rules" : options.rules_dir;
+  ASSIGN_OR_RETURN(SignatureTable table, LoadSignatureTable(rules_dir + "/triage/failure-signatures.yaml"));
+  ASSIGN_OR_RETURN(ScanLimits limits, ScanLimitsFromTable(table));
+  ASSIGN_OR_RETURN(TgsOptions tgs_options, TgsOptionsFromTable(table));
+  auto th = [&](const char* name) -> StatusOr<double> { return table.Threshold(name); };
+  ASSIGN_OR_RETURN(double running_mtime, th("running_mtime_seconds"));
+  ASSIGN_OR_RETURN(double hang_silence, th("hang_min_silence_seconds"));
+  ASSIGN_OR_RETURN(double hang_behind, th("hang_steps_behind"));
+  ASSIGN_OR_RETURN(double hang_trailing, th("hang_trailing_lines"));
+  ASSIGN_OR_RETURN(double hang_gap, th("hang_unexplained_gap_seconds"));
+  ASSIGN_OR_RETURN(double setup_allowance, th("setup_allowance_seconds"));
+  ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
+  ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
+  SignatureMatcher matcher(table);
+
+  JobFacts f;
+  f.id = job.id;
+  f.job_dir = job.job_dir.value_or("");
+  f.log_path = job.log_path.value_or("");
+  f.notes = job.notes;
+  f.header.launcher = job.id.rfind("k8s-", 0) == 0 ? "k8s" : job.id.rfind("local_", 0) == 0 ? "local" : "slurm";
+  int64_t now = options.now.value_or(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+
+  ScanResult scan;
+  std::optional<int64_t> log_mtime;
+  if (job.log_path) {
+    struct stat st {};
+    if (::stat(job.log_path->c_str(), &st) == 0) log_mtime = static_cast<int64_t>(st.st_mtime);
+    Status s = ScanFile(*job.log_path, DisplayPath(*job.log_path, job.outputs_dir), -1, 0, table, matcher, limits, options, &scan);
+    if (!s.ok()) return s.WithContext("job " + job.id);
+  }
+  for (size_t i = 0; i < job.rank_logs.size(); ++i) {
+    std::string name = fs::path(job.rank_logs[i]).filename().string();
+    int rank = static_cast<int>(AsInt(name.substr(5)).value_or(-1));
+    Status s = ScanFile(job.rank_logs[i], DisplayPath(job.rank_logs[i], job.outputs_dir), rank,
+                        static_cast<int>(i) + 1, table, matcher, limits, options, &scan);
+    if (!s.ok()) f.notes.push_back("rank log unreadable: " + s.message());
+  }
+
+  // Header.
+  auto key = [&](const char* k, const char* legacy) -> std::string {
+    auto it = scan.header_keys.find(k);
+    if (it != scan.header_keys.end()) return it->second;
+    it = legacy ? scan.header_keys.find(legacy) : scan.header_keys.end();
+    return it != scan.header_keys.end() ? it->second : "";
+  };
+  JobHeader& h = f.header;
+  h.job_id = key("JOB_ID", "SLURM_JOB_ID");
+  h.job_name = key("JOB_NAME", "SLURM_JOB_NAME");
+  h.model_name = key("MODEL_NAME", nullptr);
+  h.model_alias = key("MODEL_NAME_ALIAS", nullptr);
+  h.exp_tag = key("EXP_TAG", nullptr);
+  h.nnodes = static_cast<int>(AsInt(key("NNODES", "SLURM_JOB_NUM_NODES")).value_or(0));
+  h.nodelist = key("JOB_NODELIST", "SLURM_JOB_NODELIST");
+  if (auto p = AsInt(key("JAX_COORDINATOR_PORT", nullptr))) h.coordinator_port = static_cast<int>(*p);
+  if (auto p = AsInt(key("RAY_PORT", nullptr))) h.ray_port = static_cast<int>(*p);
+  h.passthrough = ParsePassthrough(key("PASSTHROUGH_ARGS", nullptr));
+  if (f.id.empty()) f.id = h.job_id;
+  if (!h.nodelist.empty()) {
+    auto hosts = ExpandHostlist(h.nodelist);
+    if (hosts.ok()) h.hosts = *hosts;
+    else f.notes.push_back("nodelist not expanded: " + hosts.status().message());
+  }
+  if (h.hosts.empty() && !scan.nodelist_expanded.empty()) {
+    auto hosts = ExpandHostlist(scan.nodelist_expanded);
+    if (hosts.ok()) h.hosts = *hosts;
+  }
+  // Confirm task -> host with what each task said about itself.
+  std::map<int, std::string> said = scan.confirmed_hosts;
+  for (const auto& [label, host] : scan.env_hostname) {
+    auto r = scan.env_node_rank.find(label);
+    if (r == scan.env_node_rank.end()) continue;
+    if (auto rank = AsInt(r->second); rank && *rank >= 0) said[static_cast<int>(*rank)] = host;
+  }
+  int mismatches = 0;
+  for (const auto& [rank, host] : said) {
+    if (rank < 0 || rank > 100000) continue;
+    if (static_cast<size_t>(rank) >= h.hosts.size()) {
+      if (h.hosts.empty() || static_cast<size_t>(rank) == h.hosts.size()) {
+        h.hosts.resize(rank + 1);
+        h.hosts[rank] = host;
+      }
+      continue;
+    }
+    if (h.hosts[rank].empty()) h.hosts[rank] = host;
+    else if (h.hosts[rank] != host) {
+      ++mismatches;
+      f.notes.push_back("task " + std::to_string(rank) + " reported host " + host + " but the nodelist gives " +
+                        h.hosts[rank] + "; using the task's own report");
+      h.hosts[rank] = host;
+    }
+  }
+  if (h.nnodes == 0) h.nnodes = static_cast<int>(h.hosts.size());
+  if (h.nnodes > 0 && !h.hosts.empty() && static_cast<int>(h.hosts.size()) != h.nnodes)
+    f.notes.push_back("NNODES=" + std::to_string(h.nnodes) + " but " + std::to_string(h.hosts.size()) +
+                      " hosts are known");
+  auto host_of = [&](int task) -> std::string {
+    return task >= 0 && static_cast<size_t>(task) < h.hosts.size() ? h.hosts[task] : "";
+  };
+
+  // Ray worker logs are authoritative for steps when the Slurm log stops short (formats §2.5).
+  for (size_t i = 0; i < job.ray_worker_logs.size(); ++i) {
+    const std::string& w = job.ray_worker_logs[i];
+    std::string host = WorkerHost(w);
+    int task = -1;
+    for (size_t t = 0; t < h.hosts.size(); ++t)
+      if (h.hosts[t] == host) task = static_cast<int>(t);
+    int64_t before = scan.steps.empty() ? -1 : scan.steps.rbegin()->first;
+    Status s = ScanFile(w, DisplayPath(w, job.outputs_dir), task, static_cast<int>(1000 + i), table, matcher,
+                        limits, options, &scan);
+    if (!s.ok()) {
+      f.notes.push_back("worker log unreadable: " + s.message());
+      continue;
+    }
+    f.worker_logs.push_back(DisplayPath(w, job.outputs_dir));
+    int64_t after = scan.steps.empty() ? -1 : scan.steps.rbegin()->first;
+    if (after > before && before >= 0)
+      f.notes.push_back("worker log " + DisplayPath(w, job.outputs_dir) + " extends the step record from " +
+                        std::to_string(before) + " to " + std::to_string(after));
+  }
+  h.ray = scan.ray || !job.ray_worker_logs.empty();
+
+  f.config = std::move(scan.config);
+  for (auto& kv : scan.steps) f.steps.push_back(std::move(kv.second));
+  f.memstats = std::move(scan.memstats);
+  f.barrier_passed = scan.barrier_passed;
+  f.checkpoint_saves.assign(scan.checkpoint_saves.begin(), scan.checkpoint_saves.end());
+  f.nccl_init_bursts = scan.nccl_bursts;
+  f.summary = scan.summary;
+  f.node_exits = scan.node_exits;
+  for (auto& n : f.node_exits)
+    if (n.host.empty()) n.host = host_of(n.task);
+  f.tunnel = scan.tunnel;
+  f.oom_allocation = scan.oom_allocation;
+  if (scan.truncated_lines > 0)
+    f.notes.push_back(std::to_string(scan.truncated_lines) + " overlong line(s) truncated while reading");
+
+  auto param = [&](const std::string& k) -> std::string {
+    auto it = h.passthrough.find(k);
+    if (it != h.passthrough.end()) return it->second;
+    auto c = f.config.find(k);
+    return c != f.config.end() ? c->second : "";
+  };
+
+  // Restore.
+  f.restore = scan.restore;
+  f.restore.single_replica_restore = IsTrue(param("enable_single_replica_ckpt_restoring"));
+  if (!f.restore.restored && !f.steps.empty() && f.steps.front().step > 0) {
+    f.restore.restored = true;
+    f.restore.restore_step = f.steps.front().step - 1;
+    f.restore.where = f.steps.front().where;
+  }
+
+  // Progress.
+  ProgressInputs pin;
+  pin.total_steps = AsInt(param("steps"));
+  if (auto p = AsInt(param("checkpoint_period"))) pin.checkpoint_period = *p;
+  else if (IsTrue(param("enable_checkpointing"))) pin.checkpoint_period = static_cast<int64_t>(default_period);
+  if (f.summary.present) pin.wall_seconds = f.summary.wall_seconds;
+  pin.skip_steps = static_cast<int>(skip_steps);
+  pin.setup_allowance_seconds = setup_allowance;
+  f.progress = ComputeProgress(f.steps, pin);
+  f.tgs = AnalyzeTgs(f.steps, pin.checkpoint_period, tgs_options);
+
+  // Year for absl stamps.
+  int year = 0;
+  std::string year_source;
+  if (scan.artifact_year) { year = scan.artifact_year; year_source = "artifact-id"; }
+  else if (int y = YearFromId(f.id)) { year = y; year_source = "job-id"; }
+  else if (scan.iso_year) { year = scan.iso_year; year_source = "iso-timestamp"; }
+  else if (log_mtime) {
+    std::time_t t = static_cast<std::time_t>(*log_mtime);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    year = tm.tm_year + 1900;
+    if (scan.crash_stamp.valid() && scan.crash_stamp.month > tm.tm_mon + 1) --year;   // crash in Dec, mtime in Jan
+    year_source = "log-mtime";
+  }
+
+  // Heartbeat.
+  HeartbeatFacts& hb = f.heartbeat;
+  hb.present = scan.heartbeat_present;
+  if (hb.present) {
+    hb.accused_tasks = scan.accused_tasks;
+    for (int t : hb.accused_tasks) {
+      hb.accused_hosts.push_back(host_of(t));
+      if (scan.death_tasks.count(t)) hb.self_reported_death_tasks.push_back(t);
+    }
+    hb.timeout_seconds = AsInt(param("jax_distributed_heartbeat_timeout_seconds")).value_or(0);
+    if (hb.timeout_seconds == 0) f.notes.push_back("heartbeat timeout not in PASSTHROUGH_ARGS or config; stop time unknown");
+    if (scan.crash_stamp.valid() && year > 0) {
+      LogTime crash{EpochOf(year, scan.crash_stamp), scan.crash_stamp.text, year_source};
+      hb.crash_time = crash;
+      if (hb.timeout_seconds > 0) {
+        LogTime stop{crash.epoch - hb.timeout_seconds, FormatUtc(crash.epoch - hb.timeout_seconds), year_source};
+        hb.heartbeat_stop_time = stop;
+      }
+    }
+    hb.last_step_before = scan.last_step_before_heartbeat;
+    if (!hb.last_step_before && !f.steps.empty()) hb.last_step_before = f.steps.back().step;
+    hb.evidence = scan.heartbeat_evidence;
+  }
+
+  // Events (bounded per kind), with hosts and times.
+  for (auto& [kind, list] : scan.events)
+    for (auto& e : list) {
+      e.host = host_of(e.task);
+      f.events.push_back(std::move(e));
+    }
+
+  // ---- Status (formats §4.2).
+  std::map<std::string, ClassHit> hits = std::move(scan.classes);
+  const int64_t last_step = f.steps.empty() ? -1 : f.steps.back().step;
+  const bool final_step_reached = pin.total_steps && last_step == *pin.total_steps - 1;
+  bool hang = false;
+  std::string hang_reason;
+  if (f.summary.present) {
+    const JobSummary& s = f.summary;
+    bool cancelled_reason = s.reason.find("CANCELLED") != std::string::npos ||
+                            s.reason.find("exit=143") != std::string::npos ||
+                            s.reason.find("exit=130") != std::string::npos;
+    if (s.status == "SUCCESS" || s.status.empty()) f.status = "completed";
+    else if (s.exit_code == 130 || s.exit_code == 143 || cancelled_reason) f.status = "cancelled";
+    else f.status = "failed";
+    if (s.status == "FAILED" && (s.exit_code == 1 || s.exit_code == 143) && final_step_reached) {
+      f.soft_success = true;
+      f.status = "completed";
+      std::string variant = s.exit_code == 1 ? "one rank exited 1 after the final step (teardown race)"
+                                             : "exit 143 after the final step (cleanup/teardown or walltime)";
+      f.notes.push_back("soft success: completed step " + std::to_string(last_step) + " of steps=" +
+                        std::to_string(*pin.total_steps) + " is present; " + variant);
+    }
+    // Steps stopped long before the end of the job: a stall the summary alone does not show.
+    if (!f.soft_success && f.progress.unexplained_gap_seconds && *f.progress.unexplained_gap_seconds > hang_gap &&
+        !final_step_reached && !f.steps.empty()) {
+      hang = true;
+      hang_reason = "wall " + std::to_string(s.wall_seconds) + " s exceeds the sum of step times (" +
+                    std::to_string(static_cast<int64_t>(f.progress.sum_step_seconds)) + " s) plus setup by " +
+                    std::to_string(static_cast<int64_t>(*f.progress.unexplained_gap_seconds)) + " s";
+    }
+  } else if (!job.log_path) {
+    f.status = "failed";
+  } else {
+    int64_t silence = log_mtime ? now - *log_mtime : 0;
+    double step_time = f.progress.step_time_seconds;
+    double behind = step_time > 0 ? static_cast<double>(silence) / step_time : 0;
+    bool stalled = silence > std::max(running_mtime, hang_silence) && (step_time <= 0 || behind >= hang_behind);
+    bool noise_after_steps = !f.steps.empty() && scan.lines_after_last_step > hang_trailing;
+    if (options.scheduler_running == false) {
+      f.status = "unknown-death";
+    } else if (silence <= running_mtime) {
+      f.status = "running";
+    } else if (options.scheduler_running == true || (stalled && noise_after_steps && hits.empty())) {
+      f.status = "hanging";
+      hang = !f.steps.empty() || f.barrier_passed;
+      hang_reason = "no step for " + std::to_string(silence) + " s (last step " + std::to_string(last_step) + ")";
+      if (!options.scheduler_running) f.notes.push_back("scheduler state unknown; hang inferred from output continuing after the last step");
+    } else {
+      f.status = "unknown-death";
+    }
+    if (f.status == "running" || f.status == "hanging")
+      f.notes.push_back("no JOB SUMMARY; log last written " + std::to_string(silence) + " s before now");
+  }
+
+  // ---- Fact-based classes.
+  LogRef last_step_ref = f.steps.empty() ? LogRef{} : f.steps.back().where;
+  if (!job.log_path) {
+    AddClass(&f, &hits, table, "prolog-kill-no-log", LogRef{f.job_dir, 0, "no job log"}, 0);
+    f.notes.push_back("no job log: the job died before writing any output (prolog) or the log was removed");
+  }
+  if (hang) {
+    LogRef r = last_step_ref;
+    r.text = hang_reason;
+    AddClass(&f, &hits, table, "hang", r, (int64_t{0} << 40) | (r.line + 1));
+    if (f.status == "cancelled") AddClass(&f, &hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
+  }
+  if (f.status == "cancelled") AddClass(&f, &hits, table, "cancelled", f.summary.where, int64_t{1} << 50);
+  if (f.soft_success) AddClass(&f, &hits, table, "soft-success", f.summary.where, int64_t{1} << 50);
+  if (f.tgs.degradation_pct > tgs_options.degradation_pct && f.tgs.pattern != "periodic-checkpoint-spikes") {
+    LogRef r = last_step_ref;
+    r.text = "recent TGS " + std::to_string(static_cast<int64_t>(f.tgs.recent_tgs)) + " vs steady " +
+             std::to_string(static_cast<int64_t>(f.tgs.steady_tgs)) + " (" +
+             std::to_string(static_cast<int64_t>(f.tgs.degradation_pct)) + "% lower)";
+    AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
+  }
+  if (f.status == "unknown-death" && hits.empty())
+    AddClass(&f, &hits, table, "unknown-death", last_step_ref, int64_t{1} << 50);
+
+  // ---- Primary: highest priority (root of a cascade), ties broken by the earliest line.
+  std::vector<ClassHit> ordered;
+  for (auto& kv : hits) {
+    kv.second.match.host = host_of(kv.second.match.task);
+    ordered.push_back(kv.second);
+  }
+  std::sort(ordered.begin(), ordered.end(), [](const ClassHit& a, const ClassHit& b) {
+    if (a.match.priority != b.match.priority) return a.match.priority > b.match.priority;
+    return a.ordinal < b.ordinal;
+  });
+  auto eligible = [&](const ClassHit& c) {
+    if (f.soft_success) return c.match.failure_class == "soft-success";
+    if (f.status == "completed" || f.status == "running") {
+      const FailureSignature* sig = table.Find(c.match.failure_class);
+      return sig && !sig->detector.empty();   // error lines in a healthy run are reported, not primary
+    }
+    return true;
+  };
+  for (const auto& c : ordered)
+    if (eligible(c)) {
+      f.failure_class = c.match.failure_class;
+      break;
+    }
+  for (const auto& c : ordered)
+    if (c.match.failure_class == f.failure_class) f.classes.push_back(c.match);
+  for (const auto& c : ordered)
+    if (c.match.failure_class != f.failure_class) f.classes.push_back(c.match);
+  if (mismatches == 0 && !said.empty() && !h.hosts.empty())
+    f.notes.push_back(std::to_string(said.size()) + " task(s) confirmed their host in the log");
+  return f;
+}
+
+}  // namespace diagnose

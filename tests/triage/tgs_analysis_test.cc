@@ -1,0 +1,124 @@
+#include "engine/triage/tgs_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/triage/triage_support.h"
+
+namespace diagnose {
+namespace {
+
+TgsOptions Options() {
+  auto table = LoadSignatureTable(testing::RulesDir() + "/triage/failure-signatures.yaml");
+  EXPECT_TRUE(table.ok()) << table.status().ToString();
+  auto o = TgsOptionsFromTable(*table);
+  EXPECT_TRUE(o.ok());
+  return *o;
+}
+
+struct Level {
+  int64_t first, last;
+  double tgs;
+};
+
+// Steps with ±noise_pct uniform noise; step 0 is the compile step; `spikes` get a checkpoint stall.
+std::vector<StepRecord> Series(const std::vector<Level>& levels, double noise_pct, uint32_t seed,
+                               const std::vector<int64_t>& spikes = {}) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> noise(-noise_pct / 100, noise_pct / 100);
+  std::vector<StepRecord> out;
+  for (const auto& l : levels)
+    for (int64_t s = l.first; s <= l.last; ++s) {
+      StepRecord r;
+      r.step = s;
+      r.tokens_per_sec_per_device = l.tgs * (1 + noise(rng));
+      if (s == 0) r.tokens_per_sec_per_device = l.tgs / 50;
+      if (std::find(spikes.begin(), spikes.end(), s) != spikes.end()) r.tokens_per_sec_per_device = l.tgs / 6;
+      r.seconds = 8192.0 * 2 / r.tokens_per_sec_per_device;
+      out.push_back(r);
+    }
+  return out;
+}
+
+void ExpectPhases(const TgsAnalysis& a, const std::vector<Level>& want, int tolerance) {
+  ASSERT_EQ(a.phases.size(), want.size()) << "pattern " << a.pattern;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(a.phases[i].first_step, want[i].first, tolerance) << "phase " << i;
+    EXPECT_NEAR(a.phases[i].last_step, want[i].last, tolerance) << "phase " << i;
+    EXPECT_NEAR(a.phases[i].mean_tgs, want[i].tgs, want[i].tgs * 0.01) << "phase " << i;
+  }
+}
+
+TEST(TgsAnalysisTest, FourPhasesWithNoiseAndAGap) {
+  std::vector<Level> levels{{0, 96, 3293}, {97, 216, 2620}, {217, 250, 3288}, {252, 400, 2520}};
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    TgsAnalysis a = AnalyzeTgs(Series(levels, 1.0, seed), std::nullopt, Options());
+    ExpectPhases(a, levels, 2);
+    EXPECT_EQ(a.pattern, "phased");
+    EXPECT_GT(a.degradation_pct, 20);
+  }
+}
+
+TEST(TgsAnalysisTest, CheckpointSpikesAreExcludedAndReported) {
+  std::vector<Level> levels{{0, 96, 3293}, {97, 216, 2620}, {217, 250, 3288}, {252, 400, 2520}};
+  TgsAnalysis a = AnalyzeTgs(Series(levels, 1.0, 9, {101, 201, 301}), 100, Options());
+  ExpectPhases(a, levels, 2);
+  EXPECT_EQ(a.spike_steps, (std::vector<int64_t>{101, 201, 301}));
+}
+
+TEST(TgsAnalysisTest, StableWithPeriodicCheckpointSpikesIsNotADegradation) {
+  TgsAnalysis a = AnalyzeTgs(Series({{0, 600, 3290}}, 1.0, 7, {101, 201, 301, 401, 501}), 100, Options());
+  EXPECT_EQ(a.pattern, "periodic-checkpoint-spikes");
+  EXPECT_EQ(a.phases.size(), 1u);
+  EXPECT_EQ(a.spike_steps.size(), 5u);
+  EXPECT_LT(std::abs(a.degradation_pct), 2);
+}
+
+TEST(TgsAnalysisTest, StableSeries) {
+  TgsAnalysis a = AnalyzeTgs(Series({{0, 300, 1800}}, 1.5, 11), std::nullopt, Options());
+  EXPECT_EQ(a.pattern, "stable");
+  ASSERT_EQ(a.phases.size(), 1u);
+  EXPECT_EQ(a.phases[0].first_step, 0);
+  EXPECT_EQ(a.phases[0].last_step, 300);
+}
+
+TEST(TgsAnalysisTest, OneTimePermanentDrop) {
+  std::vector<Level> levels{{0, 180, 3000}, {181, 500, 2400}};
+  TgsAnalysis a = AnalyzeTgs(Series(levels, 1.0, 13), std::nullopt, Options());
+  ExpectPhases(a, levels, 2);
+  EXPECT_EQ(a.pattern, "one-time-drop");
+}
+
+TEST(TgsAnalysisTest, ConstantDropThatRecovers) {
+  std::vector<Level> levels{{0, 60, 5000}, {61, 140, 4000}, {141, 260, 5000}};
+  TgsAnalysis a = AnalyzeTgs(Series(levels, 0.8, 17), std::nullopt, Options());
+  ExpectPhases(a, levels, 2);
+  EXPECT_EQ(a.pattern, "constant-drop");
+}
+
+TEST(TgsAnalysisTest, GradualDeclineWithOnset) {
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<double> noise(-0.01, 0.01);
+  std::vector<StepRecord> steps;
+  for (int64_t s = 0; s <= 900; ++s) {
+    double base = s < 450 ? 3290 : 3290 - (s - 450) * 1.5;   // -20 % by step 900
+    StepRecord r;
+    r.step = s;
+    r.tokens_per_sec_per_device = s == 0 ? 60 : base * (1 + noise(rng));
+    r.seconds = 16384 / r.tokens_per_sec_per_device;
+    steps.push_back(r);
+  }
+  TgsAnalysis a = AnalyzeTgs(steps, std::nullopt, Options());
+  EXPECT_EQ(a.pattern, "gradual-decline");
+  ASSERT_TRUE(a.decline_onset_step.has_value());
+  EXPECT_NEAR(*a.decline_onset_step, 450, 25);
+}
+
+TEST(TgsAnalysisTest, TooFewSteps) {
+  TgsAnalysis a = AnalyzeTgs(Series({{0, 4, 3000}}, 1.0, 1), std::nullopt, Options());
+  EXPECT_EQ(a.pattern, "insufficient-data");
+}
+
+}  // namespace
+}  // namespace diagnose
