@@ -194,7 +194,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   ASSIGN_OR_RETURN(double setup_allowance, th("setup_allowance_seconds"));
   ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
   ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
-  SignatureMatcher matcher(table);
+  SignatureMatcher matcher(table, LogScanner::Triggers());
 
   JobFacts f;
   f.id = job.id;
