@@ -333,7 +333,8 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   NumberAfter(rest, " loss:", &s.loss);
   double mtp;
   if (NumberAfter(rest, "mtp_loss:", &mtp)) s.mtp_loss = mtp;
-  s.where = Ref(line, msg);
+  // No quoted text: every step is kept, and its fields already say what the line said.
+  s.where = LogRef{file_, line.line_number, ""};
   result_.steps.emplace(step, std::move(s));
   return true;
 }
@@ -532,7 +533,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
     crash_stamp = later.crash_stamp;
     crash_where = later.crash_where;
   }
-  for (auto& kv : later.steps) steps.emplace(kv.first, std::move(kv.second));
+  steps.merge(later.steps);   // splices nodes; keys already present keep the earlier record
   for (auto& e : later.heartbeat_evidence)
     if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
   for (auto& kv : later.classes) {

@@ -305,7 +305,8 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   h.ray = scan.ray || !job.ray_worker_logs.empty();
 
   f.config = std::move(scan.config);
-  for (auto& kv : scan.steps) f.steps.push_back(std::move(kv.second));
+  f.steps.reserve(scan.steps.size());
+  while (!scan.steps.empty()) f.steps.push_back(std::move(scan.steps.extract(scan.steps.begin()).mapped()));
   f.memstats = std::move(scan.memstats);
   f.barrier_passed = scan.barrier_passed;
   f.checkpoint_saves.assign(scan.checkpoint_saves.begin(), scan.checkpoint_saves.end());
