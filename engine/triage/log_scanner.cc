@@ -466,6 +466,8 @@ void LogScanner::RecordClasses(const LogLine& line, std::string_view text) {
       e.kind = sig.id;
       e.task = line.task;
       e.where = Ref(line, text);
+      // The year is filled in by triage once it knows where to take it from.
+      if (line.absl.level) e.time = LogTime{0, std::string(line.absl.stamp), ""};
       ev.push_back(std::move(e));
     }
     if (sig.id == "oom-gpu" && result_.oom_allocation.empty()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <set>
@@ -390,6 +391,16 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   for (auto& [kind, list] : scan.events)
     for (auto& e : list) {
       e.host = host_of(e.task);
+      if (e.time && year > 0 && e.time->text.size() >= 13) {
+        const std::string& t = e.time->text;   // "MMDD HH:MM:SS[.uuuuuu]"
+        AbslStamp st{std::atoi(t.substr(0, 2).c_str()), std::atoi(t.substr(2, 2).c_str()),
+                     std::atoi(t.substr(5, 2).c_str()), std::atoi(t.substr(8, 2).c_str()),
+                     std::atoi(t.substr(11, 2).c_str()), t};
+        e.time->epoch = EpochOf(year, st);
+        e.time->year_source = year_source;
+      } else if (e.time) {
+        e.time.reset();   // no year anywhere: the stamp alone cannot be placed in time
+      }
       f.events.push_back(std::move(e));
     }
 
