@@ -204,7 +204,8 @@ SignatureMatcher::SignatureMatcher(const SignatureTable& table, std::vector<std:
       }
     }
   }
-  for (auto& v : next_) v = (v << 1) | (output_head_[v] >= 0 ? 1 : 0);
+  // Store row offsets (state * alphabet) so the hot loop needs no multiply.
+  for (auto& v : next_) v = ((v * alphabet_) << 1) | (output_head_[v] >= 0 ? 1 : 0);
 }
 
 void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint32_t* trigger_bits) const {
@@ -216,12 +217,12 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
   int s = 0;
   const int32_t* next = next_.data();
   const int alpha = alphabet_;
-  // Transitions hold (state << 1 | has_output): one table load per byte.
+  // Transitions hold (row offset << 1 | has_output): one table load per byte.
   for (unsigned char c : line) {
-    int32_t v = next[s * alpha + byte_class_[c]];
+    int32_t v = next[s + byte_class_[c]];
     s = v >> 1;
     if (v & 1) {
-      for (int o = output_head_[s]; o >= 0; o = outputs_[o].second) {
+      for (int o = output_head_[s / alpha]; o >= 0; o = outputs_[o].second) {
         const Literal& l = literals_[outputs_[o].first];
         if (l.class_index == -2) triggers |= 1u << l.trigger_bit;
         else if (n_hits < 32) hits[n_hits++] = outputs_[o].first;
