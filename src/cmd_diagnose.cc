@@ -1,27 +1,101 @@
+// `diagnose JOB [...]`: the contract's main command (shared/reference/diagnose-contract.md).
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
+#include <string>
 
+#include "engine/pipeline/pipeline.h"
+#include "engine/report/render.h"
 #include "src/commands.h"
 
 namespace diagnose::cli {
 
 namespace {
+
 struct DiagnoseArgs {
-  std::string job;
-  std::string outputs;
+  DiagnoseOptions options;
+  std::string baseline;
   std::string format;
+  std::vector<std::string> headers;
+  int64_t now = 0;
 };
+
+// "Authorization: Bearer x" -> {"Authorization", "Bearer x"}.
+bool SplitHeader(const std::string& raw, std::string* name, std::string* value) {
+  auto colon = raw.find(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *name = raw.substr(0, colon);
+  auto start = raw.find_first_not_of(' ', colon + 1);
+  *value = start == std::string::npos ? "" : raw.substr(start);
+  return true;
+}
+
+int RunDiagnose(DiagnoseArgs& args) {
+  if (args.options.job_ref.empty()) {
+    std::fprintf(stderr, "diagnose: no job given (try `diagnose --help`)\n");
+    return 2;
+  }
+  if (!args.baseline.empty()) args.options.baseline_ref = args.baseline;
+  if (args.now > 0) args.options.now = args.now;
+  for (const auto& raw : args.headers) {
+    std::string name, value;
+    if (!SplitHeader(raw, &name, &value)) {
+      std::fprintf(stderr, "diagnose: --header '%s' is not of the form 'Name: value'\n", raw.c_str());
+      return 2;
+    }
+    args.options.remote.headers[name] = value;
+  }
+  std::string format = args.format;
+  if (format.empty()) format = isatty(STDOUT_FILENO) ? "text" : "json";
+  if (format != "text" && format != "md" && format != "json" && format != "html") {
+    std::fprintf(stderr, "diagnose: --format '%s' is not one of text, md, json, html\n", format.c_str());
+    return 2;
+  }
+  if (args.options.data_dir.empty()) args.options.data_dir = DefaultDataDir();
+
+  auto report = RunDiagnosis(args.options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "diagnose: %s\n", report.status().message().c_str());
+    return 1;
+  }
+  RenderOptions render_options;
+  render_options.color = format == "text" && isatty(STDOUT_FILENO);
+  auto rendered = RenderReport(*report, format, render_options);
+  if (!rendered.ok()) {
+    std::fprintf(stderr, "diagnose: %s\n", rendered.status().message().c_str());
+    return 1;
+  }
+  std::fwrite(rendered->data(), 1, rendered->size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   static DiagnoseArgs args;
-  app.add_option("job", args.job, "Slurm/k8s/local job id, job directory or job log file");
-  app.add_option("--outputs", args.outputs, "where job outputs live (default $DIAGNOSE_OUTPUTS, else ./outputs)");
-  app.add_option("--format", args.format, "text|md|json|html");
-  registry.Add(nullptr, [] {
-    std::fprintf(stderr, "diagnose: pipeline not wired yet\n");
-    return 1;
-  });
+  auto& o = args.options;
+  app.add_option("job", o.job_ref, "Slurm/k8s/local job id, job directory or job log file");
+  app.add_option("--outputs", o.outputs_dir, "where job outputs live (default: $DIAGNOSE_OUTPUTS, else ./outputs)");
+  app.add_option("--baseline", args.baseline, "a second job to compare against (restore vs fresh, before vs after)");
+  app.add_option("--format", args.format, "text|md|json|html (default: text on a terminal, else json)");
+  app.add_option("--prometheus", o.remote.url,
+                 "query this Prometheus-compatible endpoint (live job, Thanos, Mimir, VictoriaMetrics) "
+                 "instead of a private Prometheus on the job's snapshot");
+  app.add_option("--header", args.headers, "extra HTTP header for --prometheus, 'Name: value' (repeatable)");
+  app.add_option("--tenant", o.remote.tenant, "X-Scope-OrgID for Mimir/Cortex");
+  app.add_flag("--thanos", o.remote.thanos, "Thanos querier: partial_response=false, warnings surfaced");
+  app.add_flag("--insecure", o.remote.insecure_skip_verify, "do not verify the endpoint's TLS certificate");
+  app.add_option("--cacert", o.remote.ca_file, "CA bundle for the endpoint's TLS certificate");
+  app.add_option("--query-timeout", o.remote.timeout_seconds, "per-request timeout in seconds");
+  app.add_flag("--logs-only", o.logs_only, "triage the logs only; do not open the TSDB");
+  app.add_flag("--blocks-only", o.blocks_only,
+               "serve only the completed blocks of a live job's TSDB (the newest ~2h are missing)");
+  app.add_option("--playbook", o.forced_playbooks, "run this playbook whatever its triggers say (repeatable)");
+  app.add_option("--data-dir", o.data_dir, "where rules/ and playbooks/ live (default: $DIAGNOSE_DATA_DIR or the source tree)");
+  app.add_option("--history", o.history_file, "sweep history (JSON lines): decisions honour its limits and the decision is appended");
+  app.add_option("--now", args.now, "treat this epoch second as now (running/hanging decisions; for tests)");
+  registry.Add(nullptr, [] { return RunDiagnose(args); });
 }
 
 }  // namespace diagnose::cli

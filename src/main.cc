@@ -5,9 +5,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/core/cleanup_registry.h"
 #include "src/commands.h"
 
 int main(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the blocked termination signals.
+  diagnose::InstallTerminationHandler();
   CLI::App app{"diagnose: incident diagnosis for maxtext-slurm LLM training jobs"};
   app.set_version_flag("--version", std::string(DIAGNOSE_VERSION));
   app.require_subcommand(0, 1);

@@ -1,0 +1,370 @@
+// Unit tests of the fixture generator: scenario validation, hostlists, the shared timeline, the
+// metric model's realism invariants, and determinism. No promtool: metrics are checked in memory.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tools/fixturegen/generate.h"
+#include "tools/fixturegen/hostlist.h"
+#include "tools/fixturegen/log_writer.h"
+#include "tools/fixturegen/metric_model.h"
+#include "tools/fixturegen/scenario.h"
+#include "tools/fixturegen/timeline.h"
+
+namespace diagnose::fixturegen {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr const char* kMinimal = R"(
+job:
+  id: "123"
+  model: llama2-70b
+  ray: true
+  start: 2026-03-01T10:00:00Z
+  seed: 7
+  hosts: "gpu[01-03]"
+  passthrough: [steps=40, per_device_batch_size=4]
+training:
+  last_step: 39
+  phases:
+    - {steps: 0-19, tgs: 1340}
+    - {steps: 20-39, tgs: 1000}
+metrics: {tsdb: true, node_hw_interval: 10, ray_interval: 10, missed_scrapes: 0.02}
+faults:
+  - {kind: rdma_retx, hosts: [gpu02], steps: 20-39, rate: 500, devices: [1]}
+expect: {status: completed}
+)";
+
+Scenario MustParse(const std::string& text) {
+  auto s = ParseScenario(text, "test.yaml");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : Scenario{};
+}
+
+std::string ErrorOf(const std::string& text) {
+  auto s = ParseScenario(text, "bad.yaml");
+  EXPECT_FALSE(s.ok());
+  return s.ok() ? "" : s.status().message();
+}
+
+// ---- hostlists
+
+TEST(Hostlist, ExpandsRangesListsAndPadding) {
+  auto hosts = ExpandHostlist("chi[2822-2824,2853],node[08-10],login");
+  ASSERT_TRUE(hosts.ok()) << hosts.status().message();
+  EXPECT_THAT(*hosts, ::testing::ElementsAre("chi2822", "chi2823", "chi2824", "chi2853", "node08", "node09", "node10",
+                                             "login"));
+}
+
+TEST(Hostlist, CompressIsInverseOfExpand) {
+  for (const std::string expr : {"chi[2815-2822,2827-2830,2834-2835,2853]", "node[01-04]", "gpu-b[01-11]",
+                                 "devbox07", "a[1-3],b[7,9]"}) {
+    auto hosts = ExpandHostlist(expr);
+    ASSERT_TRUE(hosts.ok());
+    EXPECT_EQ(CompressHostlist(*hosts), expr);
+  }
+}
+
+TEST(Hostlist, CompressSortsAndMergesLikeSlurm) {
+  EXPECT_EQ(CompressHostlist({"chi2853", "chi2822", "chi2823", "chi2824"}), "chi[2822-2824,2853]");
+  EXPECT_EQ(CompressHostlist({"n1", "n2", "n2"}), "n[1-2]");
+}
+
+TEST(Hostlist, RejectsMalformed) {
+  EXPECT_FALSE(ExpandHostlist("chi[2822-2824").ok());
+  EXPECT_FALSE(ExpandHostlist("chi[9-3]").ok());
+  EXPECT_FALSE(ExpandHostlist("chi[a-b]").ok());
+  EXPECT_FALSE(ExpandHostlist("a,,b").ok());
+}
+
+// ---- scenario parsing
+
+TEST(Scenario, ParsesMinimalAndDerivesFromPassthrough) {
+  Scenario s = MustParse(kMinimal);
+  EXPECT_EQ(s.job_name, "JAX-llama2-70b");
+  EXPECT_EQ(s.total_steps, 40);
+  EXPECT_DOUBLE_EQ(s.per_device_batch_size, 4);
+  EXPECT_EQ(s.hosts.size(), 3u);
+  EXPECT_EQ(JobDirName(s), "123-JAX-llama2-70b");
+}
+
+TEST(Scenario, UnknownKeyNamesFileLineAndColumn) {
+  std::string text = kMinimal;
+  text.replace(text.find("  seed: 7"), 9, "  sede: 7");
+  EXPECT_THAT(ErrorOf(text), HasSubstr("bad.yaml:7:3: unknown key 'sede' in job"));
+}
+
+TEST(Scenario, ErrorsAreSpecific) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string t = kMinimal;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  EXPECT_THAT(ErrorOf(with("2026-03-01T10:00:00Z", "yesterday")), HasSubstr("is not YYYY-MM-DDTHH:MM:SSZ"));
+  EXPECT_THAT(ErrorOf(with("2026-03-01T10:00:00Z", "2026-03-01T10:00:00")), HasSubstr("must end with Z"));
+  EXPECT_THAT(ErrorOf(with("kind: rdma_retx", "kind: cosmic_rays")), HasSubstr("unknown fault kind 'cosmic_rays'"));
+  EXPECT_THAT(ErrorOf(with("hosts: [gpu02]", "hosts: [gpu09]")), HasSubstr("fault host 'gpu09' is not in job.hosts"));
+  EXPECT_THAT(ErrorOf(with("{steps: 20-39, tgs: 1000}", "{steps: 21-39, tgs: 1000}")),
+              HasSubstr("step 20 is in no phase"));
+  EXPECT_THAT(ErrorOf(with("model: llama2-70b", "model: llama2-70b\n  launcher: slurmish")),
+              HasSubstr("launcher must be slurm, k8s or local"));
+  EXPECT_THAT(ErrorOf(with("expect: {status: completed}", "")), HasSubstr("needs an 'expect' block"));
+  EXPECT_THAT(ErrorOf(with("ray: true", "ray: false")), HasSubstr("only for RAY=1"));
+  EXPECT_THAT(ErrorOf(with("gpu[01-03]", "gpu[01-03],gpu02")), HasSubstr("duplicate host"));
+  EXPECT_THAT(ErrorOf("job: [1, 2\n"), HasSubstr("bad.yaml:"));
+}
+
+TEST(Scenario, LabelWidthFollowsDigitsOfLastTask) {
+  EXPECT_EQ(TaskLabelWidth(1), 1);
+  EXPECT_EQ(TaskLabelWidth(10), 1);
+  EXPECT_EQ(TaskLabelWidth(11), 2);
+  EXPECT_EQ(TaskLabelWidth(100), 2);
+  EXPECT_EQ(TaskLabelWidth(101), 3);
+}
+
+// ---- timeline
+
+TEST(Timeline, StepsAreContiguousAndConsistentWithTgs) {
+  Scenario s = MustParse(kMinimal);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->steps.size(), 40u);
+  for (size_t i = 1; i < t->steps.size(); ++i) {
+    const StepRecord& r = t->steps[i];
+    EXPECT_DOUBLE_EQ(r.begin, t->steps[i - 1].end);
+    EXPECT_NEAR(r.end - r.begin, r.seconds, 1e-6);  // epoch-scale doubles
+    EXPECT_NEAR(r.tgs * r.seconds, t->tokens_per_step, 1e-6);
+  }
+  EXPECT_NEAR(t->steps[10].tgs, 1340, 15);
+  EXPECT_NEAR(t->steps[30].tgs, 1000, 12);
+  EXPECT_GT(t->job_end, t->steps.back().end);
+}
+
+TEST(Timeline, HeartbeatCrashLandsInsideTheStepAfterTheLastOne) {
+  std::string text = kMinimal;
+  text += "heartbeat: {time: 2026-03-01T12:00:00Z, accused: [1], own_death: [1]}\n";
+  Scenario s = MustParse(text);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  double crash = s.heartbeat->time;
+  EXPECT_GT(crash, t->steps.back().end);
+  EXPECT_LT(crash, t->steps.back().end + t->steps.back().seconds);
+}
+
+TEST(StepLine, ExactUpstreamFormat) {
+  StepRecord r;
+  r.step = 71;
+  r.seconds = 30.309;
+  r.tflops = 207.973;
+  r.mfu = 8.319;
+  r.tgs = 3243.4;
+  r.total_weights = 18874368;
+  r.loss = 7.25;
+  EXPECT_EQ(FormatStepLine(r),
+            "completed step: 71, seconds: 30.309, TFLOP/s/device: 207.973, MFU: 8.32%, Tokens/s/device: 3243.400, "
+            "total_weights: 18874368, loss: 7.250");
+  EXPECT_EQ(FormatWall(3725), "1h 2m 5s");
+  EXPECT_EQ(FormatWall(65), "1m 5s");
+  EXPECT_EQ(FormatWall(9), "9s");
+}
+
+// ---- metric model
+
+std::vector<Series> Metrics(const Scenario& s) {
+  auto t = BuildTimeline(s);
+  EXPECT_TRUE(t.ok());
+  std::vector<Series> out;
+  auto stats = GenerateMetrics(s, *t, [&](Series series) {
+    out.push_back(std::move(series));
+    return Status::Ok();
+  });
+  EXPECT_TRUE(stats.ok());
+  return out;
+}
+
+TEST(Metrics, SeriesAreStrictlyIncreasingAndUniquelyLabelled) {
+  auto series = Metrics(MustParse(kMinimal));
+  ASSERT_FALSE(series.empty());
+  std::set<Labels> seen;
+  for (const Series& s : series) {
+    EXPECT_TRUE(seen.insert(s.labels).second) << "duplicate series " << s.labels.at("__name__");
+    for (size_t i = 1; i < s.samples.size(); ++i)
+      ASSERT_GT(s.samples[i].t, s.samples[i - 1].t) << s.labels.at("__name__");
+  }
+}
+
+TEST(Metrics, LabelShapesMatchTheExporters) {
+  auto series = Metrics(MustParse(kMinimal));
+  bool saw_ray_gpu = false, saw_hw = false, saw_tb = false;
+  for (const Series& s : series) {
+    const std::string& name = s.labels.at("__name__");
+    ASSERT_TRUE(s.labels.count("job") && s.labels.count("instance")) << name;
+    if (name.rfind("ray_", 0) == 0) {
+      EXPECT_EQ(s.labels.count("host"), 0u) << name << " must identify the node by ip/instance only";
+      EXPECT_EQ(s.labels.at("job"), "ray");
+      EXPECT_THAT(s.labels.at("instance"), HasSubstr(":55080"));
+      EXPECT_TRUE(s.labels.count("ip") && s.labels.count("SessionName") && s.labels.count("IsHeadNode"));
+      if (name == "ray_node_gpus_utilization") {
+        saw_ray_gpu = true;
+        EXPECT_TRUE(s.labels.count("GpuIndex") && s.labels.count("GpuDeviceName"));
+      }
+    } else if (name.rfind("hw_", 0) == 0) {
+      saw_hw = true;
+      EXPECT_EQ(s.labels.at("job"), "node_hw");
+      EXPECT_EQ(s.labels.at("instance"), s.labels.at("host") + ":9400");
+    } else if (name.rfind("tb_", 0) == 0) {
+      saw_tb = true;
+      EXPECT_EQ(s.labels.at("host"), "gpu01") << "tb_* series exist only for the head host";
+    }
+  }
+  EXPECT_TRUE(saw_ray_gpu && saw_hw && saw_tb);
+}
+
+TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
+  Scenario s = MustParse(kMinimal);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  double fault_begin = t->FindStep(20)->begin, fault_end = t->FindStep(39)->end;
+  auto series = Metrics(s);
+  int large_starts = 0;
+  for (const Series& x : series) {
+    const std::string& name = x.labels.at("__name__");
+    if (name.size() < 6 || name.substr(name.size() - 6) != "_total") continue;
+    for (size_t i = 1; i < x.samples.size(); ++i) ASSERT_GE(x.samples[i].v, x.samples[i - 1].v) << name;
+    if (name == "hw_rdma_tx_bytes_total" && x.samples.front().v > 1e12) ++large_starts;
+    if (name != "hw_rdma_tx_retx_pkts_total") continue;
+    double inside = 0, outside = 0;
+    for (size_t i = 1; i < x.samples.size(); ++i) {
+      double d = x.samples[i].v - x.samples[i - 1].v;
+      (x.samples[i].t > fault_begin + 30 && x.samples[i].t < fault_end ? inside : outside) += d;
+    }
+    bool faulted = x.labels.at("host") == "gpu02" && x.labels.at("device") == "ionic_1";
+    if (faulted) EXPECT_GT(inside, 1000);
+    else EXPECT_EQ(inside, 0) << x.labels.at("host") << " " << x.labels.at("device");
+    EXPECT_LT(outside, faulted ? 500 * 35 : 1);
+  }
+  EXPECT_GE(large_starts, 20);
+}
+
+TEST(Metrics, MissedScrapesWriteUpZeroAndNoSamples) {
+  auto series = Metrics(MustParse(kMinimal));
+  std::map<std::string, std::set<double>> down;   // instance -> times with up == 0
+  for (const Series& x : series)
+    if (x.labels.at("__name__") == "up")
+      for (const Sample& p : x.samples)
+        if (p.v == 0) down[x.labels.at("instance")].insert(p.t);
+  ASSERT_FALSE(down.empty()) << "2% missed scrapes should produce some up == 0";
+  for (const Series& x : series) {
+    if (x.labels.at("__name__") == "up" || x.labels.at("__name__").rfind("scrape_", 0) == 0 ||
+        x.labels.at("__name__").rfind("tb_", 0) == 0)
+      continue;
+    const auto& times = down[x.labels.at("instance")];
+    for (const Sample& p : x.samples) ASSERT_EQ(times.count(p.t), 0u) << x.labels.at("__name__");
+  }
+}
+
+TEST(Metrics, TensorboardSamplesSitAtStepWallTimesWithStalenessFills) {
+  std::string text = kMinimal;
+  text.replace(text.find("passthrough: [steps=40, per_device_batch_size=4]"), 48,
+               "passthrough: [steps=40, per_device_batch_size=4, enable_checkpointing=true, checkpoint_period=10]");
+  Scenario s = MustParse(text);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  std::set<double> step_ends;
+  for (const auto& r : t->steps) step_ends.insert(std::round(r.end * 1000) / 1000);
+  auto series = Metrics(s);
+  const Series* step = nullptr;
+  const Series* fill = nullptr;
+  for (const Series& x : series) {
+    if (x.labels.at("__name__") == "tb_step") step = &x;
+    if (x.labels.at("__name__") == "tb_metrics_plugin_staleness_fill") fill = &x;
+  }
+  ASSERT_TRUE(step && fill);
+  int fills = 0;
+  for (size_t i = 0; i < fill->samples.size(); ++i) {
+    if (fill->samples[i].v == 1) {
+      ++fills;
+      EXPECT_EQ(step_ends.count(fill->samples[i].t), 0u);
+    } else {
+      EXPECT_EQ(step_ends.count(fill->samples[i].t), 1u) << "real tb samples carry the step's wall time";
+    }
+  }
+  EXPECT_GT(fills, 0) << "the slow post-checkpoint steps are idle periods > 150 s";
+  EXPECT_EQ(step->samples.size(), fill->samples.size());
+}
+
+TEST(Metrics, DeterministicFromTheSeed) {
+  Scenario s = MustParse(kMinimal);
+  auto a = Metrics(s), b = Metrics(s);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].labels, b[i].labels);
+    ASSERT_EQ(a[i].samples.size(), b[i].samples.size());
+    for (size_t k = 0; k < a[i].samples.size(); ++k) {
+      ASSERT_EQ(a[i].samples[k].t, b[i].samples[k].t);
+      ASSERT_EQ(a[i].samples[k].v, b[i].samples[k].v);
+    }
+  }
+  s.seed = 8;
+  auto c = Metrics(s);
+  bool differs = false;
+  for (size_t i = 0; i < a.size() && !differs; ++i)
+    differs = a[i].samples.size() != c[i].samples.size() || a[i].samples.front().v != c[i].samples.front().v;
+  EXPECT_TRUE(differs);
+}
+
+// ---- job directory
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Generate, LauncherLayoutAndByteIdenticalLogs) {
+  Scenario s = MustParse(kMinimal);
+  fs::path base = fs::temp_directory_path() / ("fixturegen-test-" + std::to_string(::getpid()));
+  GenerateOptions options;
+  options.write_tsdb = false;
+  options.out_dir = (base / "a").string();
+  ASSERT_TRUE(Generate(s, options).ok());
+  options.out_dir = (base / "b").string();
+  ASSERT_TRUE(Generate(s, options).ok());
+  fs::path a = base / "a", b = base / "b";
+  EXPECT_EQ(fs::read_symlink(a / "123-JAX-llama2-70b" / "log"), fs::path("../123-JAX-llama2-70b.log"));
+  std::string log = Slurp(a / "123-JAX-llama2-70b.log");
+  EXPECT_EQ(log, Slurp(b / "123-JAX-llama2-70b.log"));
+  EXPECT_THAT(log, HasSubstr("JOB_NODELIST=gpu[01-03]\n"));
+  EXPECT_THAT(log, HasSubstr("2: NODELIST_EXPANDED=gpu01,gpu02,gpu03\n"));
+  EXPECT_THAT(log, HasSubstr("1: \x1b[36m(MaxTextTrainerActor pid="));
+  EXPECT_THAT(log, HasSubstr("  Status: SUCCESS (exit 0)\n"));
+  // every task prints every step
+  size_t count = 0;
+  for (size_t pos = 0; (pos = log.find("completed step: 39,", pos)) != std::string::npos; ++pos) ++count;
+  EXPECT_EQ(count, 3u);
+  int workers = 0;
+  for (const auto& e : fs::directory_iterator(a / "123-JAX-llama2-70b" / "ray_logs" / "gpu02")) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("worker-", 0) == 0 && e.path().extension() == ".out") {
+      ++workers;
+      std::string out = Slurp(e.path());
+      EXPECT_THAT(out, HasSubstr("\ncompleted step: 39, seconds: "));
+      EXPECT_EQ(out.find("\x1b["), std::string::npos) << "worker logs hold the trainer's verbatim output";
+    }
+  }
+  EXPECT_EQ(workers, 1);
+  EXPECT_TRUE(fs::exists(a / "123-JAX-llama2-70b" / "prometheus" / "ray_prometheus.yml"));
+  EXPECT_TRUE(fs::exists(a / "123-JAX-llama2-70b" / "metrics_exporter" / "gpu03.log"));
+  fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace diagnose::fixturegen

@@ -1,0 +1,31 @@
+// Turns one scenario into its job output directory below an outputs dir (the launcher workspace).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/core/status.h"
+#include "tools/fixturegen/scenario.h"
+
+namespace diagnose::fixturegen {
+
+struct GenerateOptions {
+  std::string out_dir;              // the workspace the job's files are written into
+  std::string scratch_dir;          // OpenMetrics staging; empty = system temp dir
+  bool write_tsdb = true;           // false: skip prometheus blocks even when the scenario asks
+};
+
+struct GenerateReport {
+  std::string job_dir;
+  int64_t series = 0;
+  int64_t samples = 0;
+  int64_t samples_in_blocks = 0;
+  int blocks = 0;
+  int64_t tsdb_bytes = 0;
+  int64_t log_bytes = 0;
+  double seconds = 0;
+};
+
+StatusOr<GenerateReport> Generate(const Scenario& scenario, const GenerateOptions& options);
+
+}  // namespace diagnose::fixturegen

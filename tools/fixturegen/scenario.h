@@ -1,0 +1,151 @@
+// A fixture scenario: the declarative description (fixtures/scenarios/*.yaml) of one job that
+// fixturegen turns into a launcher-layout job directory. Field meanings are documented in
+// fixtures/README.md; the `expect` block is opaque here and read by the tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "engine/core/status.h"
+
+namespace diagnose::fixturegen {
+
+enum class Launcher { kSlurm, kK8s, kLocal };
+
+struct StepRange {
+  int64_t first = 0;
+  int64_t last = 0;   // inclusive
+  bool Contains(int64_t step) const { return step >= first && step <= last; }
+};
+
+struct Phase {
+  StepRange steps;
+  double tgs = 0;                 // Tokens/s/device
+  double tgs_end = 0;             // >0: TGS drifts linearly from tgs to tgs_end across the range
+};
+
+// A time window given either as step numbers (resolved through the timeline) or as offsets/absolute
+// times. Empty = the whole job.
+struct Window {
+  std::optional<StepRange> steps;
+  std::optional<double> from_time;   // epoch seconds
+  std::optional<double> to_time;
+};
+
+struct Fault {
+  std::string kind;                  // see kFaultKinds in scenario.cc
+  std::vector<std::string> hosts;    // resolved host names ("all" expands)
+  Window window;
+  double rate = 0;                   // events/s (counters) or the fault's magnitude (gauges)
+  std::vector<int> devices;          // RDMA device / GPU indices; empty = all
+  int line = 0;                      // scenario line, for messages
+};
+
+// Raw lines inserted into the job log at an anchor.
+struct LogEvent {
+  std::string anchor;                // job_start | after_stage:<stage> | before_memstats | before_step0 |
+                                     // after_step:<n> | end
+  int64_t anchor_step = -1;
+  std::vector<int> tasks;            // empty = unlabelled batch-script lines
+  bool all_tasks = false;
+  bool trainer = true;               // for RAY=1: line comes from the trainer (Ray prefix, worker log)
+  std::vector<std::string> lines;    // {host} {task} {job_id} {date_mmdd} {time} are substituted
+};
+
+struct StageOutcome {
+  std::string result = "ok";        // ok | timeout | failed
+  double elapsed = 0;               // seconds
+  int exit_code = 1;                // for failed
+  std::vector<std::string> lines;   // labelled (all tasks) lines printed inside the stage
+};
+
+struct Heartbeat {
+  double time = 0;                  // crash time, epoch seconds
+  std::vector<int> accused;
+  std::vector<int> own_death;       // accused tasks that log their own E/F lines
+  int coordinator = 0;
+};
+
+struct Summary {
+  bool present = true;
+  std::string status = "SUCCESS";   // SUCCESS | FAILED
+  int exit_code = 0;
+  std::string reason;               // after the em dash
+  bool colour = false;
+};
+
+struct Scenario {
+  std::string path;
+  std::string description;
+  std::string job_id;
+  std::string job_name;
+  std::string model;
+  std::string model_alias;
+  std::string exp_tag;
+  Launcher launcher = Launcher::kSlurm;
+  std::vector<std::string> passthrough;
+  bool ray = false;
+  double start_time = 0;            // epoch seconds of the batch script's start
+  uint64_t seed = 1;
+  std::vector<std::string> hosts;   // task order
+  std::string gpu_name = "AMD Instinct MI355X";
+  int gpus_per_node = 8;
+
+  // training
+  bool training = true;             // false: the job dies before the training stage
+  int64_t total_steps = 0;          // steps=T
+  int64_t first_step = 0;           // >0: restored from checkpoint first_step-1
+  int64_t last_step = -1;           // last completed step; -1 = no step at all
+  std::string stop_phase = "steps"; // before_memstats | before_step0 | steps
+  bool moe = false;
+  bool single_replica_restore = false;
+  int seq_len = 8192;
+  double per_device_batch_size = 12;
+  double step0_seconds = 150;
+  double init_seconds = 240;        // training stage start -> first step begins
+  double tflops_per_tgs = 0.06413;  // TFLOP/s/device per token/s/device
+  double peak_tflops = 2500;
+  std::vector<Phase> phases;
+  int64_t checkpoint_period = 0;    // 0 = checkpointing off
+  double checkpoint_save_seconds = 300;
+  double loss_start = 10.8, loss_end = 5.5;
+  double lb_loss = 0.0105;          // MoE load-balance loss baseline
+  std::optional<int64_t> lb_loss_change_step;
+  double lb_loss_after = 0.0;
+  int extra_nccl_waves = 0;
+  std::map<std::string, StageOutcome> stages;   // preflight, pull, ecc, train
+  double hang_seconds = 0;          // silence after the last step before the job ends
+  std::optional<Heartbeat> heartbeat;
+  Summary summary;
+  std::map<int, int> node_exits;    // task -> exit code
+  bool running = false;             // job still running: no summary, fresh mtime
+  std::string log_symlink = "ok";   // ok | dangling | none (prolog kill: dir without log)
+  bool write_log = true;
+  int ray_log_lag_steps = 0;        // RAY=1: Slurm log stops this many steps before the worker logs
+
+  // metrics
+  bool tsdb = false;
+  double node_hw_interval = 10;
+  double ray_interval = 5;
+  double missed_scrape_fraction = 0.004;
+  int rdma_devices = 8;
+  std::vector<std::string> net_devices = {"eth0", "ens9np0"};
+  std::vector<Fault> faults;
+  std::vector<LogEvent> events;
+
+  YAML::Node expect;
+};
+
+// Reads and validates a scenario; errors name path:line:col.
+StatusOr<Scenario> LoadScenario(const std::string& path);
+StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string& path_for_messages);
+
+std::string JobDirName(const Scenario& s);   // <JOB_ID>-<JOB_NAME>
+int TaskLabelWidth(int ntasks);               // digits of ntasks-1 (min 1)
+
+}  // namespace diagnose::fixturegen
