@@ -313,3 +313,82 @@ TEST_F(PrivatePrometheusTest, SigkilledOwnerLeavesACopyThatTheNextStartRemoves) 
 
 }  // namespace
 }  // namespace diagnose
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+namespace diagnose {
+namespace {
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void AgeTree(const std::string& dir, double seconds) {
+  const timespec old{time(nullptr) - static_cast<time_t>(seconds), 0};
+  const timespec times[2] = {old, old};
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    utimensat(AT_FDCWD, it->path().c_str(), times, AT_SYMLINK_NOFOLLOW);
+  }
+}
+
+TEST_F(PrivatePrometheusTest, WalOnlySnapshotOfAFinishedJobIsServed) {
+  // A real WAL: a Prometheus scrapes itself for a few seconds and is stopped, as a job's would be.
+  const std::string job = MakeTempDir("private-prom-wal-");
+  const std::string tsdb = job + "/prometheus";
+  const int port = FreeLoopbackPort();
+  std::ofstream(job + "/scrape.yml") << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n"
+                                        "    static_configs:\n      - targets: ['127.0.0.1:" << port << "']\n";
+  SpawnOptions scraper;
+  scraper.argv = {"prometheus", "--config.file=" + job + "/scrape.yml", "--storage.tsdb.path=" + tsdb,
+                  "--web.listen-address=127.0.0.1:" + std::to_string(port)};
+  scraper.stderr_path = job + "/scraper.log";
+  const double started = static_cast<double>(time(nullptr));
+  {
+    auto live = ChildProcess::Spawn(scraper);
+    ASSERT_TRUE(live.ok()) << live.status().ToString();
+    // The scrape manager applies targets on a 5 s tick: wait until samples exist, then a few more.
+    RemoteEndpointOptions endpoint;
+    endpoint.url = "http://127.0.0.1:" + std::to_string(port);
+    auto probe = HttpQueryClient::Create(endpoint);
+    ASSERT_TRUE(probe.ok());
+    bool scraped = false;
+    for (int i = 0; i < 300 && !scraped; ++i) {
+      auto r = (*probe)->Run(Query::Instant("count_over_time(up[1m])", static_cast<double>(time(nullptr))));
+      scraped = r.ok() && !r->series.empty() && r->series[0].samples[0].v >= 3;
+      if (!scraped) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(scraped) << "the scraping Prometheus never stored samples";
+    // While it runs, the dir is live.
+    auto inv = InspectTsdbDir(tsdb);
+    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+    EXPECT_TRUE(inv->has_wal);
+    EXPECT_EQ(CheckNotLive(*inv, 120).code(), StatusCode::kFailedPrecondition);
+    live->Terminate(std::chrono::seconds(10));
+  }
+  AgeTree(tsdb, 3600);  // the job ended an hour ago
+  const std::string before = testing::DirectoryFingerprint(job);
+  {
+    auto server = PrivatePrometheus::Start(tsdb, options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    EXPECT_TRUE((*server)->inventory().blocks.empty());
+    auto r = (*server)->client().Run(Query::Range("up", started, started + 30, 1));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->series.size(), 1u);
+    EXPECT_GE(r->series[0].samples.size(), 3u);
+  }
+  EXPECT_EQ(testing::DirectoryFingerprint(job), before);
+  fs::remove_all(job);
+}
+
+}  // namespace
+}  // namespace diagnose
