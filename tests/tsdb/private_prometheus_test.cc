@@ -110,7 +110,8 @@ TEST_F(PrivatePrometheusTest, SyntaxErrorCarriesTheQuery) {
 }
 
 TEST_F(PrivatePrometheusTest, HostnamesWithRegexMetacharactersMatchOnlyThemselves) {
-  const std::string job = MakeTempDir("private-prom-meta-");
+  testing::ScopedTempDir job_scope("private-prom-meta-");
+  const std::string& job = job_scope.path;
   testing::FixtureSpec spec;
   spec.hosts = {"node1.a", "node1xa", "node+2", "node2", "r\"q\\"};
   spec.duration_seconds = 600;
@@ -136,7 +137,8 @@ TEST_F(PrivatePrometheusTest, MissingOrEmptyDirIsAClearError) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("nope/prometheus"), std::string::npos);
-  const std::string empty = MakeTempDir("private-prom-empty-");
+  testing::ScopedTempDir empty_scope("private-prom-empty-");
+  const std::string& empty = empty_scope.path;
   auto none = PrivatePrometheus::Start(empty, options_);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
@@ -154,7 +156,8 @@ TEST_F(PrivatePrometheusTest, ServerThatCannotStartLeavesNothingBehind) {
 }
 
 TEST_F(PrivatePrometheusTest, LiveTsdbIsRefusedWithTheFallbacksAndBlocksOnlyWorks) {
-  const std::string job = MakeTempDir("private-prom-live-");
+  testing::ScopedTempDir job_scope("private-prom-live-");
+  const std::string& job = job_scope.path;
   const std::string tsdb = job + "/prometheus";
   fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
   fs::create_directories(tsdb + "/wal");
@@ -176,7 +179,8 @@ TEST_F(PrivatePrometheusTest, LiveTsdbIsRefusedWithTheFallbacksAndBlocksOnlyWork
 }
 
 TEST_F(PrivatePrometheusTest, HeldLockMeansLive) {
-  const std::string job = MakeTempDir("private-prom-lock-");
+  testing::ScopedTempDir job_scope("private-prom-lock-");
+  const std::string& job = job_scope.path;
   fs::copy(SharedJobFixture().tsdb_dir, job, fs::copy_options::recursive);
   std::ofstream(job + "/lock") << "";
   auto inv = InspectTsdbDir(job);
@@ -194,12 +198,14 @@ TEST_F(PrivatePrometheusTest, HeldLockMeansLive) {
 }
 
 TEST_F(PrivatePrometheusTest, SymlinksInTheSnapshotAreNotFollowed) {
-  const std::string outside = MakeTempDir("private-prom-outside-");
+  testing::ScopedTempDir outside_scope("private-prom-outside-");
+  const std::string& outside = outside_scope.path;
   testing::FixtureSpec spec;
   spec.hosts = {"elsewhere"};
   spec.duration_seconds = 600;
   ASSERT_TRUE(testing::BuildJobTsdb(spec, outside).ok());
-  const std::string job = MakeTempDir("private-prom-links-");
+  testing::ScopedTempDir job_scope("private-prom-links-");
+  const std::string& job = job_scope.path;
   const std::string tsdb = job + "/prometheus";
   fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
   auto outside_blocks = ListBlockDirs(outside);
@@ -343,7 +349,8 @@ void AgeTree(const std::string& dir, double seconds) {
 
 TEST_F(PrivatePrometheusTest, WalOnlySnapshotOfAFinishedJobIsServed) {
   // A real WAL: a Prometheus scrapes itself for a few seconds and is stopped, as a job's would be.
-  const std::string job = MakeTempDir("private-prom-wal-");
+  testing::ScopedTempDir job_scope("private-prom-wal-");
+  const std::string& job = job_scope.path;
   const std::string tsdb = job + "/prometheus";
   const int port = FreeLoopbackPort();
   std::ofstream(job + "/scrape.yml") << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n"
