@@ -1,0 +1,92 @@
+// Node health from sweep jobs: the per-node TGS table of a node perf sweep (1N jobs), and the
+// network bisection analysis over group jobs (2N/4N/8N subsets). Pure functions over per-job
+// measurements; the CLI builds NodeRun values from triage facts.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/json.h"
+#include "engine/decision/decision_rules.h"
+#include "engine/report/report.h"
+#include "engine/triage/job_facts.h"
+
+namespace diagnose {
+
+struct NodeRun {
+  std::string job;
+  std::string name;                    // job name / alias (group label in a bisection)
+  std::vector<std::string> hosts;
+  std::string status;                  // triage status (completed, failed, hanging, ...)
+  bool soft_success = false;
+  std::vector<std::pair<int64_t, double>> step_tgs;   // (step, Tokens/s/device) of task 0
+};
+
+// From triage facts of one job.
+NodeRun NodeRunFromFacts(const JobFacts& facts);
+
+// Mean TGS over steps [first, last]; nullopt when fewer than `min_steps` of them are present.
+std::optional<double> SteadyTgs(const NodeRun& run, int first, int last, int min_steps);
+
+bool RunFailed(const NodeRun& run);   // failed/hung/cancelled/unknown-death, not soft success
+
+struct NodeHealthRow {
+  std::string node;
+  std::string job;
+  std::optional<double> tgs;
+  std::optional<double> delta_pct;     // vs median
+  std::string status;                  // healthy | marginal | degraded | unhealthy | insufficient-data
+  std::string reason;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthRow, node, job, tgs, delta_pct, status, reason)
+
+struct NodeHealthTable {
+  std::vector<NodeHealthRow> rows;     // input order
+  std::optional<double> median_tgs;
+  std::vector<std::string> exclude;    // degraded + unhealthy
+  std::vector<std::string> monitor;    // marginal
+  std::vector<std::string> healthy;    // recommended nodelist
+  std::vector<std::string> notes;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthTable, rows, median_tgs, exclude, monitor, healthy, notes)
+
+NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const NodeHealthThresholds& thresholds);
+
+struct GroupRow {
+  std::string name;
+  std::string job;
+  std::vector<std::string> hosts;
+  std::string nodelist;                // compressed
+  std::optional<double> tgs;
+  std::optional<double> delta_pct;     // vs expected
+  std::string status;                  // healthy | degraded | failed
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GroupRow, name, job, hosts, nodelist, tgs, delta_pct, status)
+
+struct BisectionResult {
+  std::vector<GroupRow> rows;                      // largest groups first
+  std::optional<double> expected_tgs;
+  std::vector<std::string> degraded_groups;        // names
+  std::vector<std::vector<std::string>> next_splits;   // host sets to submit next
+  std::vector<std::string> bad_pair;               // isolated pair (or single node)
+  std::string conclusion;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BisectionResult, rows, expected_tgs, degraded_groups, next_splits,
+                                                bad_pair, conclusion)
+
+// `expected_tgs` unset: the best group's TGS is taken as the healthy expectation.
+BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& thresholds,
+                                 std::optional<double> expected_tgs);
+
+// The contract decision a sweep driver acts on: exclude unhealthy nodes (failed/hung, priority 1)
+// and degraded ones (priority 2), else none. Notes carry the monitor list and the healthy nodelist.
+Decision DecisionFromNodeHealth(const NodeHealthTable& table);
+// Exclude the isolated pair/node (priority 2) when bisection has narrowed it down; otherwise none,
+// with the next split (or the escalation) in the notes.
+Decision DecisionFromBisection(const BisectionResult& result);
+
+// "chi[2822-2825,2830]" from {"chi2822", ..., "chi2830"}; hosts without a numeric suffix stay as is.
+std::string CompressHostlist(const std::vector<std::string>& hosts);
+
+}  // namespace diagnose

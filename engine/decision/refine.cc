@@ -1,0 +1,452 @@
+#include "engine/decision/refine.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace diagnose {
+
+namespace {
+
+bool Contains(const std::vector<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+std::string Join(const std::vector<std::string>& items, const std::string& sep = ", ") {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+
+// Maps a host as printed (FQDN from `hostname`, or a task id) onto the header's host list.
+std::string CanonicalHost(const JobFacts& facts, const std::string& host, int task) {
+  const auto& hosts = facts.header.hosts;
+  if (!host.empty()) {
+    if (Contains(hosts, host)) return host;
+    const std::string short_name = host.substr(0, host.find('.'));
+    if (Contains(hosts, short_name)) return short_name;
+    return host;
+  }
+  if (task >= 0 && static_cast<size_t>(task) < hosts.size()) return hosts[task];
+  return "";
+}
+
+struct SignalHit {
+  bool fired = false;
+  std::vector<std::string> hosts;   // distinct, in first-seen order
+  std::string first_line;
+};
+
+void AddHost(SignalHit* hit, const std::string& host) {
+  hit->fired = true;
+  if (!host.empty() && !Contains(hit->hosts, host)) hit->hosts.push_back(host);
+}
+
+bool AnyMatch(const std::vector<std::regex>& patterns, const std::string& text) {
+  for (const auto& re : patterns)
+    if (std::regex_search(text, re)) return true;
+  return false;
+}
+
+SignalHit EvaluateSignal(const SignalSpec& spec, const JobFacts& facts, const std::string& status) {
+  SignalHit hit;
+  if (Contains(spec.statuses, status)) hit.fired = true;
+  for (const auto& m : facts.classes) {
+    if (Contains(spec.classes, m.failure_class) || (!spec.text.empty() && AnyMatch(spec.text, m.where.text))) {
+      AddHost(&hit, CanonicalHost(facts, m.host, m.task));
+      if (hit.first_line.empty()) hit.first_line = m.where.text;
+    }
+  }
+  // Triage keeps one ClassMatch per class but an event per matching line (kind = class id, bounded
+  // per kind), so class ids are looked up among the events too: that is where the per-host spread is.
+  for (const auto& e : facts.events) {
+    if (Contains(spec.events, e.kind) || Contains(spec.classes, e.kind) || (!spec.text.empty() && AnyMatch(spec.text, e.where.text))) {
+      AddHost(&hit, CanonicalHost(facts, e.host, e.task));
+      if (hit.first_line.empty()) hit.first_line = e.where.text;
+    }
+  }
+  if (spec.node_exit_codes_except) {
+    for (const auto& x : facts.node_exits)
+      if (std::find(spec.node_exit_codes_except->begin(), spec.node_exit_codes_except->end(), x.exit_code) ==
+          spec.node_exit_codes_except->end())
+        AddHost(&hit, CanonicalHost(facts, x.host, x.task));
+  }
+  return hit;
+}
+
+// one | several | all | unknown (no host information).
+std::string SpreadOf(const SignalHit& hit, const JobFacts& facts) {
+  if (hit.hosts.empty()) return "unknown";
+  const auto& job_hosts = facts.header.hosts;
+  if (job_hosts.size() >= 2) {
+    bool all = true;
+    for (const auto& h : job_hosts) all = all && Contains(hit.hosts, h);
+    if (all) return "all";
+  }
+  return hit.hosts.size() == 1 ? "one" : "several";
+}
+
+std::optional<int64_t> LastStepOf(const JobFacts& facts) {
+  if (facts.progress.last_step) return facts.progress.last_step;
+  if (!facts.steps.empty()) return facts.steps.back().step;
+  return std::nullopt;
+}
+
+std::optional<int64_t> TotalStepsOf(const JobFacts& facts) {
+  if (facts.progress.total_steps) return facts.progress.total_steps;
+  auto it = facts.header.passthrough.find("steps");
+  if (it != facts.header.passthrough.end()) {
+    try {
+      return std::stoll(it->second);
+    } catch (...) {
+    }
+  }
+  return std::nullopt;
+}
+
+std::string EffectiveStatus(const JobFacts& facts, const SweepContext& context) {
+  if (context.stalled && (facts.status == "running" || facts.status == "unknown-death")) return "hanging";
+  return facts.status;
+}
+
+struct RuleMatch {
+  const DecisionRule* rule = nullptr;
+  SignalHit hit;
+};
+
+std::optional<RuleMatch> FirstMatchingRule(const DecisionRules& rules, const JobFacts& facts,
+                                           const std::string& status, const std::string& phase) {
+  std::map<std::string, SignalHit> hits;
+  auto hit_of = [&](const std::string& id) -> const SignalHit& {
+    auto it = hits.find(id);
+    if (it == hits.end()) it = hits.emplace(id, EvaluateSignal(rules.signals.at(id), facts, status)).first;
+    return it->second;
+  };
+  for (const auto& rule : rules.rules) {
+    const RuleCondition& w = rule.when;
+    if (!w.signal.empty()) {
+      const SignalHit& hit = hit_of(w.signal);
+      if (!hit.fired) continue;
+      if (w.hosts != "any" && SpreadOf(hit, facts) != w.hosts) continue;
+    }
+    if (!w.also.empty() && !hit_of(w.also).fired) continue;
+    if (!w.status.empty() && !Contains(w.status, status)) continue;
+    if (!w.hang_phase.empty() && !Contains(w.hang_phase, phase)) continue;
+    if (w.soft_success && facts.soft_success != *w.soft_success) continue;
+    if (w.final_step_reached) {
+      const auto last = LastStepOf(facts);
+      const auto total = TotalStepsOf(facts);
+      const bool reached = last && total && *total > 0 && *last >= *total - 1;
+      if (reached != *w.final_step_reached) continue;
+    }
+    if (!w.summary_exit.empty() &&
+        (!facts.summary.present ||
+         std::find(w.summary_exit.begin(), w.summary_exit.end(), facts.summary.exit_code) == w.summary_exit.end()))
+      continue;
+    if (!w.failure_class.empty() && !Contains(w.failure_class, facts.failure_class)) continue;
+    RuleMatch match;
+    match.rule = &rule;
+    if (!w.signal.empty()) match.hit = hit_of(w.signal);
+    return match;
+  }
+  return std::nullopt;
+}
+
+std::string ReplaceAll(std::string text, const std::string& key, const std::string& value) {
+  for (size_t pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + value.size()))
+    text.replace(pos, key.size(), value);
+  return text;
+}
+
+std::string ExpandNote(const std::string& note, const JobFacts& facts, const SignalHit& hit,
+                       const std::string& phase) {
+  std::string out = note;
+  out = ReplaceAll(out, "{hosts}", hit.hosts.empty() ? "the job's nodes" : Join(hit.hosts));
+  const auto last = LastStepOf(facts);
+  out = ReplaceAll(out, "{last_step}", last ? std::to_string(*last) : "?");
+  out = ReplaceAll(out, "{exit_code}", facts.summary.present ? std::to_string(facts.summary.exit_code) : "?");
+  out = ReplaceAll(out, "{failure_class}", facts.failure_class.empty() ? "unclassified" : facts.failure_class);
+  out = ReplaceAll(out, "{allocation_clause}",
+                   facts.oom_allocation.empty() ? "" : " while allocating " + facts.oom_allocation);
+  out = ReplaceAll(out, "{phase}", phase);
+  return out;
+}
+
+std::vector<std::string> ExcludedHosts(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& e : d.exclude) out.push_back(e.host);
+  return out;
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+void SetAction(SweepDecision* sd, const std::string& action, const std::string& why) {
+  if (sd->decision.action == action) return;
+  sd->decision.notes.push_back(why + ": " + sd->decision.action + " -> " + action);
+  sd->decision.action = action;
+}
+
+// Suspects for an escalated hang: the diagnosis's own exclusions first (playbooks that localised
+// the hang), else the hosts where RCCL/NIC trouble or crashes were logged, if not every host.
+std::vector<Exclusion> HangSuspects(const Report& diagnosis, const JobFacts& facts, const DecisionRules& rules,
+                                    const std::string& status) {
+  if (!diagnosis.decision.exclude.empty()) return diagnosis.decision.exclude;
+  std::vector<Exclusion> out;
+  for (const char* id : {"nic-completion-error", "rccl-trouble", "node-crash", "gpu-hardware-error"}) {
+    auto it = rules.signals.find(id);
+    if (it == rules.signals.end()) continue;
+    const SignalHit hit = EvaluateSignal(it->second, facts, status);
+    const std::string spread = SpreadOf(hit, facts);
+    if (spread != "one" && spread != "several") continue;
+    for (const auto& h : hit.hosts) out.push_back({h, 2, std::string("hang recurred; ") + id + " logged on this host"});
+    if (!out.empty()) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string HangPhaseOf(const JobFacts& facts) {
+  if (!facts.steps.empty() || facts.progress.last_step) return kHangAfterStep0;
+  if (!facts.memstats.empty()) return kHangAfterMemstatsBeforeStep0;
+  if (facts.barrier_passed) return kHangAfterBarrierBeforeStep0;
+  return kHangBeforeMemstats;
+}
+
+SweepConfig SweepConfigOf(const JobFacts& facts) {
+  SweepConfig config;
+  config.model = !facts.header.model_name.empty() ? facts.header.model_name : facts.header.model_alias;
+  config.args = facts.header.passthrough;
+  return config;
+}
+
+SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, const SweepHistory& history,
+                             const DecisionRules& rules, const SweepContext& context) {
+  SweepDecision sd;
+  sd.decision = diagnosis.decision;
+  sd.root_cause = diagnosis.verdict.root_cause;
+  const std::string status = EffectiveStatus(facts, context);
+  const bool hung = status == "hanging" || facts.failure_class == "hang";
+  const std::string phase = HangPhaseOf(facts);
+  if (hung) sd.hang_phase = phase;
+
+  const SweepConfig config = SweepConfigOf(facts);
+  const std::vector<std::string>& nodes = facts.header.hosts;
+  const HistoryEntry* predecessor = FindRetryPredecessor(history, context.sweep, facts.id, config, nodes);
+  const std::vector<const HistoryEntry*> chain = RetryChain(history, predecessor);
+  if (predecessor) sd.retry_of = predecessor->job;
+
+  // 1. Base decision: the first matching sweep rule, else the diagnosis's own decision.
+  const DecisionRule* rule = nullptr;
+  if (auto match = FirstMatchingRule(rules, facts, status, phase)) {
+    rule = match->rule;
+    const RuleOutcome& out = rule->decision;
+    Decision d;
+    d.action = out.action;
+    const std::string note = ExpandNote(out.note, facts, match->hit, phase);
+    if (out.exclude == "signal-hosts")
+      for (const auto& h : match->hit.hosts) d.exclude.push_back({h, out.exclude_priority, note});
+    d.notes.push_back(note + " [sweep rule " + rule->id + "]");
+    if (diagnosis.decision.action != d.action)
+      d.notes.push_back("diagnosis alone suggested " + diagnosis.decision.action);
+    for (const auto& n : diagnosis.decision.notes) d.notes.push_back(n);
+    sd.decision = std::move(d);
+    sd.rule = rule->id;
+    sd.exclude_scope = out.exclude_scope;
+    if (!out.root_cause.empty()) sd.root_cause = out.root_cause;
+    if (out.record_allocation) sd.oom_allocation = facts.oom_allocation;
+  }
+
+  // 2. Per-rule limits and escalations, judged against this sweep's history.
+  if (rule) {
+    const RuleLimits& lim = rule->limits;
+    if (lim.repeat_on_configs) {
+      std::vector<SweepConfig> configs{config};
+      for (const auto& e : history.entries)
+        if (e.sweep == context.sweep && e.rule == rule->id && e.job != facts.id &&
+            std::find(configs.begin(), configs.end(), e.config) == configs.end())
+          configs.push_back(e.config);
+      if (static_cast<int>(configs.size()) >= lim.repeat_on_configs->count) {
+        SetAction(&sd, lim.repeat_on_configs->then,
+                  "'" + rule->id + "' fired on " + std::to_string(configs.size()) + " configs of this sweep");
+        if (!lim.repeat_on_configs->root_cause.empty()) sd.root_cause = lim.repeat_on_configs->root_cause;
+      }
+    }
+    if (lim.repeat_on_other_nodes && !sd.decision.exclude.empty()) {
+      const std::vector<std::string> now_hosts = ExcludedHosts(sd.decision);
+      for (const auto& e : history.entries) {
+        if (e.sweep != context.sweep || e.rule != rule->id || e.job == facts.id || e.exclude.empty()) continue;
+        bool disjoint = true;
+        for (const auto& x : e.exclude) disjoint = disjoint && !Contains(now_hosts, x.host);
+        if (!disjoint) continue;
+        SetAction(&sd, lim.repeat_on_other_nodes->then,
+                  "same error ('" + rule->id + "') earlier on a different node (job " + e.job + ": " +
+                      e.exclude.front().host + ") - a configuration problem, not one bad node");
+        if (!lim.repeat_on_other_nodes->root_cause.empty()) sd.root_cause = lim.repeat_on_other_nodes->root_cause;
+        break;
+      }
+    }
+    if (lim.consecutive) {
+      int run = 1;
+      for (auto it = chain.rbegin(); it != chain.rend() && (*it)->rule == rule->id; ++it) ++run;
+      if (run >= lim.consecutive->count) {
+        SetAction(&sd, lim.consecutive->then,
+                  "'" + rule->id + "' " + std::to_string(run) + " times in a row on this config (limit " +
+                      std::to_string(lim.consecutive->count) + ")");
+        if (!lim.consecutive->root_cause.empty()) sd.root_cause = lim.consecutive->root_cause;
+      }
+    }
+    // "Escalate only if the hang recurs on the same nodes": the previous attempt hung too, on
+    // exactly these hosts.
+    if (lim.on_recurrence_same_nodes == "exclude-suspects" && predecessor && predecessor->status == "hanging" &&
+        Sorted(predecessor->nodes) == Sorted(nodes) && sd.decision.action != "stop-sweep") {
+      std::vector<Exclusion> suspects = HangSuspects(diagnosis, facts, rules, status);
+      if (!suspects.empty()) {
+        sd.decision.exclude = suspects;
+        SetAction(&sd, "retry-excluding-nodes",
+                  "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects");
+      } else {
+        sd.decision.notes.push_back("hang recurred on the same nodes as job " + predecessor->job +
+                                    " but no suspect node was identified; next time try _env_NCCL_DEBUG=INFO");
+      }
+    }
+  }
+
+  // 3. Sweep-wide limits.
+  const SweepLimits& limits = rules.limits;
+  if (IsRetryAction(sd.decision.action)) {
+    const int max_retries =
+        rule && rule->limits.max_retries ? *rule->limits.max_retries : limits.max_retries_per_job;
+    const int retries_done = static_cast<int>(chain.size());
+    if (retries_done >= max_retries)
+      SetAction(&sd, limits.retries_exceeded_action,
+                "this config was already retried " + std::to_string(retries_done) + " time(s) (limit " +
+                    std::to_string(max_retries) + " per job)");
+  }
+  if (sd.decision.action == "retry-excluding-nodes") {
+    std::vector<std::string> excluded;
+    for (const auto& e : history.entries) {
+      if (e.sweep != context.sweep || e.job == facts.id) continue;
+      if (e.action != "retry-excluding-nodes" && e.exclude_scope != "sweep") continue;
+      for (const auto& x : e.exclude)
+        if (!Contains(excluded, x.host)) excluded.push_back(x.host);
+    }
+    for (const auto& x : sd.decision.exclude)
+      if (!Contains(excluded, x.host)) excluded.push_back(x.host);
+    if (static_cast<int>(excluded.size()) > limits.max_excluded_nodes_per_sweep)
+      SetAction(&sd, limits.excluded_nodes_exceeded_action,
+                std::to_string(excluded.size()) + " nodes excluded in this sweep (" + Join(excluded) + "; limit " +
+                    std::to_string(limits.max_excluded_nodes_per_sweep) + "): the cluster is unhealthy");
+  }
+  // Model sweep early stop: models whose latest attempt in this sweep failed while the same model
+  // passed on the baseline (a baseline-variant entry, or any earlier sweep).
+  auto passed = [](const std::string& status, const std::string& root_cause) {
+    return status == "completed" || root_cause == "none";
+  };
+  const bool this_failed = !facts.soft_success && !passed(status, sd.root_cause);
+  if (this_failed && sd.decision.action != "stop-sweep" && !config.model.empty() &&
+      context.variant != limits.baseline_variant) {
+    std::set<std::string> baseline_passed;
+    std::map<std::string, bool> latest_failed;   // candidate model -> its latest attempt failed
+    for (const auto& e : history.entries) {
+      if (e.job == facts.id) continue;
+      const bool is_baseline = e.sweep != context.sweep || e.variant == limits.baseline_variant;
+      if (is_baseline) {
+        if (passed(e.status, e.root_cause)) baseline_passed.insert(e.config.model);
+      } else if (e.variant == context.variant) {
+        latest_failed[e.config.model] = !passed(e.status, e.root_cause);
+      }
+    }
+    latest_failed[config.model] = true;
+    std::vector<std::string> regressed;
+    for (const auto& [model, failed] : latest_failed)
+      if (failed && baseline_passed.count(model)) regressed.push_back(model);
+    if (baseline_passed.count(config.model) &&
+        static_cast<int>(regressed.size()) >= limits.model_sweep_failing_models)
+      SetAction(&sd, limits.model_sweep_action,
+                std::to_string(regressed.size()) + " models fail on this commit but passed on the baseline (" +
+                    Join(regressed) + "): the commit is broken, stop early");
+  }
+
+  // 4. Contract hygiene: exclusions only accompany retry-excluding-nodes, and that action always
+  // names someone to exclude.
+  if (sd.decision.action == "retry-excluding-nodes" && sd.decision.exclude.empty())
+    SetAction(&sd, "retry-same-nodes", "no host to exclude was identified");
+  if (sd.decision.action != "retry-excluding-nodes" && !sd.decision.exclude.empty()) {
+    sd.decision.notes.push_back("not excluding " + Join(ExcludedHosts(sd.decision)) + " (action is " +
+                                sd.decision.action + ")");
+    sd.decision.exclude.clear();
+  }
+  if (sd.decision.action != "retry-with-changes") sd.decision.changes.clear();
+  std::stable_sort(sd.decision.exclude.begin(), sd.decision.exclude.end(),
+                   [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
+  if (!IsKnownAction(sd.decision.action)) {
+    sd.decision.notes.push_back("diagnosis produced unknown action '" + sd.decision.action + "'");
+    sd.decision.action = "none";
+  }
+  for (const auto& e : history.entries) {
+    if (e.sweep != context.sweep || e.exclude_scope != "sweep" || e.job == facts.id) continue;
+    for (const auto& x : e.exclude)
+      if (Contains(nodes, x.host))
+        sd.decision.notes.push_back(x.host + " was excluded for the whole sweep by job " + e.job + " (" + x.reason +
+                                    ") but ran this job");
+  }
+  return sd;
+}
+
+HistoryEntry MakeHistoryEntry(const JobFacts& facts, const Report& diagnosis, const SweepDecision& decision,
+                              const SweepContext& context) {
+  HistoryEntry e;
+  e.time = context.now;
+  e.sweep = context.sweep;
+  e.job = facts.id;
+  e.config = SweepConfigOf(facts);
+  e.nodes = facts.header.hosts;
+  e.status = EffectiveStatus(facts, context);
+  e.action = decision.decision.action;
+  e.exclude = decision.decision.exclude;
+  e.exclude_scope = decision.exclude_scope;
+  e.changes = decision.decision.changes;
+  e.root_cause = decision.root_cause;
+  e.failure_class = facts.failure_class;
+  e.rule = decision.rule;
+  e.retry_of = decision.retry_of;
+  e.variant = context.variant;
+  e.oom_allocation = decision.oom_allocation;
+  (void)diagnosis;
+  return e;
+}
+
+std::optional<JobFacts> SubjectFactsOf(const Report& report) {
+  if (!report.facts.is_object() || report.jobs.empty()) return std::nullopt;
+  std::string id;
+  for (const auto& j : report.jobs)
+    if (j.role == "subject") id = j.id;
+  if (id.empty()) id = report.jobs.front().id;
+  auto it = report.facts.find(id);
+  if (it == report.facts.end()) return std::nullopt;
+  try {
+    return it->get<JobFacts>();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+Status ApplySweepDecision(const DecisionRules& rules, const std::string& history_path, SweepContext context,
+                          const JobFacts& facts, Report* report) {
+  SweepHistory history;
+  if (!history_path.empty()) {
+    ASSIGN_OR_RETURN(history, LoadSweepHistory(history_path));
+    if (context.sweep.empty()) context.sweep = DefaultSweepId(history_path);
+  }
+  SweepDecision sd = RefineDecision(*report, facts, history, rules, context);
+  for (const auto& w : history.warnings) sd.decision.notes.push_back("history: " + w);
+  report->decision = sd.decision;
+  if (history_path.empty()) return Status::Ok();
+  return AppendHistoryEntry(history_path, MakeHistoryEntry(facts, *report, sd, context));
+}
+
+}  // namespace diagnose

@@ -1,0 +1,79 @@
+// Sweep history: one JSON object per decision, one per line (JSON lines), appended by the engine.
+// Appends are a single O_APPEND write() of one complete line followed by fsync, so a reader never
+// sees half a record from a writer killed mid-append; a reader skips a malformed line (e.g. a torn
+// tail from a crashed non-conforming writer) with a warning instead of failing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/json.h"
+#include "engine/core/status.h"
+#include "engine/report/report.h"
+
+namespace diagnose {
+
+// What makes two jobs "the same job" for retry accounting: the model and its passthrough args.
+struct SweepConfig {
+  std::string model;
+  std::map<std::string, std::string> args;
+  bool operator==(const SweepConfig&) const = default;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SweepConfig, model, args)
+
+struct HistoryEntry {
+  int64_t time = 0;                      // seconds since the epoch, UTC
+  std::string sweep;
+  std::string job;
+  SweepConfig config;
+  std::vector<std::string> nodes;        // hosts the job ran on
+  std::string status;                    // job status at decision time
+  std::string action;                    // contract decision.action
+  std::vector<Exclusion> exclude;
+  std::string exclude_scope = "job";     // job | sweep (sweep: never re-admit these hosts)
+  std::map<std::string, std::string> changes;
+  std::string root_cause;
+  std::string failure_class;
+  std::string rule;                      // sweep rule id that decided ("" = the diagnosis's decision)
+  std::optional<std::string> retry_of;   // job id this job retried
+  std::string variant;                   // model sweeps: candidate | baseline (free text)
+  std::string oom_allocation;            // "221.71GiB" when an OOM named it
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HistoryEntry, time, sweep, job, config, nodes, status, action,
+                                                exclude, exclude_scope, changes, root_cause, failure_class,
+                                                rule, retry_of, variant, oom_allocation)
+
+struct SweepHistory {
+  std::vector<HistoryEntry> entries;     // file order
+  std::vector<std::string> warnings;     // "history.jsonl:7: skipped malformed line (...)"
+};
+
+// A missing file is an empty history (the first job of a sweep). Malformed lines become warnings.
+StatusOr<SweepHistory> LoadSweepHistory(const std::string& path);
+
+// One line, no embedded newline, terminated by '\n'.
+std::string EncodeHistoryLine(const HistoryEntry& entry);
+
+// Appends one entry: open(O_APPEND|O_CREAT), one write() of the whole line, fsync, close. Creates
+// the file (0644) if needed; never truncates.
+Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry);
+
+// The sweep id used when none is given: the history file's name without directory and extension.
+std::string DefaultSweepId(const std::string& history_path);
+
+bool IsRetryAction(const std::string& action);
+
+// The earlier decision this job is a retry of: the latest entry of the same sweep (other job) with
+// the same config, a retry action, a node set that overlaps this job's (or either unknown), and no
+// later entry already claiming it as retry_of. Null when this job starts a new chain.
+const HistoryEntry* FindRetryPredecessor(const SweepHistory& history, const std::string& sweep,
+                                         const std::string& job, const SweepConfig& config,
+                                         const std::vector<std::string>& nodes);
+
+// The chain ending at `last` (oldest first), following retry_of links within the sweep.
+std::vector<const HistoryEntry*> RetryChain(const SweepHistory& history, const HistoryEntry* last);
+
+}  // namespace diagnose

@@ -1,0 +1,271 @@
+#include "engine/watch/watcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "engine/decision/sweep_history.h"
+
+namespace diagnose {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t WallClockSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string JobIdFromName(const std::string& name) {
+  // k8s/local ids carry dashes/underscores of their own: k8s-YYYYMMDD-HHMMSS-xxxx, local_YYYYMMDD_HHMMSS_xxxx.
+  if (name.rfind("k8s-", 0) == 0) {
+    size_t pos = 0;
+    for (int dashes = 0; dashes < 4 && pos != std::string::npos; ++dashes) pos = name.find('-', pos + 1);
+    return pos == std::string::npos ? name : name.substr(0, pos);
+  }
+  if (name.rfind("local_", 0) == 0) {
+    size_t pos = 0;
+    for (int parts = 0; parts < 4 && pos != std::string::npos; ++parts) pos = name.find('_', pos + 1);
+    const size_t dash = name.find('-');
+    const size_t end = std::min(pos, dash);
+    return end == std::string::npos ? name : name.substr(0, end);
+  }
+  const size_t dash = name.find('-');
+  return dash == std::string::npos ? name : name.substr(0, dash);
+}
+
+std::string WithThousands(double value) {
+  const auto n = static_cast<long long>(value + 0.5);
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+// Facts the follower can vouch for, used when the diagnosis report carries no triage facts.
+JobFacts MinimalFacts(const WatchEvent& event) {
+  const LogProgress& p = event.progress;
+  JobFacts f;
+  f.id = event.job.id;
+  f.log_path = event.job.log_path;
+  f.header.job_id = p.job_id.empty() ? event.job.id : p.job_id;
+  f.header.job_name = p.job_name;
+  f.header.model_name = p.model;
+  f.header.nnodes = p.nnodes;
+  f.header.nodelist = p.nodelist;
+  f.header.hosts = p.hosts;
+  for (const auto& [k, v] : SplitPassthrough(p.passthrough)) f.header.passthrough[k] = v;
+  f.progress.last_step = p.last_step;
+  if (auto it = f.header.passthrough.find("steps"); it != f.header.passthrough.end()) {
+    try {
+      f.progress.total_steps = std::stoll(it->second);
+    } catch (...) {
+    }
+  }
+  if (p.summary_seen) {
+    f.summary.present = true;
+    f.summary.status = p.summary_status;
+    f.summary.exit_code = p.exit_code;
+    f.summary.reason = p.reason;
+    if (p.summary_status == "SUCCESS") f.status = "completed";
+    else if (p.exit_code == 130 || p.exit_code == 143) f.status = "cancelled";
+    else f.status = "failed";
+  } else {
+    f.status = "running";
+  }
+  return f;
+}
+
+std::string ShortCause(const std::string& root_cause, const std::string& hang_phase) {
+  if (root_cause == "gpu-oom") return hang_phase.empty() ? "OOM" : "OOM (silent, hang " + hang_phase + ")";
+  if (root_cause == "host-oom") return "host OOM";
+  if (!hang_phase.empty()) return "hang " + hang_phase + " (" + root_cause + ")";
+  return root_cause;
+}
+
+}  // namespace
+
+StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outputs_dir) {
+  std::vector<WatchedJob> jobs;
+  std::error_code ec;
+  fs::directory_iterator it(outputs_dir, ec);
+  if (ec) return NotFoundError("cannot list outputs directory " + outputs_dir + ": " + ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return InternalError("while listing " + outputs_dir + ": " + ec.message());
+    const fs::path path = it->path();
+    if (path.extension() != ".log") continue;
+    std::error_code type_ec;
+    if (!fs::is_regular_file(path, type_ec)) continue;
+    WatchedJob job;
+    job.name = path.stem().string();
+    job.id = JobIdFromName(job.name);
+    job.log_path = path.string();
+    jobs.push_back(std::move(job));
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const WatchedJob& a, const WatchedJob& b) { return a.name < b.name; });
+  return jobs;
+}
+
+std::string FormatResultLine(const WatchEvent& event, const std::string& root_cause, const std::string& hang_phase,
+                             const Decision& decision, bool passed) {
+  const LogProgress& p = event.progress;
+  std::string model = p.model.empty() ? event.job.name : p.model;
+  const int nodes = p.nnodes > 0 ? p.nnodes : static_cast<int>(p.hosts.size());
+  std::string line = model + (nodes > 0 ? " " + std::to_string(nodes) + "N" : "") + " (job " + event.job.id + "): ";
+  const std::string dash = " \xE2\x80\x94 ";
+  if (passed) {
+    if (p.steady_steps > 0) {
+      line += WithThousands(p.steady_tgs_sum / p.steady_steps) + " TGS/device";
+      if (p.steady_mfu_steps > 0) {
+        char mfu[32];
+        std::snprintf(mfu, sizeof(mfu), "%.1f%% MFU", p.steady_mfu_sum / p.steady_mfu_steps);
+        line += std::string(", ") + mfu;
+      }
+    } else {
+      line += p.last_step ? "completed step " + std::to_string(*p.last_step) : "completed";
+    }
+    if (decision.action != "none") return line + dash + "PASS" + dash + decision.action;
+    return line + dash + "PASS";
+  }
+  line += ShortCause(root_cause, hang_phase) + dash + "FAIL" + dash + decision.action;
+  if (decision.action == "retry-excluding-nodes") {
+    std::string hosts;
+    for (const auto& x : decision.exclude) hosts += (hosts.empty() ? "" : ",") + x.host;
+    line += " " + hosts;
+  }
+  return line;
+}
+
+StatusOr<std::unique_ptr<Watcher>> Watcher::Create(WatchOptions options) {
+  if (options.rules == nullptr) return InvalidArgumentError("watch: no decision rules given");
+  if (!options.diagnose) return InvalidArgumentError("watch: no diagnosis function given");
+  if (options.stall_seconds <= 0) return InvalidArgumentError("watch: --stall-seconds must be positive");
+  if (options.poll_seconds <= 0) return InvalidArgumentError("watch: --poll-seconds must be positive");
+  if (!options.list_jobs) options.list_jobs = ScanOutputsForJobLogs;
+  if (!options.now) options.now = WallClockSeconds;
+  if (options.sweep.empty() && !options.history_file.empty()) options.sweep = DefaultSweepId(options.history_file);
+  std::unique_ptr<Watcher> watcher(new Watcher(std::move(options)));
+  // Jobs already decided in this history are never diagnosed again (restart safety).
+  if (!watcher->options_.history_file.empty()) {
+    ASSIGN_OR_RETURN(SweepHistory history, LoadSweepHistory(watcher->options_.history_file));
+    for (const auto& e : history.entries)
+      if (e.sweep == watcher->options_.sweep) watcher->handled_.insert(e.job);
+  }
+  return watcher;
+}
+
+WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger) {
+  WatchResult result;
+  result.event = {followed.job, trigger, followed.follower.progress()};
+  const LogProgress& p = result.event.progress;
+  SweepContext context{options_.sweep, options_.variant, options_.now(), trigger == "stalled"};
+
+  JobFacts facts = MinimalFacts(result.event);
+  const bool clean_success = trigger == "ended" && p.summary_status == "SUCCESS" && p.exit_code == 0;
+  if (clean_success) {
+    result.report.verdict.root_cause = "none";
+    result.report.verdict.domain = "none";
+    result.report.decision.action = "none";
+  } else {
+    StatusOr<Report> report = options_.diagnose(result.event);
+    if (!report.ok()) {
+      result.status = report.status();
+      result.line = FormatResultLine(result.event, "diagnosis failed: " + report.status().message(), "",
+                                     Decision{}, false);
+      return result;
+    }
+    result.diagnosed = true;
+    result.report = std::move(report).value();
+    if (auto triaged = SubjectFactsOf(result.report)) {
+      // Triage is authoritative; the follower only fills what it left empty.
+      JobFacts followed_facts = std::move(facts);
+      facts = std::move(*triaged);
+      if (facts.id.empty()) facts.id = followed_facts.id;
+      if (facts.header.hosts.empty()) facts.header.hosts = followed_facts.header.hosts;
+      if (facts.header.model_name.empty()) facts.header.model_name = followed_facts.header.model_name;
+      if (facts.header.passthrough.empty()) facts.header.passthrough = followed_facts.header.passthrough;
+      if (!facts.progress.total_steps) facts.progress.total_steps = followed_facts.progress.total_steps;
+    }
+  }
+
+  SweepHistory history;
+  if (!options_.history_file.empty()) {
+    StatusOr<SweepHistory> loaded = LoadSweepHistory(options_.history_file);
+    if (loaded.ok()) history = std::move(loaded).value();
+    else result.status = loaded.status();
+  }
+  result.sweep = RefineDecision(result.report, facts, history, *options_.rules, context);
+  for (const auto& w : history.warnings) result.sweep.decision.notes.push_back("history: " + w);
+  result.report.decision = result.sweep.decision;
+  if (!options_.history_file.empty()) {
+    Status appended = AppendHistoryEntry(options_.history_file,
+                                         MakeHistoryEntry(facts, result.report, result.sweep, context));
+    if (!appended.ok() && result.status.ok()) result.status = appended;
+  }
+  const bool passed = result.sweep.decision.action == "none" &&
+                      (clean_success || result.sweep.root_cause == "none");
+  result.line = FormatResultLine(result.event, result.sweep.root_cause, result.sweep.hang_phase,
+                                 result.sweep.decision, passed);
+  return result;
+}
+
+StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
+  std::vector<WatchResult> results;
+  ASSIGN_OR_RETURN(std::vector<WatchedJob> jobs, options_.list_jobs(options_.outputs_dir));
+  const int64_t now = options_.now();
+  for (const auto& job : jobs) {
+    if (job.log_path.empty() || handled_.count(job.id) || followed_.count(job.id)) continue;
+    Followed f{job, LogFollower(job.log_path), now};
+    if (first_scan_ && !options_.include_already_ended) {
+      StatusOr<bool> polled = f.follower.Poll();
+      if (polled.ok() && f.follower.progress().summary_seen) {
+        handled_.insert(job.id);
+        continue;
+      }
+    }
+    followed_.emplace(job.id, std::move(f));
+  }
+  first_scan_ = false;
+
+  std::vector<std::string> finished;
+  for (auto& [id, f] : followed_) {
+    StatusOr<bool> progressed = f.follower.Poll();
+    if (!progressed.ok()) {
+      // Log gone (deleted or moved): nothing left to diagnose from.
+      if (progressed.status().code() == StatusCode::kNotFound) finished.push_back(id);
+      continue;
+    }
+    if (*progressed) f.last_progress_time = now;
+    std::string trigger;
+    if (f.follower.progress().summary_seen) trigger = "ended";
+    else if (static_cast<double>(now - f.last_progress_time) >= options_.stall_seconds) trigger = "stalled";
+    if (trigger.empty()) continue;
+    WatchResult result = Handle(f, trigger);
+    handled_.insert(id);
+    finished.push_back(id);
+    if (options_.on_result) options_.on_result(result);
+    results.push_back(std::move(result));
+  }
+  for (const auto& id : finished) followed_.erase(id);
+  return results;
+}
+
+Status Watcher::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    StatusOr<std::vector<WatchResult>> polled = PollOnce();
+    if (!polled.ok() && polled.status().code() != StatusCode::kNotFound) return polled.status();
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(options_.poll_seconds * 1000));
+    while (!stop.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Status::Ok();
+}
+
+}  // namespace diagnose

@@ -1,0 +1,102 @@
+// The watch loop as a library: follows an outputs directory, notices new jobs, follows their logs
+// incrementally, and when a job ends (JOB SUMMARY) or stalls (no new step for `stall_seconds` while
+// its log still exists) hands it once to an injected diagnosis, refines the decision against the
+// sweep history, appends it, and reports one result line. Memory is per-job follower state plus the
+// ids of jobs already handled; nothing is re-read from the start of a log.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/decision/decision_rules.h"
+#include "engine/decision/refine.h"
+#include "engine/report/report.h"
+#include "engine/watch/log_follow.h"
+
+namespace diagnose {
+
+struct WatchedJob {
+  std::string id;          // "9805"
+  std::string name;        // JOB_DIR basename
+  std::string log_path;
+};
+
+struct WatchEvent {
+  WatchedJob job;
+  std::string trigger;     // ended | stalled
+  LogProgress progress;    // what the follower saw
+};
+
+struct WatchResult {
+  WatchEvent event;
+  bool diagnosed = false;          // false for a clean SUCCESS (recorded without a diagnosis)
+  Status status;                   // diagnosis or history failure (the job still counts as handled)
+  Report report;                   // report.decision is the refined sweep decision
+  SweepDecision sweep;
+  std::string line;                // "grok-1 8N (job 9805): OOM — FAIL — no-retry"
+};
+
+using ListJobsFn = std::function<StatusOr<std::vector<WatchedJob>>(const std::string& outputs_dir)>;
+using DiagnoseFn = std::function<StatusOr<Report>(const WatchEvent& event)>;
+using ResultFn = std::function<void(const WatchResult& result)>;
+
+struct WatchOptions {
+  std::string outputs_dir;
+  std::string history_file;            // "" = no history (decisions still refined, nothing appended)
+  std::string sweep;                   // "" = DefaultSweepId(history_file)
+  std::string variant;
+  double stall_seconds = 600;          // batch-sweep: hanging = 10+ min without new output
+  double poll_seconds = 60;
+  // Jobs that had already ended when the watcher first saw them are skipped (not re-diagnosed on
+  // every restart); jobs already in the history are always skipped.
+  bool include_already_ended = false;
+  const DecisionRules* rules = nullptr;    // required
+  DiagnoseFn diagnose;                 // required
+  ResultFn on_result;                  // optional
+  ListJobsFn list_jobs;                // default: ScanOutputsForJobLogs
+  std::function<int64_t()> now;        // default: wall clock, seconds
+};
+
+// <outputs>/<JOB_DIR>.log files (maxtext-slurm-formats.md §1): the id is the name's leading token
+// up to the first '-' (k8s ids keep their "k8s-<date>-<time>-<hex>" form).
+StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outputs_dir);
+
+// One line in the sweep's style.
+std::string FormatResultLine(const WatchEvent& event, const std::string& root_cause, const std::string& hang_phase,
+                             const Decision& decision, bool passed);
+
+class Watcher {
+ public:
+  static StatusOr<std::unique_ptr<Watcher>> Create(WatchOptions options);
+
+  // One scan: new jobs, log growth, ends and stalls. Returns the results it produced.
+  StatusOr<std::vector<WatchResult>> PollOnce();
+  // Polls every poll_seconds until `stop` is set (checked at least every 200 ms).
+  Status Run(const std::atomic<bool>& stop);
+
+  size_t followed_jobs() const { return followed_.size(); }
+  size_t handled_jobs() const { return handled_.size(); }
+
+ private:
+  explicit Watcher(WatchOptions options) : options_(std::move(options)) {}
+  struct Followed {
+    WatchedJob job;
+    LogFollower follower;
+    int64_t last_progress_time = 0;   // when a new step (or the job) was last seen
+  };
+  WatchResult Handle(const Followed& followed, const std::string& trigger);
+
+  WatchOptions options_;
+  std::map<std::string, Followed> followed_;
+  std::set<std::string> handled_;      // ids diagnosed/recorded (or skipped): never handled again
+  bool first_scan_ = true;
+};
+
+}  // namespace diagnose

@@ -1,0 +1,130 @@
+// `diagnose watch OUTPUTS_DIR`: follow a sweep's outputs directory, diagnose each job once when it
+// ends unsuccessfully or stalls, append the sweep decision to the history, print one line per result.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "engine/decision/decision_rules.h"
+#include "engine/job/job_location.h"
+#include "engine/pipeline/pipeline.h"
+#include "engine/watch/watcher.h"
+#include "src/commands.h"
+
+namespace diagnose::cli {
+
+namespace {
+
+struct WatchArgs {
+  std::string outputs;
+  std::string history;
+  std::string sweep;
+  std::string variant;
+  std::string prometheus;
+  double stall_seconds = 600;
+  double poll_seconds = 60;
+  bool once = false;
+  bool logs_only = false;
+};
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+StatusOr<std::vector<WatchedJob>> ListWithJobLocation(const std::string& outputs_dir) {
+  ASSIGN_OR_RETURN(std::vector<JobLocation> jobs, ListJobs(outputs_dir));
+  std::vector<WatchedJob> out;
+  for (const auto& j : jobs) {
+    if (!j.log_path) continue;   // no log (yet): nothing to follow
+    out.push_back({j.id, j.name, *j.log_path});
+  }
+  return out;
+}
+
+int RunWatch(const WatchArgs& args) {
+  const std::string data_dir = DefaultDataDir();
+  StatusOr<DecisionRules> rules = LoadDecisionRules(data_dir);
+  if (!rules.ok()) {
+    std::fprintf(stderr, "diagnose watch: %s\n", rules.status().message().c_str());
+    return 2;
+  }
+  WatchOptions options;
+  options.outputs_dir = DefaultOutputsDir(args.outputs);
+  options.history_file = args.history;
+  options.sweep = args.sweep;
+  options.variant = args.variant;
+  options.stall_seconds = args.stall_seconds;
+  options.poll_seconds = args.poll_seconds;
+  options.include_already_ended = args.once;
+  options.rules = &*rules;
+  options.list_jobs = ListWithJobLocation;
+  options.diagnose = [&args, &options, data_dir](const WatchEvent& event) -> StatusOr<Report> {
+    DiagnoseOptions d;
+    d.job_ref = event.job.log_path;
+    d.outputs_dir = options.outputs_dir;
+    d.data_dir = data_dir;
+    d.remote.url = args.prometheus;
+    d.logs_only = args.logs_only;
+    // history_file stays empty: the watcher refines and appends itself, exactly once per job.
+    return RunDiagnosis(d);
+  };
+  options.on_result = [](const WatchResult& result) {
+    std::printf("%s\n", result.line.c_str());
+    std::fflush(stdout);
+    if (!result.status.ok())
+      std::fprintf(stderr, "diagnose watch: job %s: %s\n", result.event.job.id.c_str(),
+                   result.status.message().c_str());
+  };
+  StatusOr<std::unique_ptr<Watcher>> watcher = Watcher::Create(std::move(options));
+  if (!watcher.ok()) {
+    std::fprintf(stderr, "diagnose watch: %s\n", watcher.status().message().c_str());
+    return 2;
+  }
+  if (args.once) {
+    StatusOr<std::vector<WatchResult>> results = (*watcher)->PollOnce();
+    if (!results.ok()) {
+      std::fprintf(stderr, "diagnose watch: %s\n", results.status().message().c_str());
+      return 1;
+    }
+    return 0;
+  }
+  InstallStopHandlers();
+  Status run = (*watcher)->Run(g_stop);
+  if (!run.ok()) {
+    std::fprintf(stderr, "diagnose watch: %s\n", run.message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "diagnose watch: stopped (%zu job(s) handled)\n", (*watcher)->handled_jobs());
+  return 0;
+}
+
+}  // namespace
+
+void RegisterWatch(CLI::App& app, CommandRegistry& registry) {
+  static WatchArgs args;
+  CLI::App* sub = app.add_subcommand(
+      "watch", "Follow a sweep's outputs dir; diagnose each job once when it fails or stalls, append decisions");
+  sub->add_option("outputs", args.outputs, "outputs directory to follow (default $DIAGNOSE_OUTPUTS, else ./outputs)");
+  sub->add_option("--history", args.history, "sweep history file (JSON lines) to read limits from and append to");
+  sub->add_option("--sweep", args.sweep, "sweep id recorded in the history (default: history file name)");
+  sub->add_option("--variant", args.variant, "model sweeps: which commit these jobs run (candidate | baseline)");
+  sub->add_option("--stall-seconds", args.stall_seconds, "no new step for this long = stalled (default 600)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--poll-seconds", args.poll_seconds, "scan interval (default 60)")->check(CLI::PositiveNumber);
+  sub->add_option("--prometheus", args.prometheus, "query this endpoint instead of each job's persisted TSDB");
+  sub->add_flag("--logs-only", args.logs_only, "diagnose from logs only (no TSDB)");
+  sub->add_flag("--once", args.once, "scan once: handle jobs that have ended and are not in the history, then exit");
+  registry.Add(sub, [] { return RunWatch(args); });
+}
+
+}  // namespace diagnose::cli

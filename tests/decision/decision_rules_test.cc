@@ -1,0 +1,63 @@
+// Loading rules/sweep/decisions.yaml: the real file loads; mistakes are errors with positions.
+#include <gtest/gtest.h>
+
+#include "engine/decision/decision_rules.h"
+#include "tests/decision/decision_test_support.h"
+
+namespace diagnose {
+namespace {
+
+TEST(DecisionRulesLoad, ProjectFileLoads) {
+  const DecisionRules& rules = testing::SweepRules();
+  EXPECT_EQ(rules.limits.max_retries_per_job, 2);
+  EXPECT_EQ(rules.limits.max_excluded_nodes_per_sweep, 2);
+  EXPECT_GE(rules.rules.size(), 15u);
+  EXPECT_EQ(rules.node_health.steady_first_step, 5);
+  EXPECT_EQ(rules.node_health.steady_last_step, 14);
+}
+
+std::string Minimal(const std::string& rule_body) {
+  return "signals:\n  s: {classes: [x]}\nrules:\n" + rule_body;
+}
+
+TEST(DecisionRulesLoad, ActionOutsideTheContractIsRejectedWithPosition) {
+  auto r = ParseDecisionRules(Minimal("  - id: a\n    when: {signal: s}\n    decision: {action: reboot}\n"), "t.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.yaml:6:"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("reboot"), std::string::npos);
+}
+
+TEST(DecisionRulesLoad, UnknownSignalKeyAndRootCauseAreErrors) {
+  EXPECT_FALSE(ParseDecisionRules(Minimal("  - id: a\n    when: {signal: nope}\n    decision: {action: none}\n"), "t")
+                   .ok());
+  EXPECT_FALSE(ParseDecisionRules(Minimal("  - id: a\n    when: {signall: s}\n    decision: {action: none}\n"), "t")
+                   .ok());
+  EXPECT_FALSE(ParseDecisionRules(
+                   Minimal("  - id: a\n    when: {signal: s}\n    decision: {action: none, root_cause: gremlins}\n"), "t")
+                   .ok());
+}
+
+TEST(DecisionRulesLoad, ExcludingWithoutHostsIsAnError) {
+  auto r = ParseDecisionRules(Minimal("  - id: a\n    when: {signal: s}\n    decision: {action: retry-excluding-nodes}\n"),
+                              "t");
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(DecisionRulesLoad, BadRegexIsAnError) {
+  auto r = ParseDecisionRules("signals:\n  s: {text: ['(unclosed']}\n", "t.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.yaml:2:"), std::string::npos) << r.status().message();
+}
+
+TEST(DecisionRulesLoad, YamlSyntaxErrorHasPosition) {
+  auto r = ParseDecisionRules("rules: [\n", "t.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.yaml:"), std::string::npos);
+}
+
+TEST(DecisionRulesLoad, UnknownHangPhaseIsAnError) {
+  EXPECT_FALSE(ParseDecisionRules("hang_phases: [during-lunch]\n", "t").ok());
+}
+
+}  // namespace
+}  // namespace diagnose

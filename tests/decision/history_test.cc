@@ -1,0 +1,166 @@
+// Sweep history file: round trip, malformed lines, and appends that survive SIGTERM mid-loop.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/decision/refine.h"
+#include "engine/decision/sweep_history.h"
+#include "tests/decision/decision_test_support.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempPath(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("sweep-history-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  fs::remove(p);
+  return p.string();
+}
+
+HistoryEntry Entry(const std::string& job) {
+  HistoryEntry e;
+  e.time = 1700000000;
+  e.sweep = "s1";
+  e.job = job;
+  e.config = {"grok-1", {{"per_device_batch_size", "8"}, {"_env_NOTE", "a \"quoted\"\nvalue"}}};
+  e.nodes = {"gpu1", "gpu2"};
+  e.status = "failed";
+  e.action = "retry-excluding-nodes";
+  e.exclude = {{"gpu2", 1, "HSA abort"}};
+  e.root_cause = "gpu-hardware-fault";
+  e.failure_class = "gpu-hardware-fault";
+  e.rule = "gpu-hardware-error-one-node";
+  return e;
+}
+
+TEST(SweepHistory, MissingFileIsEmptyHistory) {
+  auto h = LoadSweepHistory(TempPath("absent.jsonl"));
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(h->entries.empty());
+}
+
+TEST(SweepHistory, AppendAndLoadRoundTrip) {
+  const std::string path = TempPath("roundtrip.jsonl");
+  HistoryEntry a = Entry("1");
+  HistoryEntry b = Entry("2");
+  b.retry_of = "1";
+  ASSERT_TRUE(AppendHistoryEntry(path, a).ok());
+  ASSERT_TRUE(AppendHistoryEntry(path, b).ok());
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->entries.size(), 2u);
+  EXPECT_EQ(h->entries[0].config, a.config);
+  EXPECT_FALSE(h->entries[0].retry_of);
+  EXPECT_EQ(h->entries[1].retry_of, std::optional<std::string>("1"));
+  EXPECT_EQ(h->entries[1].exclude[0].host, "gpu2");
+  // One physical line per entry even with a newline inside a value.
+  std::ifstream in(path);
+  int lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  EXPECT_EQ(lines, 2);
+  // The documented field names.
+  const nlohmann::json j = nlohmann::json::parse(EncodeHistoryLine(b));
+  for (const char* key : {"time", "sweep", "job", "config", "nodes", "action", "exclude", "root_cause",
+                          "failure_class", "retry_of"})
+    EXPECT_TRUE(j.contains(key)) << key;
+}
+
+TEST(SweepHistory, MalformedAndTornLinesAreSkippedWithWarnings) {
+  const std::string path = TempPath("torn.jsonl");
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("1")).ok());
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "this is not json\n";
+    out << R"({"job": 7, "action": [1]})" << "\n";   // wrong types
+  }
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("2")).ok());
+  {
+    std::ofstream out(path, std::ios::app);
+    out << R"({"time": 1, "sweep": "s1", "job": "3", "act)";   // torn tail, no newline
+  }
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->entries.size(), 2u);
+  EXPECT_EQ(h->entries[1].job, "2");
+  ASSERT_EQ(h->warnings.size(), 3u);
+  EXPECT_NE(h->warnings[0].find(":2:"), std::string::npos);
+  EXPECT_NE(h->warnings[2].find("unterminated"), std::string::npos);
+}
+
+// A child appends as fast as it can; the parent SIGTERMs it mid-loop (default action: die at once,
+// wherever it is). Every line in the file must be complete JSON.
+TEST(SweepHistory, ValidJsonLinesAfterSigtermMidAppend) {
+  const std::string path = TempPath("sigterm.jsonl");
+  HistoryEntry big = Entry("x");
+  big.config.args["padding"] = std::string(3000, 'p');   // multi-KiB lines widen the window
+  for (int round = 0; round < 5; ++round) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0;; ++i) {
+        big.job = std::to_string(round) + "-" + std::to_string(i);
+        if (!AppendHistoryEntry(path, big).ok()) ::_exit(3);
+      }
+    }
+    // Let it write for a while, with a varying delay so the signal lands at different points.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 + 17 * round));
+    ASSERT_EQ(::kill(pid, SIGTERM), 0);
+    int wstatus = 0;
+    ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(wstatus));
+    EXPECT_EQ(WTERMSIG(wstatus), SIGTERM);
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(content.empty());
+  EXPECT_EQ(content.back(), '\n') << "file ends in a partial line";
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(h->warnings.empty()) << h->warnings.front();
+  EXPECT_GT(h->entries.size(), 5u);
+  for (const auto& e : h->entries) EXPECT_EQ(e.config.args.at("padding").size(), 3000u);
+}
+
+TEST(SweepHistory, ApplySweepDecisionRefinesAndAppends) {
+  const std::string path = TempPath("apply.jsonl");
+  JobFacts f = testing::MakeFacts("9805", {"gpu1", "gpu2"});
+  testing::AddClass(&f, "oom-gpu", "gpu1", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.00GiB");
+  f.oom_allocation = "9.00GiB";
+  Report report = testing::MakeDiagnosis("gpu-oom", "none");
+  SweepContext context;
+  context.now = 1700000123;
+  ASSERT_TRUE(ApplySweepDecision(testing::SweepRules(), path, context, f, &report).ok());
+  EXPECT_EQ(report.decision.action, "no-retry");
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->entries.size(), 1u);
+  EXPECT_EQ(h->entries[0].sweep, "apply");   // default sweep id = history file stem
+  EXPECT_EQ(h->entries[0].oom_allocation, "9.00GiB");
+  EXPECT_EQ(h->entries[0].action, "no-retry");
+  EXPECT_EQ(h->entries[0].time, 1700000123);
+}
+
+TEST(SweepHistory, SubjectFactsComeFromTheReportExtension) {
+  Report report;
+  report.jobs.push_back({"77", "subject", "", "failed", "oom-gpu", {"h1"}, {}, {}, {}});
+  JobFacts f = testing::MakeFacts("77", {"h1"});
+  report.facts["77"] = f;
+  auto got = SubjectFactsOf(report);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->header.hosts, std::vector<std::string>{"h1"});
+  report.facts = nlohmann::json::object();
+  EXPECT_FALSE(SubjectFactsOf(report));
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,207 @@
+// Node perf sweep table and network bisection.
+#include <gtest/gtest.h>
+
+#include "engine/decision/node_health.h"
+#include "tests/decision/decision_test_support.h"
+
+namespace diagnose {
+namespace {
+
+NodeRun OneNode(const std::string& job, const std::string& host, double tgs, const std::string& status = "completed",
+                int last_step = 14) {
+  NodeRun run;
+  run.job = job;
+  run.hosts = {host};
+  run.status = status;
+  for (int s = 0; s <= last_step; ++s) run.step_tgs.emplace_back(s, s < 5 ? tgs / 3 : tgs);   // warmup is slow
+  return run;
+}
+
+const NodeHealthRow& RowFor(const NodeHealthTable& t, const std::string& node) {
+  for (const auto& r : t.rows)
+    if (r.node == node) return r;
+  throw std::runtime_error("no row for " + node);
+}
+
+TEST(NodeHealth, SkillExampleTable) {
+  const auto& th = testing::SweepRules().node_health;
+  NodeHealthTable t = BuildNodeHealthTable(
+      {OneNode("9701", "node001", 1842), OneNode("9702", "node002", 1838), OneNode("9703", "node003", 1840),
+       OneNode("9704", "node004", 1695)},
+      th);
+  ASSERT_TRUE(t.median_tgs);
+  EXPECT_NEAR(*t.median_tgs, 1839, 1e-9);
+  EXPECT_EQ(RowFor(t, "node001").status, "healthy");
+  EXPECT_EQ(RowFor(t, "node004").status, "degraded");
+  EXPECT_NEAR(*RowFor(t, "node004").delta_pct, -7.83, 0.01);
+  EXPECT_EQ(t.exclude, std::vector<std::string>{"node004"});
+  EXPECT_EQ(t.healthy, (std::vector<std::string>{"node001", "node002", "node003"}));
+}
+
+TEST(NodeHealth, BandsAtTheirEdges) {
+  const auto& th = testing::SweepRules().node_health;
+  // median 1000 (five nodes); -2% healthy, -3% marginal, -5% degraded.
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), OneNode("3", "c", 980),
+                                            OneNode("4", "d", 970), OneNode("5", "e", 950), OneNode("6", "f", 1010),
+                                            OneNode("7", "g", 1000)},
+                                           th);
+  EXPECT_EQ(*t.median_tgs, 1000);
+  EXPECT_EQ(RowFor(t, "c").status, "healthy");
+  EXPECT_EQ(RowFor(t, "d").status, "marginal");
+  EXPECT_EQ(RowFor(t, "e").status, "degraded");
+  EXPECT_EQ(t.monitor, std::vector<std::string>{"d"});
+}
+
+TEST(NodeHealth, SteadyWindowIsSteps5To14) {
+  NodeRun run = OneNode("1", "a", 1000, "completed", 20);
+  for (auto& [step, tgs] : run.step_tgs)
+    if (step > 14) tgs = 1;   // a tail collapse outside the window does not count
+  auto steady = SteadyTgs(run, 5, 14, 5);
+  ASSERT_TRUE(steady);
+  EXPECT_DOUBLE_EQ(*steady, 1000);
+}
+
+TEST(NodeHealth, FailedOrHungNodesAreUnhealthy) {
+  const auto& th = testing::SweepRules().node_health;
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000),
+                                            OneNode("3", "c", 0, "hanging", 3), OneNode("4", "d", 0, "failed", -1)},
+                                           th);
+  EXPECT_EQ(RowFor(t, "c").status, "unhealthy");
+  EXPECT_EQ(RowFor(t, "d").status, "unhealthy");
+  EXPECT_EQ(t.exclude, (std::vector<std::string>{"c", "d"}));
+}
+
+TEST(NodeHealth, SoftSuccessIsMeasuredNotFailed) {
+  const auto& th = testing::SweepRules().node_health;
+  NodeRun soft = OneNode("3", "c", 1000, "failed");
+  soft.soft_success = true;
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), soft}, th);
+  EXPECT_EQ(RowFor(t, "c").status, "healthy");
+}
+
+TEST(NodeHealth, TooFewSteadyStepsIsInsufficientData) {
+  const auto& th = testing::SweepRules().node_health;
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 900, "running", 7)}, th);
+  EXPECT_EQ(RowFor(t, "b").status, "insufficient-data");
+  EXPECT_TRUE(t.exclude.empty());
+}
+
+NodeRun Group(const std::string& name, std::vector<std::string> hosts, double tgs, const std::string& status = "completed") {
+  NodeRun run;
+  run.job = "j-" + name;
+  run.name = name;
+  run.hosts = std::move(hosts);
+  run.status = status;
+  run.step_tgs = {{0, tgs}};
+  return run;
+}
+
+const std::vector<std::string> kAll{"node001", "node002", "node003", "node004",
+                                    "node005", "node006", "node007", "node008"};
+std::vector<std::string> Slice(size_t a, size_t b) { return {kAll.begin() + a, kAll.begin() + b}; }
+
+TEST(Bisection, DegradedBaselineAsksForHalves) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({Group("all-8", kAll, 1320)}, th, 1393.0);
+  EXPECT_EQ(r.degraded_groups, std::vector<std::string>{"all-8"});
+  ASSERT_EQ(r.next_splits.size(), 2u);
+  EXPECT_EQ(r.next_splits[0], Slice(0, 4));
+  EXPECT_EQ(r.next_splits[1], Slice(4, 8));
+}
+
+TEST(Bisection, SkillExampleFindsTheBadPair) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({Group("all-8", kAll, 1320), Group("group-a", Slice(0, 4), 1385),
+                                        Group("group-b", Slice(4, 8), 1310), Group("pair-b1", Slice(4, 6), 1388),
+                                        Group("pair-b2", Slice(6, 8), 1295)},
+                                       th, 1393.0);
+  EXPECT_EQ(r.degraded_groups, (std::vector<std::string>{"all-8", "group-b", "pair-b2"}));
+  EXPECT_EQ(r.bad_pair, (std::vector<std::string>{"node007", "node008"}));
+  EXPECT_TRUE(r.next_splits.empty());
+  EXPECT_NE(r.conclusion.find("node007"), std::string::npos);
+}
+
+TEST(Bisection, ExpectedDefaultsToTheBestGroup) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({Group("a", Slice(0, 4), 1385), Group("b", Slice(4, 8), 1310)}, th, std::nullopt);
+  EXPECT_EQ(r.expected_tgs, 1385);
+  EXPECT_EQ(r.degraded_groups, std::vector<std::string>{"b"});
+}
+
+TEST(Bisection, OneDegradedHalfIsBisectedAgain) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection(
+      {Group("all-8", kAll, 1320), Group("a", Slice(0, 4), 1385), Group("b", Slice(4, 8), 1310)}, th, std::nullopt);
+  ASSERT_EQ(r.next_splits.size(), 2u);
+  EXPECT_EQ(r.next_splits[0], Slice(4, 6));
+  EXPECT_EQ(r.next_splits[1], Slice(6, 8));
+}
+
+TEST(Bisection, HealthyHalvesMeanCrossGroupLinkAndMixedGroupsNext) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection(
+      {Group("all-8", kAll, 1300), Group("a", Slice(0, 4), 1390), Group("b", Slice(4, 8), 1388)}, th, std::nullopt);
+  EXPECT_NE(r.conclusion.find("cross-group"), std::string::npos);
+  ASSERT_EQ(r.next_splits.size(), 2u);
+  EXPECT_EQ(r.next_splits[0], (std::vector<std::string>{"node001", "node002", "node005", "node006"}));
+}
+
+TEST(Bisection, BothHalvesDegradedEscalates) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection(
+      {Group("all-8", kAll, 1300), Group("a", Slice(0, 4), 1290), Group("b", Slice(4, 8), 1280)}, th, 1390.0);
+  EXPECT_NE(r.conclusion.find("HW team"), std::string::npos);
+}
+
+TEST(Bisection, FailedGroupIsBad) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 0, "hanging")}, th,
+                                       std::nullopt);
+  EXPECT_EQ(r.bad_pair, Slice(2, 4));
+}
+
+TEST(Bisection, AllHealthy) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({Group("all", kAll, 1390)}, th, 1392.0);
+  EXPECT_TRUE(r.degraded_groups.empty());
+  EXPECT_NE(r.conclusion.find("no network issue"), std::string::npos);
+}
+
+TEST(NodeHealthDecision, ExcludesUnhealthyFirstThenDegraded) {
+  const auto& th = testing::SweepRules().node_health;
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), OneNode("3", "c", 900),
+                                            OneNode("4", "d", 0, "hanging", 2), OneNode("5", "e", 970)},
+                                           th);
+  Decision d = DecisionFromNodeHealth(t);
+  EXPECT_EQ(d.action, "retry-excluding-nodes");
+  ASSERT_EQ(d.exclude.size(), 2u);
+  EXPECT_EQ(d.exclude[0].host, "d");
+  EXPECT_EQ(d.exclude[0].priority, 1);
+  EXPECT_EQ(d.exclude[1].host, "c");
+  EXPECT_EQ(d.exclude[1].priority, 2);
+  EXPECT_TRUE(IsKnownAction(d.action));
+  NodeHealthTable clean = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1001)}, th);
+  EXPECT_EQ(DecisionFromNodeHealth(clean).action, "none");
+}
+
+TEST(BisectionDecision, BadPairExcludedNextSplitNoted) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult pair = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 1200)}, th, std::nullopt);
+  Decision d = DecisionFromBisection(pair);
+  EXPECT_EQ(d.action, "retry-excluding-nodes");
+  EXPECT_EQ(d.exclude.size(), 2u);
+  BisectionResult first = AnalyzeBisection({Group("all-8", kAll, 1320)}, th, 1393.0);
+  Decision next = DecisionFromBisection(first);
+  EXPECT_EQ(next.action, "none");
+  ASSERT_FALSE(next.notes.empty());
+  EXPECT_NE(next.notes[0].find("node[001-004]"), std::string::npos) << next.notes[0];
+}
+
+TEST(Hostlist, Compress) {
+  EXPECT_EQ(CompressHostlist({"chi2822", "chi2823", "chi2824", "chi2830"}), "chi[2822-2824,2830]");
+  EXPECT_EQ(CompressHostlist({"node007", "node008"}), "node[007-008]");
+  EXPECT_EQ(CompressHostlist({"login"}), "login");
+}
+
+}  // namespace
+}  // namespace diagnose

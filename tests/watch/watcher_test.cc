@@ -1,0 +1,432 @@
+// The watch loop on a temp outputs dir where jobs appear, progress, fail and stall over time.
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/decision/sweep_history.h"
+#include "engine/watch/watcher.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+
+const DecisionRules& Rules() {
+  static const DecisionRules rules = [] {
+    auto loaded = LoadDecisionRules(DIAGNOSE_SOURCE_DIR);
+    if (!loaded.ok()) throw std::runtime_error(loaded.status().ToString());
+    return std::move(loaded).value();
+  }();
+  return rules;
+}
+
+// Writes job logs in the launcher's shapes (maxtext-slurm-formats.md §2.1, §2.5, §2.7).
+class JobLog {
+ public:
+  JobLog(const fs::path& outputs, std::string id, std::string model, std::vector<std::string> hosts, int steps = 15)
+      : id_(std::move(id)), model_(std::move(model)), hosts_(std::move(hosts)) {
+    path_ = outputs / (id_ + "-JAX-" + model_ + ".log");
+    std::string nodelist;
+    for (const auto& h : hosts_) nodelist += (nodelist.empty() ? "" : ",") + h;
+    Write("JOB_ID=" + id_ + "\nJOB_NAME=JAX-" + model_ + "\nNNODES=" + std::to_string(hosts_.size()) +
+          "\nJOB_NODELIST=" + nodelist + "\nJAX_COORDINATOR_PORT=23456\nPASSTHROUGH_ARGS=\"steps=" +
+          std::to_string(steps) + "\"\nMODEL_NAME=" + model_ + "\n== Training BEGIN (no timeout) ==\n");
+  }
+  void Steps(int first, int last, double tgs = 2036, double mfu = 34.9) {
+    for (int s = first; s <= last; ++s)
+      for (size_t t = 0; t < hosts_.size(); ++t) {
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "%zu: completed step: %d, seconds: 30.309, TFLOP/s/device: 207.973, MFU: %.2f%%, "
+                      "Tokens/s/device: %.3f, total_weights: 4194304, loss: 7.123\n",
+                      t, s, mfu, tgs);
+        Write(line);
+      }
+  }
+  void Noise() { Write("0: " + hosts_[0] + ":1:2 [0] NCCL WARN some transport chatter\n"); }
+  void Summary(bool success, int exit_code, const std::string& reason = "") {
+    Write("========================== JOB SUMMARY ==========================\n  Job:    " + id_ + " (JAX-" +
+          model_ + ")\n  Model:  " + model_ + "\n  Nodes:  " + std::to_string(hosts_.size()) +
+          "\n  Wall:   7m 3s\n  Status: " +
+          (success ? std::string("SUCCESS (exit 0)")
+                   : "FAILED (exit " + std::to_string(exit_code) + ") \xE2\x80\x94 " + reason) +
+          "\n=================================================================\n");
+  }
+  void Write(const std::string& text) {
+    std::ofstream out(path_, std::ios::app | std::ios::binary);
+    out << text;
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  std::string id_, model_;
+  std::vector<std::string> hosts_;
+  fs::path path_;
+};
+
+// A diagnosis stand-in: records each call and answers with a report carrying triage-like facts.
+struct FakeDiagnosis {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> calls;   // (job, trigger)
+  std::map<std::string, std::string> failure_class;         // scripted per job
+  std::map<std::string, int64_t> last_step_seen;
+
+  DiagnoseFn Fn() {
+    return [this](const WatchEvent& e) -> StatusOr<Report> {
+      std::lock_guard<std::mutex> lock(mu);
+      calls.emplace_back(e.job.id, e.trigger);
+      last_step_seen[e.job.id] = e.progress.last_step.value_or(-1);
+      Report r;
+      JobEntry entry;
+      entry.id = e.job.id;
+      r.jobs.push_back(entry);
+      JobFacts f;
+      f.id = e.job.id;
+      f.header.model_name = e.progress.model;
+      f.header.hosts = e.progress.hosts;
+      f.status = e.progress.summary_seen ? "failed" : "running";
+      f.progress.last_step = e.progress.last_step;
+      auto it = failure_class.find(e.job.id);
+      if (it != failure_class.end()) {
+        f.failure_class = it->second;
+        ClassMatch m;
+        m.failure_class = it->second;
+        m.host = e.progress.hosts.empty() ? "" : e.progress.hosts[0];
+        m.where.text = it->second == "oom-gpu" ? "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12.5GiB"
+                                                : "";
+        f.classes.push_back(m);
+        if (it->second == "oom-gpu") f.oom_allocation = "12.5GiB";
+      }
+      r.facts[e.job.id] = f;
+      r.verdict.root_cause = "unknown";
+      return r;
+    };
+  }
+  int CallsFor(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    int n = 0;
+    for (const auto& c : calls) n += c.first == id;
+    return n;
+  }
+};
+
+class WatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("watch-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    outputs_ = dir_ / "outputs";
+    fs::create_directories(outputs_);
+    history_ = (dir_ / "sweep-a.jsonl").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  WatchOptions Options(FakeDiagnosis* fake) {
+    WatchOptions o;
+    o.outputs_dir = outputs_.string();
+    o.history_file = history_;
+    o.stall_seconds = 600;
+    o.poll_seconds = 60;
+    o.rules = &Rules();
+    o.diagnose = fake->Fn();
+    o.now = [this] { return clock_.load(); };
+    return o;
+  }
+  std::vector<std::string> Lines(const std::vector<WatchResult>& results) {
+    std::vector<std::string> out;
+    for (const auto& r : results) out.push_back(r.line);
+    return out;
+  }
+
+  fs::path dir_, outputs_;
+  std::string history_;
+  std::atomic<int64_t> clock_{1'700'000'000};
+};
+
+// A writer thread plays the sweep in phases; after each phase the watcher polls and the test checks
+// who was diagnosed, when, and with what.
+TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMoment) {
+  FakeDiagnosis fake;
+  fake.failure_class["9805"] = "oom-gpu";
+  auto watcher_or = Watcher::Create(Options(&fake));
+  ASSERT_TRUE(watcher_or.ok()) << watcher_or.status().ToString();
+  Watcher& watcher = **watcher_or;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase_written = 0, phase_checked = 0;
+  auto await_check = [&](int phase) {
+    std::unique_lock<std::mutex> lock(mu);
+    phase_written = phase;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase_checked >= phase; });
+  };
+  auto await_write = [&](int phase) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return phase_written >= phase; });
+  };
+  auto checked = [&](int phase) {
+    std::lock_guard<std::mutex> lock(mu);
+    phase_checked = phase;
+    cv.notify_all();
+  };
+
+  std::thread writer([&] {
+    JobLog pass(outputs_, "9801", "llama2-70b", {"gpu101"});
+    JobLog oom(outputs_, "9805", "grok-1", {"gpu101", "gpu102"});
+    pass.Steps(0, 3, 700);
+    oom.Steps(0, 0);
+    await_check(1);
+    pass.Steps(4, 14);
+    pass.Summary(true, 0);
+    oom.Write("1: jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12.5GiB\n");
+    await_check(2);
+    oom.Summary(false, 1, "Training FAILED (exit=1)");
+    JobLog hang(outputs_, "9807", "mixtral-8x22b", {"gpu103", "gpu104"});
+    hang.Steps(0, 5);
+    await_check(3);
+    hang.Noise();   // output that is not progress keeps a hung job "alive" only to naive watchers
+    await_check(4);
+    hang.Noise();
+    await_check(5);
+    hang.Steps(6, 6);   // too late: it was already diagnosed as stalled
+    hang.Summary(false, 143, "CANCELLED (scancel / SIGTERM)");
+    JobLog late(outputs_, "9810", "llama2-70b", {"gpu105"});
+    late.Steps(0, 14, 1995, 34.1);
+    late.Summary(true, 0);
+    await_check(6);
+  });
+
+  // Phase 1: two jobs running. Nothing to diagnose.
+  await_write(1);
+  auto r = watcher.PollOnce();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(watcher.followed_jobs(), 2u);
+  checked(1);
+
+  // Phase 2: 9801 succeeded (PASS without a diagnosis); 9805 logged an OOM but has not ended yet.
+  await_write(2);
+  clock_ += 60;
+  r = watcher.PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].line, "llama2-70b 1N (job 9801): 2,036 TGS/device, 34.9% MFU \xE2\x80\x94 PASS");
+  EXPECT_FALSE((*r)[0].diagnosed);
+  EXPECT_EQ(fake.CallsFor("9805"), 0);
+  checked(2);
+
+  // Phase 3: 9805's summary arrived: diagnosed now, once. 9807 appeared.
+  await_write(3);
+  clock_ += 60;
+  r = watcher.PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].line, "grok-1 2N (job 9805): OOM \xE2\x80\x94 FAIL \xE2\x80\x94 no-retry");
+  EXPECT_EQ((*r)[0].event.trigger, "ended");
+  EXPECT_EQ(fake.CallsFor("9805"), 1);
+  checked(3);
+
+  // Phase 4: 9807 only writes noise; 599 s without a new step is not yet a stall.
+  await_write(4);
+  clock_ += 599;
+  r = watcher.PollOnce();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(fake.CallsFor("9807"), 0);
+  checked(4);
+
+  // Phase 5: the stall window has passed: diagnosed as stalled, hang after step 0 -> retry once.
+  await_write(5);
+  clock_ += 1;
+  r = watcher.PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].event.trigger, "stalled");
+  EXPECT_EQ(fake.last_step_seen["9807"], 5);
+  EXPECT_EQ((*r)[0].report.decision.action, "retry-same-nodes");
+  EXPECT_NE((*r)[0].line.find("hang after-step0"), std::string::npos) << (*r)[0].line;
+  checked(5);
+
+  // Phase 6: 9807 ends after all (cancelled): not diagnosed again. A late job passes.
+  await_write(6);
+  clock_ += 60;
+  r = watcher.PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].line, "llama2-70b 1N (job 9810): 1,995 TGS/device, 34.1% MFU \xE2\x80\x94 PASS");
+  checked(6);
+  writer.join();
+
+  for (int i = 0; i < 3; ++i) {
+    clock_ += 10000;
+    r = watcher.PollOnce();
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->empty());
+  }
+  EXPECT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(fake.CallsFor("9805"), 1);
+  EXPECT_EQ(fake.CallsFor("9807"), 1);
+  EXPECT_EQ(watcher.followed_jobs(), 0u);   // per-job state released once handled
+
+  auto history = LoadSweepHistory(history_);
+  ASSERT_TRUE(history.ok());
+  EXPECT_TRUE(history->warnings.empty());
+  ASSERT_EQ(history->entries.size(), 4u);
+  std::map<std::string, HistoryEntry> by_job;
+  for (const auto& e : history->entries) {
+    by_job[e.job] = e;
+    EXPECT_EQ(e.sweep, "sweep-a");
+    EXPECT_TRUE(IsKnownAction(e.action)) << e.action;
+  }
+  EXPECT_EQ(by_job["9801"].action, "none");
+  EXPECT_EQ(by_job["9801"].status, "completed");
+  EXPECT_EQ(by_job["9805"].action, "no-retry");
+  EXPECT_EQ(by_job["9805"].oom_allocation, "12.5GiB");
+  EXPECT_EQ(by_job["9805"].config.model, "grok-1");
+  EXPECT_EQ(by_job["9805"].config.args.at("steps"), "15");
+  EXPECT_EQ(by_job["9807"].status, "hanging");
+  EXPECT_EQ(by_job["9807"].nodes, (std::vector<std::string>{"gpu103", "gpu104"}));
+}
+
+TEST_F(WatchTest, RestartDoesNotRediagnoseJobsInHistoryOrAlreadyEnded) {
+  FakeDiagnosis fake;
+  {
+    JobLog failed(outputs_, "1001", "grok-1", {"gpu1", "gpu2"});
+    failed.Steps(0, 2);
+    failed.Summary(false, 1, "Training FAILED (exit=1)");
+    auto w = Watcher::Create([&] {
+      auto o = Options(&fake);
+      o.include_already_ended = true;
+      return o;
+    }());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->PollOnce().ok());
+    EXPECT_EQ(fake.CallsFor("1001"), 1);
+  }
+  JobLog old(outputs_, "1002", "grok-1", {"gpu1", "gpu2"});
+  old.Summary(false, 1, "Training FAILED (exit=1)");
+  auto w = Watcher::Create(Options(&fake));
+  ASSERT_TRUE(w.ok());
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(fake.CallsFor("1001"), 1);   // in the history
+  EXPECT_EQ(fake.CallsFor("1002"), 0);   // had ended before the watcher started
+}
+
+TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {
+  FakeDiagnosis fake;
+  auto o = Options(&fake);
+  int calls = 0;
+  o.diagnose = [&](const WatchEvent&) -> StatusOr<Report> {
+    ++calls;
+    return NotFoundError("no TSDB for job 77");
+  };
+  auto w = Watcher::Create(o);
+  ASSERT_TRUE(w.ok());
+  JobLog job(outputs_, "77", "grok-1", {"gpu1"});
+  ASSERT_TRUE((*w)->PollOnce().ok());
+  job.Summary(false, 1, "Training FAILED (exit=1)");
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_FALSE((*r)[0].status.ok());
+  EXPECT_NE((*r)[0].line.find("diagnosis failed"), std::string::npos);
+  ASSERT_TRUE((*w)->PollOnce().ok());
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_F(WatchTest, DeletedLogIsDroppedWithoutDiagnosis) {
+  FakeDiagnosis fake;
+  auto w = Watcher::Create(Options(&fake));
+  ASSERT_TRUE(w.ok());
+  JobLog job(outputs_, "55", "grok-1", {"gpu1"});
+  job.Steps(0, 1);
+  ASSERT_TRUE((*w)->PollOnce().ok());
+  fs::remove(job.path());
+  clock_ += 100000;
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(fake.CallsFor("55"), 0);
+  EXPECT_EQ((*w)->followed_jobs(), 0u);
+}
+
+// Free-running: the loop on its own thread with the wall clock, a writer appending over time, and a
+// stop flag like the CLI's SIGINT/SIGTERM handler sets.
+TEST_F(WatchTest, RunLoopStopsCleanlyAndHandlesEachJobOnce) {
+  FakeDiagnosis fake;
+  auto o = Options(&fake);
+  o.now = nullptr;   // wall clock
+  o.poll_seconds = 0.05;
+  o.stall_seconds = 1;
+  std::mutex lines_mu;
+  std::vector<std::string> lines;
+  o.on_result = [&](const WatchResult& r) {
+    std::lock_guard<std::mutex> lock(lines_mu);
+    lines.push_back(r.line);
+  };
+  auto w = Watcher::Create(o);
+  ASSERT_TRUE(w.ok());
+  std::atomic<bool> stop{false};
+  Status run_status;
+  std::thread loop([&] { run_status = (*w)->Run(stop); });
+
+  JobLog a(outputs_, "2001", "grok-1", {"gpu1", "gpu2"});
+  JobLog b(outputs_, "2002", "llama2-70b", {"gpu3"});
+  for (int s = 0; s < 15; ++s) {
+    a.Steps(s, s);
+    b.Steps(s, s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  b.Summary(true, 0);
+  a.Summary(false, 1, "Training FAILED (exit=1)");
+  JobLog c(outputs_, "2003", "grok-1", {"gpu4", "gpu5"});
+  c.Steps(0, 2);   // then silence: stalls after ~1 s
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(lines_mu);
+      if (lines.size() >= 3) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop = true;
+  loop.join();
+  EXPECT_TRUE(run_status.ok()) << run_status.ToString();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(fake.CallsFor("2001"), 1);
+  EXPECT_EQ(fake.CallsFor("2002"), 0);
+  EXPECT_EQ(fake.CallsFor("2003"), 1);
+  auto history = LoadSweepHistory(history_);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->entries.size(), 3u);
+}
+
+TEST(WatchScan, JobIdsFromLogNames) {
+  const fs::path dir = fs::temp_directory_path() / ("watch-scan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "8308-JAX-mixtral-8x22b-24N-TGS_2610.123");
+  for (const char* name : {"8308-JAX-mixtral-8x22b-24N-TGS_2610.123.log", "k8s-20260310-080957-475e-JAX-grok-1.log",
+                           "notes.txt"})
+    std::ofstream(dir / name) << "JOB_ID=x\n";
+  auto jobs = ScanOutputsForJobLogs(dir.string());
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].id, "8308");
+  EXPECT_EQ((*jobs)[1].id, "k8s-20260310-080957-475e");
+  EXPECT_FALSE(ScanOutputsForJobLogs((dir / "missing").string()).ok());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace diagnose
