@@ -221,7 +221,18 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
   const int64_t now = options_.now();
   for (const auto& job : jobs) {
     if (job.log_path.empty() || handled_.count(job.id) || followed_.count(job.id)) continue;
-    Followed f{job, LogFollower(job.log_path), now};
+    // A job first seen mid-run gets the benefit of the doubt from its log's mtime: a log untouched
+    // for the whole stall window cannot have printed a step in it either.
+    int64_t first_seen = now;
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(job.log_path, ec);
+    if (!ec) {
+      const auto mtime_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::file_clock::to_sys(mtime).time_since_epoch())
+                                     .count();
+      first_seen = std::min<int64_t>(now, mtime_seconds);
+    }
+    Followed f{job, LogFollower(job.log_path), first_seen};
     if (first_scan_ && !options_.include_already_ended) {
       StatusOr<bool> polled = f.follower.Poll();
       if (polled.ok() && f.follower.progress().summary_seen) {
@@ -241,7 +252,9 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
       if (progressed.status().code() == StatusCode::kNotFound) finished.push_back(id);
       continue;
     }
-    if (*progressed) f.last_progress_time = now;
+    // The first read only catches up with what was already there; progress counts from then on.
+    if (*progressed && f.caught_up) f.last_progress_time = now;
+    f.caught_up = true;
     std::string trigger;
     if (f.follower.progress().summary_seen) trigger = "ended";
     else if (static_cast<double>(now - f.last_progress_time) >= options_.stall_seconds) trigger = "stalled";

@@ -90,6 +90,7 @@ class Watcher {
     WatchedJob job;
     LogFollower follower;
     int64_t last_progress_time = 0;   // when a new step (or the job) was last seen
+    bool caught_up = false;           // the log's existing content has been read once
   };
   WatchResult Handle(const Followed& followed, const std::string& trigger);
 

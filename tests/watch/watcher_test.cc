@@ -324,6 +324,27 @@ TEST_F(WatchTest, RestartDoesNotRediagnoseJobsInHistoryOrAlreadyEnded) {
   EXPECT_EQ(fake.CallsFor("1002"), 0);   // had ended before the watcher started
 }
 
+TEST_F(WatchTest, LogUntouchedForTheStallWindowStallsOnFirstSight) {
+  FakeDiagnosis fake;
+  auto o = Options(&fake);
+  o.now = nullptr;   // wall clock: compared with the log's mtime
+  o.include_already_ended = true;
+  JobLog quiet(outputs_, "3001", "grok-1", {"gpu1", "gpu2"});
+  quiet.Steps(0, 3);
+  JobLog fresh(outputs_, "3002", "grok-1", {"gpu3", "gpu4"});
+  fresh.Steps(0, 3);
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(quiet.path(), old);
+  auto w = Watcher::Create(o);
+  ASSERT_TRUE(w.ok());
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].event.job.id, "3001");
+  EXPECT_EQ((*r)[0].event.trigger, "stalled");
+  EXPECT_EQ(fake.CallsFor("3002"), 0);
+}
+
 TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {
   FakeDiagnosis fake;
   auto o = Options(&fake);
