@@ -2,7 +2,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -75,6 +78,42 @@ TEST_F(CliTest, WatchOnceDiagnosesEndedJobsOnceAndAppendsHistory) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->output.find("job 98"), std::string::npos) << again->output;
   EXPECT_EQ(LoadSweepHistory(history)->entries.size(), 2u);
+}
+
+TEST_F(CliTest, WatchStopsCleanlyOnSigterm) {
+  WriteJob("9805", "grok-1", {"gpu102", "gpu103"}, 0,
+           "1: jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1GiB.\n", kFailed);
+  const std::string out = (dir_ / "watch.out").string();
+  SpawnOptions spawn;
+  spawn.argv = {DIAGNOSE_BINARY, "watch", outputs_.string(), "--history", (dir_ / "h.jsonl").string(),
+                "--poll-seconds", "0.1", "--logs-only"};
+  spawn.stdout_path = out;
+  spawn.stderr_path = out;
+  auto child = ChildProcess::Spawn(spawn);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  // The watcher skips jobs that had ended before it started; a job ending afterwards is handled.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  WriteJob("9806", "grok-1", {"gpu102", "gpu103"}, 0,
+           "1: jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2GiB.\n", kFailed);
+  std::string text;
+  for (int i = 0; i < 100 && text.find("job 9806") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(out);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_EQ(::kill(child->pid(), SIGTERM), 0);
+  auto code = child->Wait(std::chrono::milliseconds(10000));
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  EXPECT_EQ(*code, 128 + SIGTERM);   // the conventional status for a SIGTERM'd process
+  std::ifstream in(out);
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("grok-1 2N (job 9806): OOM"), std::string::npos) << text;
+  EXPECT_EQ(text.find("job 9805"), std::string::npos) << text;
+  EXPECT_NE(text.find("stopped by signal (1 result(s))"), std::string::npos) << text;
+  auto h = LoadSweepHistory((dir_ / "h.jsonl").string());
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(h->warnings.empty());
+  EXPECT_EQ(h->entries.size(), 1u);
 }
 
 TEST_F(CliTest, WatchFailsCleanlyOnMissingRules) {
