@@ -12,6 +12,9 @@ int CommandRegistry::Run(CLI::App& app) {
 
 void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterDiagnose(app, registry);
+  RegisterLint(app, registry);
+  RegisterExplain(app, registry);
+  RegisterTest(app, registry);
   RegisterWatch(app, registry);
   RegisterNodes(app, registry);
 }

@@ -23,6 +23,9 @@ class CommandRegistry {
 };
 
 void RegisterDiagnose(CLI::App& app, CommandRegistry& registry);
+void RegisterLint(CLI::App& app, CommandRegistry& registry);
+void RegisterExplain(CLI::App& app, CommandRegistry& registry);
+void RegisterTest(CLI::App& app, CommandRegistry& registry);
 void RegisterWatch(CLI::App& app, CommandRegistry& registry);
 void RegisterNodes(CLI::App& app, CommandRegistry& registry);
 void RegisterAll(CLI::App& app, CommandRegistry& registry);

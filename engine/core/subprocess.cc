@@ -10,6 +10,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
 #include <thread>
 
 namespace diagnose {
@@ -124,6 +129,63 @@ StatusOr<int> ForkExec(const std::vector<std::string>& argv, const std::string& 
   return static_cast<int>(pid);
 }
 
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process. Forking
+// from one process-lifetime thread keeps a child started by a short-lived worker thread (e.g. a
+// baseline TSDB opened in parallel) alive until the process itself dies.
+class SpawnerThread {
+ public:
+  static SpawnerThread& Instance() {
+    // Never destroyed: outlives every caller. A fork()ed copy of this process has no spawner
+    // thread (threads do not survive fork), so it makes its own and leaks the inherited one,
+    // whose mutex may have been held at the fork.
+    static std::atomic<SpawnerThread*> instance{nullptr};
+    static std::mutex create_mutex;
+    SpawnerThread* current = instance.load();
+    if (current && current->owner_ == getpid()) return *current;
+    std::lock_guard<std::mutex> lock(create_mutex);
+    current = instance.load();
+    if (!current || current->owner_ != getpid()) {
+      current = new SpawnerThread();
+      instance.store(current);
+    }
+    return *current;
+  }
+
+  StatusOr<int> Run(const std::vector<std::string>& argv, const std::string& working_dir, ChildFds fds) {
+    std::packaged_task<StatusOr<int>()> task([&] { return ForkExec(argv, working_dir, fds); });
+    auto result = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return result.get();
+  }
+
+ private:
+  SpawnerThread() : owner_(getpid()) {
+    std::thread([this] {
+      // Termination signals belong to the sigwait thread (cleanup_registry.cc) or the main thread.
+      sigset_t set;
+      sigemptyset(&set);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+      pthread_sigmask(SIG_BLOCK, &set, nullptr);
+      while (true) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return !tasks_.empty(); });
+        auto task = std::move(tasks_.front());
+        tasks_.pop_front();
+        lock.unlock();
+        task();
+      }
+    }).detach();
+  }
+  const pid_t owner_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::packaged_task<StatusOr<int>()>> tasks_;
+};
+
 int OpenOutput(const std::string& path) {
   return open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 }
@@ -173,7 +235,7 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const SpawnOptions& options) {
       }
     }
   }
-  auto pid = ForkExec(options.argv, options.working_dir, fds);
+  auto pid = SpawnerThread::Instance().Run(options.argv, options.working_dir, fds);
   if (fds.stdout_fd >= 0) close(fds.stdout_fd);
   if (fds.stderr_fd >= 0 && fds.stderr_fd != fds.stdout_fd) close(fds.stderr_fd);
   if (!pid.ok()) return pid.status();
@@ -256,7 +318,7 @@ StatusOr<RunResult> RunCommand(const std::vector<std::string>& argv, std::chrono
   }
   // Unlinked at once: the capture is private and cannot be left behind, whatever happens next.
   unlink(name.data());
-  auto pid = ForkExec(argv, "", ChildFds{fd, fd});
+  auto pid = SpawnerThread::Instance().Run(argv, "", ChildFds{fd, fd});
   if (!pid.ok()) {
     close(fd);
     return pid.status();

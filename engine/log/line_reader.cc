@@ -79,6 +79,7 @@ bool LineReader::Next(std::string_view* line) {
   // A line belongs to the range that contains its first byte.
   if (end_ >= 0 && file_offset_ + static_cast<int64_t>(pos_) >= end_) return false;
   if (pos_ >= len_ && !Fill()) return false;
+  line_offset_ = file_offset_ + static_cast<int64_t>(pos_);
   const char* start = buf_.data() + pos_;
   const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
   if (nl != nullptr) {

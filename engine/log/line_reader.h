@@ -34,6 +34,7 @@ class LineReader {
   bool Next(std::string_view* line);
 
   int64_t line_number() const { return line_number_; }   // 1-based number of the last line returned
+  int64_t line_offset() const { return line_offset_; }   // byte offset of the last line returned
   int64_t truncated_lines() const { return truncated_lines_; }
   const Status& status() const { return status_; }
   // Sets the number the next line will get minus one (for ranges whose start line is known).
@@ -52,6 +53,7 @@ class LineReader {
   bool eof_ = false;
   std::string long_line_;        // assembly space for lines that straddle blocks
   int64_t line_number_ = 0;
+  int64_t line_offset_ = 0;
   int64_t truncated_lines_ = 0;
   Status status_;
 };

@@ -28,6 +28,7 @@ bool StripSrunLabel(std::string_view* text, int* task) {
 }
 
 constexpr std::string_view kActor = "(MaxTextTrainerActor pid=";
+constexpr std::string_view kColoredActor = "\x1b[36m(MaxTextTrainerActor pid=";
 
 }  // namespace
 
@@ -103,6 +104,15 @@ LogLine ParseLogLine(std::string_view raw, std::string* scratch) {
   LogLine line;
   std::string_view t = raw;
   StripSrunLabel(&t, &line.task);
+  // The Ray driver prefix is the common case on RAY=1 logs: skip it without copying the line.
+  if (t.size() > kColoredActor.size() && t[0] == '\x1b' && t.substr(0, kColoredActor.size()) == kColoredActor) {
+    size_t close = t.find(")\x1b[0m", kColoredActor.size());
+    if (close != std::string_view::npos) {
+      line.ray_driver = true;
+      t.remove_prefix(close + 5);
+      if (!t.empty() && t[0] == ' ') t.remove_prefix(1);
+    }
+  }
   if (!t.empty() && std::memchr(t.data(), '\x1b', t.size()) != nullptr) {
     StripAnsi(t, scratch);
     t = *scratch;

@@ -284,9 +284,14 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   if (r.ec != std::errc()) return false;
   result_.lines_after_last_step = 0;
   if (in_nccl_burst_) in_nccl_burst_ = false;
-  auto& last = result_.last_step_by_task[line.task];
-  last = std::max(last, step);
-  if (result_.steps.count(step)) return true;   // another task's copy of a logical step
+  if (line.task != last_task_) {
+    last_task_ = line.task;
+    last_task_step_ = &result_.last_step_by_task[line.task];
+  }
+  *last_task_step_ = std::max(*last_task_step_, step);
+  // Every task prints every step: most lines repeat the step just recorded.
+  if (step == last_recorded_step_ || result_.steps.count(step)) return true;
+  last_recorded_step_ = step;
   StepRecord s;
   s.step = step;
   s.task = line.task;
@@ -327,9 +332,9 @@ void LogScanner::HandleEnvDump(int task, std::string_view text) {
   if (StartsWith(text, "HOSTNAME=")) {
     std::string h = SanitizeForQuote(Trim(text.substr(9)), 256);
     if (size_t dot = h.find('.'); dot != std::string::npos) h.resize(dot);
-    result_.env_hostname[task] = h;
+    result_.env_hostname.emplace(task, h);
   } else if (StartsWith(text, "NODE_RANK=")) {
-    result_.env_node_rank[task] = SanitizeForQuote(Trim(text.substr(10)), 32);
+    result_.env_node_rank.emplace(task, SanitizeForQuote(Trim(text.substr(10)), 32));
   } else if (StartsWith(text, "NODELIST_EXPANDED=")) {
     if (result_.nodelist_expanded.empty()) result_.nodelist_expanded = SanitizeForQuote(Trim(text.substr(18)), 65536);
   } else if (StartsWith(text, "RAY=1")) {
@@ -364,10 +369,11 @@ void LogScanner::HandleHeartbeat(const LogLine& line, std::string_view text) {
       result_.heartbeat_present = true;
       if (!result_.steps.empty()) result_.last_step_before_heartbeat = result_.steps.rbegin()->first;
     }
-    heartbeat_tail_ = 64;
     if (result_.heartbeat_evidence.size() < 8) result_.heartbeat_evidence.push_back(Ref(line, text));
   }
-  if (heartbeat_tail_ > 0 || result_.heartbeat_present) {
+  // Task lists follow the "unhealthy" line; collected wherever they appear (a byte-range split may
+  // separate them from it) and used only when a heartbeat block exists.
+  {
     size_t p = text.find("/job:jax_worker/replica:");
     if (p != std::string_view::npos) {
       int64_t task = -1;
@@ -377,7 +383,6 @@ void LogScanner::HandleHeartbeat(const LogLine& line, std::string_view text) {
           result_.accused_tasks.push_back(static_cast<int>(task));
       }
     }
-    if (heartbeat_tail_ > 0) --heartbeat_tail_;
   }
   // A task that reports the coordination error itself was alive to do so.
   if (line.absl.level == 'E' || line.absl.level == 'F') {
@@ -442,13 +447,32 @@ void LogScanner::Classify(const LogLine& line, std::string_view text) {
   }
 }
 
+void ScanResult::ShiftLines(int64_t delta) {
+  auto shift = [delta](LogRef& r) {
+    if (r.line > 0) r.line += delta;
+  };
+  for (auto& kv : steps) shift(kv.second.where);
+  for (auto& m : memstats) shift(m.where);
+  shift(restore.where);
+  shift(summary.where);
+  for (auto& n : node_exits) shift(n.where);
+  shift(tunnel.where);
+  shift(crash_where);
+  for (auto& e : heartbeat_evidence) shift(e);
+  for (auto& kv : classes) {
+    shift(kv.second.match.where);
+    kv.second.ordinal += delta;
+  }
+  for (auto& kv : events)
+    for (auto& e : kv.second) shift(e.where);
+}
+
 void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   for (auto& kv : later.header_keys) header_keys.emplace(kv.first, std::move(kv.second));
   if (config.empty()) {
     config = std::move(later.config);
     config_task = later.config_task;
   }
-  for (auto& kv : later.steps) steps.emplace(kv.first, std::move(kv.second));
   for (auto& kv : later.last_step_by_task) {
     auto& v = last_step_by_task[kv.first];
     v = std::max(v, kv.second);
@@ -463,7 +487,10 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   if (later.summary.present) summary = later.summary;
   for (auto& n : later.node_exits) node_exits.push_back(std::move(n));
   if (tunnel.head_host.empty()) tunnel = later.tunnel;
-  if (!heartbeat_present && later.heartbeat_present) last_step_before_heartbeat = later.last_step_before_heartbeat;
+  if (!heartbeat_present && later.heartbeat_present) {
+    last_step_before_heartbeat = later.last_step_before_heartbeat;
+    if (!last_step_before_heartbeat && !steps.empty()) last_step_before_heartbeat = steps.rbegin()->first;
+  }
   heartbeat_present = heartbeat_present || later.heartbeat_present;
   for (int t : later.accused_tasks)
     if (std::find(accused_tasks.begin(), accused_tasks.end(), t) == accused_tasks.end()) accused_tasks.push_back(t);
@@ -473,6 +500,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
     crash_stamp = later.crash_stamp;
     crash_where = later.crash_where;
   }
+  for (auto& kv : later.steps) steps.emplace(kv.first, std::move(kv.second));
   for (auto& e : later.heartbeat_evidence)
     if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
   for (auto& kv : later.classes) {

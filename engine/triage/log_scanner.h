@@ -77,6 +77,8 @@ struct ScanResult {
   int64_t lines_after_last_step = 0;
   int64_t truncated_lines = 0;
 
+  // Renumbers every line reference by `delta` (a byte range scanned with lines counted from 1).
+  void ShiftLines(int64_t delta);
   // Appends `later` (a later file or byte range) into this result.
   void Merge(ScanResult&& later, const ScanLimits& limits);
 };
@@ -114,7 +116,10 @@ class LogScanner {
   bool in_git_summary_ = false;
   bool in_nccl_burst_ = false;
   int lines_since_nccl_ = 0;
-  int heartbeat_tail_ = 0;   // lines after an "unhealthy" line where task lists are expected
+  int heartbeat_tail_ = 0;
+  int last_task_ = -2;
+  int64_t* last_task_step_ = nullptr;   // std::map nodes are stable
+  int64_t last_recorded_step_ = -1;   // lines after an "unhealthy" line where task lists are expected
 };
 
 }  // namespace diagnose

@@ -198,6 +198,7 @@ SignatureMatcher::SignatureMatcher(const SignatureTable& table) : table_(&table)
       }
     }
   }
+  for (auto& v : next_) v = (v << 1) | (output_head_[v] >= 0 ? 1 : 0);
 }
 
 void SignatureMatcher::Match(std::string_view line, std::vector<int>* out) const {
@@ -208,9 +209,11 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out) const
   int s = 0;
   const int32_t* next = next_.data();
   const int alpha = alphabet_;
+  // Transitions hold (state << 1 | has_output): one table load per byte.
   for (unsigned char c : line) {
-    s = next[s * alpha + byte_class_[c]];
-    if (output_head_[s] >= 0) {
+    int32_t v = next[s * alpha + byte_class_[c]];
+    s = v >> 1;
+    if (v & 1) {
       for (int o = output_head_[s]; o >= 0 && n_hits < 32; o = outputs_[o].second) hits[n_hits++] = outputs_[o].first;
     }
   }

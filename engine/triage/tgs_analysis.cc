@@ -74,28 +74,31 @@ void Segment(const Prefix& p, size_t a, size_t b, const TgsOptions& o, std::vect
   Segment(p, k, b, o, cuts);
 }
 
-// Hinge model: constant until onset c, then linear. Returns SSE and fills onset/slope.
+// Hinge model: constant until onset c, then linear. Returns SSE and fills onset/slope. O(n) over all
+// onsets through suffix sums (the series can have tens of thousands of steps).
 double HingeFit(const std::vector<double>& y, size_t min_len, size_t* onset, double* slope) {
-  size_t n = y.size();
+  const size_t n = y.size();
+  std::vector<double> suf_y(n + 1, 0), suf_iy(n + 1, 0);
+  double syy = 0, sy = 0;
+  for (size_t i = n; i-- > 0;) {
+    suf_y[i] = suf_y[i + 1] + y[i];
+    suf_iy[i] = suf_iy[i + 1] + static_cast<double>(i) * y[i];
+    syy += y[i] * y[i];
+    sy += y[i];
+  }
+  const double dn = static_cast<double>(n);
   double best = -1;
   for (size_t c = min_len; c + min_len <= n; ++c) {
-    // Least squares for y = a + b * max(0, i - c).
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (size_t i = 0; i < n; ++i) {
-      double x = i > c ? static_cast<double>(i - c) : 0.0;
-      sx += x; sy += y[i]; sxx += x * x; sxy += x * y[i];
-    }
-    double dn = static_cast<double>(n);
+    // x_i = i - c for i > c, else 0; m = number of positive x (values 1..m).
+    double m = static_cast<double>(n - 1 - c);
+    double sx = m * (m + 1) / 2;
+    double sxx = m * (m + 1) * (2 * m + 1) / 6;
+    double sxy = suf_iy[c + 1] - static_cast<double>(c) * suf_y[c + 1];
     double den = dn * sxx - sx * sx;
     if (den <= 0) continue;
     double b = (dn * sxy - sx * sy) / den;
     double a = (sy - b * sx) / dn;
-    double sse = 0;
-    for (size_t i = 0; i < n; ++i) {
-      double x = i > c ? static_cast<double>(i - c) : 0.0;
-      double r = y[i] - a - b * x;
-      sse += r * r;
-    }
+    double sse = std::max(0.0, syy - a * sy - b * sxy);
     if (best < 0 || sse < best) {
       best = sse;
       *onset = c;

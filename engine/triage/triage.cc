@@ -7,8 +7,10 @@
 #include <ctime>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "engine/log/line_reader.h"
+#include "engine/log/log_line.h"
 #include "engine/triage/hostlist.h"
 #include "engine/triage/log_scanner.h"
 #include "engine/triage/progress.h"
@@ -89,17 +91,68 @@ std::string FormatUtc(int64_t epoch) {
   return buf;
 }
 
-Status ScanFile(const std::string& path, const std::string& display, int default_task, int file_index,
-                const SignatureTable& table, const SignatureMatcher& matcher, const ScanLimits& limits,
-                ScanResult* out) {
+Status ScanRange(const std::string& path, int64_t begin, int64_t end, const std::string& display, int default_task,
+                 int file_index, const SignatureTable& table, const SignatureMatcher& matcher,
+                 const ScanLimits& limits, ScanResult* out, int64_t* lines) {
   LineReader reader;
-  RETURN_IF_ERROR(reader.Open(path));
+  RETURN_IF_ERROR(reader.Open(path, begin, end));
   LogScanner scanner(table, matcher, limits, display, default_task, file_index);
   std::string_view line;
   while (reader.Next(&line)) scanner.Feed(line, reader.line_number());
   RETURN_IF_ERROR(reader.status());
   scanner.result().truncated_lines += reader.truncated_lines();
-  out->Merge(std::move(scanner.result()), limits);
+  *out = std::move(scanner.result());
+  *lines = reader.line_number();
+  return Status::Ok();
+}
+
+// A split point near the middle that starts a step line: step lines end NCCL bursts and never sit
+// inside the header, git-summary or JOB SUMMARY blocks, so the two halves need no shared state.
+std::optional<int64_t> FindSplit(const std::string& path, int64_t size) {
+  LineReader reader;
+  if (!reader.Open(path, size / 2, std::min(size, size / 2 + (int64_t{8} << 20))).ok()) return std::nullopt;
+  std::string scratch;
+  std::string_view raw;
+  while (reader.Next(&raw)) {
+    LogLine l = ParseLogLine(raw, &scratch);
+    if (l.text.rfind("completed step: ", 0) == 0) return reader.line_offset();
+  }
+  return std::nullopt;
+}
+
+Status ScanFile(const std::string& path, const std::string& display, int default_task, int file_index,
+                const SignatureTable& table, const SignatureMatcher& matcher, const ScanLimits& limits,
+                const TriageOptions& options, ScanResult* out) {
+  std::error_code ec;
+  int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
+  int threads = options.scan_threads > 0 ? options.scan_threads
+                                         : (std::thread::hardware_concurrency() >= 2 ? 2 : 1);
+  std::optional<int64_t> split;
+  if (!ec && threads >= 2 && size >= options.split_min_bytes && size > 0) split = FindSplit(path, size);
+  if (!split) {
+    ScanResult r;
+    int64_t lines = 0;
+    RETURN_IF_ERROR(ScanRange(path, 0, -1, display, default_task, file_index, table, matcher, limits, &r, &lines));
+    out->Merge(std::move(r), limits);
+    return Status::Ok();
+  }
+  ScanResult second;
+  int64_t second_lines = 0;
+  Status second_status;
+  std::thread worker([&] {
+    second_status = ScanRange(path, *split, -1, display, default_task, file_index, table, matcher, limits, &second,
+                              &second_lines);
+  });
+  ScanResult first;
+  int64_t first_lines = 0;
+  Status first_status =
+      ScanRange(path, 0, *split, display, default_task, file_index, table, matcher, limits, &first, &first_lines);
+  worker.join();
+  RETURN_IF_ERROR(first_status);
+  RETURN_IF_ERROR(second_status);
+  second.ShiftLines(first_lines);
+  first.Merge(std::move(second), limits);
+  out->Merge(std::move(first), limits);
   return Status::Ok();
 }
 
@@ -157,14 +210,14 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   if (job.log_path) {
     struct stat st {};
     if (::stat(job.log_path->c_str(), &st) == 0) log_mtime = static_cast<int64_t>(st.st_mtime);
-    Status s = ScanFile(*job.log_path, DisplayPath(*job.log_path, job.outputs_dir), -1, 0, table, matcher, limits, &scan);
+    Status s = ScanFile(*job.log_path, DisplayPath(*job.log_path, job.outputs_dir), -1, 0, table, matcher, limits, options, &scan);
     if (!s.ok()) return s.WithContext("job " + job.id);
   }
   for (size_t i = 0; i < job.rank_logs.size(); ++i) {
     std::string name = fs::path(job.rank_logs[i]).filename().string();
     int rank = static_cast<int>(AsInt(name.substr(5)).value_or(-1));
     Status s = ScanFile(job.rank_logs[i], DisplayPath(job.rank_logs[i], job.outputs_dir), rank,
-                        static_cast<int>(i) + 1, table, matcher, limits, &scan);
+                        static_cast<int>(i) + 1, table, matcher, limits, options, &scan);
     if (!s.ok()) f.notes.push_back("rank log unreadable: " + s.message());
   }
 
@@ -238,7 +291,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
       if (h.hosts[t] == host) task = static_cast<int>(t);
     int64_t before = scan.steps.empty() ? -1 : scan.steps.rbegin()->first;
     Status s = ScanFile(w, DisplayPath(w, job.outputs_dir), task, static_cast<int>(1000 + i), table, matcher,
-                        limits, &scan);
+                        limits, options, &scan);
     if (!s.ok()) {
       f.notes.push_back("worker log unreadable: " + s.message());
       continue;

@@ -18,6 +18,10 @@ struct TriageOptions {
   std::optional<int64_t> now;
   // Is the job still known to the scheduler as running? Unknown when unset (no squeue here).
   std::optional<bool> scheduler_running;
+  // Threads for scanning one large log (split at a step-line boundary, results merged in order);
+  // 0 = automatic (2 when the machine has 2+ cores). Logs below split_min_bytes use one thread.
+  int scan_threads = 0;
+  int64_t split_min_bytes = int64_t{64} << 20;
 };
 
 StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options);

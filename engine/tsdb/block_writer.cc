@@ -12,9 +12,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
+#include "engine/core/cleanup_registry.h"
 #include "engine/core/subprocess.h"
 #include "engine/tsdb/tsdb_dir.h"
 
@@ -136,6 +138,7 @@ struct BlockWriter::Impl {
   std::unordered_set<std::string> seen_series;
   BlockWriteStats stats;
   Status error;                 // first write error; sticky
+  std::optional<CleanupRegistry::Id> cleanup_id;   // removes the scratch files on SIGINT/SIGTERM
   bool finished = false;
 
   Status Open() {
@@ -159,6 +162,12 @@ struct BlockWriter::Impl {
       return UnavailableError("cannot create the OpenMetrics scratch file in " + dir + ": " + std::strerror(errno));
     }
     scratch_file = buf.data();
+    const std::string file = scratch_file, own_dir = scratch_dir;
+    cleanup_id = CleanupRegistry::Instance().Register("block writer scratch " + file, [file, own_dir] {
+      std::error_code ec;
+      fs::remove(file, ec);
+      if (!own_dir.empty()) fs::remove_all(own_dir, ec);
+    });
     out = fdopen(fd, "w");
     if (!out) {
       close(fd);
@@ -179,6 +188,8 @@ struct BlockWriter::Impl {
     if (!scratch_dir.empty()) fs::remove_all(scratch_dir, ec);
     scratch_file.clear();
     scratch_dir.clear();
+    if (cleanup_id) CleanupRegistry::Instance().Unregister(*cleanup_id);
+    cleanup_id.reset();
   }
 
   Status Add(Series series) {

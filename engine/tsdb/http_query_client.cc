@@ -332,7 +332,8 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       --active;
       Request& r = requests[i];
       bool retryable = false;
-      r.status = Evaluate(r, code, http, base_url_, &retryable);
+      r.status = Evaluate(r, code, http, description_.empty() ? base_url_ : description_ + " " + base_url_,
+                          &retryable);
       r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
       if (!r.status.ok() && retryable && r.attempts < r.max_attempts) {
         const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -202,6 +203,26 @@ TEST_F(SubprocessTest, ChildDiesWithItsParent) {
 TEST_F(SubprocessTest, FindExecutableSearchesPath) {
   EXPECT_FALSE(FindExecutable("sh").empty());
   EXPECT_TRUE(FindExecutable("definitely-not-a-program-xyz").empty());
+}
+
+}  // namespace
+}  // namespace diagnose
+
+namespace diagnose {
+namespace {
+
+TEST(SubprocessThreadTest, ChildOutlivesTheThreadThatSpawnedIt) {
+  std::optional<ChildProcess> child;
+  std::thread([&] {
+    auto c = ChildProcess::Spawn(Options({"sleep", "30"}));
+    ASSERT_TRUE(c.ok());
+    child.emplace(std::move(c).value());
+  }).join();
+  ASSERT_TRUE(child.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(child->Running()) << "PR_SET_PDEATHSIG fired when the spawning thread exited";
+  child->Terminate(std::chrono::milliseconds(2000));
+  EXPECT_EQ(child->ExitCode(), 128 + SIGTERM);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "engine/job/job_location.h"
+#include "engine/triage/log_assessment.h"
 #include "tests/triage/triage_support.h"
 
 namespace diagnose {
@@ -414,6 +415,83 @@ TEST(TriageTest, K8sRankLogsAreTasks) {
   ASSERT_TRUE(f.heartbeat.crash_time.has_value());
   EXPECT_EQ(f.heartbeat.crash_time->year_source, "job-id");
   EXPECT_EQ(f.failure_class, "heartbeat-timeout");
+}
+
+
+TEST(TriageTest, TwoThreadSplitEqualsSequentialScan) {
+  TempOutputs out;
+  JobSpec spec;
+  spec.passthrough = "steps=400 enable_checkpointing=true checkpoint_period=50 jax_distributed_heartbeat_timeout_seconds=600";
+  LogBuilder b(spec);
+  b.Header().Setup().Steps(0, 120, 30.0, 3300.0);
+  for (int t = 0; t < 24; ++t) b.Line(t, "Saved a checkpoint at step 100.");
+  b.Line(4, "gpu404:1:1 [0] NCCL WARN Timeout waiting for peer");
+  b.Steps(121, 260, 38.0, 2600.0);
+  b.Line(0, "UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):");
+  b.Line(0, "/job:jax_worker/replica:0/task:4");
+  b.Line(4, "E0224 20:01:00.000001 77 coordination_service_agent.cc:332] Polled an error from coordination service");
+  b.Line(-1, "srun: error: gpu404: task 4: Exited with exit code 1");
+  b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "2h 50m 0s");
+  testing::WriteSlurmJob(out, b.spec(), b.str());
+  auto job = ResolveJob("9101", out.path());
+  ASSERT_TRUE(job.ok());
+  TriageOptions one;
+  one.rules_dir = testing::RulesDir();
+  one.now = kFarFuture;
+  one.scan_threads = 1;
+  TriageOptions two = one;
+  two.scan_threads = 2;
+  two.split_min_bytes = 0;
+  auto a = TriageJob(*job, one);
+  auto c = TriageJob(*job, two);
+  ASSERT_TRUE(a.ok() && c.ok());
+  EXPECT_EQ(nlohmann::json(*a).dump(1), nlohmann::json(*c).dump(1));
+  EXPECT_EQ(a->steps.size(), 261u);
+  EXPECT_EQ(a->heartbeat.accused_hosts, (std::vector<std::string>{"gpu404"}));
+  EXPECT_GT(a->events.size(), 0u);
+}
+
+
+TEST(LogAssessmentTest, OomDecidesFromLogsHeartbeatAsksTheTsdb) {
+  auto table = LoadSignatureTable(testing::RulesDir() + "/triage/failure-signatures.yaml");
+  ASSERT_TRUE(table.ok());
+  {
+    TempOutputs out;
+    JobSpec spec;
+    spec.ntasks = 8;
+    LogBuilder b(spec);
+    b.Header().Setup().Steps(0, 3, 30.0, 3290.0);
+    b.Line(2, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12.50GiB.");
+    b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "9m 0s");
+    testing::WriteSlurmJob(out, b.spec(), b.str());
+    Report r = LogOnlyReport(Triage(out, "9101"), *table);
+    EXPECT_EQ(r.verdict.root_cause, "gpu-oom");
+    EXPECT_EQ(r.verdict.domain, "gpu");
+    EXPECT_EQ(r.decision.action, "no-retry");
+    ASSERT_FALSE(r.findings.empty());
+    EXPECT_EQ(r.findings[0].id, "log-triage/oom-gpu");
+    ASSERT_FALSE(r.findings[0].evidence.empty());
+    EXPECT_EQ(r.findings[0].evidence[0].query.rfind("9101-JAX-llama2-70b.log:", 0), 0u);
+    EXPECT_NE(r.verdict.summary.find("12.50GiB"), std::string::npos);
+    EXPECT_TRUE(r.facts.contains("9101"));
+  }
+  {
+    TempOutputs out;
+    JobSpec spec;
+    spec.ntasks = 8;
+    LogBuilder b(spec);
+    b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
+    b.Line(0, "UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):");
+    b.Line(0, "/job:jax_worker/replica:0/task:6");
+    b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "40m 0s");
+    testing::WriteSlurmJob(out, b.spec(), b.str());
+    Report r = LogOnlyReport(Triage(out, "9101"), *table);
+    EXPECT_EQ(r.verdict.root_cause, "unknown");
+    EXPECT_EQ(r.jobs[0].failure_class, "heartbeat-timeout");
+    EXPECT_TRUE(std::any_of(r.decision.notes.begin(), r.decision.notes.end(),
+                            [](const std::string& n) { return n.rfind("ask the TSDB:", 0) == 0; }));
+    EXPECT_NO_THROW(ToJson(r).dump());
+  }
 }
 
 // ---- Bad input: never a crash, a clear status or a best-effort report.

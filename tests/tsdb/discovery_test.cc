@@ -172,3 +172,52 @@ TEST(InstanceHostTest, StripsPortsIncludingIpv6) {
 
 }  // namespace
 }  // namespace diagnose
+
+#include "engine/discovery/tsdb_state.h"
+
+namespace diagnose {
+namespace {
+
+TEST_F(DiscoveryTest, TsdbStateCarriesDiscoveryGapsAndGuard) {
+  DiscoveryInputs inputs = InputsForSnapshot(server_->inventory());
+  inputs.log_last_step = 1;  // a TSDB ahead of the log: another job's
+  auto d = Discover(server_->client(), inputs, Rules());
+  ASSERT_TRUE(d.ok());
+  TsdbState served = ServedTsdbState(*server_, *d);
+  EXPECT_EQ(served.mode, "private-copy");
+  EXPECT_EQ(served.state, "served");
+  EXPECT_EQ(served.source, SharedJobFixture().tsdb_dir);
+  ASSERT_FALSE(served.gaps.empty());
+  EXPECT_NE(served.gaps.front().find("another job"), std::string::npos);
+  EXPECT_EQ(served.discovery["hosts"].size(), 24u);
+  TsdbState none = UnavailableTsdbState("private-copy", "/x/prometheus",
+                                        NotFoundError("TSDB dir /x/prometheus does not exist"));
+  EXPECT_EQ(none.state, "unavailable");
+  EXPECT_NE(none.reason.find("/x/prometheus"), std::string::npos);
+}
+
+TEST(TwoTsdbsTest, TwoPrivateServersSideBySideStaySeparate) {
+  const std::string dir = testing::MakeTempDir("two-tsdbs-");
+  for (const std::string name : {"subject", "baseline"}) {
+    testing::FixtureSpec spec;
+    spec.hosts = {name + "-node1", name + "-node2"};
+    spec.duration_seconds = 900;
+    ASSERT_TRUE(testing::BuildJobTsdb(spec, dir + "/" + name + "/prometheus").ok());
+  }
+  {
+    auto subject = PrivatePrometheus::Start(dir + "/subject/prometheus");
+    auto baseline = PrivatePrometheus::Start(dir + "/baseline/prometheus");
+    ASSERT_TRUE(subject.ok() && baseline.ok());
+    EXPECT_NE((*subject)->url(), (*baseline)->url());
+    EXPECT_NE((*subject)->copy_dir(), (*baseline)->copy_dir());
+    auto a = (*subject)->client().LabelValues("host", {}, 0, 4102444800.0);
+    auto b = (*baseline)->client().LabelValues("host", {}, 0, 4102444800.0);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, (std::vector<std::string>{"subject-node1", "subject-node2"}));
+    EXPECT_EQ(*b, (std::vector<std::string>{"baseline-node1", "baseline-node2"}));
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,66 @@
+// The compiled rule graph: one Boost.Graph DAG over every rule of the selected playbooks plus the
+// shared rules they use (each shared rule is one node, evaluated once). Nodes are grouped into
+// topological levels; a level's independent query nodes go to the TSDB as one batch.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/status.h"
+#include "engine/dag/context.h"
+#include "engine/playbook/playbook.h"
+
+namespace diagnose::dag {
+
+struct GraphNode {
+  std::string id;                                  // "<playbook>/<rule>" or "common/<rule>"
+  const playbook::RuleSpec* rule = nullptr;
+  const playbook::PlaybookSpec* playbook = nullptr;   // null for shared rules
+  int level = 0;
+  std::vector<int> deps;                           // node indices this node needs
+};
+
+// Why a playbook was selected (for explain and the report).
+struct Selection {
+  std::string playbook;
+  std::string reason;
+};
+
+// Playbooks whose triggers match the context (README §2), in library order, plus explicit requests.
+// A trigger condition that fails to evaluate does not select and is reported in `problems`.
+std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const EvaluationContext& ctx,
+                                       std::vector<std::string>* problems);
+
+class CompiledGraph {
+ public:
+  // Fails (kNotFound) when a playbook id is unknown; the library must have loaded without errors.
+  static StatusOr<CompiledGraph> Compile(const playbook::Library& library, const std::vector<std::string>& playbook_ids);
+
+  const std::vector<GraphNode>& nodes() const { return nodes_; }
+  const std::vector<std::vector<int>>& levels() const { return levels_; }
+  const std::vector<const playbook::PlaybookSpec*>& playbooks() const { return playbooks_; }
+  const playbook::Library& library() const { return *library_; }
+  int IndexOf(const std::string& id) const;
+  // Topological order: by level, then id (deterministic).
+  std::vector<int> TopologicalOrder() const;
+
+ private:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  const playbook::Library* library_ = nullptr;
+  Graph graph_;
+  std::vector<GraphNode> nodes_;
+  std::map<std::string, int> index_;
+  std::vector<std::vector<int>> levels_;
+  std::vector<const playbook::PlaybookSpec*> playbooks_;
+};
+
+// The compiled form as deterministic JSON (`diagnose explain`): playbooks, nodes in topological
+// order with their level, needs, kind and definition, and the edges. With `ctx`, query nodes also
+// carry the resolved PromQL and window (or why they cannot be resolved).
+nlohmann::json ExplainJson(const CompiledGraph& graph, const EvaluationContext* ctx);
+
+}  // namespace diagnose::dag

@@ -1,0 +1,1017 @@
+#include "engine/playbook/expr.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace diagnose::playbook {
+namespace {
+
+enum class Tok { kEnd, kNumber, kString, kIdent, kOp, kError };
+
+struct Token {
+  Tok kind = Tok::kEnd;
+  std::string text;
+  double number = 0;
+  size_t offset = 0;
+};
+
+class Lexer {
+ public:
+  explicit Lexer(const std::string& s) : s_(s) {}
+
+  Token Next() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    Token t;
+    t.offset = pos_;
+    if (pos_ >= s_.size()) return t;
+    char c = s_[pos_];
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && pos_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_ + 1])))) {
+      size_t start = pos_;
+      while (pos_ < s_.size() &&
+             (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.')) ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+        size_t save = pos_++;
+        if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+        if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+          while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+        } else {
+          pos_ = save;
+        }
+      }
+      t.kind = Tok::kNumber;
+      t.text = s_.substr(start, pos_ - start);
+      char* end = nullptr;
+      t.number = std::strtod(t.text.c_str(), &end);
+      if (end == nullptr || *end != '\0') {
+        t.kind = Tok::kError;
+        t.text = "malformed number '" + t.text + "'";
+      }
+      return t;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t start = pos_;
+      while (pos_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+      t.kind = Tok::kIdent;
+      t.text = s_.substr(start, pos_ - start);
+      return t;
+    }
+    if (c == '\'' || c == '"') {
+      char quote = c;
+      ++pos_;
+      std::string out;
+      while (pos_ < s_.size() && s_[pos_] != quote) {
+        if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) {
+          ++pos_;
+          char e = s_[pos_];
+          out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        } else {
+          out += s_[pos_];
+        }
+        ++pos_;
+      }
+      if (pos_ >= s_.size()) {
+        t.kind = Tok::kError;
+        t.text = "unterminated string";
+        return t;
+      }
+      ++pos_;
+      t.kind = Tok::kString;
+      t.text = out;
+      return t;
+    }
+    static const char* kTwo[] = {"==", "!=", "<=", ">="};
+    for (const char* op : kTwo) {
+      if (s_.compare(pos_, 2, op) == 0) {
+        pos_ += 2;
+        t.kind = Tok::kOp;
+        t.text = op;
+        return t;
+      }
+    }
+    if (std::string("+-*/%<>()[],.").find(c) != std::string::npos) {
+      ++pos_;
+      t.kind = Tok::kOp;
+      t.text = std::string(1, c);
+      return t;
+    }
+    t.kind = Tok::kError;
+    t.text = std::string("unexpected character '") + c + "'";
+    if (c == '=') t.text += " (use '==' to compare)";
+    if (c == '&' || c == '|') t.text += " (use 'and' / 'or')";
+    if (c == '!') t.text += " (use 'not' or '!=')";
+    ++pos_;
+    return t;
+  }
+
+ private:
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& s, ExprSyntaxError* err) : lexer_(s), err_(err) { Advance(); }
+
+  std::unique_ptr<Expr> ParseAll() {
+    auto e = ParseOr();
+    if (!e) return nullptr;
+    if (tok_.kind != Tok::kEnd) return Fail(tok_.offset, "unexpected '" + tok_.text + "' after expression");
+    return e;
+  }
+
+ private:
+  void Advance() { tok_ = lexer_.Next(); }
+  bool IsOp(const char* op) const { return tok_.kind == Tok::kOp && tok_.text == op; }
+  bool IsWord(const char* w) const { return tok_.kind == Tok::kIdent && tok_.text == w; }
+
+  std::unique_ptr<Expr> Fail(size_t offset, std::string msg) {
+    if (!failed_) {
+      failed_ = true;
+      err_->offset = offset;
+      err_->message = std::move(msg);
+    }
+    return nullptr;
+  }
+
+  static std::unique_ptr<Expr> Node(ExprKind k, size_t off, std::string text) {
+    auto e = std::make_unique<Expr>();
+    e->kind = k;
+    e->offset = off;
+    e->text = std::move(text);
+    return e;
+  }
+
+  std::unique_ptr<Expr> Binary(std::string op, size_t off, std::unique_ptr<Expr> l, std::unique_ptr<Expr> r) {
+    auto e = Node(ExprKind::kBinary, off, std::move(op));
+    e->children.push_back(std::move(l));
+    e->children.push_back(std::move(r));
+    return e;
+  }
+
+  std::unique_ptr<Expr> ParseOr() {
+    auto l = ParseAnd();
+    while (l && IsWord("or")) {
+      size_t off = tok_.offset;
+      Advance();
+      auto r = ParseAnd();
+      if (!r) return nullptr;
+      l = Binary("or", off, std::move(l), std::move(r));
+    }
+    return l;
+  }
+  std::unique_ptr<Expr> ParseAnd() {
+    auto l = ParseNot();
+    while (l && IsWord("and")) {
+      size_t off = tok_.offset;
+      Advance();
+      auto r = ParseNot();
+      if (!r) return nullptr;
+      l = Binary("and", off, std::move(l), std::move(r));
+    }
+    return l;
+  }
+  std::unique_ptr<Expr> ParseNot() {
+    if (IsWord("not")) {
+      size_t off = tok_.offset;
+      Advance();
+      auto operand = ParseNot();
+      if (!operand) return nullptr;
+      auto e = Node(ExprKind::kUnary, off, "not");
+      e->children.push_back(std::move(operand));
+      return e;
+    }
+    return ParseCmp();
+  }
+  std::unique_ptr<Expr> ParseCmp() {
+    auto l = ParseAdd();
+    if (!l) return nullptr;
+    static const char* kCmp[] = {"==", "!=", "<", "<=", ">", ">="};
+    for (const char* op : kCmp) {
+      if (IsOp(op)) {
+        size_t off = tok_.offset;
+        Advance();
+        auto r = ParseAdd();
+        if (!r) return nullptr;
+        return Binary(op, off, std::move(l), std::move(r));
+      }
+    }
+    if (IsWord("in")) {
+      size_t off = tok_.offset;
+      Advance();
+      auto r = ParseAdd();
+      if (!r) return nullptr;
+      return Binary("in", off, std::move(l), std::move(r));
+    }
+    if (IsWord("not")) {
+      size_t off = tok_.offset;
+      Advance();
+      if (!IsWord("in")) return Fail(tok_.offset, "expected 'in' after 'not'");
+      Advance();
+      auto r = ParseAdd();
+      if (!r) return nullptr;
+      auto in = Binary("in", off, std::move(l), std::move(r));
+      auto e = Node(ExprKind::kUnary, off, "not");
+      e->children.push_back(std::move(in));
+      return e;
+    }
+    return l;
+  }
+  std::unique_ptr<Expr> ParseAdd() {
+    auto l = ParseMul();
+    while (l && (IsOp("+") || IsOp("-"))) {
+      std::string op = tok_.text;
+      size_t off = tok_.offset;
+      Advance();
+      auto r = ParseMul();
+      if (!r) return nullptr;
+      l = Binary(op, off, std::move(l), std::move(r));
+    }
+    return l;
+  }
+  std::unique_ptr<Expr> ParseMul() {
+    auto l = ParseUnary();
+    while (l && (IsOp("*") || IsOp("/") || IsOp("%"))) {
+      std::string op = tok_.text;
+      size_t off = tok_.offset;
+      Advance();
+      auto r = ParseUnary();
+      if (!r) return nullptr;
+      l = Binary(op, off, std::move(l), std::move(r));
+    }
+    return l;
+  }
+  std::unique_ptr<Expr> ParseUnary() {
+    if (IsOp("-")) {
+      size_t off = tok_.offset;
+      Advance();
+      auto operand = ParseUnary();
+      if (!operand) return nullptr;
+      auto e = Node(ExprKind::kUnary, off, "-");
+      e->children.push_back(std::move(operand));
+      return e;
+    }
+    return ParsePostfix();
+  }
+  std::unique_ptr<Expr> ParsePostfix() {
+    auto e = ParsePrimary();
+    while (e) {
+      if (IsOp(".")) {
+        Advance();
+        if (tok_.kind != Tok::kIdent) return Fail(tok_.offset, "expected a field name after '.'");
+        auto f = Node(ExprKind::kField, tok_.offset, tok_.text);
+        f->children.push_back(std::move(e));
+        e = std::move(f);
+        Advance();
+      } else if (IsOp("[")) {
+        size_t off = tok_.offset;
+        Advance();
+        auto idx = ParseOr();
+        if (!idx) return nullptr;
+        if (!IsOp("]")) return Fail(tok_.offset, "expected ']'");
+        Advance();
+        auto n = Node(ExprKind::kIndex, off, "[]");
+        n->children.push_back(std::move(e));
+        n->children.push_back(std::move(idx));
+        e = std::move(n);
+      } else if (IsOp("(")) {
+        if (e->kind != ExprKind::kName) return Fail(tok_.offset, "only functions can be called");
+        Advance();
+        auto call = Node(ExprKind::kCall, e->offset, e->text);
+        if (!IsOp(")")) {
+          while (true) {
+            auto arg = ParseOr();
+            if (!arg) return nullptr;
+            call->children.push_back(std::move(arg));
+            if (IsOp(",")) {
+              Advance();
+              continue;
+            }
+            if (IsOp(")")) break;
+            return Fail(tok_.offset, "expected ',' or ')' in call to '" + call->text + "'");
+          }
+        }
+        Advance();
+        int min_args = 0, max_args = 0;
+        if (!LookupFunction(call->text, &min_args, &max_args))
+          return Fail(call->offset, "unknown function '" + call->text + "'");
+        int n = static_cast<int>(call->children.size());
+        if (n < min_args || (max_args >= 0 && n > max_args))
+          return Fail(call->offset, "function '" + call->text + "' takes " +
+                                        (min_args == max_args ? std::to_string(min_args)
+                                                              : std::to_string(min_args) + ".." +
+                                                                    (max_args < 0 ? std::string("n") : std::to_string(max_args))) +
+                                        " argument(s), got " + std::to_string(n));
+        e = std::move(call);
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+  std::unique_ptr<Expr> ParsePrimary() {
+    Token t = tok_;
+    switch (t.kind) {
+      case Tok::kEnd:
+        return Fail(t.offset, "unexpected end of expression");
+      case Tok::kError:
+        return Fail(t.offset, t.text);
+      case Tok::kNumber: {
+        Advance();
+        auto e = Node(ExprKind::kLiteral, t.offset, t.text);
+        e->literal = t.number;
+        return e;
+      }
+      case Tok::kString: {
+        Advance();
+        auto e = Node(ExprKind::kLiteral, t.offset, t.text);
+        e->literal = t.text;
+        return e;
+      }
+      case Tok::kIdent: {
+        if (t.text == "true" || t.text == "false" || t.text == "null") {
+          Advance();
+          auto e = Node(ExprKind::kLiteral, t.offset, t.text);
+          e->literal = t.text == "null" ? Value() : Value(t.text == "true");
+          return e;
+        }
+        if (t.text == "and" || t.text == "or" || t.text == "in" || t.text == "not")
+          return Fail(t.offset, "unexpected keyword '" + t.text + "'");
+        Advance();
+        return Node(ExprKind::kName, t.offset, t.text);
+      }
+      case Tok::kOp:
+        if (t.text == "(") {
+          Advance();
+          auto e = ParseOr();
+          if (!e) return nullptr;
+          if (!IsOp(")")) return Fail(tok_.offset, "expected ')' to close '(' at offset " + std::to_string(t.offset));
+          Advance();
+          return e;
+        }
+        if (t.text == "[") {
+          Advance();
+          auto list = Node(ExprKind::kList, t.offset, "[]");
+          if (!IsOp("]")) {
+            while (true) {
+              auto item = ParseOr();
+              if (!item) return nullptr;
+              list->children.push_back(std::move(item));
+              if (IsOp(",")) {
+                Advance();
+                continue;
+              }
+              if (IsOp("]")) break;
+              return Fail(tok_.offset, "expected ',' or ']' in list");
+            }
+          }
+          Advance();
+          return list;
+        }
+        return Fail(t.offset, "unexpected '" + t.text + "'");
+    }
+    return Fail(t.offset, "unexpected token");
+  }
+
+  Lexer lexer_;
+  Token tok_;
+  ExprSyntaxError* err_;
+  bool failed_ = false;
+};
+
+// ---- evaluation ----
+
+struct FunctionSpec {
+  int min_args;
+  int max_args;
+};
+
+const std::map<std::string, FunctionSpec>& Functions() {
+  static const std::map<std::string, FunctionSpec> kFunctions = {
+      {"len", {1, 1}},      {"count", {1, 1}},     {"keys", {1, 1}},       {"values", {1, 1}},
+      {"max", {1, 2}},      {"min", {1, 2}},       {"sum", {1, 1}},        {"avg", {1, 1}},
+      {"abs", {1, 1}},      {"union", {2, -1}},    {"intersect", {2, -1}}, {"minus", {2, 2}},
+      {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
+      {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
+      {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
+  };
+  return kFunctions;
+}
+
+Status EvalError(const Expr& e, const std::string& msg) {
+  return InvalidArgumentError("at offset " + std::to_string(e.offset) + ": " + msg);
+}
+
+std::string TypeName(const Value& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "bool";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "list";
+  return "map";
+}
+
+// Numbers of a list or a map's values; non-numbers are skipped.
+std::vector<double> Numbers(const Value& v) {
+  std::vector<double> out;
+  if (v.is_array()) {
+    for (const auto& x : v)
+      if (x.is_number()) out.push_back(x.get<double>());
+  } else if (v.is_object()) {
+    for (const auto& [k, x] : v.items())
+      if (x.is_number()) out.push_back(x.get<double>());
+  } else if (v.is_number()) {
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+std::set<std::string> AsSet(const Value& v) {
+  std::set<std::string> out;
+  if (v.is_array()) {
+    for (const auto& x : v) out.insert(x.is_string() ? x.get<std::string>() : x.dump());
+  } else if (v.is_object()) {
+    for (const auto& [k, x] : v.items()) out.insert(k);
+  } else if (v.is_string()) {
+    out.insert(v.get<std::string>());
+  }
+  return out;
+}
+
+Value SetToValue(const std::set<std::string>& s) {
+  Value out = Value::array();
+  for (const auto& x : s) out.push_back(x);
+  return out;
+}
+
+Value Arith(const std::string& op, double a, double b) {
+  if (op == "+") return a + b;
+  if (op == "-") return a - b;
+  if (op == "*") return a * b;
+  if (op == "/") return b == 0 ? Value() : Value(a / b);
+  if (op == "%") return b == 0 ? Value() : Value(std::fmod(a, b));
+  return Value();
+}
+
+bool Compare(const std::string& op, const Value& a, const Value& b) {
+  if (op == "==") return a == b || (a.is_number() && b.is_number() && a.get<double>() == b.get<double>());
+  if (op == "!=") return !Compare("==", a, b);
+  if (a.is_number() && b.is_number()) {
+    double x = a.get<double>(), y = b.get<double>();
+    if (op == "<") return x < y;
+    if (op == "<=") return x <= y;
+    if (op == ">") return x > y;
+    if (op == ">=") return x >= y;
+  }
+  if (a.is_string() && b.is_string()) {
+    auto x = a.get<std::string>(), y = b.get<std::string>();
+    if (op == "<") return x < y;
+    if (op == "<=") return x <= y;
+    if (op == ">") return x > y;
+    if (op == ">=") return x >= y;
+  }
+  return false;
+}
+
+bool IsCmp(const std::string& op) {
+  return op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
+}
+
+StatusOr<Value> EvalBinary(const Expr& e, const Value& a, const Value& b) {
+  const std::string& op = e.text;
+  if (op == "in") {
+    if (b.is_null() || a.is_null()) return Value(false);
+    if (b.is_object()) return Value(a.is_string() && b.contains(a.get<std::string>()));
+    if (b.is_array()) {
+      for (const auto& x : b)
+        if (Compare("==", x, a)) return Value(true);
+      return Value(false);
+    }
+    if (b.is_string() && a.is_string()) return Value(b.get<std::string>().find(a.get<std::string>()) != std::string::npos);
+    return EvalError(e, "'in' needs a list, map or string on the right, got " + TypeName(b));
+  }
+  bool arith = op == "+" || op == "-" || op == "*" || op == "/" || op == "%";
+  // Vector semantics: map op scalar, scalar op map, map op map (matching keys).
+  if (a.is_object() || b.is_object()) {
+    Value out = Value::object();
+    if (a.is_object() && b.is_object()) {
+      for (const auto& [k, x] : a.items()) {
+        if (!b.contains(k)) continue;
+        const Value& y = b[k];
+        if (!x.is_number() || !y.is_number()) continue;
+        if (arith) {
+          Value r = Arith(op, x.get<double>(), y.get<double>());
+          if (!r.is_null()) out[k] = r;
+        } else if (IsCmp(op) && Compare(op, x, y)) {
+          out[k] = x;
+        }
+      }
+      return out;
+    }
+    const Value& m = a.is_object() ? a : b;
+    const Value& s = a.is_object() ? b : a;
+    if (s.is_null()) return arith ? Value() : Value(Value::object());
+    if (!s.is_number()) return EvalError(e, "cannot apply '" + op + "' to a map and a " + TypeName(s));
+    for (const auto& [k, x] : m.items()) {
+      if (!x.is_number()) continue;
+      const Value& l = a.is_object() ? x : s;
+      const Value& r = a.is_object() ? s : x;
+      if (arith) {
+        Value v = Arith(op, l.get<double>(), r.get<double>());
+        if (!v.is_null()) out[k] = v;
+      } else if (IsCmp(op) && Compare(op, l, r)) {
+        out[k] = x;
+      }
+    }
+    return out;
+  }
+  if (arith) {
+    if (a.is_null() || b.is_null()) return Value();
+    if (op == "+" && a.is_string() && b.is_string()) return Value(a.get<std::string>() + b.get<std::string>());
+    if (op == "+" && a.is_array() && b.is_array()) {
+      Value out = a;
+      for (const auto& x : b) out.push_back(x);
+      return out;
+    }
+    if (!a.is_number() || !b.is_number())
+      return EvalError(e, "cannot apply '" + op + "' to " + TypeName(a) + " and " + TypeName(b));
+    return Arith(op, a.get<double>(), b.get<double>());
+  }
+  if (IsCmp(op)) {
+    if ((op == "==" || op == "!=")) return Value(Compare(op, a, b));
+    if (a.is_null() || b.is_null()) return Value(false);
+    if (!((a.is_number() && b.is_number()) || (a.is_string() && b.is_string())))
+      return EvalError(e, "cannot compare " + TypeName(a) + " and " + TypeName(b) + " with '" + op + "'");
+    return Value(Compare(op, a, b));
+  }
+  return EvalError(e, "unknown operator '" + op + "'");
+}
+
+double Interpolate(const Value& step_times, double step, bool* ok) {
+  *ok = false;
+  if (!step_times.is_array() || step_times.empty()) return 0;
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& p : step_times)
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
+      pts.emplace_back(p[0].get<double>(), p[1].get<double>());
+  if (pts.empty()) return 0;
+  std::sort(pts.begin(), pts.end());
+  *ok = true;
+  if (pts.size() == 1) return pts[0].second;
+  size_t i = 1;
+  while (i + 1 < pts.size() && pts[i].first < step) ++i;
+  const auto& p0 = pts[i - 1];
+  const auto& p1 = pts[i];
+  if (p1.first == p0.first) return p0.second;
+  return p0.second + (step - p0.first) * (p1.second - p0.second) / (p1.first - p0.first);
+}
+
+StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, const NameResolver& resolve) {
+  const std::string& f = e.text;
+  const Value& a = args[0];
+  if (f == "len" || f == "count") {
+    if (a.is_null()) return Value(0);
+    if (a.is_array() || a.is_object()) return Value(static_cast<double>(a.size()));
+    if (a.is_string()) return Value(static_cast<double>(a.get<std::string>().size()));
+    return EvalError(e, f + "() needs a list, map or string, got " + TypeName(a));
+  }
+  if (f == "keys") {
+    Value out = Value::array();
+    if (a.is_object())
+      for (const auto& [k, x] : a.items()) out.push_back(k);
+    else if (!a.is_null())
+      return EvalError(e, "keys() needs a map, got " + TypeName(a));
+    return out;
+  }
+  if (f == "values") {
+    Value out = Value::array();
+    if (a.is_object())
+      for (const auto& [k, x] : a.items()) out.push_back(x);
+    else if (a.is_array())
+      out = a;
+    return out;
+  }
+  if (f == "max" || f == "min") {
+    std::vector<double> xs;
+    for (const auto& arg : args) {
+      auto n = Numbers(arg);
+      xs.insert(xs.end(), n.begin(), n.end());
+    }
+    if (xs.empty()) return Value();
+    return Value(f == "max" ? *std::max_element(xs.begin(), xs.end()) : *std::min_element(xs.begin(), xs.end()));
+  }
+  if (f == "sum" || f == "avg") {
+    auto xs = Numbers(a);
+    if (xs.empty()) return f == "sum" ? Value(0.0) : Value();
+    double s = 0;
+    for (double x : xs) s += x;
+    return Value(f == "sum" ? s : s / xs.size());
+  }
+  if (f == "abs") {
+    if (a.is_null()) return Value();
+    if (!a.is_number()) return EvalError(e, "abs() needs a number, got " + TypeName(a));
+    return Value(std::fabs(a.get<double>()));
+  }
+  if (f == "round") {
+    if (a.is_null()) return Value();
+    if (!a.is_number()) return EvalError(e, "round() needs a number, got " + TypeName(a));
+    int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 0;
+    double scale = std::pow(10.0, digits);
+    return Value(std::round(a.get<double>() * scale) / scale);
+  }
+  if (f == "union" || f == "intersect") {
+    std::set<std::string> acc = AsSet(a);
+    for (size_t i = 1; i < args.size(); ++i) {
+      auto s = AsSet(args[i]);
+      if (f == "union") {
+        acc.insert(s.begin(), s.end());
+      } else {
+        std::set<std::string> both;
+        for (const auto& x : acc)
+          if (s.count(x)) both.insert(x);
+        acc = std::move(both);
+      }
+    }
+    return SetToValue(acc);
+  }
+  if (f == "minus") {
+    auto acc = AsSet(a);
+    for (const auto& x : AsSet(args[1])) acc.erase(x);
+    return SetToValue(acc);
+  }
+  if (f == "contains") {
+    auto s = AsSet(a);
+    const Value& x = args[1];
+    return Value(x.is_string() ? s.count(x.get<std::string>()) > 0 : s.count(x.dump()) > 0);
+  }
+  if (f == "sort") {
+    if (!a.is_array()) return a;
+    Value out = a;
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  if (f == "join") {
+    std::string sep = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : ", ";
+    std::string out;
+    bool firsts = true;
+    auto add = [&](const Value& x) {
+      if (!firsts) out += sep;
+      firsts = false;
+      out += ValueToText(x);
+    };
+    if (a.is_array())
+      for (const auto& x : a) add(x);
+    else if (a.is_object())
+      for (const auto& [k, x] : a.items()) add(Value(k));
+    else if (!a.is_null())
+      add(a);
+    return Value(out);
+  }
+  if (f == "fmt") {
+    if (a.is_null()) return Value("n/a");
+    if (!a.is_number()) return Value(ValueToText(a));
+    int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 2;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", std::clamp(digits, 0, 12), a.get<double>());
+    return Value(std::string(buf));
+  }
+  if (f == "exists") return Value(!a.is_null());
+  if (f == "default") return a.is_null() ? args[1] : a;
+  if (f == "first" || f == "last") {
+    if (!a.is_array() || a.empty()) return Value();
+    return f == "first" ? a.front() : a.back();
+  }
+  if (f == "pluck") {
+    Value out = Value::array();
+    if (!args[1].is_string()) return EvalError(e, "pluck() needs a field name string");
+    std::string field = args[1].get<std::string>();
+    if (a.is_array())
+      for (const auto& x : a)
+        out.push_back(x.is_object() && x.contains(field) ? x[field] : Value());
+    return out;
+  }
+  if (f == "step_time") {
+    if (a.is_null()) return Value();
+    if (!a.is_number()) return EvalError(e, "step_time() needs a step number, got " + TypeName(a));
+    const Value* discovery = resolve("discovery");
+    bool ok = false;
+    double t = Interpolate(discovery && discovery->is_object() && discovery->contains("step_times")
+                               ? (*discovery)["step_times"] : Value(),
+                           a.get<double>(), &ok);
+    return ok ? Value(t) : Value();
+  }
+  if (f == "hosts_of_tasks") {
+    const Value* facts = resolve("facts");
+    Value hosts = Value::array();
+    const Value* host_list = nullptr;
+    if (facts && facts->is_object() && facts->contains("header") && (*facts)["header"].contains("hosts"))
+      host_list = &(*facts)["header"]["hosts"];
+    if (a.is_array() && host_list && host_list->is_array()) {
+      for (const auto& t : a) {
+        if (!t.is_number()) continue;
+        int i = t.get<int>();
+        if (i >= 0 && i < static_cast<int>(host_list->size())) hosts.push_back((*host_list)[i]);
+      }
+    }
+    return hosts;
+  }
+  return EvalError(e, "unknown function '" + f + "'");
+}
+
+// Walks a name.field.field chain by pointer (no copies of large rule results). `is_path` is false
+// when the chain does not start at a name.
+const Value* ResolvePath(const Expr& e, const NameResolver& resolve, bool* is_path) {
+  if (e.kind == ExprKind::kName) {
+    *is_path = true;
+    return resolve(e.text);
+  }
+  if (e.kind != ExprKind::kField) {
+    *is_path = false;
+    return nullptr;
+  }
+  const Value* base = ResolvePath(*e.children[0], resolve, is_path);
+  if (!*is_path || base == nullptr) return nullptr;
+  if (base->is_object()) {
+    auto it = base->find(e.text);
+    if (it != base->end()) return &*it;
+  }
+  return nullptr;
+}
+
+StatusOr<Value> Eval(const Expr& e, const NameResolver& resolve) {
+  switch (e.kind) {
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+    case ExprKind::kField: {
+      bool is_path = false;
+      const Value* ref = ResolvePath(e, resolve, &is_path);
+      if (is_path) return ref ? *ref : Value();
+      ASSIGN_OR_RETURN(Value base, Eval(*e.children[0], resolve));
+      if (base.is_object() && base.contains(e.text)) return base[e.text];
+      return Value();
+    }
+    case ExprKind::kIndex: {
+      ASSIGN_OR_RETURN(Value base, Eval(*e.children[0], resolve));
+      ASSIGN_OR_RETURN(Value idx, Eval(*e.children[1], resolve));
+      if (base.is_object() && idx.is_string()) {
+        auto key = idx.get<std::string>();
+        return base.contains(key) ? base[key] : Value();
+      }
+      if (base.is_array() && idx.is_number()) {
+        long i = static_cast<long>(idx.get<double>());
+        if (i < 0) i += static_cast<long>(base.size());
+        if (i >= 0 && i < static_cast<long>(base.size())) return base[i];
+        return Value();
+      }
+      if (base.is_null() || idx.is_null()) return Value();
+      return EvalError(e, "cannot index a " + TypeName(base) + " with a " + TypeName(idx));
+    }
+    case ExprKind::kList: {
+      Value out = Value::array();
+      for (const auto& c : e.children) {
+        ASSIGN_OR_RETURN(Value v, Eval(*c, resolve));
+        out.push_back(v);
+      }
+      return out;
+    }
+    case ExprKind::kCall: {
+      std::vector<Value> args;
+      for (const auto& c : e.children) {
+        ASSIGN_OR_RETURN(Value v, Eval(*c, resolve));
+        args.push_back(std::move(v));
+      }
+      return CallFunction(e, args, resolve);
+    }
+    case ExprKind::kUnary: {
+      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], resolve));
+      if (e.text == "not") return Value(!Truthy(v));
+      if (v.is_null()) return Value();
+      if (v.is_object()) {
+        Value out = Value::object();
+        for (const auto& [k, x] : v.items())
+          if (x.is_number()) out[k] = -x.get<double>();
+        return out;
+      }
+      if (!v.is_number()) return EvalError(e, "cannot negate a " + TypeName(v));
+      return Value(-v.get<double>());
+    }
+    case ExprKind::kBinary: {
+      ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], resolve));
+      if (e.text == "and") {
+        if (!Truthy(l)) return Value(false);
+        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], resolve));
+        return Value(Truthy(r));
+      }
+      if (e.text == "or") {
+        if (Truthy(l)) return Value(true);
+        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], resolve));
+        return Value(Truthy(r));
+      }
+      ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], resolve));
+      return EvalBinary(e, l, r);
+    }
+  }
+  return EvalError(e, "unknown expression node");
+}
+
+void CollectRefs(const Expr& e, std::vector<NameRef>* out) {
+  if (e.kind == ExprKind::kName) {
+    out->push_back({{e.text}, e.offset});
+    return;
+  }
+  if (e.kind == ExprKind::kField) {
+    // Flatten the a.b.c chain into one path when it starts at a name.
+    std::vector<std::string> rev;
+    const Expr* cur = &e;
+    while (cur->kind == ExprKind::kField) {
+      rev.push_back(cur->text);
+      cur = cur->children[0].get();
+    }
+    if (cur->kind == ExprKind::kName) {
+      NameRef ref;
+      ref.offset = cur->offset;
+      ref.path.push_back(cur->text);
+      for (auto it = rev.rbegin(); it != rev.rend(); ++it) ref.path.push_back(*it);
+      out->push_back(std::move(ref));
+      return;
+    }
+    CollectRefs(*cur, out);
+    return;
+  }
+  for (const auto& c : e.children) CollectRefs(*c, out);
+}
+
+}  // namespace
+
+std::unique_ptr<Expr> ParseExpr(const std::string& source, ExprSyntaxError* error) {
+  ExprSyntaxError local;
+  Parser p(source, error ? error : &local);
+  return p.ParseAll();
+}
+
+void CollectNameRefs(const Expr& expr, std::vector<NameRef>* out) { CollectRefs(expr, out); }
+
+bool LookupFunction(const std::string& name, int* min_args, int* max_args) {
+  auto it = Functions().find(name);
+  if (it == Functions().end()) return false;
+  *min_args = it->second.min_args;
+  *max_args = it->second.max_args;
+  return true;
+}
+
+std::string StaticType(const Expr& e,
+                       const std::function<std::string(const std::vector<std::string>&)>& name_type,
+                       std::vector<ExprSyntaxError>* errors) {
+  switch (e.kind) {
+    case ExprKind::kLiteral:
+      return e.literal.is_null() ? "" : TypeName(e.literal);
+    case ExprKind::kName:
+      return name_type({e.text});
+    case ExprKind::kField: {
+      std::vector<NameRef> refs;
+      CollectRefs(e, &refs);
+      if (refs.size() == 1 && refs[0].offset == [&] {
+            const Expr* cur = &e;
+            while (cur->kind == ExprKind::kField) cur = cur->children[0].get();
+            return cur->offset;
+          }())
+        return name_type(refs[0].path);
+      StaticType(*e.children[0], name_type, errors);
+      return "";
+    }
+    case ExprKind::kList:
+      for (const auto& c : e.children) StaticType(*c, name_type, errors);
+      return "list";
+    case ExprKind::kIndex:
+      StaticType(*e.children[0], name_type, errors);
+      StaticType(*e.children[1], name_type, errors);
+      return "";
+    case ExprKind::kCall: {
+      for (const auto& c : e.children) StaticType(*c, name_type, errors);
+      static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
+      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks"};
+      static const std::set<std::string> kBool = {"contains", "exists"};
+      if (kNumber.count(e.text)) return "number";
+      if (kList.count(e.text)) return "list";
+      if (kBool.count(e.text)) return "bool";
+      if (e.text == "join" || e.text == "fmt") return "string";
+      return "";
+    }
+    case ExprKind::kUnary: {
+      std::string t = StaticType(*e.children[0], name_type, errors);
+      if (e.text == "not") return "bool";
+      if (!t.empty() && t != "number" && t != "map")
+        errors->push_back({e.offset, "cannot negate a " + t});
+      return t;
+    }
+    case ExprKind::kBinary: {
+      std::string l = StaticType(*e.children[0], name_type, errors);
+      std::string r = StaticType(*e.children[1], name_type, errors);
+      const std::string& op = e.text;
+      if (op == "and" || op == "or" || op == "in") {
+        if (op == "in" && !r.empty() && r != "list" && r != "map" && r != "string")
+          errors->push_back({e.offset, "'in' needs a list, map or string on the right, got " + r});
+        return "bool";
+      }
+      bool arith = op == "+" || op == "-" || op == "*" || op == "/" || op == "%";
+      auto bad_arith = [&](const std::string& t) {
+        return !t.empty() && t != "number" && t != "map" && !(op == "+" && (t == "string" || t == "list"));
+      };
+      if (arith) {
+        if (bad_arith(l) || bad_arith(r) || (!l.empty() && !r.empty() && l != r && l != "map" && r != "map"))
+          errors->push_back({e.offset, "cannot apply '" + op + "' to " + (l.empty() ? "?" : l) + " and " +
+                                           (r.empty() ? "?" : r)});
+        return l == "map" || r == "map" ? "map" : (l.empty() ? r : l);
+      }
+      if (op != "==" && op != "!=") {
+        auto ordered = [](const std::string& t) { return t.empty() || t == "number" || t == "string" || t == "map"; };
+        if (!ordered(l) || !ordered(r) || (!l.empty() && !r.empty() && l != r && l != "map" && r != "map"))
+          errors->push_back({e.offset, "cannot compare " + (l.empty() ? "?" : l) + " and " + (r.empty() ? "?" : r) +
+                                           " with '" + op + "'"});
+      }
+      return l == "map" || r == "map" ? "map" : "bool";
+    }
+  }
+  return "";
+}
+
+StatusOr<Value> EvalExpr(const Expr& expr, const NameResolver& resolve) { return Eval(expr, resolve); }
+
+bool Truthy(const Value& v) {
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string()) return !v.get<std::string>().empty();
+  return !v.empty();
+}
+
+std::string ValueToText(const Value& v) {
+  if (v.is_null()) return "n/a";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v.get<double>());
+    return buf;
+  }
+  if (v.is_array()) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + ValueToText(v[i]);
+    return out;
+  }
+  return v.dump();
+}
+
+std::vector<TemplatePiece> ParseTemplate(const std::string& source, std::vector<ExprSyntaxError>* errors) {
+  std::vector<TemplatePiece> pieces;
+  size_t pos = 0;
+  while (pos < source.size()) {
+    size_t open = source.find("{{", pos);
+    if (open == std::string::npos) {
+      pieces.push_back({false, source.substr(pos), pos, nullptr});
+      break;
+    }
+    if (open > pos) pieces.push_back({false, source.substr(pos, open - pos), pos, nullptr});
+    size_t close = source.find("}}", open + 2);
+    if (close == std::string::npos) {
+      errors->push_back({open, "unterminated '{{' in template"});
+      break;
+    }
+    TemplatePiece piece;
+    piece.is_expr = true;
+    piece.offset = open + 2;
+    piece.text = source.substr(open + 2, close - open - 2);
+    ExprSyntaxError err;
+    auto parsed = ParseExpr(piece.text, &err);
+    if (!parsed) {
+      errors->push_back({piece.offset + err.offset, err.message});
+    } else {
+      piece.expr = std::shared_ptr<Expr>(std::move(parsed));
+    }
+    pieces.push_back(std::move(piece));
+    pos = close + 2;
+  }
+  return pieces;
+}
+
+StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, const NameResolver& resolve) {
+  std::string out;
+  for (const auto& p : pieces) {
+    if (!p.is_expr) {
+      out += p.text;
+      continue;
+    }
+    if (!p.expr) return InvalidArgumentError("template expression '" + p.text + "' did not parse");
+    ASSIGN_OR_RETURN(Value v, EvalExpr(*p.expr, resolve));
+    out += ValueToText(v);
+  }
+  return out;
+}
+
+}  // namespace diagnose::playbook

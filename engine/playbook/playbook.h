@@ -1,0 +1,181 @@
+// The loaded, validated form of playbooks and shared rules (playbooks/README.md). Holds no YAML:
+// every expression is parsed, every position is a SourcePos, references are resolved to
+// qualified rule ids ("<playbook>/<rule>", "common/<rule>").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/playbook/expr.h"
+
+namespace diagnose::playbook {
+
+struct SourcePos {
+  std::string file;
+  int line = 0;   // 1-based; 0 = unknown
+  int col = 0;    // 1-based
+  std::string ToString() const;   // "file:line:col"
+};
+
+// A parsed expression with where it was written.
+struct CompiledExpr {
+  std::string source;
+  std::shared_ptr<const Expr> ast;
+  SourcePos pos;
+  // Maps a byte offset inside `source` to its file:line:col (set by the loader).
+  std::function<SourcePos(size_t)> locate;
+  SourcePos At(size_t offset) const { return locate ? locate(offset) : pos; }
+  bool present() const { return ast != nullptr; }
+};
+
+struct Template {
+  std::string source;
+  std::vector<TemplatePiece> pieces;
+  SourcePos pos;
+  std::function<SourcePos(size_t)> locate;
+  SourcePos At(size_t offset) const { return locate ? locate(offset) : pos; }
+  bool present() const { return !source.empty(); }
+};
+
+enum class ParamType { kNumber, kDuration, kString, kHosts, kStrings, kRegex, kBool };
+const char* ParamTypeName(ParamType t);
+std::optional<ParamType> ParseParamType(const std::string& name);
+
+// A typed parameter (playbook `params` or a query's `args`): a literal or an expression.
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kString;
+  nlohmann::json literal;           // set when the value is a literal (checked at load)
+  CompiledExpr expr;                // set when the value is an expression
+  std::string doc;
+  SourcePos pos;
+};
+
+enum class RuleKind { kQuery, kFact, kAnalysis, kVerdict };
+const char* RuleKindName(RuleKind k);
+
+struct QuerySpec {
+  std::string promql_template;
+  SourcePos template_pos;
+  bool range = false;
+  std::string window = "job";
+  std::string at = "end";           // start | end | expression (instant only)
+  CompiledExpr at_expr;
+  double step_seconds = 30;
+  std::string tsdb = "subject";     // subject | baseline
+  std::vector<std::string> by;
+  std::string reduce = "max";
+  std::map<std::string, ParamSpec> args;
+  std::vector<std::string> placeholders;   // in template order, unique
+};
+
+struct FactSpec {
+  CompiledExpr value;
+  CompiledExpr evidence;
+};
+
+struct AnalysisSpec {
+  std::string name;
+  CompiledExpr input;
+  CompiledExpr baseline_input;
+  CompiledExpr phases;
+  CompiledExpr windows;
+  nlohmann::json args = nlohmann::json::object();   // defaults filled in, types checked
+};
+
+struct ConfidenceLevel {
+  std::string level;
+  CompiledExpr when;                // absent = always
+};
+
+struct ExcludeSpec {
+  CompiledExpr hosts;
+  int priority = 0;
+  Template reason;
+};
+
+struct VerdictSpec {
+  CompiledExpr when;
+  std::string root_cause;
+  std::vector<ConfidenceLevel> confidence;
+  Template summary;
+  CompiledExpr hosts;
+  CompiledExpr onset;
+  std::vector<std::string> explains;
+  std::string action = "none";
+  std::vector<ExcludeSpec> exclude;
+  std::map<std::string, Template> changes;
+  std::vector<Template> notes;
+};
+
+struct FindingSpec {
+  CompiledExpr when;
+  CompiledExpr hosts;
+  Template summary;
+};
+
+struct RuleSpec {
+  std::string id;                   // local id
+  std::string qualified_id;         // "<playbook>/<id>" or "common/<id>"
+  std::string playbook;             // "" for shared rules
+  RuleKind kind = RuleKind::kFact;
+  std::string description;
+  SourcePos pos;
+  std::vector<std::string> needs;   // qualified ids, explicit and from references
+  QuerySpec query;
+  FactSpec fact;
+  AnalysisSpec analysis;
+  VerdictSpec verdict;
+  std::optional<FindingSpec> finding;
+};
+
+struct TriggerSpec {
+  std::vector<std::string> failure_class;
+  std::vector<std::string> tgs_pattern;
+  std::vector<std::string> status;
+  std::optional<bool> baseline;
+  std::optional<bool> tsdb;
+  CompiledExpr when;
+  bool always = false;
+  SourcePos pos;
+};
+
+struct WindowSpec {
+  std::string name;
+  CompiledExpr start;
+  CompiledExpr end;
+  SourcePos pos;
+};
+
+struct PlaybookSpec {
+  std::string id;
+  std::string description;
+  std::string file;
+  SourcePos pos;
+  std::vector<TriggerSpec> triggers;
+  std::map<std::string, ParamSpec> params;
+  std::map<std::string, WindowSpec> windows;
+  std::vector<RuleSpec> rules;
+  std::vector<std::string> precedence;   // local verdict rule ids, highest first
+  const RuleSpec* FindRule(const std::string& local_id) const;
+};
+
+// Everything loaded from rules/ and playbooks/.
+struct Library {
+  std::vector<PlaybookSpec> playbooks;
+  std::vector<RuleSpec> common_rules;
+  nlohmann::json thresholds = nlohmann::json::object();
+  const PlaybookSpec* FindPlaybook(const std::string& id) const;
+  const RuleSpec* FindCommonRule(const std::string& local_id) const;
+};
+
+// Built-in window names (README §5).
+bool IsBuiltinWindow(const std::string& name);
+
+}  // namespace diagnose::playbook

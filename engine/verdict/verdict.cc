@@ -1,0 +1,105 @@
+#include "engine/verdict/verdict.h"
+
+#include <algorithm>
+#include <set>
+
+namespace diagnose::verdict {
+namespace {
+
+bool NamesCause(const Candidate& c) { return c.root_cause != "none" && c.root_cause != "unknown"; }
+
+bool IsUnexplainedStatus(const std::string& status) {
+  return status == "failed" || status == "hanging" || status == "unknown-death";
+}
+
+std::string Describe(const Candidate& c) {
+  return c.playbook + "/" + c.rule + ": " + c.root_cause + " (" + c.confidence + ")";
+}
+
+}  // namespace
+
+int ConfidenceRank(const std::string& level) {
+  if (level == "confirmed") return 3;
+  if (level == "likely") return 2;
+  if (level == "possible") return 1;
+  return 0;
+}
+
+Combined Combine(std::vector<Candidate> candidates, const std::string& job_status,
+                 const std::vector<std::string>& failure_classes) {
+  Combined out;
+  std::vector<Candidate> causes, neutral;
+  for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
+  // Confidence first, then the earliest onset (the root cause is what moved first), then the
+  // playbook order, so the result never depends on evaluation timing.
+  std::stable_sort(causes.begin(), causes.end(), [](const Candidate& a, const Candidate& b) {
+    int ra = ConfidenceRank(a.confidence), rb = ConfidenceRank(b.confidence);
+    if (ra != rb) return ra > rb;
+    double oa = a.onset.value_or(1e300), ob = b.onset.value_or(1e300);
+    if (oa != ob) return oa < ob;
+    return a.playbook_order < b.playbook_order;
+  });
+  for (const auto& c : causes) out.ranking.push_back(Describe(c));
+  for (const auto& c : neutral) out.ranking.push_back(Describe(c));
+
+  if (!causes.empty()) {
+    const Candidate& root = causes.front();
+    out.verdict.root_cause = root.root_cause;
+    out.verdict.domain = DomainOfRootCause(root.root_cause);
+    out.verdict.confidence = root.confidence;
+    out.verdict.summary = root.summary;
+    out.decision.action = root.action;
+    out.decision.exclude = root.exclude;
+    std::stable_sort(out.decision.exclude.begin(), out.decision.exclude.end(),
+                     [](const Exclusion& a, const Exclusion& b) {
+                       return a.priority != b.priority ? a.priority < b.priority : a.host < b.host;
+                     });
+    out.decision.changes = root.changes;
+    out.decision.notes = root.notes;
+    // Causal chain: root, then the other fired causes by onset (effects), then the symptoms.
+    out.causal_chain.push_back(root.root_cause + " (" + root.playbook + ")");
+    std::vector<const Candidate*> effects;
+    for (size_t i = 1; i < causes.size(); ++i) effects.push_back(&causes[i]);
+    std::stable_sort(effects.begin(), effects.end(), [](const Candidate* a, const Candidate* b) {
+      return a->onset.value_or(1e300) < b->onset.value_or(1e300);
+    });
+    std::set<std::string> seen = {root.root_cause};
+    for (const auto* e : effects) {
+      if (seen.insert(e->root_cause).second)
+        out.causal_chain.push_back(e->root_cause + " (" + e->playbook + ")");
+      out.decision.notes.push_back("also found: " + e->summary + " [" + Describe(*e) + "]");
+    }
+    std::set<std::string> explained(root.explains.begin(), root.explains.end());
+    for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
+    for (const auto& fc : failure_classes)
+      if (explained.count(fc) && seen.insert("symptom:" + fc).second) out.causal_chain.push_back("symptom: " + fc);
+  } else if (IsUnexplainedStatus(job_status) ||
+             std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; })) {
+    // Never let "nothing found" hide a failure.
+    out.verdict.root_cause = "unknown";
+    out.verdict.domain = "none";
+    out.verdict.confidence = "insufficient-evidence";
+    std::string classes;
+    for (const auto& fc : failure_classes) classes += (classes.empty() ? "" : ", ") + fc;
+    out.verdict.summary = IsUnexplainedStatus(job_status)
+                              ? "The job is " + job_status + (classes.empty() ? "" : " (" + classes + ")") +
+                                    " and no playbook could name a cause."
+                              : "The evidence is insufficient to name a cause.";
+    out.decision.action = "none";
+    out.decision.notes.push_back("unexplained " + job_status + ": inspect the findings and the logs before retrying");
+  } else {
+    out.verdict.root_cause = "none";
+    out.verdict.domain = "none";
+    bool any_fired = !neutral.empty();
+    out.verdict.confidence = any_fired ? neutral.front().confidence : "possible";
+    out.verdict.summary = any_fired ? neutral.front().summary : "No playbook found a problem.";
+    out.decision.action = "none";
+  }
+  for (const auto& c : neutral) {
+    for (const auto& n : c.notes) out.decision.notes.push_back(n);
+    if (!causes.empty() && !c.summary.empty()) out.decision.notes.push_back(c.playbook + ": " + c.summary);
+  }
+  return out;
+}
+
+}  // namespace diagnose::verdict

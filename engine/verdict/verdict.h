@@ -1,0 +1,48 @@
+// Combines the verdict candidates of every playbook that ran into the report's verdict, decision
+// and causal chain (playbooks/README.md §8). Knows nothing about YAML or PromQL.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/report/report.h"
+
+namespace diagnose::verdict {
+
+// One playbook's fired verdict (its first in precedence order).
+struct Candidate {
+  std::string playbook;
+  std::string rule;                      // local verdict rule id
+  int playbook_order = 0;                // position of the playbook in the run (tie-break)
+  std::string root_cause;
+  std::string confidence = "likely";
+  std::string summary;
+  std::optional<double> onset;           // epoch seconds of the earliest anomaly it rests on
+  std::vector<std::string> hosts;
+  std::vector<std::string> explains;     // failure classes (symptoms) it accounts for
+  std::string action = "none";
+  std::vector<Exclusion> exclude;
+  std::map<std::string, std::string> changes;
+  std::vector<std::string> notes;
+};
+
+struct Combined {
+  Verdict verdict;
+  Decision decision;
+  std::vector<std::string> causal_chain;   // root cause -> intermediate effects -> symptoms
+  std::vector<std::string> ranking;        // "<playbook>/<rule>: <root_cause> (<confidence>)", best first
+};
+
+// Rank of a confidence level: confirmed 3, likely 2, possible 1, anything else 0.
+int ConfidenceRank(const std::string& level);
+
+// `job_status` and `failure_classes` are the subject's (contract vocabulary); a failed, hanging or
+// unknown-death job without a cause-naming candidate gets `unknown`, never `none`.
+Combined Combine(std::vector<Candidate> candidates, const std::string& job_status,
+                 const std::vector<std::string>& failure_classes);
+
+}  // namespace diagnose::verdict

@@ -1,0 +1,84 @@
+// `diagnose lint [PATH...] [--format json]`: validates playbooks and shared rules. Prints
+// `<file>: Ok`, `<file>: Ok, with warnings` or `<file>: Invalid` followed by every diagnostic
+// (file:line:col); exits 1 when any file has errors.
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "engine/playbook/loader.h"
+#include "src/commands.h"
+
+namespace diagnose::cli {
+
+namespace {
+struct LintArgs {
+  std::vector<std::string> paths;
+  std::string format = "text";
+};
+
+int RunLint(const LintArgs& args) {
+  namespace pb = diagnose::playbook;
+  std::string data_dir = pb::PlaybookDataDir();
+  std::vector<std::string> paths = args.paths;
+  if (paths.empty()) paths = {data_dir + "/rules/common", data_dir + "/playbooks"};
+  std::vector<std::string> files;
+  for (const auto& p : paths)
+    for (const auto& f : pb::FindYamlFiles(p, false)) files.push_back(f);
+  // Split shared-rule files from playbooks: shared rules load first so playbooks can use them.
+  // When none is given, the data dir's rules/common is loaded as context (not reported).
+  pb::Loader loader;
+  std::vector<std::string> common, playbooks;
+  for (const auto& f : files) {
+    (pb::LooksLikePlaybook(f) ? playbooks : common).push_back(f);
+  }
+  if (common.empty())
+    for (const auto& f : pb::FindYamlFiles(data_dir + "/rules/common", false)) loader.LoadCommonFile(f);
+  for (const auto& f : common) loader.LoadAnyFile(f);
+  for (const auto& f : playbooks) loader.LoadAnyFile(f);
+  const auto& result = loader.result();
+  int errors = 0, warnings = 0;
+  nlohmann::json json_files = nlohmann::json::array();
+  std::set<std::string> reported(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto diags = result.ForFile(f);
+    int e = 0, w = 0;
+    for (const auto& d : diags) (d.warning() ? w : e)++;
+    errors += e;
+    warnings += w;
+    std::string status = e ? "Invalid" : w ? "Ok, with warnings" : "Ok";
+    if (args.format == "json") {
+      nlohmann::json list = nlohmann::json::array();
+      pb::LoadResult one;
+      for (const auto& d : diags) one.Add(d);
+      json_files.push_back({{"file", f}, {"status", e ? "invalid" : w ? "warnings" : "ok"}, {"diagnostics", one.AsJson()}});
+    } else {
+      std::printf("%s: %s\n", f.c_str(), status.c_str());
+      for (const auto& d : diags) std::printf("  %s\n", d.ToString().c_str());
+    }
+  }
+  // Problems in context files (the data dir's shared rules) still matter.
+  for (const auto& d : result.diagnostics()) {
+    if (reported.count(d.pos.file) || d.warning()) continue;
+    ++errors;
+    if (args.format != "json") std::printf("%s\n", d.ToString().c_str());
+  }
+  if (args.format == "json") {
+    nlohmann::json out = {{"files", json_files}, {"errors", errors}, {"warnings", warnings}};
+    std::cout << out.dump(2) << "\n";
+  } else if (files.empty()) {
+    std::fprintf(stderr, "diagnose lint: no YAML files found\n");
+    return 1;
+  }
+  return errors ? 1 : 0;
+}
+}  // namespace
+
+void RegisterLint(CLI::App& app, CommandRegistry& registry) {
+  static LintArgs args;
+  CLI::App* sub = app.add_subcommand("lint", "validate playbooks and shared rules (file:line:col errors)");
+  sub->add_option("paths", args.paths, "files or directories (default: rules/common and playbooks/ of the data dir)");
+  sub->add_option("--format", args.format, "text|json")->check(CLI::IsMember({"text", "json"}));
+  registry.Add(sub, [] { return RunLint(args); });
+}
+
+}  // namespace diagnose::cli
