@@ -41,7 +41,7 @@ int RunExplain(const ExplainArgs& args) {
   namespace pb = diagnose::playbook;
   std::string data_dir = pb::PlaybookDataDir();
   pb::Loader loader;
-  for (const auto& f : pb::FindYamlFiles(data_dir + "/rules/common", false)) loader.LoadCommonFile(f);
+  loader.LoadCommonFiles(pb::FindYamlFiles(data_dir + "/rules/common", false));
   std::string id = args.playbook;
   if (std::filesystem::is_regular_file(args.playbook)) {
     loader.LoadPlaybookFile(std::filesystem::absolute(args.playbook).lexically_normal().string());

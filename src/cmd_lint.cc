@@ -3,6 +3,7 @@
 // (file:line:col); exits 1 when any file has errors.
 #include <cstdio>
 #include <iostream>
+#include <filesystem>
 #include <set>
 
 #include "engine/playbook/loader.h"
@@ -22,8 +23,18 @@ int RunLint(const LintArgs& args) {
   std::vector<std::string> paths = args.paths;
   if (paths.empty()) paths = {data_dir + "/rules/common", data_dir + "/playbooks"};
   std::vector<std::string> files;
-  for (const auto& p : paths)
-    for (const auto& f : pb::FindYamlFiles(p, false)) files.push_back(f);
+  // Directories hold other YAML too (rules/triage, rules/sweep, rules/discovery.yaml with their own
+  // schemas): from a directory only playbooks and rules/common files are linted; a file named
+  // explicitly is always linted.
+  for (const auto& p : paths) {
+    bool explicit_file = std::filesystem::is_regular_file(p);
+    for (const auto& f : pb::FindYamlFiles(p, false)) {
+      std::string abs = std::filesystem::absolute(f).lexically_normal().string();
+      bool ours = abs.find("/rules/common/") != std::string::npos || abs.find("/playbooks/") != std::string::npos ||
+                  pb::LooksLikePlaybook(f);
+      if (explicit_file || ours) files.push_back(f);
+    }
+  }
   // Split shared-rule files from playbooks: shared rules load first so playbooks can use them.
   // When none is given, the data dir's rules/common is loaded as context (not reported).
   pb::Loader loader;
@@ -32,8 +43,8 @@ int RunLint(const LintArgs& args) {
     (pb::LooksLikePlaybook(f) ? playbooks : common).push_back(f);
   }
   if (common.empty())
-    for (const auto& f : pb::FindYamlFiles(data_dir + "/rules/common", false)) loader.LoadCommonFile(f);
-  for (const auto& f : common) loader.LoadAnyFile(f);
+    loader.LoadCommonFiles(pb::FindYamlFiles(data_dir + "/rules/common", false));
+  loader.LoadCommonFiles(common);
   for (const auto& f : playbooks) loader.LoadAnyFile(f);
   const auto& result = loader.result();
   int errors = 0, warnings = 0;

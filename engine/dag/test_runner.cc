@@ -252,7 +252,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
     }
   // The playbooks under test, plus the shared rules of the data dir.
   playbook::Loader loader;
-  for (const auto& f : playbook::FindYamlFiles(options.data_dir + "/rules/common", false)) loader.LoadCommonFile(f);
+  loader.LoadCommonFiles(playbook::FindYamlFiles(options.data_dir + "/rules/common", false));
   std::vector<std::string> ids;
   fs::path dir = fs::path(path).parent_path();
   if (root["playbooks"] && root["playbooks"].IsSequence()) {

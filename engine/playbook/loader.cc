@@ -1224,6 +1224,20 @@ void Loader::LoadCommonFile(const std::string& path) {
   LoadCommon(&result_, &library_, text, path);
 }
 
+void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    try {
+      YAML::Node root = YAML::LoadFile(path);
+      if (root.IsMap() && root["thresholds"] && root["thresholds"].IsMap())
+        for (auto it = root["thresholds"].begin(); it != root["thresholds"].end(); ++it)
+          library_.thresholds[it->first.Scalar()] = it->second.as<double>();
+    } catch (const YAML::Exception&) {
+      // Reported with its position when the file is loaded below.
+    }
+  }
+  for (const auto& path : paths) LoadCommonFile(path);
+}
+
 void Loader::LoadCommonText(const std::string& text, const std::string& name) {
   LoadCommon(&result_, &library_, std::make_shared<const std::string>(text), name);
 }
@@ -1309,7 +1323,7 @@ Library LoadLibraryDir(const std::string& data_dir, LoadResult* result) {
     std::sort(files.begin(), files.end());
     return files;
   };
-  for (const auto& f : list(data_dir + "/rules/common")) loader.LoadCommonFile(f);
+  loader.LoadCommonFiles(list(data_dir + "/rules/common"));
   for (const auto& f : list(data_dir + "/playbooks")) loader.LoadPlaybookFile(f);
   for (const auto& d : loader.result().diagnostics()) result->Add(d);
   return loader.TakeLibrary();

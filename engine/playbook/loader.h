@@ -43,6 +43,9 @@ class Loader {
  public:
   // Shared rules and thresholds (rules/common/*.yaml). Load these before the playbooks using them.
   void LoadCommonFile(const std::string& path);
+  // Several shared files: thresholds of all of them are known before any rule is checked, so a
+  // rule may use a threshold defined in a file that sorts after it.
+  void LoadCommonFiles(const std::vector<std::string>& paths);
   void LoadCommonText(const std::string& text, const std::string& name);
   void LoadPlaybookFile(const std::string& path);
   void LoadPlaybookText(const std::string& text, const std::string& name);
