@@ -96,7 +96,7 @@ def phases_of(tgs_by_step, cuts):
 
 def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retry_excd=(), noise=0.004,
               pattern="phased", classes=("tgs-degradation",), ckpt_tcp=(), expect=None, instance_labels=False,
-              devices=2):
+              devices=2, step_map=True):
     """phases: [(first, last, tgs)]; faults: [(host, first_step, last_step, retx_per_s, ack_per_s, device)]."""
     rng = random.Random(seed)
     n = phases[-1][1] + 1
@@ -106,7 +106,8 @@ def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retr
             tgs[s] = t
     start = 1771480800 + seed * 7
     ins = []
-    ins.append(series("tb_step", {"host": hosts[0]}, f"0+1x{n - 1}"))
+    if step_map:
+        ins.append(series("tb_step", {"host": hosts[0]}, f"0+1x{n - 1}"))
     for hi, h in enumerate(hosts):
         base = {"host": h}
         if instance_labels:
@@ -216,6 +217,14 @@ def rdma_tests():
         ckpt_tcp=(("node-b1", 50, 10), ("node-b2", 50, 10)),
         expect={"root_cause": "none", "action": "none", "exclude": [],
                 "findings": [{"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
+    # No tb_step in the TSDB: no phase alignment, the RDMA evidence still names the host.
+    tests.append(rdma_case(
+        "no step map: bad host still excluded, confidence likely", h8,
+        [(0, 59, 3290), (60, 119, 2600)], [("node-b5", 60, 119, 700, 9, 0)], seed=7, step_map=False,
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes", "confidence": "likely",
+                "exclude": [{"host": "node-b5", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/phase_correlation", "status": "skipped"},
+                             {"id": "rdma-phase-correlation/rdma_link_degradation_unaligned", "status": "fired"}]}))
     # A healthy rerun (8309-like) is not even a candidate: stable TGS, no degradation class.
     t = rdma_case("healthy rerun: playbook not selected", h8, [(0, 99, 3287)], [], seed=6, pattern="stable",
                   classes=(), expect={"root_cause": "none", "action": "none", "selected": []})
@@ -487,6 +496,11 @@ def moe_tests():
         expect={"root_cause": "moe-routing-shift", "confidence": "possible",
                 "findings": [{"id": "common/gpu_thermal_clean", "status": "fired", "hosts": ["node3"]},
                              {"id": "moe-lb-loss-drift/system_clean", "status": "clear"}]}))
+    tests.append(moe_case(
+        "near miss: gradual decline, clean system, flat lb-loss is unexplained", h8, seed=5, lb_change=None, decline=100,
+        expect={"root_cause": "unknown", "action": "none",
+                "findings": [{"id": "moe-lb-loss-drift/unexplained_decline", "status": "fired"},
+                             {"id": "moe-lb-loss-drift/moe_routing_shift", "status": "clear"}]}))
     write("moe-lb-loss-drift.test.yaml", "moe-lb-loss-drift.yaml", tests,
           "Tests of moe-lb-loss-drift.yaml: `diagnose test playbooks/tests/moe-lb-loss-drift.test.yaml`")
 
