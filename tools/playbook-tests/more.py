@@ -85,7 +85,7 @@ tests = []
 
 j = Job(hosts, gpus=2, n=100, seed=21, noise=False)
 bad = 'mi-r4-01'
-j.override('hw_gpu_ras_umc_ue_total', lambda h, g, i, d: (0 if i < 70 else 1) if (h == bad and g == 2) else d)
+j.override('hw_gpu_ras_umc_ue_total', lambda h, g, i, d: (0 if i < 70 else 1) if (h == bad and g == 1) else d)
 tests.append(test('an uncorrectable UMC error on one GPU excludes its host first', j,
                   facts(j, status='failed', cls='python-exception', last_step=70),
                   {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
