@@ -376,10 +376,13 @@ StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in) {
       if (!p.is_object()) continue;
       if (p.contains("start") && p.contains("end") && p["start"].is_number() && p["end"].is_number()) {
         phases.emplace_back(p["start"].get<double>(), p["end"].get<double>());
-      } else if (p.contains("first_step") && p.contains("last_step")) {
+      } else if ((p.contains("first_step") && p.contains("last_step")) || (p.contains("first") && p.contains("last"))) {
+        // Steps: facts.tgs.phases ({first_step, last_step}) or change_points segments ({first, last}).
+        const Json& f = p.contains("first_step") ? p["first_step"] : p["first"];
+        const Json& l = p.contains("last_step") ? p["last_step"] : p["last"];
         double a = 0, b = 0;
-        if (!StepToTime(in.step_times, p["first_step"].get<double>(), &a) ||
-            !StepToTime(in.step_times, p["last_step"].get<double>(), &b))
+        if (!f.is_number() || !l.is_number()) continue;
+        if (!StepToTime(in.step_times, f.get<double>(), &a) || !StepToTime(in.step_times, l.get<double>(), &b))
           return FailedPreconditionError("burst_phase_correlation: phases are given as steps but discovery has no step->time map");
         phases.emplace_back(a, b);
       }

@@ -3,13 +3,19 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
 
+#include "engine/dag/run_playbooks.h"
+#include "engine/decision/decision_rules.h"
+#include "engine/decision/refine.h"
 #include "engine/discovery/discovery.h"
+#include "engine/playbook/loader.h"
 #include "engine/job/job_location.h"
+#include "engine/triage/log_assessment.h"
 #include "engine/triage/signature_table.h"
 #include "engine/triage/triage.h"
 #include "engine/tsdb/http_query_client.h"
@@ -39,20 +45,6 @@ struct JobContext {
   std::optional<Discovery> discovery;
   QueryClient* client = nullptr;   // server->client() or remote, whichever is open
 };
-
-JobEntry MakeJobEntry(const JobContext& job) {
-  JobEntry entry;
-  entry.id = job.facts.id.empty() ? job.location.id : job.facts.id;
-  entry.role = job.role;
-  entry.dir = job.location.job_dir.value_or(job.location.log_path.value_or(""));
-  entry.status = job.facts.status;
-  entry.failure_class = job.facts.failure_class;
-  entry.hosts = job.facts.header.hosts;
-  entry.first_step = job.facts.progress.first_step;
-  entry.last_step = job.facts.progress.last_step;
-  entry.total_steps = job.facts.progress.total_steps;
-  return entry;
-}
 
 StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& outputs_dir,
                                      const std::string& role, const DiagnoseOptions& options) {
@@ -132,36 +124,40 @@ void OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRu
   Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts)));
 }
 
-// What the logs alone decide (the signature table's log-only verdicts), before any playbook.
-void ApplyLogVerdict(const JobFacts& facts, const SignatureTable& signatures, Report& report) {
-  const FailureSignature* primary =
-      facts.failure_class.empty() ? nullptr : signatures.Find(facts.failure_class);
-  if (primary != nullptr && primary->verdict) {
-    report.verdict.root_cause = primary->verdict->root_cause;
-    report.verdict.confidence = primary->verdict->confidence;
-    report.verdict.domain = DomainOfRootCause(primary->verdict->root_cause);
-    report.verdict.summary = primary->summary;
-    report.decision.action = primary->verdict->action;
-    return;
+// Discovery in the shape playbooks read (playbooks/README.md §7).
+nlohmann::json PlaybookDiscovery(const Discovery& discovery) {
+  nlohmann::json step_times = nlohmann::json::array();
+  for (const auto& st : discovery.step_times) step_times.push_back({st.step, st.time});
+  return {{"metrics", discovery.metric_names},
+          {"hosts", discovery.hosts},
+          {"range", {{"start", discovery.range.start}, {"end", discovery.range.end}}},
+          {"instance_hosts", discovery.instance_to_host},
+          {"step_times", step_times}};
+}
+
+bool NamesACause(const std::string& root_cause) { return root_cause != "none" && root_cause != "unknown"; }
+
+// Playbook verdicts refine the log-only verdict: a cause named from metrics wins; otherwise the log
+// verdict stands (a GPU OOM stays a GPU OOM), and the playbooks' notes are kept.
+void MergePlaybookVerdict(const dag::PlaybookRun& run, Report& report) {
+  for (const auto& finding : run.evaluation.findings) report.findings.push_back(finding);
+  for (const auto& item : run.evaluation.not_evaluated) report.not_evaluated.push_back(item);
+  for (const auto& problem : run.problems) report.not_evaluated.push_back("trigger: " + problem);
+  const auto& combined = run.combined;
+  if (NamesACause(combined.verdict.root_cause) || !NamesACause(report.verdict.root_cause)) {
+    bool log_named_cause = NamesACause(report.verdict.root_cause);
+    bool playbooks_spoke = !run.evaluation.candidates.empty();
+    if (NamesACause(combined.verdict.root_cause) || (playbooks_spoke && !log_named_cause)) {
+      std::vector<std::string> log_notes = report.decision.notes;
+      report.verdict = combined.verdict;
+      report.decision = combined.decision;
+      report.causal_chain = combined.causal_chain;
+      for (auto& note : log_notes)
+        if (note.rfind("ask the TSDB: ", 0) != 0) report.decision.notes.push_back(std::move(note));
+      return;
+    }
   }
-  if (facts.failure_class.empty() && (facts.status == "completed" || facts.status == "running")) {
-    report.verdict.root_cause = "none";
-    report.verdict.domain = "none";
-    report.verdict.confidence = "likely";
-    report.verdict.summary = "The logs show no failure" +
-                             std::string(facts.status == "running" ? " so far." : ".");
-    report.decision.action = "none";
-    return;
-  }
-  report.verdict.root_cause = "unknown";
-  report.verdict.domain = "none";
-  report.verdict.confidence = "insufficient-evidence";
-  report.verdict.summary = primary != nullptr ? primary->summary
-                                              : "The logs alone do not name a cause.";
-  report.decision.action = "none";
-  if (primary != nullptr)
-    for (const auto& question : primary->tsdb_questions)
-      report.decision.notes.push_back("TSDB question: " + question);
+  for (const auto& note : combined.decision.notes) report.decision.notes.push_back(note);
 }
 
 }  // namespace
@@ -200,8 +196,11 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   }
   double triage_seconds = SecondsSince(started);
 
-  Report report;
-  ApplyLogVerdict(jobs.front().facts, signatures, report);
+  Report report = LogOnlyReport(jobs.front().facts, signatures);
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    report.jobs.push_back(JobEntryFromFacts(jobs[i].facts, jobs[i].role));
+    report.facts[report.jobs.back().id] = jobs[i].facts;
+  }
 
   auto tsdb_started = Clock::now();
   if (!options.logs_only) {
@@ -216,15 +215,47 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   }
   double tsdb_seconds = SecondsSince(tsdb_started);
 
-  for (const auto& job : jobs) {
-    report.jobs.push_back(MakeJobEntry(job));
-    report.tsdb.push_back(job.tsdb);
-    report.facts[report.jobs.back().id] = job.facts;
-    if (job.tsdb.state == "unavailable")
-      report.decision.notes.push_back("TSDB of job " + report.jobs.back().id + " unavailable: " +
-                                      job.tsdb.reason + "; conclusions rest on the logs only");
+  auto playbooks_started = Clock::now();
+  playbook::LoadResult load;
+  playbook::Library library = playbook::LoadLibraryDir(options.data_dir, &load);
+  if (!load.ok()) {
+    for (const auto& d : load.diagnostics())
+      if (!d.warning()) return InvalidArgumentError("invalid playbook: " + d.ToString());
   }
-  report.timings = {{"triage", triage_seconds}, {"tsdb", tsdb_seconds}, {"total", SecondsSince(started)}};
+  dag::EvaluationContext ctx;
+  ctx.facts = jobs.front().facts;
+  ctx.requested_playbooks = options.forced_playbooks;
+  if (jobs.front().discovery) ctx.discovery = PlaybookDiscovery(*jobs.front().discovery);
+  ctx.subject = jobs.front().client;
+  if (jobs.size() > 1) {
+    ctx.baseline_facts = jobs[1].facts;
+    if (jobs[1].discovery) ctx.baseline_discovery = PlaybookDiscovery(*jobs[1].discovery);
+    ctx.baseline = jobs[1].client;
+  }
+  for (const auto& id : options.forced_playbooks)
+    if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
+  auto run = dag::RunPlaybooks(library, ctx);
+  if (!run.ok()) return run.status().WithContext("compiling the playbooks");
+  MergePlaybookVerdict(*run, report);
+  double playbooks_seconds = SecondsSince(playbooks_started);
+
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    report.tsdb.push_back(jobs[i].tsdb);
+    if (jobs[i].tsdb.state == "unavailable")
+      report.decision.notes.push_back("TSDB of job " + report.jobs[i].id + " unavailable: " +
+                                      jobs[i].tsdb.reason + "; conclusions rest on the logs only");
+  }
+
+  ASSIGN_OR_RETURN(DecisionRules decision_rules, LoadDecisionRules(options.data_dir));
+  SweepContext sweep_context;
+  sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
+  RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,
+                                     jobs.front().facts, &report));
+
+  report.timings = {{"triage", triage_seconds},
+                    {"tsdb", tsdb_seconds},
+                    {"playbooks", playbooks_seconds},
+                    {"total", SecondsSince(started)}};
   return report;
 }
 

@@ -94,7 +94,7 @@ class Lexer {
         return t;
       }
     }
-    if (std::string("+-*/%<>()[],.").find(c) != std::string::npos) {
+    if (std::string("+-*/%<>()[],.{}:").find(c) != std::string::npos) {
       ++pos_;
       t.kind = Tok::kOp;
       t.text = std::string(1, c);
@@ -373,6 +373,32 @@ class Parser {
           Advance();
           return list;
         }
+        if (t.text == "{") {
+          Advance();
+          auto map = Node(ExprKind::kMap, t.offset, "{}");
+          if (!IsOp("}")) {
+            while (true) {
+              if (tok_.kind != Tok::kString && tok_.kind != Tok::kIdent)
+                return Fail(tok_.offset, "expected a key (name or string) in map");
+              std::string key = tok_.text;
+              Advance();
+              if (!IsOp(":")) return Fail(tok_.offset, "expected ':' after map key '" + key + "'");
+              Advance();
+              auto value = ParseOr();
+              if (!value) return nullptr;
+              map->keys.push_back(key);
+              map->children.push_back(std::move(value));
+              if (IsOp(",")) {
+                Advance();
+                continue;
+              }
+              if (IsOp("}")) break;
+              return Fail(tok_.offset, "expected ',' or '}' in map");
+            }
+          }
+          Advance();
+          return map;
+        }
         return Fail(t.offset, "unexpected '" + t.text + "'");
     }
     return Fail(t.offset, "unexpected token");
@@ -399,6 +425,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
+      {"where", {4, 4}},
   };
   return kFunctions;
 }
@@ -695,6 +722,19 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
         out.push_back(x.is_object() && x.contains(field) ? x[field] : Value());
     return out;
   }
+  if (f == "where") {
+    // where(list, "field", "<", value): the items whose field compares true.
+    if (!args[1].is_string() || !args[2].is_string() || !IsCmp(args[2].get<std::string>()))
+      return EvalError(e, "where() needs (list, \"field\", \"== != < <= > >=\", value)");
+    Value out = Value::array();
+    if (!a.is_array()) return out;
+    std::string field = args[1].get<std::string>();
+    for (const auto& item : a)
+      if (item.is_object() && item.contains(field) && !item[field].is_null() &&
+          Compare(args[2].get<std::string>(), item[field], args[3]))
+        out.push_back(item);
+    return out;
+  }
   if (f == "step_time") {
     if (a.is_null()) return Value();
     if (!a.is_number()) return EvalError(e, "step_time() needs a step number, got " + TypeName(a));
@@ -777,6 +817,14 @@ StatusOr<Value> Eval(const Expr& e, const NameResolver& resolve) {
       for (const auto& c : e.children) {
         ASSIGN_OR_RETURN(Value v, Eval(*c, resolve));
         out.push_back(v);
+      }
+      return out;
+    }
+    case ExprKind::kMap: {
+      Value out = Value::object();
+      for (size_t i = 0; i < e.children.size(); ++i) {
+        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], resolve));
+        out[e.keys[i]] = std::move(v);
       }
       return out;
     }
@@ -888,6 +936,9 @@ std::string StaticType(const Expr& e,
     case ExprKind::kList:
       for (const auto& c : e.children) StaticType(*c, name_type, errors);
       return "list";
+    case ExprKind::kMap:
+      for (const auto& c : e.children) StaticType(*c, name_type, errors);
+      return "map";
     case ExprKind::kIndex:
       StaticType(*e.children[0], name_type, errors);
       StaticType(*e.children[1], name_type, errors);
@@ -895,7 +946,7 @@ std::string StaticType(const Expr& e,
     case ExprKind::kCall: {
       for (const auto& c : e.children) StaticType(*c, name_type, errors);
       static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
-      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks"};
+      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where"};
       static const std::set<std::string> kBool = {"contains", "exists"};
       if (kNumber.count(e.text)) return "number";
       if (kList.count(e.text)) return "list";

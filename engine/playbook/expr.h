@@ -17,7 +17,7 @@ namespace diagnose::playbook {
 
 using Value = nlohmann::json;
 
-enum class ExprKind { kLiteral, kName, kField, kIndex, kCall, kUnary, kBinary, kList };
+enum class ExprKind { kLiteral, kName, kField, kIndex, kCall, kUnary, kBinary, kList, kMap };
 
 struct Expr {
   ExprKind kind = ExprKind::kLiteral;
@@ -25,6 +25,7 @@ struct Expr {
   std::string text;           // name, field name, function name or operator
   Value literal;              // kLiteral
   std::vector<std::unique_ptr<Expr>> children;
+  std::vector<std::string> keys;   // kMap: one key per child
 };
 
 struct ExprSyntaxError {

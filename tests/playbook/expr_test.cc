@@ -45,6 +45,14 @@ TEST(ExprTest, MapsFilterLikePromqlVectors) {
   EXPECT_EQ(Eval("q.values > 100 or false", env), false);   // empty map is false
 }
 
+TEST(ExprTest, MapLiterals) {
+  Value env = {{"q", {{"max", 3.0}}}};
+  EXPECT_EQ(Eval("{power: q, 'moe lb': 2}", env), Value({{"power", {{"max", 3.0}}}, {"moe lb", 2.0}}));
+  EXPECT_EQ(Eval("keys({b: 1, a: 2})"), Value({"a", "b"}));
+  EXPECT_EQ(Eval("len({})"), 0.0);
+  EXPECT_EQ(SyntaxError("{a 1}").offset, 3u);
+}
+
 TEST(ExprTest, HostSetOperations) {
   Value env = {{"a", {"h1", "h2", "h3"}}, {"b", {"h2", "h4"}}};
   EXPECT_EQ(Eval("union(a, b)", env), Value({"h1", "h2", "h3", "h4"}));
@@ -73,6 +81,7 @@ TEST(ExprTest, FunctionsOverFacts) {
   EXPECT_EQ(Eval("step_time(5)", env), 1050.0);
   EXPECT_EQ(Eval("fmt(2.0/3, 2)", env), "0.67");
   EXPECT_EQ(Eval("last(facts.steps).step", env), 2);
+  EXPECT_EQ(Eval("pluck(where(facts.steps, 'tgs', '<', 15), 'step')", env), Value({1}));
 }
 
 TEST(ExprTest, SyntaxErrorsCarryOffsets) {
