@@ -67,6 +67,13 @@ tests.append(test('log-only: an oom-kill line without a TSDB is still a host OOM
                   {'root_cause': 'host-oom', 'action': 'no-retry', 'confidence': 'possible',
                    'findings': [{'id': 'host-oom/log_only_oom', 'status': 'fired'}]},
                   no_series=True))
+tests.append(test('log only: a node whose task exited 137 (SIGKILL) without a TSDB is treated as a host OOM', j,
+                  facts(j, status='failed', cls='node-fail', ray_job=False,
+                        extra={'node_exits': [{'task': 2, 'host': hosts[2], 'exit_code': 137},
+                                              {'task': 0, 'host': hosts[0], 'exit_code': 143}]}),
+                  {'root_cause': 'host-oom', 'action': 'no-retry', 'confidence': 'possible',
+                   'findings': [{'id': 'host-oom/log_only_oom', 'status': 'fired', 'hosts': [hosts[2]]}]},
+                  no_series=True))
 emit('host-oom', 'more.py', tests)
 
 # ------------------------------------------------------------------ gpu-hardware
@@ -78,7 +85,7 @@ tests = []
 
 j = Job(hosts, gpus=2, n=100, seed=21, noise=False)
 bad = 'mi-r4-01'
-j.override('hw_gpu_ras_umc_ue_total', lambda h, g, i, d: (0 if i < 70 else 1) if (h == bad and g == 2) else d)
+j.override('hw_gpu_ras_umc_ue_total', lambda h, g, i, d: (0 if i < 70 else 1) if (h == bad and g == 1) else d)
 tests.append(test('an uncorrectable UMC error on one GPU excludes its host first', j,
                   facts(j, status='failed', cls='python-exception', last_step=70),
                   {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
