@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "engine/dag/discovery_json.h"
 #include "engine/dag/run_playbooks.h"
 #include "engine/decision/decision_rules.h"
 #include "engine/decision/refine.h"
@@ -124,17 +125,6 @@ void OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRu
   Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts)));
 }
 
-// Discovery in the shape playbooks read (playbooks/README.md §7).
-nlohmann::json PlaybookDiscovery(const Discovery& discovery) {
-  nlohmann::json step_times = nlohmann::json::array();
-  for (const auto& st : discovery.step_times) step_times.push_back({st.step, st.time});
-  return {{"metrics", discovery.metric_names},
-          {"hosts", discovery.hosts},
-          {"range", {{"start", discovery.range.start}, {"end", discovery.range.end}}},
-          {"instance_hosts", discovery.instance_to_host},
-          {"step_times", step_times}};
-}
-
 bool NamesACause(const std::string& root_cause) { return root_cause != "none" && root_cause != "unknown"; }
 
 // Playbook verdicts refine the log-only verdict: a cause named from metrics wins; otherwise the log
@@ -225,11 +215,11 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   dag::EvaluationContext ctx;
   ctx.facts = jobs.front().facts;
   ctx.requested_playbooks = options.forced_playbooks;
-  if (jobs.front().discovery) ctx.discovery = PlaybookDiscovery(*jobs.front().discovery);
+  if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);
   ctx.subject = jobs.front().client;
   if (jobs.size() > 1) {
     ctx.baseline_facts = jobs[1].facts;
-    if (jobs[1].discovery) ctx.baseline_discovery = PlaybookDiscovery(*jobs[1].discovery);
+    if (jobs[1].discovery) ctx.baseline_discovery = dag::PlaybookDiscoveryJson(*jobs[1].discovery);
     ctx.baseline = jobs[1].client;
   }
   for (const auto& id : options.forced_playbooks)

@@ -40,19 +40,19 @@ std::vector<Scenario> LoadScenarios() {
   return out;
 }
 
-struct Run {
+struct CliRun {
   int exit_code = -1;
   std::string out, err;
 };
 
-Run RunDiagnose(const std::vector<std::string>& args) {
+CliRun RunDiagnose(const std::vector<std::string>& args) {
   std::string base = (fs::temp_directory_path() / ("contract-" + std::to_string(getpid()))).string();
   SpawnOptions options;
   options.argv = {DIAGNOSE_BINARY};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.stdout_path = base + ".out";
   options.stderr_path = base + ".err";
-  Run run;
+  CliRun run;
   auto child = ChildProcess::Spawn(options);
   if (!child.ok()) {
     run.err = child.status().message();
@@ -91,7 +91,7 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
     args.push_back("--baseline");
     args.push_back(expect["baseline"].as<std::string>());
   }
-  Run run = RunDiagnose(args);
+  CliRun run = RunDiagnose(args);
   if (expect["status"] && expect["status"].as<std::string>() == "no-report") {
     EXPECT_NE(run.exit_code, 0) << scenario.file;
     EXPECT_TRUE(run.out.empty()) << "no partial JSON on stdout";
