@@ -31,14 +31,19 @@ struct Scenario {
   YAML::Node root;
 };
 
+// Paths are sorted before loading: YAML::Node's assignment writes through to the node it refers
+// to, so sorting loaded Scenario values would scramble them.
 std::vector<Scenario> LoadScenarios() {
-  std::vector<Scenario> out;
+  std::vector<fs::path> paths;
   for (const auto& entry : fs::directory_iterator(kScenarios))
-    if (entry.path().extension() == ".yaml")
-      out.push_back({entry.path().filename().string(), YAML::LoadFile(entry.path().string())});
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.file < b.file; });
+    if (entry.path().extension() == ".yaml") paths.push_back(entry.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<Scenario> out;
+  for (const auto& path : paths) out.push_back({path.filename().string(), YAML::LoadFile(path.string())});
   return out;
 }
+
+void PrintTo(const Scenario& scenario, std::ostream* os) { *os << scenario.file; }
 
 struct CliRun {
   int exit_code = -1;
