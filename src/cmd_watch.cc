@@ -1,12 +1,12 @@
 // `diagnose watch OUTPUTS_DIR`: follow a sweep's outputs directory, diagnose each job once when it
 // ends unsuccessfully or stalls, append the sweep decision to the history, print one line per result.
-#include <signal.h>
-
 #include <atomic>
 #include <cstdio>
 #include <string>
 
+#include "engine/core/cleanup_registry.h"
 #include "engine/decision/decision_rules.h"
+#include "engine/decision/sweep_history.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/watch/watcher.h"
@@ -29,17 +29,6 @@ struct WatchArgs {
 };
 
 std::atomic<bool> g_stop{false};
-
-void OnStopSignal(int) { g_stop.store(true); }
-
-void InstallStopHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 StatusOr<std::vector<WatchedJob>> ListWithJobLocation(const std::string& outputs_dir) {
   ASSIGN_OR_RETURN(std::vector<JobLocation> jobs, ListJobs(outputs_dir));
@@ -98,13 +87,24 @@ int RunWatch(const WatchArgs& args) {
     }
     return 0;
   }
-  InstallStopHandlers();
+  // SIGINT/SIGTERM/SIGHUP go to the process-wide termination thread (main.cc), which runs the
+  // registered cleanups newest first (private Prometheus servers of a diagnosis in flight) and then
+  // _exits 128+signal. This one runs last: it lets a history append in flight finish and keeps any
+  // new one from starting, so the history stays whole lines; per-job state needs no saving (jobs in
+  // the history are skipped on restart, jobs that end meanwhile are picked up from their mtime).
+  Watcher* running = watcher->get();
+  const CleanupRegistry::Id stop_cleanup = CleanupRegistry::Instance().Register("watch: stop", [running] {
+    g_stop.store(true);
+    HistoryAppendMutex().lock();   // released by _exit
+    std::fprintf(stderr, "diagnose watch: stopped by signal (%zu result(s))\n", running->results());
+  });
   Status run = (*watcher)->Run(g_stop);
+  CleanupRegistry::Instance().Unregister(stop_cleanup);
   if (!run.ok()) {
     std::fprintf(stderr, "diagnose watch: %s\n", run.message().c_str());
     return 1;
   }
-  std::fprintf(stderr, "diagnose watch: stopped (%zu job(s) handled)\n", (*watcher)->handled_jobs());
+  std::fprintf(stderr, "diagnose watch: stopped (%zu result(s))\n", (*watcher)->results());
   return 0;
 }
 

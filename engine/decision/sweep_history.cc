@@ -47,8 +47,14 @@ std::string EncodeHistoryLine(const HistoryEntry& entry) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+std::mutex& HistoryAppendMutex() {
+  static auto* mutex = new std::mutex();   // never destroyed: may be held while the process _exits
+  return *mutex;
+}
+
 Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry) {
   const std::string line = EncodeHistoryLine(entry);
+  std::lock_guard<std::mutex> append_guard(HistoryAppendMutex());
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return PermissionDeniedError("cannot open sweep history " + path + ": " + std::strerror(errno));
   // One write() per line: with O_APPEND the kernel places it at the end in one piece for regular

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,11 @@ std::string EncodeHistoryLine(const HistoryEntry& entry);
 // Appends one entry: open(O_APPEND|O_CREAT), one write() of the whole line, fsync, close. Creates
 // the file (0644) if needed; never truncates.
 Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry);
+
+// Held by AppendHistoryEntry for the duration of an append. A shutdown path (the termination
+// thread, before it _exits) takes it and never gives it back: an append in flight completes, no new
+// one starts.
+std::mutex& HistoryAppendMutex();
 
 // The sweep id used when none is given: the history file's name without directory and extension.
 std::string DefaultSweepId(const std::string& history_path);

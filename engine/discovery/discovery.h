@@ -54,10 +54,10 @@ struct TimeRange {
 struct DiscoveryInputs {
   // Exact range from the blocks' meta.json (private copy); when unset, found by queries inside
   // `search_window`, which is then required (a remote endpoint is never asked about "now").
-  std::optional<TimeRange> known_range;
-  std::optional<TimeRange> search_window;
-  std::vector<std::string> expected_hosts;   // the job's nodelist, from its log
-  std::optional<int64_t> log_last_step;      // last completed step in the log
+  std::optional<TimeRange> known_range{};
+  std::optional<TimeRange> search_window{};
+  std::vector<std::string> expected_hosts{};   // the job's nodelist, from its log
+  std::optional<int64_t> log_last_step{};      // last completed step in the log
 };
 
 struct StepTime {

@@ -210,14 +210,30 @@ StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outp
 StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir) {
   std::error_code ec;
   if (!fs::is_directory(outputs_dir, ec)) return NotFoundError("outputs dir " + outputs_dir + " does not exist");
-  std::set<std::string> ids;
-  for (const auto& e : fs::directory_iterator(outputs_dir, fs::directory_options::skip_permission_denied, ec)) {
-    std::string id = IdOf(e.path().filename().string());
-    if (!id.empty()) ids.insert(id);
+  fs::path out(outputs_dir);
+  std::set<std::string> dirs, logs, claimed;
+  for (const auto& e : fs::directory_iterator(out, fs::directory_options::skip_permission_denied, ec)) {
+    std::string n = e.path().filename().string();
+    if (IdOf(n).empty()) continue;
+    std::error_code ec2;
+    if (e.is_directory(ec2)) {
+      if (!fs::is_symlink(fs::symlink_status(e.path() / "log", ec2))) continue;   // shared checkpoint dir
+      dirs.insert(n);
+      claimed.insert(n + ".log");
+      fs::path t = fs::read_symlink(e.path() / "log", ec2);
+      if (!ec2) claimed.insert(t.filename().string());
+    } else if (EndsWith(n, ".log")) {
+      logs.insert(n);
+    }
   }
   std::vector<JobLocation> jobs;
-  for (const auto& id : ids) {
-    auto job = ResolveJob(id, outputs_dir);
+  for (const auto& d : dirs) {
+    auto job = FromDir(out / d, out);
+    if (job.ok()) jobs.push_back(std::move(job).value());
+  }
+  for (const auto& l : logs) {
+    if (claimed.count(l)) continue;
+    auto job = FromLog(out / l, out);
     if (job.ok()) jobs.push_back(std::move(job).value());
   }
   return jobs;

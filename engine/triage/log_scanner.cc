@@ -72,7 +72,29 @@ int YearAt(std::string_view s, size_t p) {
   return y >= 1990 && y <= 2200 ? y : 0;
 }
 
+// Extraction triggers, in bit order (see LogScanner::Triggers()).
+constexpr uint32_t kTriggerMsccl = 1u << 0;
+constexpr uint32_t kTriggerActor = 1u << 1;
+constexpr uint32_t kTriggerSsh = 1u << 2;
+constexpr uint32_t kTriggerUnhealthy = 1u << 3;
+constexpr uint32_t kTriggerTaskList = 1u << 4;
+constexpr uint32_t kTriggerNccl = 1u << 5;
+
 }  // namespace
+
+const std::vector<std::string>& LogScanner::Triggers() {
+  static const std::vector<std::string> kTriggers{"MSCCL++: Feature not enabled", "MaxTextTrainerActor", "ssh -J ",
+                                                  "stopped sending heartbeats", "/job:jax_worker/replica:", "NCCL"};
+  return kTriggers;
+}
+
+uint32_t LogScanner::FindTriggers(std::string_view text) {
+  uint32_t bits = 0;
+  const auto& t = Triggers();
+  for (size_t i = 0; i < t.size(); ++i)
+    if (text.find(t[i]) != std::string_view::npos) bits |= 1u << i;
+  return bits;
+}
 
 StatusOr<ScanLimits> ScanLimitsFromTable(const SignatureTable& table) {
   ScanLimits l;
@@ -88,7 +110,7 @@ StatusOr<ScanLimits> ScanLimitsFromTable(const SignatureTable& table) {
 LogScanner::LogScanner(const SignatureTable& table, const SignatureMatcher& matcher, const ScanLimits& limits,
                        std::string display_file, int default_task, int file_index)
     : table_(table), matcher_(matcher), limits_(limits), file_(std::move(display_file)),
-      default_task_(default_task), file_index_(file_index) {}
+      default_task_(default_task), file_index_(file_index), fallback_triggers_(matcher.triggers() != Triggers()) {}
 
 LogRef LogScanner::Ref(const LogLine& line, std::string_view text) const {
   return LogRef{file_, line.line_number, SanitizeForQuote(text)};
@@ -107,10 +129,6 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   // Hot path: step lines (the bulk of a training log) are fully recognised and never classified.
   if (HandleStep(line, text)) return;
 
-  if (in_nccl_burst_) {
-    if (text.find("NCCL") != std::string_view::npos) lines_since_nccl_ = 0;
-    else if (++lines_since_nccl_ > limits_.nccl_burst_gap_lines) in_nccl_burst_ = false;
-  }
 
   const char c0 = text[0];
   if (c0 == '=') {
@@ -131,6 +149,15 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   if (in_summary_) {
     HandleSummary(line, text);
     return;
+  }
+
+  // One automaton pass: failure classes and the extraction triggers below.
+  uint32_t triggers = 0;
+  matcher_.Match(text, &class_hits_, &triggers);
+  if (fallback_triggers_) triggers = FindTriggers(text);
+  if (in_nccl_burst_) {
+    if (triggers & kTriggerNccl) lines_since_nccl_ = 0;
+    else if (++lines_since_nccl_ > limits_.nccl_burst_gap_lines) in_nccl_burst_ = false;
   }
 
   std::string_view msg = Message(line);
@@ -244,14 +271,14 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   if (line.task < 0 || (line.task == default_task_ && default_task_ >= 0)) HandleHeader(line, text);
   if (c0 >= 'A' && c0 <= 'Z' && text.find('=') != std::string_view::npos) HandleEnvDump(line.task, text);
 
-  if (text.find("MSCCL++: Feature not enabled") != std::string_view::npos) {
+  if (triggers & kTriggerMsccl) {
     if (!in_nccl_burst_) ++result_.nccl_bursts;
     in_nccl_burst_ = true;
     lines_since_nccl_ = 0;
     return;   // known-harmless for classification
   }
-  if (!result_.ray && text.find("MaxTextTrainerActor") != std::string_view::npos) result_.ray = true;
-  if (text.size() > 10 && text.find("ssh -J ") != std::string_view::npos) {
+  if (triggers & kTriggerActor) result_.ray = true;
+  if (triggers & kTriggerSsh) {
     size_t root = text.find("root@");
     if (root != std::string_view::npos && result_.tunnel.head_host.empty()) {
       std::string_view h = text.substr(root + 5);
@@ -267,8 +294,9 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
       result_.tunnel.where = Ref(line, text);
     }
   }
-  HandleHeartbeat(line, text);
-  Classify(line, text);
+  if (triggers & (kTriggerUnhealthy | kTriggerTaskList) || line.absl.level == 'E' || line.absl.level == 'F')
+    HandleHeartbeat(line, text);
+  RecordClasses(line, text);
 }
 
 bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
@@ -305,7 +333,8 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   NumberAfter(rest, " loss:", &s.loss);
   double mtp;
   if (NumberAfter(rest, "mtp_loss:", &mtp)) s.mtp_loss = mtp;
-  s.where = Ref(line, msg);
+  // No quoted text: every step is kept, and its fields already say what the line said.
+  s.where = LogRef{file_, line.line_number, ""};
   result_.steps.emplace(step, std::move(s));
   return true;
 }
@@ -405,6 +434,10 @@ void LogScanner::HandleHeartbeat(const LogLine& line, std::string_view text) {
 
 void LogScanner::Classify(const LogLine& line, std::string_view text) {
   matcher_.Match(text, &class_hits_);
+  RecordClasses(line, text);
+}
+
+void LogScanner::RecordClasses(const LogLine& line, std::string_view text) {
   if (class_hits_.empty()) return;
   if (result_.iso_year == 0) {
     size_t at = text.find("CANCELLED AT ");
@@ -433,6 +466,8 @@ void LogScanner::Classify(const LogLine& line, std::string_view text) {
       e.kind = sig.id;
       e.task = line.task;
       e.where = Ref(line, text);
+      // The year is filled in by triage once it knows where to take it from.
+      if (line.absl.level) e.time = LogTime{0, std::string(line.absl.stamp), ""};
       ev.push_back(std::move(e));
     }
     if (sig.id == "oom-gpu" && result_.oom_allocation.empty()) {
@@ -500,7 +535,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
     crash_stamp = later.crash_stamp;
     crash_where = later.crash_where;
   }
-  for (auto& kv : later.steps) steps.emplace(kv.first, std::move(kv.second));
+  steps.merge(later.steps);   // splices nodes; keys already present keep the earlier record
   for (auto& e : later.heartbeat_evidence)
     if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
   for (auto& kv : later.classes) {

@@ -91,6 +91,10 @@ class LogScanner {
              std::string display_file, int default_task, int file_index);
 
   void Feed(std::string_view raw, int64_t line_number);
+
+  // The literals the scanner needs reported by the matcher; build the shared matcher with them
+  // (SignatureMatcher(table, LogScanner::Triggers())) so one pass over a line serves everything.
+  static const std::vector<std::string>& Triggers();
   ScanResult& result() { return result_; }
 
  private:
@@ -100,6 +104,8 @@ class LogScanner {
   void HandleSummary(const LogLine& line, std::string_view text);
   void HandleHeartbeat(const LogLine& line, std::string_view text);
   void Classify(const LogLine& line, std::string_view text);
+  void RecordClasses(const LogLine& line, std::string_view text);
+  static uint32_t FindTriggers(std::string_view text);
   LogRef Ref(const LogLine& line, std::string_view text) const;
 
   const SignatureTable& table_;
@@ -117,6 +123,7 @@ class LogScanner {
   bool in_nccl_burst_ = false;
   int lines_since_nccl_ = 0;
   int heartbeat_tail_ = 0;
+  bool fallback_triggers_ = false;   // matcher built without Triggers(): search them one by one
   int last_task_ = -2;
   int64_t* last_task_step_ = nullptr;   // std::map nodes are stable
   int64_t last_recorded_step_ = -1;   // lines after an "unhealthy" line where task lists are expected

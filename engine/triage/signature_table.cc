@@ -140,11 +140,17 @@ StatusOr<SignatureTable> LoadSignatureTable(const std::string& path) {
   return ParseSignatureTable(ss.str(), path);
 }
 
-SignatureMatcher::SignatureMatcher(const SignatureTable& table) : table_(&table) {
-  for (const auto& p : table.harmless) literals_.push_back({-1, true, &p});
+SignatureMatcher::SignatureMatcher(const SignatureTable& table, std::vector<std::string> triggers)
+    : table_(&table), triggers_(std::move(triggers)) {
+  if (triggers_.size() > 32) triggers_.resize(32);
+  for (size_t i = 0; i < triggers_.size(); ++i) {
+    trigger_patterns_[i].literal = triggers_[i];
+    if (!triggers_[i].empty()) literals_.push_back({-2, static_cast<int>(i), false, &trigger_patterns_[i]});
+  }
+  for (const auto& p : table.harmless) literals_.push_back({-1, 0, true, &p});
   for (size_t ci = 0; ci < table.classes.size(); ++ci) {
-    for (const auto& p : table.classes[ci].patterns) literals_.push_back({static_cast<int>(ci), false, &p});
-    for (const auto& p : table.classes[ci].ignore) literals_.push_back({static_cast<int>(ci), true, &p});
+    for (const auto& p : table.classes[ci].patterns) literals_.push_back({static_cast<int>(ci), 0, false, &p});
+    for (const auto& p : table.classes[ci].ignore) literals_.push_back({static_cast<int>(ci), 0, true, &p});
   }
   // Reduced alphabet: bytes that occur in some literal get their own symbol, all others share 0.
   for (const auto& l : literals_)
@@ -198,25 +204,32 @@ SignatureMatcher::SignatureMatcher(const SignatureTable& table) : table_(&table)
       }
     }
   }
-  for (auto& v : next_) v = (v << 1) | (output_head_[v] >= 0 ? 1 : 0);
+  // Store row offsets (state * alphabet) so the hot loop needs no multiply.
+  for (auto& v : next_) v = ((v * alphabet_) << 1) | (output_head_[v] >= 0 ? 1 : 0);
 }
 
-void SignatureMatcher::Match(std::string_view line, std::vector<int>* out) const {
+void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint32_t* trigger_bits) const {
   out->clear();
+  uint32_t triggers = 0;
   // Small fixed sets: a line rarely hits more than a few literals.
   int hits[32];
   int n_hits = 0;
   int s = 0;
   const int32_t* next = next_.data();
   const int alpha = alphabet_;
-  // Transitions hold (state << 1 | has_output): one table load per byte.
+  // Transitions hold (row offset << 1 | has_output): one table load per byte.
   for (unsigned char c : line) {
-    int32_t v = next[s * alpha + byte_class_[c]];
+    int32_t v = next[s + byte_class_[c]];
     s = v >> 1;
     if (v & 1) {
-      for (int o = output_head_[s]; o >= 0 && n_hits < 32; o = outputs_[o].second) hits[n_hits++] = outputs_[o].first;
+      for (int o = output_head_[s / alpha]; o >= 0; o = outputs_[o].second) {
+        const Literal& l = literals_[outputs_[o].first];
+        if (l.class_index == -2) triggers |= 1u << l.trigger_bit;
+        else if (n_hits < 32) hits[n_hits++] = outputs_[o].first;
+      }
     }
   }
+  if (trigger_bits) *trigger_bits = triggers;
   if (n_hits == 0) return;
   std::vector<int> ignored;
   for (int i = 0; i < n_hits; ++i) {

@@ -60,19 +60,27 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
 // construction, so one matcher can serve several scanning threads.
 class SignatureMatcher {
  public:
-  explicit SignatureMatcher(const SignatureTable& table);
+  // `triggers` are extra literals (at most 32) a caller wants reported in the same pass, bit i for
+  // triggers[i], whether or not the line is harmless: one scan serves classification and extraction.
+  explicit SignatureMatcher(const SignatureTable& table, std::vector<std::string> triggers = {});
+  SignatureMatcher(const SignatureMatcher&) = delete;   // literals point into this object
+  SignatureMatcher& operator=(const SignatureMatcher&) = delete;
+  const std::vector<std::string>& triggers() const { return triggers_; }
 
   // Indices into table.classes whose pattern matched `line` and whose ignore list (and the global
-  // harmless list) did not. `out` is cleared first.
-  void Match(std::string_view line, std::vector<int>* out) const;
+  // harmless list) did not. `out` is cleared first. `trigger_bits` (optional) receives the triggers.
+  void Match(std::string_view line, std::vector<int>* out, uint32_t* trigger_bits = nullptr) const;
 
  private:
   struct Literal {
-    int class_index;    // -1: global harmless
+    int class_index;    // -1: global harmless, -2: trigger (bit in `ignore` slot unused)
+    int trigger_bit;
     bool ignore;
     const SignaturePattern* pattern;
   };
   const SignatureTable* table_;
+  std::vector<std::string> triggers_;
+  SignaturePattern trigger_patterns_[32];
   std::vector<Literal> literals_;
   uint8_t byte_class_[256] = {};
   int alphabet_ = 1;

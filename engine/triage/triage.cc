@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <set>
@@ -194,7 +195,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   ASSIGN_OR_RETURN(double setup_allowance, th("setup_allowance_seconds"));
   ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
   ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
-  SignatureMatcher matcher(table);
+  SignatureMatcher matcher(table, LogScanner::Triggers());
 
   JobFacts f;
   f.id = job.id;
@@ -305,7 +306,8 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   h.ray = scan.ray || !job.ray_worker_logs.empty();
 
   f.config = std::move(scan.config);
-  for (auto& kv : scan.steps) f.steps.push_back(std::move(kv.second));
+  f.steps.reserve(scan.steps.size());
+  while (!scan.steps.empty()) f.steps.push_back(std::move(scan.steps.extract(scan.steps.begin()).mapped()));
   f.memstats = std::move(scan.memstats);
   f.barrier_passed = scan.barrier_passed;
   f.checkpoint_saves.assign(scan.checkpoint_saves.begin(), scan.checkpoint_saves.end());
@@ -389,6 +391,16 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   for (auto& [kind, list] : scan.events)
     for (auto& e : list) {
       e.host = host_of(e.task);
+      if (e.time && year > 0 && e.time->text.size() >= 13) {
+        const std::string& t = e.time->text;   // "MMDD HH:MM:SS[.uuuuuu]"
+        AbslStamp st{std::atoi(t.substr(0, 2).c_str()), std::atoi(t.substr(2, 2).c_str()),
+                     std::atoi(t.substr(5, 2).c_str()), std::atoi(t.substr(8, 2).c_str()),
+                     std::atoi(t.substr(11, 2).c_str()), t};
+        e.time->epoch = EpochOf(year, st);
+        e.time->year_source = year_source;
+      } else if (e.time) {
+        e.time.reset();   // no year anywhere: the stamp alone cannot be placed in time
+      }
       f.events.push_back(std::move(e));
     }
 

@@ -1,5 +1,15 @@
 // How to reach a PromQL HTTP endpoint: a private Prometheus, a live job's Prometheus, or a fleet
 // backend (Thanos, Mimir/Cortex, VictoriaMetrics) behind a path prefix, auth headers and TLS.
+//
+// Backend differences a reader of the report must know (prometheus-notes §7):
+// - VictoriaMetrics' MetricsQL does not extrapolate rate()/increase() and includes the last raw
+//   sample before the window, so the same rate() gives different numbers than Prometheus;
+//   thresholds tuned on Prometheus are approximate there. Its cluster API sits under
+//   /select/<accountID>/prometheus.
+// - Thanos answers partial data with warnings unless partial_response=false (sent when `thanos`);
+//   warnings are kept in QueryResult::warnings.
+// - Mimir/Cortex need X-Scope-OrgID on every request (`tenant`) and usually the /prometheus prefix;
+//   their query-frontends split long ranges at 24 h and may reject long ranges per tenant.
 #pragma once
 
 #include <map>

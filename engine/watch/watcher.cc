@@ -155,7 +155,10 @@ StatusOr<std::unique_ptr<Watcher>> Watcher::Create(WatchOptions options) {
   if (!watcher->options_.history_file.empty()) {
     ASSIGN_OR_RETURN(SweepHistory history, LoadSweepHistory(watcher->options_.history_file));
     for (const auto& e : history.entries)
-      if (e.sweep == watcher->options_.sweep) watcher->handled_.insert(e.job);
+      if (e.sweep == watcher->options_.sweep) {
+        watcher->handled_.insert(e.job);
+        watcher->latest_decision_time_ = std::max(watcher->latest_decision_time_, e.time);
+      }
   }
   return watcher;
 }
@@ -221,8 +224,22 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
   const int64_t now = options_.now();
   for (const auto& job : jobs) {
     if (job.log_path.empty() || handled_.count(job.id) || followed_.count(job.id)) continue;
-    Followed f{job, LogFollower(job.log_path), now};
-    if (first_scan_ && !options_.include_already_ended) {
+    // A job first seen mid-run gets the benefit of the doubt from its log's mtime: a log untouched
+    // for the whole stall window cannot have printed a step in it either.
+    int64_t first_seen = now;
+    std::optional<int64_t> mtime_seconds;
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(job.log_path, ec);
+    if (!ec) {
+      mtime_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::file_clock::to_sys(mtime).time_since_epoch())
+                          .count();
+      first_seen = std::min<int64_t>(now, *mtime_seconds);
+    }
+    Followed f{job, LogFollower(job.log_path), first_seen};
+    const bool ended_while_away =
+        latest_decision_time_ > 0 && mtime_seconds && *mtime_seconds > latest_decision_time_;
+    if (first_scan_ && !options_.include_already_ended && !ended_while_away) {
       StatusOr<bool> polled = f.follower.Poll();
       if (polled.ok() && f.follower.progress().summary_seen) {
         handled_.insert(job.id);
@@ -241,7 +258,9 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
       if (progressed.status().code() == StatusCode::kNotFound) finished.push_back(id);
       continue;
     }
-    if (*progressed) f.last_progress_time = now;
+    // The first read only catches up with what was already there; progress counts from then on.
+    if (*progressed && f.caught_up) f.last_progress_time = now;
+    f.caught_up = true;
     std::string trigger;
     if (f.follower.progress().summary_seen) trigger = "ended";
     else if (static_cast<double>(now - f.last_progress_time) >= options_.stall_seconds) trigger = "stalled";
@@ -249,6 +268,7 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
     WatchResult result = Handle(f, trigger);
     handled_.insert(id);
     finished.push_back(id);
+    ++results_;
     if (options_.on_result) options_.on_result(result);
     results.push_back(std::move(result));
   }

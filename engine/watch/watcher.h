@@ -54,8 +54,9 @@ struct WatchOptions {
   std::string variant;
   double stall_seconds = 600;          // batch-sweep: hanging = 10+ min without new output
   double poll_seconds = 60;
-  // Jobs that had already ended when the watcher first saw them are skipped (not re-diagnosed on
-  // every restart); jobs already in the history are always skipped.
+  // Jobs already in the history are always skipped. Jobs that had already ended when the watcher
+  // first saw them are skipped too, unless their log changed after the sweep's latest recorded
+  // decision (they ended while the watcher was down) or this is set.
   bool include_already_ended = false;
   const DecisionRules* rules = nullptr;    // required
   DiagnoseFn diagnose;                 // required
@@ -82,7 +83,8 @@ class Watcher {
   Status Run(const std::atomic<bool>& stop);
 
   size_t followed_jobs() const { return followed_.size(); }
-  size_t handled_jobs() const { return handled_.size(); }
+  size_t handled_jobs() const { return handled_.size(); }   // includes jobs skipped as already decided
+  size_t results() const { return results_.load(); }        // jobs diagnosed or recorded by this watcher
 
  private:
   explicit Watcher(WatchOptions options) : options_(std::move(options)) {}
@@ -90,6 +92,7 @@ class Watcher {
     WatchedJob job;
     LogFollower follower;
     int64_t last_progress_time = 0;   // when a new step (or the job) was last seen
+    bool caught_up = false;           // the log's existing content has been read once
   };
   WatchResult Handle(const Followed& followed, const std::string& trigger);
 
@@ -97,6 +100,8 @@ class Watcher {
   std::map<std::string, Followed> followed_;
   std::set<std::string> handled_;      // ids diagnosed/recorded (or skipped): never handled again
   bool first_scan_ = true;
+  std::atomic<size_t> results_{0};
+  int64_t latest_decision_time_ = 0;   // newest history entry of this sweep (0: none)
 };
 
 }  // namespace diagnose

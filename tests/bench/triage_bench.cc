@@ -26,6 +26,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+double CpuSeconds(int who) {
+  struct rusage ru {};
+  ::getrusage(who, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -151,9 +157,12 @@ int main(int argc, char** argv) {
   std::printf("generated %.2f GiB (%d tasks) in %.1f s: %s\n", size / double(1ull << 30), tasks, Seconds(t0, t1),
               log.c_str());
 
+  double gc0 = CpuSeconds(RUSAGE_CHILDREN);
   auto g0 = std::chrono::steady_clock::now();
   std::string count = Spawn({"grep", "-c", "completed step", log});
+  while (!count.empty() && (count.back() == '\n' || count.back() == '\r')) count.pop_back();
   auto g1 = std::chrono::steady_clock::now();
+  double grep_cpu = CpuSeconds(RUSAGE_CHILDREN) - gc0;
 
   auto job = diagnose::ResolveJob("424242", dir);
   if (!job.ok()) {
@@ -161,9 +170,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   diagnose::TriageOptions opt;
+  double tc0 = CpuSeconds(RUSAGE_SELF);
   auto r0 = std::chrono::steady_clock::now();
   auto facts = diagnose::TriageJob(*job, opt);
   auto r1 = std::chrono::steady_clock::now();
+  double triage_cpu = CpuSeconds(RUSAGE_SELF) - tc0;
   if (!facts.ok()) {
     std::fprintf(stderr, "%s\n", facts.status().ToString().c_str());
     return 1;
@@ -171,11 +182,14 @@ int main(int argc, char** argv) {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   double grep_s = Seconds(g0, g1), triage_s = Seconds(r0, r1);
-  std::printf("grep -c 'completed step': %.3f s (count %s)", grep_s, count.empty() ? "?\n" : count.c_str());
+  std::printf("grep -c 'completed step': %.3f s (count %s)\n", grep_s, count.empty() ? "?" : count.c_str());
   std::printf("TriageJob:                %.3f s (%zu logical steps, status %s, pattern %s, %.0f MiB/s)\n", triage_s,
               facts->steps.size(), facts->status.c_str(), facts->tgs.pattern.c_str(),
               size / double(1 << 20) / triage_s);
-  std::printf("ratio triage/grep:        %.2f\n", triage_s / grep_s);
+  std::printf("ratio triage/grep:        %.2f wall (CPU: triage %.3f s on up to 2 threads, grep %.3f s, ratio %.2f)\n",
+              triage_s / grep_s, triage_cpu, grep_cpu, grep_cpu > 0 ? triage_cpu / grep_cpu : 0.0);
+  double load[3] = {0, 0, 0};
+  if (::getloadavg(load, 3) > 0) std::printf("load average:             %.2f (timings are noisy on a shared machine)\n", load[0]);
   std::printf("peak RSS:                 %.1f MiB\n", ru.ru_maxrss / 1024.0);
   if (!keep) fs::remove_all(dir);
   return 0;

@@ -119,6 +119,8 @@ TEST(Scenario, ErrorsAreSpecific) {
   EXPECT_THAT(ErrorOf(with("ray: true", "ray: false")), HasSubstr("only for RAY=1"));
   EXPECT_THAT(ErrorOf(with("gpu[01-03]", "gpu[01-03],gpu02")), HasSubstr("duplicate host"));
   EXPECT_THAT(ErrorOf("job: [1, 2\n"), HasSubstr("bad.yaml:"));
+  EXPECT_THAT(ErrorOf(with("gpu[01-03]", "gpu03,gpu01,gpu02")),
+              HasSubstr("Slurm orders tasks by the sorted nodelist; list hosts as gpu01,gpu02,gpu03"));
 }
 
 TEST(Scenario, LabelWidthFollowsDigitsOfLastTask) {

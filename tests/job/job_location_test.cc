@@ -194,5 +194,16 @@ TEST(JobLocationTest, NeverWritesIntoOutputs) {
   EXPECT_EQ(count(), before);
 }
 
+TEST(JobLocationTest, ListJobsIncludesAmbiguousIdsAndLogsWithoutDirs) {
+  Outputs o;
+  o.Job("8308-JAX-a");
+  o.Job("8308-JAX-b");
+  o.Write("8310-JAX-c.log");
+  fs::create_directories(fs::path(o.path()) / "llama2-70b");
+  auto all = ListJobs(o.path());
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+}
+
 }  // namespace
 }  // namespace diagnose

@@ -134,6 +134,11 @@ TEST(TriageTest, HeartbeatFalsePositiveAccusedTasksHostsAndTimeline) {
   ASSERT_TRUE(f.heartbeat.heartbeat_stop_time.has_value());
   EXPECT_EQ(f.heartbeat.heartbeat_stop_time->epoch, 1771960860 - 900);
   EXPECT_EQ(f.heartbeat.last_step_before, 71);
+  // Events on absl lines carry their time, placed in the year the artifact id gives.
+  bool timed = false;
+  for (const auto& e : f.events)
+    if (e.time && e.time->epoch == 1771960860) timed = true;
+  EXPECT_TRUE(timed);
 }
 
 TEST(TriageTest, HangThenHeartbeatKillIsPrimaryHang) {

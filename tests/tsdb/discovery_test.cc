@@ -117,7 +117,8 @@ TEST_F(DiscoveryTest, RemoteStyleDiscoveryFindsTheRangeInsideTheWindow) {
 }
 
 TEST(DiscoveryRayOnlyTest, HostsComeFromInstanceWhenSeriesHaveNoHostLabel) {
-  const std::string dir = testing::MakeTempDir("discovery-ray-");
+  testing::ScopedTempDir dir_scope("discovery-ray-");
+  const std::string& dir = dir_scope.path;
   std::vector<Series> series;
   for (int h = 0; h < 3; ++h) {
     Series s;
@@ -151,7 +152,8 @@ TEST(DiscoveryRayOnlyTest, HostsComeFromInstanceWhenSeriesHaveNoHostLabel) {
 }
 
 TEST(DiscoveryRulesTest, BadRulesNameTheFile) {
-  const std::string dir = testing::MakeTempDir("discovery-rules-");
+  testing::ScopedTempDir dir_scope("discovery-rules-");
+  const std::string& dir = dir_scope.path;
   std::ofstream(dir + "/bad.yaml") << "families:\n  - id: x\n    selector: [unclosed\n";
   auto bad = LoadDiscoveryRules(dir + "/bad.yaml");
   ASSERT_FALSE(bad.ok());
@@ -197,7 +199,8 @@ TEST_F(DiscoveryTest, TsdbStateCarriesDiscoveryGapsAndGuard) {
 }
 
 TEST(TwoTsdbsTest, TwoPrivateServersSideBySideStaySeparate) {
-  const std::string dir = testing::MakeTempDir("two-tsdbs-");
+  testing::ScopedTempDir dir_scope("two-tsdbs-");
+  const std::string& dir = dir_scope.path;
   for (const std::string name : {"subject", "baseline"}) {
     testing::FixtureSpec spec;
     spec.hosts = {name + "-node1", name + "-node2"};

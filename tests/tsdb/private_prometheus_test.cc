@@ -110,7 +110,8 @@ TEST_F(PrivatePrometheusTest, SyntaxErrorCarriesTheQuery) {
 }
 
 TEST_F(PrivatePrometheusTest, HostnamesWithRegexMetacharactersMatchOnlyThemselves) {
-  const std::string job = MakeTempDir("private-prom-meta-");
+  testing::ScopedTempDir job_scope("private-prom-meta-");
+  const std::string& job = job_scope.path;
   testing::FixtureSpec spec;
   spec.hosts = {"node1.a", "node1xa", "node+2", "node2", "r\"q\\"};
   spec.duration_seconds = 600;
@@ -136,7 +137,8 @@ TEST_F(PrivatePrometheusTest, MissingOrEmptyDirIsAClearError) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("nope/prometheus"), std::string::npos);
-  const std::string empty = MakeTempDir("private-prom-empty-");
+  testing::ScopedTempDir empty_scope("private-prom-empty-");
+  const std::string& empty = empty_scope.path;
   auto none = PrivatePrometheus::Start(empty, options_);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
@@ -154,7 +156,8 @@ TEST_F(PrivatePrometheusTest, ServerThatCannotStartLeavesNothingBehind) {
 }
 
 TEST_F(PrivatePrometheusTest, LiveTsdbIsRefusedWithTheFallbacksAndBlocksOnlyWorks) {
-  const std::string job = MakeTempDir("private-prom-live-");
+  testing::ScopedTempDir job_scope("private-prom-live-");
+  const std::string& job = job_scope.path;
   const std::string tsdb = job + "/prometheus";
   fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
   fs::create_directories(tsdb + "/wal");
@@ -176,7 +179,8 @@ TEST_F(PrivatePrometheusTest, LiveTsdbIsRefusedWithTheFallbacksAndBlocksOnlyWork
 }
 
 TEST_F(PrivatePrometheusTest, HeldLockMeansLive) {
-  const std::string job = MakeTempDir("private-prom-lock-");
+  testing::ScopedTempDir job_scope("private-prom-lock-");
+  const std::string& job = job_scope.path;
   fs::copy(SharedJobFixture().tsdb_dir, job, fs::copy_options::recursive);
   std::ofstream(job + "/lock") << "";
   auto inv = InspectTsdbDir(job);
@@ -194,12 +198,14 @@ TEST_F(PrivatePrometheusTest, HeldLockMeansLive) {
 }
 
 TEST_F(PrivatePrometheusTest, SymlinksInTheSnapshotAreNotFollowed) {
-  const std::string outside = MakeTempDir("private-prom-outside-");
+  testing::ScopedTempDir outside_scope("private-prom-outside-");
+  const std::string& outside = outside_scope.path;
   testing::FixtureSpec spec;
   spec.hosts = {"elsewhere"};
   spec.duration_seconds = 600;
   ASSERT_TRUE(testing::BuildJobTsdb(spec, outside).ok());
-  const std::string job = MakeTempDir("private-prom-links-");
+  testing::ScopedTempDir job_scope("private-prom-links-");
+  const std::string& job = job_scope.path;
   const std::string tsdb = job + "/prometheus";
   fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
   auto outside_blocks = ListBlockDirs(outside);
@@ -309,6 +315,86 @@ TEST_F(PrivatePrometheusTest, SigkilledOwnerLeavesACopyThatTheNextStartRemoves) 
   auto next = PrivatePrometheus::Start(SharedJobFixture().tsdb_dir, options_);
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_FALSE(fs::exists(copy_dir));  // ...so the next run does
+}
+
+}  // namespace
+}  // namespace diagnose
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+namespace diagnose {
+namespace {
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void AgeTree(const std::string& dir, double seconds) {
+  const timespec old{time(nullptr) - static_cast<time_t>(seconds), 0};
+  const timespec times[2] = {old, old};
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+    utimensat(AT_FDCWD, it->path().c_str(), times, AT_SYMLINK_NOFOLLOW);
+  }
+}
+
+TEST_F(PrivatePrometheusTest, WalOnlySnapshotOfAFinishedJobIsServed) {
+  // A real WAL: a Prometheus scrapes itself for a few seconds and is stopped, as a job's would be.
+  testing::ScopedTempDir job_scope("private-prom-wal-");
+  const std::string& job = job_scope.path;
+  const std::string tsdb = job + "/prometheus";
+  const int port = FreeLoopbackPort();
+  std::ofstream(job + "/scrape.yml") << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n"
+                                        "    static_configs:\n      - targets: ['127.0.0.1:" << port << "']\n";
+  SpawnOptions scraper;
+  scraper.argv = {"prometheus", "--config.file=" + job + "/scrape.yml", "--storage.tsdb.path=" + tsdb,
+                  "--web.listen-address=127.0.0.1:" + std::to_string(port)};
+  scraper.stderr_path = job + "/scraper.log";
+  const double started = static_cast<double>(time(nullptr));
+  {
+    auto live = ChildProcess::Spawn(scraper);
+    ASSERT_TRUE(live.ok()) << live.status().ToString();
+    // The scrape manager applies targets on a 5 s tick: wait until samples exist, then a few more.
+    RemoteEndpointOptions endpoint;
+    endpoint.url = "http://127.0.0.1:" + std::to_string(port);
+    auto probe = HttpQueryClient::Create(endpoint);
+    ASSERT_TRUE(probe.ok());
+    bool scraped = false;
+    for (int i = 0; i < 300 && !scraped; ++i) {
+      auto r = (*probe)->Run(Query::Instant("count_over_time(up[1m])", static_cast<double>(time(nullptr))));
+      scraped = r.ok() && !r->series.empty() && r->series[0].samples[0].v >= 3;
+      if (!scraped) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(scraped) << "the scraping Prometheus never stored samples";
+    // While it runs, the dir is live.
+    auto inv = InspectTsdbDir(tsdb);
+    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+    EXPECT_TRUE(inv->has_wal);
+    EXPECT_EQ(CheckNotLive(*inv, 120).code(), StatusCode::kFailedPrecondition);
+    live->Terminate(std::chrono::seconds(10));
+  }
+  AgeTree(tsdb, 3600);  // the job ended an hour ago
+  const std::string before = testing::DirectoryFingerprint(job);
+  {
+    auto server = PrivatePrometheus::Start(tsdb, options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    EXPECT_TRUE((*server)->inventory().blocks.empty());
+    auto r = (*server)->client().Run(Query::Range("up", started, started + 30, 1));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->series.size(), 1u);
+    EXPECT_GE(r->series[0].samples.size(), 3u);
+  }
+  EXPECT_EQ(testing::DirectoryFingerprint(job), before);
+  fs::remove_all(job);
 }
 
 }  // namespace

@@ -40,6 +40,15 @@ std::string DirectoryFingerprint(const std::string& dir);
 
 std::string MakeTempDir(const std::string& prefix);
 
+// A temp dir removed when the test scope ends, also when an ASSERT returns early.
+struct ScopedTempDir {
+  explicit ScopedTempDir(const std::string& prefix) : path(MakeTempDir(prefix)) {}
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string path;
+};
+
 // Live `prometheus` processes whose parent is `parent`.
 std::vector<int> PrometheusChildrenOf(int parent);
 

@@ -137,6 +137,11 @@ std::string MakeTempDir(const std::string& prefix) {
   return mkdtemp(pattern.data());
 }
 
+ScopedTempDir::~ScopedTempDir() {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
 std::vector<int> PrometheusChildrenOf(int parent) {
   std::vector<int> pids;
   for (const auto& e : fs::directory_iterator("/proc")) {

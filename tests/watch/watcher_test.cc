@@ -277,6 +277,7 @@ TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMomen
   EXPECT_EQ(fake.CallsFor("9805"), 1);
   EXPECT_EQ(fake.CallsFor("9807"), 1);
   EXPECT_EQ(watcher.followed_jobs(), 0u);   // per-job state released once handled
+  EXPECT_EQ(watcher.results(), 4u);
 
   auto history = LoadSweepHistory(history_);
   ASSERT_TRUE(history.ok());
@@ -313,15 +314,45 @@ TEST_F(WatchTest, RestartDoesNotRediagnoseJobsInHistoryOrAlreadyEnded) {
     ASSERT_TRUE((*w)->PollOnce().ok());
     EXPECT_EQ(fake.CallsFor("1001"), 1);
   }
+  auto at = [](int64_t epoch) {
+    return std::chrono::file_clock::from_sys(std::chrono::sys_seconds(std::chrono::seconds(epoch)));
+  };
   JobLog old(outputs_, "1002", "grok-1", {"gpu1", "gpu2"});
   old.Summary(false, 1, "Training FAILED (exit=1)");
+  fs::last_write_time(old.path(), at(clock_.load() - 3600));   // ended before the last decision
+  JobLog missed(outputs_, "1003", "grok-1", {"gpu1", "gpu2"});
+  missed.Summary(false, 1, "Training FAILED (exit=1)");
+  fs::last_write_time(missed.path(), at(clock_.load() + 60));   // ended while the watcher was down
+  clock_ += 3600;
   auto w = Watcher::Create(Options(&fake));
   ASSERT_TRUE(w.ok());
   auto r = (*w)->PollOnce();
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->empty());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].event.job.id, "1003");
   EXPECT_EQ(fake.CallsFor("1001"), 1);   // in the history
-  EXPECT_EQ(fake.CallsFor("1002"), 0);   // had ended before the watcher started
+  EXPECT_EQ(fake.CallsFor("1002"), 0);   // had ended before the sweep's latest decision
+}
+
+TEST_F(WatchTest, LogUntouchedForTheStallWindowStallsOnFirstSight) {
+  FakeDiagnosis fake;
+  auto o = Options(&fake);
+  o.now = nullptr;   // wall clock: compared with the log's mtime
+  o.include_already_ended = true;
+  JobLog quiet(outputs_, "3001", "grok-1", {"gpu1", "gpu2"});
+  quiet.Steps(0, 3);
+  JobLog fresh(outputs_, "3002", "grok-1", {"gpu3", "gpu4"});
+  fresh.Steps(0, 3);
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(quiet.path(), old);
+  auto w = Watcher::Create(o);
+  ASSERT_TRUE(w.ok());
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].event.job.id, "3001");
+  EXPECT_EQ((*r)[0].event.trigger, "stalled");
+  EXPECT_EQ(fake.CallsFor("3002"), 0);
 }
 
 TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {

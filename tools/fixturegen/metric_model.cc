@@ -85,6 +85,11 @@ class MetricModel {
         if (t.StepWindow(*f.window.steps, &b, &e)) w.begin = b, w.end = e;
         else continue;
       }
+      if (f.window.after_step) {
+        const StepRecord* r = t.FindStep(*f.window.after_step);
+        if (!r) continue;
+        w.begin = r->end + 5;
+      }
       if (f.window.from_time) w.begin = *f.window.from_time;
       if (f.window.to_time) w.end = *f.window.to_time;
       windows_.push_back(w);
@@ -360,8 +365,8 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Gauge(gpu.vram_total, time, 309220868096.0);
       for (size_t i = 0; i < gpu.ras.size(); ++i) {
         double inc = 0;
-        if (i == 1 && FaultOn(st, "ras_errors", g) > 0) inc = FaultOn(st, "ras_errors", g) * dt;           // umc ce
-        if (i == 0 && FaultOn(st, "ras_errors", g) > 0 && r.Uniform() < 0.02) inc = 1;                      // umc ue
+        // correctable UMC errors only: a noisy-but-healthy DIMM, not an uncorrectable fault
+        if (i == 1 && FaultOn(st, "ras_errors", g) > 0) inc = FaultOn(st, "ras_errors", g) * dt * r.Uniform(0, 2);
         set.Counter(gpu.ras[i], time, inc);
       }
       set.Counter(gpu.pcie_cor, time, r.Uniform() < 0.002 ? 1 : 0);

@@ -145,6 +145,13 @@ Status ParseWindow(const Reader& r, const YAML::Node& node, Window* window) {
     ASSIGN_OR_RETURN(StepRange steps, r.Steps(node["steps"]));
     window->steps = steps;
   }
+  if (node["after_step"]) {
+    try {
+      window->after_step = node["after_step"].as<int64_t>();
+    } catch (const YAML::Exception&) {
+      return r.Error(node["after_step"], "after_step must be a step number");
+    }
+  }
   if (node["from"]) {
     ASSIGN_OR_RETURN(double t, r.Time(node["from"]));
     window->from_time = t;
@@ -153,8 +160,8 @@ Status ParseWindow(const Reader& r, const YAML::Node& node, Window* window) {
     ASSIGN_OR_RETURN(double t, r.Time(node["to"]));
     window->to_time = t;
   }
-  if (window->steps && (window->from_time || window->to_time))
-    return r.Error(node, "a window is either 'steps' or 'from'/'to', not both");
+  if ((window->steps ? 1 : 0) + (window->from_time ? 1 : 0) + (window->after_step ? 1 : 0) > 1)
+    return r.Error(node, "a window starts with one of 'steps', 'from' or 'after_step'");
   return Status::Ok();
 }
 
@@ -227,6 +234,16 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     std::set<std::string> unique(s.hosts.begin(), s.hosts.end());
     if (unique.size() != s.hosts.size()) return r.Error(job["hosts"], "duplicate host in job.hosts");
     if (s.hosts.empty()) return r.Error(job["hosts"], "job.hosts is empty");
+    if (s.launcher == Launcher::kSlurm) {
+      // Slurm numbers tasks along the sorted nodelist (scontrol show hostnames); a scenario listing
+      // hosts in another order would map tasks to hosts differently from a real job.
+      auto canonical = ExpandHostlist(CompressHostlist(s.hosts));
+      if (canonical.ok() && *canonical != s.hosts) {
+        std::string want;
+        for (const auto& h : *canonical) want += (want.empty() ? "" : ",") + h;
+        return r.Error(job["hosts"], "Slurm orders tasks by the sorted nodelist; list hosts as " + want);
+      }
+    }
   }
 
   // --- training
@@ -244,7 +261,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.CheckKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
                                     "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
-                                    "hang_seconds", "ray_log_lag_steps"},
+                                    "hang_seconds", "ray_log_lag_steps", "pinned_seconds"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -273,6 +290,16 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       RETURN_IF_ERROR(r.Get(lb, "base", &s.lb_loss));
       if (lb["change_at"]) s.lb_loss_change_step = lb["change_at"].as<int64_t>();
       RETURN_IF_ERROR(r.Get(lb, "after", &s.lb_loss_after));
+    }
+    if (YAML::Node pinned = t["pinned_seconds"]) {
+      if (!pinned.IsMap()) return r.Error(pinned, "pinned_seconds maps step -> seconds");
+      for (const auto& kv : pinned) {
+        try {
+          s.pinned_seconds[kv.first.as<int64_t>()] = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          return r.Error(kv.first, "pinned_seconds maps step -> seconds");
+        }
+      }
     }
     if (YAML::Node phases = t["phases"]) {
       if (!phases.IsSequence()) return r.Error(phases, "phases must be a list");
@@ -374,7 +401,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (YAML::Node faults = root["faults"]) {
     if (!faults.IsSequence()) return r.Error(faults, "faults must be a list");
     for (const auto& f : faults) {
-      RETURN_IF_ERROR(r.CheckKeys(f, {"kind", "hosts", "steps", "from", "to", "rate", "devices"}, "fault"));
+      RETURN_IF_ERROR(r.CheckKeys(f, {"kind", "hosts", "steps", "from", "to", "after_step", "rate", "devices"}, "fault"));
       Fault fault;
       fault.line = f.Mark().line + 1;
       RETURN_IF_ERROR(r.Get(f, "kind", &fault.kind));

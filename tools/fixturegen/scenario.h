@@ -35,6 +35,7 @@ struct Window {
   std::optional<StepRange> steps;
   std::optional<double> from_time;   // epoch seconds
   std::optional<double> to_time;
+  std::optional<int64_t> after_step;   // starts 5 s after this step ends (open-ended unless `to`)
 };
 
 struct Fault {
@@ -111,6 +112,7 @@ struct Scenario {
   double tflops_per_tgs = 0.06413;  // TFLOP/s/device per token/s/device
   double peak_tflops = 2500;
   std::vector<Phase> phases;
+  std::map<int64_t, double> pinned_seconds;  // step -> exact `seconds:` (published log lines)
   int64_t checkpoint_period = 0;    // 0 = checkpointing off
   double checkpoint_save_seconds = 300;
   double loss_start = 10.8, loss_end = 5.5;

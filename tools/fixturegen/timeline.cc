@@ -114,6 +114,7 @@ StatusOr<Timeline> BuildTimeline(const Scenario& s) {
         r.after_checkpoint = true;
         seconds += (step - 1 == 0 ? 0.25 : 1.0) * s.checkpoint_save_seconds * (1.0 + rng.Normal(0, 0.03));
       }
+      if (auto pin = s.pinned_seconds.find(step); pin != s.pinned_seconds.end()) seconds = pin->second;
       r.seconds = std::round(seconds * 1000.0) / 1000.0;
       r.end = r.begin + r.seconds;
       r.tgs = t.tokens_per_step / r.seconds;

@@ -1,0 +1,145 @@
+// Every fixture scenario's `expect:` block, checked against the contract JSON of
+// `diagnose <id> --outputs fixtures/outputs --format json` — the way a sweep driver reads it.
+// The scenario file is the single source of truth for what its fixture must yield.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "engine/core/subprocess.h"
+#include "engine/report/report.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kScenarios = fs::path(DIAGNOSE_SOURCE_DIR) / "fixtures" / "scenarios";
+
+struct Scenario {
+  std::string file;
+  YAML::Node root;
+};
+
+std::vector<Scenario> LoadScenarios() {
+  std::vector<Scenario> out;
+  for (const auto& entry : fs::directory_iterator(kScenarios))
+    if (entry.path().extension() == ".yaml")
+      out.push_back({entry.path().filename().string(), YAML::LoadFile(entry.path().string())});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.file < b.file; });
+  return out;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Run RunDiagnose(const std::vector<std::string>& args) {
+  std::string base = (fs::temp_directory_path() / ("contract-" + std::to_string(getpid()))).string();
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.stdout_path = base + ".out";
+  options.stderr_path = base + ".err";
+  Run run;
+  auto child = ChildProcess::Spawn(options);
+  if (!child.ok()) {
+    run.err = child.status().message();
+    return run;
+  }
+  auto code = child->Wait(std::chrono::minutes(3));
+  run.exit_code = code.ok() ? *code : -1;
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    fs::remove(path);
+    return s.str();
+  };
+  run.out = slurp(options.stdout_path);
+  run.err = slurp(options.stderr_path);
+  return run;
+}
+
+std::set<std::string> StringSet(const YAML::Node& node) {
+  std::set<std::string> out;
+  for (const auto& item : node) out.insert(item.IsMap() ? item["host"].as<std::string>() : item.as<std::string>());
+  return out;
+}
+
+class ScenarioContractTest : public testing::TestWithParam<Scenario> {};
+
+TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
+  const Scenario& scenario = GetParam();
+  const YAML::Node expect = scenario.root["expect"];
+  ASSERT_TRUE(expect) << scenario.file << " has no expect: block";
+  const std::string id = scenario.root["job"]["id"] ? scenario.root["job"]["id"].as<std::string>()
+                                                     : scenario.root["id"].as<std::string>();
+  std::vector<std::string> args{id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"};
+  if (expect["baseline"]) {
+    args.push_back("--baseline");
+    args.push_back(expect["baseline"].as<std::string>());
+  }
+  Run run = RunDiagnose(args);
+  if (expect["status"] && expect["status"].as<std::string>() == "no-report") {
+    EXPECT_NE(run.exit_code, 0) << scenario.file;
+    EXPECT_TRUE(run.out.empty()) << "no partial JSON on stdout";
+    EXPECT_NE(run.err.find(id), std::string::npos) << "the error names the job: " << run.err;
+    return;
+  }
+  ASSERT_EQ(run.exit_code, 0) << scenario.file << ": " << run.err;
+  json report = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.out.substr(0, 400);
+
+  // Contract invariants hold on every report.
+  EXPECT_EQ(report["schema"], "diagnose/v1");
+  EXPECT_TRUE(IsKnownRootCause(report["verdict"]["root_cause"])) << report["verdict"];
+  EXPECT_TRUE(IsKnownDomain(report["verdict"]["domain"]));
+  EXPECT_TRUE(IsKnownConfidence(report["verdict"]["confidence"]));
+  EXPECT_TRUE(IsKnownAction(report["decision"]["action"])) << report["decision"];
+  EXPECT_TRUE(IsKnownJobStatus(report["jobs"][0]["status"]));
+  for (const auto& f : report["findings"])
+    if (f["status"] == "fired") EXPECT_FALSE(f["evidence"].empty()) << "fired finding without evidence: " << f["id"];
+
+  const json& job = report["jobs"][0];
+  if (expect["status"]) EXPECT_EQ(job["status"], expect["status"].as<std::string>()) << scenario.file;
+  if (expect["failure_class"])
+    EXPECT_EQ(job["failure_class"], expect["failure_class"].as<std::string>()) << scenario.file;
+  if (expect["root_cause"])
+    EXPECT_EQ(report["verdict"]["root_cause"], expect["root_cause"].as<std::string>())
+        << scenario.file << ": " << report["verdict"].dump();
+  if (expect["domain"]) EXPECT_EQ(report["verdict"]["domain"], expect["domain"].as<std::string>());
+  if (expect["action"])
+    EXPECT_EQ(report["decision"]["action"], expect["action"].as<std::string>())
+        << scenario.file << ": " << report["decision"].dump();
+  std::set<std::string> excluded;
+  for (const auto& e : report["decision"]["exclude"]) excluded.insert(e["host"].get<std::string>());
+  if (expect["exclude"]) EXPECT_EQ(excluded, StringSet(expect["exclude"])) << scenario.file;
+  if (expect["not_excluded"])
+    for (const auto& host : StringSet(expect["not_excluded"]))
+      EXPECT_EQ(excluded.count(host), 0u) << host << " must never be excluded (" << scenario.file << ")";
+  if (expect["changes"])
+    for (const auto& kv : expect["changes"])
+      EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, testing::ValuesIn(LoadScenarios()),
+                         [](const testing::TestParamInfo<Scenario>& info) {
+                           std::string name = info.param.file.substr(0, info.param.file.size() - 5);
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace diagnose
