@@ -1,0 +1,156 @@
+// End-to-end checks of the health, hang, OOM, hardware, checkpoint and observability playbooks on the
+// generated fixtures (fixtures/outputs, made by fixturegen; tests skip when they are absent):
+// `diagnose JOB --format json`, contract JSON only. The decision's action may be adjusted by the
+// sweep layer, so these assert the verdict and the playbooks' own findings.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/subprocess.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool FixturePresent(const std::string& id) {
+  std::error_code ec;
+  if (!fs::is_directory(DIAGNOSE_FIXTURE_OUTPUTS, ec)) return false;
+  for (const auto& e : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS, ec))
+    if (e.path().filename().string().rfind(id + "-", 0) == 0 && e.is_directory()) return true;
+  return false;
+}
+
+// Runs the binary; stdout goes to a private file so stderr chatter cannot corrupt the JSON.
+json Diagnose(const std::vector<std::string>& args) {
+  std::string out = (fs::temp_directory_path() / ("health-" + std::to_string(getpid()) + ".json")).string();
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  for (const char* a : {"--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"}) options.argv.push_back(a);
+  options.stdout_path = out;
+  auto child = ChildProcess::Spawn(options);
+  EXPECT_TRUE(child.ok()) << child.status().message();
+  if (!child.ok()) return json();
+  auto code = child->Wait(std::chrono::minutes(3));
+  EXPECT_TRUE(code.ok() && *code == 0) << "diagnose exited with " << (code.ok() ? *code : -1);
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  fs::remove(out);
+  json report = json::parse(text.str(), nullptr, false);
+  EXPECT_FALSE(report.is_discarded()) << text.str().substr(0, 500);
+  return report;
+}
+
+std::set<std::string> Excluded(const json& report) {
+  std::set<std::string> out;
+  for (const auto& e : report["decision"]["exclude"]) out.insert(e["host"].get<std::string>());
+  return out;
+}
+
+const json* FindingById(const json& report, const std::string& id) {
+  for (const auto& f : report["findings"])
+    if (f.value("id", "") == id) return &f;
+  return nullptr;
+}
+
+std::string Dump(const json& report) { return report.dump(1).substr(0, 6000); }
+
+#define REQUIRE_FIXTURE(id) \
+  if (!FixturePresent(id)) GTEST_SKIP() << "fixture " id " not generated (scripts/regenerate-fixtures.sh)"
+
+
+const std::set<std::string> kHealthPlaybooks = {
+    "rccl-hang", "host-oom", "gpu-hardware", "thermal-throttle", "gpu-health", "network-health",
+    "training-stability", "checkpoint-interference", "observability-gaps"};
+
+std::vector<std::string> FiredHealthFindings(const json& report) {
+  std::vector<std::string> out;
+  for (const auto& f : report["findings"])
+    if (kHealthPlaybooks.count(f.value("playbook", "")) && f.value("status", "") == "fired")
+      out.push_back(f.value("id", ""));
+  return out;
+}
+
+TEST(HealthPlaybookFixtures, RcclHangIsABusyWaitRetriedOnTheSameNodes) {
+  REQUIRE_FIXTURE("7877");
+  json r = Diagnose({"7877"});
+  EXPECT_EQ(r["verdict"]["root_cause"], "rccl-hang") << Dump(r);
+  EXPECT_EQ(r["verdict"]["confidence"], "confirmed");
+  EXPECT_EQ(r["decision"]["action"], "retry-same-nodes");
+  EXPECT_TRUE(Excluded(r).empty()) << Dump(r["decision"]);
+  const json* hang = FindingById(r, "rccl-hang/busy_wait_hang");
+  ASSERT_NE(hang, nullptr) << Dump(r);
+  EXPECT_EQ((*hang)["status"], "fired");
+  EXPECT_EQ((*hang)["hosts"].size(), 24u);
+  const json* death = FindingById(r, "rccl-hang/node_death");
+  ASSERT_NE(death, nullptr);
+  EXPECT_EQ((*death)["status"], "clear");
+  EXPECT_EQ(FiredHealthFindings(r), std::vector<std::string>{"rccl-hang/busy_wait_hang"});
+}
+
+TEST(HealthPlaybookFixtures, HealthyJobWithCheckpointsFiresNothing) {
+  REQUIRE_FIXTURE("8400");
+  json r = Diagnose({"8400"});
+  EXPECT_EQ(r["verdict"]["root_cause"], "none") << Dump(r);
+  EXPECT_EQ(r["decision"]["action"], "none");
+  EXPECT_TRUE(FiredHealthFindings(r).empty()) << json(FiredHealthFindings(r)).dump();
+  const json* schedule = FindingById(r, "checkpoint-interference/checkpoint_schedule");
+  ASSERT_NE(schedule, nullptr) << Dump(r);
+  EXPECT_EQ((*schedule)["status"], "clear");
+}
+
+TEST(HealthPlaybookFixtures, HeartbeatKillWhileTrainingIsNotAHang) {
+  REQUIRE_FIXTURE("8043");
+  json r = Diagnose({"8043"});
+  EXPECT_NE(r["verdict"]["root_cause"], "rccl-hang") << Dump(r);
+  const json* hang = FindingById(r, "rccl-hang/busy_wait_hang");
+  ASSERT_NE(hang, nullptr) << Dump(r);
+  EXPECT_EQ((*hang)["status"], "clear");
+}
+
+TEST(HealthPlaybookFixtures, HostOomFromTheLogAlone) {
+  REQUIRE_FIXTURE("9019");
+  json r = Diagnose({"9019"});
+  EXPECT_EQ(r["verdict"]["root_cause"], "host-oom") << Dump(r);
+  const json* oom = FindingById(r, "host-oom/log_only_oom");
+  ASSERT_NE(oom, nullptr) << Dump(r);
+  EXPECT_EQ((*oom)["status"], "fired");
+  EXPECT_EQ((*oom)["hosts"], json::array({"node02"}));
+}
+
+TEST(HealthPlaybookFixtures, CheckpointFilesystemErrorWithTheCheckpointIntact) {
+  REQUIRE_FIXTURE("9028");
+  json r = Diagnose({"9028"});
+  EXPECT_EQ(r["verdict"]["root_cause"], "checkpoint-io-stall") << Dump(r);
+  const json* intact = FindingById(r, "checkpoint-interference/fs_error_checkpoint_intact");
+  ASSERT_NE(intact, nullptr) << Dump(r);
+  EXPECT_EQ((*intact)["status"], "fired");
+  const json* lost = FindingById(r, "checkpoint-interference/fs_error_checkpoint_lost");
+  ASSERT_NE(lost, nullptr);
+  EXPECT_EQ((*lost)["status"], "clear");
+}
+
+TEST(HealthPlaybookFixtures, RuntimeAbortOnOneHostIsAHardwareFault) {
+  REQUIRE_FIXTURE("9042");
+  json r = Diagnose({"9042"});
+  EXPECT_EQ(r["verdict"]["root_cause"], "gpu-hardware-fault") << Dump(r);
+  const json* abort = FindingById(r, "gpu-hardware/log_only_abort");
+  ASSERT_NE(abort, nullptr) << Dump(r);
+  EXPECT_EQ((*abort)["status"], "fired");
+  EXPECT_EQ((*abort)["hosts"], json::array({"node03"}));
+}
+
+}  // namespace
+}  // namespace diagnose
