@@ -239,9 +239,16 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   const std::vector<const HistoryEntry*> chain = RetryChain(history, predecessor);
   if (predecessor) sd.retry_of = predecessor->job;
 
-  // 1. Base decision: the first matching sweep rule, else the diagnosis's own decision.
+  // 1. Base decision: the first matching sweep rule, else the diagnosis's own decision. A cause the
+  // playbooks established from metrics (likely or confirmed) outranks the log-pattern sweep rules:
+  // e.g. every node exiting non-zero after a heartbeat false positive is the kill, not a config error.
+  const bool metric_backed_cause = diagnosis.verdict.source == "playbooks" &&
+                                   diagnosis.verdict.root_cause != "none" &&
+                                   diagnosis.verdict.root_cause != "unknown" &&
+                                   (diagnosis.verdict.confidence == "confirmed" ||
+                                    diagnosis.verdict.confidence == "likely");
   const DecisionRule* rule = nullptr;
-  if (auto match = FirstMatchingRule(rules, facts, status, phase)) {
+  if (auto match = metric_backed_cause ? std::nullopt : FirstMatchingRule(rules, facts, status, phase)) {
     rule = match->rule;
     const RuleOutcome& out = rule->decision;
     Decision d;
@@ -326,7 +333,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
                 "this config was already retried " + std::to_string(retries_done) + " time(s) (limit " +
                     std::to_string(max_retries) + " per job)");
   }
-  if (sd.decision.action == "retry-excluding-nodes") {
+  if (sd.decision.action == "retry-excluding-nodes" && context.in_sweep) {
     std::vector<std::string> excluded;
     for (const auto& e : history.entries) {
       if (e.sweep != context.sweep || e.job == facts.id) continue;
@@ -441,6 +448,7 @@ Status ApplySweepDecision(const DecisionRules& rules, const std::string& history
   if (!history_path.empty()) {
     ASSIGN_OR_RETURN(history, LoadSweepHistory(history_path));
     if (context.sweep.empty()) context.sweep = DefaultSweepId(history_path);
+    context.in_sweep = true;
   }
   SweepDecision sd = RefineDecision(*report, facts, history, rules, context);
   for (const auto& w : history.warnings) sd.decision.notes.push_back("history: " + w);

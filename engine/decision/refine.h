@@ -23,6 +23,9 @@ struct SweepContext {
   std::string variant;        // model sweeps: which commit this job ran (e.g. candidate | baseline)
   int64_t now = 0;            // time stamped on the history entry
   bool stalled = false;       // the watcher saw no new step for the stall window: treat as hanging
+  // Part of a sweep (a history file, or `watch`): sweep-wide limits such as the number of excluded
+  // nodes apply only then; a standalone diagnosis reports what the job itself needs.
+  bool in_sweep = false;
 };
 
 struct SweepDecision {

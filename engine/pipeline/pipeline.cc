@@ -140,6 +140,7 @@ void MergePlaybookVerdict(const dag::PlaybookRun& run, Report& report) {
     if (NamesACause(combined.verdict.root_cause) || (playbooks_spoke && !log_named_cause)) {
       std::vector<std::string> log_notes = report.decision.notes;
       report.verdict = combined.verdict;
+      report.verdict.source = "playbooks";
       report.decision = combined.decision;
       report.causal_chain = combined.causal_chain;
       for (auto& note : log_notes)

@@ -50,6 +50,9 @@ struct Verdict {
   std::string domain = "none";
   std::string confidence = "insufficient-evidence";
   std::string summary;
+  // Extension: "logs" when the log signatures alone decided, "playbooks" when a playbook's
+  // metric-backed verdict did. Sweep rules defer to the latter.
+  std::string source = "logs";
 };
 
 struct Exclusion {

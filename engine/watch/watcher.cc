@@ -167,7 +167,8 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   WatchResult result;
   result.event = {followed.job, trigger, followed.follower.progress()};
   const LogProgress& p = result.event.progress;
-  SweepContext context{options_.sweep, options_.variant, options_.now(), trigger == "stalled"};
+  SweepContext context{options_.sweep, options_.variant, options_.now(), trigger == "stalled",
+                       /*in_sweep=*/true};
 
   JobFacts facts = MinimalFacts(result.event);
   const bool clean_success = trigger == "ended" && p.summary_status == "SUCCESS" && p.exit_code == 0;

@@ -90,13 +90,14 @@ Report MakeDiagnosis(const std::string& root_cause, const std::string& action) {
 
 SweepDecision Refine(const JobFacts& facts, const SweepHistory& history, const Report& diagnosis, bool stalled,
                      const std::string& variant) {
-  SweepContext context{"s1", variant, 1700000000, stalled};
+  SweepContext context{"s1", variant, 1700000000, stalled, /*in_sweep=*/true};
   return RefineDecision(diagnosis, facts, history, SweepRules(), context);
 }
 
 SweepDecision DecideAndRecord(const JobFacts& facts, SweepHistory* history, const Report& diagnosis, bool stalled,
                               const std::string& variant) {
-  SweepContext context{"s1", variant, 1700000000 + static_cast<int64_t>(history->entries.size()), stalled};
+  SweepContext context{"s1", variant, 1700000000 + static_cast<int64_t>(history->entries.size()), stalled,
+                       /*in_sweep=*/true};
   SweepDecision d = RefineDecision(diagnosis, facts, *history, SweepRules(), context);
   Report report = diagnosis;
   report.decision = d.decision;
