@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "engine/core/subprocess.h"
+#include "tests/pipeline/diagnose_cli_support.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
@@ -45,38 +45,6 @@ std::vector<Scenario> LoadScenarios() {
 
 void PrintTo(const Scenario& scenario, std::ostream* os) { *os << scenario.file; }
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-CliRun RunDiagnose(const std::vector<std::string>& args) {
-  std::string base = (fs::temp_directory_path() / ("contract-" + std::to_string(getpid()))).string();
-  SpawnOptions options;
-  options.argv = {DIAGNOSE_BINARY};
-  options.argv.insert(options.argv.end(), args.begin(), args.end());
-  options.stdout_path = base + ".out";
-  options.stderr_path = base + ".err";
-  CliRun run;
-  auto child = ChildProcess::Spawn(options);
-  if (!child.ok()) {
-    run.err = child.status().message();
-    return run;
-  }
-  auto code = child->Wait(std::chrono::minutes(3));
-  run.exit_code = code.ok() ? *code : -1;
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    fs::remove(path);
-    return s.str();
-  };
-  run.out = slurp(options.stdout_path);
-  run.err = slurp(options.stderr_path);
-  return run;
-}
-
 std::set<std::string> StringSet(const YAML::Node& node) {
   std::set<std::string> out;
   for (const auto& item : node) out.insert(item.IsMap() ? item["host"].as<std::string>() : item.as<std::string>());
@@ -101,7 +69,7 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
     args.push_back("--baseline");
     args.push_back(expect["baseline"].as<std::string>());
   }
-  CliRun run = RunDiagnose(args);
+  e2e::CliRun run = e2e::RunDiagnoseCli(args);
   if (expect["status"] && expect["status"].as<std::string>() == "no-report") {
     EXPECT_NE(run.exit_code, 0) << scenario.file;
     EXPECT_TRUE(run.out.empty()) << "no partial JSON on stdout";

@@ -49,7 +49,7 @@ TEST(FixtureSnapshotsTest, EverySnapshotIsServedDiscoveredAndLeftUntouched) {
       empty_tsdbs.push_back(it->path() / "prometheus");
     }
   }
-  if (jobs.empty()) GTEST_SKIP() << "no generated fixtures under " << outputs << " (build target `fixtures`)";
+  ASSERT_FALSE(jobs.empty()) << "no generated fixtures under " << outputs << " (build target `fixtures`)";
   auto rules = LoadDiscoveryRules(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/discovery.yaml");
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();
   for (const auto& job : jobs) {

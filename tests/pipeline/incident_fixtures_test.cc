@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/subprocess.h"
+#include "tests/pipeline/diagnose_cli_support.h"
 
 namespace diagnose {
 namespace {
@@ -22,35 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-bool FixturePresent(const std::string& id) {
-  std::error_code ec;
-  if (!fs::is_directory(DIAGNOSE_FIXTURE_OUTPUTS, ec)) return false;
-  for (const auto& e : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS, ec))
-    if (e.path().filename().string().rfind(id + "-", 0) == 0 && e.is_directory()) return true;
-  return false;
-}
-
-// Runs the binary; stdout goes to a private file so stderr chatter cannot corrupt the JSON.
-json Diagnose(const std::vector<std::string>& args) {
-  std::string out = (fs::temp_directory_path() / ("incident-" + std::to_string(getpid()) + ".json")).string();
-  SpawnOptions options;
-  options.argv = {DIAGNOSE_BINARY};
-  options.argv.insert(options.argv.end(), args.begin(), args.end());
-  for (const char* a : {"--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"}) options.argv.push_back(a);
-  options.stdout_path = out;
-  auto child = ChildProcess::Spawn(options);
-  EXPECT_TRUE(child.ok()) << child.status().message();
-  if (!child.ok()) return json();
-  auto code = child->Wait(std::chrono::minutes(3));
-  EXPECT_TRUE(code.ok() && *code == 0) << "diagnose exited with " << (code.ok() ? *code : -1);
-  std::ifstream in(out);
-  std::stringstream text;
-  text << in.rdbuf();
-  fs::remove(out);
-  json report = json::parse(text.str(), nullptr, false);
-  EXPECT_FALSE(report.is_discarded()) << text.str().substr(0, 500);
-  return report;
-}
+json Diagnose(const std::vector<std::string>& args) { return e2e::DiagnoseFixtureJson(args); }
 
 std::set<std::string> Excluded(const json& report) {
   std::set<std::string> out;
@@ -66,8 +38,6 @@ const json* FindingById(const json& report, const std::string& id) {
 
 std::string Dump(const json& report) { return report.dump(1).substr(0, 6000); }
 
-#define REQUIRE_FIXTURE(id) \
-  if (!FixturePresent(id)) GTEST_SKIP() << "fixture " id " not generated (scripts/regenerate-fixtures.sh)"
 
 TEST(IncidentFixtures, RdmaPhasesExcludeExactlyTheBadHosts) {
   REQUIRE_FIXTURE("8308");

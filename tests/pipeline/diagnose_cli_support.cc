@@ -1,0 +1,66 @@
+#include "tests/pipeline/diagnose_cli_support.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/core/subprocess.h"
+
+namespace diagnose::e2e {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::error_code ec;
+  fs::remove(path, ec);
+  return text.str();
+}
+}  // namespace
+
+CliRun RunDiagnoseCli(const std::vector<std::string>& args) {
+  std::string base = (fs::temp_directory_path() / ("diagnose-cli-" + std::to_string(getpid()))).string();
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.stdout_path = base + ".out";
+  options.stderr_path = base + ".err";
+  CliRun run;
+  auto child = ChildProcess::Spawn(options);
+  if (!child.ok()) {
+    run.err = child.status().message();
+    return run;
+  }
+  auto code = child->Wait(std::chrono::minutes(3));
+  run.exit_code = code.ok() ? *code : -1;
+  run.out = Slurp(options.stdout_path);
+  run.err = Slurp(options.stderr_path);
+  return run;
+}
+
+nlohmann::json DiagnoseFixtureJson(const std::vector<std::string>& args) {
+  std::vector<std::string> full = args;
+  for (const char* a : {"--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"}) full.push_back(a);
+  CliRun run = RunDiagnoseCli(full);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  EXPECT_FALSE(report.is_discarded()) << run.out.substr(0, 500);
+  return report.is_discarded() ? nlohmann::json() : report;
+}
+
+bool FixturePresent(const std::string& id) {
+  std::error_code ec;
+  if (!fs::is_directory(DIAGNOSE_FIXTURE_OUTPUTS, ec)) return false;
+  for (const auto& e : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS, ec))
+    if (e.path().filename().string().rfind(id + "-", 0) == 0 && e.is_directory()) return true;
+  return false;
+}
+
+}  // namespace diagnose::e2e

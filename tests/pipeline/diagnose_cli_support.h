@@ -1,0 +1,31 @@
+// Runs the built `diagnose` binary as a sweep driver would and returns what it printed; shared by
+// the end-to-end tests on the generated fixtures (fixtures/outputs, made by the `fixtures` target).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace diagnose::e2e {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// `diagnose ARGS...`; stdout and stderr go to private files so stderr chatter cannot corrupt JSON.
+CliRun RunDiagnoseCli(const std::vector<std::string>& args);
+
+// `diagnose ARGS... --outputs fixtures/outputs --format json`, parsed. Records a test failure (and
+// returns null) when the binary fails or prints something that is not one JSON document.
+nlohmann::json DiagnoseFixtureJson(const std::vector<std::string>& args);
+
+// Whether fixtures/outputs holds a job dir for `id`. The fixtures are part of every build, so a
+// missing one is a failure of the build, not a reason to skip.
+bool FixturePresent(const std::string& id);
+
+}  // namespace diagnose::e2e
+
+#define REQUIRE_FIXTURE(id) \
+  ASSERT_TRUE(::diagnose::e2e::FixturePresent(id)) << "fixture " << (id) << " not generated (build target `fixtures`)"
