@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "engine/dag/graph.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/playbook/loader.h"
 #include "src/commands.h"
 
@@ -16,6 +17,9 @@ namespace {
 struct ExplainArgs {
   std::string playbook;
   std::string job;
+  std::string outputs;
+  std::string baseline;
+  bool logs_only = false;
   std::string facts;
   std::string baseline_facts;
   std::string discovery;
@@ -64,11 +68,23 @@ int RunExplain(const ExplainArgs& args) {
   dag::EvaluationContext ctx;
   bool have_ctx = false;
   if (!args.job.empty() && args.facts.empty()) {
-    std::fprintf(stderr,
-                 "diagnose explain: resolving JOB '%s' needs the triage pipeline, which this build does not "
-                 "wire into explain yet; pass its facts with --facts FILE.json (and --discovery FILE.json)\n",
-                 args.job.c_str());
-    return 1;
+    DiagnoseOptions options;
+    options.job_ref = args.job;
+    options.outputs_dir = args.outputs;
+    options.data_dir = data_dir;
+    options.logs_only = args.logs_only;
+    if (!args.baseline.empty()) options.baseline_ref = args.baseline;
+    auto inputs = PrepareJobInputs(options);
+    if (!inputs.ok()) {
+      std::fprintf(stderr, "diagnose explain: %s\n", inputs.status().message().c_str());
+      return 1;
+    }
+    for (const auto& note : inputs->notes) std::fprintf(stderr, "diagnose explain: note: %s\n", note.c_str());
+    ctx.facts = inputs->facts;
+    ctx.discovery = inputs->discovery;
+    ctx.baseline_facts = inputs->baseline_facts;
+    ctx.baseline_discovery = inputs->baseline_discovery;
+    have_ctx = true;
   }
   if (!args.facts.empty()) {
     if (!ReadJson(args.facts, &ctx.facts)) return 1;
@@ -89,7 +105,10 @@ void RegisterExplain(CLI::App& app, CommandRegistry& registry) {
   static ExplainArgs args;
   CLI::App* sub = app.add_subcommand("explain", "print a playbook's compiled rule graph as deterministic JSON");
   sub->add_option("playbook", args.playbook, "playbook id or file")->required();
-  sub->add_option("job", args.job, "job reference (needs --facts until the pipeline is wired)");
+  sub->add_option("job", args.job, "job id, directory or log: its facts and TSDB discovery resolve the PromQL");
+  sub->add_option("--outputs", args.outputs, "where job outputs live (default: $DIAGNOSE_OUTPUTS, else ./outputs)");
+  sub->add_option("--baseline", args.baseline, "baseline job for playbooks that compare two jobs");
+  sub->add_flag("--logs-only", args.logs_only, "resolve from the logs only; do not open the TSDB");
   sub->add_option("--facts", args.facts, "subject JobFacts JSON (triage output)");
   sub->add_option("--baseline-facts", args.baseline_facts, "baseline JobFacts JSON");
   sub->add_option("--discovery", args.discovery, "subject TSDB discovery JSON");

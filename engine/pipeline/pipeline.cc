@@ -166,6 +166,38 @@ std::string DefaultDataDir() {
   return DIAGNOSE_SOURCE_DIR;
 }
 
+StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_options) {
+  DiagnoseOptions options = raw_options;
+  if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
+  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
+  std::vector<JobContext> jobs;
+  {
+    ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, "subject", options));
+    jobs.push_back(std::move(subject));
+  }
+  if (options.baseline_ref) {
+    ASSIGN_OR_RETURN(JobContext baseline,
+                     LocateAndTriage(*options.baseline_ref, outputs, "baseline", options));
+    jobs.push_back(std::move(baseline));
+  }
+  JobEvaluationInputs inputs;
+  if (!options.logs_only) {
+    ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
+                     LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
+    for (auto& job : jobs) {
+      OpenTsdb(job, options, discovery_rules);
+      if (job.tsdb.state == "unavailable") inputs.notes.push_back(job.role + " TSDB: " + job.tsdb.reason);
+    }
+  }
+  inputs.facts = jobs[0].facts;
+  if (jobs[0].discovery) inputs.discovery = dag::PlaybookDiscoveryJson(*jobs[0].discovery);
+  if (jobs.size() > 1) {
+    inputs.baseline_facts = jobs[1].facts;
+    if (jobs[1].discovery) inputs.baseline_discovery = dag::PlaybookDiscoveryJson(*jobs[1].discovery);
+  }
+  return inputs;
+}
+
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   DiagnoseOptions options = raw_options;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/json.h"
 #include "engine/core/status.h"
 #include "engine/report/report.h"
 #include "engine/tsdb/endpoint_options.h"  // RemoteEndpointOptions
@@ -26,6 +27,17 @@ struct DiagnoseOptions {
 };
 
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options);
+
+// What playbooks read about a job, without evaluating them (`diagnose explain PLAYBOOK JOB`):
+// the triage facts and, unless logs_only, the discovery of each TSDB (null when there is none).
+struct JobEvaluationInputs {
+  nlohmann::json facts;
+  nlohmann::json discovery;
+  nlohmann::json baseline_facts;
+  nlohmann::json baseline_discovery;
+  std::vector<std::string> notes;     // why a TSDB could not be opened
+};
+StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& options);
 
 // rules/ and playbooks/: $DIAGNOSE_DATA_DIR, else the source tree the binary was built from.
 std::string DefaultDataDir();
