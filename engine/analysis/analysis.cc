@@ -1,4 +1,5 @@
 #include "engine/analysis/analysis.h"
+#include "engine/analysis/robust_statistics.h"
 
 #include "engine/analysis/incident_analyses.h"
 #include "engine/analysis/record_analyses.h"
@@ -17,19 +18,6 @@ struct Point {
   double y = 0;
 };
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double Mad(const std::vector<double>& v, double median) {
-  std::vector<double> dev;
-  dev.reserve(v.size());
-  for (double x : v) dev.push_back(std::fabs(x - median));
-  return Median(std::move(dev));
-}
 
 double Mean(const std::vector<Point>& pts, size_t b, size_t e) {
   double s = 0;

@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "engine/analysis/robust_statistics.h"
+
 namespace diagnose::analysis {
 namespace {
 
@@ -22,12 +24,6 @@ struct TimedStep {
   double tgs = 0;
 };
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 }  // namespace
 
@@ -54,7 +50,7 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   if (steps.size() < 3) return out;
   std::vector<double> gaps;
   for (size_t i = 1; i < steps.size(); ++i) gaps.push_back(steps[i].time - steps[i - 1].time);
-  const double step_seconds = std::max(1.0, MedianOf(gaps));
+  const double step_seconds = std::max(1.0, Median(gaps));
   out["step_seconds"] = step_seconds;
   const double max_steps = NumArg(in, "max_steps");
   const double tol = NumArg(in, "tolerance_pct") / 100.0;
@@ -93,7 +89,7 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
         double degraded = 0;
         for (double v : during) degraded += v;
         degraded /= static_cast<double>(during.size());
-        double reference = MedianOf(ref);
+        double reference = Median(ref);
         d["reference_tgs"] = reference;
         d["tgs_during"] = degraded;
         if (degraded >= reference * (1 - tol)) {

@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "engine/analysis/robust_statistics.h"
+
 namespace diagnose::analysis {
 namespace {
 
@@ -46,12 +48,6 @@ std::optional<double> PositiveNumber(const Json& v) {
   return d;
 }
 
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 }  // namespace
 
@@ -143,7 +139,7 @@ StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
   for (const auto& [s, v] : seconds)
     if (s >= first + skip_first && !write_steps.count(s)) typical.push_back(v);
   if (typical.empty()) return out;
-  const double median = MedianOf(typical);
+  const double median = Median(typical);
   out["median_seconds"] = median;
   if (median <= 0) return out;
   for (const auto& [s, v] : seconds) {

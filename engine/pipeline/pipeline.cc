@@ -151,6 +151,34 @@ void MergePlaybookVerdict(const dag::PlaybookRun& run, Report& report) {
   for (const auto& note : combined.decision.notes) report.decision.notes.push_back(note);
 }
 
+// The subject, then the baseline when there is one, located and triaged.
+StatusOr<std::vector<JobContext>> LocateAndTriageAll(const DiagnoseOptions& options) {
+  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
+  std::vector<JobContext> jobs;
+  ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, "subject", options));
+  jobs.push_back(std::move(subject));
+  if (options.baseline_ref) {
+    ASSIGN_OR_RETURN(JobContext baseline, LocateAndTriage(*options.baseline_ref, outputs, "baseline", options));
+    jobs.push_back(std::move(baseline));
+  }
+  return jobs;
+}
+
+// Each job's TSDB opened (or the reason it is not) with its discovery; nothing with --logs-only.
+Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) {
+  if (options.logs_only) {
+    for (auto& job : jobs) {
+      job.tsdb.state = "not-requested";
+      job.tsdb.reason = "--logs-only";
+    }
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
+                   LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
+  for (auto& job : jobs) OpenTsdb(job, options, discovery_rules);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string DefaultDataDir() {
@@ -169,17 +197,7 @@ std::string DefaultDataDir() {
 StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_options) {
   DiagnoseOptions options = raw_options;
   if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
-  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
-  std::vector<JobContext> jobs;
-  {
-    ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, "subject", options));
-    jobs.push_back(std::move(subject));
-  }
-  if (options.baseline_ref) {
-    ASSIGN_OR_RETURN(JobContext baseline,
-                     LocateAndTriage(*options.baseline_ref, outputs, "baseline", options));
-    jobs.push_back(std::move(baseline));
-  }
+  ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
   JobEvaluationInputs inputs;
   if (!options.logs_only) {
     ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
@@ -202,21 +220,11 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   DiagnoseOptions options = raw_options;
   if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
-  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
   const fs::path rules_dir = fs::path(options.data_dir) / "rules";
 
   ASSIGN_OR_RETURN(SignatureTable signatures,
                    LoadSignatureTable((rules_dir / "triage" / "failure-signatures.yaml").string()));
-  std::vector<JobContext> jobs;
-  {
-    ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, "subject", options));
-    jobs.push_back(std::move(subject));
-  }
-  if (options.baseline_ref) {
-    ASSIGN_OR_RETURN(JobContext baseline,
-                     LocateAndTriage(*options.baseline_ref, outputs, "baseline", options));
-    jobs.push_back(std::move(baseline));
-  }
+  ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
   double triage_seconds = SecondsSince(started);
 
   Report report = LogOnlyReport(jobs.front().facts, signatures);
@@ -226,16 +234,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   }
 
   auto tsdb_started = Clock::now();
-  if (!options.logs_only) {
-    ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
-                     LoadDiscoveryRules((rules_dir / "discovery.yaml").string()));
-    for (auto& job : jobs) OpenTsdb(job, options, discovery_rules);
-  } else {
-    for (auto& job : jobs) {
-      job.tsdb.state = "not-requested";
-      job.tsdb.reason = "--logs-only";
-    }
-  }
+  RETURN_IF_ERROR(OpenTsdbs(jobs, options));
   double tsdb_seconds = SecondsSince(tsdb_started);
 
   auto playbooks_started = Clock::now();

@@ -486,6 +486,16 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
   return results;
 }
 
+StatusOr<nlohmann::json> HttpQueryClient::PerformArrayRequest(Request request, const std::string& what) {
+  std::vector<Request> batch;
+  batch.push_back(std::move(request));
+  Perform(batch);
+  Request& r = batch.front();
+  if (!r.status.ok()) return r.status;
+  if (!r.data.is_array()) return ParseError(what + " (" + r.subject + " at " + base_url_ + ")");
+  return std::move(r.data);
+}
+
 StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::string& label,
                                                                 const std::vector<std::string>& matchers,
                                                                 double start, double end) {
@@ -500,14 +510,9 @@ StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::strin
   for (const auto& m : matchers) form.Add("match[]", m);
   if (options_.thanos) form.Add("partial_response", "false");
   req.form = form.str();
-  std::vector<Request> batch;
-  batch.push_back(std::move(req));
-  Perform(batch);
-  Request& r = batch.front();
-  if (!r.status.ok()) return r.status;
-  if (!r.data.is_array()) return ParseError("label values are not an array (" + r.subject + " at " + base_url_ + ")");
+  ASSIGN_OR_RETURN(nlohmann::json data, PerformArrayRequest(std::move(req), "label values are not an array"));
   std::vector<std::string> values;
-  for (const auto& v : r.data) {
+  for (const auto& v : data) {
     if (v.is_string()) values.push_back(v.get<std::string>());
   }
   return values;
@@ -526,15 +531,10 @@ StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<
   form.Add("start", FormatTime(start)).Add("end", FormatTime(end));
   if (options_.thanos) form.Add("partial_response", "false");
   req.form = form.str();
-  std::vector<Request> batch;
-  batch.push_back(std::move(req));
-  Perform(batch);
-  Request& r = batch.front();
-  if (!r.status.ok()) return r.status;
-  if (!r.data.is_array()) return ParseError("series result is not an array (" + r.subject + " at " + base_url_ + ")");
+  ASSIGN_OR_RETURN(nlohmann::json data, PerformArrayRequest(std::move(req), "series result is not an array"));
   std::vector<Labels> out;
-  out.reserve(r.data.size());
-  for (const auto& s : r.data) out.push_back(ParseLabels(s));
+  out.reserve(data.size());
+  for (const auto& s : data) out.push_back(ParseLabels(s));
   return out;
 }
 

@@ -58,6 +58,8 @@ class HttpQueryClient : public QueryClient {
   HttpQueryClient(RemoteEndpointOptions options, std::string description);
   // Runs requests concurrently with retries; fills each Request's outcome.
   void Perform(std::vector<Request>& requests);
+  // One request whose `data` must be a JSON array (label values, series); `what` names it in errors.
+  StatusOr<nlohmann::json> PerformArrayRequest(Request request, const std::string& what);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;
 
   RemoteEndpointOptions options_;

@@ -63,4 +63,16 @@ bool FixturePresent(const std::string& id) {
   return false;
 }
 
+std::set<std::string> ExcludedHosts(const nlohmann::json& report) {
+  std::set<std::string> out;
+  for (const auto& e : report["decision"]["exclude"]) out.insert(e["host"].get<std::string>());
+  return out;
+}
+
+const nlohmann::json* FindingById(const nlohmann::json& report, const std::string& id) {
+  for (const auto& f : report["findings"])
+    if (f.value("id", "") == id) return &f;
+  return nullptr;
+}
+
 }  // namespace diagnose::e2e

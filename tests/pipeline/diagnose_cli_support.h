@@ -2,6 +2,7 @@
 // the end-to-end tests on the generated fixtures (fixtures/outputs, made by the `fixtures` target).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ nlohmann::json DiagnoseFixtureJson(const std::vector<std::string>& args);
 // Whether fixtures/outputs holds a job dir for `id`. The fixtures are part of every build, so a
 // missing one is a failure of the build, not a reason to skip.
 bool FixturePresent(const std::string& id);
+
+// decision.exclude[].host of a contract report.
+std::set<std::string> ExcludedHosts(const nlohmann::json& report);
+// The finding with this id, or null.
+const nlohmann::json* FindingById(const nlohmann::json& report, const std::string& id);
 
 }  // namespace diagnose::e2e
 

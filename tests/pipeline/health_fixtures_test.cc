@@ -23,19 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json Diagnose(const std::vector<std::string>& args) { return e2e::DiagnoseFixtureJson(args); }
-
-std::set<std::string> Excluded(const json& report) {
-  std::set<std::string> out;
-  for (const auto& e : report["decision"]["exclude"]) out.insert(e["host"].get<std::string>());
-  return out;
-}
-
-const json* FindingById(const json& report, const std::string& id) {
-  for (const auto& f : report["findings"])
-    if (f.value("id", "") == id) return &f;
-  return nullptr;
-}
+using e2e::DiagnoseFixtureJson;
 
 std::string Dump(const json& report) { return report.dump(1).substr(0, 6000); }
 
@@ -55,16 +43,16 @@ std::vector<std::string> FiredHealthFindings(const json& report) {
 
 TEST(HealthPlaybookFixtures, RcclHangIsABusyWaitRetriedOnTheSameNodes) {
   REQUIRE_FIXTURE("7877");
-  json r = Diagnose({"7877"});
+  json r = DiagnoseFixtureJson({"7877"});
   EXPECT_EQ(r["verdict"]["root_cause"], "rccl-hang") << Dump(r);
   EXPECT_EQ(r["verdict"]["confidence"], "confirmed");
   EXPECT_EQ(r["decision"]["action"], "retry-same-nodes");
-  EXPECT_TRUE(Excluded(r).empty()) << Dump(r["decision"]);
-  const json* hang = FindingById(r, "rccl-hang/busy_wait_hang");
+  EXPECT_TRUE(e2e::ExcludedHosts(r).empty()) << Dump(r["decision"]);
+  const json* hang = e2e::FindingById(r, "rccl-hang/busy_wait_hang");
   ASSERT_NE(hang, nullptr) << Dump(r);
   EXPECT_EQ((*hang)["status"], "fired");
   EXPECT_EQ((*hang)["hosts"].size(), 24u);
-  const json* death = FindingById(r, "rccl-hang/node_death");
+  const json* death = e2e::FindingById(r, "rccl-hang/node_death");
   ASSERT_NE(death, nullptr);
   EXPECT_EQ((*death)["status"], "clear");
   EXPECT_EQ(FiredHealthFindings(r), std::vector<std::string>{"rccl-hang/busy_wait_hang"});
@@ -72,29 +60,29 @@ TEST(HealthPlaybookFixtures, RcclHangIsABusyWaitRetriedOnTheSameNodes) {
 
 TEST(HealthPlaybookFixtures, HealthyJobWithCheckpointsFiresNothing) {
   REQUIRE_FIXTURE("8400");
-  json r = Diagnose({"8400"});
+  json r = DiagnoseFixtureJson({"8400"});
   EXPECT_EQ(r["verdict"]["root_cause"], "none") << Dump(r);
   EXPECT_EQ(r["decision"]["action"], "none");
   EXPECT_TRUE(FiredHealthFindings(r).empty()) << json(FiredHealthFindings(r)).dump();
-  const json* schedule = FindingById(r, "checkpoint-interference/checkpoint_schedule");
+  const json* schedule = e2e::FindingById(r, "checkpoint-interference/checkpoint_schedule");
   ASSERT_NE(schedule, nullptr) << Dump(r);
   EXPECT_EQ((*schedule)["status"], "clear");
 }
 
 TEST(HealthPlaybookFixtures, HeartbeatKillWhileTrainingIsNotAHang) {
   REQUIRE_FIXTURE("8043");
-  json r = Diagnose({"8043"});
+  json r = DiagnoseFixtureJson({"8043"});
   EXPECT_NE(r["verdict"]["root_cause"], "rccl-hang") << Dump(r);
-  const json* hang = FindingById(r, "rccl-hang/busy_wait_hang");
+  const json* hang = e2e::FindingById(r, "rccl-hang/busy_wait_hang");
   ASSERT_NE(hang, nullptr) << Dump(r);
   EXPECT_EQ((*hang)["status"], "clear");
 }
 
 TEST(HealthPlaybookFixtures, HostOomFromTheLogAlone) {
   REQUIRE_FIXTURE("9019");
-  json r = Diagnose({"9019"});
+  json r = DiagnoseFixtureJson({"9019"});
   EXPECT_EQ(r["verdict"]["root_cause"], "host-oom") << Dump(r);
-  const json* oom = FindingById(r, "host-oom/log_only_oom");
+  const json* oom = e2e::FindingById(r, "host-oom/log_only_oom");
   ASSERT_NE(oom, nullptr) << Dump(r);
   EXPECT_EQ((*oom)["status"], "fired");
   EXPECT_EQ((*oom)["hosts"], json::array({"node02"}));
@@ -102,21 +90,21 @@ TEST(HealthPlaybookFixtures, HostOomFromTheLogAlone) {
 
 TEST(HealthPlaybookFixtures, CheckpointFilesystemErrorWithTheCheckpointIntact) {
   REQUIRE_FIXTURE("9028");
-  json r = Diagnose({"9028"});
+  json r = DiagnoseFixtureJson({"9028"});
   EXPECT_EQ(r["verdict"]["root_cause"], "checkpoint-io-stall") << Dump(r);
-  const json* intact = FindingById(r, "checkpoint-interference/fs_error_checkpoint_intact");
+  const json* intact = e2e::FindingById(r, "checkpoint-interference/fs_error_checkpoint_intact");
   ASSERT_NE(intact, nullptr) << Dump(r);
   EXPECT_EQ((*intact)["status"], "fired");
-  const json* lost = FindingById(r, "checkpoint-interference/fs_error_checkpoint_lost");
+  const json* lost = e2e::FindingById(r, "checkpoint-interference/fs_error_checkpoint_lost");
   ASSERT_NE(lost, nullptr);
   EXPECT_EQ((*lost)["status"], "clear");
 }
 
 TEST(HealthPlaybookFixtures, RuntimeAbortOnOneHostIsAHardwareFault) {
   REQUIRE_FIXTURE("9042");
-  json r = Diagnose({"9042"});
+  json r = DiagnoseFixtureJson({"9042"});
   EXPECT_EQ(r["verdict"]["root_cause"], "gpu-hardware-fault") << Dump(r);
-  const json* abort = FindingById(r, "gpu-hardware/log_only_abort");
+  const json* abort = e2e::FindingById(r, "gpu-hardware/log_only_abort");
   ASSERT_NE(abort, nullptr) << Dump(r);
   EXPECT_EQ((*abort)["status"], "fired");
   EXPECT_EQ((*abort)["hosts"], json::array({"node03"}));

@@ -22,29 +22,17 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-json Diagnose(const std::vector<std::string>& args) { return e2e::DiagnoseFixtureJson(args); }
-
-std::set<std::string> Excluded(const json& report) {
-  std::set<std::string> out;
-  for (const auto& e : report["decision"]["exclude"]) out.insert(e["host"].get<std::string>());
-  return out;
-}
-
-const json* FindingById(const json& report, const std::string& id) {
-  for (const auto& f : report["findings"])
-    if (f.value("id", "") == id) return &f;
-  return nullptr;
-}
+using e2e::DiagnoseFixtureJson;
 
 std::string Dump(const json& report) { return report.dump(1).substr(0, 6000); }
 
 
 TEST(IncidentFixtures, RdmaPhasesExcludeExactlyTheBadHosts) {
   REQUIRE_FIXTURE("8308");
-  json r = Diagnose({"8308"});
+  json r = DiagnoseFixtureJson({"8308"});
   EXPECT_EQ(r["verdict"]["root_cause"], "rdma-link-degradation") << Dump(r);
   EXPECT_EQ(r["decision"]["action"], "retry-excluding-nodes");
-  EXPECT_EQ(Excluded(r), (std::set<std::string>{"chi2822", "chi2834", "chi2835", "chi2882"})) << Dump(r["decision"]);
+  EXPECT_EQ(e2e::ExcludedHosts(r), (std::set<std::string>{"chi2822", "chi2834", "chi2835", "chi2882"})) << Dump(r["decision"]);
   for (const auto& e : r["decision"]["exclude"]) {
     EXPECT_GE(e["priority"].get<int>(), 1);
     EXPECT_LE(e["priority"].get<int>(), 3);
@@ -54,35 +42,35 @@ TEST(IncidentFixtures, RdmaPhasesExcludeExactlyTheBadHosts) {
   bool noted = false;
   for (const auto& n : r["decision"]["notes"]) noted |= n.get<std::string>().find("chi2860") != std::string::npos;
   EXPECT_TRUE(noted) << Dump(r["decision"]);
-  const json* recovery = FindingById(r, "rdma-phase-correlation/recovery");
+  const json* recovery = e2e::FindingById(r, "rdma-phase-correlation/recovery");
   ASSERT_NE(recovery, nullptr);
   EXPECT_EQ((*recovery)["status"], "fired");
 }
 
 TEST(IncidentFixtures, HealthyRerunIsNone) {
   REQUIRE_FIXTURE("8309");
-  json r = Diagnose({"8309"});
+  json r = DiagnoseFixtureJson({"8309"});
   EXPECT_EQ(r["verdict"]["root_cause"], "none") << Dump(r);
   EXPECT_EQ(r["decision"]["action"], "none");
-  EXPECT_TRUE(Excluded(r).empty());
+  EXPECT_TRUE(e2e::ExcludedHosts(r).empty());
 }
 
 TEST(IncidentFixtures, HeartbeatFalsePositiveWithNeighbourAndTimeoutChange) {
   REQUIRE_FIXTURE("8043");
-  json r = Diagnose({"8043"});
+  json r = DiagnoseFixtureJson({"8043"});
   EXPECT_EQ(r["verdict"]["root_cause"], "heartbeat-false-positive") << Dump(r);
   EXPECT_EQ(r["decision"]["action"], "retry-with-changes");
   EXPECT_EQ(r["decision"]["changes"]["jax_distributed_heartbeat_timeout_seconds"], "14400");
-  const json* accused = FindingById(r, "heartbeat-false-positive/accused");
+  const json* accused = e2e::FindingById(r, "heartbeat-false-positive/accused");
   ASSERT_NE(accused, nullptr);
   EXPECT_EQ((*accused)["hosts"], json::array({"chi2853", "chi2875"}));
-  const json* neighbour = FindingById(r, "heartbeat-false-positive/neighbour");
+  const json* neighbour = e2e::FindingById(r, "heartbeat-false-positive/neighbour");
   ASSERT_NE(neighbour, nullptr);
   EXPECT_EQ((*neighbour)["hosts"], json::array({"chi2865"}));
-  const json* timeline = FindingById(r, "heartbeat-false-positive/timeline");
+  const json* timeline = e2e::FindingById(r, "heartbeat-false-positive/timeline");
   ASSERT_NE(timeline, nullptr);
   EXPECT_NE((*timeline)["summary"].get<std::string>().find("19:06:00"), std::string::npos) << timeline->dump();
-  const json* alive = FindingById(r, "heartbeat-false-positive/accused_alive");
+  const json* alive = e2e::FindingById(r, "heartbeat-false-positive/accused_alive");
   ASSERT_NE(alive, nullptr);
   EXPECT_EQ((*alive)["status"], "fired");
 }
@@ -90,28 +78,28 @@ TEST(IncidentFixtures, HeartbeatFalsePositiveWithNeighbourAndTimeoutChange) {
 TEST(IncidentFixtures, RestoreThreadLeakAgainstFreshBaseline) {
   REQUIRE_FIXTURE("7882");
   REQUIRE_FIXTURE("7879");
-  json r = Diagnose({"7882", "--baseline", "7879"});
+  json r = DiagnoseFixtureJson({"7882", "--baseline", "7879"});
   EXPECT_EQ(r["verdict"]["root_cause"], "restore-thread-leak") << Dump(r);
   EXPECT_EQ(r["decision"]["action"], "none");
-  const json* delta = FindingById(r, "restore-thread-leak/procs_delta");
+  const json* delta = e2e::FindingById(r, "restore-thread-leak/procs_delta");
   ASSERT_NE(delta, nullptr);
   EXPECT_EQ((*delta)["status"], "fired");
   EXPECT_EQ((*delta)["hosts"].size(), 24u);
-  const json* gap = FindingById(r, "restore-thread-leak/tgs_gap");
+  const json* gap = e2e::FindingById(r, "restore-thread-leak/tgs_gap");
   ASSERT_NE(gap, nullptr);
   EXPECT_EQ((*gap)["status"], "fired");
 }
 
 TEST(IncidentFixtures, MoeRoutingShiftWithEverySystemFamilyClean) {
   REQUIRE_FIXTURE("7938");
-  json r = Diagnose({"7938"});
+  json r = DiagnoseFixtureJson({"7938"});
   EXPECT_EQ(r["verdict"]["root_cause"], "moe-routing-shift") << Dump(r);
   EXPECT_EQ(r["verdict"]["domain"], "training");
   EXPECT_EQ(r["decision"]["action"], "none");
   for (const char* family : {"common/gpu_power_clean", "common/gpu_thermal_clean", "common/gpu_util_clean",
                              "common/gpu_hw_clean", "common/cpu_clean", "common/io_clean", "common/memory_clean",
                              "common/network_clean"}) {
-    const json* f = FindingById(r, family);
+    const json* f = e2e::FindingById(r, family);
     ASSERT_NE(f, nullptr) << family;
     EXPECT_EQ((*f)["status"], "clear") << f->dump();
     EXPECT_FALSE((*f)["evidence"].empty()) << family;
