@@ -63,12 +63,17 @@ void Walk(const Report& r, Sink* s) {
       if (p.value("step_time_seconds", 0.0) > 0) {
         std::string line = "step time " + Num(p.value("step_time_seconds", 0.0), 2) + " s, sum of step times " +
                            Num(p.value("sum_step_seconds", 0.0), 0) + " s";
-        if (p.contains("unexplained_gap_seconds") && !p["unexplained_gap_seconds"].is_null())
-          line += ", unexplained gap " + Num(p["unexplained_gap_seconds"].get<double>(), 0) + " s";
-        if (p.contains("last_checkpoint_step") && !p["last_checkpoint_step"].is_null())
+        // The gap is wall - sum(step seconds) - setup allowance: at or below zero the wall is explained.
+        if (p.contains("unexplained_gap_seconds") && !p["unexplained_gap_seconds"].is_null()) {
+          double gap = p["unexplained_gap_seconds"].get<double>();
+          line += gap > 0 ? ", unexplained gap " + Num(gap, 0) + " s" : ", no unexplained stall";
+        }
+        // Progress lost and time remaining only mean something for a job that did not finish.
+        const bool finished = job.status == "completed";
+        if (!finished && p.contains("last_checkpoint_step") && !p["last_checkpoint_step"].is_null())
           line += ", last checkpoint " + p["last_checkpoint_step"].dump() + " (lost " +
                   p.value("progress_lost_steps", nlohmann::json(0)).dump() + " steps)";
-        if (p.contains("remaining_seconds") && !p["remaining_seconds"].is_null())
+        if (!finished && p.contains("remaining_seconds") && !p["remaining_seconds"].is_null())
           line += ", remaining " + Num(p["remaining_seconds"].get<double>() / 3600.0, 1) + " h";
         s->KeyValue("progress", line);
       }
