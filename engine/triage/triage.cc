@@ -196,6 +196,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   if (auto it = table.thresholds.find("hang_max_silence_seconds"); it != table.thresholds.end())
     hang_max_silence = it->second;
   ASSIGN_OR_RETURN(double setup_allowance, th("setup_allowance_seconds"));
+  ASSIGN_OR_RETURN(double init_hang, th("init_hang_seconds"));
   ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
   ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
   SignatureMatcher matcher(table, LogScanner::Triggers());
@@ -436,6 +437,15 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
       hang_reason = "wall " + std::to_string(s.wall_seconds) + " s exceeds the sum of step times (" +
                     std::to_string(static_cast<int64_t>(f.progress.sum_step_seconds)) + " s) plus setup by " +
                     std::to_string(static_cast<int64_t>(*f.progress.unexplained_gap_seconds)) + " s";
+    }
+    // Cancelled in the training stage without a single step, long after init should have produced
+    // one: the job was stuck in init (RCCL init flake) when it was cancelled.
+    const int64_t training_stage_seconds = s.wall_seconds - scan.pre_training_stage_seconds;
+    if (f.status == "cancelled" && f.steps.empty() && s.wall_seconds > 0 &&
+        static_cast<double>(training_stage_seconds) > init_hang) {
+      hang = true;
+      hang_reason = "cancelled after " + std::to_string(training_stage_seconds) +
+                    " s in the training stage without a completed step";
     }
   } else if (!job.log_path) {
     // No summary and nothing to read: the job is gone or not started (formats §4.2: unknown-death).
