@@ -543,6 +543,8 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
     crash_stamp = later.crash_stamp;
     crash_where = later.crash_where;
   }
+  // Decided before the merge below empties `later.steps`.
+  const bool later_has_steps = !later.steps.empty();
   steps.merge(later.steps);   // splices nodes; keys already present keep the earlier record
   for (auto& e : later.heartbeat_evidence)
     if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
@@ -565,7 +567,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   if (!iso_year) iso_year = later.iso_year;
   ray = ray || later.ray;
   lines += later.lines;
-  lines_after_last_step = later.steps.empty() ? lines_after_last_step + later.lines : later.lines_after_last_step;
+  lines_after_last_step = later_has_steps ? later.lines_after_last_step : lines_after_last_step + later.lines;
   truncated_lines += later.truncated_lines;
 }
 
