@@ -489,7 +489,11 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     f.notes.push_back("no job log: the job died before writing any output (prolog) or the log was removed");
   }
   if (hang) {
+    // Evidence is the last progress marker reached: the last step, else the last Memstats record,
+    // else the end of the log (where the silence begins).
     LogRef r = last_step_ref;
+    if (r.empty() && !f.memstats.empty()) r = f.memstats.back().where;
+    if (r.empty() && job.log_path) r = LogRef{DisplayPath(*job.log_path, job.outputs_dir), scan.lines, ""};
     r.text = hang_reason;
     AddClass(&f, &hits, table, "hang", r, (int64_t{0} << 40) | (r.line + 1));
     if (f.status == "cancelled") AddClass(&f, &hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
