@@ -306,6 +306,36 @@ TEST(TriageTest, NoSummaryRecentLogIsRunning) {
   EXPECT_EQ(f.failure_class, "");
 }
 
+// Scheduler state unknown: steps stopped long before "now" but within a live hang's span -> hanging;
+// silent for hours beyond it -> the job is gone.
+TEST(TriageTest, NoSummarySilenceDecidesHangingOrUnknownDeath) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
+  std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
+  struct stat st {};
+  ASSERT_EQ(::stat(log.c_str(), &st), 0);
+  JobFacts hanging = Triage(out, "9101", std::nullopt, st.st_mtime + 1500);
+  EXPECT_EQ(hanging.status, "hanging");
+  EXPECT_EQ(hanging.failure_class, "hang");
+  JobFacts gone = Triage(out, "9101", std::nullopt, st.st_mtime + 6 * 3600);
+  EXPECT_EQ(gone.status, "unknown-death");
+  EXPECT_EQ(gone.failure_class, "unknown-death");
+}
+
+TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup();
+  b.Line(0, "gpu400:1:1 [0] NCCL WARN Call to connect returned Connection refused, retrying");
+  b.Line(-1, "slurmstepd: error: *** JOB 9101 ON gpu400 CANCELLED AT 2026-02-25T02:00:00 ***");
+  b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "25m 0s");
+  testing::WriteSlurmJob(out, b.spec(), b.str());
+  JobFacts f = Triage(out, "9101");
+  EXPECT_EQ(f.status, "cancelled");
+  EXPECT_EQ(f.failure_class, "cancelled-after-hang");
+}
+
 TEST(TriageTest, NoSummaryStoppedWhileSchedulerRunningIsHang) {
   TempOutputs out;
   LogBuilder b(JobSpec{});
