@@ -96,19 +96,35 @@ void CollectDirFiles(JobLocation* job) {
   std::sort(job->ray_worker_logs.begin(), job->ray_worker_logs.end());
 }
 
-// A job directory: must carry a `log` symlink (shared checkpoint dirs do not).
+bool IsEmptyDir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && fs::is_empty(dir, ec) && !ec;
+}
+
+// A job directory carries a `log` symlink, or is empty: the prolog creates the dir and a job killed
+// there never writes anything. Shared checkpoint dirs have contents and no `log`.
+bool IsJobDir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_symlink(fs::symlink_status(dir / "log", ec)) || IsEmptyDir(dir);
+}
+
 StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
   std::error_code ec;
   fs::path link = dir / "log";
-  if (!fs::is_symlink(fs::symlink_status(link, ec))) {
-    return InvalidArgumentError(dir.string() +
-                                ": not a job directory (no `log` symlink; shared checkpoint dirs have none)");
-  }
   JobLocation job;
   job.name = dir.filename().string();
   job.id = IdOf(job.name);
   job.outputs_dir = outputs.string();
   job.job_dir = dir.string();
+  if (!fs::is_symlink(fs::symlink_status(link, ec))) {
+    if (!IsEmptyDir(dir))
+      return InvalidArgumentError(dir.string() +
+                                  ": not a job directory (no `log` symlink; shared checkpoint dirs have none)");
+    fs::path sibling = dir.parent_path() / (job.name + ".log");
+    if (fs::exists(sibling, ec)) job.log_path = sibling.string();
+    else job.notes.push_back("job dir is empty and has no log: the job died in the prolog before writing any output");
+    return job;
+  }
   fs::path target = fs::read_symlink(link, ec);
   fs::path resolved = target.is_absolute() ? target : dir / target;
   if (!IsWithin(resolved, outputs)) {
@@ -121,6 +137,7 @@ StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
     // Fall back to the sibling <JOB_DIR>.log (TGS tagging may have renamed it before the link).
     fs::path sibling = dir.parent_path() / (job.name + ".log");
     if (fs::exists(sibling, ec)) job.log_path = sibling.string();
+    else job.log_link_dangles = true;
     job.notes.push_back("log symlink dangles (" + target.string() + "): job not started or log removed");
   }
   CollectDirFiles(&job);
@@ -174,7 +191,7 @@ StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outp
     if (n.rfind(id + "-", 0) != 0 || IdOf(n) != id) continue;
     std::error_code ec2;
     if (e.is_directory(ec2)) {
-      if (fs::is_symlink(fs::symlink_status(e.path() / "log", ec2))) names_with_dir.insert(n);
+      if (IsJobDir(e.path())) names_with_dir.insert(n);
     } else if (EndsWith(n, ".log")) {
       names_with_log.insert(n.substr(0, n.size() - 4));
     }
@@ -194,7 +211,7 @@ StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outp
   }
   if (jobs.empty()) {
     return NotFoundError("job " + ref + " not found in outputs dir " + outputs +
-                         " (no " + id + "-*.log or " + id + "-*/ with a `log` symlink)");
+                         " (no " + id + "-*.log, no " + id + "-*/ with a `log` symlink, no empty " + id + "-*/)");
   }
   if (jobs.size() > 1) {
     std::string list;
@@ -217,7 +234,7 @@ StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir) {
     if (IdOf(n).empty()) continue;
     std::error_code ec2;
     if (e.is_directory(ec2)) {
-      if (!fs::is_symlink(fs::symlink_status(e.path() / "log", ec2))) continue;   // shared checkpoint dir
+      if (!IsJobDir(e.path())) continue;   // shared checkpoint dir
       dirs.insert(n);
       claimed.insert(n + ".log");
       fs::path t = fs::read_symlink(e.path() / "log", ec2);

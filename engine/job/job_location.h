@@ -16,6 +16,9 @@ struct JobLocation {
   std::string outputs_dir;        // the workspace the job lives in
   std::optional<std::string> log_path;     // <outputs>/<JOB_DIR>.log (absent: prolog kill, dangling)
   std::optional<std::string> job_dir;      // <outputs>/<JOB_DIR>/
+  // The dir's `log` symlink exists but its target does not: the job was submitted and its log is
+  // not written yet (or was removed). Absent log without this: the job died in the prolog.
+  bool log_link_dangles = false;
   std::optional<std::string> prometheus_dir;   // <job_dir>/prometheus when it exists
   std::vector<std::string> rank_logs;      // k8s rank-N.log, ordered by N
   std::vector<std::string> ray_worker_logs;    // worker-*.out under ray_logs/<host>/[session_*/logs/]

@@ -144,6 +144,13 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
     }
     if (in_summary_ && text.find_first_not_of('=') == std::string_view::npos) { in_summary_ = false; return; }
     if (StartsWith(text, "====== BARRIER PASSED")) result_.barrier_passed = true;
+    if (StartsWith(text, "== ") && !StartsWith(text, "== Training ")) {
+      size_t end = text.find(" END (");
+      int64_t seconds = 0;
+      if (end != std::string_view::npos && ParseInt(text.substr(end + 6, text.find('s', end + 6) - (end + 6)), &seconds) &&
+          seconds >= 0)
+        result_.pre_training_stage_seconds += seconds;
+    }
   }
   if (in_git_summary_) return;   // arbitrary diff text, not job output
   if (in_summary_) {
@@ -515,6 +522,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   for (auto& m : later.memstats)
     if (static_cast<int>(memstats.size()) < limits.max_memstats_records) memstats.push_back(std::move(m));
   barrier_passed = barrier_passed || later.barrier_passed;
+  pre_training_stage_seconds += later.pre_training_stage_seconds;
   if (!restore.restored && later.restore.restored) restore = later.restore;
   fresh_start_seen = fresh_start_seen || later.fresh_start_seen;
   checkpoint_saves.insert(later.checkpoint_saves.begin(), later.checkpoint_saves.end());
@@ -535,6 +543,8 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
     crash_stamp = later.crash_stamp;
     crash_where = later.crash_where;
   }
+  // Decided before the merge below empties `later.steps`.
+  const bool later_has_steps = !later.steps.empty();
   steps.merge(later.steps);   // splices nodes; keys already present keep the earlier record
   for (auto& e : later.heartbeat_evidence)
     if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
@@ -557,7 +567,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   if (!iso_year) iso_year = later.iso_year;
   ray = ray || later.ray;
   lines += later.lines;
-  lines_after_last_step = later.steps.empty() ? lines_after_last_step + later.lines : later.lines_after_last_step;
+  lines_after_last_step = later_has_steps ? later.lines_after_last_step : lines_after_last_step + later.lines;
   truncated_lines += later.truncated_lines;
 }
 

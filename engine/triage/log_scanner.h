@@ -47,6 +47,9 @@ struct ScanResult {
   std::map<int, int64_t> last_step_by_task;
   std::vector<MemstatsRecord> memstats;
   bool barrier_passed = false;
+  // Seconds the launcher's stages before training took ("== <Stage> END (<n>s) ==", Training
+  // excluded): wall minus this is the time spent in the training stage.
+  int64_t pre_training_stage_seconds = 0;
   RestoreFacts restore;
   bool fresh_start_seen = false;
   std::set<int64_t> checkpoint_saves;

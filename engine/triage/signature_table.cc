@@ -102,6 +102,7 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
       if (!c["priority"]) return ParseError(Where(source, c) + ": class " + sig.id + " has no priority");
       sig.priority = c["priority"].as<int>();
       if (c["detector"]) sig.detector = c["detector"].as<std::string>();
+      if (c["fatal"]) sig.fatal = c["fatal"].as<bool>();
       if (c["summary"]) sig.summary = c["summary"].as<std::string>();
       RETURN_IF_ERROR(ParsePatternList(c["patterns"], source, &sig.patterns));
       RETURN_IF_ERROR(ParsePatternList(c["ignore"], source, &sig.ignore));

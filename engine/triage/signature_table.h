@@ -34,6 +34,9 @@ struct FailureSignature {
   std::string stage;          // infrastructure | training | job
   int priority = 0;           // higher = more likely the root of a cascade
   std::string detector;       // non-empty for classes decided from facts, not lines (hang, ...)
+  // false: the job survives the failure (e.g. Ray falls back to non-Ray mode), so the class can be
+  // primary on a completed or running job; fatal classes there are reported, not primary.
+  bool fatal = true;
   std::string summary;        // one sentence for reports
   std::vector<SignaturePattern> patterns;
   std::vector<SignaturePattern> ignore;

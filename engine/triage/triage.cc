@@ -192,7 +192,11 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   ASSIGN_OR_RETURN(double hang_behind, th("hang_steps_behind"));
   ASSIGN_OR_RETURN(double hang_trailing, th("hang_trailing_lines"));
   ASSIGN_OR_RETURN(double hang_gap, th("hang_unexplained_gap_seconds"));
+  std::optional<double> hang_max_silence;
+  if (auto it = table.thresholds.find("hang_max_silence_seconds"); it != table.thresholds.end())
+    hang_max_silence = it->second;
   ASSIGN_OR_RETURN(double setup_allowance, th("setup_allowance_seconds"));
+  ASSIGN_OR_RETURN(double init_hang, th("init_hang_seconds"));
   ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
   ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
   SignatureMatcher matcher(table, LogScanner::Triggers());
@@ -434,23 +438,41 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
                     std::to_string(static_cast<int64_t>(f.progress.sum_step_seconds)) + " s) plus setup by " +
                     std::to_string(static_cast<int64_t>(*f.progress.unexplained_gap_seconds)) + " s";
     }
+    // Cancelled in the training stage without a single step, long after init should have produced
+    // one: the job was stuck in init (RCCL init flake) when it was cancelled.
+    const int64_t training_stage_seconds = s.wall_seconds - scan.pre_training_stage_seconds;
+    if (f.status == "cancelled" && f.steps.empty() && s.wall_seconds > 0 &&
+        static_cast<double>(training_stage_seconds) > init_hang) {
+      hang = true;
+      hang_reason = "cancelled after " + std::to_string(training_stage_seconds) +
+                    " s in the training stage without a completed step";
+    }
   } else if (!job.log_path) {
-    f.status = "failed";
+    // No summary and nothing to read: the job is gone or not started (formats §4.2: unknown-death).
+    f.status = "unknown-death";
   } else {
     int64_t silence = log_mtime ? now - *log_mtime : 0;
     double step_time = f.progress.step_time_seconds;
     double behind = step_time > 0 ? static_cast<double>(silence) / step_time : 0;
     bool stalled = silence > std::max(running_mtime, hang_silence) && (step_time <= 0 || behind >= hang_behind);
     bool noise_after_steps = !f.steps.empty() && scan.lines_after_last_step > hang_trailing;
+    // Without the scheduler's word, a log silent for longer than a live hang lasts belongs to a
+    // job that is gone; absent threshold: no upper bound.
+    bool silent_beyond_live = hang_max_silence && static_cast<double>(silence) > *hang_max_silence;
     if (options.scheduler_running == false) {
       f.status = "unknown-death";
     } else if (silence <= running_mtime) {
       f.status = "running";
-    } else if (options.scheduler_running == true || (stalled && noise_after_steps && hits.empty())) {
+    } else if (options.scheduler_running == true ||
+               (stalled && hits.empty() && (noise_after_steps || !silent_beyond_live))) {
       f.status = "hanging";
-      hang = !f.steps.empty() || f.barrier_passed;
-      hang_reason = "no step for " + std::to_string(silence) + " s (last step " + std::to_string(last_step) + ")";
-      if (!options.scheduler_running) f.notes.push_back("scheduler state unknown; hang inferred from output continuing after the last step");
+      hang = true;
+      hang_reason = "no step for " + std::to_string(silence) + " s (last step " + std::to_string(last_step) +
+                    (step_time > 0 ? ", ~" + std::to_string(static_cast<int64_t>(behind)) + " steps behind" : "") + ")";
+      if (!options.scheduler_running)
+        f.notes.push_back(noise_after_steps ? "scheduler state unknown; hang inferred from output continuing after the last step"
+                                            : "scheduler state unknown; hang inferred from steps stopped " +
+                                                  std::to_string(silence) + " s ago, within a live hang's span");
     } else {
       f.status = "unknown-death";
     }
@@ -460,12 +482,18 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
 
   // ---- Fact-based classes.
   LogRef last_step_ref = f.steps.empty() ? LogRef{} : f.steps.back().where;
-  if (!job.log_path) {
+  if (!job.log_path && job.log_link_dangles) {
+    f.notes.push_back("the `log` symlink dangles: the job was submitted but its log is not written yet (or was removed)");
+  } else if (!job.log_path) {
     AddClass(&f, &hits, table, "prolog-kill-no-log", LogRef{f.job_dir, 0, "no job log"}, 0);
     f.notes.push_back("no job log: the job died before writing any output (prolog) or the log was removed");
   }
   if (hang) {
+    // Evidence is the last progress marker reached: the last step, else the last Memstats record,
+    // else the end of the log (where the silence begins).
     LogRef r = last_step_ref;
+    if (r.empty() && !f.memstats.empty()) r = f.memstats.back().where;
+    if (r.empty() && job.log_path) r = LogRef{DisplayPath(*job.log_path, job.outputs_dir), scan.lines, ""};
     r.text = hang_reason;
     AddClass(&f, &hits, table, "hang", r, (int64_t{0} << 40) | (r.line + 1));
     if (f.status == "cancelled") AddClass(&f, &hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
@@ -479,7 +507,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
              std::to_string(static_cast<int64_t>(f.tgs.degradation_pct)) + "% lower)";
     AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
   }
-  if (f.status == "unknown-death" && hits.empty())
+  if (f.status == "unknown-death" && hits.empty() && job.log_path)
     AddClass(&f, &hits, table, "unknown-death", last_step_ref, int64_t{1} << 50);
 
   // ---- Primary: highest priority (root of a cascade), ties broken by the earliest line.
@@ -496,7 +524,8 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     if (f.soft_success) return c.match.failure_class == "soft-success";
     if (f.status == "completed" || f.status == "running") {
       const FailureSignature* sig = table.Find(c.match.failure_class);
-      return sig && !sig->detector.empty();   // error lines in a healthy run are reported, not primary
+      // error lines in a healthy run are reported, not primary, unless the class is non-fatal
+      return sig && (!sig->detector.empty() || !sig->fatal);
     }
     return true;
   };

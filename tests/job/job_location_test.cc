@@ -113,6 +113,28 @@ TEST(JobLocationTest, DanglingLogSymlinkIsStillAJob) {
   EXPECT_FALSE(j->log_path.has_value());
   ASSERT_FALSE(j->notes.empty());
   EXPECT_NE(j->notes[0].find("dangles"), std::string::npos);
+  EXPECT_TRUE(j->log_link_dangles);
+}
+
+TEST(JobLocationTest, EmptyJobDirWithoutLogIsAPrologKill) {
+  Outputs o;
+  fs::create_directories(fs::path(o.path()) / "8501-JAX-x");
+  auto j = ResolveJob("8501", o.path());
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_FALSE(j->log_path.has_value());
+  EXPECT_FALSE(j->log_link_dangles);
+  ASSERT_FALSE(j->notes.empty());
+  EXPECT_NE(j->notes[0].find("prolog"), std::string::npos);
+  auto all = ListJobs(o.path());
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 1u);
+}
+
+TEST(JobLocationTest, NonEmptyDirWithoutLogIsNotAJob) {
+  Outputs o;
+  fs::create_directories(fs::path(o.path()) / "8502-JAX-x" / "checkpoints");
+  auto j = ResolveJob("8502", o.path());
+  EXPECT_FALSE(j.ok());
 }
 
 TEST(JobLocationTest, LogSymlinkOutsideOutputsIsRefused) {

@@ -22,6 +22,9 @@ TEST(SignatureTableTest, ShippedTableLoadsAndCoversEveryClass) {
   EXPECT_EQ(t->Find("container-pull-fail")->verdict->root_cause, "infrastructure-failure");
   EXPECT_EQ(t->Find("model-not-found")->verdict->root_cause, "config-error");
   EXPECT_FALSE(t->Find("heartbeat-timeout")->tsdb_questions.empty());
+  EXPECT_FALSE(t->Find("ray-start-fail")->fatal);   // Ray falls back to non-Ray mode
+  EXPECT_TRUE(t->Find("oom-gpu")->fatal);
+  EXPECT_NE(t->Find("ecc-error"), nullptr);
 }
 
 TEST(SignatureTableTest, YamlErrorsNameLineAndColumn) {

@@ -260,6 +260,9 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"ecc-timeout", "== ECC check TIMEOUT (300s/300s) ==", -1, "failed"},
         LineCase{"stage-fail", "== Preflight FAILED (exit=2, 31s) ==", -1, "failed"},
         LineCase{"oom-host", "srun: error: gpu402: task 2: Killed", -1, "failed"},
+        LineCase{"oom-host", "/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py", 3, "failed"},
+        LineCase{"ecc-error", "gpu403: GPU[5]\t\t: UMC CE=0 UE=3", 3, "failed"},
+        LineCase{"coordination-deadline", "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: k", 1, "failed"},
         LineCase{"hsa-error", ":0:rocdevice.cpp            :3587: 13177094081 us:  Callback: Queue 0x7f9100c00000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29", 6, "failed"},
         LineCase{"xla-compile-fail", "INTERNAL: Failed to compile the HLO module", 0, "failed"},
         LineCase{"checkpoint-fs-error", "Training stopped: Checkpointing failed", 0, "failed"},
@@ -283,6 +286,7 @@ TEST(TriageTest, HarmlessLinesAreNotClassified) {
   b.Line(1, "gpu401:1:1 [0] rccl_wrap.cc:12 NCCL WARN LL cutoff points not detected for a supported arch gfx950");
   b.Line(1, "OCI runtime exec failed: exec failed: unable to start container process: error executing setns process: exit status 1: unknown");
   b.Line(-1, "srun: error: gpu401: task 1: Exited with exit code 143");
+  b.Line(2, "gpu403: GPU[1]\t\t: UMC CE=0 UE=0");   // ECC check with clean counts
   b.Summary("SUCCESS (exit 0)", "20m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
@@ -300,6 +304,36 @@ TEST(TriageTest, NoSummaryRecentLogIsRunning) {
   JobFacts f = Triage(out, "9101", std::nullopt, st.st_mtime + 60);
   EXPECT_EQ(f.status, "running");
   EXPECT_EQ(f.failure_class, "");
+}
+
+// Scheduler state unknown: steps stopped long before "now" but within a live hang's span -> hanging;
+// silent for hours beyond it -> the job is gone.
+TEST(TriageTest, NoSummarySilenceDecidesHangingOrUnknownDeath) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
+  std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
+  struct stat st {};
+  ASSERT_EQ(::stat(log.c_str(), &st), 0);
+  JobFacts hanging = Triage(out, "9101", std::nullopt, st.st_mtime + 1500);
+  EXPECT_EQ(hanging.status, "hanging");
+  EXPECT_EQ(hanging.failure_class, "hang");
+  JobFacts gone = Triage(out, "9101", std::nullopt, st.st_mtime + 6 * 3600);
+  EXPECT_EQ(gone.status, "unknown-death");
+  EXPECT_EQ(gone.failure_class, "unknown-death");
+}
+
+TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup();
+  b.Line(0, "gpu400:1:1 [0] NCCL WARN Call to connect returned Connection refused, retrying");
+  b.Line(-1, "slurmstepd: error: *** JOB 9101 ON gpu400 CANCELLED AT 2026-02-25T02:00:00 ***");
+  b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "25m 0s");
+  testing::WriteSlurmJob(out, b.spec(), b.str());
+  JobFacts f = Triage(out, "9101");
+  EXPECT_EQ(f.status, "cancelled");
+  EXPECT_EQ(f.failure_class, "cancelled-after-hang");
 }
 
 TEST(TriageTest, NoSummaryStoppedWhileSchedulerRunningIsHang) {

@@ -1,5 +1,6 @@
 #include "tools/fixturegen/generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -95,7 +96,10 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
   }
   std::vector<std::string> all = *files;
   all.push_back(job_dir);
-  if (!s.running) SetMtimes(out, all, timeline->job_end);
+  // A running job's timeline ends at its "now"; its log was last written when the silence
+  // (hang_seconds) began. Pinned mtimes make running / hanging / unknown-death reproducible with
+  // the scenario's `expect.now`.
+  SetMtimes(out, all, s.running ? timeline->job_end - std::max(0.0, s.hang_seconds) : timeline->job_end);
   report.log_bytes = TreeBytes(out / job_dir) - report.tsdb_bytes;
   if (fs::exists(out / (job_dir + ".log"), ec)) report.log_bytes += static_cast<int64_t>(fs::file_size(out / (job_dir + ".log"), ec));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
