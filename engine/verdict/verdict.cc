@@ -30,9 +30,13 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   Combined out;
   std::vector<Candidate> causes, neutral;
   for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
-  // Confidence first, then the earliest onset (the root cause is what moved first), then the
-  // playbook order, so the result never depends on evaluation timing.
+  // A failure mechanism outranks broken telemetry: `observability-gap` says what cannot be
+  // concluded, so it is the verdict only when no other cause was found (a ghost exporter on one
+  // host must not hide a node that died). Then confidence, then the earliest onset (the root cause
+  // is what moved first), then the playbook order, so the result never depends on evaluation timing.
   std::stable_sort(causes.begin(), causes.end(), [](const Candidate& a, const Candidate& b) {
+    bool ga = a.root_cause == "observability-gap", gb = b.root_cause == "observability-gap";
+    if (ga != gb) return gb;
     int ra = ConfidenceRank(a.confidence), rb = ConfidenceRank(b.confidence);
     if (ra != rb) return ra > rb;
     double oa = a.onset.value_or(1e300), ob = b.onset.value_or(1e300);

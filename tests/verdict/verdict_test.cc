@@ -42,6 +42,16 @@ TEST(CombineTest, ConfidenceBeatsOnset) {
   EXPECT_EQ(out.verdict.confidence, "confirmed");
 }
 
+TEST(CombineTest, BrokenTelemetryNeverHidesAFailureMechanism) {
+  // A ghost exporter (likely, early) next to a node death (possible, later): the dead node is the cause.
+  auto gap = Make("observability-gaps", "observability-gap", "likely", 100, 0);
+  auto dead = Make("rccl-hang", "gpu-hardware-fault", "possible", 900, 1);
+  auto out = Combine({gap, dead}, "cancelled", {"cancelled-after-hang"});
+  EXPECT_EQ(out.verdict.root_cause, "gpu-hardware-fault");
+  // Alone, the gap is the verdict.
+  EXPECT_EQ(Combine({gap}, "failed", {}).verdict.root_cause, "observability-gap");
+}
+
 TEST(CombineTest, NoneNeverHidesAFailure) {
   auto healthy = Make("ckpt", "none", "likely", std::nullopt, 0);
   healthy.notes = {"checkpoint spikes are expected"};

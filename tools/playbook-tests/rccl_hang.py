@@ -104,13 +104,13 @@ tests.append({
 
 silent = 'gpu-n21'
 tests.append({
-    'name': 'node death: a host that stops reporting at the stall is excluded (possible)',
+    'name': 'node death: a host that stops reporting while the others busy-wait is excluded (likely)',
     'interval': '30s', 'start': START,
     'input_series': gpu_series(lambda h, g: None if h == silent else 100, lambda h, g: None if h == silent else 299)
     + rdma(None) + tb(),
     'facts': facts(status='unknown-death', cls='unknown-death'),
     'expect': {
-        'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'possible',
+        'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
         'exclude': [{'host': silent, 'priority': 2}],
         'findings': [{'id': 'rccl-hang/dead_hosts', 'status': 'fired', 'hosts': [silent]}]},
 })
