@@ -294,33 +294,27 @@ TEST(TriageTest, HarmlessLinesAreNotClassified) {
   EXPECT_TRUE(f.classes.empty()) << f.classes[0].failure_class;
 }
 
-TEST(TriageTest, NoSummaryRecentLogIsRunning) {
+// No JOB SUMMARY and scheduler state unknown: how long the log has been silent decides. Recent ->
+// running; stopped long before "now" but within a live hang's span -> hanging; silent for hours
+// beyond it -> the job is gone.
+TEST(TriageTest, NoSummarySilenceDecidesRunningHangingOrUnknownDeath) {
   TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
   std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
   struct stat st {};
   ASSERT_EQ(::stat(log.c_str(), &st), 0);
-  JobFacts f = Triage(out, "9101", std::nullopt, st.st_mtime + 60);
-  EXPECT_EQ(f.status, "running");
-  EXPECT_EQ(f.failure_class, "");
-}
-
-// Scheduler state unknown: steps stopped long before "now" but within a live hang's span -> hanging;
-// silent for hours beyond it -> the job is gone.
-TEST(TriageTest, NoSummarySilenceDecidesHangingOrUnknownDeath) {
-  TempOutputs out;
-  LogBuilder b(JobSpec{});
-  b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
-  std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
-  struct stat st {};
-  ASSERT_EQ(::stat(log.c_str(), &st), 0);
-  JobFacts hanging = Triage(out, "9101", std::nullopt, st.st_mtime + 1500);
-  EXPECT_EQ(hanging.status, "hanging");
-  EXPECT_EQ(hanging.failure_class, "hang");
-  JobFacts gone = Triage(out, "9101", std::nullopt, st.st_mtime + 6 * 3600);
-  EXPECT_EQ(gone.status, "unknown-death");
-  EXPECT_EQ(gone.failure_class, "unknown-death");
+  struct Case {
+    int64_t silence_seconds;
+    std::string status, failure_class;
+  };
+  for (const Case& c : {Case{60, "running", ""}, Case{1500, "hanging", "hang"},
+                        Case{6 * 3600, "unknown-death", "unknown-death"}}) {
+    SCOPED_TRACE(c.silence_seconds);
+    JobFacts f = Triage(out, "9101", std::nullopt, st.st_mtime + c.silence_seconds);
+    EXPECT_EQ(f.status, c.status);
+    EXPECT_EQ(f.failure_class, c.failure_class);
+  }
 }
 
 TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
