@@ -16,18 +16,9 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Number right after `key` in `s` ("seconds: 30.309" -> 30.309).
-bool NumberAfter(std::string_view s, std::string_view key, double* out) {
-  size_t p = s.find(key);
-  if (p == std::string_view::npos) return false;
-  const char* b = s.data() + p + key.size();
-  const char* e = s.data() + s.size();
-  while (b < e && *b == ' ') ++b;
-  auto r = std::from_chars(b, e, *out);
-  return r.ec == std::errc();
-}
-
-bool IntAfter(std::string_view s, std::string_view key, int64_t* out) {
+// Number right after `key` in `s` ("seconds: 30.309" -> 30.309, "step: 71" -> 71).
+template <typename Number>
+bool NumberAfter(std::string_view s, std::string_view key, Number* out) {
   size_t p = s.find(key);
   if (p == std::string_view::npos) return false;
   const char* b = s.data() + p + key.size();
@@ -216,7 +207,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
         if (StartsWith(msg, "restoring from this run's directory step")) {
           int64_t step = 0;
           result_.restore.restored = true;
-          if (IntAfter(msg, "directory step", &step)) result_.restore.restore_step = step;
+          if (NumberAfter(msg, "directory step", &step)) result_.restore.restore_step = step;
           result_.restore.where = Ref(line, msg);
           return;
         }
@@ -231,7 +222,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
           ne.host = SanitizeForQuote(rest.substr(0, sp), 256);
           if (size_t dot = ne.host.find('.'); dot != std::string::npos) ne.host.resize(dot);   // FQDN
           int64_t rc = 0;
-          if (IntAfter(msg, "exit=", &rc)) ne.exit_code = static_cast<int>(rc);
+          if (NumberAfter(msg, "exit=", &rc)) ne.exit_code = static_cast<int>(rc);
           ne.where = Ref(line, msg);
           if (ne.task >= 0 && !ne.host.empty()) result_.confirmed_hosts.emplace(ne.task, ne.host);
           result_.node_exits.push_back(std::move(ne));
@@ -242,7 +233,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
         if (StartsWith(msg, "Saved a checkpoint at step") || StartsWith(msg, "saved a checkpoint at step") ||
             StartsWith(msg, "Started an asynchronous checkpoint save for step")) {
           int64_t step = 0;
-          if (IntAfter(msg, "step", &step)) result_.checkpoint_saves.insert(step);
+          if (NumberAfter(msg, "step", &step)) result_.checkpoint_saves.insert(step);
           return;
         }
         break;
@@ -296,7 +287,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
         if (pos != std::string_view::npos && i < 2) pos += 3;
       }
       int64_t port = 0;
-      if (pos != std::string_view::npos && IntAfter(text.substr(pos), "-L ", &port))
+      if (pos != std::string_view::npos && NumberAfter(text.substr(pos), "-L ", &port))
         result_.tunnel.prometheus_port = static_cast<int>(port);
       result_.tunnel.where = Ref(line, text);
     }
@@ -336,7 +327,7 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   double mfu;
   if (NumberAfter(rest, "MFU:", &mfu)) s.mfu_pct = mfu;
   NumberAfter(rest, "Tokens/s/device:", &s.tokens_per_sec_per_device);
-  IntAfter(rest, "total_weights:", &s.total_weights);
+  NumberAfter(rest, "total_weights:", &s.total_weights);
   NumberAfter(rest, " loss:", &s.loss);
   double mtp;
   if (NumberAfter(rest, "mtp_loss:", &mtp)) s.mtp_loss = mtp;
@@ -387,7 +378,7 @@ void LogScanner::HandleSummary(const LogLine& line, std::string_view text) {
     if (StartsWith(s, "SUCCESS")) result_.summary.status = "SUCCESS";
     else if (StartsWith(s, "FAILED")) result_.summary.status = "FAILED";
     int64_t rc = 0;
-    if (IntAfter(s, "(exit", &rc)) result_.summary.exit_code = static_cast<int>(rc);
+    if (NumberAfter(s, "(exit", &rc)) result_.summary.exit_code = static_cast<int>(rc);
     size_t dash = s.find("\xe2\x80\x94");   // em dash
     const size_t skip = 3;   // the em dash and " - " are both 3 bytes
     if (dash == std::string_view::npos) dash = s.find(" - ");
@@ -413,7 +404,7 @@ void LogScanner::HandleHeartbeat(const LogLine& line, std::string_view text) {
     size_t p = text.find("/job:jax_worker/replica:");
     if (p != std::string_view::npos) {
       int64_t task = -1;
-      if (IntAfter(text.substr(p), "/task:", &task) && task >= 0) {
+      if (NumberAfter(text.substr(p), "/task:", &task) && task >= 0) {
         if (std::find(result_.accused_tasks.begin(), result_.accused_tasks.end(), task) ==
             result_.accused_tasks.end())
           result_.accused_tasks.push_back(static_cast<int>(task));
