@@ -69,6 +69,8 @@ std::set<std::string> ExcludedHosts(const nlohmann::json& report) {
   return out;
 }
 
+std::string Dump(const nlohmann::json& report) { return report.dump(1).substr(0, 6000); }
+
 const nlohmann::json* FindingById(const nlohmann::json& report, const std::string& id) {
   for (const auto& f : report["findings"])
     if (f.value("id", "") == id) return &f;

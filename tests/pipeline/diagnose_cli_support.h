@@ -28,6 +28,8 @@ bool FixturePresent(const std::string& id);
 
 // decision.exclude[].host of a contract report.
 std::set<std::string> ExcludedHosts(const nlohmann::json& report);
+// A report (or part of one) trimmed for a failure message.
+std::string Dump(const nlohmann::json& report);
 // The finding with this id, or null.
 const nlohmann::json* FindingById(const nlohmann::json& report, const std::string& id);
 

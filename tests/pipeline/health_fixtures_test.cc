@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -20,12 +19,11 @@
 namespace diagnose {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 using e2e::DiagnoseFixtureJson;
 
-std::string Dump(const json& report) { return report.dump(1).substr(0, 6000); }
+using e2e::Dump;
 
 
 

@@ -330,24 +330,18 @@ TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
   EXPECT_EQ(f.failure_class, "cancelled-after-hang");
 }
 
-TEST(TriageTest, NoSummaryStoppedWhileSchedulerRunningIsHang) {
+// No JOB SUMMARY and steps stopped: the scheduler's view decides between a hang and a dead job.
+TEST(TriageTest, NoSummaryStoppedStepsFollowSchedulerState) {
   TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
   testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101", true);
-  EXPECT_EQ(f.status, "hanging");
-  EXPECT_EQ(f.failure_class, "hang");
-}
-
-TEST(TriageTest, NoSummaryNoErrorsJobGoneIsUnknownDeath) {
-  TempOutputs out;
-  LogBuilder b(JobSpec{});
-  b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101", false);
-  EXPECT_EQ(f.status, "unknown-death");
-  EXPECT_EQ(f.failure_class, "unknown-death");
+  JobFacts running = Triage(out, "9101", true);
+  EXPECT_EQ(running.status, "hanging");
+  EXPECT_EQ(running.failure_class, "hang");
+  JobFacts gone = Triage(out, "9101", false);
+  EXPECT_EQ(gone.status, "unknown-death");
+  EXPECT_EQ(gone.failure_class, "unknown-death");
 }
 
 TEST(TriageTest, TgsDegradationPhasesFromLog) {
