@@ -4,6 +4,18 @@
 
 namespace diagnose::dag {
 
+std::vector<std::string> FailureClassesOf(const nlohmann::json& facts) {
+  std::vector<std::string> classes;
+  const std::string primary = facts.is_object() ? facts.value("failure_class", "") : "";
+  if (!primary.empty()) classes.push_back(primary);
+  if (facts.is_object() && facts.contains("classes") && facts["classes"].is_array())
+    for (const auto& c : facts["classes"])
+      if (c.is_object() && c.contains("failure_class") && c["failure_class"].is_string() &&
+          std::find(classes.begin(), classes.end(), c["failure_class"].get<std::string>()) == classes.end())
+        classes.push_back(c["failure_class"].get<std::string>());
+  return classes;
+}
+
 StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const EvaluationContext& ctx) {
   PlaybookRun run;
   run.selected = SelectPlaybooks(library, ctx, &run.problems);
@@ -12,14 +24,7 @@ StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const Evalu
   auto graph = CompiledGraph::Compile(library, ids);
   if (!graph.ok()) return graph.status();
   run.evaluation = Evaluate(*graph, ctx);
-  std::vector<std::string> classes;
-  if (ctx.facts.contains("classes") && ctx.facts["classes"].is_array())
-    for (const auto& c : ctx.facts["classes"])
-      if (c.is_object() && c.contains("failure_class") && c["failure_class"].is_string())
-        classes.push_back(c["failure_class"].get<std::string>());
-  std::string primary = ctx.facts.value("failure_class", "");
-  if (!primary.empty() && std::find(classes.begin(), classes.end(), primary) == classes.end()) classes.push_back(primary);
-  run.combined = verdict::Combine(run.evaluation.candidates, ctx.facts.value("status", ""), classes);
+  run.combined = verdict::Combine(run.evaluation.candidates, ctx.facts.value("status", ""), FailureClassesOf(ctx.facts));
   return run;
 }
 

@@ -24,6 +24,10 @@ struct PlaybookRun {
 };
 
 // Fails only when the selected playbooks cannot be compiled (a library that did not lint clean).
+// The job's failure classes from its facts JSON, the primary one first (verdict combination reads
+// the primary as the symptom to explain or refute).
+std::vector<std::string> FailureClassesOf(const nlohmann::json& facts);
+
 StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const EvaluationContext& ctx);
 
 // Copies the run into a report: verdict, decision, findings, causal_chain, not_evaluated.

@@ -10,6 +10,7 @@
 #include "engine/analysis/analysis.h"
 #include "engine/dag/evaluate.h"
 #include "engine/dag/graph.h"
+#include "engine/dag/run_playbooks.h"
 #include "engine/playbook/loader.h"
 #include "engine/playbook/series_notation.h"
 #include "engine/triage/job_facts.h"
@@ -365,13 +366,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
       continue;
     }
     auto eval = Evaluate(*graph, ctx);
-    std::vector<std::string> classes;
-    for (const auto& c : ctx.facts["classes"])
-      if (c.is_object() && c.contains("failure_class")) classes.push_back(c["failure_class"].get<std::string>());
-    if (ctx.facts.value("failure_class", "") != "" &&
-        std::find(classes.begin(), classes.end(), ctx.facts["failure_class"].get<std::string>()) == classes.end())
-      classes.push_back(ctx.facts["failure_class"].get<std::string>());
-    auto combined = verdict::Combine(eval.candidates, ctx.facts.value("status", ""), classes);
+    auto combined = verdict::Combine(eval.candidates, ctx.facts.value("status", ""), FailureClassesOf(ctx.facts));
     json actual;
     actual["root_cause"] = combined.verdict.root_cause;
     actual["domain"] = combined.verdict.domain;

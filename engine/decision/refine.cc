@@ -242,11 +242,12 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   // 1. Base decision: the first matching sweep rule, else the diagnosis's own decision. A cause the
   // playbooks established from metrics (likely or confirmed) outranks the log-pattern sweep rules:
   // e.g. every node exiting non-zero after a heartbeat false positive is the kill, not a config error.
-  const bool metric_backed_cause = diagnosis.verdict.source == "playbooks" &&
-                                   diagnosis.verdict.root_cause != "none" &&
-                                   diagnosis.verdict.root_cause != "unknown" &&
-                                   (diagnosis.verdict.confidence == "confirmed" ||
-                                    diagnosis.verdict.confidence == "likely");
+  // Likewise a symptom the metrics refuted (a "hang" whose GPUs kept training) is no reason to act.
+  const bool metric_backed = diagnosis.verdict.source == "playbooks" &&
+                             (diagnosis.verdict.confidence == "confirmed" || diagnosis.verdict.confidence == "likely");
+  const bool metric_backed_cause =
+      metric_backed && ((diagnosis.verdict.root_cause != "none" && diagnosis.verdict.root_cause != "unknown") ||
+                        !diagnosis.verdict.refuted.empty());
   const DecisionRule* rule = nullptr;
   if (auto match = metric_backed_cause ? std::nullopt : FirstMatchingRule(rules, facts, status, phase)) {
     rule = match->rule;

@@ -120,6 +120,7 @@ nlohmann::json ToJson(const Report& r) {
       {"causal_chain", r.causal_chain},
       {"not_evaluated", r.not_evaluated},
   };
+  if (!r.verdict.refuted.empty()) out["verdict"]["refuted"] = r.verdict.refuted;
   if (!r.facts.is_null()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
   return out;

@@ -53,6 +53,9 @@ struct Verdict {
   // Extension: "logs" when the log signatures alone decided, "playbooks" when a playbook's
   // metric-backed verdict did. Sweep rules defer to the latter.
   std::string source = "logs";
+  // Extension: failure classes the playbooks showed to be false alarms (e.g. a log-inferred hang
+  // while every GPU kept training). Sweep rules keyed on them stand down.
+  std::vector<std::string> refuted;
 };
 
 struct Exclusion {

@@ -12,6 +12,17 @@ bool IsUnexplainedStatus(const std::string& status) {
   return status == "failed" || status == "hanging" || status == "unknown-death";
 }
 
+// A `none` verdict of at least likely confidence that accounts for the primary failure class:
+// the playbook refutes the symptom rather than explaining a fault.
+const Candidate* FindRefuter(const std::vector<Candidate>& neutral, const std::vector<std::string>& failure_classes) {
+  if (failure_classes.empty()) return nullptr;
+  for (const auto& c : neutral) {
+    if (c.root_cause != "none" || ConfidenceRank(c.confidence) < 2) continue;
+    if (std::find(c.explains.begin(), c.explains.end(), failure_classes.front()) != c.explains.end()) return &c;
+  }
+  return nullptr;
+}
+
 std::string Describe(const Candidate& c) {
   return c.playbook + "/" + c.rule + ": " + c.root_cause + " (" + c.confidence + ")";
 }
@@ -77,6 +88,17 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
     for (const auto& fc : failure_classes)
       if (explained.count(fc) && seen.insert("symptom:" + fc).second) out.causal_chain.push_back("symptom: " + fc);
+  } else if (const Candidate* refuter = FindRefuter(neutral, failure_classes)) {
+    // The metrics contradict the log's primary symptom (e.g. a "hang" while every GPU kept
+    // training): nothing is wrong that a retry would fix, and the symptom is reported as refuted.
+    out.verdict.root_cause = "none";
+    out.verdict.domain = "none";
+    out.verdict.confidence = refuter->confidence;
+    out.verdict.summary = refuter->summary;
+    for (const auto& fc : failure_classes)
+      if (std::find(refuter->explains.begin(), refuter->explains.end(), fc) != refuter->explains.end())
+        out.verdict.refuted.push_back(fc);
+    out.decision.action = refuter->action;
   } else if (IsUnexplainedStatus(job_status) ||
              std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; })) {
     // Never let "nothing found" hide a failure.

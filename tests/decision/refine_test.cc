@@ -355,6 +355,23 @@ TEST(SweepRules, AllNodesFailingConsistentlyStopsTheSweep) {
   EXPECT_EQ(d.root_cause, "config-error");
 }
 
+TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
+  JobFacts f = MakeFacts("1", kEight);
+  f.status = "hanging";
+  AddSteps(&f, 0, 120);
+  Report still_training = MakeDiagnosis("none", "none");
+  still_training.verdict.source = "playbooks";
+  still_training.verdict.confidence = "likely";
+  still_training.verdict.refuted = {"hang"};
+  SweepDecision d = Refine(f, {}, still_training);
+  EXPECT_EQ(d.rule, "");
+  EXPECT_EQ(d.decision.action, "none");
+  // The same verdict without the refutation leaves the hang rule in charge.
+  Report plain_none = still_training;
+  plain_none.verdict.refuted.clear();
+  EXPECT_EQ(Refine(f, {}, plain_none).decision.action, "retry-same-nodes");
+}
+
 TEST(SweepRules, NoRuleMatchingPassesThePlaybookDecisionThrough) {
   JobFacts f = MakeFacts("8308", kEight);
   f.status = "completed";

@@ -67,6 +67,27 @@ TEST(CombineTest, NoneNeverHidesAFailure) {
   EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, "completed", {}).verdict.root_cause, "unknown");
 }
 
+TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
+  auto still_training = Make("rccl-hang", "none", "likely", std::nullopt, 0);
+  still_training.action = "none";
+  still_training.explains = {"hang"};
+  auto out = Combine({still_training}, "hanging", {"hang"});
+  EXPECT_EQ(out.verdict.root_cause, "none");
+  EXPECT_EQ(out.verdict.confidence, "likely");
+  EXPECT_EQ(out.verdict.refuted, (std::vector<std::string>{"hang"}));
+  EXPECT_EQ(out.decision.action, "none");
+
+  // Only possible: not enough to overrule the log.
+  auto weak = still_training;
+  weak.confidence = "possible";
+  EXPECT_EQ(Combine({weak}, "hanging", {"hang"}).verdict.root_cause, "unknown");
+  // It must explain the primary symptom, not a secondary one.
+  EXPECT_EQ(Combine({still_training}, "failed", {"python-exception", "hang"}).verdict.root_cause, "unknown");
+  // A named cause still wins over a refutation.
+  auto oom = Make("host-oom", "host-oom", "possible", 5, 1);
+  EXPECT_EQ(Combine({still_training, oom}, "hanging", {"hang"}).verdict.root_cause, "host-oom");
+}
+
 TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
   auto c = Make("rdma", "rdma-link-degradation", "likely", 1, 0);
   c.action = "retry-excluding-nodes";

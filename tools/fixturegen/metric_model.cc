@@ -119,8 +119,9 @@ class MetricModel {
     st.activity = t_.ActivityAt(time);
     if (st.activity == Activity::kHang && !t_.steps.empty() && time > t_.steps.back().end) {
       // After the last step: a job-wide hang, a crash in progress (still training), or teardown.
-      if (s_.heartbeat) st.activity = Activity::kTrain;
-      else if (s_.hang_seconds <= 0) st.activity = Activity::kIdle;
+      const bool trains_on = s_.silence_activity.empty() ? s_.heartbeat.has_value() : s_.silence_activity == "train";
+      if (trains_on) st.activity = Activity::kTrain;
+      else if (s_.silence_activity.empty() && s_.hang_seconds <= 0) st.activity = Activity::kIdle;
     }
     st.writer = task < std::min<int>(8, static_cast<int>(s_.hosts.size()));
     if (st.activity == Activity::kTrain && baseline_tgs_ > 0) {
@@ -155,6 +156,20 @@ class MetricModel {
       if (!devs.empty() && std::find(devs.begin(), devs.end(), device) == devs.end()) return 0;
     }
     return it->second;
+  }
+
+  // For state faults (no magnitude): active in this window and aimed at this device (or at all).
+  bool DeviceFaulted(const HostState& st, const std::string& kind, int device) const {
+    auto it = st.fault_devices.find(kind);
+    if (it == st.fault_devices.end()) return false;
+    return it->second.empty() || std::find(it->second.begin(), it->second.end(), device) != it->second.end();
+  }
+
+  // A per-GPU fault overrides the host's activity for that GPU only.
+  Activity GpuActivity(const HostState& st, int gpu) const {
+    if (DeviceFaulted(st, "gpu_idle", gpu)) return Activity::kIdle;
+    if (DeviceFaulted(st, "gpu_hang", gpu)) return Activity::kHang;
+    return st.activity;
   }
 
   Labels Base(int task, const std::string& job, int port) const {
@@ -351,8 +366,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     for (int g = 0; g < s_.gpus_per_node; ++g) {
       Gpu& gpu = gpus[g];
       HostState gst = st;
-      if (FaultOn(st, "gpu_hang", g) > 0 || (st.fault.count("gpu_hang") && st.fault_devices["gpu_hang"].empty()))
-        gst.activity = Activity::kHang;
+      gst.activity = GpuActivity(st, g);
       double power = GpuPower(gst, r);
       double temp = 34 + power * 0.056 + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0);
       set.Gauge(gpu.power, time, std::round(power * 10) / 10);
@@ -387,6 +401,8 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       Rdma& rd = rdmas[d];
       double bytes = active ? 8.6e9 * r.Uniform(0.9, 1.1) : (st.activity == Activity::kHang ? 2e3 : 1e5);
       if (st.activity == Activity::kCompile || st.activity == Activity::kInit) bytes = 2e8;
+      const bool port_down = DeviceFaulted(st, "rdma_port_down", d);
+      if (port_down) bytes = 0;
       set.Counter(rd.rx_b, time, bytes * dt);
       set.Counter(rd.tx_b, time, bytes * dt * r.Uniform(0.98, 1.02));
       set.Counter(rd.rx_p, time, bytes / 4096 * dt);
@@ -413,7 +429,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Counter(rd.ccl_rx_b, time, bytes * dt * 0.75);
       set.Counter(rd.dup_resp, time, retx > 0 ? retx * 0.01 * dt : 0);
       set.Counter(rd.dup_req, time, retx > 0 ? retx * 0.01 * dt : 0);
-      set.Gauge(rd.state, time, 1);
+      set.Gauge(rd.state, time, port_down ? 0 : 1);
     }
     double tcp = active ? 0.08 * r.Uniform(0, 2) : 0.02;
     if (ckpt && st.writer) tcp = r.Uniform(600, 2400);
@@ -501,8 +517,7 @@ Status MetricModel::Ray(int task, const SeriesSink& sink, MetricStats* stats) {
     bool ckpt = st.activity == Activity::kCheckpoint;
     for (int g = 0; g < s_.gpus_per_node; ++g) {
       HostState gst = st;
-      if (FaultOn(st, "gpu_hang", g) > 0 || (st.fault.count("gpu_hang") && st.fault_devices["gpu_hang"].empty()))
-        gst.activity = Activity::kHang;
+      gst.activity = GpuActivity(st, g);
       set.Gauge(util[g], time, GpuUtil(gst, r));
       double used = gst.activity == Activity::kIdle ? 0.28 : (gst.activity == Activity::kInit ? 40 : 251.9);
       set.Gauge(gram_used[g], time, std::floor(used * 1024) * 1024 * 1024);

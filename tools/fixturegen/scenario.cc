@@ -18,10 +18,12 @@ const std::set<std::string> kFaultKinds = {
     "rdma_retry_exceeded",
     "rdma_cnp",           // congestion notification bursts (rx/tx cnp, rx ecn)
     "rdma_cqe_error",
+    "rdma_port_down",     // hw_rdma_port_state 0 and no traffic on the devices in the window
     "tcp_retx",           // hw_tcp_retransmits_total storm
     "thermal_throttle",   // temperature >100 C and lower sclk
     "host_oom",           // hw_oom_kills_total step + ray_node_mem_used near total
     "gpu_hang",           // util 100 %, power ~300 W (per host; the job-wide hang uses hang_seconds)
+    "gpu_idle",           // 0 % util at idle power: these GPUs never entered the collective
     "node_death",         // targets go down, no samples after the window start
     "ras_errors",         // hw_gpu_ras_umc_ce/ue increments
     "dmesg_errors",       // hw_dmesg_gpu_errors_total increments
@@ -261,7 +263,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.CheckKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
                                     "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
-                                    "hang_seconds", "ray_log_lag_steps", "pinned_seconds"},
+                                    "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -277,6 +279,9 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(t, "checkpoint_save_seconds", &s.checkpoint_save_seconds));
     RETURN_IF_ERROR(r.Get(t, "extra_nccl_waves", &s.extra_nccl_waves));
     RETURN_IF_ERROR(r.Get(t, "hang_seconds", &s.hang_seconds));
+    RETURN_IF_ERROR(r.Get(t, "silence_activity", &s.silence_activity));
+    if (!s.silence_activity.empty() && s.silence_activity != "hang" && s.silence_activity != "train")
+      return r.Error(t["silence_activity"], "silence_activity is hang or train");
     RETURN_IF_ERROR(r.Get(t, "ray_log_lag_steps", &s.ray_log_lag_steps));
     if (t["loss"]) {
       std::vector<double> loss;

@@ -122,6 +122,9 @@ struct Scenario {
   int extra_nccl_waves = 0;
   std::map<std::string, StageOutcome> stages;   // preflight, pull, ecc, train
   double hang_seconds = 0;          // silence after the last step before the job ends
+  // hang | train: what the GPUs do while the log is silent after the last step (train = the log
+  // stopped but training went on). Empty: train when a heartbeat kill ends the job, else hang.
+  std::string silence_activity;
   std::optional<Heartbeat> heartbeat;
   Summary summary;
   std::map<int, int> node_exits;    // task -> exit code

@@ -149,8 +149,10 @@ StatusOr<Timeline> BuildTimeline(const Scenario& s) {
       Shift(&t, s.heartbeat->time - (t.job_end - 1));
       t.job_end = s.heartbeat->time + 18;
     } else {
+      // A kill after a silence (hang_seconds: the steps stopped first, e.g. a node died) or in the
+      // middle of the next step (the false positive: training went on until the kill).
       double step_s = t.steps.back().seconds;
-      double crash_at = t.steps.back().end + 0.45 * step_s;
+      double crash_at = t.steps.back().end + (s.hang_seconds > 0 ? s.hang_seconds : 0.45 * step_s);
       Shift(&t, s.heartbeat->time - crash_at);
       t.job_end = s.heartbeat->time + 18;
     }

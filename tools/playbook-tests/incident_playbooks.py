@@ -344,6 +344,13 @@ def heartbeat_tests():
                 "exclude": [{"host": "node-b07", "priority": 2}],
                 "findings": [{"id": "heartbeat-false-positive/false_positive", "status": "clear"}]}))
     tests.append(heartbeat_case(
+        "true positive: accused host went dark and the others busy-wait in the collective it left", h8, [4],
+        seed=8, hang_from=60, dark=("node-b05", 60), self_reported=False,
+        expect={"root_cause": "gpu-hardware-fault", "action": "retry-excluding-nodes", "confidence": "likely",
+                "exclude": [{"host": "node-b05", "priority": 2}],
+                "findings": [{"id": "heartbeat-false-positive/busy_wait", "status": "fired"},
+                             {"id": "heartbeat-false-positive/accused_dark", "status": "fired", "hosts": ["node-b05"]}]}))
+    tests.append(heartbeat_case(
         "near miss: accused host OOM-killed is a true positive", h8, [0], seed=6, oom=("node-b01", 70),
         expect={"root_cause": "host-oom", "action": "no-retry",
                 "findings": [{"id": "heartbeat-false-positive/accused_oom", "status": "fired", "hosts": ["node-b01"]}]}))
