@@ -113,28 +113,6 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
   if (expect["changes"])
     for (const auto& kv : expect["changes"])
       EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());
-  // Findings a correct diagnosis must report: {id, status (default fired), hosts (exact set)}.
-  for (const auto& want : expect["findings"]) {
-    const std::string id = want["id"].as<std::string>();
-    const json* found = nullptr;
-    for (const auto& f : report["findings"])
-      if (f.value("id", "") == id) found = &f;
-    if (!found) {
-      ADD_FAILURE() << scenario.file << ": no finding " << id;
-      continue;
-    }
-    EXPECT_EQ((*found)["status"], want["status"] ? want["status"].as<std::string>() : "fired") << scenario.file << ": " << id;
-    if (want["hosts"]) {
-      std::set<std::string> hosts;
-      for (const auto& h : (*found)["hosts"]) hosts.insert(h.get<std::string>());
-      EXPECT_EQ(hosts, StringSet(want["hosts"])) << scenario.file << ": " << id;
-    }
-  }
-  if (expect["refuted"]) {
-    std::set<std::string> refuted;
-    for (const auto& r : report["verdict"].value("refuted", json::array())) refuted.insert(r.get<std::string>());
-    EXPECT_EQ(refuted, StringSet(expect["refuted"])) << scenario.file;
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, testing::ValuesIn(LoadScenarios()),
