@@ -117,6 +117,13 @@ tests.append(test('no TSDB: the log step records show the divergence', j, facts(
                    'findings': [{'id': 'training-stability/log_loss_diverged', 'status': 'fired'},
                                 {'id': 'training-stability/log_only_instability', 'status': 'fired'}]},
                   no_series=True))
+nan_steps = [dict(st, loss=float('nan')) if st['step'] >= 90 else st for st in steps]
+tests.append(test('no TSDB: NaN losses in the log step records are instability even after the divergence', j,
+                  facts(j, steps=nan_steps),
+                  {'root_cause': 'training-instability', 'action': 'no-retry',
+                   'findings': [{'id': 'training-stability/log_nonfinite', 'status': 'fired'},
+                                {'id': 'training-stability/log_only_instability', 'status': 'fired'}]},
+                  no_series=True))
 tests.append(test('tb_* stopped early (plugin gave up): the log step records still show the divergence', j,
                   facts(j, steps=steps),
                   {'root_cause': 'training-instability', 'action': 'no-retry',
