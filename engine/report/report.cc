@@ -8,13 +8,15 @@ namespace diagnose {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kRootCauseDomains{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kRootCauseDomains{{
     {"none", "none"},
     {"rdma-link-degradation", "network"},
     {"heartbeat-false-positive", "software"},
     {"rccl-hang", "network"},
     {"restore-thread-leak", "software"},
     {"moe-routing-shift", "training"},
+    // Extension: loss divergence, non-finite loss or grad-norm spikes through clipping.
+    {"training-instability", "training"},
     {"host-oom", "host"},
     {"gpu-oom", "gpu"},
     {"gpu-hardware-fault", "gpu"},

@@ -1,5 +1,6 @@
 // Unit tests of the fixture generator: scenario validation, hostlists, the shared timeline, the
 // metric model's realism invariants, and determinism. No promtool: metrics are checked in memory.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -300,6 +301,84 @@ TEST(Metrics, TensorboardSamplesSitAtStepWallTimesWithStalenessFills) {
   }
   EXPECT_GT(fills, 0) << "the slow post-checkpoint steps are idle periods > 150 s";
   EXPECT_EQ(step->samples.size(), fill->samples.size());
+}
+
+TEST(Scenario, TrainingDynamicsKeysAreValidated) {
+  auto training = [](const std::string& extra) {
+    std::string t = kMinimal;
+    t.replace(t.find("  last_step: 39\n"), 15, "  last_step: 39\n" + extra);
+    return t;
+  };
+  EXPECT_THAT(ErrorOf(training("  loss_diverge_rate: -0.1\n")), HasSubstr("loss_diverge_rate must be positive"));
+  EXPECT_THAT(ErrorOf(training("  grad_spikes: {steps: [3], factor: 1}\n")), HasSubstr("grad_spikes.factor must be > 1"));
+  EXPECT_THAT(ErrorOf(training("  grad_spikes: {steps: []}\n")), HasSubstr("grad_spikes needs steps"));
+  EXPECT_THAT(ErrorOf(training("  loss_nan_at: soon\n")), HasSubstr("bad.yaml:12:16: 'loss_nan_at' has the wrong type"));
+}
+
+// Divergence grows the loss and the raw grad norm, clipping caps the logged norm, spikes hit only
+// their steps, NaN starts where asked; a scenario without these keys keeps raw = 1.02 x clipped.
+TEST(Timeline, TrainingDynamics) {
+  std::string text = kMinimal;
+  text.replace(text.find("  last_step: 39\n"), 15,
+               "  last_step: 39\n  loss_diverge_at: 20\n  loss_diverge_rate: 0.05\n  loss_nan_at: 35\n"
+               "  grad_spikes: {steps: [12], factor: 30}\n  grad_clip: 1.0\n");
+  auto plain = BuildTimeline(MustParse(kMinimal));
+  auto t = BuildTimeline(MustParse(text));
+  ASSERT_TRUE(plain.ok() && t.ok());
+  for (const auto& r : plain->steps) EXPECT_DOUBLE_EQ(r.raw_grad_norm, r.grad_norm * 1.02);
+  for (size_t i = 0; i < t->steps.size(); ++i) {
+    const StepRecord& r = t->steps[i];
+    const StepRecord& base = plain->steps[i];
+    if (r.step >= 35) {
+      EXPECT_TRUE(std::isnan(r.loss) && std::isnan(r.raw_grad_norm) && std::isnan(r.grad_norm)) << r.step;
+      continue;
+    }
+    EXPECT_LE(r.grad_norm, 1.0) << r.step;
+    if (r.step < 20) EXPECT_DOUBLE_EQ(r.loss, base.loss) << r.step;
+    else EXPECT_NEAR(r.loss, base.loss * std::exp(0.05 * static_cast<double>(r.step - 19)), 1e-9) << r.step;
+    if (r.step == 12) EXPECT_NEAR(r.raw_grad_norm, 30 * base.raw_grad_norm, 1e-9);
+    else if (r.step < 20) EXPECT_DOUBLE_EQ(r.raw_grad_norm, base.raw_grad_norm) << r.step;
+    else EXPECT_GT(r.raw_grad_norm, base.raw_grad_norm) << r.step;
+  }
+}
+
+// The driver fault: on its host every other node_hw cycle takes ~12 s and carries no GPU series, the
+// others take under 3 s; dmesg GPU errors grow there only. A tb gap leaves no tb sample at all.
+TEST(Metrics, DriverFaultAlternatesCyclesAndDropsGpuSeriesAndTbGapIsEmpty) {
+  std::string text = kMinimal;
+  text.replace(text.find("  - {kind: rdma_retx"), std::string::npos,
+               "  - {kind: driver_fault, hosts: [gpu03], steps: 5-39, rate: 0.05}\nexpect: {status: completed}\n");
+  text.replace(text.find("missed_scrapes: 0.02"), 20, "missed_scrapes: 0, tb_gap: 30-39");
+  Scenario s = MustParse(text);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  double begin = t->FindStep(5)->begin, end = t->FindStep(39)->end;
+  std::map<std::string, std::vector<Sample>> cycles;
+  std::map<std::string, std::set<double>> gpu_times;
+  std::map<std::string, double> dmesg_growth;
+  for (const Series& x : Metrics(s)) {
+    const std::string& name = x.labels.at("__name__");
+    if (name == "hw_scrape_duration_seconds") cycles[x.labels.at("host")] = x.samples;
+    if (name == "hw_gpu_power_watts" && x.labels.at("gpu") == "0")
+      for (const Sample& p : x.samples) gpu_times[x.labels.at("host")].insert(p.t);
+    if (name == "hw_dmesg_gpu_errors_total") dmesg_growth[x.labels.at("host")] = x.samples.back().v - x.samples.front().v;
+    if (name == "tb_step")
+      for (const Sample& p : x.samples) EXPECT_LT(p.t, t->FindStep(30)->end) << "nothing in the tb gap";
+  }
+  int slow = 0, fast = 0;
+  for (const Sample& p : cycles["gpu03"]) {
+    if (p.t < begin || p.t > end) continue;
+    (p.v > 10 ? slow : fast)++;
+    EXPECT_TRUE(p.v > 12 || p.v < 3) << p.v;
+    EXPECT_EQ(gpu_times["gpu03"].count(p.t), p.v > 10 ? 0u : 1u) << "a killed cycle has no GPU series";
+  }
+  EXPECT_GT(slow, 30);
+  EXPECT_NEAR(slow, fast, 1);
+  for (const std::string host : {"gpu01", "gpu02"}) {
+    for (const Sample& p : cycles[host]) EXPECT_LT(p.v, 0.2) << host;
+    EXPECT_EQ(dmesg_growth[host], 0) << host;
+  }
+  EXPECT_GT(dmesg_growth["gpu03"], 10);
 }
 
 TEST(Metrics, DeterministicFromTheSeed) {

@@ -110,6 +110,37 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
   if (expect["not_excluded"])
     for (const auto& host : StringSet(expect["not_excluded"]))
       EXPECT_EQ(excluded.count(host), 0u) << host << " must never be excluded (" << scenario.file << ")";
+  // An `exclude` entry given as {host, priority} also pins the priority.
+  if (expect["exclude"])
+    for (const auto& item : expect["exclude"]) {
+      if (!item.IsMap() || !item["priority"]) continue;
+      for (const auto& e : report["decision"]["exclude"])
+        if (e["host"] == item["host"].as<std::string>())
+          EXPECT_EQ(e["priority"], item["priority"].as<int>()) << e.dump() << " (" << scenario.file << ")";
+    }
+  // `fired` / `not_fired`: finding ids (`playbook/rule`) that must (not) fire; both must have run.
+  // A `fired` entry may be {id, hosts} to pin the finding's exact host set.
+  auto finding = [&](const std::string& id) -> const json* {
+    for (const auto& f : report["findings"])
+      if (f.value("id", "") == id) return &f;
+    return nullptr;
+  };
+  for (const auto& item : expect["fired"]) {
+    const std::string id = item.IsMap() ? item["id"].as<std::string>() : item.as<std::string>();
+    const json* f = finding(id);
+    ASSERT_NE(f, nullptr) << id << " is not in the report (" << scenario.file << ")";
+    EXPECT_EQ((*f)["status"], "fired") << id << " (" << scenario.file << "): " << f->dump();
+    if (item.IsMap() && item["hosts"]) {
+      std::set<std::string> hosts;
+      for (const auto& h : (*f)["hosts"]) hosts.insert(h.get<std::string>());
+      EXPECT_EQ(hosts, StringSet(item["hosts"])) << id << " (" << scenario.file << ")";
+    }
+  }
+  for (const auto& item : expect["not_fired"]) {
+    const json* f = finding(item.as<std::string>());
+    ASSERT_NE(f, nullptr) << item.as<std::string>() << " did not run (" << scenario.file << ")";
+    EXPECT_NE((*f)["status"], "fired") << item.as<std::string>() << " (" << scenario.file << "): " << f->dump();
+  }
   if (expect["changes"])
     for (const auto& kv : expect["changes"])
       EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());

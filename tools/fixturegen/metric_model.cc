@@ -330,6 +330,8 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   size_t prom_dur = set.Add(With(base, {{"__name__", "scrape_duration_seconds"}}));
   size_t prom_samples = set.Add(With(base, {{"__name__", "scrape_samples_scraped"}}));
   const double exported = static_cast<double>(set.size() - 3);
+  const size_t gpu_series = gpus.size() * (6 + gpus.front().ras.size() + 3);
+  double d_state = 0;   // processes left in D state by killed plugin reads (~6 per hour)
 
   Rng r(s_.seed, "node_hw/noise/" + host);
   double last_time = -1;
@@ -346,9 +348,13 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Gauge(prom_samples, time, 0);
       continue;   // counters keep their value; the interval accrues into the next good scrape
     }
+    // Driver fault: every other exporter cycle the GPU plugin hangs in sysfs until its 10 s kill, so
+    // that cycle takes ~12 s and carries no GPU series; the other cycles are slow but complete.
+    const double driver_fault = FaultOn(st, "driver_fault");
+    const bool plugin_killed = driver_fault > 0 && k % 2 == 0;
     set.Gauge(up, time, 1);
     set.Gauge(prom_dur, time, st.ghost ? 0.004 : r.Uniform(0.11, 0.19));
-    set.Gauge(prom_samples, time, exported);
+    set.Gauge(prom_samples, time, plugin_killed ? exported - static_cast<double>(gpu_series) : exported);
     if (st.ghost) {
       // the exporter serves its last file forever: identical values, constant cycle duration
       if (!ghost_frozen) ghost_frozen = true;
@@ -363,27 +369,34 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     bool active = Active(st);
     bool ckpt = st.activity == Activity::kCheckpoint;
     double throttle = FaultOn(st, "thermal_throttle");
-    for (int g = 0; g < s_.gpus_per_node; ++g) {
+    for (int g = 0; g < s_.gpus_per_node && !plugin_killed; ++g) {
       Gpu& gpu = gpus[g];
       HostState gst = st;
       gst.activity = GpuActivity(st, g);
       double power = GpuPower(gst, r);
-      double temp = 34 + power * 0.056 + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0);
+      double temp = 34 + power * 0.056 + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0) + FaultOn(st, "gpu_hot", g);
       set.Gauge(gpu.power, time, std::round(power * 10) / 10);
       set.Gauge(gpu.temp, time, std::round(temp * 10) / 10);
       double sclk = gst.activity == Activity::kIdle ? 132 : (throttle > 0 ? 1480 + r.Normal(0, 30) : 2400 - r.Uniform(0, 180));
       set.Gauge(gpu.sclk, time, std::round(sclk));
       set.Gauge(gpu.mclk, time, gst.activity == Activity::kIdle ? 900 : 1900);
       double vram = gst.activity == Activity::kIdle ? 0.28 * kGiB : (gst.activity == Activity::kInit ? 40 * kGiB : 251.9 * kGiB + r.Normal(0, 0.05) * kGiB);
+      if (double fraction = FaultOn(st, "vram_pressure", g); fraction > 0 && gst.activity != Activity::kIdle && gst.activity != Activity::kInit)
+        vram = fraction * 309220868096.0 - std::abs(r.Normal(0, 0.05)) * kGiB;
       set.Gauge(gpu.vram_used, time, std::floor(vram));
       set.Gauge(gpu.vram_total, time, 309220868096.0);
       for (size_t i = 0; i < gpu.ras.size(); ++i) {
         double inc = 0;
         // correctable UMC errors only: a noisy-but-healthy DIMM, not an uncorrectable fault
         if (i == 1 && FaultOn(st, "ras_errors", g) > 0) inc = FaultOn(st, "ras_errors", g) * dt * r.Uniform(0, 2);
+        // uncorrectable UMC errors (i == 0), with the correctable ones that come with failing HBM
+        const double ue = FaultOn(st, "ras_uncorrectable", g);
+        if (i == 0 && ue > 0) inc = ue * dt * r.Uniform(0, 2);
+        if (i == 1 && ue > 0) inc += 4 * ue * dt * r.Uniform(0, 2);
         set.Counter(gpu.ras[i], time, inc);
       }
-      set.Counter(gpu.pcie_cor, time, r.Uniform() < 0.002 ? 1 : 0);
+      const double pcie_cor = FaultOn(st, "pcie_correctable", g);
+      set.Counter(gpu.pcie_cor, time, pcie_cor > 0 ? pcie_cor * dt * r.Uniform(0, 2) : (r.Uniform() < 0.002 ? 1 : 0));
       set.Counter(gpu.pcie_nonfatal, time, 0);
       set.Counter(gpu.pcie_fatal, time, 0);
     }
@@ -444,7 +457,9 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
                                                                  : r.Normal(10, 2);
     running += FaultOn(st, "procs_running_offset");
     set.Gauge(procs_running, time, std::max(1.0, std::round(running)));
+    if (driver_fault > 0) d_state += dt / 600;
     double blocked = ckpt && st.writer ? std::round(r.Uniform(10, 22)) : (r.Uniform() < 0.1 ? 1 : 0);
+    blocked += std::floor(d_state);
     set.Gauge(procs_blocked, time, blocked);
     set.Counter(ctxt, time, (active ? 2.1e5 : 4e4) * dt * r.Uniform(0.9, 1.1));
     double oom_now = FaultOn(st, "host_oom");
@@ -461,9 +476,10 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     set.Gauge(io_some300, time, std::round(io_some300_state * 100) / 100);
     set.Gauge(io_full300, time, std::round(io_full300_state * 100) / 100);
     set.Counter(io_full_us, time, full / 100 * dt * 1e6);
-    set.Counter(dmesg, time, FaultOn(st, "dmesg_errors") * dt);
+    set.Counter(dmesg, time, (FaultOn(st, "dmesg_errors") + driver_fault) * dt);
     set.Gauge(gpu_procs, time, st.activity == Activity::kIdle ? 0 : 1);
-    set.Gauge(scrape_dur, time, std::round(r.Uniform(0.08, 0.14) * 1000) / 1000);
+    double cycle = driver_fault <= 0 ? r.Uniform(0.08, 0.14) : (plugin_killed ? r.Uniform(12.0, 12.4) : r.Uniform(0.6, 2.8));
+    set.Gauge(scrape_dur, time, std::round(cycle * 1000) / 1000);
   }
   return set.Flush(sink, stats);
 }
@@ -520,6 +536,8 @@ Status MetricModel::Ray(int task, const SeriesSink& sink, MetricStats* stats) {
       gst.activity = GpuActivity(st, g);
       set.Gauge(util[g], time, GpuUtil(gst, r));
       double used = gst.activity == Activity::kIdle ? 0.28 : (gst.activity == Activity::kInit ? 40 : 251.9);
+      if (double fraction = FaultOn(st, "vram_pressure", g); fraction > 0 && gst.activity != Activity::kIdle && gst.activity != Activity::kInit)
+        used = fraction * 288;
       set.Gauge(gram_used[g], time, std::floor(used * 1024) * 1024 * 1024);
       set.Gauge(gram_avail[g], time, std::floor((288 - used) * 1024) * 1024 * 1024);
     }
@@ -569,7 +587,7 @@ Status MetricModel::Tensorboard(const SeriesSink& sink, MetricStats* stats) {
     set.Gauge(idx["tb_step"], ms, static_cast<double>(r.step));
     set.Gauge(idx["tb_learning_loss"], ms, r.loss);
     set.Gauge(idx["tb_learning_grad_norm"], ms, r.grad_norm);
-    set.Gauge(idx["tb_learning_raw_grad_norm"], ms, r.grad_norm * 1.02);
+    set.Gauge(idx["tb_learning_raw_grad_norm"], ms, r.raw_grad_norm);
     set.Gauge(idx["tb_learning_param_norm"], ms, 2210.5 + r.step * 0.013);
     set.Gauge(idx["tb_learning_current_learning_rate"], ms, r.learning_rate);
     set.Gauge(idx["tb_learning_total_weights"], ms, static_cast<double>(r.total_weights));
@@ -586,6 +604,8 @@ Status MetricModel::Tensorboard(const SeriesSink& sink, MetricStats* stats) {
   for (size_t i = 0; i < t_.steps.size(); ++i) {
     const StepRecord& r = t_.steps[i];
     if (r.end > t_.job_end) break;
+    // a gap (plugin down, events file unreadable): neither real samples nor fills for these steps
+    if (s_.tb_gap && s_.tb_gap->Contains(r.step)) continue;
     emit(r.end, r, 0);
     double next = i + 1 < t_.steps.size() ? t_.steps[i + 1].end : t_.job_end;
     // idle: the plugin re-emits the last step every 150 s with staleness_fill=1

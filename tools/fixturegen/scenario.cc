@@ -31,6 +31,11 @@ const std::set<std::string> kFaultKinds = {
     "missed_scrapes",     // up == 0 and no samples in the window
     "procs_running_offset",  // thread leak: hw_procs_running + rate
     "io_pressure",        // hw_io_pressure_* high
+    "ras_uncorrectable",  // hw_gpu_ras_umc_ue increments (and the correctable errors that come with them)
+    "pcie_correctable",   // hw_gpu_pcie_correctable_total growth (AER correctable: replayed TLPs)
+    "driver_fault",       // GPU plugin cycles alternate ~12 s (killed) / <3 s, GPU series gaps, dmesg errors
+    "vram_pressure",      // hw_gpu_vram_used_bytes / ray_node_gram_used at `rate` x VRAM total while busy
+    "gpu_hot",            // GPUs run `rate` C hotter with the clocks unchanged (no throttling)
 };
 
 std::string Where(const std::string& path, const YAML::Node& node) {
@@ -263,7 +268,8 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.CheckKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
                                     "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
-                                    "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds"},
+                                    "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds",
+                                    "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -289,6 +295,24 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       if (loss.size() != 2) return r.Error(t["loss"], "loss is [start, end]");
       s.loss_start = loss[0];
       s.loss_end = loss[1];
+    }
+    for (const auto& [key, field] : {std::pair{"loss_diverge_at", &s.loss_diverge_step}, std::pair{"loss_nan_at", &s.loss_nan_step}}) {
+      if (!t[key]) continue;
+      int64_t step = 0;
+      RETURN_IF_ERROR(r.Get(t, key, &step));
+      *field = step;
+    }
+    RETURN_IF_ERROR(r.Get(t, "loss_diverge_rate", &s.loss_diverge_rate));
+    if (s.loss_diverge_rate <= 0) return r.Error(t["loss_diverge_rate"], "loss_diverge_rate must be positive");
+    RETURN_IF_ERROR(r.Get(t, "grad_clip", &s.grad_clip));
+    if (YAML::Node gs = t["grad_spikes"]) {
+      RETURN_IF_ERROR(r.CheckKeys(gs, {"steps", "factor"}, "grad_spikes"));
+      std::vector<int> steps;
+      RETURN_IF_ERROR(r.GetInts(gs, "steps", &steps));
+      if (steps.empty()) return r.Error(gs, "grad_spikes needs steps");
+      s.grad_spike_steps.assign(steps.begin(), steps.end());
+      RETURN_IF_ERROR(r.Get(gs, "factor", &s.grad_spike_factor));
+      if (s.grad_spike_factor <= 1) return r.Error(gs["factor"], "grad_spikes.factor must be > 1");
     }
     if (YAML::Node lb = t["moe_lb_loss"]) {
       RETURN_IF_ERROR(r.CheckKeys(lb, {"base", "change_at", "after"}, "moe_lb_loss"));
@@ -391,7 +415,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   // --- metrics
   if (YAML::Node m = root["metrics"]) {
     RETURN_IF_ERROR(r.CheckKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
-                                    "net_devices"},
+                                    "net_devices", "tb_gap"},
                                 "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "node_hw_interval", &s.node_hw_interval));
@@ -399,6 +423,10 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(m, "missed_scrapes", &s.missed_scrape_fraction));
     RETURN_IF_ERROR(r.Get(m, "rdma_devices", &s.rdma_devices));
     RETURN_IF_ERROR(r.GetStrings(m, "net_devices", &s.net_devices));
+    if (m["tb_gap"]) {
+      ASSIGN_OR_RETURN(StepRange gap, r.Steps(m["tb_gap"]));
+      s.tb_gap = gap;
+    }
     if (s.node_hw_interval < 1 || s.ray_interval < 1) return r.Error(m, "scrape intervals must be >= 1 s");
   }
   if (s.tsdb && !s.ray) return r.Error(root["metrics"], "a TSDB exists only for RAY=1 jobs (job.ray: true)");

@@ -120,6 +120,14 @@ struct Scenario {
   std::optional<int64_t> lb_loss_change_step;
   double lb_loss_after = 0.0;
   int extra_nccl_waves = 0;
+  // Training dynamics (training-stability fixtures). Divergence: from loss_diverge_step the loss
+  // grows by loss_diverge_rate per step (multiplicative), the raw grad norm with it.
+  std::optional<int64_t> loss_diverge_step;
+  double loss_diverge_rate = 0.06;
+  std::optional<int64_t> loss_nan_step;        // loss and grad norms are NaN from this step on
+  std::vector<int64_t> grad_spike_steps;       // raw (pre-clipping) grad norm x grad_spike_factor
+  double grad_spike_factor = 20;
+  double grad_clip = 0;                        // >0: the logged (clipped) grad norm is min(raw, grad_clip)
   std::map<std::string, StageOutcome> stages;   // preflight, pull, ecc, train
   double hang_seconds = 0;          // silence after the last step before the job ends
   // hang | train: what the GPUs do while the log is silent after the last step (train = the log
@@ -140,6 +148,7 @@ struct Scenario {
   double missed_scrape_fraction = 0.004;
   int rdma_devices = 8;
   std::vector<std::string> net_devices = {"eth0", "ens9np0"};
+  std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   std::vector<Fault> faults;
   std::vector<LogEvent> events;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tools/fixturegen/random.h"
 
@@ -40,6 +41,29 @@ void Shift(Timeline* t, double delta) {
   t->memstats_time += delta;
   for (auto& st : t->stages) st.begin += delta, st.end += delta;
   for (auto& r : t->steps) r.begin += delta, r.end += delta;
+}
+
+// Divergence, NaN and grad-norm spikes (training-stability fixtures). Draws no noise from the
+// step stream, so scenarios without these keys keep their exact values.
+void ApplyTrainingDynamics(const Scenario& s, StepRecord* r) {
+  r->raw_grad_norm = r->grad_norm * 1.02;
+  bool touched = false;
+  if (s.loss_diverge_step && r->step >= *s.loss_diverge_step) {
+    double grow = std::exp(s.loss_diverge_rate * static_cast<double>(r->step - *s.loss_diverge_step + 1));
+    r->loss *= grow;
+    r->raw_grad_norm *= grow * grow;   // the gradients blow up faster than the loss
+    touched = true;
+  }
+  if (std::find(s.grad_spike_steps.begin(), s.grad_spike_steps.end(), r->step) != s.grad_spike_steps.end()) {
+    r->raw_grad_norm *= s.grad_spike_factor;
+    touched = true;
+  }
+  if (s.loss_nan_step && r->step >= *s.loss_nan_step) {
+    r->loss = r->raw_grad_norm = std::numeric_limits<double>::quiet_NaN();
+    touched = true;
+  }
+  if (s.grad_clip > 0) r->grad_norm = std::isnan(r->raw_grad_norm) ? r->raw_grad_norm : std::min(r->raw_grad_norm, s.grad_clip);
+  else if (touched) r->grad_norm = r->raw_grad_norm / 1.02;
 }
 
 }  // namespace
@@ -130,6 +154,7 @@ StatusOr<Timeline> BuildTimeline(const Scenario& s) {
         r.lb_loss = s.lb_loss_after * (1.0 + 1.5 * std::exp(-since / 6.0)) * (1.0 + rng.Normal(0, 0.02));
       }
       r.grad_norm = 0.35 + 2.0 * std::exp(-8.0 * progress) + std::abs(rng.Normal(0, 0.03));
+      ApplyTrainingDynamics(s, &r);
       r.learning_rate = lr_peak * std::min(1.0, (step + 1) / 50.0);
       r.checkpoint_saved = s.checkpoint_period > 0 && step % s.checkpoint_period == 0 &&
                            !(s.first_step > 0 && step < s.first_step);

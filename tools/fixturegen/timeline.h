@@ -21,7 +21,8 @@ struct StepRecord {
   double mfu = 0;                // percent
   double loss = 0;
   double lb_loss = 0;
-  double grad_norm = 0;
+  double grad_norm = 0;           // after clipping (tb_learning_grad_norm)
+  double raw_grad_norm = 0;       // before clipping (tb_learning_raw_grad_norm)
   double learning_rate = 0;
   int64_t total_weights = 0;     // tokens in the global batch
   bool after_checkpoint = false; // this step carries the previous step's checkpoint write

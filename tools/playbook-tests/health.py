@@ -17,8 +17,8 @@ tests.append(test('clean GPUs with checkpoint dips: no anomaly, verdict none', j
 j = Job(hosts, gpus=4, n=100, seed=42)
 j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 9, 1) if (h == 'g-a02' and g == 1) else d)
 j.override('hw_gpu_power_watts', lambda h, g, i, d: round(d - 140, 1) if (h == 'g-b01' and g == 3) else d)
-tests.append(test('a hot GPU and a low-power GPU no other playbook explains: unknown with notes', j, facts(j),
-                  {'root_cause': 'unknown', 'action': 'none', 'exclude': [],
+tests.append(test('a hot GPU and a low-power GPU on a completed job: named in findings and notes, verdict none', j, facts(j),
+                  {'root_cause': 'none', 'action': 'none', 'exclude': [],
                    'findings': [{'id': 'gpu-health/anomalous_hosts', 'status': 'fired', 'hosts': ['g-a02', 'g-b01']},
                                 {'id': 'gpu-health/gpu_anomaly', 'status': 'fired'}]},
                   families=GH_FAM, tb_host=hosts[0]))
@@ -27,7 +27,7 @@ j = Job(hosts, gpus=4, n=100, seed=43)
 j.override('hw_gpu_vram_used_bytes', lambda h, g, i, d: 301000000000 if h == 'g-b01' else d)
 j.override('ray_node_gpus_utilization', lambda h, g, i, d: 62 if h == 'g-a01' else d)
 tests.append(test('VRAM above 95 % on one host and an underutilized host are reported', j, facts(j),
-                  {'root_cause': 'unknown', 'action': 'none',
+                  {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'gpu-health/anomalous_hosts', 'status': 'fired', 'hosts': ['g-a01', 'g-b01']}]},
                   families=GH_FAM, tb_host=hosts[0]))
 emit('gpu-health', 'health.py', tests)
@@ -79,15 +79,16 @@ def tb_extra(loss=loss_ok, raw=lambda i: 1.1, clipped=lambda i: 1.0, lr=lambda i
 
 
 j = Job(hosts, gpus=1, n=120, seed=61, noise=False)
-tests.append(test('loss rising well above its minimum is divergence: unknown (training), action none', j, facts(j),
-                  {'root_cause': 'unknown', 'action': 'none',
+tests.append(test('loss rising well above its minimum is divergence: training-instability, no retry', j, facts(j),
+                  {'root_cause': 'training-instability', 'domain': 'training', 'action': 'no-retry',
                    'findings': [{'id': 'training-stability/loss_diverged', 'status': 'fired'},
+                                {'id': 'training-stability/log_fallback', 'status': 'clear'},
                                 {'id': 'training-stability/training_instability', 'status': 'fired'}]},
                   families=[], tb_host=hosts[0],
                   tb_extra=tb_extra(loss=lambda i: loss_ok(i) if i < 90 else round(loss_ok(90) + 0.12 * (i - 90), 4))))
 
 tests.append(test('a NaN loss in a real sample is named', j, facts(j),
-                  {'root_cause': 'unknown', 'action': 'none',
+                  {'root_cause': 'training-instability', 'action': 'no-retry',
                    'findings': [{'id': 'training-stability/nonfinite', 'status': 'fired'}]},
                   families=[], tb_host=hosts[0], tb_extra=tb_extra(loss=lambda i: 'NaN' if i >= 100 else loss_ok(i))))
 
@@ -100,17 +101,34 @@ tests.append(test('near miss: raw grad-norm spikes contained by clipping with a 
                   families=[], tb_host=hosts[0],
                   tb_extra=tb_extra(raw=lambda i: 40.0 if i in (37, 81) else 1.1, clipped=lambda i: 1.0)))
 
+tests.append(test('grad-norm spikes that survive clipping with a converging loss: named, action none', j, facts(j),
+                  {'root_cause': 'training-instability', 'action': 'none', 'confidence': 'possible',
+                   'findings': [{'id': 'training-stability/clipped_spikes', 'status': 'fired'},
+                                {'id': 'training-stability/training_warning', 'status': 'fired'},
+                                {'id': 'training-stability/training_instability', 'status': 'clear'}]},
+                  families=[], tb_host=hosts[0],
+                  tb_extra=tb_extra(raw=lambda i: 40.0 if i in (37, 81) else 1.1,
+                                    clipped=lambda i: 25.0 if i in (37, 81) else 1.0)))
+
 steps = [{'step': s, 'seconds': 30.0, 'loss': round(loss_ok(s) if s < 60 else loss_ok(60) * (1 + 0.05 * (s - 60)), 4),
           'tokens_per_sec_per_device': 1300.0} for s in range(100)]
 tests.append(test('no TSDB: the log step records show the divergence', j, facts(j, steps=steps),
-                  {'root_cause': 'unknown', 'action': 'none',
+                  {'root_cause': 'training-instability', 'action': 'no-retry',
                    'findings': [{'id': 'training-stability/log_loss_diverged', 'status': 'fired'},
+                                {'id': 'training-stability/log_only_instability', 'status': 'fired'}]},
+                  no_series=True))
+nan_steps = [dict(st, loss=float('nan')) if st['step'] >= 90 else st for st in steps]
+tests.append(test('no TSDB: NaN losses in the log step records are instability even after the divergence', j,
+                  facts(j, steps=nan_steps),
+                  {'root_cause': 'training-instability', 'action': 'no-retry',
+                   'findings': [{'id': 'training-stability/log_nonfinite', 'status': 'fired'},
                                 {'id': 'training-stability/log_only_instability', 'status': 'fired'}]},
                   no_series=True))
 tests.append(test('tb_* stopped early (plugin gave up): the log step records still show the divergence', j,
                   facts(j, steps=steps),
-                  {'root_cause': 'unknown', 'action': 'none',
+                  {'root_cause': 'training-instability', 'action': 'no-retry',
                    'findings': [{'id': 'training-stability/loss_diverged', 'status': 'fired'},
+                                {'id': 'training-stability/log_fallback', 'status': 'fired'},
                                 {'id': 'training-stability/training_instability', 'status': 'fired'}]},
                   families=['hw_procs_running']))
 emit('training-stability', 'health.py', tests)
