@@ -141,6 +141,12 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
     ASSERT_NE(f, nullptr) << item.as<std::string>() << " did not run (" << scenario.file << ")";
     EXPECT_NE((*f)["status"], "fired") << item.as<std::string>() << " (" << scenario.file << "): " << f->dump();
   }
+  // `refuted`: failure classes the metrics showed to be false alarms (verdict.refuted extension).
+  if (expect["refuted"]) {
+    std::set<std::string> refuted;
+    for (const auto& r : report["verdict"].value("refuted", json::array())) refuted.insert(r.get<std::string>());
+    EXPECT_EQ(refuted, StringSet(expect["refuted"])) << scenario.file;
+  }
   if (expect["changes"])
     for (const auto& kv : expect["changes"])
       EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());
