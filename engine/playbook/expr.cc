@@ -425,7 +425,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
-      {"where", {4, 4}},
+      {"where", {4, 4}},    {"times_above", {2, 2}},
   };
   return kFunctions;
 }
@@ -735,6 +735,28 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
         out.push_back(item);
     return out;
   }
+  if (f == "times_above") {
+    // times_above(series, threshold): the sample times (epoch seconds, ascending, unique) at which
+    // any series of a range query's `series` map (key -> [[t, v], ...]) exceeds the threshold, a
+    // number or a map key -> number (keys missing from it never count).
+    if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
+      return EvalError(e, "times_above() needs (series, number or map), got " + TypeName(args[1]));
+    std::set<double> times;
+    if (a.is_object()) {
+      for (const auto& [key, samples] : a.items()) {
+        const Value* limit = &args[1];
+        if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
+        if (!limit || !limit->is_number() || !samples.is_array()) continue;
+        for (const auto& p : samples)
+          if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
+              p[1].get<double>() > limit->get<double>())
+            times.insert(p[0].get<double>());
+      }
+    }
+    Value out = Value::array();
+    for (double t : times) out.push_back(t);
+    return out;
+  }
   if (f == "step_time") {
     if (a.is_null()) return Value();
     if (!a.is_number()) return EvalError(e, "step_time() needs a step number, got " + TypeName(a));
@@ -946,7 +968,7 @@ std::string StaticType(const Expr& e,
     case ExprKind::kCall: {
       for (const auto& c : e.children) StaticType(*c, name_type, errors);
       static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
-      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where"};
+      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where", "times_above"};
       static const std::set<std::string> kBool = {"contains", "exists"};
       if (kNumber.count(e.text)) return "number";
       if (kList.count(e.text)) return "list";

@@ -113,6 +113,24 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
   if (expect["changes"])
     for (const auto& kv : expect["changes"])
       EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());
+  // `findings: [{id, status}]`: those findings are in the report with that status (e.g. a checkpoint
+  // spike's finding `suppressed`, a risk `fired`).
+  for (const auto& want : expect["findings"]) {
+    const std::string id = want["id"].as<std::string>();
+    std::string got = "(absent)";
+    for (const auto& f : report["findings"])
+      if (f.value("id", "") == id) got = f.value("status", "");
+    EXPECT_EQ(got, want["status"].as<std::string>()) << scenario.file << ": finding " << id;
+  }
+  // `report_contains: [text]`: what the reader must be told, somewhere in the verdict summary, the
+  // decision notes or a finding's summary.
+  std::string told = report["verdict"].value("summary", "");
+  for (const auto& n : report["decision"]["notes"]) told += "\n" + n.get<std::string>();
+  for (const auto& f : report["findings"])
+    if (f.value("status", "") != "clear") told += "\n" + f.value("summary", "");
+  for (const auto& text : expect["report_contains"])
+    EXPECT_NE(told.find(text.as<std::string>()), std::string::npos)
+        << scenario.file << ": the report never says '" << text.as<std::string>() << "':\n" << told;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, testing::ValuesIn(LoadScenarios()),

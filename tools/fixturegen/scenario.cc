@@ -29,6 +29,7 @@ const std::set<std::string> kFaultKinds = {
     "missed_scrapes",     // up == 0 and no samples in the window
     "procs_running_offset",  // thread leak: hw_procs_running + rate
     "io_pressure",        // hw_io_pressure_* high
+    "host_mem_ramp",      // ray_node_mem_used climbs linearly by rate x total over the window
 };
 
 std::string Where(const std::string& path, const YAML::Node& node) {
@@ -261,7 +262,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.CheckKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
                                     "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
-                                    "hang_seconds", "ray_log_lag_steps", "pinned_seconds"},
+                                    "hang_seconds", "ray_log_lag_steps", "pinned_seconds", "checkpoint_writers"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -275,6 +276,8 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(t, "tflops_per_tgs", &s.tflops_per_tgs));
     RETURN_IF_ERROR(r.Get(t, "peak_tflops", &s.peak_tflops));
     RETURN_IF_ERROR(r.Get(t, "checkpoint_save_seconds", &s.checkpoint_save_seconds));
+    RETURN_IF_ERROR(r.Get(t, "checkpoint_writers", &s.checkpoint_writers));
+    if (s.checkpoint_writers < 1) return r.Error(t["checkpoint_writers"], "checkpoint_writers must be >= 1");
     RETURN_IF_ERROR(r.Get(t, "extra_nccl_waves", &s.extra_nccl_waves));
     RETURN_IF_ERROR(r.Get(t, "hang_seconds", &s.hang_seconds));
     RETURN_IF_ERROR(r.Get(t, "ray_log_lag_steps", &s.ray_log_lag_steps));
