@@ -480,13 +480,13 @@ class Evaluator {
     json value = {{"fired", fired}, {"hosts", json::array()}, {"confidence", nullptr}};
     out.health = "ok";
     if (fired && v.suppress) {
-      auto reason = SuppressedBecause(idx, *v.suppress);
-      if (!reason.ok()) return Fail(idx, "error", reason.status().message());
-      if (reason->has_value()) {
+      auto sup = Suppressed(idx, *v.suppress);
+      if (!sup.ok()) return Fail(idx, "error", sup.status().message());
+      if (sup->all) {
         fired = false;
         value["fired"] = false;
-        value["suppressed"] = **reason;
-        suppressed_[idx] = **reason;
+        value["suppressed"] = sup->reason;
+        suppressed_[idx] = sup->reason;
       }
     }
     if (!fired) {
@@ -561,38 +561,54 @@ class Evaluator {
     fired_[idx] = std::move(c);
   }
 
-  // The reason a finding that would fire is suppressed, or nullopt: every time of its evidence lies
-  // inside one of the expected-disturbance windows (README §3.6). No evidence time, no suppression.
-  StatusOr<std::optional<std::string>> SuppressedBecause(int idx, const playbook::SuppressSpec& spec) {
+  // Suppression (README §3.6): the keys of `times` (a map key -> time(s); a plain number or list is
+  // one key "") whose evidence times all lie inside one of the `during` windows, and the reason.
+  struct Suppression {
+    bool all = false;                      // every key's evidence is inside the windows
+    std::set<std::string> keys;            // the keys whose evidence is inside the windows
+    std::string reason;
+  };
+  StatusOr<Suppression> Suppressed(int idx, const playbook::SuppressSpec& spec) {
+    Suppression out;
     auto times = Eval(idx, spec.times);
     if (!times.ok()) return times.status();
     auto during = Eval(idx, spec.during);
     if (!during.ok()) return during.status();
-    std::vector<double> flat;
-    std::function<void(const json&)> collect = [&](const json& v) {
-      if (v.is_number()) flat.push_back(v.get<double>());
-      else if (v.is_array() || v.is_object())
-        for (const auto& x : v) collect(x);
+    if (!during->is_array() || during->empty()) return out;
+    auto inside = [&](double t) {
+      for (const auto& w : *during)
+        if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() &&
+            w["end"].is_number() && t >= w["start"].get<double>() && t <= w["end"].get<double>())
+          return true;
+      return false;
     };
-    collect(*times);
-    if (flat.empty() || !during->is_array()) return std::optional<std::string>();
-    for (double t : flat) {
-      bool inside = false;
-      for (const auto& w : *during) {
-        if (!w.is_object() || !w.contains("start") || !w.contains("end") || !w["start"].is_number() ||
-            !w["end"].is_number())
-          continue;
-        if (t >= w["start"].get<double>() && t <= w["end"].get<double>()) {
-          inside = true;
-          break;
-        }
+    std::function<void(const json&, bool*, bool*)> all_inside = [&](const json& v, bool* any, bool* ok) {
+      if (v.is_number()) {
+        *any = true;
+        if (!inside(v.get<double>())) *ok = false;
+      } else if (v.is_array() || v.is_object()) {
+        for (const auto& x : v) all_inside(x, any, ok);
       }
-      if (!inside) return std::optional<std::string>();
+    };
+    std::map<std::string, json> per_key;
+    if (times->is_object())
+      for (const auto& [k, v] : times->items()) per_key[k] = v;
+    else
+      per_key[""] = *times;
+    size_t with_evidence = 0;
+    for (const auto& [k, v] : per_key) {
+      bool any = false, ok = true;
+      all_inside(v, &any, &ok);
+      if (!any) continue;
+      ++with_evidence;
+      if (ok) out.keys.insert(k);
     }
+    out.all = with_evidence > 0 && out.keys.size() == with_evidence;
+    if (out.keys.empty()) return out;
     auto reason = Render(idx, spec.reason);
     if (!reason.ok()) return reason.status();
-    std::string text = reason->empty() ? "evidence lies only inside " + spec.during.source : *reason;
-    return std::optional<std::string>(text);
+    out.reason = reason->empty() ? "evidence lies only inside " + spec.during.source : *reason;
+    return out;
   }
 
   // Evidence of a finding: its own, then that of the rules it directly references.
@@ -664,13 +680,24 @@ class Evaluator {
       f.summary = summary.ok() ? *summary : summary.status().message();
       if (f.summary.empty()) f.summary = rule.description;
       if (f.status == "fired" && rule.finding->suppress) {
-        auto reason = SuppressedBecause(idx, *rule.finding->suppress);
-        if (!reason.ok()) {
+        auto sup = Suppressed(idx, *rule.finding->suppress);
+        if (!sup.ok()) {
           f.status = "error";
-          f.summary = reason.status().message();
-        } else if (reason->has_value()) {
+          f.summary = sup.status().message();
+        } else if (sup->all) {
           f.status = "suppressed";
-          f.summary += " (suppressed: " + **reason + ")";
+          f.summary += " (suppressed: " + sup->reason + ")";
+        } else if (!sup->keys.empty()) {
+          // Only some keys' evidence is explained by the windows: the finding fires for the others.
+          std::set<std::string> quiet_hosts;
+          for (const auto& k : sup->keys) quiet_hosts.insert(k.substr(0, k.find('/')));
+          std::vector<std::string> kept;
+          for (const auto& h : f.hosts)
+            if (!quiet_hosts.count(h)) kept.push_back(h);
+          f.hosts = std::move(kept);
+          std::string names;
+          for (const auto& h : quiet_hosts) names += (names.empty() ? "" : ", ") + h;
+          f.summary += " (not counted on " + names + ": " + sup->reason + ")";
         }
       }
       f.evidence = FindingEvidence(idx);

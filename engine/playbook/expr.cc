@@ -736,25 +736,28 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
     return out;
   }
   if (f == "times_above") {
-    // times_above(series, threshold): the sample times (epoch seconds, ascending, unique) at which
-    // any series of a range query's `series` map (key -> [[t, v], ...]) exceeds the threshold, a
-    // number or a map key -> number (keys missing from it never count).
+    // times_above(series, threshold): per key of a range query's `series` map (key -> [[t, v], ...]),
+    // the sample times (epoch seconds, ascending) at which the value exceeds the threshold, a number
+    // or a map key -> number (keys missing from it never count); keys that never exceed it are left out.
     if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
       return EvalError(e, "times_above() needs (series, number or map), got " + TypeName(args[1]));
-    std::set<double> times;
+    Value out = Value::object();
     if (a.is_object()) {
       for (const auto& [key, samples] : a.items()) {
         const Value* limit = &args[1];
         if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
         if (!limit || !limit->is_number() || !samples.is_array()) continue;
+        std::set<double> times;
         for (const auto& p : samples)
           if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
               p[1].get<double>() > limit->get<double>())
             times.insert(p[0].get<double>());
+        if (times.empty()) continue;
+        Value list = Value::array();
+        for (double t : times) list.push_back(t);
+        out[key] = std::move(list);
       }
     }
-    Value out = Value::array();
-    for (double t : times) out.push_back(t);
     return out;
   }
   if (f == "step_time") {
@@ -968,7 +971,7 @@ std::string StaticType(const Expr& e,
     case ExprKind::kCall: {
       for (const auto& c : e.children) StaticType(*c, name_type, errors);
       static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
-      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where", "times_above"};
+      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where"};
       static const std::set<std::string> kBool = {"contains", "exists"};
       if (kNumber.count(e.text)) return "number";
       if (kList.count(e.text)) return "list";

@@ -166,7 +166,11 @@ TEST_F(SuppressTest, OneJumpOutsideTheWindowsFires) {
   auto graph = CompiledGraph::Compile(library_, {"spikes"});
   ASSERT_TRUE(graph.ok());
   auto r = Evaluate(*graph, ctx_);
-  EXPECT_EQ(Find(r, "spikes/jump_hosts")->status, "fired");
+  const Finding* f = Find(r, "spikes/jump_hosts");
+  EXPECT_EQ(f->status, "fired");
+  // Per key: h1's jump is explained by the save of step 10, so the finding names h2 only.
+  EXPECT_EQ(f->hosts, std::vector<std::string>({"h2"}));
+  EXPECT_NE(f->summary.find("not counted on h1: only at the saves of steps 10, 20"), std::string::npos) << f->summary;
   EXPECT_EQ(Find(r, "spikes/jump_verdict")->status, "fired");
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_EQ(r.candidates[0].root_cause, "host-oom");
