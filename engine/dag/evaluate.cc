@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -477,6 +479,16 @@ class Evaluator {
     bool fired = playbook::Truthy(*when);
     json value = {{"fired", fired}, {"hosts", json::array()}, {"confidence", nullptr}};
     out.health = "ok";
+    if (fired && v.suppress) {
+      auto sup = Suppressed(idx, *v.suppress);
+      if (!sup.ok()) return Fail(idx, "error", sup.status().message());
+      if (sup->all) {
+        fired = false;
+        value["fired"] = false;
+        value["suppressed"] = sup->reason;
+        suppressed_[idx] = sup->reason;
+      }
+    }
     if (!fired) {
       out.value = std::move(value);
       return;
@@ -549,6 +561,56 @@ class Evaluator {
     fired_[idx] = std::move(c);
   }
 
+  // Suppression (README §3.6): the keys of `times` (a map key -> time(s); a plain number or list is
+  // one key "") whose evidence times all lie inside one of the `during` windows, and the reason.
+  struct Suppression {
+    bool all = false;                      // every key's evidence is inside the windows
+    std::set<std::string> keys;            // the keys whose evidence is inside the windows
+    std::string reason;
+  };
+  StatusOr<Suppression> Suppressed(int idx, const playbook::SuppressSpec& spec) {
+    Suppression out;
+    auto times = Eval(idx, spec.times);
+    if (!times.ok()) return times.status();
+    auto during = Eval(idx, spec.during);
+    if (!during.ok()) return during.status();
+    if (!during->is_array() || during->empty()) return out;
+    auto inside = [&](double t) {
+      for (const auto& w : *during)
+        if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() &&
+            w["end"].is_number() && t >= w["start"].get<double>() && t <= w["end"].get<double>())
+          return true;
+      return false;
+    };
+    std::function<void(const json&, bool*, bool*)> all_inside = [&](const json& v, bool* any, bool* ok) {
+      if (v.is_number()) {
+        *any = true;
+        if (!inside(v.get<double>())) *ok = false;
+      } else if (v.is_array() || v.is_object()) {
+        for (const auto& x : v) all_inside(x, any, ok);
+      }
+    };
+    std::map<std::string, json> per_key;
+    if (times->is_object())
+      for (const auto& [k, v] : times->items()) per_key[k] = v;
+    else
+      per_key[""] = *times;
+    size_t with_evidence = 0;
+    for (const auto& [k, v] : per_key) {
+      bool any = false, ok = true;
+      all_inside(v, &any, &ok);
+      if (!any) continue;
+      ++with_evidence;
+      if (ok) out.keys.insert(k);
+    }
+    out.all = with_evidence > 0 && out.keys.size() == with_evidence;
+    if (out.keys.empty()) return out;
+    auto reason = Render(idx, spec.reason);
+    if (!reason.ok()) return reason.status();
+    out.reason = reason->empty() ? "evidence lies only inside " + spec.during.source : *reason;
+    return out;
+  }
+
   // Evidence of a finding: its own, then that of the rules it directly references.
   std::vector<Evidence> FindingEvidence(int idx) {
     std::vector<Evidence> ev = result_.nodes[idx].evidence;
@@ -577,6 +639,13 @@ class Evaluator {
       if (is_verdict) {
         bool fired = out.value.value("fired", false);
         f.status = fired ? "fired" : "clear";
+        if (auto s = suppressed_.find(idx); s != suppressed_.end()) {
+          f.status = "suppressed";
+          f.summary = "suppressed: " + s->second;
+          f.evidence = FindingEvidence(idx);
+          result_.findings.push_back(std::move(f));
+          continue;
+        }
         auto it = fired_.find(idx);
         if (it != fired_.end()) {
           f.hosts = it->second.hosts;
@@ -610,6 +679,27 @@ class Evaluator {
       auto summary = Render(idx, rule.finding->summary);
       f.summary = summary.ok() ? *summary : summary.status().message();
       if (f.summary.empty()) f.summary = rule.description;
+      if (f.status == "fired" && rule.finding->suppress) {
+        auto sup = Suppressed(idx, *rule.finding->suppress);
+        if (!sup.ok()) {
+          f.status = "error";
+          f.summary = sup.status().message();
+        } else if (sup->all) {
+          f.status = "suppressed";
+          f.summary += " (suppressed: " + sup->reason + ")";
+        } else if (!sup->keys.empty()) {
+          // Only some keys' evidence is explained by the windows: the finding fires for the others.
+          std::set<std::string> quiet_hosts;
+          for (const auto& k : sup->keys) quiet_hosts.insert(k.substr(0, k.find('/')));
+          std::vector<std::string> kept;
+          for (const auto& h : f.hosts)
+            if (!quiet_hosts.count(h)) kept.push_back(h);
+          f.hosts = std::move(kept);
+          std::string names;
+          for (const auto& h : quiet_hosts) names += (names.empty() ? "" : ", ") + h;
+          f.summary += " (not counted on " + names + ": " + sup->reason + ")";
+        }
+      }
       f.evidence = FindingEvidence(idx);
       result_.findings.push_back(std::move(f));
     }
@@ -636,6 +726,7 @@ class Evaluator {
   std::map<std::string, json> windows_;
   std::map<std::string, std::map<std::string, std::string>> window_problems_;
   std::map<int, verdict::Candidate> fired_;
+  std::map<int, std::string> suppressed_;   // verdict node -> why it did not fire
   json common_view_;
 };
 
@@ -688,6 +779,37 @@ json ResolveParams(const playbook::PlaybookSpec* pb, const EvaluationContext& ct
   return out;
 }
 
+// One window per logged checkpoint save: from the end of the saved step to the end of the step
+// after it (the write makes that step slow) plus thresholds.checkpoint_window_settle_seconds, the
+// time the writers' side effects (I/O pressure averages, retransmit storms, page cache) need to
+// fade. Step times come from discovery.step_times; without them the list is empty.
+json CheckpointWindows(const EvaluationContext& ctx, const json& thresholds) {
+  json out = json::array();
+  const json& saves = ctx.facts.is_object() && ctx.facts.contains("checkpoint_saves") ? ctx.facts["checkpoint_saves"] : kNull;
+  const json& times = ctx.discovery.is_object() && ctx.discovery.contains("step_times") ? ctx.discovery["step_times"] : kNull;
+  if (!saves.is_array() || !times.is_array()) return out;
+  std::map<double, double> end_of_step;
+  for (const auto& p : times)
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
+      end_of_step[p[0].get<double>()] = p[1].get<double>();
+  if (end_of_step.empty()) return out;
+  double settle = thresholds.is_object() && thresholds.contains("checkpoint_window_settle_seconds") &&
+                          thresholds["checkpoint_window_settle_seconds"].is_number()
+                      ? thresholds["checkpoint_window_settle_seconds"].get<double>()
+                      : 0;
+  std::set<double> seen;
+  for (const auto& s : saves) {
+    if (!s.is_number() || !seen.insert(s.get<double>()).second) continue;
+    double step = s.get<double>();
+    auto at = end_of_step.find(step);
+    if (at == end_of_step.end()) continue;
+    auto next = end_of_step.upper_bound(step);
+    double end = (next != end_of_step.end() ? next->second : at->second) + settle;
+    out.push_back({{"step", s}, {"start", at->second}, {"end", end}});
+  }
+  return out;
+}
+
 json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& ctx, const json& params,
                     const json& thresholds, std::map<std::string, std::string>* problems) {
   json out = json::object();
@@ -726,6 +848,7 @@ json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& c
   } else {
     (*problems)["heartbeat_stop"] = "no heartbeat crash time and timeout in the log facts";
   }
+  out["checkpoints"] = CheckpointWindows(ctx, thresholds);
   if (!pb) return out;
   for (const auto& [name, w] : pb->windows) {
     auto resolve = [&](const std::string& root) -> const Value* {

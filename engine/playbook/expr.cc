@@ -425,7 +425,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
-      {"where", {4, 4}},
+      {"where", {4, 4}},    {"times_above", {2, 2}},
   };
   return kFunctions;
 }
@@ -733,6 +733,31 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
       if (item.is_object() && item.contains(field) && !item[field].is_null() &&
           Compare(args[2].get<std::string>(), item[field], args[3]))
         out.push_back(item);
+    return out;
+  }
+  if (f == "times_above") {
+    // times_above(series, threshold): per key of a range query's `series` map (key -> [[t, v], ...]),
+    // the sample times (epoch seconds, ascending) at which the value exceeds the threshold, a number
+    // or a map key -> number (keys missing from it never count); keys that never exceed it are left out.
+    if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
+      return EvalError(e, "times_above() needs (series, number or map), got " + TypeName(args[1]));
+    Value out = Value::object();
+    if (a.is_object()) {
+      for (const auto& [key, samples] : a.items()) {
+        const Value* limit = &args[1];
+        if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
+        if (!limit || !limit->is_number() || !samples.is_array()) continue;
+        std::set<double> times;
+        for (const auto& p : samples)
+          if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
+              p[1].get<double>() > limit->get<double>())
+            times.insert(p[0].get<double>());
+        if (times.empty()) continue;
+        Value list = Value::array();
+        for (double t : times) list.push_back(t);
+        out[key] = std::move(list);
+      }
+    }
     return out;
   }
   if (f == "step_time") {

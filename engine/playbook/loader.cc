@@ -36,8 +36,9 @@ const std::set<std::string> kFactKeys = {"fact", "evidence"};
 const std::set<std::string> kAnalysisKeys = {"analysis", "input", "baseline_input", "phases", "windows", "args"};
 const std::set<std::string> kVerdictKeys = {"verdict"};
 const std::set<std::string> kVerdictBodyKeys = {"when", "root_cause", "confidence", "summary", "hosts", "onset",
-                                                "explains", "action", "exclude", "changes", "notes"};
-const std::set<std::string> kFindingKeys = {"when", "hosts", "summary"};
+                                                "explains", "action", "exclude", "changes", "notes", "suppress"};
+const std::set<std::string> kFindingKeys = {"when", "hosts", "summary", "suppress"};
+const std::set<std::string> kSuppressKeys = {"times", "during", "reason"};
 const std::set<std::string> kTriggerKeys = {"failure_class", "tgs_pattern", "status", "baseline", "tsdb", "when", "always"};
 const std::set<std::string> kParamKeys = {"type", "default", "expr", "doc"};
 const std::set<std::string> kArgKeys = {"type", "value", "expr"};
@@ -538,6 +539,25 @@ void ParseAnalysis(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
   }
 }
 
+std::optional<SuppressSpec> ParseSuppress(const FileCtx& ctx, const YAML::Node& n, const std::string& field) {
+  if (!n) return std::nullopt;
+  if (!n.IsMap()) {
+    ctx.Add(LoadCode::kFieldType, n, field, fmt::format(fmt::runtime(msg::kFieldType), field, "a map"));
+    return std::nullopt;
+  }
+  CheckKeys(ctx, n, kSuppressKeys);
+  SuppressSpec s;
+  for (const char* key : {"times", "during"}) {
+    if (!n[key]) {
+      ctx.Add(LoadCode::kMissingField, n, field + "." + key, fmt::format(fmt::runtime(msg::kMissingField), field + "." + key));
+      continue;
+    }
+    (std::string(key) == "times" ? s.times : s.during) = ParseExprNode(ctx, n[key], field + "." + key);
+  }
+  if (n["reason"]) s.reason = ParseTemplateNode(ctx, n["reason"], field + ".reason");
+  return s;
+}
+
 void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
   VerdictSpec& v = rule->verdict;
   if (!vn.IsMap()) {
@@ -613,6 +633,7 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
         v.changes[it->first.Scalar()] = ParseTemplateNode(ctx, it->second, "verdict.changes." + it->first.Scalar());
     }
   }
+  v.suppress = ParseSuppress(ctx, vn["suppress"], "verdict.suppress");
   if (YAML::Node notes = vn["notes"]) {
     if (notes.IsSequence()) {
       for (const auto& item : notes) v.notes.push_back(ParseTemplateNode(ctx, item, "verdict.notes"));
@@ -698,6 +719,7 @@ bool ParseRule(FileCtx& ctx, const YAML::Node& n, const std::string& playbook_id
       else ctx.Add(LoadCode::kMissingField, f, "finding.when", fmt::format(fmt::runtime(msg::kMissingField), "finding.when"));
       if (f["hosts"]) spec.hosts = ParseExprNode(ctx, f["hosts"], "finding.hosts");
       if (f["summary"]) spec.summary = ParseTemplateNode(ctx, f["summary"], "finding.summary");
+      spec.suppress = ParseSuppress(ctx, f["suppress"], "finding.suppress");
       rule->finding = std::move(spec);
     }
   }
@@ -770,6 +792,7 @@ void CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr& e, co
     }
     if (root == "windows") {
       if (path.size() < 2) return "map";
+      if (IsBuiltinWindowList(path[1])) return path.size() == 2 ? "list" : "";
       bool known = IsBuiltinWindow(path[1]) || (scope.playbook && scope.playbook->windows.count(path[1]));
       if (!known) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownWindow), field, path[1]));
       return path.size() == 3 ? "number" : "";
@@ -877,6 +900,11 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule) {
       }
       for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, &deps);
       for (auto& t : v.notes) CheckTemplate(ctx, scope, t, "verdict.notes", &deps);
+      if (v.suppress) {
+        CheckExpr(ctx, scope, v.suppress->times, "verdict.suppress.times", &deps);
+        CheckExpr(ctx, scope, v.suppress->during, "verdict.suppress.during", &deps);
+        CheckTemplate(ctx, scope, v.suppress->reason, "verdict.suppress.reason", &deps);
+      }
       break;
     }
   }
@@ -886,6 +914,11 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule) {
     CheckExpr(ctx, scope, rule->finding->when, "finding.when", &finding_deps);
     CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &finding_deps);
     CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps);
+    if (rule->finding->suppress) {
+      CheckExpr(ctx, scope, rule->finding->suppress->times, "finding.suppress.times", &finding_deps);
+      CheckExpr(ctx, scope, rule->finding->suppress->during, "finding.suppress.during", &finding_deps);
+      CheckTemplate(ctx, scope, rule->finding->suppress->reason, "finding.suppress.reason", &finding_deps);
+    }
     finding_deps.erase(rule->qualified_id);
     deps.insert(finding_deps.begin(), finding_deps.end());
   }

@@ -61,6 +61,8 @@ bool IsBuiltinWindow(const std::string& name) {
   return name == "job" || name == "heartbeat_stop" || name == "baseline_job";
 }
 
+bool IsBuiltinWindowList(const std::string& name) { return name == "checkpoints"; }
+
 const char* LoadCodeName(LoadCode code) {
   switch (code) {
     case LoadCode::kFileRead: return "file-read";

@@ -100,6 +100,16 @@ struct ExcludeSpec {
   Template reason;
 };
 
+// Evidence that lies only inside expected-disturbance windows (e.g. checkpoint saves) does not make
+// a finding: when `times` (epoch seconds of the evidence: a number, a list, or a map of either) is
+// non-empty and every time lies inside one of the `during` windows (a list of {start, end}), a
+// finding or verdict that would fire is reported `suppressed` with `reason` instead.
+struct SuppressSpec {
+  CompiledExpr times;
+  CompiledExpr during;
+  Template reason;
+};
+
 struct VerdictSpec {
   CompiledExpr when;
   std::string root_cause;
@@ -112,12 +122,14 @@ struct VerdictSpec {
   std::vector<ExcludeSpec> exclude;
   std::map<std::string, Template> changes;
   std::vector<Template> notes;
+  std::optional<SuppressSpec> suppress;
 };
 
 struct FindingSpec {
   CompiledExpr when;
   CompiledExpr hosts;
   Template summary;
+  std::optional<SuppressSpec> suppress;
 };
 
 struct RuleSpec {
@@ -177,5 +189,8 @@ struct Library {
 
 // Built-in window names (README §5).
 bool IsBuiltinWindow(const std::string& name);
+// Built-in window lists (README §5): `windows.<name>` is a list of {start, end}, usable in
+// expressions (e.g. `suppress.during`) but not as a query's `window`.
+bool IsBuiltinWindowList(const std::string& name);
 
 }  // namespace diagnose::playbook

@@ -118,28 +118,26 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
         if (e["host"] == item["host"].as<std::string>())
           EXPECT_EQ(e["priority"], item["priority"].as<int>()) << e.dump() << " (" << scenario.file << ")";
     }
-  // `fired` / `not_fired`: finding ids (`playbook/rule`) that must (not) fire; both must have run.
-  // A `fired` entry may be {id, hosts} to pin the finding's exact host set.
-  auto finding = [&](const std::string& id) -> const json* {
+  if (expect["changes"])
+    for (const auto& kv : expect["changes"])
+      EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());
+  // `findings: [{id, status, hosts}]`: each finding is in the report with that status (fired,
+  // clear, suppressed, ...) and, when `hosts` is given, exactly that host set.
+  for (const auto& want : expect["findings"]) {
+    const std::string id = want["id"].as<std::string>();
+    const json* found = nullptr;
     for (const auto& f : report["findings"])
-      if (f.value("id", "") == id) return &f;
-    return nullptr;
-  };
-  for (const auto& item : expect["fired"]) {
-    const std::string id = item.IsMap() ? item["id"].as<std::string>() : item.as<std::string>();
-    const json* f = finding(id);
-    ASSERT_NE(f, nullptr) << id << " is not in the report (" << scenario.file << ")";
-    EXPECT_EQ((*f)["status"], "fired") << id << " (" << scenario.file << "): " << f->dump();
-    if (item.IsMap() && item["hosts"]) {
-      std::set<std::string> hosts;
-      for (const auto& h : (*f)["hosts"]) hosts.insert(h.get<std::string>());
-      EXPECT_EQ(hosts, StringSet(item["hosts"])) << id << " (" << scenario.file << ")";
+      if (f.value("id", "") == id) found = &f;
+    if (!found) {
+      ADD_FAILURE() << scenario.file << ": finding " << id << " is not in the report";
+      continue;
     }
-  }
-  for (const auto& item : expect["not_fired"]) {
-    const json* f = finding(item.as<std::string>());
-    ASSERT_NE(f, nullptr) << item.as<std::string>() << " did not run (" << scenario.file << ")";
-    EXPECT_NE((*f)["status"], "fired") << item.as<std::string>() << " (" << scenario.file << "): " << f->dump();
+    EXPECT_EQ(found->value("status", ""), want["status"].as<std::string>()) << scenario.file << ": " << found->dump();
+    if (want["hosts"]) {
+      std::set<std::string> hosts;
+      for (const auto& h : (*found)["hosts"]) hosts.insert(h.get<std::string>());
+      EXPECT_EQ(hosts, StringSet(want["hosts"])) << scenario.file << ": finding " << id;
+    }
   }
   // `refuted`: failure classes the metrics showed to be false alarms (verdict.refuted extension).
   if (expect["refuted"]) {
@@ -147,9 +145,15 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
     for (const auto& r : report["verdict"].value("refuted", json::array())) refuted.insert(r.get<std::string>());
     EXPECT_EQ(refuted, StringSet(expect["refuted"])) << scenario.file;
   }
-  if (expect["changes"])
-    for (const auto& kv : expect["changes"])
-      EXPECT_EQ(report["decision"]["changes"].value(kv.first.as<std::string>(), ""), kv.second.as<std::string>());
+  // `report_contains: [text]`: what the reader must be told, somewhere in the verdict summary, the
+  // decision notes or a finding's summary.
+  std::string told = report["verdict"].value("summary", "");
+  for (const auto& n : report["decision"]["notes"]) told += "\n" + n.get<std::string>();
+  for (const auto& f : report["findings"])
+    if (f.value("status", "") != "clear") told += "\n" + f.value("summary", "");
+  for (const auto& text : expect["report_contains"])
+    EXPECT_NE(told.find(text.as<std::string>()), std::string::npos)
+        << scenario.file << ": the report never says '" << text.as<std::string>() << "':\n" << told;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, testing::ValuesIn(LoadScenarios()),

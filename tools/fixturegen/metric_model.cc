@@ -27,6 +27,7 @@ struct HostState {
   bool writer = false;         // checkpoint writer (DP replica 0)
   std::map<std::string, double> fault;   // kind -> magnitude active now
   std::map<std::string, std::vector<int>> fault_devices;
+  std::map<std::string, double> fault_progress;   // kind -> 0..1 through its window (ramps)
 };
 
 class SeriesSet {
@@ -123,7 +124,7 @@ class MetricModel {
       if (trains_on) st.activity = Activity::kTrain;
       else if (s_.silence_activity.empty() && s_.hang_seconds <= 0) st.activity = Activity::kIdle;
     }
-    st.writer = task < std::min<int>(8, static_cast<int>(s_.hosts.size()));
+    st.writer = task < std::min<int>(s_.checkpoint_writers, static_cast<int>(s_.hosts.size()));
     if (st.activity == Activity::kTrain && baseline_tgs_ > 0) {
       auto it = std::upper_bound(t_.steps.begin(), t_.steps.end(), time,
                                  [](double v, const StepRecord& r) { return v < r.end; });
@@ -138,6 +139,7 @@ class MetricModel {
       if (kind == "missed_scrapes") st.missed = true;
       st.fault[kind] = w.fault->rate;
       st.fault_devices[kind] = w.fault->devices;
+      if (w.end > w.begin) st.fault_progress[kind] = std::clamp((time - w.begin) / (w.end - w.begin), 0.0, 1.0);
     }
     Rng miss(s_.seed, target + "/miss/" + host + "/" + std::to_string(scrape_index));
     if (miss.Uniform() < s_.missed_scrape_fraction) st.missed = true;
@@ -338,6 +340,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   double io_full300_state = 0, io_some300_state = 0;
   std::vector<double> times = ScrapeTimes(task, "node_hw", s_.node_hw_interval);
   bool ghost_frozen = false;
+  bool oom_killed = false;
   for (size_t k = 0; k < times.size(); ++k) {
     double time = times[k];
     HostState st = StateAt(task, time, "node_hw", static_cast<int64_t>(k));
@@ -463,7 +466,10 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     set.Gauge(procs_blocked, time, blocked);
     set.Counter(ctxt, time, (active ? 2.1e5 : 4e4) * dt * r.Uniform(0.9, 1.1));
     double oom_now = FaultOn(st, "host_oom");
-    set.Counter(oom, time, oom_now > 0 && set.Value(oom) < 1e9 && r.Uniform() < 0.5 ? 1 : 0);
+    // the first scrape of an OOM window always sees the kill; later ones see further kills at random
+    bool kill = oom_now > 0 && (!oom_killed || r.Uniform() < 0.5);
+    if (oom_now > 0) oom_killed = true;
+    set.Counter(oom, time, kill ? 1 : 0);
     set.Gauge(dirty, time, std::floor(ckpt && st.writer ? r.Uniform(6e9, 2.4e10) : r.Uniform(1e5, 4e7)));
     set.Gauge(writeback, time, std::floor(ckpt && st.writer ? r.Uniform(1e9, 6e9) : r.Uniform(0, 2e5)));
     double full = ckpt && st.writer ? r.Uniform(40, 80) : 0;
@@ -545,6 +551,8 @@ Status MetricModel::Ray(int task, const SeriesSink& sink, MetricStats* stats) {
     double used = st.activity == Activity::kIdle ? 2.1e10 : 2.05e11 + r.Normal(0, 1.2e9);
     if (st.activity == Activity::kInit && s_.first_step > 0) used = 2.49e11;
     used += retained;
+    if (double ramp = FaultOn(st, "host_mem_ramp"); ramp > 0) used += ramp * total * st.fault_progress["host_mem_ramp"];
+    used = std::min(used, total * 0.995);
     if (FaultOn(st, "host_oom") > 0) used = total * r.Uniform(0.97, 0.995);
     set.Gauge(mem_used, time, std::floor(used));
     set.Gauge(mem_total, time, total);

@@ -36,6 +36,7 @@ const std::set<std::string> kFaultKinds = {
     "driver_fault",       // GPU plugin cycles alternate ~12 s (killed) / <3 s, GPU series gaps, dmesg errors
     "vram_pressure",      // hw_gpu_vram_used_bytes / ray_node_gram_used at `rate` x VRAM total while busy
     "gpu_hot",            // GPUs run `rate` C hotter with the clocks unchanged (no throttling)
+    "host_mem_ramp",      // ray_node_mem_used climbs linearly by rate x total over the window
 };
 
 std::string Where(const std::string& path, const YAML::Node& node) {
@@ -269,7 +270,8 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
                                     "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
                                     "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds",
-                                    "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip"},
+                                    "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip",
+                                    "checkpoint_writers"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -283,6 +285,8 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(t, "tflops_per_tgs", &s.tflops_per_tgs));
     RETURN_IF_ERROR(r.Get(t, "peak_tflops", &s.peak_tflops));
     RETURN_IF_ERROR(r.Get(t, "checkpoint_save_seconds", &s.checkpoint_save_seconds));
+    RETURN_IF_ERROR(r.Get(t, "checkpoint_writers", &s.checkpoint_writers));
+    if (s.checkpoint_writers < 1) return r.Error(t["checkpoint_writers"], "checkpoint_writers must be >= 1");
     RETURN_IF_ERROR(r.Get(t, "extra_nccl_waves", &s.extra_nccl_waves));
     RETURN_IF_ERROR(r.Get(t, "hang_seconds", &s.hang_seconds));
     RETURN_IF_ERROR(r.Get(t, "silence_activity", &s.silence_activity));

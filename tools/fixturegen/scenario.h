@@ -115,6 +115,7 @@ struct Scenario {
   std::map<int64_t, double> pinned_seconds;  // step -> exact `seconds:` (published log lines)
   int64_t checkpoint_period = 0;    // 0 = checkpointing off
   double checkpoint_save_seconds = 300;
+  int checkpoint_writers = 8;       // tasks of data-parallel replica 0 (they write the checkpoint)
   double loss_start = 10.8, loss_end = 5.5;
   double lb_loss = 0.0105;          // MoE load-balance loss baseline
   std::optional<int64_t> lb_loss_change_step;

@@ -52,14 +52,23 @@ tests.append(test('replica-0 hosts all run out of host memory after a checkpoint
                   families=OOM_FAM))
 
 j = Job(hosts, n=120, seed=13, ckpt_every=40, ckpt_len=6, writers=hosts[:2])
-tests.append(test('near miss: the replica-0 checkpoint footprint (1.4 TB retained) and an old OOM kill are not an OOM', j,
-                  facts(j),
+# Step i ends at sample i (tb_step); the saves of steps 39 and 79 are written in samples 40-45 and 80-85.
+tests.append(test('near miss: the replica-0 checkpoint footprint (1.4 TB retained) and an old OOM kill are not an OOM;'
+                  ' the memory jump at the save is suppressed by the checkpoint window', j,
+                  facts(j, extra={'checkpoint_saves': [39, 79]}),
                   {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'host-oom/oom_hosts', 'status': 'clear'},
                                 {'id': 'host-oom/exhausted_hosts', 'status': 'clear'},
                                 {'id': 'host-oom/config_oom', 'status': 'clear'},
-                                {'id': 'host-oom/single_host_oom', 'status': 'clear'}]},
-                  families=OOM_FAM))
+                                {'id': 'host-oom/single_host_oom', 'status': 'clear'},
+                                {'id': 'host-oom/spike_hosts', 'status': 'suppressed', 'hosts': hosts[:2]}]},
+                  families=OOM_FAM, tb_host=hosts[0]))
+tests.append(test('the same memory jumps without a logged checkpoint save are a sudden spike (finding, no verdict)', j,
+                  facts(j),
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'host-oom/spike_hosts', 'status': 'fired', 'hosts': hosts[:2]},
+                                {'id': 'host-oom/memory_pressure', 'status': 'clear'}]},
+                  families=OOM_FAM, tb_host=hosts[0]))
 
 tests.append(test('log-only: an oom-kill line without a TSDB is still a host OOM (possible), no retry', j,
                   facts(j, status='failed', cls='oom-host', classes=[{'failure_class': 'oom-host', 'host': hosts[1]}],
