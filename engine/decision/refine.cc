@@ -245,9 +245,10 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   // Likewise a symptom the metrics refuted (a "hang" whose GPUs kept training) is no reason to act.
   const bool metric_backed = diagnosis.verdict.source == "playbooks" &&
                              (diagnosis.verdict.confidence == "confirmed" || diagnosis.verdict.confidence == "likely");
-  const bool metric_backed_cause =
-      metric_backed && ((diagnosis.verdict.root_cause != "none" && diagnosis.verdict.root_cause != "unknown") ||
-                        !diagnosis.verdict.refuted.empty());
+  // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
+  const bool names_mechanism = diagnosis.verdict.root_cause != "none" && diagnosis.verdict.root_cause != "unknown" &&
+                               diagnosis.verdict.root_cause != "observability-gap";
+  const bool metric_backed_cause = metric_backed && (names_mechanism || !diagnosis.verdict.refuted.empty());
   const DecisionRule* rule = nullptr;
   if (auto match = metric_backed_cause ? std::nullopt : FirstMatchingRule(rules, facts, status, phase)) {
     rule = match->rule;

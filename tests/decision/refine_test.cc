@@ -372,6 +372,18 @@ TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
   EXPECT_EQ(Refine(f, {}, plain_none).decision.action, "retry-same-nodes");
 }
 
+TEST(SweepRules, BrokenTelemetryLeavesTheLogRulesInCharge) {
+  JobFacts f = MakeFacts("1", kEight);
+  AddSteps(&f, 0, 50);
+  for (const auto& h : kEight) AddNodeExit(&f, h, 1);
+  Report gap = MakeDiagnosis("observability-gap", "none");
+  gap.verdict.source = "playbooks";
+  gap.verdict.confidence = "likely";
+  SweepDecision d = Refine(f, {}, gap);
+  EXPECT_EQ(d.rule, "all-nodes-crash");
+  EXPECT_EQ(d.decision.action, "stop-sweep");
+}
+
 TEST(SweepRules, NoRuleMatchingPassesThePlaybookDecisionThrough) {
   JobFacts f = MakeFacts("8308", kEight);
   f.status = "completed";
