@@ -153,6 +153,15 @@ SignatureMatcher::SignatureMatcher(const SignatureTable& table, std::vector<std:
     for (const auto& p : table.classes[ci].patterns) literals_.push_back({static_cast<int>(ci), 0, false, &p});
     for (const auto& p : table.classes[ci].ignore) literals_.push_back({static_cast<int>(ci), 0, true, &p});
   }
+  for (const auto& l : literals_) {
+    const std::string& text = l.pattern->literal;
+    if (text.size() < 2) {
+      skip_from_root_ = false;
+      continue;
+    }
+    unsigned pair = static_cast<unsigned char>(text[0]) << 8 | static_cast<unsigned char>(text[1]);
+    literal_start_pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
+  }
   // Reduced alphabet: bytes that occur in some literal get their own symbol, all others share 0.
   for (const auto& l : literals_)
     for (unsigned char c : l.pattern->literal)
@@ -218,9 +227,21 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
   int s = 0;
   const int32_t* next = next_.data();
   const int alpha = alphabet_;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(line.data());
+  const size_t size = line.size();
   // Transitions hold (row offset << 1 | has_output): one table load per byte.
-  for (unsigned char c : line) {
-    int32_t v = next[s + byte_class_[c]];
+  for (size_t i = 0; i < size; ++i) {
+    if (s == 0 && skip_from_root_) {
+      // At the root, a byte whose pair with the next byte begins no literal leads (after that next
+      // byte) to the same state as starting afresh there, and emits nothing: skip it.
+      while (i + 1 < size) {
+        unsigned pair = bytes[i] << 8 | bytes[i + 1];
+        if (literal_start_pairs_[pair >> 6] >> (pair & 63) & 1) break;
+        ++i;
+      }
+      if (i + 1 >= size) break;   // a last byte alone cannot complete a literal of 2+ bytes
+    }
+    int32_t v = next[s + byte_class_[bytes[i]]];
     s = v >> 1;
     if (v & 1) {
       for (int o = output_head_[s / alpha]; o >= 0; o = outputs_[o].second) {
