@@ -13,7 +13,7 @@
 namespace diagnose {
 
 struct LineReaderOptions {
-  size_t block_bytes = 4 << 20;     // read(2) size
+  size_t block_bytes = 256 << 10;     // read(2) size
   size_t max_line_bytes = 64 << 10; // longer lines are truncated to this
 };
 

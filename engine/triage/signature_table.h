@@ -75,6 +75,9 @@ class SignatureMatcher {
   void Match(std::string_view line, std::vector<int>* out, uint32_t* trigger_bits = nullptr) const;
 
  private:
+  // The first position at or after `i` whose byte pair begins a literal; size - 1 or size when none.
+  size_t NextLiteralStart(const unsigned char* bytes, size_t i, size_t size) const;
+
   struct Literal {
     int class_index;    // -1: global harmless, -2: trigger (bit in `ignore` slot unused)
     int trigger_bit;
