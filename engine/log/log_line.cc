@@ -101,9 +101,9 @@ bool ParseAbslPrefix(std::string_view t, AbslPrefix* out) {
   return true;
 }
 
-std::string_view PeelLauncherPrefixes(std::string_view raw, LogLine* line) {
+std::string_view PeelLauncherPrefixes(std::string_view raw, int* task, bool* ray_driver) {
   std::string_view t = raw;
-  StripSrunLabel(&t, &line->task);
+  StripSrunLabel(&t, task);
   // The Ray driver prefix is the common case on RAY=1 logs: skip it without copying the line.
   if (t.size() > kColoredActor.size() && t[0] == '\x1b' && t.substr(0, kColoredActor.size()) == kColoredActor) {
     // The pid is all digits, so the close is normally right after them; search only otherwise.
@@ -113,7 +113,7 @@ std::string_view PeelLauncherPrefixes(std::string_view raw, LogLine* line) {
         std::memcmp(t.data() + close, kColoredActorClose.data(), kColoredActorClose.size()) != 0)
       close = t.find(kColoredActorClose, kColoredActor.size());
     if (close != std::string_view::npos) {
-      line->ray_driver = true;
+      *ray_driver = true;
       t.remove_prefix(close + kColoredActorClose.size());
       if (!t.empty() && t[0] == ' ') t.remove_prefix(1);
     }
@@ -123,7 +123,7 @@ std::string_view PeelLauncherPrefixes(std::string_view raw, LogLine* line) {
 
 LogLine ParseLogLine(std::string_view raw, std::string* scratch) {
   LogLine line;
-  std::string_view t = PeelLauncherPrefixes(raw, &line);
+  std::string_view t = PeelLauncherPrefixes(raw, &line.task, &line.ray_driver);
   if (!t.empty() && std::memchr(t.data(), '\x1b', t.size()) != nullptr) {
     StripAnsi(t, scratch);
     t = *scratch;

@@ -27,10 +27,11 @@ struct LogLine {
 };
 
 // The launcher's prefixes only: the srun label and the coloured Ray driver prefix, the first steps
-// of ParseLogLine. Sets line->task and line->ray_driver and returns the rest of `raw`, which may
+// of ParseLogLine. Sets *task (when labelled) and *ray_driver (when prefixed) and returns the rest
+// of `raw`, which may
 // still hold ANSI codes, an uncoloured Ray prefix or an absl prefix (the rest of the line is not
 // read, so hot paths can look at its start before paying for a full parse).
-std::string_view PeelLauncherPrefixes(std::string_view raw, LogLine* line);
+std::string_view PeelLauncherPrefixes(std::string_view raw, int* task, bool* ray_driver);
 
 // Strips prefixes from `raw`. When ANSI escapes must be removed the cleaned text is written into
 // `scratch` and `text` points into it, so `scratch` must outlive the returned line.

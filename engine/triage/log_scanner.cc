@@ -325,8 +325,9 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
 // what Feed() would do with it is exactly what this does.
 bool LogScanner::FeedRepeatedStep(std::string_view raw) {
   const std::string& digits = last_recorded_step_digits_;
-  LogLine line;
-  std::string_view text = PeelLauncherPrefixes(raw, &line);
+  int task = -1;   // not a whole LogLine: clearing one costs more than this path's work
+  bool ray_driver = false;
+  std::string_view text = PeelLauncherPrefixes(raw, &task, &ray_driver);
   if (digits.empty() || !StartsWith(text, kStepPrefix)) return false;
   // The very digits of the step just recorded (no number to parse), ended by neither a digit nor an
   // ANSI code: the full parse strips ANSI codes, which could join more digits to the number.
@@ -337,8 +338,8 @@ bool LogScanner::FeedRepeatedStep(std::string_view raw) {
   if (number.size() > digits.size() && (IsDigit(number[digits.size()]) || number[digits.size()] == '\x1b'))
     return false;
   ++result_.lines;
-  if (line.ray_driver) result_.ray = true;
-  NoteStepSeen(line.task < 0 ? default_task_ : line.task, last_recorded_step_);
+  if (ray_driver) result_.ray = true;
+  NoteStepSeen(task < 0 ? default_task_ : task, last_recorded_step_);
   return true;
 }
 

@@ -242,16 +242,21 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
   const int alpha = alphabet_;
   const auto* bytes = reinterpret_cast<const unsigned char*>(line.data());
   const size_t size = line.size();
-  // Transitions hold (row offset << 1 | has_output): one table load per byte.
-  for (size_t i = 0; i < size; ++i) {
+  size_t i = 0;
+  while (i < size) {
     if (s == 0 && skip_from_root_) {
       // At the root, a byte whose pair with the next byte begins no literal leads (after that next
       // byte) to the same state as starting afresh there, and emits nothing: skip it.
       i = NextLiteralStart(bytes, i, size);
       if (i + 1 >= size) break;   // a last byte alone cannot complete a literal of 2+ bytes
     }
-    int32_t v = next[s + byte_class_[bytes[i]]];
-    s = v >> 1;
+    // Transitions hold (row offset << 1 | has_output): one table load per byte. The walk stays in
+    // this small loop until a literal ends or it is back at the root, so its state stays in a register.
+    int32_t v;
+    do {
+      v = next[s + byte_class_[bytes[i++]]];
+      s = v >> 1;
+    } while (!(v & 1) && s != 0 && i < size);
     if (v & 1) {
       for (int o = output_head_[s / alpha]; o >= 0; o = outputs_[o].second) {
         const Literal& l = literals_[outputs_[o].first];
