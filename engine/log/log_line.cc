@@ -29,6 +29,7 @@ bool StripSrunLabel(std::string_view* text, int* task) {
 
 constexpr std::string_view kActor = "(MaxTextTrainerActor pid=";
 constexpr std::string_view kColoredActor = "\x1b[36m(MaxTextTrainerActor pid=";
+constexpr std::string_view kColoredActorClose = ")\x1b[0m";
 
 }  // namespace
 
@@ -100,19 +101,29 @@ bool ParseAbslPrefix(std::string_view t, AbslPrefix* out) {
   return true;
 }
 
-LogLine ParseLogLine(std::string_view raw, std::string* scratch) {
-  LogLine line;
+std::string_view PeelLauncherPrefixes(std::string_view raw, int* task, bool* ray_driver) {
   std::string_view t = raw;
-  StripSrunLabel(&t, &line.task);
+  StripSrunLabel(&t, task);
   // The Ray driver prefix is the common case on RAY=1 logs: skip it without copying the line.
   if (t.size() > kColoredActor.size() && t[0] == '\x1b' && t.substr(0, kColoredActor.size()) == kColoredActor) {
-    size_t close = t.find(")\x1b[0m", kColoredActor.size());
+    // The pid is all digits, so the close is normally right after them; search only otherwise.
+    size_t close = kColoredActor.size();
+    while (close < t.size() && IsDigit(t[close])) ++close;
+    if (t.size() - close < kColoredActorClose.size() ||
+        std::memcmp(t.data() + close, kColoredActorClose.data(), kColoredActorClose.size()) != 0)
+      close = t.find(kColoredActorClose, kColoredActor.size());
     if (close != std::string_view::npos) {
-      line.ray_driver = true;
-      t.remove_prefix(close + 5);
+      *ray_driver = true;
+      t.remove_prefix(close + kColoredActorClose.size());
       if (!t.empty() && t[0] == ' ') t.remove_prefix(1);
     }
   }
+  return t;
+}
+
+LogLine ParseLogLine(std::string_view raw, std::string* scratch) {
+  LogLine line;
+  std::string_view t = PeelLauncherPrefixes(raw, &line.task, &line.ray_driver);
   if (!t.empty() && std::memchr(t.data(), '\x1b', t.size()) != nullptr) {
     StripAnsi(t, scratch);
     t = *scratch;

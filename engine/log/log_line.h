@@ -26,6 +26,12 @@ struct LogLine {
   int64_t line_number = 0;        // 1-based within its file
 };
 
+// The launcher's prefixes only: the srun label and the coloured Ray driver prefix, the first steps
+// of ParseLogLine. Sets *task (when labelled) and *ray_driver (when prefixed) and returns the rest
+// of `raw`, which may still hold ANSI codes, an uncoloured Ray prefix or an absl prefix. The rest
+// of the line is not read, so hot paths can look at its start before paying for a full parse.
+std::string_view PeelLauncherPrefixes(std::string_view raw, int* task, bool* ray_driver);
+
 // Strips prefixes from `raw`. When ANSI escapes must be removed the cleaned text is written into
 // `scratch` and `text` points into it, so `scratch` must outlive the returned line.
 LogLine ParseLogLine(std::string_view raw, std::string* scratch);

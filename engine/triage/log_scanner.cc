@@ -8,7 +8,12 @@ namespace diagnose {
 
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// memcmp, not string_view::compare: with a constant prefix the compiler then inlines it.
+bool StartsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && std::memcmp(s.data(), p.data(), p.size()) == 0;
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -63,6 +68,22 @@ int YearAt(std::string_view s, size_t p) {
   return y >= 1990 && y <= 2200 ? y : 0;
 }
 
+constexpr std::string_view kStepPrefix = "completed step: ";
+
+// "completed step: N, ...": N and the text after it.
+bool ParseStepNumber(std::string_view msg, int64_t* step, std::string_view* rest) {
+  if (!StartsWith(msg, kStepPrefix)) return false;
+  const char* end = msg.data() + msg.size();
+  auto r = std::from_chars(msg.data() + kStepPrefix.size(), end, *step);
+  if (r.ec != std::errc()) return false;
+  *rest = std::string_view(r.ptr, end - r.ptr);
+  return true;
+}
+
+// Task numbers below this get a direct slot for their last step; larger ones (never seen in
+// practice) fall back to the map, so a garbage label cannot grow the slot table.
+constexpr int kTasksWithDirectSlot = 1 << 16;
+
 // Extraction triggers, in bit order (see LogScanner::Triggers()).
 constexpr uint32_t kTriggerMsccl = 1u << 0;
 constexpr uint32_t kTriggerActor = 1u << 1;
@@ -108,6 +129,7 @@ LogRef LogScanner::Ref(const LogLine& line, std::string_view text) const {
 }
 
 void LogScanner::Feed(std::string_view raw, int64_t line_number) {
+  if (FeedRepeatedStep(raw)) return;
   LogLine line = ParseLogLine(raw, &scratch_);
   line.line_number = line_number;
   if (line.task < 0) line.task = default_task_;
@@ -297,31 +319,63 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   RecordClasses(line, text);
 }
 
+// Every task prints every step, so most lines of a training log repeat the step just recorded and
+// change nothing but their task's last step. Such a line is recognised from its launcher prefixes
+// and step number alone, without the ANSI scan over the rest of the line that the full parse does;
+// what Feed() would do with it is exactly what this does.
+bool LogScanner::FeedRepeatedStep(std::string_view raw) {
+  const std::string& digits = last_recorded_step_digits_;
+  int task = -1;   // not a whole LogLine: clearing one costs more than this path's work
+  bool ray_driver = false;
+  std::string_view text = PeelLauncherPrefixes(raw, &task, &ray_driver);
+  if (digits.empty() || !StartsWith(text, kStepPrefix)) return false;
+  // The very digits of the step just recorded (no number to parse), ended by neither a digit nor an
+  // ANSI code: the full parse strips ANSI codes, which could join more digits to the number.
+  std::string_view number = text.substr(kStepPrefix.size());
+  if (number.size() < digits.size()) return false;
+  for (size_t i = 0; i < digits.size(); ++i)   // a few bytes: cheaper than a memcmp call
+    if (number[i] != digits[i]) return false;
+  if (number.size() > digits.size() && (IsDigit(number[digits.size()]) || number[digits.size()] == '\x1b'))
+    return false;
+  ++result_.lines;
+  if (ray_driver) result_.ray = true;
+  NoteStepSeen(task < 0 ? default_task_ : task, last_recorded_step_);
+  return true;
+}
+
+int64_t& LogScanner::LastStepOf(int task) {
+  if (task < 0 || task >= kTasksWithDirectSlot) return result_.last_step_by_task[task];
+  if (static_cast<size_t>(task) >= last_step_slots_.size()) last_step_slots_.resize(task + 1, nullptr);
+  int64_t*& slot = last_step_slots_[task];
+  if (slot == nullptr) slot = &result_.last_step_by_task[task];
+  return *slot;
+}
+
+void LogScanner::NoteStepSeen(int task, int64_t step) {
+  result_.lines_after_last_step = 0;
+  in_nccl_burst_ = false;
+  int64_t& last = LastStepOf(task);
+  last = std::max(last, step);
+}
+
 bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   std::string_view msg = text;
   if (msg[0] != 'c') {
     if (line.absl.level != 'I' || line.absl.message.empty() || line.absl.message[0] != 'c') return false;
     msg = line.absl.message;
   }
-  if (!StartsWith(msg, "completed step: ")) return false;
   int64_t step = 0;
-  const char* b = msg.data() + 16;
-  auto r = std::from_chars(b, msg.data() + msg.size(), step);
-  if (r.ec != std::errc()) return false;
-  result_.lines_after_last_step = 0;
-  if (in_nccl_burst_) in_nccl_burst_ = false;
-  if (line.task != last_task_) {
-    last_task_ = line.task;
-    last_task_step_ = &result_.last_step_by_task[line.task];
-  }
-  *last_task_step_ = std::max(*last_task_step_, step);
-  // Every task prints every step: most lines repeat the step just recorded.
-  if (step == last_recorded_step_ || result_.steps.count(step)) return true;
+  std::string_view rest;
+  if (!ParseStepNumber(msg, &step, &rest)) return false;
+  NoteStepSeen(line.task, step);
+  if (step == last_recorded_step_) return true;
+  auto at = result_.steps.lower_bound(step);
+  if (at != result_.steps.end() && at->first == step) return true;
   last_recorded_step_ = step;
+  last_recorded_step_digits_.assign(msg.data() + kStepPrefix.size(), rest.data());
   StepRecord s;
   s.step = step;
   s.task = line.task;
-  std::string_view rest(r.ptr, msg.data() + msg.size() - r.ptr);
   NumberAfter(rest, "seconds:", &s.seconds);
   NumberAfter(rest, "TFLOP/s/device:", &s.tflops_per_device);
   double mfu;
@@ -333,7 +387,7 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   if (NumberAfter(rest, "mtp_loss:", &mtp)) s.mtp_loss = mtp;
   // No quoted text: every step is kept, and its fields already say what the line said.
   s.where = LogRef{file_, line.line_number, ""};
-  result_.steps.emplace(step, std::move(s));
+  result_.steps.emplace_hint(at, step, std::move(s));
   return true;
 }
 
@@ -536,7 +590,9 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   }
   // Decided before the merge below empties `later.steps`.
   const bool later_has_steps = !later.steps.empty();
-  steps.merge(later.steps);   // splices nodes; keys already present keep the earlier record
+  // Node by node at the end hint: a later range's steps follow ours, so each splice is constant
+  // time (std::map::merge searches for every key). Keys already present keep the earlier record.
+  while (!later.steps.empty()) steps.insert(steps.end(), later.steps.extract(later.steps.begin()));
   for (auto& e : later.heartbeat_evidence)
     if (heartbeat_evidence.size() < 8) heartbeat_evidence.push_back(std::move(e));
   for (auto& kv : later.classes) {

@@ -101,7 +101,10 @@ class LogScanner {
   ScanResult& result() { return result_; }
 
  private:
+  bool FeedRepeatedStep(std::string_view raw);
   bool HandleStep(const LogLine& line, std::string_view text);
+  void NoteStepSeen(int task, int64_t step);
+  int64_t& LastStepOf(int task);
   void HandleHeader(const LogLine& line, std::string_view text);
   void HandleEnvDump(int task, std::string_view text);
   void HandleSummary(const LogLine& line, std::string_view text);
@@ -127,9 +130,11 @@ class LogScanner {
   int lines_since_nccl_ = 0;
   int heartbeat_tail_ = 0;
   bool fallback_triggers_ = false;   // matcher built without Triggers(): search them one by one
-  int last_task_ = -2;
-  int64_t* last_task_step_ = nullptr;   // std::map nodes are stable
-  int64_t last_recorded_step_ = -1;   // lines after an "unhealthy" line where task lists are expected
+  // result_.last_step_by_task entries by task (std::map nodes are stable): the tasks' step lines
+  // interleave, so a map lookup per step line would be the scanner's main cost.
+  std::vector<int64_t*> last_step_slots_;
+  int64_t last_recorded_step_ = -1;
+  std::string last_recorded_step_digits_;   // its text in the line that recorded it
 };
 
 }  // namespace diagnose

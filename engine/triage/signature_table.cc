@@ -153,6 +153,15 @@ SignatureMatcher::SignatureMatcher(const SignatureTable& table, std::vector<std:
     for (const auto& p : table.classes[ci].patterns) literals_.push_back({static_cast<int>(ci), 0, false, &p});
     for (const auto& p : table.classes[ci].ignore) literals_.push_back({static_cast<int>(ci), 0, true, &p});
   }
+  for (const auto& l : literals_) {
+    const std::string& text = l.pattern->literal;
+    if (text.size() < 2) {
+      skip_from_root_ = false;
+      continue;
+    }
+    unsigned pair = static_cast<unsigned char>(text[0]) << 8 | static_cast<unsigned char>(text[1]);
+    literal_start_pairs_[pair >> 6] |= uint64_t{1} << (pair & 63);
+  }
   // Reduced alphabet: bytes that occur in some literal get their own symbol, all others share 0.
   for (const auto& l : literals_)
     for (unsigned char c : l.pattern->literal)
@@ -209,6 +218,19 @@ SignatureMatcher::SignatureMatcher(const SignatureTable& table, std::vector<std:
   for (auto& v : next_) v = ((v * alphabet_) << 1) | (output_head_[v] >= 0 ? 1 : 0);
 }
 
+size_t SignatureMatcher::NextLiteralStart(const unsigned char* bytes, size_t i, size_t size) const {
+  auto begins_literal = [this, bytes](size_t at) -> uint64_t {
+    unsigned pair = bytes[at] << 8 | bytes[at + 1];
+    return literal_start_pairs_[pair >> 6] >> (pair & 63) & 1;
+  };
+  // Four positions per branch: most positions begin nothing, and the tests do not depend on each other.
+  for (; i + 4 < size; i += 4)
+    if (begins_literal(i) | begins_literal(i + 1) | begins_literal(i + 2) | begins_literal(i + 3)) break;
+  for (; i + 1 < size; ++i)
+    if (begins_literal(i)) return i;
+  return i;
+}
+
 void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint32_t* trigger_bits) const {
   out->clear();
   uint32_t triggers = 0;
@@ -218,10 +240,23 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
   int s = 0;
   const int32_t* next = next_.data();
   const int alpha = alphabet_;
-  // Transitions hold (row offset << 1 | has_output): one table load per byte.
-  for (unsigned char c : line) {
-    int32_t v = next[s + byte_class_[c]];
-    s = v >> 1;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(line.data());
+  const size_t size = line.size();
+  size_t i = 0;
+  while (i < size) {
+    if (s == 0 && skip_from_root_) {
+      // At the root, a byte whose pair with the next byte begins no literal leads (after that next
+      // byte) to the same state as starting afresh there, and emits nothing: skip it.
+      i = NextLiteralStart(bytes, i, size);
+      if (i + 1 >= size) break;   // a last byte alone cannot complete a literal of 2+ bytes
+    }
+    // Transitions hold (row offset << 1 | has_output): one table load per byte. The walk stays in
+    // this small loop until a literal ends or it is back at the root, so its state stays in a register.
+    int32_t v;
+    do {
+      v = next[s + byte_class_[bytes[i++]]];
+      s = v >> 1;
+    } while (!(v & 1) && s != 0 && i < size);
     if (v & 1) {
       for (int o = output_head_[s / alpha]; o >= 0; o = outputs_[o].second) {
         const Literal& l = literals_[outputs_[o].first];

@@ -75,6 +75,9 @@ class SignatureMatcher {
   void Match(std::string_view line, std::vector<int>* out, uint32_t* trigger_bits = nullptr) const;
 
  private:
+  // The first position at or after `i` whose byte pair begins a literal; size - 1 or size when none.
+  size_t NextLiteralStart(const unsigned char* bytes, size_t i, size_t size) const;
+
   struct Literal {
     int class_index;    // -1: global harmless, -2: trigger (bit in `ignore` slot unused)
     int trigger_bit;
@@ -85,6 +88,11 @@ class SignatureMatcher {
   std::vector<std::string> triggers_;
   SignaturePattern trigger_patterns_[32];
   std::vector<Literal> literals_;
+  // Which byte pairs begin a literal (bit (a << 8 | b)). From the root state a position whose pair
+  // begins no literal cannot start a match, so Match() skips such positions with one bit test each
+  // instead of walking the automaton. Exact only when no literal is a single byte.
+  uint64_t literal_start_pairs_[(1 << 16) / 64] = {};
+  bool skip_from_root_ = true;
   uint8_t byte_class_[256] = {};
   int alphabet_ = 1;
   std::vector<int32_t> next_;          // state * alphabet_ + symbol

@@ -30,7 +30,8 @@ struct Prefix {
   }
 };
 
-double Median(std::vector<double> v) {
+// Reorders `v` (callers pass a scratch window they refill anyway).
+double Median(std::vector<double>& v) {
   if (v.empty()) return 0;
   size_t m = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + m, v.end());
@@ -148,10 +149,11 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
   // 1. Spikes: isolated departures from the local median (checkpoint saves, GC pauses).
   std::vector<bool> spike(n_all, false);
   std::vector<bool> outlier(n_all, false);
+  std::vector<double> w;   // one buffer for every window: no allocation per step
   for (size_t i = warm; i < n_all; ++i) {
     size_t lo = i >= warm + o.spike_window ? i - o.spike_window : warm;
     size_t hi = std::min(n_all, i + o.spike_window + 1);
-    std::vector<double> w(tgs.begin() + lo, tgs.begin() + hi);
+    w.assign(tgs.begin() + lo, tgs.begin() + hi);
     double med = Median(w);
     if (med > 0 && std::abs(tgs[i] - med) / med * 100.0 > o.spike_pct) outlier[i] = true;
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/triage/triage_support.h"
 
 namespace diagnose {
@@ -74,6 +76,65 @@ classes:
   EXPECT_EQ(hits.size(), 2u);
   m.Match("nothing", &hits);
   EXPECT_TRUE(hits.empty());
+}
+
+// What Match() must report, by brute force: classes whose pattern occurs unless an ignore of
+// theirs or a harmless pattern occurs; trigger bits for every trigger that occurs.
+std::vector<int> NaiveMatch(const SignatureTable& t, const std::vector<std::string>& triggers,
+                            std::string_view line, uint32_t* trigger_bits) {
+  auto occurs = [&](const std::vector<SignaturePattern>& list) {
+    for (const auto& p : list)
+      if (line.find(p.literal) != std::string_view::npos) return true;
+    return false;
+  };
+  *trigger_bits = 0;
+  for (size_t i = 0; i < triggers.size(); ++i)
+    if (line.find(triggers[i]) != std::string_view::npos) *trigger_bits |= 1u << i;
+  std::vector<int> out;
+  if (occurs(t.harmless)) return out;
+  for (size_t ci = 0; ci < t.classes.size(); ++ci)
+    if (occurs(t.classes[ci].patterns) && !occurs(t.classes[ci].ignore)) out.push_back(static_cast<int>(ci));
+  return out;
+}
+
+// Overlapping literals, literals at either end of a line and (second table) a one-byte literal,
+// which turns the root skip off, against random lines over the literals' own alphabet.
+TEST(SignatureTableTest, MatcherAgreesWithBruteForceOnRandomLines) {
+  for (const char* one_byte_class : {"", "  - id: c\n    stage: job\n    priority: 3\n    patterns: [q]\n"}) {
+    auto t = ParseSignatureTable(std::string(R"(
+harmless: ["zzq"]
+classes:
+  - id: a
+    stage: training
+    priority: 1
+    patterns: ["abc", "cd", "xab"]
+    ignore: ["bcdx"]
+  - id: b
+    stage: job
+    priority: 2
+    patterns: ["abcd", "ba", "dd a"]
+)") + one_byte_class, "t.yaml");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    const std::vector<std::string> triggers{"ca", "d d", "bb"};
+    SignatureMatcher m(*t, triggers);
+    const std::string alphabet = "abcdxzq ";
+    unsigned rng = 7;
+    std::vector<int> hits;
+    for (int n = 0; n < 20000; ++n) {
+      std::string line;
+      rng = rng * 1103515245u + 12345u;
+      for (int len = (rng >> 16) % 24; len > 0; --len) {
+        rng = rng * 1103515245u + 12345u;
+        line += alphabet[(rng >> 16) % alphabet.size()];
+      }
+      uint32_t bits = 0, expected_bits = 0;
+      m.Match(line, &hits, &bits);
+      std::vector<int> expected = NaiveMatch(*t, triggers, line, &expected_bits);
+      std::sort(hits.begin(), hits.end());
+      ASSERT_EQ(hits, expected) << "line '" << line << "'";
+      ASSERT_EQ(bits, expected_bits) << "line '" << line << "'";
+    }
+  }
 }
 
 }  // namespace
