@@ -419,25 +419,24 @@ StatusOr<Json> UniformDelta(const AnalysisInput& in) {
   Json out = {{"deltas", Json::object()}, {"hosts", Json::array()}, {"count", 0}, {"median", nullptr},
               {"min", nullptr}, {"max", nullptr}, {"spread_pct", nullptr}, {"uniform", false}, {"paired", true}};
   if (base_vals.empty()) return out;
+  // A host both jobs ran on is compared with itself; a host only the subject ran on (another
+  // allocation, or a partly overlapping one) with the baseline's median, so every subject host counts.
+  const double base_median = Median(base_vals);
   bool any_common = false;
-  for (const auto& [k, v] : in.input.items())
-    if (in.baseline_input.contains(k)) any_common = true;
-  // Different node sets (another allocation): compare each subject host with the baseline median.
-  double base_median = Median(base_vals);
-  out["paired"] = any_common;
   std::vector<double> deltas;
   for (const auto& [k, v] : in.input.items()) {
     if (!v.is_number()) continue;
     double b = base_median;
-    if (any_common) {
-      if (!in.baseline_input.contains(k) || !in.baseline_input[k].is_number()) continue;
+    if (in.baseline_input.contains(k) && in.baseline_input[k].is_number()) {
       b = in.baseline_input[k].get<double>();
+      any_common = true;
     }
     double d = v.get<double>() - b;
     out["deltas"][k] = d;
     out["hosts"].push_back(k);
     deltas.push_back(d);
   }
+  out["paired"] = any_common;
   if (deltas.empty()) return out;
   double med = Median(deltas);
   double lo = *std::min_element(deltas.begin(), deltas.end());

@@ -153,6 +153,22 @@ TEST(UniformDeltaTest, RestoreLeakIsUniformAcrossHosts) {
   EXPECT_FALSE((*UniformDelta(in))["uniform"].get<bool>());
 }
 
+TEST(UniformDeltaTest, PartlyOverlappingAllocationsCountEverySubjectHost) {
+  Json subject = Json::object(), baseline = Json::object();
+  for (int h = 0; h < 18; ++h) baseline["n" + std::to_string(h)] = 18 + Noise(h, 1);
+  for (int h = 12; h < 30; ++h) subject["n" + std::to_string(h)] = 34 + Noise(h + 3, 1);   // 6 shared hosts
+  AnalysisInput in;
+  in.input = subject;
+  in.baseline_input = baseline;
+  in.args = Args("uniform_delta", {{"min_delta", 10}});
+  auto r = UniformDelta(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["count"], 18) << r->dump(2);
+  EXPECT_TRUE((*r)["paired"].get<bool>());
+  EXPECT_TRUE((*r)["uniform"].get<bool>());
+  EXPECT_NEAR((*r)["median"].get<double>(), 16, 1);
+}
+
 TEST(WindowRatioTest, RatioBetweenWindows) {
   Json series = {{"h1", Json::array()}};
   for (int i = 0; i < 10; ++i) series["h1"].push_back({i * 10, i < 5 ? 900.0 : 300.0});
