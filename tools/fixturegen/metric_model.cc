@@ -354,7 +354,8 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     // Driver fault: every other exporter cycle the GPU plugin hangs in sysfs until its 10 s kill, so
     // that cycle takes ~12 s and carries no GPU series; the other cycles are slow but complete.
     const double driver_fault = FaultOn(st, "driver_fault");
-    const bool plugin_killed = driver_fault > 0 && k % 2 == 0;
+    // A killed cycle (driver fault) or a GPU plugin that exited 99 ("never run again") exports no GPU series.
+    const bool plugin_killed = (driver_fault > 0 && k % 2 == 0) || st.fault.count("gpu_plugin_absent") > 0;
     set.Gauge(up, time, 1);
     set.Gauge(prom_dur, time, st.ghost ? 0.004 : r.Uniform(0.11, 0.19));
     set.Gauge(prom_samples, time, plugin_killed ? exported - static_cast<double>(gpu_series) : exported);

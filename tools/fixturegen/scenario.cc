@@ -36,6 +36,7 @@ const std::set<std::string> kFaultKinds = {
     "driver_fault",       // GPU plugin cycles alternate ~12 s (killed) / <3 s, GPU series gaps, dmesg errors
     "vram_pressure",      // hw_gpu_vram_used_bytes / ray_node_gram_used at `rate` x VRAM total while busy
     "gpu_hot",            // GPUs run `rate` C hotter with the clocks unchanged (no throttling)
+    "gpu_plugin_absent",  // the GPU plugin exited 99 on these hosts: no hw_gpu_* series in the window
     "host_mem_ramp",      // ray_node_mem_used climbs linearly by rate x total over the window
 };
 

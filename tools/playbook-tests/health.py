@@ -245,6 +245,16 @@ tests.append(test('a 25-minute scrape gap on one host', j, facts(j),
                                 {'id': 'observability-gaps/ghost_hosts', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 
+j = Job(hosts, gpus=2, n=100, seed=86)
+for fam in ('hw_gpu_power_watts', 'hw_gpu_temperature_celsius', 'hw_gpu_clock_mhz'):
+    j.override(fam, lambda h, g, i, d: None if h == 'ob-2' else d)
+tests.append(test('GPU plugin not running on one host: its GPU conclusions cannot be drawn', j, facts(j),
+                  {'root_cause': 'observability-gap', 'action': 'none', 'confidence': 'possible',
+                   'findings': [{'id': 'observability-gaps/family_gap_hosts', 'status': 'fired', 'hosts': ['ob-2']},
+                                {'id': 'observability-gaps/missing_families', 'status': 'clear'},
+                                {'id': 'observability-gaps/gap_hosts', 'status': 'clear'}]},
+                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
+
 j = Job(hosts, gpus=2, n=100, seed=85)
 j.override('hw_scrape_duration_seconds', lambda h, g, i, d: None if (i % 17 == 5) else d)
 tests.append(test('near miss: occasional missed scrapes are not a gap', j, facts(j),
