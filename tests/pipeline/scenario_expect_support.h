@@ -1,0 +1,28 @@
+// What a scenario's `expect:` block says about the contract report of its job: shared by the
+// fixture contract test and the variant test (the same scenarios under other hosts and intervals).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "tests/pipeline/diagnose_cli_support.h"
+
+namespace diagnose::e2e {
+
+// Host names of a list given as plain names or {host: ...} maps.
+std::set<std::string> StringSet(const YAML::Node& node);
+
+std::string ScenarioJobId(const YAML::Node& root);
+
+// `ID --outputs OUTPUTS --format json [--now T] [--baseline B]` for a scenario.
+std::vector<std::string> ScenarioCliArgs(const YAML::Node& root, const std::string& outputs);
+
+// Records a test failure for every point of the scenario's `expect:` block (status, failure class,
+// root cause, action, exclusions with priorities, findings, refuted symptoms, report texts) and
+// every contract invariant the report breaks. `file` names the scenario in messages.
+void ExpectScenarioReport(const CliRun& run, const YAML::Node& root, const std::string& file);
+
+}  // namespace diagnose::e2e
