@@ -480,9 +480,9 @@ class Evaluator {
     json value = {{"fired", fired}, {"hosts", json::array()}, {"confidence", nullptr}};
     out.health = "ok";
     if (fired && v.suppress) {
+      // A suppression that cannot be judged never hides a verdict that fired.
       auto sup = Suppressed(idx, *v.suppress);
-      if (!sup.ok()) return Fail(idx, "error", sup.status().message());
-      if (sup->all) {
+      if (sup.ok() && sup->all) {
         fired = false;
         value["fired"] = false;
         value["suppressed"] = sup->reason;
@@ -566,7 +566,18 @@ class Evaluator {
   struct Suppression {
     bool all = false;                      // every key's evidence is inside the windows
     std::set<std::string> keys;            // the keys whose evidence is inside the windows
+    std::set<std::string> loud_keys;       // the keys with evidence outside them
     std::string reason;
+
+    // Hosts (the part of a key before "/", e.g. host/gpu3) all of whose evidence is inside.
+    std::set<std::string> QuietHosts() const {
+      auto host_of = [](const std::string& k) { return k.substr(0, k.find('/')); };
+      std::set<std::string> loud, quiet;
+      for (const auto& k : loud_keys) loud.insert(host_of(k));
+      for (const auto& k : keys)
+        if (!loud.count(host_of(k))) quiet.insert(host_of(k));
+      return quiet;
+    }
   };
   StatusOr<Suppression> Suppressed(int idx, const playbook::SuppressSpec& spec) {
     Suppression out;
@@ -601,7 +612,7 @@ class Evaluator {
       all_inside(v, &any, &ok);
       if (!any) continue;
       ++with_evidence;
-      if (ok) out.keys.insert(k);
+      (ok ? out.keys : out.loud_keys).insert(k);
     }
     out.all = with_evidence > 0 && out.keys.size() == with_evidence;
     if (out.keys.empty()) return out;
@@ -681,19 +692,18 @@ class Evaluator {
       if (f.summary.empty()) f.summary = rule.description;
       if (f.status == "fired" && rule.finding->suppress) {
         auto sup = Suppressed(idx, *rule.finding->suppress);
+        const std::set<std::string> quiet_hosts = sup.ok() ? sup->QuietHosts() : std::set<std::string>{};
         if (!sup.ok()) {
-          f.status = "error";
-          f.summary = sup.status().message();
+          // It still fired; say why it could not be checked against the windows.
+          f.summary += " (suppression not judged: " + sup.status().message() + ")";
         } else if (sup->all) {
           f.status = "suppressed";
           f.summary += " (suppressed: " + sup->reason + ")";
-        } else if (!sup->keys.empty()) {
-          // Only some keys' evidence is explained by the windows: the finding fires for the others.
-          std::set<std::string> quiet_hosts;
-          for (const auto& k : sup->keys) quiet_hosts.insert(k.substr(0, k.find('/')));
+        } else if (!quiet_hosts.empty()) {
+          // Only some hosts' evidence is explained by the windows: the finding fires for the others.
           std::vector<std::string> kept;
           for (const auto& h : f.hosts)
-            if (!quiet_hosts.count(h)) kept.push_back(h);
+            if (!quiet_hosts.count(h.substr(0, h.find('/')))) kept.push_back(h);
           f.hosts = std::move(kept);
           std::string names;
           for (const auto& h : quiet_hosts) names += (names.empty() ? "" : ", ") + h;

@@ -750,7 +750,7 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
         std::set<double> times;
         for (const auto& p : samples)
           if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
-              p[1].get<double>() > limit->get<double>())
+              p[1].get<double>() >= limit->get<double>())
             times.insert(p[0].get<double>());
         if (times.empty()) continue;
         Value list = Value::array();

@@ -114,6 +114,8 @@ void Walk(const Report& r, Sink* s) {
   s->KeyValue("domain", r.verdict.domain);
   s->KeyValue("confidence", r.verdict.confidence);
   if (!r.verdict.summary.empty()) s->KeyValue("summary", r.verdict.summary);
+  if (!r.verdict.refuted.empty())
+    s->KeyValue("refuted", Join(r.verdict.refuted, ", ") + " (the log suggested it; the metrics contradict it)");
   if (!r.causal_chain.empty()) s->KeyValue("causal chain", Join(r.causal_chain, " -> "));
   s->Section("Decision");
   s->KeyValue("action", r.decision.action, true);

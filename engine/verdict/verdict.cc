@@ -12,13 +12,18 @@ bool IsUnexplainedStatus(const std::string& status) {
   return status == "failed" || status == "hanging" || status == "unknown-death";
 }
 
-// A `none` verdict of at least likely confidence that accounts for the primary failure class:
-// the playbook refutes the symptom rather than explaining a fault.
-const Candidate* FindRefuter(const std::vector<Candidate>& neutral, const std::vector<std::string>& failure_classes) {
-  if (failure_classes.empty()) return nullptr;
+// A `none` verdict of at least likely confidence that accounts for every failure class of a job
+// that is still alive: the playbook refutes the symptom rather than explaining a fault. A job that
+// failed, or one with any symptom left unexplained, is never refuted into "nothing wrong".
+const Candidate* FindRefuter(const std::vector<Candidate>& neutral, const std::string& job_status,
+                             const std::vector<std::string>& failure_classes) {
+  if (failure_classes.empty() || (job_status != "hanging" && job_status != "running")) return nullptr;
   for (const auto& c : neutral) {
     if (c.root_cause != "none" || ConfidenceRank(c.confidence) < 2) continue;
-    if (std::find(c.explains.begin(), c.explains.end(), failure_classes.front()) != c.explains.end()) return &c;
+    const bool explains_all = std::all_of(failure_classes.begin(), failure_classes.end(), [&](const std::string& fc) {
+      return std::find(c.explains.begin(), c.explains.end(), fc) != c.explains.end();
+    });
+    if (explains_all) return &c;
   }
   return nullptr;
 }
@@ -88,7 +93,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
     for (const auto& fc : failure_classes)
       if (explained.count(fc) && seen.insert("symptom:" + fc).second) out.causal_chain.push_back("symptom: " + fc);
-  } else if (const Candidate* refuter = FindRefuter(neutral, failure_classes)) {
+  } else if (const Candidate* refuter = FindRefuter(neutral, job_status, failure_classes)) {
     // The metrics contradict the log's primary symptom (e.g. a "hang" while every GPU kept
     // training): nothing is wrong that a retry would fix, and the symptom is reported as refuted.
     out.verdict.root_cause = "none";

@@ -62,14 +62,17 @@ rules:
         during: windows.checkpoints
 )YAML";
 
+// `text` with every `from` replaced by `to`.
+std::string Replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
 class SuppressTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    playbook::Loader loader;
-    loader.LoadCommonText("thresholds: {checkpoint_window_settle_seconds: 60}\n", "t.yaml");
-    loader.LoadPlaybookText(kPlaybook, "spikes.yaml");
-    ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
-    library_ = loader.TakeLibrary();
+    library_ = Load(kPlaybook);
     JobFacts facts;
     facts.status = "completed";
     facts.checkpoint_saves = {10, 20};
@@ -83,6 +86,15 @@ class SuppressTest : public ::testing::Test {
     }
     ctx_.discovery = {{"range", {{"start", 1000}, {"end", t}}}, {"step_times", times}};
     ctx_.subject = &client_;
+  }
+
+  // A library of the shared thresholds and one playbook.
+  static playbook::Library Load(const std::string& playbook_text) {
+    playbook::Loader loader;
+    loader.LoadCommonText("thresholds: {checkpoint_window_settle_seconds: 60}\n", "t.yaml");
+    loader.LoadPlaybookText(playbook_text, "p.yaml");
+    EXPECT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+    return loader.TakeLibrary();
   }
 
   // A series of `host` that is 0 everywhere except `value` at each of `at`.
@@ -184,6 +196,47 @@ TEST_F(SuppressTest, WithoutLoggedSavesThereAreNoWindowsAndNothingIsSuppressed) 
   auto r = Evaluate(*graph, ctx_);
   EXPECT_EQ(Find(r, "spikes/jump_hosts")->status, "fired");
   EXPECT_EQ(r.candidates.size(), 1u);
+}
+
+// Evidence keyed per device (host/gpu): a host is left out only when every one of its devices'
+// evidence is inside the windows.
+TEST_F(SuppressTest, AHostStaysWhenAnyOfItsDevicesJumpedOutsideTheWindows) {
+  // The same playbook keyed per GPU.
+  playbook::Library library = Load(Replaced(Replaced(Replaced(kPlaybook, "playbook: spikes", "playbook: devices"),
+                                                     "max by (host) (mem_jump)", "max by (host, gpu) (mem_jump)"),
+                                            "by: [host]", "by: [host, gpu]"));
+  const double in10 = OnGrid(StepEnd(10) + 120), outside = OnGrid(StepEnd(15));
+  auto add = [&](const std::string& host, const std::string& gpu, double at) {
+    Series s;
+    s.labels = {{"host", host}, {"gpu", gpu}};
+    for (double time = 1000; time <= 2500; time += 30) s.samples.push_back({time, time == at ? 500.0 : 0.0});
+    client_.series.push_back(std::move(s));
+  };
+  add("h1", "0", in10);      // h1: one GPU inside a save window, the other outside
+  add("h1", "1", outside);
+  add("h2", "0", in10);      // h2: inside only
+  auto graph = CompiledGraph::Compile(library, {"devices"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto r = Evaluate(*graph, ctx_);
+  const Finding* f = Find(r, "devices/jump_hosts");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->status, "fired");
+  EXPECT_EQ(f->hosts, std::vector<std::string>({"h1/0", "h1/1"})) << f->summary;
+  EXPECT_NE(f->summary.find("not counted on h2"), std::string::npos) << f->summary;
+}
+
+TEST_F(SuppressTest, ASuppressionThatCannotBeJudgedNeverHidesAFiring) {
+  // The same playbook with suppress.times that fails at run time (abs() of a map).
+  playbook::Library library = Load(Replaced(Replaced(kPlaybook, "playbook: spikes", "playbook: broken"),
+                                            "times_above(jump.series, 100)", "abs(jump.series)"));
+  Jumps("h1", {OnGrid(StepEnd(10) + 120)});
+  auto graph = CompiledGraph::Compile(library, {"broken"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto r = Evaluate(*graph, ctx_);
+  EXPECT_EQ(Find(r, "broken/jump_hosts")->status, "fired");
+  EXPECT_NE(Find(r, "broken/jump_hosts")->summary.find("suppression not judged"), std::string::npos);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].root_cause, "host-oom");
 }
 
 TEST(SuppressLoadTest, SuppressNeedsTimesAndDuringAndRejectsUnknownKeys) {

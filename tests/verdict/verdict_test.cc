@@ -81,8 +81,10 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   auto weak = still_training;
   weak.confidence = "possible";
   EXPECT_EQ(Combine({weak}, "hanging", {"hang"}).verdict.root_cause, "unknown");
-  // It must explain the primary symptom, not a secondary one.
+  // Every symptom must be explained, and only a job still alive can be found healthy.
+  EXPECT_EQ(Combine({still_training}, "hanging", {"hang", "oom-host"}).verdict.root_cause, "unknown");
   EXPECT_EQ(Combine({still_training}, "failed", {"python-exception", "hang"}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({still_training}, "failed", {"hang"}).verdict.root_cause, "unknown");
   // A named cause still wins over a refutation.
   auto oom = Make("host-oom", "host-oom", "possible", 5, 1);
   EXPECT_EQ(Combine({still_training, oom}, "hanging", {"hang"}).verdict.root_cause, "host-oom");

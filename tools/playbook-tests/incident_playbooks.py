@@ -351,6 +351,11 @@ def heartbeat_tests():
                 "findings": [{"id": "heartbeat-false-positive/busy_wait", "status": "fired"},
                              {"id": "heartbeat-false-positive/accused_dark", "status": "fired", "hosts": ["node-b05"]}]}))
     tests.append(heartbeat_case(
+        "near miss: an accused host without GPU telemetry from the start is not a dead node", h8, [6], seed=9,
+        dark=("node-b07", 0),
+        expect={"root_cause": "heartbeat-false-positive", "action": "retry-with-changes", "exclude": [],
+                "findings": [{"id": "heartbeat-false-positive/log_contradiction", "status": "fired"}]}))
+    tests.append(heartbeat_case(
         "near miss: accused host OOM-killed is a true positive", h8, [0], seed=6, oom=("node-b01", 70),
         expect={"root_cause": "host-oom", "action": "no-retry",
                 "findings": [{"id": "heartbeat-false-positive/accused_oom", "status": "fired", "hosts": ["node-b01"]}]}))
