@@ -92,6 +92,13 @@ tests.append(test('a NaN loss in a real sample is named', j, facts(j),
                    'findings': [{'id': 'training-stability/nonfinite', 'status': 'fired'}]},
                   families=[], tb_host=hosts[0], tb_extra=tb_extra(loss=lambda i: 'NaN' if i >= 100 else loss_ok(i))))
 
+tests.append(test('a NaN the run recovered from is a warning, not a lost run', j, facts(j),
+                  {'root_cause': 'training-instability', 'action': 'none', 'confidence': 'possible',
+                   'findings': [{'id': 'training-stability/nonfinite', 'status': 'fired'},
+                                {'id': 'training-stability/training_instability', 'status': 'clear'},
+                                {'id': 'training-stability/training_warning', 'status': 'fired'}]},
+                  families=[], tb_host=hosts[0], tb_extra=tb_extra(loss=lambda i: 'NaN' if i == 50 else loss_ok(i))))
+
 
 tests.append(test('near miss: raw grad-norm spikes contained by clipping with a stable loss are healthy', j, facts(j),
                   {'root_cause': 'none', 'action': 'none',
@@ -112,18 +119,20 @@ tests.append(test('grad-norm spikes that survive clipping with a converging loss
 
 steps = [{'step': s, 'seconds': 30.0, 'loss': round(loss_ok(s) if s < 60 else loss_ok(60) * (1 + 0.05 * (s - 60)), 4),
           'tokens_per_sec_per_device': 1300.0} for s in range(100)]
-tests.append(test('no TSDB: the log step records show the divergence', j, facts(j, steps=steps),
-                  {'root_cause': 'training-instability', 'action': 'no-retry',
-                   'findings': [{'id': 'training-stability/log_loss_diverged', 'status': 'fired'},
-                                {'id': 'training-stability/log_only_instability', 'status': 'fired'}]},
-                  no_series=True))
 nan_steps = [dict(st, loss=float('nan')) if st['step'] >= 90 else st for st in steps]
-tests.append(test('no TSDB: NaN losses in the log step records are instability even after the divergence', j,
-                  facts(j, steps=nan_steps),
-                  {'root_cause': 'training-instability', 'action': 'no-retry',
-                   'findings': [{'id': 'training-stability/log_nonfinite', 'status': 'fired'},
-                                {'id': 'training-stability/log_only_instability', 'status': 'fired'}]},
-                  no_series=True))
+transient_nan_steps = [dict(st, loss=float('nan')) if st['step'] == 40 else st for st in steps[:60]]
+# No TSDB: the log's step records decide alone. (name, steps, root cause, action, {finding: status})
+for name, case_steps, root, action, expected in [
+        ('no TSDB: the log step records show the divergence', steps, 'training-instability', 'no-retry',
+         {'log_loss_diverged': 'fired', 'log_only_instability': 'fired'}),
+        ('no TSDB: NaN losses in the log step records are instability even after the divergence', nan_steps,
+         'training-instability', 'no-retry', {'log_nonfinite': 'fired', 'log_only_instability': 'fired'}),
+        ('no TSDB: one NaN step the run recovered from is named but is not instability', transient_nan_steps,
+         'none', 'none', {'log_nonfinite': 'fired', 'log_only_instability': 'clear'})]:
+    tests.append(test(name, j, facts(j, steps=case_steps),
+                      {'root_cause': root, 'action': action,
+                       'findings': [{'id': 'training-stability/' + k, 'status': v} for k, v in expected.items()]},
+                      no_series=True))
 tests.append(test('tb_* stopped early (plugin gave up): the log step records still show the divergence', j,
                   facts(j, steps=steps),
                   {'root_cause': 'training-instability', 'action': 'no-retry',
