@@ -248,7 +248,9 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
   const bool names_mechanism = diagnosis.verdict.root_cause != "none" && diagnosis.verdict.root_cause != "unknown" &&
                                diagnosis.verdict.root_cause != "observability-gap";
-  const bool metric_backed_cause = metric_backed && (names_mechanism || !diagnosis.verdict.refuted.empty());
+  // `refuted` is only ever set from a likely or confirmed refutation.
+  const bool refuted = diagnosis.verdict.source == "playbooks" && !diagnosis.verdict.refuted.empty();
+  const bool metric_backed_cause = (metric_backed && names_mechanism) || refuted;
   const DecisionRule* rule = nullptr;
   if (auto match = metric_backed_cause ? std::nullopt : FirstMatchingRule(rules, facts, status, phase)) {
     rule = match->rule;

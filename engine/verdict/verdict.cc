@@ -62,6 +62,16 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   for (const auto& c : causes) out.ranking.push_back(Describe(c));
   for (const auto& c : neutral) out.ranking.push_back(Describe(c));
 
+  // Broken telemetry found next to a refuted symptom (e.g. a scrape gap on a job whose GPUs all kept
+  // training) leaves the refutation standing: the gap is the verdict, and nothing should be killed.
+  const bool only_telemetry = std::all_of(causes.begin(), causes.end(),
+                                          [](const Candidate& c) { return c.root_cause == "observability-gap"; });
+  const Candidate* refuter = only_telemetry ? FindRefuter(neutral, job_status, failure_classes) : nullptr;
+  if (refuter)
+    for (const auto& fc : failure_classes)
+      if (std::find(refuter->explains.begin(), refuter->explains.end(), fc) != refuter->explains.end())
+        out.verdict.refuted.push_back(fc);
+
   if (!causes.empty()) {
     const Candidate& root = causes.front();
     out.verdict.root_cause = root.root_cause;
@@ -93,16 +103,13 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
     for (const auto& fc : failure_classes)
       if (explained.count(fc) && seen.insert("symptom:" + fc).second) out.causal_chain.push_back("symptom: " + fc);
-  } else if (const Candidate* refuter = FindRefuter(neutral, job_status, failure_classes)) {
-    // The metrics contradict the log's primary symptom (e.g. a "hang" while every GPU kept
-    // training): nothing is wrong that a retry would fix, and the symptom is reported as refuted.
+  } else if (refuter) {
+    // The metrics contradict the log's symptoms (e.g. a "hang" while every GPU kept training):
+    // nothing is wrong that a retry would fix, and the symptoms are reported as refuted.
     out.verdict.root_cause = "none";
     out.verdict.domain = "none";
     out.verdict.confidence = refuter->confidence;
     out.verdict.summary = refuter->summary;
-    for (const auto& fc : failure_classes)
-      if (std::find(refuter->explains.begin(), refuter->explains.end(), fc) != refuter->explains.end())
-        out.verdict.refuted.push_back(fc);
     out.decision.action = refuter->action;
   } else if (IsUnexplainedStatus(job_status) ||
              std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; })) {

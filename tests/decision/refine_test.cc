@@ -366,6 +366,11 @@ TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
   SweepDecision d = Refine(f, {}, still_training);
   EXPECT_EQ(d.rule, "");
   EXPECT_EQ(d.decision.action, "none");
+  // A telemetry-gap verdict of any confidence that carries the refutation stands down the same way.
+  Report gap = still_training;
+  gap.verdict.root_cause = "observability-gap";
+  gap.verdict.confidence = "possible";
+  EXPECT_EQ(Refine(f, {}, gap).decision.action, "none");
   // The same verdict without the refutation leaves the hang rule in charge.
   Report plain_none = still_training;
   plain_none.verdict.refuted.clear();

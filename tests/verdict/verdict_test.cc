@@ -85,9 +85,16 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   EXPECT_EQ(Combine({still_training}, "hanging", {"hang", "oom-host"}).verdict.root_cause, "unknown");
   EXPECT_EQ(Combine({still_training}, "failed", {"python-exception", "hang"}).verdict.root_cause, "unknown");
   EXPECT_EQ(Combine({still_training}, "failed", {"hang"}).verdict.root_cause, "unknown");
-  // A named cause still wins over a refutation.
+  // A named cause still wins over a refutation, and leaves no refutation behind.
   auto oom = Make("host-oom", "host-oom", "possible", 5, 1);
   EXPECT_EQ(Combine({still_training, oom}, "hanging", {"hang"}).verdict.root_cause, "host-oom");
+  EXPECT_TRUE(Combine({still_training, oom}, "hanging", {"hang"}).verdict.refuted.empty());
+  // Broken telemetry next to it is the verdict, and the refutation stands.
+  auto gap = Make("observability-gaps", "observability-gap", "possible", 5, 1);
+  gap.action = "none";
+  auto with_gap = Combine({still_training, gap}, "hanging", {"hang"});
+  EXPECT_EQ(with_gap.verdict.root_cause, "observability-gap");
+  EXPECT_EQ(with_gap.verdict.refuted, (std::vector<std::string>{"hang"}));
 }
 
 TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
