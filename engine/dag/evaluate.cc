@@ -482,7 +482,7 @@ class Evaluator {
     if (fired && v.suppress) {
       // A suppression that cannot be judged never hides a verdict that fired.
       auto sup = Suppressed(idx, *v.suppress);
-      if (sup.ok() && sup->all) {
+      if (sup.ok() && sup->All()) {
         fired = false;
         value["fired"] = false;
         value["suppressed"] = sup->reason;
@@ -564,10 +564,12 @@ class Evaluator {
   // Suppression (README §3.6): the keys of `times` (a map key -> time(s); a plain number or list is
   // one key "") whose evidence times all lie inside one of the `during` windows, and the reason.
   struct Suppression {
-    bool all = false;                      // every key's evidence is inside the windows
     std::set<std::string> keys;            // the keys whose evidence is inside the windows
     std::set<std::string> loud_keys;       // the keys with evidence outside them
     std::string reason;
+
+    // Every key with evidence has all of it inside the windows.
+    bool All() const { return !keys.empty() && loud_keys.empty(); }
 
     // Hosts (the part of a key before "/", e.g. host/gpu3) all of whose evidence is inside.
     std::set<std::string> QuietHosts() const {
@@ -601,20 +603,15 @@ class Evaluator {
         for (const auto& x : v) all_inside(x, any, ok);
       }
     };
-    std::map<std::string, json> per_key;
-    if (times->is_object())
-      for (const auto& [k, v] : times->items()) per_key[k] = v;
-    else
-      per_key[""] = *times;
-    size_t with_evidence = 0;
-    for (const auto& [k, v] : per_key) {
+    auto classify = [&](const std::string& key, const json& evidence) {
       bool any = false, ok = true;
-      all_inside(v, &any, &ok);
-      if (!any) continue;
-      ++with_evidence;
-      (ok ? out.keys : out.loud_keys).insert(k);
-    }
-    out.all = with_evidence > 0 && out.keys.size() == with_evidence;
+      all_inside(evidence, &any, &ok);
+      if (any) (ok ? out.keys : out.loud_keys).insert(key);
+    };
+    if (times->is_object())
+      for (const auto& [k, v] : times->items()) classify(k, v);
+    else
+      classify("", *times);
     if (out.keys.empty()) return out;
     auto reason = Render(idx, spec.reason);
     if (!reason.ok()) return reason.status();
@@ -696,7 +693,7 @@ class Evaluator {
         if (!sup.ok()) {
           // It still fired; say why it could not be checked against the windows.
           f.summary += " (suppression not judged: " + sup.status().message() + ")";
-        } else if (sup->all) {
+        } else if (sup->All()) {
           f.status = "suppressed";
           f.summary += " (suppressed: " + sup->reason + ")";
         } else if (!quiet_hosts.empty()) {

@@ -142,7 +142,6 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   // Hot path: step lines (the bulk of a training log) are fully recognised and never classified.
   if (HandleStep(line, text)) return;
 
-
   const char c0 = text[0];
   if (c0 == '=') {
     if (StartsWith(text, "=== GIT SUMMARY BEGIN")) { in_git_summary_ = true; return; }

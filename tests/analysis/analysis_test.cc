@@ -132,6 +132,15 @@ TEST(BurstPhaseCorrelationTest, BurstsAlignedWithPhaseBoundariesBlameTheHost) {
   EXPECT_EQ(BurstPhaseCorrelation(in).status().code(), StatusCode::kFailedPrecondition);
 }
 
+// uniform_delta of per-host values against a baseline's, with a 10-thread minimum delta.
+StatusOr<Json> UniformDeltaOf(const Json& subject, const Json& baseline) {
+  AnalysisInput in;
+  in.input = subject;
+  in.baseline_input = baseline;
+  in.args = Args("uniform_delta", {{"min_delta", 10}});
+  return UniformDelta(in);
+}
+
 TEST(UniformDeltaTest, RestoreLeakIsUniformAcrossHosts) {
   Json subject = Json::object(), baseline = Json::object();
   for (int h = 0; h < 24; ++h) {
@@ -139,29 +148,20 @@ TEST(UniformDeltaTest, RestoreLeakIsUniformAcrossHosts) {
     baseline[host] = 18 + Noise(h, 1);
     subject[host] = 35 + Noise(h + 7, 1);
   }
-  AnalysisInput in;
-  in.input = subject;
-  in.baseline_input = baseline;
-  in.args = Args("uniform_delta", {{"min_delta", 10}});
-  auto r = UniformDelta(in);
+  auto r = UniformDeltaOf(subject, baseline);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE((*r)["uniform"].get<bool>()) << r->dump(2);
   EXPECT_NEAR((*r)["median"].get<double>(), 17, 1);
   EXPECT_EQ((*r)["count"], 24);
   subject["n3"] = 80;   // one host far off: not uniform
-  in.input = subject;
-  EXPECT_FALSE((*UniformDelta(in))["uniform"].get<bool>());
+  EXPECT_FALSE((*UniformDeltaOf(subject, baseline))["uniform"].get<bool>());
 }
 
 TEST(UniformDeltaTest, PartlyOverlappingAllocationsCountEverySubjectHost) {
   Json subject = Json::object(), baseline = Json::object();
   for (int h = 0; h < 18; ++h) baseline["n" + std::to_string(h)] = 18 + Noise(h, 1);
   for (int h = 12; h < 30; ++h) subject["n" + std::to_string(h)] = 34 + Noise(h + 3, 1);   // 6 shared hosts
-  AnalysisInput in;
-  in.input = subject;
-  in.baseline_input = baseline;
-  in.args = Args("uniform_delta", {{"min_delta", 10}});
-  auto r = UniformDelta(in);
+  auto r = UniformDeltaOf(subject, baseline);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)["count"], 18) << r->dump(2);
   EXPECT_TRUE((*r)["paired"].get<bool>());

@@ -66,16 +66,22 @@ std::string Variant(const std::string& text, int index) {
   return out;
 }
 
-// The fault scenarios with a TSDB, sorted.
-std::vector<std::string> VariedScenarios() {
-  std::vector<std::string> names;
+// The fault scenarios with a TSDB, by file name, each rewritten for another allocation (the new host
+// prefix letter follows the sorted order, so a failure names the same hosts every run).
+std::map<std::string, std::string> VariedScenarios() {
+  std::vector<fs::path> paths;
   for (const auto& entry : fs::directory_iterator(kScenarios)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("fault-", 0) == 0 && entry.path().extension() == ".yaml" && !Variant(ReadFile(entry.path()), 0).empty())
-      names.push_back(name);
+    if (name.rfind("fault-", 0) == 0 && entry.path().extension() == ".yaml") paths.push_back(entry.path());
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  std::sort(paths.begin(), paths.end());
+  std::map<std::string, std::string> variants;
+  int index = 0;
+  for (const auto& path : paths) {
+    std::string variant = Variant(ReadFile(path), index++);
+    if (!variant.empty()) variants[path.filename().string()] = std::move(variant);
+  }
+  return variants;
 }
 
 struct TempDir {
@@ -96,18 +102,17 @@ TEST(ScenarioVariants, ExpectationsHoldUnderOtherNamesNoiseAndScrapeIntervals) {
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
   fs::create_directories(dir.path / "scenarios");
-  const std::vector<std::string> names = VariedScenarios();
-  ASSERT_GE(names.size(), 20u) << "the fault scenarios went missing";
-  int index = 0;
-  for (const auto& name : names) std::ofstream(dir.path / "scenarios" / name) << Variant(ReadFile(kScenarios / name), index++);
+  const std::map<std::string, std::string> variants = VariedScenarios();
+  ASSERT_GE(variants.size(), 20u) << "the fault scenarios went missing";
+  for (const auto& [name, text] : variants) std::ofstream(dir.path / "scenarios" / name) << text;
   auto generated = RunCommand({std::string(DIAGNOSE_BUILD_DIR) + "/fixturegen", "--all", (dir.path / "scenarios").string(),
                                "--out", (dir.path / "outputs").string(), "--jobs", "2"},
                               std::chrono::minutes(10));
   ASSERT_TRUE(generated.ok()) << generated.status().message();
   ASSERT_EQ(generated->exit_code, 0) << generated->output;
-  for (const auto& name : names) {
+  for (const auto& [name, text] : variants) {
     SCOPED_TRACE("variant of " + name);
-    const YAML::Node root = YAML::LoadFile((dir.path / "scenarios" / name).string());
+    const YAML::Node root = YAML::Load(text);
     e2e::CliRun run = e2e::RunDiagnoseCli(e2e::ScenarioCliArgs(root, (dir.path / "outputs").string()));
     e2e::ExpectScenarioReport(run, root, "variant of " + name);
   }

@@ -94,17 +94,14 @@ rules:
   EXPECT_EQ(pb->FindRule("power")->query.placeholders, std::vector<std::string>{"hosts"});
 }
 
+// A playbook whose verdict `v` (its `when` on line 8, column 14) reads the query rule `q`.
+std::string VerdictOnAQuery(const std::string& when) {
+  return "playbook: p\ndescription: d\nrules:\n  - id: q\n    query: 'up'\n  - id: v\n    verdict:\n"
+         "      when: \"" + when + "\"\n      root_cause: none\n";
+}
+
 TEST(LoaderTest, UnknownFieldOfRuleIsATypeError) {
-  auto r = LoadText(R"(playbook: p
-description: d
-rules:
-  - id: q
-    query: 'up'
-  - id: v
-    verdict:
-      when: "q.valuez > 1"
-      root_cause: none
-)");
+  auto r = LoadText(VerdictOnAQuery("q.valuez > 1"));
   const auto* d = Find(r, LoadCode::kTypeMismatch);
   ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
   EXPECT_EQ(d->pos.line, 8);
@@ -113,16 +110,7 @@ rules:
 }
 
 TEST(LoaderTest, StaticTypeMismatchInArithmetic) {
-  auto r = LoadText(R"(playbook: p
-description: d
-rules:
-  - id: q
-    query: 'up'
-  - id: v
-    verdict:
-      when: "q.hosts * 2 > 1"
-      root_cause: none
-)");
+  auto r = LoadText(VerdictOnAQuery("q.hosts * 2 > 1"));
   const auto* d = Find(r, LoadCode::kTypeMismatch);
   ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
   EXPECT_NE(d->message.find("cannot apply '*' to list and number"), std::string::npos) << d->message;
