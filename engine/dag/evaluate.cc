@@ -7,6 +7,7 @@
 #include <optional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "engine/analysis/analysis.h"
 #include "engine/playbook/promql_template.h"
@@ -373,24 +374,36 @@ class Evaluator {
           batch.push_back(queries[i]);
         }
       if (batch.empty()) continue;
+      // Rules asking the very same question (PromQL, kind and times) share one request.
+      std::vector<Query> unique;
+      std::vector<size_t> slot(batch.size());
+      std::map<std::tuple<int, std::string, double, double, double, double>, size_t> seen;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const Query& q = batch[i];
+        auto [it, fresh] = seen.emplace(std::make_tuple(static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step),
+                                        unique.size());
+        if (fresh) unique.push_back(q);
+        slot[i] = it->second;
+      }
       ++result_.batches;
-      result_.queries_run += static_cast<int>(batch.size());
-      auto results = client->RunBatch(batch);
+      result_.queries_run += static_cast<int>(unique.size());
+      auto results = client->RunBatch(unique);
+      const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
+      const json instance_hosts = ih.is_object() && ih.contains("instance_hosts") ? ih["instance_hosts"] : json::object();
       for (size_t i = 0; i < idxs.size(); ++i) {
         int idx = idxs[i];
         const auto& q = batch[i];
-        const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
-        const json instance_hosts = ih.is_object() && ih.contains("instance_hosts") ? ih["instance_hosts"] : json::object();
-        if (i >= results.size() || !results[i].ok()) {
+        const size_t r = slot[i];
+        if (r >= results.size() || !results[r].ok()) {
           Fail(idx, "error", "query failed (" + client->Describe() + "): " +
-                                 (i < results.size() ? results[i].status().message() : std::string("no result")) +
+                                 (r < results.size() ? results[r].status().message() : std::string("no result")) +
                                  " [" + q.promql + "]");
           continue;
         }
         double start = q.kind == Query::Kind::kRange ? q.start : q.time;
         double end = q.kind == Query::Kind::kRange ? q.end : q.time;
         auto& out = result_.nodes[idx];
-        out.value = QueryResultJson(*graph_.nodes()[idx].rule, *results[i], instance_hosts, q.promql, start, end);
+        out.value = QueryResultJson(*graph_.nodes()[idx].rule, *results[r], instance_hosts, q.promql, start, end);
         out.health = "ok";
         Evidence e;
         e.kind = "promql";
@@ -398,7 +411,7 @@ class Evaluator {
         e.window = TimeWindow{start, end};
         e.value = out.value["values"];
         e.text = graph_.nodes()[idx].rule->description;
-        for (const auto& w : results[i]->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
+        for (const auto& w : results[r]->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
         out.evidence.push_back(std::move(e));
       }
     }

@@ -106,6 +106,40 @@ class EvaluateTest : public ::testing::Test {
   FakeClient client_;
 };
 
+TEST_F(EvaluateTest, RulesAskingTheSameQuestionShareOneRequest) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: mem
+description: two reductions of one range query
+rules:
+  - id: last
+    query: 'max by (host) (mem_used)'
+    range: true
+    window: job
+    step: 60s
+    by: [host]
+    reduce: last
+  - id: peak
+    query: 'max by (host) (mem_used)'
+    range: true
+    window: job
+    step: 60s
+    by: [host]
+    reduce: max
+)YAML", "mem.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  client_.answers["mem_used"] = {Series{{{"host", "h1"}}, {{100, 5}, {160, 9}, {220, 7}}}};
+  ctx_.subject = &client_;
+  auto graph = CompiledGraph::Compile(library, {"mem"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 1u);
+  EXPECT_EQ(client_.batches[0].size(), 1u) << "one request for both rules";
+  EXPECT_EQ(r.queries_run, 1);
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/last")].value["values"], json({{"h1", 7.0}}));
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/peak")].value["values"], json({{"h1", 9.0}}));
+}
+
 TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
   client_.answers["hw_gpu_power_watts"] = {Instant({{"host", "gpu-a7"}}, 910), Instant({{"host", "gpu-b\"3"}}, 905)};
   // Ray series carry instance/ip, not host: the host key maps them.
