@@ -150,21 +150,26 @@ class MetricModel {
     return st.activity == Activity::kTrain || st.activity == Activity::kCheckpoint;
   }
 
-  double FaultOn(const HostState& st, const std::string& kind, int device = -1) const {
-    auto it = st.fault.find(kind);
-    if (it == st.fault.end()) return 0;
-    if (device >= 0) {
-      const auto& devs = st.fault_devices.at(kind);
-      if (!devs.empty() && std::find(devs.begin(), devs.end(), device) == devs.end()) return 0;
-    }
-    return it->second;
-  }
-
-  // For state faults (no magnitude): active in this window and aimed at this device (or at all).
+  // Active in this window and aimed at this device (or at all devices). Alone, it serves state faults
+  // (no magnitude).
   bool DeviceFaulted(const HostState& st, const std::string& kind, int device) const {
     auto it = st.fault_devices.find(kind);
     if (it == st.fault_devices.end()) return false;
     return it->second.empty() || std::find(it->second.begin(), it->second.end(), device) != it->second.end();
+  }
+
+  // The fault's magnitude on this host (and device, when given), 0 when it is not on.
+  double FaultOn(const HostState& st, const std::string& kind, int device = -1) const {
+    auto it = st.fault.find(kind);
+    if (it == st.fault.end()) return 0;
+    if (device >= 0 && !DeviceFaulted(st, kind, device)) return 0;
+    return it->second;
+  }
+
+  // The VRAM fraction a vram_pressure fault pins on a busy GPU, 0 when none applies.
+  double VramPressure(const HostState& st, Activity gpu_activity, int gpu) const {
+    if (gpu_activity == Activity::kIdle || gpu_activity == Activity::kInit) return 0;
+    return FaultOn(st, "vram_pressure", gpu);
   }
 
   // A per-GPU fault overrides the host's activity for that GPU only.
@@ -385,7 +390,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Gauge(gpu.sclk, time, std::round(sclk));
       set.Gauge(gpu.mclk, time, gst.activity == Activity::kIdle ? 900 : 1900);
       double vram = gst.activity == Activity::kIdle ? 0.28 * kGiB : (gst.activity == Activity::kInit ? 40 * kGiB : 251.9 * kGiB + r.Normal(0, 0.05) * kGiB);
-      if (double fraction = FaultOn(st, "vram_pressure", g); fraction > 0 && gst.activity != Activity::kIdle && gst.activity != Activity::kInit)
+      if (double fraction = VramPressure(st, gst.activity, g); fraction > 0)
         vram = fraction * 309220868096.0 - std::abs(r.Normal(0, 0.05)) * kGiB;
       set.Gauge(gpu.vram_used, time, std::floor(vram));
       set.Gauge(gpu.vram_total, time, 309220868096.0);
@@ -543,8 +548,7 @@ Status MetricModel::Ray(int task, const SeriesSink& sink, MetricStats* stats) {
       gst.activity = GpuActivity(st, g);
       set.Gauge(util[g], time, GpuUtil(gst, r));
       double used = gst.activity == Activity::kIdle ? 0.28 : (gst.activity == Activity::kInit ? 40 : 251.9);
-      if (double fraction = FaultOn(st, "vram_pressure", g); fraction > 0 && gst.activity != Activity::kIdle && gst.activity != Activity::kInit)
-        used = fraction * 288;
+      if (double fraction = VramPressure(st, gst.activity, g); fraction > 0) used = fraction * 288;
       set.Gauge(gram_used[g], time, std::floor(used * 1024) * 1024 * 1024);
       set.Gauge(gram_avail[g], time, std::floor((288 - used) * 1024) * 1024 * 1024);
     }
