@@ -231,6 +231,9 @@ StatusOr<Json> PeerOutliers(const AnalysisInput& in) {
   out["mad"] = mad;
   std::string dir = ArgStr(in, "direction");
   double threshold = Arg(in, "mad_threshold"), min_abs = Arg(in, "min_abs_deviation");
+  // An effect size next to the peers' own level: a deviation that is tiny against the median is
+  // not material however small the MAD of very uniform peers.
+  min_abs = std::max(min_abs, Arg(in, "min_rel_deviation") * std::fabs(med));
   std::set<std::string> hosts;
   for (const auto& [k, v] : in.input.items()) {
     if (!v.is_number()) continue;
@@ -501,7 +504,8 @@ const std::map<std::string, AnalysisDef>& Registry() {
                           {"input"}, ChangePoints};
     r["peer_outliers"] = {"peer_outliers", "per-key outliers against peers (median/MAD)",
                           {{"direction", {"string", "high", {"high", "low", "both"}}},
-                           {"mad_threshold", {"number", 3.5, {}}}, {"min_abs_deviation", {"number", 0, {}}}},
+                           {"mad_threshold", {"number", 3.5, {}}}, {"min_abs_deviation", {"number", 0, {}}},
+                           {"min_rel_deviation", {"number", 0, {}}}},
                           {{"outliers", "map"}, {"hosts", "list"}, {"median", "number"}, {"mad", "number"}, {"scores", "map"}},
                           {"input"}, PeerOutliers};
     r["earliest_anomaly"] = {"earliest_anomaly", "which metric family moved first",

@@ -425,7 +425,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
-      {"where", {4, 4}},    {"times_above", {2, 2}},
+      {"where", {4, 4}},    {"times_above", {2, 2}}, {"count_outside", {2, 2}},
   };
   return kFunctions;
 }
@@ -757,6 +757,39 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
         for (double t : times) list.push_back(t);
         out[key] = std::move(list);
       }
+    }
+    return out;
+  }
+  if (f == "count_outside") {
+    // count_outside(times, windows): per key of a times map (times_above's result; a plain list
+    // counts as key ""), how many times lie outside every {start, end} window. Lets a rule measure
+    // how long a disturbance lasted beyond the windows that explain it (checkpoint saves).
+    if (!args[1].is_array() && !args[1].is_null())
+      return EvalError(e, "count_outside() needs (times, list of {start, end}), got " + TypeName(args[1]));
+    std::vector<std::pair<double, double>> windows;
+    if (args[1].is_array())
+      for (const auto& w : args[1])
+        if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() && w["end"].is_number())
+          windows.emplace_back(w["start"].get<double>(), w["end"].get<double>());
+    auto count = [&](const Value& times) {
+      double n = 0;
+      if (!times.is_array()) return n;
+      for (const auto& t : times) {
+        if (!t.is_number()) continue;
+        const double x = t.get<double>();
+        const bool inside = std::any_of(windows.begin(), windows.end(),
+                                        [&](const auto& w) { return x >= w.first && x <= w.second; });
+        if (!inside) ++n;
+      }
+      return n;
+    };
+    Value out = Value::object();
+    if (a.is_object()) {
+      for (const auto& [key, times] : a.items()) out[key] = count(times);
+    } else if (a.is_array()) {
+      out[""] = count(a);
+    } else if (!a.is_null()) {
+      return EvalError(e, "count_outside() needs a times map or list, got " + TypeName(a));
     }
     return out;
   }

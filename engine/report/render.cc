@@ -116,6 +116,7 @@ void Walk(const Report& r, Sink* s) {
   if (!r.verdict.summary.empty()) s->KeyValue("summary", r.verdict.summary);
   if (!r.verdict.refuted.empty())
     s->KeyValue("refuted", Join(r.verdict.refuted, ", ") + " (the log suggested it; the metrics contradict it)");
+  if (!r.verdict.runner_up.empty()) s->KeyValue("runner-up", r.verdict.runner_up);
   if (!r.causal_chain.empty()) s->KeyValue("causal chain", Join(r.causal_chain, " -> "));
   s->Section("Decision");
   s->KeyValue("action", r.decision.action, true);

@@ -123,6 +123,7 @@ nlohmann::json ToJson(const Report& r) {
       {"not_evaluated", r.not_evaluated},
   };
   if (!r.verdict.refuted.empty()) out["verdict"]["refuted"] = r.verdict.refuted;
+  if (!r.verdict.runner_up.empty()) out["verdict"]["runner_up"] = r.verdict.runner_up;
   if (!r.facts.is_null()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
   return out;

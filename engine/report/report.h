@@ -56,6 +56,8 @@ struct Verdict {
   // Extension: failure classes the playbooks showed to be false alarms (e.g. a log-inferred hang
   // while every GPU kept training). Sweep rules keyed on them stand down.
   std::vector<std::string> refuted;
+  // Extension: the best-ranked explanation naming another cause, and why it lost.
+  std::string runner_up;
 };
 
 struct Exclusion {

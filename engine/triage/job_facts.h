@@ -144,10 +144,15 @@ struct TgsAnalysis {
   double recent_tgs = 0;        // mean of the last 10 steps
   double degradation_pct = 0;   // (steady - recent) / steady * 100
   std::optional<int64_t> decline_onset_step;   // gradual-decline only
+  // Where throughput first left its healthy level, whatever the pattern: the decline onset, or the
+  // first step of the first phase clearly below the best phase. Lets a playbook place a slowdown
+  // in time without depending on which pattern label triage chose.
+  std::optional<int64_t> degradation_onset_step;
   std::vector<int64_t> spike_steps;            // steps whose step time spiked (checkpoints etc.)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TgsAnalysis, pattern, phases, steady_tgs, recent_tgs,
-                                                degradation_pct, decline_onset_step, spike_steps)
+                                                degradation_pct, decline_onset_step, degradation_onset_step,
+                                                spike_steps)
 
 struct Progress {
   std::optional<int64_t> first_step;

@@ -75,36 +75,55 @@ void Segment(const Prefix& p, size_t a, size_t b, const TgsOptions& o, std::vect
   Segment(p, k, b, o, cuts);
 }
 
-// Hinge model: constant until onset c, then linear. Returns SSE and fills onset/slope. O(n) over all
-// onsets through suffix sums (the series can have tens of thousands of steps).
-double HingeFit(const std::vector<double>& y, size_t min_len, size_t* onset, double* slope) {
+// Ramp model: constant until onset c1, linear until c2, constant after (c2 == n: no plateau). A
+// throughput that declines for a while and then settles (a routing shift, a leak that saturates)
+// is one gradual decline, not a staircase of phases. Each (c1, c2) is O(1) through prefix sums; the
+// search runs on a grid of at most ~kGrid candidates per boundary and refines around the best, so
+// tens of thousands of steps stay cheap.
+struct RampFit {
+  double sse = -1;
+  size_t onset = 0;
+  size_t end = 0;
+  double slope = 0;
+};
+
+RampFit FitRamp(const std::vector<double>& y, size_t min_len) {
   const size_t n = y.size();
-  std::vector<double> suf_y(n + 1, 0), suf_iy(n + 1, 0);
-  double syy = 0, sy = 0;
-  for (size_t i = n; i-- > 0;) {
-    suf_y[i] = suf_y[i + 1] + y[i];
-    suf_iy[i] = suf_iy[i + 1] + static_cast<double>(i) * y[i];
+  std::vector<double> py(n + 1, 0), piy(n + 1, 0);
+  double syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    py[i + 1] = py[i] + y[i];
+    piy[i + 1] = piy[i] + static_cast<double>(i) * y[i];
     syy += y[i] * y[i];
-    sy += y[i];
   }
-  const double dn = static_cast<double>(n);
-  double best = -1;
-  for (size_t c = min_len; c + min_len <= n; ++c) {
-    // x_i = i - c for i > c, else 0; m = number of positive x (values 1..m).
-    double m = static_cast<double>(n - 1 - c);
-    double sx = m * (m + 1) / 2;
-    double sxx = m * (m + 1) * (2 * m + 1) / 6;
-    double sxy = suf_iy[c + 1] - static_cast<double>(c) * suf_y[c + 1];
-    double den = dn * sxx - sx * sx;
-    if (den <= 0) continue;
-    double b = (dn * sxy - sx * sy) / den;
-    double a = (sy - b * sx) / dn;
-    double sse = std::max(0.0, syy - a * sy - b * sxy);
-    if (best < 0 || sse < best) {
-      best = sse;
-      *onset = c;
-      *slope = b;
-    }
+  const double dn = static_cast<double>(n), sy = py[n];
+  auto eval = [&](size_t c1, size_t c2, RampFit* best) {
+    // x_i = 0 before c1, i - c1 on the ramp, L = c2 - c1 on the plateau.
+    const double L = static_cast<double>(c2 - c1), tail = static_cast<double>(n - c2);
+    const double sx = L * (L - 1) / 2 + L * tail;
+    const double sxx = (L - 1) * L * (2 * L - 1) / 6 + L * L * tail;
+    const double sxy = (piy[c2] - piy[c1]) - static_cast<double>(c1) * (py[c2] - py[c1]) + L * (py[n] - py[c2]);
+    const double den = dn * sxx - sx * sx;
+    if (den <= 0) return;
+    const double b = (dn * sxy - sx * sy) / den;
+    const double a = (sy - b * sx) / dn;
+    const double sse = std::max(0.0, syy - a * sy - b * sxy);
+    if (best->sse < 0 || sse < best->sse) *best = {sse, c1, c2, b};
+  };
+  RampFit best;
+  if (n < 2 * min_len) return best;
+  constexpr size_t kGrid = 300;
+  const size_t stride = std::max<size_t>(1, n / kGrid);
+  auto search = [&](size_t lo1, size_t hi1, size_t lo2, size_t hi2, size_t step) {
+    for (size_t c1 = std::max(lo1, min_len); c1 <= hi1 && c1 + min_len <= n; c1 += step)
+      for (size_t c2 = std::max(lo2, c1 + min_len); c2 <= std::min(hi2, n); c2 += step) eval(c1, c2, &best);
+    // The open-ended ramp (no plateau) is always a candidate.
+    for (size_t c1 = std::max(lo1, min_len); c1 <= hi1 && c1 + min_len <= n; c1 += step) eval(c1, n, &best);
+  };
+  search(0, n, 0, n, stride);
+  if (stride > 1 && best.sse >= 0) {
+    const size_t c1 = best.onset, c2 = best.end;
+    search(c1 > stride ? c1 - stride : 0, c1 + stride, c2 > stride ? c2 - stride : 0, c2 + stride, 1);
   }
   return best;
 }
@@ -234,17 +253,20 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
     out.phases.push_back(ph);
   }
 
-  // 4. Gradual decline: a hinge (flat, then linear) explaining the series better than the phases.
-  size_t onset = 0;
-  double slope = 0;
-  double sse_h = HingeFit(s.y, min_len, &onset, &slope);
-  size_t n = s.y.size();
+  // 4. Gradual decline: a ramp (flat, linear, optionally flat again) explaining the series better
+  // than the phases. Step jitter cuts a ramp into a staircase of small phases; the ramp's fewer
+  // parameters win the information criterion unless the drops really are sharp.
+  const RampFit ramp = FitRamp(s.y, min_len);
+  const size_t n = s.y.size();
+  const size_t onset = ramp.onset;
   double level = p.Mean(0, std::max<size_t>(onset, 1));
-  double drop_pct = level > 0 ? -slope * static_cast<double>(n - onset) / level * 100.0 : 0;
-  if (sse_h >= 0 && slope < 0 && drop_pct >= o.min_shift_pct && out.phases.size() >= 2 &&
-      Bic(sse_h, n, 4) < Bic(sse_pc, n, 2 * static_cast<int>(out.phases.size()))) {
+  double drop_pct = level > 0 ? -ramp.slope * static_cast<double>(ramp.end - onset) / level * 100.0 : 0;
+  const int ramp_params = ramp.end < n ? 5 : 4;
+  if (ramp.sse >= 0 && ramp.slope < 0 && drop_pct >= o.min_shift_pct && out.phases.size() >= 2 &&
+      Bic(ramp.sse, n, ramp_params) < Bic(sse_pc, n, 2 * static_cast<int>(out.phases.size()))) {
     out.pattern = "gradual-decline";
     out.decline_onset_step = s.step[onset];
+    out.degradation_onset_step = s.step[onset];
     out.phases.clear();
     out.phases.push_back({steps.front().step, s.step[onset - 1], p.Mean(0, onset),
                           std::sqrt(p.Sse(0, onset) / onset)});
@@ -260,6 +282,7 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
   for (size_t i = 0; i < out.phases.size(); ++i)
     if ((baseline - out.phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct) drops.push_back(i);
   // Drops separated by a recovery count as distinct phases; adjacent drop phases as one episode.
+  if (!drops.empty()) out.degradation_onset_step = out.phases[drops.front()].first_step;
   int episodes = 0;
   for (size_t k = 0; k < drops.size(); ++k)
     if (k == 0 || drops[k] != drops[k - 1] + 1) ++episodes;

@@ -32,6 +32,27 @@ std::string Describe(const Candidate& c) {
   return c.playbook + "/" + c.rule + ": " + c.root_cause + " (" + c.confidence + ")";
 }
 
+// A symptom is a failure class other than the healthy ones: a completed job with no class has
+// nothing for `unknown` to leave unexplained.
+bool HasSymptom(const std::vector<std::string>& failure_classes) {
+  return std::any_of(failure_classes.begin(), failure_classes.end(),
+                     [](const std::string& fc) { return !fc.empty() && fc != "none" && fc != "completed"; });
+}
+
+// Why `loser` ranks below `winner`, in the order the ranking applies its criteria.
+std::string WhyLost(const Candidate& winner, const Candidate& loser) {
+  const bool gw = winner.root_cause == "observability-gap", gl = loser.root_cause == "observability-gap";
+  if (gl && !gw) return "broken telemetry yields to a failure mechanism";
+  const int rw = ConfidenceRank(winner.confidence), rl = ConfidenceRank(loser.confidence);
+  if (rw != rl) return "lower confidence (" + loser.confidence + " vs " + winner.confidence + ")";
+  const double ow = winner.onset.value_or(1e300), ol = loser.onset.value_or(1e300);
+  if (ow != ol) {
+    if (ol >= 1e300) return "its onset could not be placed in time; the winner's anomaly came first";
+    return "its anomaly began " + std::to_string(static_cast<long long>(ol - ow)) + " s after the winner's (not the earliest anomaly)";
+  }
+  return "equal confidence and onset: playbook order";
+}
+
 }  // namespace
 
 int ConfidenceRank(const std::string& level) {
@@ -61,6 +82,11 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   });
   for (const auto& c : causes) out.ranking.push_back(Describe(c));
   for (const auto& c : neutral) out.ranking.push_back(Describe(c));
+  for (size_t i = 1; i < causes.size(); ++i) {
+    if (causes[i].root_cause == causes[0].root_cause) continue;
+    out.verdict.runner_up = Describe(causes[i]) + ": " + WhyLost(causes[0], causes[i]);
+    break;
+  }
 
   // Broken telemetry found next to a refuted symptom (e.g. a scrape gap on a job whose GPUs all kept
   // training) leaves the refutation standing: the gap is the verdict, and nothing should be killed.
@@ -112,7 +138,8 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     out.verdict.summary = refuter->summary;
     out.decision.action = refuter->action;
   } else if (IsUnexplainedStatus(job_status) ||
-             std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; })) {
+             (HasSymptom(failure_classes) &&
+              std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; }))) {
     // Never let "nothing found" hide a failure.
     out.verdict.root_cause = "unknown";
     out.verdict.domain = "none";
@@ -126,12 +153,22 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     out.decision.action = "none";
     out.decision.notes.push_back("unexplained " + job_status + ": inspect the findings and the logs before retrying");
   } else {
+    // A job that completed with no symptom is healthy: an anomaly no playbook could tie to a loss
+    // (e.g. a host's low-level background retransmits) is noted, never turned into `unknown`.
     out.verdict.root_cause = "none";
     out.verdict.domain = "none";
-    bool any_fired = !neutral.empty();
-    out.verdict.confidence = any_fired ? neutral.front().confidence : "possible";
-    out.verdict.summary = any_fired ? neutral.front().summary : "No playbook found a problem.";
+    const Candidate* first_none = nullptr;
+    for (const auto& c : neutral)
+      if (c.root_cause == "none") {
+        first_none = &c;
+        break;
+      }
+    out.verdict.confidence = first_none ? first_none->confidence : "possible";
+    out.verdict.summary = first_none ? first_none->summary : "No playbook found a problem.";
     out.decision.action = "none";
+    for (const auto& c : neutral)
+      if (c.root_cause == "unknown" && !c.summary.empty())
+        out.decision.notes.push_back("noted, not a failure (the job completed with no symptom): " + c.summary);
   }
   for (const auto& c : neutral) {
     for (const auto& n : c.notes) out.decision.notes.push_back(n);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "tests/triage/triage_support.h"
@@ -97,22 +98,51 @@ TEST(TgsAnalysisTest, ConstantDropThatRecovers) {
   EXPECT_EQ(a.pattern, "constant-drop");
 }
 
-TEST(TgsAnalysisTest, GradualDeclineWithOnset) {
-  std::mt19937 rng(21);
-  std::uniform_real_distribution<double> noise(-0.01, 0.01);
+// Steps whose TGS follows `level(step)` times (1 + noise); step 0 is the compile step.
+template <typename Noise>
+std::vector<StepRecord> Shaped(int64_t last, const std::function<double(int64_t)>& level, Noise noise, uint32_t seed) {
+  std::mt19937 rng(seed);
   std::vector<StepRecord> steps;
-  for (int64_t s = 0; s <= 900; ++s) {
-    double base = s < 450 ? 3290 : 3290 - (s - 450) * 1.5;   // -20 % by step 900
+  for (int64_t s = 0; s <= last; ++s) {
     StepRecord r;
     r.step = s;
-    r.tokens_per_sec_per_device = s == 0 ? 60 : base * (1 + noise(rng));
+    r.tokens_per_sec_per_device = s == 0 ? level(s) / 50 : level(s) * (1 + noise(rng));
     r.seconds = 16384 / r.tokens_per_sec_per_device;
     steps.push_back(r);
   }
+  return steps;
+}
+
+TEST(TgsAnalysisTest, GradualDeclineWithOnset) {
+  auto steps = Shaped(900, [](int64_t s) { return s < 450 ? 3290 : 3290 - (s - 450) * 1.5; },   // -20 % by step 900
+                      std::uniform_real_distribution<double>(-0.01, 0.01), 21);
   TgsAnalysis a = AnalyzeTgs(steps, std::nullopt, Options());
   EXPECT_EQ(a.pattern, "gradual-decline");
   ASSERT_TRUE(a.decline_onset_step.has_value());
   EXPECT_NEAR(*a.decline_onset_step, 450, 25);
+}
+
+// Issue 12 failure mode 3: a 13 % decline that settles on a plateau, under 2 % Gaussian step
+// jitter, was cut into a staircase of "phased" segments. It is one gradual decline, and the onset
+// is where it began, whatever the noise draw.
+TEST(TgsAnalysisTest, NoisyDeclineThatSettlesIsOneGradualDecline) {
+  for (uint32_t seed : {3u, 17u, 29u, 41u, 77u}) {
+    auto steps = Shaped(420, [](int64_t s) { return s < 200 ? 2500 : s < 320 ? 2500 - (s - 200) * (325.0 / 120) : 2175; },
+                        std::normal_distribution<double>(0, 0.02), seed);
+    TgsAnalysis a = AnalyzeTgs(steps, std::nullopt, Options());
+    EXPECT_EQ(a.pattern, "gradual-decline") << "seed " << seed;
+    ASSERT_TRUE(a.degradation_onset_step.has_value()) << "seed " << seed;
+    EXPECT_NEAR(*a.degradation_onset_step, 200, 25) << "seed " << seed;
+  }
+}
+
+// The ramp model must not swallow sharp steps: two drops with a recovery stay "phased".
+TEST(TgsAnalysisTest, SharpDropsWithJitterStayPhasedAndPlaceTheFirstDrop) {
+  auto steps = Series({{0, 99, 3300}, {100, 199, 2600}, {200, 249, 3290}, {250, 380, 2520}}, 2.0, 5);
+  TgsAnalysis a = AnalyzeTgs(steps, std::nullopt, Options());
+  EXPECT_EQ(a.pattern, "phased");
+  ASSERT_TRUE(a.degradation_onset_step.has_value());
+  EXPECT_NEAR(*a.degradation_onset_step, 100, 3);
 }
 
 TEST(TgsAnalysisTest, TooFewSteps) {

@@ -64,7 +64,40 @@ TEST(CombineTest, NoneNeverHidesAFailure) {
   EXPECT_EQ(ok.verdict.root_cause, "none");
   EXPECT_EQ(ok.decision.action, "none");
   EXPECT_EQ(Combine({}, "hanging", {}).verdict.root_cause, "unknown");
-  EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, "completed", {}).verdict.root_cause, "unknown");
+  // `unknown` is for an unexplained failure or loss: with a symptom it stands...
+  EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, "completed", {"tgs-degradation"}).verdict.root_cause,
+            "unknown");
+}
+
+// Issue 12 failure mode 4: a completed job with steady TGS and a harmless anomaly (a host's
+// low-level retransmits) was judged `unknown` ("unexplained completed"). Healthy is `none`, and the
+// anomaly stays in the notes.
+TEST(CombineTest, AHealthyJobWithAnUnexplainedAnomalyIsNoneWithTheAnomalyNoted) {
+  auto anomaly = Make("network-health", "unknown", "possible", 1, 0);
+  anomaly.summary = "Network health: RDMA anomalies on h3.";
+  auto clean = Make("rdma-phase-correlation", "none", "likely", std::nullopt, 1);
+  for (const auto& classes : {std::vector<std::string>{}, std::vector<std::string>{"none"}}) {
+    auto out = Combine({anomaly, clean}, "completed", classes);
+    EXPECT_EQ(out.verdict.root_cause, "none");
+    EXPECT_EQ(out.verdict.confidence, "likely");
+    EXPECT_EQ(out.decision.action, "none");
+    bool noted = false;
+    for (const auto& n : out.decision.notes) noted = noted || n.find("RDMA anomalies on h3") != std::string::npos;
+    EXPECT_TRUE(noted);
+  }
+}
+
+TEST(CombineTest, TheReportSaysWhyTheRunnerUpLost) {
+  auto moe = Make("moe-lb-loss-drift", "moe-routing-shift", "confirmed", 1000, 0);
+  auto rdma = Make("rdma-phase-correlation", "rdma-link-degradation", "possible", 900, 1);
+  auto out = Combine({rdma, moe}, "completed", {"tgs-degradation"});
+  EXPECT_EQ(out.verdict.root_cause, "moe-routing-shift");
+  EXPECT_NE(out.verdict.runner_up.find("rdma-link-degradation"), std::string::npos);
+  EXPECT_NE(out.verdict.runner_up.find("lower confidence"), std::string::npos);
+  auto later = Combine({Make("a", "thermal-throttle", "likely", 500, 0), Make("b", "host-oom", "likely", 800, 1)},
+                       "failed", {"oom-host"});
+  EXPECT_NE(later.verdict.runner_up.find("300 s after"), std::string::npos) << later.verdict.runner_up;
+  EXPECT_TRUE(Combine({moe}, "completed", {"tgs-degradation"}).verdict.runner_up.empty());
 }
 
 TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {

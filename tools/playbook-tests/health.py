@@ -49,17 +49,17 @@ tests.append(test('clean RDMA with TCP storms on the checkpoint writers: none (T
 j = Job(hosts, n=120, seed=52, noise=False)
 j.override('hw_rdma_tx_retx_pkts_total', lambda h, g, i, d: d + max(0, i - 30) * 900 if h == 'nw-03' else d)
 j.override('hw_rdma_tx_ack_timeout_total', lambda h, g, i, d: d + max(0, i - 30) * 3 if h == 'nw-03' else d)
-tests.append(test('sustained RDMA retransmits on one host: unknown with notes (the cause is named by rdma playbooks)', j,
+tests.append(test('sustained RDMA retransmits on one host of a completed job: named in findings and notes, verdict none', j,
                   facts(j),
-                  {'root_cause': 'unknown', 'action': 'none',
+                  {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'network-health/network_anomalies', 'status': 'fired', 'hosts': ['nw-03']}]},
                   families=NH_FAM))
 
 j = Job(hosts, n=120, seed=53, noise=False)
 j.override('hw_rdma_port_state', lambda h, g, i, d: 0 if (h == 'nw-02' and 80 <= i < 90) else d)
 j.override('hw_rdma_req_rx_cqe_err_total', lambda h, g, i, d: (0 if i < 80 else 4) if h == 'nw-02' else d)
-tests.append(test('a port down with CQE errors is reported per host', j, facts(j),
-                  {'root_cause': 'unknown', 'action': 'none',
+tests.append(test('a port down with CQE errors on a completed job is reported per host, verdict none', j, facts(j),
+                  {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'network-health/network_anomalies', 'status': 'fired', 'hosts': ['nw-02']}]},
                   families=NH_FAM))
 emit('network-health', 'health.py', tests)
