@@ -99,7 +99,8 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
   // A running job's timeline ends at its "now"; its log was last written when the silence
   // (hang_seconds) began. Pinned mtimes make running / hanging / unknown-death reproducible with
   // the scenario's `expect.now`.
-  SetMtimes(out, all, s.running ? timeline->job_end - std::max(0.0, s.hang_seconds) : timeline->job_end);
+  SetMtimes(out, all,
+            s.running ? timeline->job_end - std::max(0.0, s.hang_seconds) : timeline->job_end + s.mtime_skew_seconds);
   report.log_bytes = TreeBytes(out / job_dir) - report.tsdb_bytes;
   if (fs::exists(out / (job_dir + ".log"), ec)) report.log_bytes += static_cast<int64_t>(fs::file_size(out / (job_dir + ".log"), ec));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

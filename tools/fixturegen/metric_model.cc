@@ -71,6 +71,12 @@ class SeriesSet {
   std::vector<bool> counter_;
 };
 
+std::string RdmaDeviceName(const std::string& vendor, int device) {
+  if (vendor == "bnxt_re") return "bnxt_re" + std::to_string(device);
+  if (vendor == "mlx5") return "mlx5_" + std::to_string(device);
+  return "ionic_" + std::to_string(device);
+}
+
 Labels With(Labels base, std::initializer_list<std::pair<const std::string, std::string>> extra) {
   for (const auto& kv : extra) base[kv.first] = kv.second;
   return base;
@@ -192,6 +198,33 @@ class MetricModel {
     return times;
   }
 
+  struct HostSpread {
+    double power_w = 0, temperature_c = 0, clock_mhz = 0;
+  };
+  // Drawn from their own stream, and only when asked for, so scenarios without spreads keep every
+  // other value they had.
+  HostSpread Spread(const std::string& host) const {
+    HostSpread spread;
+    if (s_.power_spread_w <= 0 && s_.temperature_spread_c <= 0 && s_.clock_spread_mhz <= 0) return spread;
+    Rng r(s_.seed, "node_hw/spread/" + host);
+    spread.power_w = s_.power_spread_w * r.Uniform(-1, 1);
+    spread.temperature_c = s_.temperature_spread_c * r.Uniform(-1, 1);
+    spread.clock_mhz = s_.clock_spread_mhz * r.Uniform(-1, 1);
+    return spread;
+  }
+
+  // A retry-exhaustion total left by an earlier job on this device: large, and flat in this one.
+  double StaleRetryExceeded(const std::string& host, int device) const {
+    double total = 0;
+    for (const Fault& f : s_.faults) {
+      if (f.kind != "rdma_stale_retry_exceeded") continue;
+      if (std::find(f.hosts.begin(), f.hosts.end(), host) == f.hosts.end()) continue;
+      if (!f.devices.empty() && std::find(f.devices.begin(), f.devices.end(), device) == f.devices.end()) continue;
+      total += std::floor(f.rate);
+    }
+    return total;
+  }
+
   Status NodeHw(int task, const SeriesSink& sink, MetricStats* stats);
   Status Ray(int task, const SeriesSink& sink, MetricStats* stats);
   Status Tensorboard(const SeriesSink& sink, MetricStats* stats);
@@ -280,14 +313,21 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
         ccl_ack_to, ccl_tx_p, ccl_rx_p, ccl_tx_b, ccl_rx_b, dup_resp, dup_req, state;
   };
   std::vector<Rdma> rdmas;
+  const bool ionic = s_.nic_vendor == "ionic";
   for (int d = 0; d < s_.rdma_devices; ++d) {
-    Labels rl = With(base, {{"device", "ionic_" + std::to_string(d)}, {"port", "1"}, {"host", host}});
+    Labels rl = With(base, {{"device", RdmaDeviceName(s_.nic_vendor, d)}, {"port", "1"}, {"host", host}});
     auto add = [&](const char* name, double start) { return set.Add(With(rl, {{"__name__", name}}), start); };
     Rdma r;
     r.rx_b = add("hw_rdma_rx_bytes_total", lifetime(3e16));
     r.tx_b = add("hw_rdma_tx_bytes_total", lifetime(3e16));
     r.rx_p = add("hw_rdma_rx_pkts_total", lifetime(8e12));
     r.tx_p = add("hw_rdma_tx_pkts_total", lifetime(8e12));
+    if (!ionic) {
+      // standard InfiniBand counters only: no retransmit, ACK-timeout, CNP or CCL families
+      r.state = add("hw_rdma_port_state", -1);
+      rdmas.push_back(r);
+      continue;
+    }
     // lifetime retransmits from earlier jobs: non-zero on some hosts, so only rate() tells the truth
     double old_retx = init.Uniform() < 0.4 ? lifetime(5e6) : 0;
     r.retx_b = add("hw_rdma_tx_retx_bytes_total", old_retx * 4096);
@@ -297,7 +337,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     r.rx_cnp = add("hw_rdma_rx_cnp_pkts_total", lifetime(2e7));
     r.tx_cnp = add("hw_rdma_tx_cnp_pkts_total", lifetime(2e7));
     r.cqe = add("hw_rdma_req_rx_cqe_err_total", 0);
-    r.retry_excd = add("hw_rdma_req_tx_retry_excd_err_total", 0);
+    r.retry_excd = add("hw_rdma_req_tx_retry_excd_err_total", StaleRetryExceeded(host, d));
     r.ccl_retx_p = add("hw_rdma_ccl_tx_retx_pkts_total", old_retx * 0.8);
     r.ccl_retx_b = add("hw_rdma_ccl_tx_retx_bytes_total", old_retx * 0.8 * 4096);
     r.ccl_ack_to = add("hw_rdma_ccl_tx_ack_timeout_total", old_retx > 0 ? std::floor(old_retx / 400) : 0);
@@ -340,6 +380,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   const size_t gpu_series = gpus.size() * (6 + gpus.front().ras.size() + 3);
   double d_state = 0;   // processes left in D state by killed plugin reads (~6 per hour)
 
+  const HostSpread spread = Spread(host);
   Rng r(s_.seed, "node_hw/noise/" + host);
   double last_time = -1;
   double io_full300_state = 0, io_some300_state = 0;
@@ -383,10 +424,13 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       HostState gst = st;
       gst.activity = GpuActivity(st, g);
       double power = GpuPower(gst, r);
+      if (spread.power_w != 0 && gst.activity != Activity::kGone) power = std::max(0.0, power + spread.power_w);
       double temp = 34 + power * 0.056 + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0) + FaultOn(st, "gpu_hot", g);
+      if (spread.temperature_c != 0) temp += spread.temperature_c;
       set.Gauge(gpu.power, time, std::round(power * 10) / 10);
       set.Gauge(gpu.temp, time, std::round(temp * 10) / 10);
       double sclk = gst.activity == Activity::kIdle ? 132 : (throttle > 0 ? 1480 + r.Normal(0, 30) : 2400 - r.Uniform(0, 180));
+      if (spread.clock_mhz != 0 && gst.activity != Activity::kIdle && throttle <= 0) sclk = std::min(2400.0, sclk + spread.clock_mhz);
       set.Gauge(gpu.sclk, time, std::round(sclk));
       set.Gauge(gpu.mclk, time, gst.activity == Activity::kIdle ? 900 : 1900);
       double vram = gst.activity == Activity::kIdle ? 0.28 * kGiB : (gst.activity == Activity::kInit ? 40 * kGiB : 251.9 * kGiB + r.Normal(0, 0.05) * kGiB);
@@ -429,6 +473,10 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Counter(rd.tx_b, time, bytes * dt * r.Uniform(0.98, 1.02));
       set.Counter(rd.rx_p, time, bytes / 4096 * dt);
       set.Counter(rd.tx_p, time, bytes / 4096 * dt);
+      if (!ionic) {
+        set.Gauge(rd.state, time, port_down ? 0 : 1);
+        continue;
+      }
       double retx = FaultOn(st, "rdma_retx", d);
       retx = retx > 0 ? retx * std::exp(r.Normal(0, 0.6)) : 0;   // bursty
       double ack = FaultOn(st, "rdma_ack_timeout", d);

@@ -38,7 +38,12 @@ const std::set<std::string> kFaultKinds = {
     "gpu_hot",            // GPUs run `rate` C hotter with the clocks unchanged (no throttling)
     "gpu_plugin_absent",  // the GPU plugin exited 99 on these hosts: no hw_gpu_* series in the window
     "host_mem_ramp",      // ray_node_mem_used climbs linearly by rate x total over the window
+    "rdma_stale_retry_exceeded",   // retry-exhaustion lifetime total `rate` from before the job, flat in it
 };
+
+// Families only ionic NICs export; on bnxt_re / mlx5 a fault on them would be invisible, so it is an error.
+const std::set<std::string> kIonicOnlyFaults = {"rdma_retx", "rdma_ack_timeout", "rdma_retry_exceeded", "rdma_cnp",
+                                                "rdma_cqe_error", "rdma_stale_retry_exceeded"};
 
 std::string Where(const std::string& path, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -196,7 +201,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (!root || !root.IsMap()) return InvalidArgumentError(path + ": a scenario must be a YAML mapping");
   RETURN_IF_ERROR(r.CheckKeys(root, {"description", "job", "training", "stages", "heartbeat", "summary",
                                      "node_exits", "running", "log_symlink", "write_log", "metrics",
-                                     "faults", "events", "expect"},
+                                     "faults", "events", "expect", "mtime_skew_seconds"},
                               "scenario"));
   Scenario s;
   s.path = path;
@@ -272,7 +277,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
                                     "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
                                     "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds",
                                     "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip",
-                                    "checkpoint_writers"},
+                                    "checkpoint_writers", "step_jitter_pct"},
                                 "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
@@ -287,6 +292,12 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(t, "peak_tflops", &s.peak_tflops));
     RETURN_IF_ERROR(r.Get(t, "checkpoint_save_seconds", &s.checkpoint_save_seconds));
     RETURN_IF_ERROR(r.Get(t, "checkpoint_writers", &s.checkpoint_writers));
+    if (t["step_jitter_pct"]) {
+      double pct = 0;
+      RETURN_IF_ERROR(r.Get(t, "step_jitter_pct", &pct));
+      if (pct < 0 || pct > 20) return r.Error(t["step_jitter_pct"], "step_jitter_pct must be between 0 and 20");
+      s.step_jitter = pct / 100;
+    }
     if (s.checkpoint_writers < 1) return r.Error(t["checkpoint_writers"], "checkpoint_writers must be >= 1");
     RETURN_IF_ERROR(r.Get(t, "extra_nccl_waves", &s.extra_nccl_waves));
     RETURN_IF_ERROR(r.Get(t, "hang_seconds", &s.hang_seconds));
@@ -416,11 +427,13 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (s.log_symlink != "ok" && s.log_symlink != "dangling" && s.log_symlink != "none")
     return r.Error(root["log_symlink"], "log_symlink must be ok, dangling or none");
   RETURN_IF_ERROR(r.Get(root, "write_log", &s.write_log));
+  RETURN_IF_ERROR(r.Get(root, "mtime_skew_seconds", &s.mtime_skew_seconds));
 
   // --- metrics
   if (YAML::Node m = root["metrics"]) {
     RETURN_IF_ERROR(r.CheckKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
-                                    "net_devices", "tb_gap"},
+                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
+                                    "clock_spread_mhz"},
                                 "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "node_hw_interval", &s.node_hw_interval));
@@ -428,6 +441,14 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(m, "missed_scrapes", &s.missed_scrape_fraction));
     RETURN_IF_ERROR(r.Get(m, "rdma_devices", &s.rdma_devices));
     RETURN_IF_ERROR(r.GetStrings(m, "net_devices", &s.net_devices));
+    RETURN_IF_ERROR(r.Get(m, "nic_vendor", &s.nic_vendor));
+    if (s.nic_vendor != "ionic" && s.nic_vendor != "bnxt_re" && s.nic_vendor != "mlx5")
+      return r.Error(m["nic_vendor"], "nic_vendor must be ionic, bnxt_re or mlx5");
+    RETURN_IF_ERROR(r.Get(m, "power_spread_w", &s.power_spread_w));
+    RETURN_IF_ERROR(r.Get(m, "temperature_spread_c", &s.temperature_spread_c));
+    RETURN_IF_ERROR(r.Get(m, "clock_spread_mhz", &s.clock_spread_mhz));
+    if (s.power_spread_w < 0 || s.temperature_spread_c < 0 || s.clock_spread_mhz < 0)
+      return r.Error(m, "spreads must not be negative");
     if (m["tb_gap"]) {
       ASSIGN_OR_RETURN(StepRange gap, r.Steps(m["tb_gap"]));
       s.tb_gap = gap;
@@ -444,6 +465,8 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       fault.line = f.Mark().line + 1;
       RETURN_IF_ERROR(r.Get(f, "kind", &fault.kind));
       if (!kFaultKinds.count(fault.kind)) return r.Error(f["kind"] ? f["kind"] : f, "unknown fault kind '" + fault.kind + "'");
+      if (s.nic_vendor != "ionic" && kIonicOnlyFaults.count(fault.kind))
+        return r.Error(f["kind"], fault.kind + " needs counters that " + s.nic_vendor + " NICs do not export (nic_vendor: ionic)");
       std::vector<std::string> hosts;
       RETURN_IF_ERROR(r.GetStrings(f, "hosts", &hosts));
       if (hosts.size() == 1 && hosts[0] == "all") hosts = s.hosts;

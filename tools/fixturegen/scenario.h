@@ -109,6 +109,7 @@ struct Scenario {
   double per_device_batch_size = 12;
   double step0_seconds = 150;
   double init_seconds = 240;        // training stage start -> first step begins
+  double step_jitter = 0.0012;      // relative spread (sd) of each step's TGS: training.step_jitter_pct / 100
   double tflops_per_tgs = 0.06413;  // TFLOP/s/device per token/s/device
   double peak_tflops = 2500;
   std::vector<Phase> phases;
@@ -141,6 +142,7 @@ struct Scenario {
   std::string log_symlink = "ok";   // ok | dangling | none (prolog kill: dir without log)
   bool write_log = true;
   int ray_log_lag_steps = 0;        // RAY=1: Slurm log stops this many steps before the worker logs
+  double mtime_skew_seconds = 0;    // finished job: file mtimes are its end plus this (a skewed clock)
 
   // metrics
   bool tsdb = false;
@@ -148,6 +150,13 @@ struct Scenario {
   double ray_interval = 5;
   double missed_scrape_fraction = 0.004;
   int rdma_devices = 8;
+  // ionic exports the full retransmit / ACK-timeout / CNP / CCL families; bnxt_re and mlx5 only the
+  // standard InfiniBand byte/packet counters and the port state.
+  std::string nic_vendor = "ionic";
+  // Per-host offsets (drawn once per host, +-spread) so hosts are not clones of each other.
+  double power_spread_w = 0;
+  double temperature_spread_c = 0;
+  double clock_spread_mhz = 0;
   std::vector<std::string> net_devices = {"eth0", "ens9np0"};
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   std::vector<Fault> faults;

@@ -128,7 +128,7 @@ StatusOr<Timeline> BuildTimeline(const Scenario& s) {
       StepRecord r;
       r.step = step;
       r.begin = clock;
-      double tgs = PhaseTgs(s, step) * (1.0 + rng.Normal(0, 0.0012));
+      double tgs = PhaseTgs(s, step) * (1.0 + rng.Normal(0, s.step_jitter));
       double seconds = t.tokens_per_step / tgs;
       if (step == s.first_step) seconds = s.step0_seconds * (1.0 + rng.Normal(0, 0.01));
       bool prev_saved = s.checkpoint_period > 0 && step > s.first_step && ((step - 1) % s.checkpoint_period == 0) &&

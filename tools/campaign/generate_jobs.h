@@ -1,0 +1,22 @@
+// `campaign generate`: plans the campaign and writes every job through fixturegen's own
+// parse-and-generate path, plus the scenarios and truth.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/core/status.h"
+
+namespace diagnose::campaign {
+
+struct GenerateCampaignOptions {
+  uint64_t seed = 1;
+  int jobs = 40;
+  std::string out_dir;        // receives outputs/, scenarios/, truth.json (and a scratch dir it removes)
+  int parallel = 2;
+  bool write_tsdb = true;     // false: logs only (fast determinism checks)
+};
+
+Status GenerateCampaign(const GenerateCampaignOptions& options);
+
+}  // namespace diagnose::campaign

@@ -1,0 +1,59 @@
+// campaign: a randomized fault-injection campaign for diagnose (tools/campaign/README.md).
+//   campaign generate --seed S --jobs N --out DIR
+//   campaign score --diagnose BIN DIR [--json OUT] [--min-root-cause F ...]
+#include <cstdio>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/campaign/generate_jobs.h"
+#include "tools/campaign/score.h"
+
+using namespace diagnose;
+using namespace diagnose::campaign;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Randomized fault-injection campaign: generate jobs with a known truth, score diagnose on them"};
+  app.require_subcommand(1);
+
+  GenerateCampaignOptions generate;
+  bool no_tsdb = false;
+  CLI::App* gen = app.add_subcommand("generate", "write DIR/outputs, DIR/scenarios and DIR/truth.json");
+  gen->add_option("--seed", generate.seed, "campaign seed (same seed, same scenarios and truth)")->required();
+  gen->add_option("--jobs", generate.jobs, "scored jobs (a restore case adds its baseline job)")->required()->check(CLI::Range(1, 900));
+  gen->add_option("--out", generate.out_dir, "output directory; nothing is written outside it")->required();
+  gen->add_option("--jobs-parallel", generate.parallel, "jobs generated in parallel")->check(CLI::Range(1, 16));
+  gen->add_flag("--no-tsdb", no_tsdb, "logs only, no TSDB blocks (for quick checks)");
+
+  ScoreOptions score;
+  std::optional<double> min_rc, min_action, min_precision, min_recall, min_healthy;
+  CLI::App* sc = app.add_subcommand("score", "run diagnose on every job and compare with the truth");
+  sc->add_option("--diagnose", score.diagnose_bin, "the diagnose binary")->required();
+  sc->add_option("dir", score.dir, "a `campaign generate` output directory")->required();
+  sc->add_option("--json", score.json_out, "also write the scores as JSON here");
+  sc->add_option("--parallel", score.parallel, "diagnose runs in parallel")->check(CLI::Range(1, 16));
+  sc->add_option("--timeout", score.timeout_seconds, "seconds per diagnose run");
+  sc->add_option("--min-root-cause", min_rc, "fail below this fraction of right root causes");
+  sc->add_option("--min-action", min_action, "fail below this fraction of right actions");
+  sc->add_option("--min-precision", min_precision, "fail below this exclusion precision");
+  sc->add_option("--min-recall", min_recall, "fail below this exclusion recall");
+  sc->add_option("--min-healthy-none", min_healthy, "fail below this fraction of no-fault jobs judged none/none");
+  CLI11_PARSE(app, argc, argv);
+
+  if (gen->parsed()) {
+    generate.write_tsdb = !no_tsdb;
+    Status status = GenerateCampaign(generate);
+    if (!status.ok()) {
+      std::fprintf(stderr, "campaign: %s\n", status.message().c_str());
+      return 1;
+    }
+    return 0;
+  }
+  score.thresholds = {min_rc, min_action, min_precision, min_recall, min_healthy};
+  auto passed = ScoreCampaign(score);
+  if (!passed.ok()) {
+    std::fprintf(stderr, "campaign: %s\n", passed.status().message().c_str());
+    return 2;
+  }
+  return *passed ? 0 : 1;
+}

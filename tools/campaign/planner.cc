@@ -1,0 +1,874 @@
+#include "tools/campaign/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "tools/fixturegen/hostlist.h"
+#include "tools/fixturegen/random.h"
+#include "tools/fixturegen/scenario.h"
+#include "tools/fixturegen/timeline.h"
+
+namespace diagnose::campaign {
+namespace {
+
+using fixturegen::Rng;
+
+// ---------------------------------------------------------------------------------------------
+// The scenario as the campaign builds it, rendered to fixturegen YAML (fixtures/README.md).
+
+struct FaultSpec {
+  std::string kind;
+  std::vector<std::string> hosts;
+  std::string window;   // "steps: a-b", "after_step: n" or empty (whole job)
+  double rate = 0;
+  std::vector<int> devices;
+};
+
+struct PhaseSpec {
+  int64_t first = 0, last = 0;
+  double tgs = 0, tgs_end = 0;
+};
+
+struct JobSpec {
+  std::string id, model, description;
+  double start = 0;
+  uint64_t seed = 1;
+  std::vector<std::string> hosts;
+  std::vector<std::string> passthrough;
+  bool moe = false;
+  int seq_len = 8192;
+  int64_t first_step = 0, last_step = 0;
+  double tflops_per_tgs = 0.5;
+  std::optional<double> init_seconds, checkpoint_save_seconds;
+  std::optional<int> checkpoint_writers;
+  int extra_nccl_waves = 0;
+  double hang_seconds = 0;
+  double step_jitter_pct = 0.12;
+  std::vector<PhaseSpec> phases;
+  std::optional<int64_t> lb_change_step;
+  double lb_base = 0.0104, lb_after = 0.0104;
+  std::optional<double> heartbeat_time;
+  std::vector<int> heartbeat_accused;
+  double node_hw_interval = 30, ray_interval = 30;
+  std::string nic_vendor = "ionic";
+  double power_spread_w = 0, temperature_spread_c = 0, clock_spread_mhz = 0;
+  std::vector<FaultSpec> faults;
+  std::vector<std::string> events;   // rendered flow mappings
+  std::map<int, int> node_exits;
+  std::string summary = "{status: SUCCESS, exit: 0}";
+  double mtime_skew_seconds = 0;
+};
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string Iso(double epoch) {
+  std::time_t t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return out + "\"";
+}
+
+template <typename T, typename F>
+std::string FlowList(const std::vector<T>& items, F render) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + render(items[i]);
+  return out + "]";
+}
+
+std::string HostList(const std::vector<std::string>& hosts) {
+  return FlowList(hosts, [](const std::string& h) { return h; });
+}
+
+std::string Exclusions(const std::vector<ExpectedExclusion>& exclude) {
+  return FlowList(exclude, [](const ExpectedExclusion& e) {
+    return e.priority ? "{host: " + e.host + ", priority: " + std::to_string(*e.priority) + "}" : e.host;
+  });
+}
+
+std::string Render(const JobSpec& s, const JobTruth& truth) {
+  std::ostringstream y;
+  y << "description: " << Quoted(s.description) << "\n";
+  y << "job:\n  id: \"" << s.id << "\"\n  model: " << s.model << "\n  launcher: slurm\n  ray: true\n";
+  y << "  start: " << Iso(s.start) << "\n  seed: " << s.seed << "\n";
+  y << "  hosts: \"" << fixturegen::CompressHostlist(s.hosts) << "\"\n";
+  y << "  passthrough: " << HostList(s.passthrough) << "\n";
+  y << "training:\n  moe: " << (s.moe ? "true" : "false") << "\n  seq_len: " << s.seq_len << "\n";
+  if (s.first_step > 0) y << "  first_step: " << s.first_step << "\n";
+  y << "  last_step: " << s.last_step << "\n  tflops_per_tgs: " << Num(s.tflops_per_tgs) << "\n";
+  y << "  step_jitter_pct: " << Num(s.step_jitter_pct) << "\n";
+  if (s.init_seconds) y << "  init_seconds: " << Num(*s.init_seconds) << "\n";
+  if (s.checkpoint_save_seconds) y << "  checkpoint_save_seconds: " << Num(*s.checkpoint_save_seconds) << "\n";
+  if (s.checkpoint_writers) y << "  checkpoint_writers: " << *s.checkpoint_writers << "\n";
+  if (s.extra_nccl_waves) y << "  extra_nccl_waves: " << s.extra_nccl_waves << "\n";
+  if (s.hang_seconds > 0) y << "  hang_seconds: " << Num(s.hang_seconds) << "\n";
+  if (s.moe)
+    y << "  moe_lb_loss: {base: " << Num(s.lb_base)
+      << (s.lb_change_step ? ", change_at: " + std::to_string(*s.lb_change_step) + ", after: " + Num(s.lb_after) : "")
+      << "}\n";
+  y << "  phases:\n";
+  for (const PhaseSpec& p : s.phases) {
+    y << "    - {steps: " << p.first << "-" << p.last << ", tgs: " << Num(p.tgs);
+    if (p.tgs_end > 0) y << ", tgs_end: " << Num(p.tgs_end);
+    y << "}\n";
+  }
+  if (s.heartbeat_time) {
+    std::string accused = FlowList(s.heartbeat_accused, [](int t) { return std::to_string(t); });
+    y << "heartbeat: {time: " << Iso(*s.heartbeat_time) << ", accused: " << accused << ", own_death: " << accused
+      << ", coordinator: 0}\n";
+  }
+  y << "metrics:\n  tsdb: true\n  node_hw_interval: " << Num(s.node_hw_interval)
+    << "\n  ray_interval: " << Num(s.ray_interval) << "\n  nic_vendor: " << s.nic_vendor << "\n";
+  y << "  power_spread_w: " << Num(s.power_spread_w) << "\n  temperature_spread_c: " << Num(s.temperature_spread_c)
+    << "\n  clock_spread_mhz: " << Num(s.clock_spread_mhz) << "\n";
+  if (!s.faults.empty()) {
+    y << "faults:\n";
+    for (const FaultSpec& f : s.faults) {
+      y << "  - {kind: " << f.kind << ", hosts: " << HostList(f.hosts);
+      if (!f.window.empty()) y << ", " << f.window;
+      if (f.rate != 0) y << ", rate: " << Num(f.rate);
+      if (!f.devices.empty()) y << ", devices: " << FlowList(f.devices, [](int d) { return std::to_string(d); });
+      y << "}\n";
+    }
+  }
+  if (!s.events.empty()) {
+    y << "events:\n";
+    for (const auto& e : s.events) y << "  - " << e << "\n";
+  }
+  if (!s.node_exits.empty()) {
+    y << "node_exits: {";
+    bool first = true;
+    for (const auto& [task, code] : s.node_exits) y << (first ? "" : ", ") << task << ": " << code, first = false;
+    y << "}\n";
+  }
+  y << "summary: " << s.summary << "\n";
+  if (s.mtime_skew_seconds != 0) y << "mtime_skew_seconds: " << Num(s.mtime_skew_seconds) << "\n";
+  y << "expect:\n  root_cause: " << truth.root_cause << "\n  action: " << truth.action << "\n";
+  y << "  exclude: " << Exclusions(truth.exclude) << "\n";
+  y << "  not_excluded: " << HostList(truth.must_not_exclude) << "\n";
+  if (truth.baseline) y << "  baseline: \"" << *truth.baseline << "\"\n";
+  if (truth.now) y << "  now: " << static_cast<int64_t>(*truth.now) << "\n";
+  y << "  campaign_kind: " << truth.kind << "\n";
+  return y.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Randomized job shapes.
+
+const char* const kSchemes[] = {"chi", "node", "gpu-a", "rk-node", "sn-c", "tc", "x1000", "mi355"};
+
+// `count` distinct host names of one naming scheme, in Slurm's sorted nodelist order.
+std::vector<std::string> HostPool(Rng& rng, int scheme, int count) {
+  std::vector<std::string> hosts;
+  char buf[64];
+  int n = 0;
+  auto gap = [&] { return rng.Uniform() < 0.15 ? 1 + static_cast<int>(rng.Uniform(0, 4)) : 0; };
+  switch (scheme) {
+    case 0: n = 2000 + static_cast<int>(rng.Uniform(0, 1700)); break;
+    case 5: case 6: case 7: n = 0; break;
+    default: n = 1 + static_cast<int>(rng.Uniform(0, 12)); break;
+  }
+  int rack = 1 + static_cast<int>(rng.Uniform(0, 9)), cab = static_cast<int>(rng.Uniform(0, 7));
+  while (static_cast<int>(hosts.size()) < count) {
+    switch (scheme) {
+      case 0: std::snprintf(buf, sizeof buf, "chi%d", n); n += 1 + gap(); break;
+      case 1: std::snprintf(buf, sizeof buf, "node%02d", n); n += 1 + gap(); break;
+      case 2: std::snprintf(buf, sizeof buf, "gpu-a%02d", n); n += 1 + gap(); break;
+      case 3: std::snprintf(buf, sizeof buf, "rk-node-%d", n); n += 1 + gap(); break;
+      case 4: std::snprintf(buf, sizeof buf, "sn-c%d", n); n += 1 + gap(); break;
+      case 5:   // tc-r<rack>n<1-8>
+        std::snprintf(buf, sizeof buf, "tc-r%dn%d", rack + n / 8, n % 8 + 1);
+        n += 1;
+        break;
+      case 6:   // HPE Cray names: cabinet, chassis (0-7), slot (0-7), board 0, node (0-1)
+        std::snprintf(buf, sizeof buf, "x1000c%ds%db0n%d", cab + n / 16, n / 2 % 8, n % 2);
+        n += 1;
+        break;
+      default:  // mi355-r<rack>-u<unit>, 10 units of 4U per rack
+        std::snprintf(buf, sizeof buf, "mi355-r%02d-u%02d", rack + n / 10, 2 + 4 * (n % 10));
+        n += 1;
+        break;
+    }
+    hosts.push_back(buf);
+  }
+  return hosts;
+}
+
+std::vector<std::string> Canonical(const std::vector<std::string>& hosts) {
+  auto expanded = fixturegen::ExpandHostlist(fixturegen::CompressHostlist(hosts));
+  return expanded.ok() ? *expanded : hosts;
+}
+
+struct Model {
+  const char* name;
+  bool moe;
+};
+const Model kModels[] = {{"llama2-70b", false}, {"llama3.1-70b", false}, {"llama3.1-405b", false},
+                         {"mixtral-8x7b", true}, {"mixtral-8x22b", true}};
+
+constexpr double kSamplesBudget = 1.4e6;   // per job: keeps 40 jobs within minutes on 2 cores
+
+class JobPlanner {
+ public:
+  JobPlanner(uint64_t seed, const std::string& stream, std::string job_id) : rng_(seed, stream) {
+    spec_.id = std::move(job_id);
+    spec_.seed = fixturegen::HashString(stream, seed) % 1000000 + 1;
+    truth_.job_id = spec_.id;
+  }
+
+  double U(double lo, double hi) { return rng_.Uniform(lo, hi); }
+  int Int(int lo, int hi) { return lo + static_cast<int>(std::floor(rng_.Uniform() * (hi - lo + 1))); }
+  bool Chance(double p) { return rng_.Uniform() < p; }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) { return v[static_cast<size_t>(Int(0, static_cast<int>(v.size()) - 1))]; }
+
+  // Cluster, model, size, speed and telemetry: everything the fault does not decide.
+  void Shape(bool need_moe, bool need_retx_counters, int min_steps = 100) {
+    scheme_ = Int(0, 7);
+    double r = rng_.Uniform();
+    int nodes = r < 0.7 ? Int(4, 12) : r < 0.93 ? Int(13, 24) : Int(25, 64);
+    spec_.hosts = Canonical(HostPool(rng_, scheme_, nodes));
+    const Model& m = need_moe ? kModels[Int(3, 4)] : kModels[Int(0, 4)];
+    spec_.model = m.name;
+    spec_.moe = m.moe;
+    tgs_ = std::round(U(1000, 3400));
+    spec_.seq_len = Chance(0.5) ? 4096 : 8192;
+    pdbs_ = std::clamp(static_cast<int>(std::lround(U(6, 18) * tgs_ / spec_.seq_len)), 1, 16);
+    step_seconds_ = spec_.seq_len * static_cast<double>(pdbs_) / tgs_;
+    steps_ = nodes > 24 ? Int(100, 180) : Int(std::max(100, min_steps), 400);
+    steps_ = std::max(steps_, min_steps);
+    spec_.tflops_per_tgs = U(600, 1100) / tgs_;
+    spec_.step_jitter_pct = std::round(U(0.2, 2.0) * 100) / 100;
+    const double hw[] = {5, 10, 15, 20, 30}, ray[] = {5, 10, 15, 30};
+    int hw_i = Int(0, 4), ray_i = Int(0, 3);
+    spec_.nic_vendor = need_retx_counters ? "ionic" : std::vector<std::string>{"ionic", "ionic", "bnxt_re", "mlx5"}[Int(0, 3)];
+    auto cost = [&] {
+      double duration = 300 + steps_ * step_seconds_;
+      double per_host = (spec_.nic_vendor == "ionic" ? 365 : 210) / hw[hw_i] + 30 / ray[ray_i];
+      return nodes * duration * per_host;
+    };
+    while (cost() > kSamplesBudget && hw_i < 4) ++hw_i;
+    while (cost() > kSamplesBudget && ray_i < 3) ++ray_i;
+    spec_.node_hw_interval = hw[hw_i];
+    spec_.ray_interval = ray[ray_i];
+    spec_.power_spread_w = std::round(U(3, 25));
+    spec_.temperature_spread_c = std::round(U(0.5, 4) * 10) / 10;
+    spec_.clock_spread_mhz = std::round(U(10, 80));
+    spec_.start = 1740787200.0 /* 2025-03-01 */ + std::round(U(0, 420 * 86400.0) / 60) * 60;
+    spec_.last_step = steps_ - 1;
+    heartbeat_timeout_ = 14400;
+  }
+
+  void Passthrough() {
+    spec_.passthrough = {"steps=" + std::to_string(total_steps_ ? total_steps_ : steps_),
+                         "per_device_batch_size=" + std::to_string(pdbs_), "dataset_type=synthetic",
+                         "jax_distributed_heartbeat_timeout_seconds=" + std::to_string(heartbeat_timeout_)};
+    if (checkpoint_period_ > 0) {
+      spec_.passthrough.push_back("enable_checkpointing=true");
+      spec_.passthrough.push_back("checkpoint_period=" + std::to_string(checkpoint_period_));
+    }
+  }
+
+  void MaybeCheckpoint(double p = 0.4) {
+    if (!Chance(p)) return;
+    checkpoint_period_ = Int(30, 100);
+    spec_.checkpoint_save_seconds = std::round(U(60, 240));
+  }
+
+  // Fault windows must be long enough in wall time for a rate() window to see them.
+  void EnsureSteps(int64_t n) {
+    if (spec_.last_step + 1 >= n) return;
+    steps_ = static_cast<int>(n);
+    spec_.last_step = n - 1;
+  }
+
+  // Steps spanning at least `seconds` of training.
+  int64_t StepsFor(double seconds) const { return static_cast<int64_t>(std::ceil(seconds / step_seconds_)); }
+  double StepSeconds() const { return step_seconds_; }
+
+  const std::string& HostAt(size_t i) const { return spec_.hosts[i]; }
+  size_t Nodes() const { return spec_.hosts.size(); }
+
+  // Hosts that carry no injected fault yet, in a random order.
+  std::vector<std::string> FreeHosts() {
+    std::vector<std::string> free;
+    for (const auto& h : spec_.hosts)
+      if (!busy_.count(h)) free.push_back(h);
+    for (size_t i = free.size(); i > 1; --i) std::swap(free[i - 1], free[static_cast<size_t>(Int(0, static_cast<int>(i) - 1))]);
+    return free;
+  }
+  std::string TakeHost() {
+    auto free = FreeHosts();
+    busy_.insert(free.front());
+    return free.front();
+  }
+  void MarkBusy(const std::string& h) { busy_.insert(h); }
+  void Decoy(const std::string& h) {
+    busy_.insert(h);
+    if (std::find(truth_.must_not_exclude.begin(), truth_.must_not_exclude.end(), h) == truth_.must_not_exclude.end())
+      truth_.must_not_exclude.push_back(h);
+  }
+  void Exclude(const std::string& h, std::optional<int> priority) {
+    busy_.insert(h);
+    truth_.exclude.push_back({h, priority});
+  }
+
+  std::string Steps(int64_t a, int64_t b) const { return "steps: " + std::to_string(a) + "-" + std::to_string(b); }
+  void Fault(std::string kind, std::vector<std::string> hosts, std::string window, double rate,
+             std::vector<int> devices = {}) {
+    spec_.faults.push_back({std::move(kind), std::move(hosts), std::move(window), rate, std::move(devices)});
+  }
+  std::vector<int> Devices(int count, int of) {
+    std::vector<int> all(static_cast<size_t>(of));
+    for (int i = 0; i < of; ++i) all[static_cast<size_t>(i)] = i;
+    for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[static_cast<size_t>(Int(0, static_cast<int>(i) - 1))]);
+    all.resize(static_cast<size_t>(count));
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+
+  void Flat() { spec_.phases = {{spec_.first_step, spec_.last_step, tgs_, 0}}; }
+
+  // Background noise and decoys every job gets; `quiet` is a stretch of flat, healthy training
+  // where a misaligned burst can sit without lining up with any TGS change.
+  void Noise(std::optional<std::pair<int64_t, int64_t>> quiet) {
+    const bool retx_counters = spec_.nic_vendor == "ionic";
+    if (retx_counters) {
+      double fraction = U(0, 0.3);
+      for (const auto& h : FreeHosts()) {
+        if (!Chance(fraction)) continue;
+        Fault("rdma_retx", {h}, "", std::round(U(0.05, 0.5) * 100) / 100, {Int(0, 7)});
+        Decoy(h);
+      }
+    }
+    auto free = FreeHosts();
+    if (!free.empty() && Chance(0.35)) {
+      Fault("tcp_retx", {free[0]}, "", std::round(U(300, 1500)));
+      Decoy(free[0]);
+      notes_ += " TCP-only decoy " + free[0] + ".";
+    }
+    free = FreeHosts();
+    if (retx_counters && !free.empty() && Chance(0.25)) {
+      Fault("rdma_stale_retry_exceeded", {free[0]}, "", std::round(U(200, 60000)), {Int(0, 7)});
+      Decoy(free[0]);
+      notes_ += " Old retry-exhaustion total on " + free[0] + ".";
+    }
+    free = FreeHosts();
+    if (retx_counters && quiet && !free.empty() && Chance(0.25)) {
+      int64_t len = std::max<int64_t>(1, StepsFor(U(120, 300)));
+      if (quiet->second - quiet->first > len + 4) {
+        int64_t a = quiet->first + Int(0, static_cast<int>(quiet->second - quiet->first - len));
+        Fault("rdma_retx", {free[0]}, Steps(a, a + len - 1), std::round(U(80, 600)), {Int(0, 7)});
+        Decoy(free[0]);
+        notes_ += " Misaligned RDMA burst on " + free[0] + " at steps " + std::to_string(a) + "+.";
+      }
+    }
+  }
+
+  JobSpec& spec() { return spec_; }
+  JobTruth& truth() { return truth_; }
+  double tgs() const { return tgs_; }
+  int steps() const { return steps_; }
+  int scheme() const { return scheme_; }
+  int64_t checkpoint_period() const { return checkpoint_period_; }
+  void set_checkpoint_period(int64_t p) { checkpoint_period_ = p; }
+  void set_total_steps(int64_t t) { total_steps_ = t; }
+  void set_heartbeat_timeout(int t) { heartbeat_timeout_ = t; }
+  void set_tgs(double t) { tgs_ = t; }
+  int pdbs() const { return pdbs_; }
+  std::string& notes() { return notes_; }
+  Rng& rng() { return rng_; }
+
+ private:
+  Rng rng_;
+  JobSpec spec_;
+  JobTruth truth_;
+  std::set<std::string> busy_;
+  std::string notes_;
+  int scheme_ = 0;
+  double tgs_ = 2000, step_seconds_ = 10;
+  int pdbs_ = 4, steps_ = 200;
+  int64_t checkpoint_period_ = 0, total_steps_ = 0;
+  int heartbeat_timeout_ = 14400;
+};
+
+void Verdict(JobPlanner& p, const std::string& kind, const std::string& root_cause, const std::string& action) {
+  p.truth().kind = kind;
+  p.truth().root_cause = root_cause;
+  p.truth().action = action;
+}
+
+std::string CancelEvents(std::vector<std::string>* events) {
+  events->push_back("{at: end, lines: [\"slurmstepd: error: *** JOB {job_id} ON {head} CANCELLED AT {iso} ***\"]}");
+  events->push_back("{at: end, tasks: all, trainer: false, lines: [\"[SIGTERM] Received \u2014 waiting for coredump before exit...\"]}");
+  return "{status: FAILED, exit: 143, reason: \"CANCELLED (scancel / SIGTERM)\"}";
+}
+
+void AllExit(JobSpec& s, int code) {
+  for (size_t t = 0; t < s.hosts.size(); ++t) s.node_exits[static_cast<int>(t)] = code;
+}
+
+// --- kinds ------------------------------------------------------------------------------------
+
+// Sustained RDMA retransmits + ACK timeouts on 1-3 hosts aligned with a TGS drop (8308/9103).
+void RdmaDegradation(JobPlanner& p, bool moe_decline) {
+  p.Shape(moe_decline, /*need_retx_counters=*/true, 160);
+  p.MaybeCheckpoint(moe_decline ? 0 : 0.3);
+  JobSpec& s = p.spec();
+  int64_t window = std::max<int64_t>(40, p.StepsFor(900));
+  p.EnsureSteps(30 + window + 20);
+  const int64_t last = s.last_step;
+  int64_t onset = std::clamp<int64_t>(static_cast<int64_t>(last * p.U(0.25, 0.55)), 30, std::max<int64_t>(30, last - window));
+  int64_t end = last;
+  if (!moe_decline && p.Chance(0.35) && last - onset > window + 40) end = onset + window + p.Int(0, 20);
+  const double tgs = p.tgs();
+  int nbad = moe_decline ? 1 : (p.Nodes() >= 8 ? p.Int(1, 3) : p.Int(1, 2));
+  double drop = p.U(0.08, 0.25);
+  if (moe_decline) {
+    // 9127: the decline starts with the RDMA fault; the lb-loss shift comes well after it
+    s.phases = {{0, onset - 1, tgs, 0}, {onset, last, tgs * (1 - 0.005), tgs * (1 - drop)}};
+    s.lb_base = std::round(p.U(0.0098, 0.0108) * 1e5) / 1e5;
+    s.lb_change_step = std::min<int64_t>(last - 5, onset + std::max<int64_t>(30, (last - onset) / 2));
+    s.lb_after = std::round(s.lb_base * p.U(1.35, 1.8) * 1e5) / 1e5;
+  } else {
+    s.phases = {{0, onset - 1, tgs, 0}, {onset, end, std::round(tgs * (1 - drop)), 0}};
+    if (end < last) s.phases.push_back({end + 1, last, tgs, 0});
+  }
+  bool exhaustion = !moe_decline && p.Chance(0.3);
+  for (int i = 0; i < nbad; ++i) {
+    std::string host = p.TakeHost();
+    auto devices = p.Devices(p.Int(1, 2), 8);
+    p.Fault("rdma_retx", {host}, p.Steps(onset, end), std::round(p.U(300, 1500)), devices);
+    p.Fault("rdma_ack_timeout", {host}, p.Steps(onset, end), std::round(p.U(3, 25)), devices);
+    if (exhaustion && i == 0) {
+      p.Fault("rdma_retry_exceeded", {host}, p.Steps(onset, end), std::round(p.U(0.05, 0.2) * 100) / 100, {devices[0]});
+      p.Exclude(host, 1);
+    } else {
+      p.Exclude(host, 2);
+    }
+  }
+  Verdict(p, moe_decline ? "moe-rdma-not-routing" : "rdma-degradation", "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = "RDMA retx+ACK timeouts on " + std::to_string(nbad) + " host(s) over steps " + std::to_string(onset) + "-" +
+              std::to_string(end) + ", TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%" +
+              (exhaustion ? ", retry exhaustion on the first" : "") +
+              (moe_decline ? "; lb-loss shifts only at step " + std::to_string(*s.lb_change_step) : "") + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// 9129: one short burst of RDMA retransmits (no ACK timeouts), TGS flat -> nothing to exclude.
+void RdmaBurst(JobPlanner& p) {
+  p.Shape(false, true);
+  p.MaybeCheckpoint(0.5);
+  p.Flat();
+  JobSpec& s = p.spec();
+  std::string host = p.TakeHost();
+  int64_t len = std::max<int64_t>(1, p.StepsFor(60));
+  int64_t a = p.Int(20, static_cast<int>(s.last_step - len - 10));
+  p.Fault("rdma_retx", {host}, p.Steps(a, a + len - 1), std::round(p.U(40, 200)), {p.Int(0, 7)});
+  p.Decoy(host);
+  Verdict(p, "rdma-transient-burst", "none", "none");
+  p.notes() = "About one minute of RDMA retx on " + host + " at step " + std::to_string(a) + ", no ACK timeouts, flat TGS." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, s.last_step - 5));
+}
+
+// 7877 / 9120: healthy steps, then busy-wait at idle power until scancel.
+void RcclHang(JobPlanner& p) {
+  p.Shape(false, false);
+  p.set_heartbeat_timeout(99999);
+  p.set_total_steps(5000);
+  JobSpec& s = p.spec();
+  s.last_step = std::min<int64_t>(s.last_step, p.Int(40, 150));
+  p.Flat();
+  s.hang_seconds = std::round(p.U(1800, 4500));
+  s.summary = CancelEvents(&s.events);
+  AllExit(s, 143);
+  bool partial = p.Chance(0.4);
+  if (partial) {
+    int n = p.Nodes() >= 6 ? p.Int(1, 2) : 1;
+    std::vector<std::string> stuck;
+    for (int i = 0; i < n; ++i) stuck.push_back(p.TakeHost());
+    int first_idle = p.Int(1, 5);
+    std::vector<int> idle;
+    for (int g = first_idle; g < 8; ++g) idle.push_back(g);
+    p.Fault("gpu_idle", stuck, "after_step: " + std::to_string(s.last_step), 0, idle);
+  }
+  Verdict(p, "rccl-hang", "rccl-hang", "retry-same-nodes");
+  p.notes() = "Hang after step " + std::to_string(s.last_step) + " for " + std::to_string(static_cast<int>(s.hang_seconds)) +
+              " s, then scancel" + (partial ? "; some GPUs never entered the collective" : "") + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, s.last_step - 3));
+}
+
+// 8043: the coordinator declares live, training tasks dead.
+void HeartbeatFalsePositive(JobPlanner& p) {
+  p.Shape(false, false);
+  p.set_heartbeat_timeout(900);
+  p.set_total_steps(5000);
+  JobSpec& s = p.spec();
+  s.first_step = 1;
+  s.last_step = p.Int(50, 150);
+  s.init_seconds = 420;
+  p.Flat();
+  int a = p.Int(1, static_cast<int>(p.Nodes()) - 1), b = p.Int(1, static_cast<int>(p.Nodes()) - 1);
+  s.heartbeat_accused = a == b ? std::vector<int>{a} : std::vector<int>{std::min(a, b), std::max(a, b)};
+  s.heartbeat_time = 0;   // placed once the timeline is known (PlanCampaign)
+  AllExit(s, 1);
+  s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=1)\"}";
+  for (int t : s.heartbeat_accused) p.Decoy(p.HostAt(static_cast<size_t>(t)));
+  Verdict(p, "heartbeat-false-positive", "heartbeat-false-positive", "retry-with-changes");
+  p.notes() = "Heartbeat kill during step " + std::to_string(s.last_step + 1) + "; accused tasks trained until the kill." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, s.last_step - 3));
+}
+
+// 9170 (checkpoint-retention ramp on DP replica 0: a config OOM), 9174 (one host spikes) or the
+// 9171 near miss (retention only, no OOM).
+void HostOom(JobPlanner& p) {
+  p.Shape(false, false);
+  JobSpec& s = p.spec();
+  const int nodes = static_cast<int>(p.Nodes());
+  const int writers = std::max(2, nodes / 2);
+  s.checkpoint_writers = writers;
+  s.checkpoint_save_seconds = std::round(p.U(150, 300));
+  int64_t period = p.Int(20, 40);
+  p.set_checkpoint_period(period);
+  p.set_total_steps(period * 8);
+  double r = p.rng().Uniform();
+  if (r < 0.4 && nodes >= 4) {
+    s.last_step = period * 4 - p.Int(2, 6);
+    p.Flat();
+    std::vector<std::string> killed = {p.HostAt(0), p.HostAt(1)};
+    std::vector<std::string> ramp_others;
+    for (int i = 2; i < writers; ++i) ramp_others.push_back(p.HostAt(static_cast<size_t>(i)));
+    for (const auto& h : killed) p.MarkBusy(h);
+    for (const auto& h : ramp_others) p.MarkBusy(h);
+    p.Fault("host_mem_ramp", killed, "after_step: " + std::to_string(period + 5), 0.55);
+    if (!ramp_others.empty()) p.Fault("host_mem_ramp", ramp_others, "after_step: " + std::to_string(period + 5), 0.48);
+    p.Fault("host_oom", killed, "after_step: " + std::to_string(s.last_step - 3), 1);
+    s.events.push_back("{at: \"after_step:" + std::to_string(s.last_step) +
+                       "\", tasks: [0, 1], trainer: false, lines: [\"/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py MaxText/configs/base.yml\"]}");
+    s.node_exits = {{0, 137}, {1, 137}};
+    s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
+    Verdict(p, "host-oom-config", "host-oom", "no-retry");
+    p.notes() = "Checkpoint-retention ramp on the " + std::to_string(writers) + " writers; OOM kills on the first two." + p.notes();
+  } else if (r < 0.75) {
+    s.last_step = period + p.Int(10, period + 10);
+    p.Flat();
+    int victim = p.Int(writers, nodes - 1);
+    std::string host = p.HostAt(static_cast<size_t>(victim));
+    p.Fault("host_oom", {host}, "after_step: " + std::to_string(s.last_step - 2), 1);
+    s.events.push_back("{at: \"after_step:" + std::to_string(s.last_step) + "\", tasks: [" + std::to_string(victim) +
+                       "], trainer: false, lines: [\"/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py MaxText/configs/base.yml\"]}");
+    s.node_exits = {{victim, 137}};
+    s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
+    p.Exclude(host, std::nullopt);
+    for (int i = 0; i < writers; ++i) p.Decoy(p.HostAt(static_cast<size_t>(i)));
+    Verdict(p, "host-oom-spike", "host-oom", "retry-excluding-nodes");
+    p.notes() = "Sudden host-memory spike and OOM kill on " + host + " outside checkpoint windows." + p.notes();
+  } else {
+    s.last_step = period * 3 + p.Int(5, 15);
+    p.Flat();
+    for (int i = 0; i < writers; ++i) p.Decoy(p.HostAt(static_cast<size_t>(i)));
+    Verdict(p, "host-mem-retention", "none", "none");
+    p.notes() = "Checkpoint writers retain ~1.37 TB after each save; no OOM." + p.notes();
+  }
+  p.Passthrough();
+  p.Noise(std::nullopt);
+}
+
+// 9101 (throttled host slows the job) or the 9153 near miss (hot, clocks normal, no slowdown).
+void Thermal(JobPlanner& p) {
+  p.Shape(false, false, 120);
+  JobSpec& s = p.spec();
+  p.EnsureSteps(30 + std::max<int64_t>(40, p.StepsFor(900)) + 10);
+  const int64_t last = s.last_step;
+  std::string host = p.TakeHost();
+  if (p.Chance(0.65)) {
+    int64_t onset = std::clamp<int64_t>(static_cast<int64_t>(last * p.U(0.3, 0.5)), 30, last - std::max<int64_t>(40, p.StepsFor(900)));
+    double drop = p.U(0.1, 0.18);
+    s.phases = {{0, onset - 1, p.tgs(), 0}, {onset, last, std::round(p.tgs() * (1 - drop)), 0}};
+    p.Fault("thermal_throttle", {host}, p.Steps(onset, last), std::round(p.U(18, 26)));
+    p.Exclude(host, std::nullopt);
+    auto free = p.FreeHosts();
+    if (!free.empty() && p.Chance(0.6)) {
+      p.Fault("ras_errors", {free[0]}, "", 0.02, {p.Int(0, 7)});
+      p.Decoy(free[0]);
+    }
+    Verdict(p, "thermal-throttle", "thermal-throttle", "retry-excluding-nodes");
+    p.notes() = host + " throttles from step " + std::to_string(onset) + " (>100 C, low sclk), TGS -" +
+                std::to_string(static_cast<int>(drop * 100)) + "%." + p.notes();
+    p.Passthrough();
+    p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+  } else {
+    p.MaybeCheckpoint(0.3);
+    p.Flat();
+    p.Fault("gpu_hot", {host}, "", std::round(p.U(6, 10)), p.Devices(p.Int(1, 3), 8));
+    p.Decoy(host);
+    Verdict(p, "thermal-hot-not-throttled", "none", "none");
+    p.notes() = "Some GPUs of " + host + " run hotter with normal clocks; no slowdown." + p.notes();
+    p.Passthrough();
+    p.Noise(std::make_pair<int64_t, int64_t>(5, last - 5));
+  }
+}
+
+// 9150 (uncorrectable HBM errors, then an HSA abort) or the 9152 near miss (correctable only).
+void GpuHardware(JobPlanner& p) {
+  p.Shape(false, false);
+  JobSpec& s = p.spec();
+  if (p.Chance(0.65)) {
+    s.last_step = std::min<int64_t>(s.last_step, p.Int(80, 200));
+    p.set_total_steps(s.last_step + 60);
+    p.Flat();
+    size_t task = static_cast<size_t>(p.Int(0, static_cast<int>(p.Nodes()) - 1));
+    std::string host = p.HostAt(task);
+    int64_t onset = s.last_step / 2;
+    p.Fault("ras_uncorrectable", {host}, p.Steps(onset, s.last_step), 0.01, {p.Int(0, 7)});
+    p.Exclude(host, 1);
+    s.events.push_back("{at: \"after_step:" + std::to_string(s.last_step) + "\", tasks: [" + std::to_string(task) +
+                       "], lines: [\"Memory access fault by GPU node-7 (Agent handle: 0x55d1c2a3f8e0) on address 0x7f2a6c400000. Reason: Unknown.\", "
+                       "\":0:rocdevice.cpp            :3587: 2291473881 us:  Callback: Queue 0x7f2b90c00000 aborting with error : HSA_STATUS_ERROR_MEMORY_FAULT: Agent attempted to access an inaccessible address. code: 0x2b\", "
+                       "\"[Node {task} @ {host}] Training subprocess killed by SIGABRT (signal 6)\"]}");
+    AllExit(s, 143);
+    s.node_exits[static_cast<int>(task)] = 134;
+    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
+    auto free = p.FreeHosts();
+    if (!free.empty() && p.Chance(0.6)) {
+      p.Fault("ras_errors", {free[0]}, "", 0.02, {p.Int(0, 7)});
+      p.Decoy(free[0]);
+    }
+    Verdict(p, "gpu-hardware-fault", "gpu-hardware-fault", "retry-excluding-nodes");
+    p.notes() = "Uncorrectable UMC errors on " + host + " from step " + std::to_string(onset) + ", then an HSA memory-fault abort." + p.notes();
+  } else {
+    p.MaybeCheckpoint(0.3);
+    p.Flat();
+    int n = std::min<int>(static_cast<int>(p.Nodes()) - 1, p.Int(1, 3));
+    for (int i = 0; i < n; ++i) {
+      std::string host = p.TakeHost();
+      if (i == 2) p.Fault("pcie_correctable", {host}, "", 0.01, {p.Int(0, 7)});
+      else p.Fault("ras_errors", {host}, "", i == 0 ? 0.06 : 0.01, {p.Int(0, 7)});
+      p.Decoy(host);
+    }
+    Verdict(p, "gpu-correctable-only", "none", "none");
+    p.notes() = "Correctable RAS/PCIe errors only." + p.notes();
+  }
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, s.last_step - 5));
+}
+
+// 7938: lb-loss shifts, then a gradual TGS decline; the system is clean.
+void MoeRoutingShift(JobPlanner& p) {
+  p.Shape(true, false, 200);
+  JobSpec& s = p.spec();
+  p.EnsureSteps(60 + std::max<int64_t>(60, p.StepsFor(900)) + 10);
+  const int64_t last = s.last_step;
+  int64_t change = std::clamp<int64_t>(static_cast<int64_t>(last * p.U(0.45, 0.65)), 60, last - std::max<int64_t>(60, p.StepsFor(900)));
+  double drop = p.U(0.08, 0.15);
+  s.lb_base = std::round(p.U(0.0098, 0.0108) * 1e5) / 1e5;
+  s.lb_change_step = change;
+  s.lb_after = std::round(s.lb_base * p.U(1.5, 1.9) * 1e5) / 1e5;
+  s.phases = {{0, change + 3, p.tgs(), 0}, {change + 4, last, std::round(p.tgs() * 0.998), std::round(p.tgs() * (1 - drop))}};
+  Verdict(p, "moe-routing-shift", "moe-routing-shift", "none");
+  p.notes() = "lb-loss shift at step " + std::to_string(change) + ", then TGS declines " + std::to_string(static_cast<int>(drop * 100)) + "%." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, change - 5));
+}
+
+void Healthy(JobPlanner& p) {
+  p.Shape(false, false);
+  p.MaybeCheckpoint(0.5);
+  p.Flat();
+  Verdict(p, "healthy", "none", "none");
+  p.notes() = "Healthy run." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, p.spec().last_step - 5));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
+  ASSIGN_OR_RETURN(fixturegen::Scenario scenario, fixturegen::ParseScenario(yaml, name));
+  return fixturegen::BuildTimeline(scenario);
+}
+
+class CampaignPlanner {
+ public:
+  CampaignPlanner(uint64_t seed) : seed_(seed) {}
+
+  std::string NextId() { return std::to_string(700000 + (seed_ % 100) * 1000 + next_index_++); }
+
+  Status Finish(JobPlanner& p, std::vector<PlannedJob>* out) {
+    JobSpec& s = p.spec();
+    s.description = "Campaign seed " + std::to_string(seed_) + ", job " + s.id + ": " + p.truth().kind + ". " + p.notes();
+    p.truth().notes = p.notes();
+    if (s.heartbeat_time) {
+      // The crash lands 0.45 of a step after the last step (fixturegen's heartbeat anchoring);
+      // placing it there leaves the timeline where the plan put it.
+      auto probe = s;
+      probe.heartbeat_time.reset();
+      ASSIGN_OR_RETURN(fixturegen::Timeline t, TimelineOf(Render(probe, p.truth()), s.id));
+      s.heartbeat_time = std::floor(t.steps.back().end + 0.45 * t.steps.back().seconds);
+    }
+    ASSIGN_OR_RETURN(fixturegen::Timeline timeline, TimelineOf(Render(s, p.truth()), s.id));
+    job_end_ = timeline.job_end;
+    PlannedJob job;
+    job.scenario_yaml = Render(s, p.truth());
+    // Validate the final text through the same path generation takes.
+    RETURN_IF_ERROR(fixturegen::ParseScenario(job.scenario_yaml, s.id + ".yaml").status());
+    job.truth = p.truth();
+    job.cost = static_cast<double>(s.hosts.size()) * (timeline.job_end - timeline.prometheus_start) / s.node_hw_interval;
+    out->push_back(std::move(job));
+    return Status::Ok();
+  }
+
+  // 7879/7882, 9124-9126: a fresh baseline, then a restore from one of its checkpoints on a partly
+  // overlapping allocation, with (leak) or without (near miss) extra runnable threads.
+  Status Restore(uint64_t job_seed, int index, std::vector<PlannedJob>* out) {
+    std::string stream = "campaign/job/" + std::to_string(index);
+    JobPlanner base(job_seed, stream + "/baseline", NextId());
+    base.Shape(false, false);
+    int64_t period = base.Int(20, 60);
+    bool cancelled = base.Chance(0.4);
+    int64_t restored = cancelled ? period * base.Int(1, 2) : 0;
+    base.set_checkpoint_period(cancelled ? period : 1000);
+    base.spec().checkpoint_save_seconds = std::round(base.U(60, 150));
+    base.set_total_steps(std::max<int64_t>(base.steps(), restored + 201));
+    if (cancelled) {
+      base.spec().last_step = restored + base.Int(1, 3);
+      base.spec().summary = CancelEvents(&base.spec().events);
+      AllExit(base.spec(), 143);
+    }
+    base.Flat();
+    Verdict(base, "restore-baseline", "none", "none");
+    base.truth().scored = false;
+    base.notes() = cancelled ? "Baseline cancelled right after the step-" + std::to_string(restored) + " checkpoint."
+                             : "Fresh baseline run.";
+    base.Passthrough();
+    base.Noise(std::nullopt);
+    RETURN_IF_ERROR(Finish(base, out));
+    const double baseline_end = job_end_;
+    const JobSpec& b = base.spec();
+
+    JobPlanner p(job_seed, stream, NextId());
+    JobSpec& s = p.spec();
+    s = b;   // same configuration, its own noise and telemetry below
+    s.id = p.truth().job_id;
+    s.seed = fixturegen::HashString(stream, job_seed) % 1000000 + 1;
+    s.faults.clear();
+    s.events.clear();
+    s.node_exits.clear();
+    s.summary = "{status: SUCCESS, exit: 0}";
+    // a partly overlapping allocation: some baseline hosts, some fresh ones from the same cluster
+    auto pool = HostPool(p.rng(), base.scheme(), static_cast<int>(b.hosts.size()) * 2 + 8);
+    std::vector<std::string> hosts;
+    for (const auto& h : b.hosts)
+      if (p.Chance(0.5)) hosts.push_back(h);
+    for (const auto& h : pool) {
+      if (hosts.size() >= b.hosts.size()) break;
+      if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+    }
+    s.hosts = Canonical(hosts);
+    s.start = baseline_end + std::round(p.U(600, 6 * 3600.0));
+    s.first_step = restored + 1;
+    s.last_step = restored + base.Int(80, 200);
+    bool leak = p.Chance(0.6);
+    s.init_seconds = leak ? 420 : 400;
+    s.extra_nccl_waves = leak ? 2 : 0;
+    double tgs = b.phases.front().tgs * (leak ? p.U(0.985, 0.992) : p.U(0.997, 1.002));
+    s.phases = {{s.first_step, s.last_step, std::round(tgs), 0}};
+    // same passthrough as the baseline (steps= covers the restored run); the leak comes with the single-replica restore
+    if (leak) s.passthrough.push_back("enable_single_replica_ckpt_restoring=true");
+    if (leak) p.Fault("procs_running_offset", s.hosts, p.Steps(s.first_step, s.last_step), std::round(p.U(12, 20)));
+    Verdict(p, leak ? "restore-thread-leak" : "restore-no-leak", leak ? "restore-thread-leak" : "none", "none");
+    p.truth().baseline = b.id;
+    p.notes() = std::string(leak ? "Single-replica restore from step " : "Regular restore from step ") + std::to_string(restored) +
+                (leak ? ", +runnable threads on every host" : ", no extra threads") + "; baseline " + b.id +
+                (cancelled ? " (cancelled after that checkpoint)." : ".");
+    p.Noise(std::nullopt);
+    return Finish(p, out);
+  }
+
+  Status Job(int index, std::vector<PlannedJob>* out) {
+    Rng pick(seed_, "campaign/kind/" + std::to_string(index));
+    const uint64_t job_seed = seed_;
+    // Weights: RDMA gets more draws because it has two shapes plus its MoE near miss.
+    const std::vector<std::pair<const char*, double>> families = {
+        {"rdma", 2.0}, {"rdma-burst", 1.0}, {"rccl", 1.0},   {"heartbeat", 1.0}, {"oom", 1.0},    {"thermal", 1.0},
+        {"gpu", 1.0},  {"restore", 1.0},    {"moe", 0.7},    {"moe-rdma", 0.5},  {"healthy", 1.3}, {"skew", 0.7}};
+    double total = 0;
+    for (const auto& f : families) total += f.second;
+    double r = pick.Uniform() * total;
+    std::string family = families.back().first;
+    for (const auto& f : families) {
+      if (r < f.second) {
+        family = f.first;
+        break;
+      }
+      r -= f.second;
+    }
+    if (family == "restore") return Restore(job_seed, index, out);
+    JobPlanner p(job_seed, "campaign/job/" + std::to_string(index), NextId());
+    if (family == "rdma") RdmaDegradation(p, false);
+    else if (family == "rdma-burst") RdmaBurst(p);
+    else if (family == "rccl") RcclHang(p);
+    else if (family == "heartbeat") HeartbeatFalsePositive(p);
+    else if (family == "oom") HostOom(p);
+    else if (family == "thermal") Thermal(p);
+    else if (family == "gpu") GpuHardware(p);
+    else if (family == "moe") MoeRoutingShift(p);
+    else if (family == "moe-rdma") RdmaDegradation(p, true);
+    else if (family == "healthy") Healthy(p);
+    else {
+      // A finished job whose files carry mtimes hours in the future of the `now` it is judged at
+      // (a node with a skewed clock wrote them). The truth is the job's own.
+      bool rdma = pick.Uniform() < 0.4;
+      if (rdma) RdmaDegradation(p, false);
+      else Healthy(p);
+      p.spec().mtime_skew_seconds = std::round(p.U(3, 8)) * 3600;
+      p.truth().kind = "clock-skew";
+      p.notes() += " File mtimes +" + std::to_string(static_cast<int>(p.spec().mtime_skew_seconds / 3600)) + " h.";
+      RETURN_IF_ERROR(Finish(p, out));
+      out->back().truth.now = std::floor(job_end_ + std::round(p.U(300, 3600)));
+      // `now` belongs in the scenario's expect too: render once more with it.
+      JobTruth truth = out->back().truth;
+      out->back().scenario_yaml = Render(p.spec(), truth);
+      return Status::Ok();
+    }
+    return Finish(p, out);
+  }
+
+ private:
+  uint64_t seed_;
+  int next_index_ = 0;
+  double job_end_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs) {
+  if (jobs < 1 || jobs > 900) return InvalidArgumentError("--jobs must be between 1 and 900");
+  CampaignPlanner planner(seed);
+  std::vector<PlannedJob> out;
+  for (int i = 0; i < jobs; ++i) RETURN_IF_ERROR(planner.Job(i, &out));
+  return out;
+}
+
+}  // namespace diagnose::campaign

@@ -1,0 +1,23 @@
+// Plans a randomized fault-injection campaign: for each job, a complete fixturegen scenario (YAML
+// text, `expect:` filled from the truth) and the truth itself. A pure function of (seed, jobs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "tools/campaign/truth.h"
+
+namespace diagnose::campaign {
+
+struct PlannedJob {
+  std::string scenario_yaml;
+  JobTruth truth;
+  double cost = 0;   // rough generation cost (samples), to start the heavy jobs first
+};
+
+// `jobs` scored jobs; a restore case adds its baseline job (truth.scored = false) before it.
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs);
+
+}  // namespace diagnose::campaign
