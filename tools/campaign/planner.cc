@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "tools/fixturegen/hostlist.h"
+#include "tools/fixturegen/log_writer.h"
 #include "tools/fixturegen/random.h"
 #include "tools/fixturegen/scenario.h"
 #include "tools/fixturegen/timeline.h"
@@ -71,14 +71,8 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string Iso(double epoch) {
-  std::time_t t = static_cast<std::time_t>(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+// Scenario times are UTC with a trailing Z (fixturegen rejects anything else).
+std::string Iso(double epoch) { return fixturegen::FormatIso(epoch) + "Z"; }
 
 std::string Quoted(const std::string& s) {
   std::string out = "\"";
