@@ -1,5 +1,6 @@
 // Unit tests of the fixture generator: scenario validation, hostlists, the shared timeline, the
 // metric model's realism invariants, and determinism. No promtool: metrics are checked in memory.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -401,6 +402,61 @@ TEST(Metrics, DeterministicFromTheSeed) {
   EXPECT_TRUE(differs);
 }
 
+TEST(Metrics, NicVendorDecidesDeviceNamesAndCounterFamilies) {
+  std::string text = kMinimal;
+  text.replace(text.find("missed_scrapes: 0.02}"), 21, "missed_scrapes: 0.02, nic_vendor: mlx5}");
+  text.replace(text.find("faults:"), std::string::npos, "expect: {status: completed}\n");
+  std::set<std::string> rdma_names, devices;
+  for (const Series& series : Metrics(MustParse(text))) {
+    const std::string& name = series.labels.at("__name__");
+    if (name.rfind("hw_rdma_", 0) != 0) continue;
+    rdma_names.insert(name);
+    devices.insert(series.labels.at("device"));
+  }
+  EXPECT_EQ(rdma_names, (std::set<std::string>{"hw_rdma_rx_bytes_total", "hw_rdma_tx_bytes_total", "hw_rdma_rx_pkts_total",
+                                               "hw_rdma_tx_pkts_total", "hw_rdma_port_state"}));
+  EXPECT_TRUE(devices.count("mlx5_0"));
+  // a retransmit fault on a NIC that exports no retransmit counters would be invisible: an error
+  std::string bad = kMinimal;
+  bad.replace(bad.find("missed_scrapes: 0.02}"), 21, "missed_scrapes: 0.02, nic_vendor: bnxt_re}");
+  EXPECT_THAT(ErrorOf(bad), HasSubstr("bnxt_re NICs do not export"));
+}
+
+TEST(Metrics, StaleRetryExhaustionIsLargeAndFlatAndSpreadsKeepDefaultsUntouched) {
+  std::string text = kMinimal;
+  text.replace(text.find("faults:\n"), 8,
+               "faults:\n  - {kind: rdma_stale_retry_exceeded, hosts: [gpu03], rate: 5000, devices: [2]}\n");
+  for (const Series& series : Metrics(MustParse(text))) {
+    if (series.labels.at("__name__") != "hw_rdma_req_tx_retry_excd_err_total" || series.labels.at("host") != "gpu03" ||
+        series.labels.at("device") != "ionic_2")
+      continue;
+    EXPECT_EQ(series.samples.front().v, 5000);
+    EXPECT_EQ(series.samples.back().v, 5000);
+  }
+  // zero spreads and the default jitter are the defaults: the same data as a scenario without them
+  std::string explicit_defaults = kMinimal;
+  explicit_defaults.replace(explicit_defaults.find("missed_scrapes: 0.02}"), 21,
+                            "missed_scrapes: 0.02, power_spread_w: 0, temperature_spread_c: 0, clock_spread_mhz: 0}");
+  const std::string last_step = "  last_step: 39";
+  explicit_defaults.replace(explicit_defaults.find(last_step), last_step.size(), last_step + "\n  step_jitter_pct: 0.12");
+  Scenario defaults = MustParse(kMinimal), explicit_scenario = MustParse(explicit_defaults);
+  EXPECT_EQ(defaults.step_jitter, explicit_scenario.step_jitter);
+  auto a = Metrics(defaults), b = Metrics(explicit_scenario);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].labels, b[i].labels);
+    ASSERT_EQ(a[i].samples.size(), b[i].samples.size());
+    for (size_t k = 0; k < a[i].samples.size(); ++k) ASSERT_EQ(a[i].samples[k].v, b[i].samples[k].v) << k;
+  }
+  std::string spread = kMinimal;
+  spread.replace(spread.find("missed_scrapes: 0.02}"), 21, "missed_scrapes: 0.02, power_spread_w: 20}");
+  std::map<std::string, double> first_power;
+  for (const Series& series : Metrics(MustParse(spread)))
+    if (series.labels.at("__name__") == "hw_gpu_power_watts" && series.labels.at("gpu") == "0")
+      first_power[series.labels.at("host")] = series.samples.back().v;
+  EXPECT_EQ(first_power.size(), 3u);
+}
+
 // ---- job directory
 
 std::string Slurp(const fs::path& p) {
@@ -408,6 +464,22 @@ std::string Slurp(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+TEST(Generate, MtimeSkewMovesAFinishedJobsFileTimesPastItsEnd) {
+  Scenario s = MustParse(std::string(kMinimal) + "mtime_skew_seconds: 21600\n");
+  auto timeline = BuildTimeline(s);
+  ASSERT_TRUE(timeline.ok());
+  fs::path base = fs::temp_directory_path() / ("fixturegen-skew-" + std::to_string(::getpid()));
+  GenerateOptions options;
+  options.write_tsdb = false;
+  options.out_dir = base.string();
+  ASSERT_TRUE(Generate(s, options).ok());
+  auto mtime = fs::last_write_time(base / "123-JAX-llama2-70b.log");
+  double epoch = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() +
+                 std::chrono::duration<double>(mtime - fs::file_time_type::clock::now()).count();
+  EXPECT_NEAR(epoch, timeline->job_end + 21600, 2);
+  fs::remove_all(base);
 }
 
 TEST(Generate, LauncherLayoutAndByteIdenticalLogs) {

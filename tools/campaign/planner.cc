@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "tools/fixturegen/hostlist.h"
+#include "tools/fixturegen/log_writer.h"
 #include "tools/fixturegen/random.h"
 #include "tools/fixturegen/scenario.h"
 #include "tools/fixturegen/timeline.h"
@@ -71,14 +71,8 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string Iso(double epoch) {
-  std::time_t t = static_cast<std::time_t>(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+// Scenario times are UTC with a trailing Z (fixturegen rejects anything else).
+std::string Iso(double epoch) { return fixturegen::FormatIso(epoch) + "Z"; }
 
 std::string Quoted(const std::string& s) {
   std::string out = "\"";
@@ -807,23 +801,19 @@ class CampaignPlanner {
   }
 
   Status Job(int index, std::vector<PlannedJob>* out) {
+    // Shuffled round-robin over the families: every block of twelve jobs holds each family once,
+    // so even a 40-job CI campaign covers them all (uniform, in a seeded order).
+    static const std::vector<std::string> kFamilies = {"rdma",    "rdma-burst", "rccl",     "heartbeat",
+                                                       "oom",     "thermal",    "gpu",      "restore",
+                                                       "moe",     "moe-rdma",   "healthy",  "skew"};
+    const int block = index / static_cast<int>(kFamilies.size());
+    std::vector<std::string> order = kFamilies;
+    Rng shuffle(seed_, "campaign/kinds/" + std::to_string(block));
+    for (size_t i = order.size(); i > 1; --i)
+      std::swap(order[i - 1], order[static_cast<size_t>(shuffle.Uniform() * static_cast<double>(i))]);
+    const std::string family = order[static_cast<size_t>(index) % order.size()];
     Rng pick(seed_, "campaign/kind/" + std::to_string(index));
     const uint64_t job_seed = seed_;
-    // Weights: RDMA gets more draws because it has two shapes plus its MoE near miss.
-    const std::vector<std::pair<const char*, double>> families = {
-        {"rdma", 2.0}, {"rdma-burst", 1.0}, {"rccl", 1.0},   {"heartbeat", 1.0}, {"oom", 1.0},    {"thermal", 1.0},
-        {"gpu", 1.0},  {"restore", 1.0},    {"moe", 0.7},    {"moe-rdma", 0.5},  {"healthy", 1.3}, {"skew", 0.7}};
-    double total = 0;
-    for (const auto& f : families) total += f.second;
-    double r = pick.Uniform() * total;
-    std::string family = families.back().first;
-    for (const auto& f : families) {
-      if (r < f.second) {
-        family = f.first;
-        break;
-      }
-      r -= f.second;
-    }
     if (family == "restore") return Restore(job_seed, index, out);
     JobPlanner p(job_seed, "campaign/job/" + std::to_string(index), NextId());
     if (family == "rdma") RdmaDegradation(p, false);
