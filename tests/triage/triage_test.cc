@@ -317,6 +317,34 @@ TEST(TriageTest, NoSummarySilenceDecidesRunningHangingOrUnknownDeath) {
   }
 }
 
+// The file server's clock six hours ahead: the log's mtime lies in the future. That is skew, not a
+// log written just now, so a job without a JOB SUMMARY is not "running"; with a summary the clocks
+// do not matter at all.
+TEST(TriageTest, FutureLogMtimeIsClockSkewNotARunningJob) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
+  std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
+  struct stat st {};
+  ASSERT_EQ(::stat(log.c_str(), &st), 0);
+  const int64_t now = st.st_mtime - 6 * 3600;
+  JobFacts skewed = Triage(out, "9101", std::nullopt, now);
+  EXPECT_NE(skewed.status, "running");
+  EXPECT_NE(skewed.status, "hanging");
+  EXPECT_NEAR(skewed.log_clock_skew_seconds, 6 * 3600, 2);
+  EXPECT_EQ(Triage(out, "9101", true, now).status, "running");  // the scheduler says so; no silence to measure
+
+  TempOutputs finished_out;
+  LogBuilder finished(JobSpec{});
+  finished.Header().Setup().Steps(0, 30, 30.0, 3290.0);
+  finished.Summary("SUCCESS (exit 0)", "20m 0s");
+  log = testing::WriteSlurmJob(finished_out, finished.spec(), finished.str());
+  ASSERT_EQ(::stat(log.c_str(), &st), 0);
+  JobFacts f = Triage(finished_out, "9101", std::nullopt, st.st_mtime - 6 * 3600);
+  EXPECT_EQ(f.status, "completed");
+  EXPECT_GT(f.log_clock_skew_seconds, 0);
+}
+
 TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
   TempOutputs out;
   LogBuilder b(JobSpec{});
