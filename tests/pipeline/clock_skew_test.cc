@@ -63,7 +63,8 @@ bool AnyNoteContains(const nlohmann::json& report, const std::string& text) {
 TEST(ClockSkew, FutureMtimesGiveTheSameDiagnosisAndSaySoInTheReport) {
   const std::string id = "9103";
   REQUIRE_FIXTURE(id);
-  const nlohmann::json agreed = DiagnoseIn(SkewedCopy(id, 0), id);
+  const std::string agreed_outputs = SkewedCopy(id, 0);
+  const nlohmann::json agreed = DiagnoseIn(agreed_outputs, id);
   const std::string skewed_outputs = SkewedCopy(id, kSkewSeconds);
   const nlohmann::json skewed = DiagnoseIn(skewed_outputs, id);
   ASSERT_FALSE(agreed.is_null());
@@ -85,8 +86,7 @@ TEST(ClockSkew, FutureMtimesGiveTheSameDiagnosisAndSaySoInTheReport) {
   EXPECT_NE(text.out.find("clocks disagree"), std::string::npos) << text.out.substr(0, 3000);
   std::error_code ec;
   fs::remove_all(skewed_outputs, ec);
-  fs::remove_all(fs::path(skewed_outputs).parent_path() / ("diagnose-skew-" + id + "-" + std::to_string(::getpid()) + "-" +
-                                                          std::to_string(static_cast<long>(skew_seconds))), ec);
+  fs::remove_all(agreed_outputs, ec);
 }
 
 }  // namespace
