@@ -300,25 +300,43 @@ StatusOr<Json> AlignByStep(const AnalysisInput& in) {
   ASSIGN_OR_RETURN(auto s, ToPoints(in.input, x, y));
   ASSIGN_OR_RETURN(auto b, ToPoints(in.baseline_input, x, y));
   Json out = {{"overlap", nullptr}, {"n", 0}, {"subject_mean", nullptr}, {"baseline_mean", nullptr},
-              {"delta", nullptr}, {"delta_pct", nullptr}};
+              {"delta", nullptr}, {"delta_pct", nullptr}, {"basis", nullptr}};
   if (s.empty() || b.empty()) return out;
-  double skip = Arg(in, "skip_first");
+  const double skip = Arg(in, "skip_first");
+  const bool median = ArgStr(in, "center") == "median";
   // Warm-up steps after each run's first step are not steady state.
-  double lo = std::max(s.front().x + skip, b.front().x + skip);
-  double hi = std::min(s.back().x, b.back().x);
-  if (lo > hi) return out;
-  auto mean_in = [&](const std::vector<Point>& pts, int* n) {
-    double sum = 0;
-    *n = 0;
+  const double subject_first = s.front().x + skip, baseline_first = b.front().x + skip;
+  auto level_in = [&](const std::vector<Point>& pts, double lo, double hi, int* n) {
+    std::vector<double> ys;
     for (const auto& p : pts)
-      if (p.x >= lo && p.x <= hi) {
-        sum += p.y;
-        ++*n;
-      }
-    return *n ? sum / *n : 0.0;
+      if (p.x >= lo && p.x <= hi) ys.push_back(p.y);
+    *n = static_cast<int>(ys.size());
+    if (ys.empty()) return 0.0;
+    if (median) return Median(ys);
+    double sum = 0;
+    for (double v : ys) sum += v;
+    return sum / ys.size();
   };
+  double lo = std::max(subject_first, baseline_first);
+  double hi = std::min(s.back().x, b.back().x);
   int ns = 0, nb = 0;
-  double ms = mean_in(s, &ns), mb = mean_in(b, &nb);
+  double ms = 0, mb = 0;
+  if (lo <= hi) {
+    ms = level_in(s, lo, hi, &ns);
+    mb = level_in(b, lo, hi, &nb);
+  }
+  std::string basis = "overlap";
+  // A baseline stopped right after the step a restore started from shares few or no steady steps
+  // with it; the two runs of one configuration are then compared by their own steady states.
+  if (std::min(ns, nb) < Arg(in, "min_overlap")) {
+    basis = "steady-states";
+    ms = level_in(s, subject_first, s.back().x, &ns);
+    mb = level_in(b, baseline_first, b.back().x, &nb);
+    if (ns > 0 && nb > 0) {
+      lo = std::min(subject_first, baseline_first);
+      hi = std::max(s.back().x, b.back().x);
+    }
+  }
   if (ns == 0 || nb == 0) return out;
   out["overlap"] = {{"first", lo}, {"last", hi}};
   out["n"] = std::min(ns, nb);
@@ -326,6 +344,7 @@ StatusOr<Json> AlignByStep(const AnalysisInput& in) {
   out["baseline_mean"] = mb;
   out["delta"] = ms - mb;
   out["delta_pct"] = mb != 0 ? Json((ms - mb) / mb * 100) : Json();
+  out["basis"] = basis;
   return out;
 }
 
@@ -451,6 +470,59 @@ StatusOr<Json> UniformDelta(const AnalysisInput& in) {
   out["max"] = hi;
   out["spread_pct"] = spread;
   out["uniform"] = spread <= Arg(in, "max_spread_pct") && std::fabs(med) >= Arg(in, "min_delta");
+  // Robust view: one noisy host (a short baseline, a checkpoint writer) cannot make a delta that
+  // every other host shares look non-uniform.
+  out["mad"] = Mad(deltas, med);
+  const double band = Arg(in, "max_spread_pct") / 100 * std::fabs(med);
+  const auto within = std::count_if(deltas.begin(), deltas.end(), [&](double d) { return std::fabs(d - med) <= band; });
+  out["within_fraction"] = static_cast<double>(within) / deltas.size();
+  return out;
+}
+
+StatusOr<Json> SteadyLevel(const AnalysisInput& in) {
+  auto series = ToSeriesMap(in.input);
+  std::vector<std::pair<double, double>> excluded;
+  if (in.windows.is_array()) {
+    for (const auto& w : in.windows) {
+      if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() && w["end"].is_number())
+        excluded.emplace_back(w["start"].get<double>(), w["end"].get<double>());
+    }
+  } else if (!in.windows.is_null()) {
+    return InvalidArgumentError("steady_level: `windows` must be a list of {start, end} to leave out");
+  }
+  const size_t min_points = static_cast<size_t>(std::max(1.0, Arg(in, "min_points")));
+  Json out = {{"values", Json::object()}, {"spread", Json::object()}, {"n", Json::object()},
+              {"hosts", Json::array()},   {"count", 0},               {"median", nullptr},
+              {"spread_median", nullptr}, {"excluded_points", 0}};
+  std::set<std::string> hosts;
+  std::vector<double> levels, spreads;
+  int dropped = 0;
+  for (const auto& [key, pts] : series) {
+    std::vector<double> kept;
+    for (const auto& p : pts) {
+      const bool inside = std::any_of(excluded.begin(), excluded.end(),
+                                      [&](const auto& w) { return p.x >= w.first && p.x <= w.second; });
+      if (inside) ++dropped;
+      else kept.push_back(p.y);
+    }
+    if (kept.size() < min_points) continue;
+    const double level = Median(kept);
+    // 1.4826 * MAD estimates the standard deviation of normal noise.
+    const double spread = 1.4826 * Mad(kept, level);
+    out["values"][key] = level;
+    out["spread"][key] = spread;
+    out["n"][key] = kept.size();
+    hosts.insert(HostOfKey(key));
+    levels.push_back(level);
+    spreads.push_back(spread);
+  }
+  for (const auto& h : hosts) out["hosts"].push_back(h);
+  out["count"] = levels.size();
+  out["excluded_points"] = dropped;
+  if (!levels.empty()) {
+    out["median"] = Median(levels);
+    out["spread_median"] = Median(spreads);
+  }
   return out;
 }
 
@@ -516,9 +588,10 @@ const std::map<std::string, AnalysisDef>& Registry() {
                              {"input"}, EarliestAnomaly};
     r["align_by_step"] = {"align_by_step", "two jobs compared over their overlapping step range",
                           {{"x", {"string", "step", {}}}, {"y", {"string", "tokens_per_sec_per_device", {}}},
-                           {"skip_first", {"number", 5, {}}}},
+                           {"skip_first", {"number", 5, {}}}, {"min_overlap", {"number", 0, {}}},
+                           {"center", {"string", "mean", {"mean", "median"}}}},
                           {{"overlap", "map"}, {"n", "number"}, {"subject_mean", "number"}, {"baseline_mean", "number"},
-                           {"delta", "number"}, {"delta_pct", "number"}},
+                           {"delta", "number"}, {"delta_pct", "number"}, {"basis", "string"}},
                           {"input", "baseline_input"}, AlignByStep};
     r["flatline"] = {"flatline", "series that never change (ghost data)",
                      {{"min_points", {"number", 6, {}}}, {"tolerance", {"number", 0, {}}}},
@@ -533,8 +606,13 @@ const std::map<std::string, AnalysisDef>& Registry() {
                           {{"max_spread_pct", {"number", 25, {}}}, {"min_delta", {"number", 0, {}}}},
                           {{"deltas", "map"}, {"hosts", "list"}, {"count", "number"}, {"median", "number"},
                            {"min", "number"}, {"max", "number"}, {"spread_pct", "number"}, {"uniform", "bool"},
-                           {"paired", "bool"}},
+                           {"paired", "bool"}, {"mad", "number"}, {"within_fraction", "number"}},
                           {"input", "baseline_input"}, UniformDelta};
+    r["steady_level"] = {"steady_level", "per-key median level and noise of a series outside given windows",
+                         {{"min_points", {"number", 3, {}}}},
+                         {{"values", "map"}, {"spread", "map"}, {"n", "map"}, {"hosts", "list"}, {"count", "number"},
+                          {"median", "number"}, {"spread_median", "number"}, {"excluded_points", "number"}},
+                         {"input"}, SteadyLevel};
     r["window_ratio"] = {"window_ratio", "per-key ratio of a series between two windows",
                          {{"aggregate", {"string", "avg", {"avg", "max", "min"}}}},
                          {{"ratio", "map"}, {"first", "map"}, {"second", "map"}},

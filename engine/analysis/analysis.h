@@ -59,5 +59,6 @@ StatusOr<Json> Flatline(const AnalysisInput& in);
 StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in);
 StatusOr<Json> UniformDelta(const AnalysisInput& in);
 StatusOr<Json> WindowRatio(const AnalysisInput& in);
+StatusOr<Json> SteadyLevel(const AnalysisInput& in);
 
 }  // namespace diagnose::analysis

@@ -803,10 +803,11 @@ json ResolveParams(const playbook::PlaybookSpec* pb, const EvaluationContext& ct
 // after it (the write makes that step slow) plus thresholds.checkpoint_window_settle_seconds, the
 // time the writers' side effects (I/O pressure averages, retransmit storms, page cache) need to
 // fade. Step times come from discovery.step_times; without them the list is empty.
-json CheckpointWindows(const EvaluationContext& ctx, const json& thresholds) {
+// One job's checkpoint save windows, from its facts (saved steps) and discovery (step times).
+json CheckpointWindows(const json& facts, const json& discovery, const json& thresholds) {
   json out = json::array();
-  const json& saves = ctx.facts.is_object() && ctx.facts.contains("checkpoint_saves") ? ctx.facts["checkpoint_saves"] : kNull;
-  const json& times = ctx.discovery.is_object() && ctx.discovery.contains("step_times") ? ctx.discovery["step_times"] : kNull;
+  const json& saves = facts.is_object() && facts.contains("checkpoint_saves") ? facts["checkpoint_saves"] : kNull;
+  const json& times = discovery.is_object() && discovery.contains("step_times") ? discovery["step_times"] : kNull;
   if (!saves.is_array() || !times.is_array()) return out;
   std::map<double, double> end_of_step;
   for (const auto& p : times)
@@ -868,7 +869,8 @@ json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& c
   } else {
     (*problems)["heartbeat_stop"] = "no heartbeat crash time and timeout in the log facts";
   }
-  out["checkpoints"] = CheckpointWindows(ctx, thresholds);
+  out["checkpoints"] = CheckpointWindows(ctx.facts, ctx.discovery, thresholds);
+  out["baseline_checkpoints"] = CheckpointWindows(ctx.baseline_facts, ctx.baseline_discovery, thresholds);
   if (!pb) return out;
   for (const auto& [name, w] : pb->windows) {
     auto resolve = [&](const std::string& root) -> const Value* {

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
@@ -83,6 +85,34 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
   for (auto& sentence : job.discovery->GapSentences()) job.tsdb.gaps.push_back(std::move(sentence));
 }
 
+// The job log's own word that the job ended (a JOB SUMMARY, or a final status): evidence of
+// liveness that does not depend on this host's clock agreeing with the file server's.
+std::optional<bool> LogShowsFinished(const JobFacts& facts) {
+  if (facts.summary.present || facts.status == "completed" || facts.status == "failed" ||
+      facts.status == "cancelled")
+    return true;
+  if (facts.status == "running" || facts.status == "hanging") return false;
+  return std::nullopt;
+}
+
+// Clocks that disagree are reported, with what was done about them, whichever of the job's files
+// (TSDB or log) showed it.
+void NoteClockSkew(JobContext& job) {
+  std::optional<double> tsdb_skew_seconds;
+  if (job.server) tsdb_skew_seconds = job.server->inventory().clock_skew_seconds;
+  const double skew = std::max(tsdb_skew_seconds.value_or(0), job.facts.log_clock_skew_seconds);
+  if (skew <= 0) return;
+  job.tsdb.clock_skew_seconds = skew;
+  const std::optional<bool> finished = LogShowsFinished(job.facts);
+  char hours[32];
+  std::snprintf(hours, sizeof hours, "%.1f h", skew / 3600);
+  job.tsdb.notes.push_back(
+      "clocks disagree: files of job " + job.facts.id + " carry mtimes up to " + std::to_string(std::lround(skew)) +
+      " s (" + hours + ") in the future of this host's clock; file ages were not taken as signs of life, only " +
+      (finished == true ? std::string("the job log's end state (finished) and the TSDB lock")
+                        : std::string("the TSDB lock (the log shows no end)")));
+}
+
 // Opens the job's metrics: --prometheus URL, else a private Prometheus on a copy of the snapshot.
 // Any failure leaves tsdb.state "unavailable" with the reason; the report then falls back to logs.
 void OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
@@ -112,6 +142,7 @@ void OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRu
   job.tsdb.source = *job.location.prometheus_dir;
   PrivatePrometheusOptions server_options;
   server_options.blocks_only = options.blocks_only;
+  server_options.job_finished = LogShowsFinished(job.facts);
   auto server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
   if (!server.ok()) {
     job.tsdb.state = "unavailable";
@@ -262,7 +293,9 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   double playbooks_seconds = SecondsSince(playbooks_started);
 
   for (size_t i = 0; i < jobs.size(); ++i) {
+    NoteClockSkew(jobs[i]);
     report.tsdb.push_back(jobs[i].tsdb);
+    for (const auto& note : jobs[i].tsdb.notes) report.decision.notes.push_back(note);
     if (jobs[i].tsdb.state == "unavailable")
       report.decision.notes.push_back("TSDB of job " + report.jobs[i].id + " unavailable: " +
                                       jobs[i].tsdb.reason + "; conclusions rest on the logs only");

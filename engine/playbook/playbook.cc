@@ -61,7 +61,7 @@ bool IsBuiltinWindow(const std::string& name) {
   return name == "job" || name == "heartbeat_stop" || name == "baseline_job";
 }
 
-bool IsBuiltinWindowList(const std::string& name) { return name == "checkpoints"; }
+bool IsBuiltinWindowList(const std::string& name) { return name == "checkpoints" || name == "baseline_checkpoints"; }
 
 const char* LoadCodeName(LoadCode code) {
   switch (code) {

@@ -106,8 +106,13 @@ nlohmann::json ToJson(const Report& r) {
   for (const auto& f : r.findings) findings.push_back(ToJson(f));
   nlohmann::json tsdb = nlohmann::json::array();
   for (const auto& t : r.tsdb) {
-    tsdb.push_back({{"mode", t.mode}, {"source", t.source}, {"state", t.state}, {"reason", t.reason},
-                    {"discovery", t.discovery}, {"gaps", t.gaps}});
+    nlohmann::json entry{{"mode", t.mode},           {"source", t.source}, {"state", t.state},
+                         {"reason", t.reason},       {"discovery", t.discovery}, {"gaps", t.gaps}};
+    if (t.clock_skew_seconds > 0) {
+      entry["clock_skew_seconds"] = t.clock_skew_seconds;
+      entry["notes"] = t.notes;
+    }
+    tsdb.push_back(std::move(entry));
   }
   nlohmann::json out{
       {"schema", "diagnose/v1"},

@@ -82,6 +82,10 @@ struct TsdbState {
   std::string reason;             // why unavailable, when it is
   nlohmann::json discovery;       // metric families, hosts, range, step map summary, guard
   std::vector<std::string> gaps;  // observability gaps found
+  // How far the job's files (TSDB or log) lie in the future of this host's clock; 0 when the
+  // clocks agree. Additive JSON field `clock_skew_seconds`, with `notes` saying what it changed.
+  double clock_skew_seconds = 0;
+  std::vector<std::string> notes;
 };
 
 struct Report {

@@ -215,12 +215,15 @@ struct JobFacts {
   std::string oom_allocation;                  // "221.71GiB" when a GPU OOM names it
   std::vector<std::string> worker_logs;        // Ray worker .out files read
   std::vector<std::string> notes;              // what triage could not determine, caveats
+  // How far the log's mtime lies in the future of this host's clock (the file server's clock is
+  // ahead); 0 when the clocks agree. Its age then says nothing about whether the job still runs.
+  double log_clock_skew_seconds = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobFacts, id, log_path, job_dir, status, soft_success,
                                                 failure_class, classes, header, config, steps,
                                                 memstats, barrier_passed, restore, checkpoint_saves,
                                                 nccl_init_bursts, summary, node_exits, tunnel,
                                                 heartbeat, events, progress, tgs, oom_allocation,
-                                                worker_logs, notes)
+                                                worker_logs, notes, log_clock_skew_seconds)
 
 }  // namespace diagnose

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/core/clock_skew.h"
 #include "engine/log/line_reader.h"
 #include "engine/log/log_line.h"
 #include "engine/triage/hostlist.h"
@@ -215,6 +216,9 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   if (job.log_path) {
     struct stat st {};
     if (::stat(job.log_path->c_str(), &st) == 0) log_mtime = static_cast<int64_t>(st.st_mtime);
+    if (log_mtime && static_cast<double>(*log_mtime - now) > kClockSkewToleranceSeconds) {
+      f.log_clock_skew_seconds = static_cast<double>(*log_mtime - now);
+    }
     Status s = ScanFile(*job.log_path, DisplayPath(*job.log_path, job.outputs_dir), -1, 0, table, matcher, limits, options, &scan);
     if (!s.ok()) return s.WithContext("job " + job.id);
   }
@@ -450,8 +454,14 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   } else if (!job.log_path) {
     // No summary and nothing to read: the job is gone or not started (formats §4.2: unknown-death).
     f.status = "unknown-death";
+  } else if (f.log_clock_skew_seconds > 0 && options.scheduler_running != true) {
+    // A log written "in the future" has no measurable silence: neither running nor hanging can be
+    // read from it, and a scheduler that says the job is gone settles it the same way.
+    f.status = "unknown-death";
+    f.notes.push_back("no JOB SUMMARY, and the log's age cannot be measured (clock skew): whether the job still "
+                      "runs is unknown without the scheduler");
   } else {
-    int64_t silence = log_mtime ? now - *log_mtime : 0;
+    int64_t silence = log_mtime ? std::max<int64_t>(now - *log_mtime, 0) : 0;
     double step_time = f.progress.step_time_seconds;
     double behind = step_time > 0 ? static_cast<double>(silence) / step_time : 0;
     bool stalled = silence > std::max(running_mtime, hang_silence) && (step_time <= 0 || behind >= hang_behind);

@@ -97,6 +97,7 @@ Status CopyTree(const fs::path& src, const fs::path& dst, bool hard_link, int* s
   return Status::Ok();
 }
 
+// Now minus the youngest mtime under `dir` (symlinks not followed); negative for mtimes in the future.
 std::optional<double> NewestMtimeAge(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec) || fs::is_symlink(dir, ec)) return std::nullopt;
@@ -173,6 +174,9 @@ StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir) {
   if (wal_age || head_age) {
     inv.newest_head_write_age_seconds = std::min(wal_age.value_or(1e18), head_age.value_or(1e18));
   }
+  if (auto newest_age = NewestMtimeAge(dir); newest_age && -*newest_age > kClockSkewToleranceSeconds) {
+    inv.clock_skew_seconds = -*newest_age;
+  }
   if (inv.blocks.empty() && !inv.has_wal) {
     return NotFoundError("TSDB dir " + dir +
                          " holds no blocks (ULID dirs with meta.json) and no WAL: Prometheus never started "
@@ -181,10 +185,14 @@ StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir) {
   return inv;
 }
 
-Status CheckNotLive(const TsdbInventory& inv, double live_write_window_seconds) {
+Status CheckNotLive(const TsdbInventory& inv, double live_write_window_seconds, std::optional<bool> job_finished) {
   std::string why;
+  const bool written_in_the_future =
+      inv.newest_head_write_age_seconds && *inv.newest_head_write_age_seconds < -kClockSkewToleranceSeconds;
   if (inv.lock_held) {
     why = "its lock file is held by a running Prometheus";
+  } else if (job_finished == true || written_in_the_future) {
+    // The log's end state outranks mtimes, and a future mtime is clock skew, not freshness.
   } else if (inv.newest_head_write_age_seconds && *inv.newest_head_write_age_seconds < live_write_window_seconds) {
     why = "its WAL was written " + std::to_string(static_cast<int>(*inv.newest_head_write_age_seconds)) +
           " s ago";
@@ -237,7 +245,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
                                  " was not served, so the newest ~2 h of data are missing");
     }
   } else {
-    RETURN_IF_ERROR(CheckNotLive(inventory, options.live_write_window_seconds));
+    RETURN_IF_ERROR(CheckNotLive(inventory, options.live_write_window_seconds, options.job_finished));
   }
   const std::string binary = FindExecutable(options.prometheus_binary);
   if (binary.empty()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/cleanup_registry.h"
+#include "engine/core/clock_skew.h"
 #include "engine/core/status.h"
 #include "engine/core/subprocess.h"
 #include "engine/tsdb/http_query_client.h"
@@ -26,7 +27,12 @@ struct TsdbInventory {
   bool has_chunks_head = false;
   int64_t wal_bytes = 0;
   bool lock_held = false;                  // `lock` flock()ed by a running Prometheus on this host
-  std::optional<double> newest_head_write_age_seconds;  // youngest mtime in wal/ or chunks_head/
+  // Now minus the youngest mtime in wal/ or chunks_head/; negative when the file server's clock is
+  // ahead of this host's, which says nothing about freshness.
+  std::optional<double> newest_head_write_age_seconds;
+  // How far the youngest mtime anywhere in the TSDB lies in the future of this host's clock, when
+  // it does (clocks disagree); absent when every mtime is in the past.
+  std::optional<double> clock_skew_seconds;
   std::vector<std::string> ignored;        // symlinks and entries that are not part of a TSDB
   int64_t min_time_ms() const;             // over blocks; 0 when none
   int64_t max_time_ms() const;             // exclusive (last sample + 1 ms); 0 when none
@@ -43,6 +49,9 @@ struct PrivatePrometheusOptions {
   bool blocks_only = false;
   // A WAL/head written more recently than this means a Prometheus is still scraping into it.
   double live_write_window_seconds = 120;
+  // What the job log says about the job's end (JOB SUMMARY, final status): a finished job's TSDB is
+  // not live whatever its mtimes say. Absent when the log cannot tell.
+  std::optional<bool> job_finished;
   double startup_timeout_seconds = 60;
   double query_timeout_seconds = 60;
   int max_parallel = 8;
@@ -50,7 +59,11 @@ struct PrivatePrometheusOptions {
 };
 
 // kFailedPrecondition when the TSDB is being written by a running Prometheus, with the two ways out.
-Status CheckNotLive(const TsdbInventory& inventory, double live_write_window_seconds);
+// Evidence that does not depend on two clocks agreeing comes first: a held `lock` means live, a
+// job the log shows finished is not. Only then is a recent WAL write taken as a sign of life, and
+// a write "in the future" (clock skew) never is.
+Status CheckNotLive(const TsdbInventory& inventory, double live_write_window_seconds,
+                    std::optional<bool> job_finished = std::nullopt);
 
 class PrivatePrometheus {
  public:

@@ -93,6 +93,48 @@ TEST(AlignByStepTest, ComparesOverlappingStepsOnly) {
   EXPECT_NEAR((*r)["delta_pct"].get<double>(), -1.03, 0.01);
 }
 
+// A baseline cancelled 5 steps after the step the restore started from: the overlap holds no
+// steady step, so the runs' own steady states are compared, by median so checkpoint dips do not count.
+TEST(AlignByStepTest, ShortOverlapComparesTheRunsSteadyStates) {
+  Json baseline = Json::array(), subject = Json::array();
+  for (int s = 0; s <= 25; ++s)
+    baseline.push_back({{"step", s}, {"tokens_per_sec_per_device", s == 21 ? 90.0 : 1340.0 + (s % 3)}});
+  for (int s = 21; s <= 100; ++s)
+    subject.push_back({{"step", s}, {"tokens_per_sec_per_device", s % 20 == 1 ? 90.0 : 1324.0 + (s % 3)}});
+  AnalysisInput in;
+  in.input = subject;
+  in.baseline_input = baseline;
+  in.args = Args("align_by_step");
+  EXPECT_TRUE((*AlignByStep(in))["delta_pct"].is_null());   // the old comparison finds nothing
+  in.args = Args("align_by_step", {{"min_overlap", 10}, {"center", "median"}});
+  auto r = AlignByStep(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["basis"], "steady-states") << r->dump(2);
+  EXPECT_NEAR((*r)["delta_pct"].get<double>(), -1.19, 0.05) << r->dump(2);
+}
+
+TEST(SteadyLevelTest, MedianAndNoiseOutsideTheGivenWindows) {
+  Json series = {{"h1", Json::array()}, {"h2", Json::array()}};
+  for (int i = 0; i < 40; ++i) {
+    const double t = i * 30.0;
+    const bool saving = t >= 600 && t <= 900;
+    series["h1"].push_back({t, saving ? 4.0 : 18.0 + (i % 2)});   // drops while checkpointing
+    series["h2"].push_back({t, 18.0 + (i % 3)});
+  }
+  AnalysisInput in;
+  in.input = series;
+  in.windows = Json::array({{{"start", 600}, {"end", 900}}});
+  in.args = Args("steady_level");
+  auto r = SteadyLevel(in);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["count"], 2);
+  EXPECT_EQ((*r)["excluded_points"], 22);
+  EXPECT_NEAR((*r)["values"]["h1"].get<double>(), 18.5, 0.51);
+  EXPECT_GT((*r)["spread"]["h2"].get<double>(), 0);
+  in.windows = "not a list";
+  EXPECT_FALSE(SteadyLevel(in).ok());
+}
+
 TEST(FlatlineTest, GhostSeriesAreFlat) {
   Json series = {{"h1", Json::array()}, {"h2", Json::array()}};
   for (int i = 0; i < 20; ++i) {
@@ -154,7 +196,10 @@ TEST(UniformDeltaTest, RestoreLeakIsUniformAcrossHosts) {
   EXPECT_NEAR((*r)["median"].get<double>(), 17, 1);
   EXPECT_EQ((*r)["count"], 24);
   subject["n3"] = 80;   // one host far off: not uniform
-  EXPECT_FALSE((*UniformDeltaOf(subject, baseline))["uniform"].get<bool>());
+  auto off = UniformDeltaOf(subject, baseline);
+  EXPECT_FALSE((*off)["uniform"].get<bool>());
+  // ... but 23 of 24 hosts still share the delta, which the robust view keeps.
+  EXPECT_NEAR((*off)["within_fraction"].get<double>(), 23.0 / 24, 1e-9);
 }
 
 TEST(UniformDeltaTest, PartlyOverlappingAllocationsCountEverySubjectHost) {

@@ -297,13 +297,20 @@ TEST(TriageTest, HarmlessLinesAreNotClassified) {
 // No JOB SUMMARY and scheduler state unknown: how long the log has been silent decides. Recent ->
 // running; stopped long before "now" but within a live hang's span -> hanging; silent for hours
 // beyond it -> the job is gone.
-TEST(TriageTest, NoSummarySilenceDecidesRunningHangingOrUnknownDeath) {
-  TempOutputs out;
+// Writes job 9101 with 31 steps (and a JOB SUMMARY when `finished`); returns its log's mtime.
+int64_t WriteStepsJob(const TempOutputs& out, bool finished) {
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
-  std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
+  if (finished) b.Summary("SUCCESS (exit 0)", "20m 0s");
+  const std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
   struct stat st {};
-  ASSERT_EQ(::stat(log.c_str(), &st), 0);
+  EXPECT_EQ(::stat(log.c_str(), &st), 0);
+  return static_cast<int64_t>(st.st_mtime);
+}
+
+TEST(TriageTest, NoSummarySilenceDecidesRunningHangingOrUnknownDeath) {
+  TempOutputs out;
+  const int64_t mtime = WriteStepsJob(out, /*finished=*/false);
   struct Case {
     int64_t silence_seconds;
     std::string status, failure_class;
@@ -311,10 +318,28 @@ TEST(TriageTest, NoSummarySilenceDecidesRunningHangingOrUnknownDeath) {
   for (const Case& c : {Case{60, "running", ""}, Case{1500, "hanging", "hang"},
                         Case{6 * 3600, "unknown-death", "unknown-death"}}) {
     SCOPED_TRACE(c.silence_seconds);
-    JobFacts f = Triage(out, "9101", std::nullopt, st.st_mtime + c.silence_seconds);
+    JobFacts f = Triage(out, "9101", std::nullopt, mtime + c.silence_seconds);
     EXPECT_EQ(f.status, c.status);
     EXPECT_EQ(f.failure_class, c.failure_class);
   }
+}
+
+// The file server's clock six hours ahead: the log's mtime lies in the future. That is skew, not a
+// log written just now, so a job without a JOB SUMMARY is not "running"; with a summary the clocks
+// do not matter at all.
+TEST(TriageTest, FutureLogMtimeIsClockSkewNotARunningJob) {
+  TempOutputs out;
+  const int64_t now = WriteStepsJob(out, /*finished=*/false) - 6 * 3600;
+  JobFacts skewed = Triage(out, "9101", std::nullopt, now);
+  EXPECT_NE(skewed.status, "running");
+  EXPECT_NE(skewed.status, "hanging");
+  EXPECT_NEAR(skewed.log_clock_skew_seconds, 6 * 3600, 2);
+  EXPECT_EQ(Triage(out, "9101", true, now).status, "running");  // the scheduler says so; no silence to measure
+
+  TempOutputs finished_out;
+  JobFacts f = Triage(finished_out, "9101", std::nullopt, WriteStepsJob(finished_out, /*finished=*/true) - 6 * 3600);
+  EXPECT_EQ(f.status, "completed");
+  EXPECT_GT(f.log_clock_skew_seconds, 0);
 }
 
 TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {

@@ -399,3 +399,49 @@ TEST_F(PrivatePrometheusTest, WalOnlySnapshotOfAFinishedJobIsServed) {
 
 }  // namespace
 }  // namespace diagnose
+
+namespace diagnose {
+namespace {
+
+// The file server's clock is six hours ahead of this host's: every mtime of a finished job lies in
+// the future. That is skew, not a WAL being written, so the TSDB is served and the skew reported.
+TEST_F(PrivatePrometheusTest, FutureMtimesAreClockSkewNotALiveTsdb) {
+  testing::ScopedTempDir job_scope("private-prom-skew-");
+  const std::string tsdb = job_scope.path + "/prometheus";
+  fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
+  fs::create_directories(tsdb + "/wal");
+  std::ofstream(tsdb + "/wal/00000003") << std::string(100, '\0');
+  AgeTree(tsdb, -6 * 3600.0);
+  auto inv = InspectTsdbDir(tsdb);
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  ASSERT_TRUE(inv->newest_head_write_age_seconds.has_value());
+  EXPECT_LT(*inv->newest_head_write_age_seconds, 0);
+  ASSERT_TRUE(inv->clock_skew_seconds.has_value());
+  EXPECT_NEAR(*inv->clock_skew_seconds, 6 * 3600.0, 120);
+  EXPECT_TRUE(CheckNotLive(*inv, 120).ok());
+  EXPECT_TRUE(CheckNotLive(*inv, 120, /*job_finished=*/false).ok());
+}
+
+// The log's end state outranks a recent WAL write; a held lock outranks everything.
+TEST_F(PrivatePrometheusTest, FinishedJobIsNotLiveUnlessItsLockIsHeld) {
+  testing::ScopedTempDir job_scope("private-prom-finished-");
+  const std::string tsdb = job_scope.path + "/prometheus";
+  fs::copy(SharedJobFixture().tsdb_dir, tsdb, fs::copy_options::recursive);
+  fs::create_directories(tsdb + "/wal");
+  std::ofstream(tsdb + "/wal/00000003") << std::string(100, '\0');  // written just now
+  std::ofstream(tsdb + "/lock") << "";
+  auto inv = InspectTsdbDir(tsdb);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_FALSE(inv->clock_skew_seconds.has_value());
+  EXPECT_EQ(CheckNotLive(*inv, 120).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(CheckNotLive(*inv, 120, /*job_finished=*/true).ok());
+  int fd = open((tsdb + "/lock").c_str(), O_RDONLY);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  inv = InspectTsdbDir(tsdb);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_EQ(CheckNotLive(*inv, 120, /*job_finished=*/true).code(), StatusCode::kFailedPrecondition);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace diagnose

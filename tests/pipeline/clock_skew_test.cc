@@ -1,0 +1,93 @@
+// Failure mode 6 of issue 12: a finished job whose files carry future mtimes (the file server's
+// clock ahead of this host's) must be diagnosed exactly as it is with clocks that agree, plus a
+// note that the clocks disagree. Runs the built binary on a skewed copy of a generated fixture.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/pipeline/diagnose_cli_support.h"
+
+namespace diagnose::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kSkewSeconds = 6 * 3600;
+
+// The fixture's log and job dir copied to a fresh outputs dir (symlinks kept as symlinks), with a
+// WAL segment as a job's Prometheus leaves it, and every mtime shifted `skew_seconds` ahead of now.
+std::string SkewedCopy(const std::string& id, double skew_seconds) {
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-skew-" + id + "-" + std::to_string(::getpid()) + "-" +
+                                                          std::to_string(static_cast<long>(skew_seconds)));
+  fs::remove_all(outputs);
+  fs::create_directories(outputs);
+  for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(id + "-", 0) != 0) continue;
+    fs::copy(entry.path(), outputs / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(outputs)) {
+    if (entry.is_directory() && !entry.is_symlink() && entry.path().filename() == "prometheus") {
+      fs::create_directories(entry.path() / "wal");
+      std::ofstream(entry.path() / "wal" / "00000000");
+    }
+  }
+  const timespec future{std::time(nullptr) + static_cast<time_t>(skew_seconds), 0};
+  const timespec times[2] = {future, future};
+  for (const auto& entry : fs::recursive_directory_iterator(outputs))
+    utimensat(AT_FDCWD, entry.path().c_str(), times, AT_SYMLINK_NOFOLLOW);
+  return outputs.string();
+}
+
+nlohmann::json DiagnoseIn(const std::string& outputs, const std::string& id) {
+  CliRun run = RunDiagnoseCli({id, "--outputs", outputs, "--format", "json"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  EXPECT_FALSE(report.is_discarded()) << run.out.substr(0, 500);
+  return report.is_discarded() ? nlohmann::json() : report;
+}
+
+bool AnyNoteContains(const nlohmann::json& report, const std::string& text) {
+  for (const auto& note : report["decision"]["notes"])
+    if (note.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+// 9103: exclusions at every priority, so a TSDB lost to the skew changes the answer visibly.
+TEST(ClockSkew, FutureMtimesGiveTheSameDiagnosisAndSaySoInTheReport) {
+  const std::string id = "9103";
+  REQUIRE_FIXTURE(id);
+  const std::string agreed_outputs = SkewedCopy(id, 0);
+  const nlohmann::json agreed = DiagnoseIn(agreed_outputs, id);
+  const std::string skewed_outputs = SkewedCopy(id, kSkewSeconds);
+  const nlohmann::json skewed = DiagnoseIn(skewed_outputs, id);
+  ASSERT_FALSE(agreed.is_null());
+  ASSERT_FALSE(skewed.is_null());
+  ASSERT_EQ(agreed["tsdb"][0]["state"], "served") << Dump(agreed["tsdb"]);
+  EXPECT_EQ(skewed["tsdb"][0]["state"], "served") << Dump(skewed["tsdb"]);
+  EXPECT_EQ(skewed["jobs"][0]["status"], agreed["jobs"][0]["status"]);
+  EXPECT_EQ(skewed["verdict"]["root_cause"], agreed["verdict"]["root_cause"]) << Dump(skewed);
+  EXPECT_EQ(skewed["decision"]["action"], agreed["decision"]["action"]);
+  EXPECT_EQ(skewed["decision"]["exclude"], agreed["decision"]["exclude"]);
+
+  EXPECT_FALSE(agreed["tsdb"][0].contains("clock_skew_seconds"));
+  ASSERT_TRUE(skewed["tsdb"][0].contains("clock_skew_seconds")) << Dump(skewed["tsdb"]);
+  EXPECT_NEAR(skewed["tsdb"][0]["clock_skew_seconds"].get<double>(), kSkewSeconds, 300);
+  EXPECT_TRUE(AnyNoteContains(skewed, "clocks disagree")) << Dump(skewed["decision"]);
+
+  CliRun text = RunDiagnoseCli({id, "--outputs", skewed_outputs, "--format", "text"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("clocks disagree"), std::string::npos) << text.out.substr(0, 3000);
+  std::error_code ec;
+  fs::remove_all(skewed_outputs, ec);
+  fs::remove_all(agreed_outputs, ec);
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
