@@ -64,9 +64,12 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   for (const auto& [key, bursts] : in.input.items()) {
     if (!bursts.is_array()) continue;
     Json details = Json::array();
-    std::string verdict;   // per key: failed > recovered > ongoing > no_effect > untested
+    // Per key: failed > recovered > ongoing > untested > no_effect. "No effect" is claimed for a key
+    // only when every one of its bursts was tested and none moved TGS: a burst that could not be
+    // tested (it began before the first steps) may be the one that did.
+    std::string verdict;
     auto rank = [](const std::string& v) {
-      return v == "failed" ? 5 : v == "recovered" ? 4 : v == "ongoing" ? 3 : v == "no_effect" ? 2 : v.empty() ? 0 : 1;
+      return v == "failed" ? 5 : v == "recovered" ? 4 : v == "ongoing" ? 3 : v == "untested" ? 2 : v.empty() ? 0 : 1;
     };
     for (const auto& b : bursts) {
       if (!b.is_object() || !b.contains("start") || !b.contains("end") || !b["start"].is_number() || !b["end"].is_number())

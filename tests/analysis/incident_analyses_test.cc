@@ -72,6 +72,19 @@ TEST(RecoveryAfterBursts, BurstUntilTheEndIsOngoingAndHarmlessBurstHasNoEffect) 
   EXPECT_EQ((*r)["no_effect"], Json::array({"hostC"}));
 }
 
+// A host whose first burst began before the first step (untested) and whose later burst fell in a
+// stretch TGS was already degraded in (no visible effect) is not shown harmless: "no effect" needs
+// every burst tested.
+TEST(RecoveryAfterBursts, NoEffectOnlyWhenEveryBurstWasTested) {
+  Json st;
+  Json steps = Steps(200, 0, 120, 0, &st);
+  Json bursts = {{"hostD", Json::array({{{"start", T(0) - 300}, {"end", T(60)}}, {{"start", T(80)}, {"end", T(110)}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)["no_effect"].empty());
+  EXPECT_EQ((*r)["untested"], Json::array({"hostD"}));
+}
+
 TEST(RecoveryAfterBursts, NeedsAStepTimeMap) {
   Json st;
   Json steps = Steps(20, 5, 10, 0, &st);
