@@ -1,6 +1,7 @@
 #include "engine/playbook/expr.h"
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -425,7 +426,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"contains", {2, 2}}, {"join", {1, 2}},      {"fmt", {1, 2}},        {"exists", {1, 1}},
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
-      {"where", {4, 4}},    {"times_above", {2, 2}}, {"count_outside", {2, 2}},
+      {"where", {4, 4}},    {"times_above", {2, 2}}, {"count_outside", {2, 2}}, {"sustained_level", {2, 2}},
   };
   return kFunctions;
 }
@@ -757,6 +758,42 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
         for (double t : times) list.push_back(t);
         out[key] = std::move(list);
       }
+    }
+    return out;
+  }
+  if (f == "sustained_level") {
+    // sustained_level(series, seconds): per key of a range query's `series` map, the highest level
+    // the series was at or above for at least `seconds` in total: its k-th largest sample, k the
+    // number of samples that span `seconds` at the series' own (median) spacing. One loud scrape
+    // does not make a level; five minutes of it does.
+    if (!args[1].is_number()) return EvalError(e, "sustained_level() needs (series, seconds), got " + TypeName(args[1]));
+    const double seconds = args[1].get<double>();
+    Value out = Value::object();
+    if (a.is_null()) return Value();
+    if (!a.is_object()) return EvalError(e, "sustained_level() needs a series map, got " + TypeName(a));
+    for (const auto& [key, samples] : a.items()) {
+      if (!samples.is_array()) continue;
+      std::vector<double> times, values;
+      for (const auto& p : samples)
+        if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
+          times.push_back(p[0].get<double>());
+          values.push_back(p[1].get<double>());
+        }
+      if (values.empty()) continue;
+      std::vector<double> gaps;
+      for (size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
+      double spacing = 0;
+      if (!gaps.empty()) {
+        std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+        spacing = gaps[gaps.size() / 2];
+      }
+      const size_t k = spacing > 0 ? static_cast<size_t>(std::ceil(seconds / spacing)) : values.size();
+      if (k == 0 || k > values.size()) {
+        out[key] = 0.0;   // never sustained that long: the series was not up for `seconds`
+        continue;
+      }
+      std::nth_element(values.begin(), values.begin() + static_cast<long>(k - 1), values.end(), std::greater<double>());
+      out[key] = values[k - 1];
     }
     return out;
   }
