@@ -13,6 +13,10 @@ namespace diagnose::cli {
 
 namespace {
 
+// A report was written, but diagnose could not read metrics it needed (a "failed" tsdb entry): the
+// decision is `none` and must not be read as the job's. Distinct from 1 (no report) and 2 (usage).
+constexpr int kDiagnosisIncompleteExit = 3;
+
 struct DiagnoseArgs {
   DiagnoseOptions options;
   std::string baseline;
@@ -41,7 +45,7 @@ int RunDiagnose(DiagnoseArgs& args) {
   for (const auto& raw : args.headers) {
     std::string name, value;
     if (!SplitHeader(raw, &name, &value)) {
-      std::fprintf(stderr, "diagnose: --header '%s' is not of the form 'Name: value'\n", raw.c_str());
+      PrintError("diagnose", "--header '" + raw + "' is not of the form 'Name: value'");
       return 2;
     }
     args.options.remote.headers[name] = value;
@@ -49,25 +53,29 @@ int RunDiagnose(DiagnoseArgs& args) {
   std::string format = args.format;
   if (format.empty()) format = isatty(STDOUT_FILENO) ? "text" : "json";
   if (format != "text" && format != "md" && format != "json" && format != "html") {
-    std::fprintf(stderr, "diagnose: --format '%s' is not one of text, md, json, html\n", format.c_str());
+    PrintError("diagnose", "--format '" + format + "' is not one of text, md, json, html");
     return 2;
   }
   if (args.options.data_dir.empty()) args.options.data_dir = DefaultDataDir();
 
   auto report = RunDiagnosis(args.options);
   if (!report.ok()) {
-    std::fprintf(stderr, "diagnose: %s\n", report.status().message().c_str());
+    PrintError("diagnose", report.status().message());
     return 1;
   }
   RenderOptions render_options;
   render_options.color = format == "text" && isatty(STDOUT_FILENO);
   auto rendered = RenderReport(*report, format, render_options);
   if (!rendered.ok()) {
-    std::fprintf(stderr, "diagnose: %s\n", rendered.status().message().c_str());
+    PrintError("diagnose", rendered.status().message());
     return 1;
   }
   std::fwrite(rendered->data(), 1, rendered->size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  if (report->incomplete) {
+    PrintError("diagnose", "job " + args.options.job_ref + ": " + *report->incomplete);
+    return kDiagnosisIncompleteExit;
+  }
+  return 0;   // main checks that stdout was written and closed
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ int RunExplain(const ExplainArgs& args) {
   }
   auto graph = dag::CompiledGraph::Compile(loader.library(), {id});
   if (!graph.ok()) {
-    std::fprintf(stderr, "diagnose explain: %s\n", graph.status().message().c_str());
+    PrintError("diagnose explain", graph.status().message());
     return 1;
   }
   dag::EvaluationContext ctx;
@@ -76,7 +76,7 @@ int RunExplain(const ExplainArgs& args) {
     if (!args.baseline.empty()) options.baseline_ref = args.baseline;
     auto inputs = PrepareJobInputs(options);
     if (!inputs.ok()) {
-      std::fprintf(stderr, "diagnose explain: %s\n", inputs.status().message().c_str());
+      PrintError("diagnose explain", inputs.status().message());
       return 1;
     }
     for (const auto& note : inputs->notes) std::fprintf(stderr, "diagnose explain: note: %s\n", note.c_str());
@@ -96,7 +96,7 @@ int RunExplain(const ExplainArgs& args) {
     have_ctx = true;
   }
   if (!args.baseline_discovery.empty() && !ReadJson(args.baseline_discovery, &ctx.baseline_discovery)) return 1;
-  std::cout << dag::ExplainJson(*graph, have_ctx ? &ctx : nullptr, data_dir).dump(2) << "\n";
+  std::cout << DumpJson(dag::ExplainJson(*graph, have_ctx ? &ctx : nullptr, data_dir), 2) << "\n";
   return 0;
 }
 }  // namespace

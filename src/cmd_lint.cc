@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/playbook/loader.h"
+#include "engine/core/json.h"
 #include "src/commands.h"
 
 namespace diagnose::cli {
@@ -75,7 +76,7 @@ int RunLint(const LintArgs& args) {
   }
   if (args.format == "json") {
     nlohmann::json out = {{"files", json_files}, {"errors", errors}, {"warnings", warnings}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpJson(out, 2) << "\n";
   } else if (files.empty()) {
     std::fprintf(stderr, "diagnose lint: no YAML files found\n");
     return 1;

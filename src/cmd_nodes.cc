@@ -87,7 +87,7 @@ int RunNodes(const NodesArgs& args) {
   const std::string data_dir = DefaultDataDir();
   StatusOr<DecisionRules> rules = LoadDecisionRules(data_dir);
   if (!rules.ok()) {
-    std::fprintf(stderr, "diagnose nodes: %s\n", rules.status().message().c_str());
+    PrintError("diagnose nodes", rules.status().message());
     return 2;
   }
   TriageOptions triage;
@@ -97,12 +97,12 @@ int RunNodes(const NodesArgs& args) {
   for (const auto& ref : args.jobs) {
     StatusOr<JobLocation> loc = ResolveJob(ref, args.outputs);
     if (!loc.ok()) {
-      std::fprintf(stderr, "diagnose nodes: %s\n", loc.status().message().c_str());
+      PrintError("diagnose nodes", loc.status().message());
       return 1;
     }
     StatusOr<JobFacts> facts = TriageJob(*loc, triage);
     if (!facts.ok()) {
-      std::fprintf(stderr, "diagnose nodes: %s\n", facts.status().message().c_str());
+      PrintError("diagnose nodes", facts.status().message());
       return 1;
     }
     runs.push_back(NodeRunFromFacts(*facts));

@@ -44,7 +44,7 @@ int RunWatch(const WatchArgs& args) {
   const std::string data_dir = DefaultDataDir();
   StatusOr<DecisionRules> rules = LoadDecisionRules(data_dir);
   if (!rules.ok()) {
-    std::fprintf(stderr, "diagnose watch: %s\n", rules.status().message().c_str());
+    PrintError("diagnose watch", rules.status().message());
     return 2;
   }
   WatchOptions options;
@@ -76,13 +76,13 @@ int RunWatch(const WatchArgs& args) {
   };
   StatusOr<std::unique_ptr<Watcher>> watcher = Watcher::Create(std::move(options));
   if (!watcher.ok()) {
-    std::fprintf(stderr, "diagnose watch: %s\n", watcher.status().message().c_str());
+    PrintError("diagnose watch", watcher.status().message());
     return 2;
   }
   if (args.once) {
     StatusOr<std::vector<WatchResult>> results = (*watcher)->PollOnce();
     if (!results.ok()) {
-      std::fprintf(stderr, "diagnose watch: %s\n", results.status().message().c_str());
+      PrintError("diagnose watch", results.status().message());
       return 1;
     }
     return 0;
@@ -101,7 +101,7 @@ int RunWatch(const WatchArgs& args) {
   Status run = (*watcher)->Run(g_stop);
   CleanupRegistry::Instance().Unregister(stop_cleanup);
   if (!run.ok()) {
-    std::fprintf(stderr, "diagnose watch: %s\n", run.message().c_str());
+    PrintError("diagnose watch", run.message());
     return 1;
   }
   std::fprintf(stderr, "diagnose watch: stopped (%zu result(s))\n", (*watcher)->results());

@@ -1,5 +1,9 @@
 #include "src/commands.h"
 
+#include <cstdio>
+
+#include "engine/core/utf8.h"
+
 namespace diagnose::cli {
 
 int CommandRegistry::Run(CLI::App& app) {
@@ -17,6 +21,10 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterTest(app, registry);
   RegisterWatch(app, registry);
   RegisterNodes(app, registry);
+}
+
+void PrintError(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\n", command.c_str(), OneLine(message).c_str());
 }
 
 }  // namespace diagnose::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -29,5 +30,9 @@ void RegisterTest(CLI::App& app, CommandRegistry& registry);
 void RegisterWatch(CLI::App& app, CommandRegistry& registry);
 void RegisterNodes(CLI::App& app, CommandRegistry& registry);
 void RegisterAll(CLI::App& app, CommandRegistry& registry);
+
+// "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a
+// newline, a server's binary answer).
+void PrintError(const std::string& command, const std::string& message);
 
 }  // namespace diagnose::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -16,3 +17,11 @@ struct adl_serializer<std::optional<T>> {
   }
 };
 }  // namespace nlohmann
+
+namespace diagnose {
+// Serialises for output. Strings from outside are made valid UTF-8 where they enter (core/utf8.h);
+// this is the last line of defence, so a byte that slipped through becomes U+FFFD, not an abort.
+inline std::string DumpJson(const nlohmann::json& value, int indent = -1) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+}  // namespace diagnose

@@ -28,8 +28,23 @@ const std::set<std::string> kTestKeys = {"name", "interval", "start", "input_ser
 const std::set<std::string> kExpectKeys = {"root_cause", "action", "confidence", "exclude", "findings", "changes",
                                            "selected", "domain"};
 
+// Test files are untrusted input: an alias bomb of a few hundred bytes names the same node a
+// billion times, and a walk that expands it would take gigabytes. The same scale as the playbook
+// loader accepts: a test's facts hold thousands of values, never millions.
+constexpr int64_t kMaxYamlValues = 1'000'000;
+constexpr int kMaxYamlDepth = 128;
+
+struct YamlBudget {
+  int64_t values_left = kMaxYamlValues;
+  bool exceeded = false;
+};
+
 // YAML -> JSON (scalars typed the way YAML 1.2 core schema would: bool, int/float, null, string).
-json YamlToJson(const YAML::Node& n) {
+json YamlToJsonBounded(const YAML::Node& n, YamlBudget& budget, int depth) {
+  if (budget.exceeded || --budget.values_left < 0 || depth > kMaxYamlDepth) {
+    budget.exceeded = true;
+    return json();
+  }
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -49,16 +64,33 @@ json YamlToJson(const YAML::Node& n) {
     }
     case YAML::NodeType::Sequence: {
       json out = json::array();
-      for (const auto& x : n) out.push_back(YamlToJson(x));
+      for (const auto& x : n) {
+        out.push_back(YamlToJsonBounded(x, budget, depth + 1));
+        if (budget.exceeded) return json();
+      }
       return out;
     }
     case YAML::NodeType::Map: {
       json out = json::object();
-      for (auto it = n.begin(); it != n.end(); ++it) out[it->first.Scalar()] = YamlToJson(it->second);
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        out[it->first.Scalar()] = YamlToJsonBounded(it->second, budget, depth + 1);
+        if (budget.exceeded) return json();
+      }
       return out;
     }
   }
   return json();
+}
+
+StatusOr<json> YamlToJson(const YAML::Node& n, const std::string& field) {
+  YamlBudget budget;
+  json out = YamlToJsonBounded(n, budget, 0);
+  if (budget.exceeded) {
+    return InvalidArgumentError("line " + std::to_string(n.Mark().line + 1) + ": '" + field + "' expands to more than " +
+                                std::to_string(kMaxYamlValues) + " values or nests deeper than " +
+                                std::to_string(kMaxYamlDepth) + " (YAML aliases?)");
+  }
+  return out;
 }
 
 StatusOr<double> ParseStart(const YAML::Node& n) {
@@ -241,6 +273,11 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
                                                  std::to_string(e.mark.column + 1) + ": " + e.msg));
     return results;
   }
+  // Untrusted input: refuse an alias bomb before anything walks it.
+  if (auto bounded = YamlToJson(root, "(file)"); !bounded.ok()) {
+    results.push_back(Failed(path, "(file)", path + ": " + bounded.status().message()));
+    return results;
+  }
   if (!root.IsMap()) {
     results.push_back(Failed(path, "(file)", path + ": a test file is a map with 'playbooks' and 'tests'"));
     return results;
@@ -316,22 +353,27 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
       results.push_back(std::move(r));
       continue;
     }
+    // Within the file's limits, checked above, so this cannot fail.
+    auto bounded = YamlToJson(t, name);
+    const json whole = bounded.ok() ? std::move(bounded).value() : json();
+    auto field = [&](const char* key) { return whole.is_object() ? whole.value(key, json()) : json(); };
     EvaluationContext ctx;
     ctx.facts = json(JobFacts{});
-    if (t["facts"]) ctx.facts.merge_patch(YamlToJson(t["facts"]));
+    if (t["facts"]) ctx.facts.merge_patch(field("facts"));
     if (t["baseline_facts"]) {
       ctx.baseline_facts = json(JobFacts{});
-      ctx.baseline_facts.merge_patch(YamlToJson(t["baseline_facts"]));
+      ctx.baseline_facts.merge_patch(field("baseline_facts"));
     }
     std::unique_ptr<ServedSeries> served, served_baseline;
     auto serve = [&](ParsedSeries& ps, const char* role, std::unique_ptr<ServedSeries>* holder, json* discovery,
-                     const YAML::Node& override_node) -> bool {
+                     const char* override_key) -> bool {
+      const json override_value = field(override_key);
       if (ps.series.empty()) {
-        if (override_node) *discovery = YamlToJson(override_node);
+        if (t[override_key]) *discovery = override_value;
         return true;
       }
       *discovery = DeriveDiscovery(ps.series);
-      if (override_node) discovery->merge_patch(YamlToJson(override_node));
+      if (t[override_key]) discovery->merge_patch(override_value);
       if (options.backend == nullptr) {
         fail(std::string("no series backend: cannot serve the ") + role + " input series");
         return false;
@@ -344,14 +386,14 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
       *holder = std::move(*s);
       return true;
     };
-    if (!serve(*subject_series, "subject", &served, &ctx.discovery, t["discovery"]) ||
-        !serve(*baseline_series, "baseline", &served_baseline, &ctx.baseline_discovery, t["baseline_discovery"])) {
+    if (!serve(*subject_series, "subject", &served, &ctx.discovery, "discovery") ||
+        !serve(*baseline_series, "baseline", &served_baseline, &ctx.baseline_discovery, "baseline_discovery")) {
       results.push_back(std::move(r));
       continue;
     }
     ctx.subject = served ? served->client() : nullptr;
     ctx.baseline = served_baseline ? served_baseline->client() : nullptr;
-    if (t["requested"]) ctx.requested_playbooks = StringList(YamlToJson(t["requested"]));
+    if (t["requested"]) ctx.requested_playbooks = StringList(field("requested"));
     // Only the playbooks of this file take part; triggers decide which of them run.
     std::vector<std::string> problems;
     auto selections = SelectPlaybooks(library, ctx, &problems);
@@ -379,7 +421,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
     for (const auto& f : eval.findings)
       actual["findings"].push_back({{"id", f.id}, {"status", f.status}, {"hosts", f.hosts}, {"summary", f.summary}});
     actual["not_evaluated"] = eval.not_evaluated;
-    if (t["expect"]) Compare(YamlToJson(t["expect"]), actual, &r.failures);
+    if (t["expect"]) Compare(field("expect"), actual, &r.failures);
     else fail("no 'expect' block: a test must assert something");
     r.actual = actual;
     r.passed = r.failures.empty();

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,7 +46,7 @@ std::string EncodeHistoryLine(const HistoryEntry& entry) {
   nlohmann::json j = entry;
   if (!entry.retry_of) j.erase("retry_of");
   // dump() escapes control characters, so the line holds no raw newline.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 std::mutex& HistoryAppendMutex() {
@@ -53,10 +55,19 @@ std::mutex& HistoryAppendMutex() {
 }
 
 Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry) {
-  const std::string line = EncodeHistoryLine(entry);
+  std::string line = EncodeHistoryLine(entry);
   std::lock_guard<std::mutex> append_guard(HistoryAppendMutex());
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return PermissionDeniedError("cannot open sweep history " + path + ": " + std::strerror(errno));
+  // Other diagnose processes (a sweep driver's parallel epilogs) append to the same file.
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  // A writer killed mid-line leaves a tail without '\n'; joined to it, this entry would be lost as
+  // part of one malformed line. Start on a fresh line instead, so only the torn line is skipped.
+  struct stat st;
+  char last = '\n';
+  if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+    line.insert(line.begin(), '\n');
   // One write() per line: with O_APPEND the kernel places it at the end in one piece for regular
   // files. Termination signals are held back for the duration (a fatal signal can otherwise cut a
   // multi-page write short), so SIGTERM/SIGINT land before or after the line, never inside it.
@@ -69,13 +80,16 @@ Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry) {
     written = ::write(fd, line.data(), line.size());
   } while (written < 0 && errno == EINTR);
   const int write_errno = errno;
-  if (written >= 0 && static_cast<size_t>(written) == line.size()) ::fsync(fd);
-  ::close(fd);
+  int sync_result = 0;
+  if (written >= 0 && static_cast<size_t>(written) == line.size()) sync_result = ::fsync(fd);
+  const int close_result = ::close(fd);   // also releases the flock
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (written < 0) return InternalError("cannot append to sweep history " + path + ": " + std::strerror(write_errno));
   if (static_cast<size_t>(written) != line.size())
     return DataLossError("short write to sweep history " + path + " (" + std::to_string(written) + " of " +
                          std::to_string(line.size()) + " bytes; disk full?)");
+  if (sync_result != 0 || close_result != 0)
+    return DataLossError("sweep history " + path + " was written but not synced to disk: " + std::strerror(errno));
   return Status::Ok();
 }
 

@@ -57,27 +57,55 @@ int RankOf(const std::string& name) {
   }
 }
 
-void CollectDirFiles(JobLocation* job) {
+// One rule for every file found through the outputs dir (the log, the job dir, prometheus/, rank
+// and worker logs): followed only while it resolves inside that dir. What lies outside is refused or
+// left out with a note, never read.
+std::string OutsideNote(const fs::path& p, const fs::path& outputs) {
+  std::error_code ec;
+  return p.string() + " resolves outside the outputs dir " + outputs.string() + " (" +
+         fs::weakly_canonical(p, ec).string() + "); not followed";
+}
+
+void CollectDirFiles(JobLocation* job, const fs::path& outputs) {
   if (!job->job_dir) return;
   std::error_code ec;
   fs::path dir(*job->job_dir);
-  if (fs::is_directory(dir / "prometheus", ec)) job->prometheus_dir = (dir / "prometheus").string();
+  if (fs::is_directory(dir / "prometheus", ec)) {
+    if (IsWithin(dir / "prometheus", outputs)) job->prometheus_dir = (dir / "prometheus").string();
+    else job->notes.push_back(OutsideNote(dir / "prometheus", outputs));
+  }
+  int outside = 0;
   std::vector<std::pair<int, std::string>> ranks;
   for (const auto& e : fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec)) {
     std::string name = e.path().filename().string();
-    if (name.rfind("rank-", 0) == 0 && EndsWith(name, ".log")) ranks.emplace_back(RankOf(name), e.path().string());
+    if (name.rfind("rank-", 0) != 0 || !EndsWith(name, ".log")) continue;
+    if (IsWithin(e.path(), outputs)) ranks.emplace_back(RankOf(name), e.path().string());
+    else ++outside;
   }
   std::sort(ranks.begin(), ranks.end());
   for (auto& r : ranks) job->rank_logs.push_back(r.second);
   // Ray worker logs: flat ray_logs/<host>/worker-*.out or ray_logs/<host>/session_*/logs/worker-*.out.
   fs::path ray = dir / "ray_logs";
-  if (!fs::is_directory(ray, ec)) return;
+  if (!fs::is_directory(ray, ec)) {
+    if (outside > 0)
+      job->notes.push_back(std::to_string(outside) + " rank log(s) in " + dir.string() +
+                           " resolve outside the outputs dir " + outputs.string() + "; not read");
+    return;
+  }
+  if (!IsWithin(ray, outputs)) {
+    job->notes.push_back(OutsideNote(ray, outputs));
+    return;
+  }
   std::set<std::string> seen;
   auto scan = [&](const fs::path& d) {
     std::error_code ec2;
     for (const auto& f : fs::directory_iterator(d, fs::directory_options::skip_permission_denied, ec2)) {
       std::string n = f.path().filename().string();
       if (n.rfind("worker-", 0) == 0 && EndsWith(n, ".out") && f.is_regular_file(ec2)) {
+        if (!IsWithin(f.path(), outputs)) {
+          ++outside;
+          continue;
+        }
         std::error_code ec3;
         std::string key = fs::weakly_canonical(f.path(), ec3).string();
         if (seen.insert(key).second) job->ray_worker_logs.push_back(f.path().string());
@@ -94,6 +122,9 @@ void CollectDirFiles(JobLocation* job) {
     }
   }
   std::sort(job->ray_worker_logs.begin(), job->ray_worker_logs.end());
+  if (outside > 0)
+    job->notes.push_back(std::to_string(outside) + " rank/worker log(s) in " + dir.string() +
+                         " resolve outside the outputs dir " + outputs.string() + "; not read");
 }
 
 bool IsEmptyDir(const fs::path& dir) {
@@ -116,12 +147,14 @@ StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
   job.id = IdOf(job.name);
   job.outputs_dir = outputs.string();
   job.job_dir = dir.string();
+  if (!IsWithin(dir, outputs))
+    return PermissionDeniedError("job dir " + OutsideNote(dir, outputs));
   if (!fs::is_symlink(fs::symlink_status(link, ec))) {
     if (!IsEmptyDir(dir))
       return InvalidArgumentError(dir.string() +
                                   ": not a job directory (no `log` symlink; shared checkpoint dirs have none)");
     fs::path sibling = dir.parent_path() / (job.name + ".log");
-    if (fs::exists(sibling, ec)) job.log_path = sibling.string();
+    if (fs::exists(sibling, ec) && IsWithin(sibling, outputs)) job.log_path = sibling.string();
     else job.notes.push_back("job dir is empty and has no log: the job died in the prolog before writing any output");
     return job;
   }
@@ -136,15 +169,16 @@ StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
   } else {
     // Fall back to the sibling <JOB_DIR>.log (TGS tagging may have renamed it before the link).
     fs::path sibling = dir.parent_path() / (job.name + ".log");
-    if (fs::exists(sibling, ec)) job.log_path = sibling.string();
+    if (fs::exists(sibling, ec) && IsWithin(sibling, outputs)) job.log_path = sibling.string();
     else job.log_link_dangles = true;
     job.notes.push_back("log symlink dangles (" + target.string() + "): job not started or log removed");
   }
-  CollectDirFiles(&job);
+  CollectDirFiles(&job, outputs);
   return job;
 }
 
 StatusOr<JobLocation> FromLog(const fs::path& log, const fs::path& outputs) {
+  if (!IsWithin(log, outputs)) return PermissionDeniedError("job log " + OutsideNote(log, outputs));
   JobLocation job;
   std::string base = log.filename().string();
   job.name = EndsWith(base, ".log") ? base.substr(0, base.size() - 4) : base;
@@ -153,8 +187,11 @@ StatusOr<JobLocation> FromLog(const fs::path& log, const fs::path& outputs) {
   job.log_path = log.string();
   std::error_code ec;
   fs::path dir = log.parent_path() / job.name;
-  if (fs::is_directory(dir, ec)) job.job_dir = dir.string();
-  CollectDirFiles(&job);
+  if (fs::is_directory(dir, ec)) {
+    if (IsWithin(dir, outputs)) job.job_dir = dir.string();
+    else job.notes.push_back("job dir " + OutsideNote(dir, outputs));
+  }
+  CollectDirFiles(&job, outputs);
   return job;
 }
 
@@ -171,9 +208,15 @@ StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outp
   std::error_code ec;
   fs::path p(ref);
   if (!IsBareId(ref) && fs::exists(fs::symlink_status(p, ec))) {
+    // The directories on the way are resolved; the named entry itself, when a symlink, obeys the
+    // same rule as one found by id (a watched outputs dir names its logs this way).
     fs::path abs = fs::absolute(p, ec).lexically_normal();
     if (abs.filename().empty()) abs = abs.parent_path();
-    fs::path outputs = outputs_flag.empty() ? abs.parent_path() : fs::path(outputs_flag);
+    abs = fs::weakly_canonical(abs.parent_path(), ec) / abs.filename();
+    if (ec) return NotFoundError(ref + ": " + ec.message());
+    // The outputs dir it belongs to: --outputs when the job lies in it, else its own parent.
+    fs::path outputs = abs.parent_path();
+    if (!outputs_flag.empty() && IsWithin(abs, outputs_flag)) outputs = fs::path(outputs_flag);
     if (fs::is_directory(abs, ec)) return FromDir(abs, outputs);
     if (::access(abs.c_str(), R_OK) != 0)
       return PermissionDeniedError(abs.string() + ": cannot read job log");

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/core/utf8.h"
+
 namespace diagnose {
 
 namespace {
@@ -143,30 +145,7 @@ LogLine ParseLogLine(std::string_view raw, std::string* scratch) {
 }
 
 std::string SanitizeForQuote(std::string_view text, size_t max_bytes) {
-  std::string out;
-  out.reserve(std::min(text.size(), max_bytes) + 4);
-  size_t i = 0;
-  while (i < text.size() && out.size() < max_bytes) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      out.push_back((c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool valid = len > 0 && i + len <= text.size();
-    for (int k = 1; valid && k < len; ++k)
-      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) valid = false;
-    if (valid) {
-      out.append(text.substr(i, len));
-      i += len;
-    } else {
-      out.push_back('?');
-      ++i;
-    }
-  }
-  if (i < text.size()) out += "...";
-  return out;
+  return ValidUtf8(text, max_bytes, /*strip_controls=*/true);
 }
 
 }  // namespace diagnose

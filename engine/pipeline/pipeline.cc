@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "engine/triage/triage.h"
 #include "engine/tsdb/http_query_client.h"
 #include "engine/tsdb/private_prometheus.h"
+#include "engine/tsdb/source_failures.h"
 
 namespace diagnose {
 
@@ -45,8 +47,23 @@ struct JobContext {
   TsdbState tsdb;
   std::unique_ptr<PrivatePrometheus> server;
   std::unique_ptr<HttpQueryClient> remote;
+  // Every request goes through it, so a failure of the source is told from an answer about the job.
+  std::unique_ptr<SourceFailureRecorder> recorder;
   std::optional<Discovery> discovery;
-  QueryClient* client = nullptr;   // server->client() or remote, whichever is open
+  QueryClient* client = nullptr;   // the recorder over server->client() or remote, whichever is open
+  // A private server that died (at start-up or mid-run) is started again once, never more.
+  bool server_restarted = false;
+
+  // Whether the metrics source failed (unreachable, dead, garbage) during anything asked of it.
+  bool SourceFailed() { return recorder && recorder->failures() > 0; }
+  void CloseTsdb() {   // keeps server_restarted
+    client = nullptr;
+    discovery.reset();
+    recorder.reset();
+    remote.reset();
+    server.reset();   // stops the private Prometheus and removes its copy
+    tsdb = TsdbState{};
+  }
 };
 
 StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& outputs_dir,
@@ -113,23 +130,38 @@ void NoteClockSkew(JobContext& job) {
                         : std::string("the TSDB lock (the log shows no end)")));
 }
 
+// A private server that would not start for a reason of ours (killed, no port, not ready in time,
+// no prometheus binary), not because of the job's data.
+bool IsServerStartFailure(const Status& status) {
+  return status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kDeadlineExceeded ||
+         status.code() == StatusCode::kInternal;
+}
+
+// What discovery found through a failing source is not about the job: drop it with the state.
+void MarkFailed(JobContext& job, std::string reason) {
+  job.tsdb.state = "failed";
+  job.tsdb.reason = std::move(reason);
+  job.tsdb.discovery = nullptr;
+  job.tsdb.gaps.clear();
+}
+
 // Opens the job's metrics: --prometheus URL, else a private Prometheus on a copy of the snapshot.
-// Any failure leaves tsdb.state "unavailable" with the reason; the report then falls back to logs.
-void OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
+// What the job lacks (no prometheus/ dir, an empty or unreadable TSDB, a live one) leaves
+// tsdb.state "unavailable" with the reason, and the report falls back to the logs. What diagnose
+// failed to do (start a server, reach the endpoint) leaves it "failed": never a fact about the job.
+// Returns an error only for what the user must fix first (a malformed URL, a missing CA file).
+Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (!options.remote.url.empty()) {
     job.tsdb.mode = "remote";
     job.tsdb.source = options.remote.url;
     auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
-    if (!client.ok()) {
-      job.tsdb.state = "unavailable";
-      job.tsdb.reason = client.status().message();
-      return;
-    }
+    if (!client.ok()) return client.status();
     job.remote = std::move(client).value();
-    job.client = job.remote.get();
+    job.recorder = std::make_unique<SourceFailureRecorder>(*job.remote);
+    job.client = job.recorder.get();
     job.tsdb.state = "remote";
     Discover(job, rules, DiscoveryInputs{.search_window = LogWindow(job.facts)});
-    return;
+    return Status::Ok();
   }
   job.tsdb.mode = "private-copy";
   if (!job.location.prometheus_dir) {
@@ -137,23 +169,33 @@ void OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRu
     job.tsdb.reason = "no prometheus/ directory in " +
                       job.location.job_dir.value_or(job.location.log_path.value_or(job.location.id)) +
                       " (RAY=0 job, or the TSDB was never written)";
-    return;
+    return Status::Ok();
   }
   job.tsdb.source = *job.location.prometheus_dir;
   PrivatePrometheusOptions server_options;
   server_options.blocks_only = options.blocks_only;
   server_options.job_finished = LogShowsFinished(job.facts);
   auto server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
+  if (!server.ok() && IsServerStartFailure(server.status()) && !job.server_restarted) {   // it may have been killed
+    job.server_restarted = true;
+    server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
+  }
   if (!server.ok()) {
-    job.tsdb.state = "unavailable";
-    job.tsdb.reason = server.status().message();
-    return;
+    if (IsServerStartFailure(server.status())) {
+      MarkFailed(job, "the private Prometheus failed after one restart: " + server.status().message());
+    } else {
+      job.tsdb.state = "unavailable";
+      job.tsdb.reason = server.status().message();
+    }
+    return Status::Ok();
   }
   job.server = std::move(server).value();
-  job.client = &job.server->client();
+  job.recorder = std::make_unique<SourceFailureRecorder>(job.server->client());
+  job.client = job.recorder.get();
   job.tsdb.state = "served";
   for (const auto& caveat : job.server->caveats()) job.tsdb.gaps.push_back(caveat);
   Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts)));
+  return Status::Ok();
 }
 
 bool NamesACause(const std::string& root_cause) { return root_cause != "none" && root_cause != "unknown"; }
@@ -206,8 +248,37 @@ Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) 
   }
   ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
                    LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
-  for (auto& job : jobs) OpenTsdb(job, options, discovery_rules);
+  for (auto& job : jobs)
+    if (job.client == nullptr && job.tsdb.state != "failed") RETURN_IF_ERROR(OpenTsdb(job, options, discovery_rules));
   return Status::Ok();
+}
+
+// The source of each job whose requests failed, in a sentence; a dead private server says how it died.
+std::string SourceFailureReason(JobContext& job) {
+  if (job.server) {
+    if (Status health = job.server->Health(); !health.ok()) return health.message();
+  }
+  return job.recorder ? job.recorder->Summary() : job.tsdb.reason;
+}
+
+// diagnose could not read metrics it needed: the log-only view must not drive a sweep as if the
+// metrics had been seen. The verdict stays the logs' own, the decision is none, and the report says
+// what failed and that a re-run is the remedy.
+void MarkIncomplete(const std::vector<JobContext>& jobs, Report& report) {
+  std::string why;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].tsdb.state != "failed") continue;
+    if (!why.empty()) why += "; ";
+    why += "metrics of job " + report.jobs[i].id + ": " + jobs[i].tsdb.reason;
+  }
+  report.incomplete = "diagnosis incomplete: " + why;
+  report.verdict.summary = "Diagnosis incomplete (diagnose could not read the job's metrics); from the logs alone: " +
+                           report.verdict.summary;
+  Decision decision;
+  decision.action = "none";
+  decision.notes.push_back(*report.incomplete +
+                           ". No action is taken on the logs alone; re-run diagnose once the metrics can be read.");
+  report.decision = std::move(decision);
 }
 
 }  // namespace
@@ -234,8 +305,10 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
     ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
                      LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
     for (auto& job : jobs) {
-      OpenTsdb(job, options, discovery_rules);
-      if (job.tsdb.state == "unavailable") inputs.notes.push_back(job.role + " TSDB: " + job.tsdb.reason);
+      RETURN_IF_ERROR(OpenTsdb(job, options, discovery_rules));
+      if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
+      if (job.tsdb.state == "unavailable" || job.tsdb.state == "failed")
+        inputs.notes.push_back(job.role + " TSDB " + job.tsdb.state + ": " + job.tsdb.reason);
     }
   }
   inputs.facts = jobs[0].facts;
@@ -264,33 +337,57 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     report.facts[report.jobs.back().id] = jobs[i].facts;
   }
 
-  auto tsdb_started = Clock::now();
-  RETURN_IF_ERROR(OpenTsdbs(jobs, options));
-  double tsdb_seconds = SecondsSince(tsdb_started);
-
-  auto playbooks_started = Clock::now();
   playbook::LoadResult load;
   playbook::Library library = playbook::LoadLibraryDir(options.data_dir, &load);
   if (!load.ok()) {
     for (const auto& d : load.diagnostics())
       if (!d.warning()) return InvalidArgumentError("invalid playbook: " + d.ToString());
   }
-  dag::EvaluationContext ctx;
-  ctx.facts = jobs.front().facts;
-  ctx.requested_playbooks = options.forced_playbooks;
-  if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);
-  ctx.subject = jobs.front().client;
-  if (jobs.size() > 1) {
-    ctx.baseline_facts = jobs[1].facts;
-    if (jobs[1].discovery) ctx.baseline_discovery = dag::PlaybookDiscoveryJson(*jobs[1].discovery);
-    ctx.baseline = jobs[1].client;
-  }
   for (const auto& id : options.forced_playbooks)
     if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
-  auto run = dag::RunPlaybooks(library, ctx);
-  if (!run.ok()) return run.status().WithContext("compiling the playbooks");
-  MergePlaybookVerdict(*run, report);
-  double playbooks_seconds = SecondsSince(playbooks_started);
+
+  // Metrics, then playbooks. A private server that died under us (killed, crashed) is restarted
+  // once and everything asked again; a second failure, or any failure of a remote endpoint, makes
+  // the diagnosis incomplete rather than letting missing answers pass for facts about the job.
+  const Report log_report = report;
+  double tsdb_seconds = 0, playbooks_seconds = 0;
+  while (true) {
+    auto tsdb_started = Clock::now();
+    RETURN_IF_ERROR(OpenTsdbs(jobs, options));
+    tsdb_seconds += SecondsSince(tsdb_started);
+
+    auto playbooks_started = Clock::now();
+    report = log_report;
+    dag::EvaluationContext ctx;
+    ctx.facts = jobs.front().facts;
+    ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
+    ctx.requested_playbooks = options.forced_playbooks;
+    if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);
+    ctx.subject = jobs.front().client;
+    if (jobs.size() > 1) {
+      ctx.baseline_facts = jobs[1].facts;
+      if (jobs[1].discovery) ctx.baseline_discovery = dag::PlaybookDiscoveryJson(*jobs[1].discovery);
+      ctx.baseline = jobs[1].client;
+    }
+    auto run = dag::RunPlaybooks(library, ctx);
+    if (!run.ok()) return run.status().WithContext("compiling the playbooks");
+    MergePlaybookVerdict(*run, report);
+    playbooks_seconds += SecondsSince(playbooks_started);
+
+    bool restarted = false;
+    for (auto& job : jobs) {
+      if (!job.SourceFailed()) continue;
+      const std::string reason = SourceFailureReason(job);
+      if (job.server && !job.server_restarted) {
+        job.CloseTsdb();
+        job.server_restarted = true;
+        restarted = true;
+        continue;
+      }
+      MarkFailed(job, reason);
+    }
+    if (!restarted) break;
+  }
 
   for (size_t i = 0; i < jobs.size(); ++i) {
     NoteClockSkew(jobs[i]);
@@ -301,11 +398,18 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
                                       jobs[i].tsdb.reason + "; conclusions rest on the logs only");
   }
 
-  ASSIGN_OR_RETURN(DecisionRules decision_rules, LoadDecisionRules(options.data_dir));
-  SweepContext sweep_context;
-  sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
-  RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,
-                                     jobs.front().facts, &report));
+  const bool incomplete = std::any_of(jobs.begin(), jobs.end(), [](const JobContext& job) {
+    return job.tsdb.state == "failed";
+  });
+  if (incomplete) {
+    MarkIncomplete(jobs, report);
+  } else {
+    ASSIGN_OR_RETURN(DecisionRules decision_rules, LoadDecisionRules(options.data_dir));
+    SweepContext sweep_context;
+    sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
+    RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,
+                                       jobs.front().facts, &report));
+  }
 
   report.timings = {{"triage", triage_seconds},
                     {"tsdb", tsdb_seconds},

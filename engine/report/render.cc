@@ -50,6 +50,8 @@ std::string EvidenceLine(const Evidence& e) {
 
 void Walk(const Report& r, Sink* s) {
   s->Title("diagnose report");
+  // First, before anything a reader might act on.
+  if (r.incomplete) s->KeyValue("INCOMPLETE", *r.incomplete + " (exit status 3; the decision is none)", true);
   for (const auto& job : r.jobs) {
     s->Section("Job " + job.id + (job.role == "baseline" ? " (baseline)" : ""));
     s->KeyValue("status", job.status, true);
@@ -317,7 +319,7 @@ StatusOr<std::string> RenderReport(const Report& report, const std::string& form
   if (format == "text") return RenderText(report, options);
   if (format == "md") return RenderMarkdown(report);
   if (format == "html") return RenderHtml(report);
-  if (format == "json") return ToJson(report).dump(2) + "\n";
+  if (format == "json") return DumpJson(ToJson(report), 2) + "\n";
   return InvalidArgumentError("unknown report format '" + format + "' (text|md|json|html)");
 }
 

@@ -131,6 +131,7 @@ nlohmann::json ToJson(const Report& r) {
   if (!r.verdict.runner_up.empty()) out["verdict"]["runner_up"] = r.verdict.runner_up;
   if (!r.facts.is_null()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
+  if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }
 

@@ -78,8 +78,10 @@ struct Decision {
 struct TsdbState {
   std::string mode = "none";      // private-copy | remote | none
   std::string source;             // dir or URL
-  std::string state = "unavailable";  // served | remote | unavailable | not-requested
-  std::string reason;             // why unavailable, when it is
+  // served | remote | unavailable (the job has none we can read: a fact about the job) |
+  // failed (diagnose could not reach or serve it: a fact about the tool) | not-requested
+  std::string state = "unavailable";
+  std::string reason;             // why unavailable or failed, when it is
   nlohmann::json discovery;       // metric families, hosts, range, step map summary, guard
   std::vector<std::string> gaps;  // observability gaps found
   // How far the job's files (TSDB or log) lie in the future of this host's clock; 0 when the
@@ -99,6 +101,9 @@ struct Report {
   std::vector<std::string> not_evaluated;      // rules/playbooks that could not run, with why
   nlohmann::json facts;                        // per-job triage facts (JobFacts JSON), keyed by id
   nlohmann::json timings;                      // stage timings in seconds
+  // Set when diagnose itself failed to read metrics it needed (a tsdb entry is "failed"): the
+  // verdict then rests on the logs alone, the decision is `none`, and the exit status says so.
+  std::optional<std::string> incomplete;
 };
 
 nlohmann::json ToJson(const Evidence& e);

@@ -132,6 +132,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   if (FeedRepeatedStep(raw)) return;
   LogLine line = ParseLogLine(raw, &scratch_);
   line.line_number = line_number;
+  if (line.task >= 0) ++result_.labelled_lines;
   if (line.task < 0) line.task = default_task_;
   ++result_.lines;
   ++result_.lines_after_last_step;
@@ -443,7 +444,9 @@ void LogScanner::HandleSummary(const LogLine& line, std::string_view text) {
 }
 
 void LogScanner::HandleHeartbeat(const LogLine& line, std::string_view text) {
-  bool unhealthy = text.find("stopped sending heartbeats") != std::string_view::npos;
+  // Newer coordinators: "stopped sending heartbeats"; older TF/TSL ones: "Task /job:...:N heartbeat timeout".
+  bool unhealthy = text.find("stopped sending heartbeats") != std::string_view::npos ||
+                   text.find("heartbeat timeout") != std::string_view::npos;
   if (unhealthy) {
     if (!result_.heartbeat_present) {
       result_.heartbeat_present = true;
@@ -613,6 +616,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   if (!iso_year) iso_year = later.iso_year;
   ray = ray || later.ray;
   lines += later.lines;
+  labelled_lines += later.labelled_lines;
   lines_after_last_step = later_has_steps ? later.lines_after_last_step : lines_after_last_step + later.lines;
   truncated_lines += later.truncated_lines;
 }

@@ -77,6 +77,7 @@ struct ScanResult {
   int artifact_year = 0, iso_year = 0;
   bool ray = false;
   int64_t lines = 0;
+  int64_t labelled_lines = 0;                          // carried an srun task label
   int64_t lines_after_last_step = 0;
   int64_t truncated_lines = 0;
 

@@ -103,6 +103,7 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
       sig.priority = c["priority"].as<int>();
       if (c["detector"]) sig.detector = c["detector"].as<std::string>();
       if (c["fatal"]) sig.fatal = c["fatal"].as<bool>();
+      if (c["cascade"]) sig.cascade = c["cascade"].as<bool>();
       if (c["summary"]) sig.summary = c["summary"].as<std::string>();
       RETURN_IF_ERROR(ParsePatternList(c["patterns"], source, &sig.patterns));
       RETURN_IF_ERROR(ParsePatternList(c["ignore"], source, &sig.ignore));

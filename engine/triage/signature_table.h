@@ -37,6 +37,9 @@ struct FailureSignature {
   // false: the job survives the failure (e.g. Ray falls back to non-Ray mode), so the class can be
   // primary on a completed or running job; fatal classes there are reported, not primary.
   bool fatal = true;
+  // A symptom other tasks print after one task fails (the coordinator declaring it dead, the
+  // teardown's non-zero exits). It yields to an earlier error on a task it names as failed.
+  bool cascade = false;
   std::string summary;        // one sentence for reports
   std::vector<SignaturePattern> patterns;
   std::vector<SignaturePattern> ignore;

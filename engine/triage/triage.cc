@@ -200,6 +200,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   ASSIGN_OR_RETURN(double init_hang, th("init_hang_seconds"));
   ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
   ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
+  ASSIGN_OR_RETURN(double cancel_exit_min, th("cancel_exit_codes_min"));   // 130/143: torn down, not failed
   SignatureMatcher matcher(table, LogScanner::Triggers());
 
   JobFacts f;
@@ -312,6 +313,19 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
                         std::to_string(before) + " to " + std::to_string(after));
   }
   h.ray = scan.ray || !job.ray_worker_logs.empty();
+
+  // A file without one of the launcher's marks is not a job log (`diagnose /etc/passwd`): refuse it
+  // rather than read its silence as a hang and send a sweep to retry.
+  const bool launcher_marks = !scan.header_keys.empty() || !scan.steps.empty() || scan.summary.present ||
+                              !scan.node_exits.empty() || scan.ray || scan.labelled_lines > 0 ||
+                              !scan.env_hostname.empty() || !scan.confirmed_hosts.empty() ||
+                              !scan.memstats.empty() || scan.barrier_passed;
+  if (job.log_path && scan.lines > 0 && !launcher_marks) {
+    return InvalidArgumentError(DisplayPath(*job.log_path, job.outputs_dir) + ": not a maxtext-slurm job log (" +
+                                std::to_string(scan.lines) +
+                                " lines without a launcher header, srun task label, Ray prefix, step line or "
+                                "JOB SUMMARY)");
+  }
 
   f.config = std::move(scan.config);
   f.steps.reserve(scan.steps.size());
@@ -539,11 +553,29 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     }
     return true;
   };
-  for (const auto& c : ordered)
-    if (eligible(c)) {
-      f.failure_class = c.match.failure_class;
-      break;
+  // Tasks the cascade names as failed: accused by the coordinator, or exited non-zero on their own.
+  std::set<int> failed_tasks(f.heartbeat.accused_tasks.begin(), f.heartbeat.accused_tasks.end());
+  for (const auto& exit : f.node_exits)
+    if (exit.exit_code != 0 && exit.exit_code < static_cast<int>(cancel_exit_min)) failed_tasks.insert(exit.task);
+  auto is_cascade = [&](const ClassHit& c) {
+    const FailureSignature* sig = table.Find(c.match.failure_class);
+    return sig && sig->cascade;
+  };
+  for (const auto& c : ordered) {
+    if (!eligible(c)) continue;
+    f.failure_class = c.match.failure_class;
+    if (is_cascade(c)) {
+      // The cause precedes its cascade: an error logged earlier by a task the cascade names wins
+      // (a Python exception on the task the coordinator then declares dead).
+      for (const auto& cause : ordered)
+        if (!is_cascade(cause) && eligible(cause) && table.Find(cause.match.failure_class)->detector.empty() &&
+            cause.ordinal <= c.ordinal && failed_tasks.count(cause.match.task)) {
+          f.failure_class = cause.match.failure_class;
+          break;
+        }
     }
+    break;
+  }
   for (const auto& c : ordered)
     if (c.match.failure_class == f.failure_class) f.classes.push_back(c.match);
   for (const auto& c : ordered)

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/core/json.h"
+#include "engine/core/utf8.h"
 
 namespace diagnose {
 namespace {
@@ -66,13 +67,8 @@ std::string FormatStep(double step) {
   return buf;
 }
 
-std::string Snippet(const std::string& body) {
-  std::string s = body.substr(0, 200);
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return body.size() > 200 ? s + "..." : s;
-}
+// A server's answer quoted in an error: bounded, one line, valid UTF-8 whatever it sent.
+std::string Snippet(const std::string& body) { return ValidUtf8(body, 200, /*strip_controls=*/true); }
 
 size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
   static_cast<std::string*>(user)->append(data, size * nmemb);

@@ -249,7 +249,8 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   }
   const std::string binary = FindExecutable(options.prometheus_binary);
   if (binary.empty()) {
-    return NotFoundError("'" + options.prometheus_binary + "' not found in PATH (Debian package 'prometheus')");
+    // Not the job's fault: this machine lacks a tool diagnose needs.
+    return UnavailableError("'" + options.prometheus_binary + "' not found in PATH (Debian package 'prometheus')");
   }
 
   // The private copy.
@@ -327,7 +328,12 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
 
   const auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
   auto failure = [&](const std::string& what) {
-    return UnavailableError("private Prometheus for " + tsdb_dir + " " + what + "; log tail: " + ReadTail(log, 1500));
+    const std::string tail = ReadTail(log, 1500);
+    const std::string message = "private Prometheus for " + tsdb_dir + " " + what + "; log tail: " + tail;
+    // The job's data could not be opened (corrupt blocks, a broken WAL): a fact about its TSDB.
+    // Anything else (killed, no port, too slow) is ours, and worth one more start.
+    if (tail.find("opening storage failed") != std::string::npos) return DataLossError(message);
+    return UnavailableError(message);
   };
   static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))");
   int port = 0;

@@ -186,6 +186,11 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
     }
     result.diagnosed = true;
     result.report = std::move(report).value();
+    if (result.report.incomplete) {
+      // diagnose could not read the metrics: no sweep decision is made from it, and none recorded.
+      result.line = FormatResultLine(result.event, *result.report.incomplete, "", result.report.decision, false);
+      return result;
+    }
     if (auto triaged = SubjectFactsOf(result.report)) {
       // Triage is authoritative; the follower only fills what it left empty.
       JobFacts followed_facts = std::move(facts);

@@ -97,6 +97,26 @@ TEST(SweepHistory, MalformedAndTornLinesAreSkippedWithWarnings) {
   EXPECT_NE(h->warnings[2].find("unterminated"), std::string::npos);
 }
 
+// A writer killed mid-line leaves a tail without '\n'. The next append must start on a fresh line:
+// joined to the torn tail, it would be lost with it on the next read.
+TEST(SweepHistory, AppendAfterTornTailStartsOnAFreshLine) {
+  const std::string path = TempPath("torn-tail.jsonl");
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("1")).ok());
+  {
+    std::ofstream out(path, std::ios::app);
+    out << R"({"time": 1, "sweep": "s1", "job": "torn", "act)";   // killed writer: no newline
+  }
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("2")).ok());
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("3")).ok());
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->entries.size(), 3u);
+  EXPECT_EQ(h->entries[1].job, "2");
+  EXPECT_EQ(h->entries[2].job, "3");
+  ASSERT_EQ(h->warnings.size(), 1u);
+  EXPECT_NE(h->warnings[0].find(":2:"), std::string::npos) << h->warnings[0];
+}
+
 // A child appends as fast as it can; the parent SIGTERMs it mid-loop (default action: die at once,
 // wherever it is). Every line in the file must be complete JSON.
 TEST(SweepHistory, ValidJsonLinesAfterSigtermMidAppend) {

@@ -147,6 +147,58 @@ TEST(JobLocationTest, LogSymlinkOutsideOutputsIsRefused) {
   EXPECT_EQ(j.status().code(), StatusCode::kPermissionDenied);
 }
 
+// One rule for every path found through the outputs dir: followed only while it resolves inside.
+TEST(JobLocationTest, EverySymlinkOutsideOutputsIsRefusedOrLeftOut) {
+  Outputs o;
+  Outputs elsewhere;
+  const std::string outside_log = elsewhere.Write("secret.log");
+  elsewhere.Write("tsdb/wal/00000000");
+  elsewhere.Write("job/log-target");
+
+  // A top-level <id>-*.log that is a symlink to a file outside.
+  o.Link(outside_log, "8601-JAX-x.log");
+  auto top_level = ResolveJob("8601", o.path());
+  ASSERT_FALSE(top_level.ok());
+  EXPECT_EQ(top_level.status().code(), StatusCode::kPermissionDenied) << top_level.status().ToString();
+
+  // A job dir that is itself a symlink to a dir outside.
+  elsewhere.Link("log-target", "job/log");
+  o.Link(elsewhere.path() + "/job", "8602-JAX-x");
+  auto linked_dir = ResolveJob("8602", o.path());
+  ASSERT_FALSE(linked_dir.ok());
+  EXPECT_EQ(linked_dir.status().code(), StatusCode::kPermissionDenied) << linked_dir.status().ToString();
+
+  // prometheus/, a rank log and a Ray worker log pointing outside: the job resolves, they are left out.
+  o.Job("8603-JAX-x");
+  o.Link(elsewhere.path() + "/tsdb", "8603-JAX-x/prometheus");
+  o.Link(outside_log, "8603-JAX-x/rank-0.log");
+  o.Write("8603-JAX-x/rank-1.log");
+  o.Link(outside_log, "8603-JAX-x/ray_logs/hostA/worker-aa-01-1.out");
+  o.Write("8603-JAX-x/ray_logs/hostA/worker-aa-01-2.out");
+  auto j = ResolveJob("8603", o.path());
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_FALSE(j->prometheus_dir.has_value());
+  ASSERT_EQ(j->rank_logs.size(), 1u);
+  EXPECT_EQ(fs::path(j->rank_logs[0]).filename(), "rank-1.log");
+  ASSERT_EQ(j->ray_worker_logs.size(), 1u);
+  EXPECT_EQ(fs::path(j->ray_worker_logs[0]).filename(), "worker-aa-01-2.out");
+  std::string notes;
+  for (const auto& n : j->notes) notes += n + "\n";
+  EXPECT_NE(notes.find("prometheus resolves outside the outputs dir"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("2 rank/worker log(s)"), std::string::npos) << notes;
+
+  // The same paths by file reference obey the same rule.
+  auto by_log = ResolveJob(o.path() + "/8601-JAX-x.log", o.path());
+  ASSERT_FALSE(by_log.ok());
+  EXPECT_EQ(by_log.status().code(), StatusCode::kPermissionDenied);
+
+  // Symlinks that stay inside are followed.
+  o.Write("store/8604.log");
+  o.Link("store/8604.log", "8604-JAX-x.log");
+  auto inside = ResolveJob("8604", o.path());
+  ASSERT_TRUE(inside.ok()) << inside.status().ToString();
+}
+
 TEST(JobLocationTest, JobDirAndLogFileReferences) {
   Outputs o;
   o.Job("8700-JAX-x");

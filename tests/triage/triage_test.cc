@@ -568,9 +568,20 @@ TEST(TriageBadInputTest, BinaryGarbage) {
     x = x * 1103515245 + 12345;
     c = static_cast<char>(x >> 16);
   }
-  JobFacts f = TriageRaw(out, g);
+  // Not a job log: refused with one message that is itself valid, printable text.
+  out.Write("9200-JAX-bad.log", g);
+  auto job = ResolveJob("9200", out.path());
+  ASSERT_TRUE(job.ok());
+  TriageOptions opt;
+  opt.rules_dir = testing::RulesDir();
+  opt.now = kFarFuture;
+  auto facts = TriageJob(*job, opt);
+  ASSERT_FALSE(facts.ok());
+  EXPECT_NE(facts.status().message().find("not a maxtext-slurm job log"), std::string::npos);
+  EXPECT_NO_THROW(nlohmann::json(facts.status().message()).dump());
+  // Garbage inside a job log still triages, and its facts serialise (quoted text is sanitised).
+  JobFacts f = TriageRaw(out, "JOB_ID=9200\nNNODES=1\nJOB_NODELIST=h1\n0: " + g);
   EXPECT_TRUE(f.steps.empty());
-  // The facts must serialise (quoted text is sanitised).
   EXPECT_NO_THROW(nlohmann::json(f).dump());
 }
 
@@ -616,6 +627,36 @@ TEST(TriageBadInputTest, BadRulesFileNamesLineAndColumn) {
   auto facts = TriageJob(*job, opt);
   ASSERT_FALSE(facts.ok());
   EXPECT_NE(facts.status().message().find("failure-signatures.yaml:"), std::string::npos) << facts.status().message();
+}
+
+}  // namespace
+}  // namespace diagnose
+
+namespace diagnose {
+namespace {
+
+// `diagnose /etc/passwd`: a file without the launcher's marks is not a job log. Before, its silence
+// became a hang and the sweep was told to retry.
+TEST(TriageTest, AFileWithoutLauncherMarksIsNotAJobLog) {
+  TempOutputs out;
+  const std::string passwd = out.Write("9300-notes.log",
+                                       "root:x:0:0:root:/root:/bin/bash\n"
+                                       "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+                                       "Traceback (most recent call last):\n");
+  auto job = ResolveJob(passwd, "");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  TriageOptions opt;
+  opt.rules_dir = testing::RulesDir();
+  opt.now = kFarFuture;
+  auto facts = TriageJob(*job, opt);
+  ASSERT_FALSE(facts.ok());
+  EXPECT_EQ(facts.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(facts.status().message().find("not a maxtext-slurm job log"), std::string::npos);
+  // One srun-labelled line is enough to be a (truncated) job log.
+  out.Write("9301-x.log", "3: Traceback (most recent call last):\n");
+  auto labelled = ResolveJob(out.path() + "/9301-x.log", "");
+  ASSERT_TRUE(labelled.ok());
+  EXPECT_TRUE(TriageJob(*labelled, opt).ok());
 }
 
 }  // namespace

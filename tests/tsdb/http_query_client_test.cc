@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/tsdb/fake_http_server.h"
+#include "tests/testing/fake_http_server.h"
 
 namespace diagnose {
 namespace {

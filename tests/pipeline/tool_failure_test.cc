@@ -1,0 +1,258 @@
+// When diagnose itself fails (its private Prometheus killed, an endpoint that refuses, answers HTML,
+// 500, broken JSON or bytes that are not UTF-8), it must say so and never hand a sweep driver a
+// different decision: either the undisturbed answer, or the documented "diagnosis incomplete"
+// (exit 3, decision none, a `failed` tsdb entry). Run as a sweep driver runs it: the real binary.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/subprocess.h"
+#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/testing/fake_http_server.h"
+
+namespace diagnose::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kIncompleteExit = 3;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Direct children of `parent` whose command name is `comm`.
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...; comm may hold spaces and parentheses, so read from the last ')'.
+    const auto open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && line.substr(open + 1, close - open - 1) == comm) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+struct Outcome {
+  int exit_code = -1;
+  json report;
+  std::string err;
+  int kills = 0;
+};
+
+// `diagnose ARGS --format json`; the first `kills` private Prometheus children are SIGKILLed,
+// each `delay` after it appears.
+Outcome RunKillingServer(const std::vector<std::string>& args, int kills, std::chrono::milliseconds delay) {
+  const std::string base = (fs::temp_directory_path() / ("diagnose-kill-" + std::to_string(getpid()))).string();
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  for (const char* a : {"--format", "json"}) options.argv.push_back(a);
+  options.stdout_path = base + ".out";
+  options.stderr_path = base + ".err";
+  Outcome outcome;
+  auto child = ChildProcess::Spawn(options);
+  EXPECT_TRUE(child.ok()) << child.status().message();
+  if (!child.ok()) return outcome;
+  std::set<pid_t> killed;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while (child->Running() && std::chrono::steady_clock::now() < deadline) {
+    if (outcome.kills < kills) {
+      for (pid_t server : ChildrenNamed(child->pid(), "prometheus")) {
+        if (killed.count(server)) continue;
+        std::this_thread::sleep_for(delay);
+        if (::kill(server, SIGKILL) == 0) {
+          killed.insert(server);
+          ++outcome.kills;
+        }
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  auto code = child->Wait(std::chrono::seconds(10));
+  outcome.exit_code = code.ok() ? *code : -1;
+  outcome.err = Slurp(options.stderr_path);
+  outcome.report = json::parse(Slurp(options.stdout_path), nullptr, false);
+  fs::remove(options.stdout_path);
+  fs::remove(options.stderr_path);
+  return outcome;
+}
+
+// No private server or copy outlives the run that made it.
+void ExpectNothingLeftBehind(const Outcome& outcome) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("diagnose-prom-", 0) != 0) continue;
+    std::ifstream owner(entry.path() / "owner");
+    pid_t pid = 0;
+    if (owner >> pid) EXPECT_NE(::kill(pid, 0), 0) << "copy " << name << " of a live process " << pid;
+  }
+  (void)outcome;
+}
+
+void ExpectIncomplete(const Outcome& run, const std::string& what) {
+  EXPECT_EQ(run.exit_code, kIncompleteExit) << what << ": " << run.err;
+  ASSERT_TRUE(run.report.is_object()) << what << ": stdout is not one JSON document";
+  EXPECT_TRUE(run.report.contains("incomplete")) << what;
+  EXPECT_EQ(run.report["decision"]["action"], "none") << what;
+  EXPECT_TRUE(run.report["decision"]["exclude"].empty()) << what;
+  ASSERT_FALSE(run.report["tsdb"].empty()) << what;
+  EXPECT_EQ(run.report["tsdb"][0]["state"], "failed") << what;
+  // One line on stderr says so.
+  EXPECT_NE(run.err.find("diagnosis incomplete"), std::string::npos) << what << ": " << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << what << ": " << run.err;
+}
+
+TEST(ToolFailure, KilledPrivateServerNeverChangesTheDecision) {
+  REQUIRE_FIXTURE("8308");
+  const std::vector<std::string> args = {"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS};
+  const Outcome undisturbed = RunKillingServer(args, 0, std::chrono::milliseconds(0));
+  ASSERT_EQ(undisturbed.exit_code, 0) << undisturbed.err;
+  const json& want = undisturbed.report["decision"];
+  ASSERT_EQ(want["action"], "retry-excluding-nodes");
+  // At start-up (before it listens), while discovery runs, and while the playbooks ask.
+  for (int delay_ms : {0, 60, 200, 450}) {
+    SCOPED_TRACE("killed " + std::to_string(delay_ms) + " ms after it appeared");
+    const Outcome run = RunKillingServer(args, 1, std::chrono::milliseconds(delay_ms));
+    ASSERT_TRUE(run.report.is_object()) << run.err;
+    if (run.exit_code == kIncompleteExit) {
+      ExpectIncomplete(run, "one kill");
+    } else {
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      EXPECT_EQ(run.report["decision"]["action"], want["action"]);
+      EXPECT_EQ(ExcludedHosts(run.report), ExcludedHosts(undisturbed.report));
+      EXPECT_EQ(run.report["verdict"]["root_cause"], undisturbed.report["verdict"]["root_cause"]);
+      EXPECT_EQ(run.report["tsdb"][0]["state"], "served");
+    }
+    ExpectNothingLeftBehind(run);
+  }
+}
+
+TEST(ToolFailure, AServerThatKeepsDyingIsRestartedOnceThenDiagnosisIncomplete) {
+  REQUIRE_FIXTURE("8308");
+  // Every server it starts is killed soon after it appears.
+  const Outcome run =
+      RunKillingServer({"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS}, 5, std::chrono::milliseconds(150));
+  EXPECT_EQ(run.kills, 2) << "one start and one restart, no more: " << run.err;
+  ExpectIncomplete(run, "every server killed");
+  // The log verdict stays visible, but nothing is asked of the sweep.
+  EXPECT_NE(run.report["verdict"]["summary"].get<std::string>().find("Diagnosis incomplete"), std::string::npos);
+  ExpectNothingLeftBehind(run);
+}
+
+// A port nothing listens on: bound, then closed.
+int ClosedPort() {
+  testing::FakeHttpServer probe([](const testing::FakeRequest&) { return testing::FakeResponse{}; });
+  return probe.port();
+}
+
+TEST(ToolFailure, BrokenEndpointsAreDiagnosisIncompleteNeverAVerdict) {
+  REQUIRE_FIXTURE("8043");
+  const json good = DiagnoseFixtureJson({"8043"});
+  ASSERT_EQ(good["decision"]["action"], "retry-with-changes");
+
+  struct Fault {
+    std::string name;
+    int status;
+    std::string body;
+    std::string content_type;
+  };
+  const std::vector<Fault> faults = {
+      {"HTML page", 200, "<html><body>Sign in</body></html>", "text/html"},
+      {"HTTP 500", 500, "Internal Server Error", "text/plain"},
+      {"invalid JSON", 200, "{\"status\":\"success\",\"data\":{\"resultType\":", "application/json"},
+      {"invalid UTF-8", 200, std::string(100, '\xff'), "application/json"},
+  };
+  for (const auto& fault : faults) {
+    SCOPED_TRACE(fault.name);
+    testing::FakeHttpServer server([&](const testing::FakeRequest&) {
+      testing::FakeResponse r;
+      r.status = fault.status;
+      r.body = fault.body;
+      r.content_type = fault.content_type;
+      return r;
+    });
+    CliRun run = RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", server.url(),
+                                 "--format", "json"});
+    Outcome outcome{run.exit_code, json::parse(run.out, nullptr, false), run.err, 0};
+    ExpectIncomplete(outcome, fault.name);
+    EXPECT_NE(run.err.find(server.url()), std::string::npos) << run.err;
+  }
+  const std::string closed = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  CliRun run = RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", closed, "--format", "json"});
+  ExpectIncomplete({run.exit_code, json::parse(run.out, nullptr, false), run.err, 0}, "closed port");
+  EXPECT_NE(run.err.find(closed), std::string::npos) << run.err;
+  // The text report says it too, and still exits 3.
+  CliRun text = RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", closed, "--format", "text"});
+  EXPECT_EQ(text.exit_code, kIncompleteExit);
+  EXPECT_NE(text.out.find("incomplete"), std::string::npos) << text.out.substr(0, 2000);
+}
+
+TEST(ToolFailure, AReportThatCannotBeWrittenIsAFailure) {
+  REQUIRE_FIXTURE("8308");
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY, "8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--logs-only", "--format", "json"};
+  options.stdout_path = "/dev/full";
+  const std::string err = (fs::temp_directory_path() / ("diagnose-full-" + std::to_string(getpid()))).string();
+  options.stderr_path = err;
+  auto child = ChildProcess::Spawn(options);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  auto code = child->Wait(std::chrono::minutes(1));
+  ASSERT_TRUE(code.ok());
+  EXPECT_NE(*code, 0);
+  const std::string message = Slurp(err);
+  fs::remove(err);
+  EXPECT_NE(message.find("standard output"), std::string::npos) << message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// Input that is not a job gets one line naming it, never a verdict: a system file, an id carrying
+// a newline (echoed escaped, so it cannot forge a second line of output).
+TEST(ToolFailure, NotAJobIsOneLineNeverAVerdict) {
+  CliRun passwd = RunDiagnoseCli({"/etc/passwd", "--format", "json"});
+  EXPECT_EQ(passwd.exit_code, 1) << passwd.out.substr(0, 300);
+  EXPECT_TRUE(passwd.out.empty());
+  EXPECT_NE(passwd.err.find("not a maxtext-slurm job log"), std::string::npos) << passwd.err;
+  EXPECT_EQ(std::count(passwd.err.begin(), passwd.err.end(), '\n'), 1) << passwd.err;
+
+  CliRun forged = RunDiagnoseCli({"88\ndiagnose: all good", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS});
+  EXPECT_EQ(forged.exit_code, 1);
+  EXPECT_EQ(std::count(forged.err.begin(), forged.err.end(), '\n'), 1) << forged.err;
+  EXPECT_NE(forged.err.find("88\\ndiagnose: all good"), std::string::npos) << forged.err;
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
