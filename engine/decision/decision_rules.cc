@@ -106,11 +106,12 @@ class Reader {
 };
 
 StatusOr<SignalSpec> ReadSignal(const Reader& r, const std::string& id, const YAML::Node& node) {
-  RETURN_IF_ERROR(r.OnlyKeys(node, {"classes", "events", "statuses", "text", "node_exit_codes_except"},
+  RETURN_IF_ERROR(r.OnlyKeys(node, {"classes", "primary_classes", "events", "statuses", "text", "node_exit_codes_except"},
                              "signal '" + id + "'"));
   SignalSpec s;
   s.id = id;
   if (node["classes"]) { ASSIGN_OR_RETURN(s.classes, r.Strings(node["classes"], "classes")); }
+  if (node["primary_classes"]) { ASSIGN_OR_RETURN(s.primary_classes, r.Strings(node["primary_classes"], "primary_classes")); }
   if (node["events"]) { ASSIGN_OR_RETURN(s.events, r.Strings(node["events"], "events")); }
   if (node["statuses"]) { ASSIGN_OR_RETURN(s.statuses, r.Strings(node["statuses"], "statuses")); }
   if (node["node_exit_codes_except"]) {
@@ -131,9 +132,9 @@ StatusOr<SignalSpec> ReadSignal(const Reader& r, const std::string& id, const YA
       }
     }
   }
-  if (s.classes.empty() && s.events.empty() && s.statuses.empty() && s.text.empty() &&
+  if (s.classes.empty() && s.primary_classes.empty() && s.events.empty() && s.statuses.empty() && s.text.empty() &&
       !s.node_exit_codes_except)
-    return r.Error(node, "signal '" + id + "' has no source (classes, events, statuses, text, node_exit_codes_except)");
+    return r.Error(node, "signal '" + id + "' has no source (classes, primary_classes, events, statuses, text, node_exit_codes_except)");
   return s;
 }
 
@@ -163,7 +164,7 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
   const YAML::Node when = node["when"];
   if (!when) return r.Error(node, what + " needs 'when'");
   RETURN_IF_ERROR(r.OnlyKeys(when, {"signal", "also", "hosts", "status", "hang_phase", "final_step_reached",
-                                    "soft_success", "summary_exit", "failure_class"},
+                                    "soft_success", "summary_exit", "failure_class", "not_failure_class"},
                              what + " when"));
   auto known_signal = [&](const YAML::Node& n, std::string* out) -> Status {
     ASSIGN_OR_RETURN(*out, r.String(n, "signal"));
@@ -195,6 +196,9 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
   if (when["soft_success"]) { ASSIGN_OR_RETURN(rule.when.soft_success, r.Bool(when["soft_success"], "soft_success")); }
   if (when["summary_exit"]) { ASSIGN_OR_RETURN(rule.when.summary_exit, r.Ints(when["summary_exit"], "summary_exit")); }
   if (when["failure_class"]) { ASSIGN_OR_RETURN(rule.when.failure_class, r.Strings(when["failure_class"], "failure_class")); }
+  if (when["not_failure_class"]) {
+    ASSIGN_OR_RETURN(rule.when.not_failure_class, r.Strings(when["not_failure_class"], "not_failure_class"));
+  }
 
   const YAML::Node decision = node["decision"];
   if (!decision) return r.Error(node, what + " needs 'decision'");

@@ -18,6 +18,9 @@ namespace diagnose {
 struct SignalSpec {
   std::string id;
   std::vector<std::string> classes;        // ClassMatch.failure_class ids
+  // Fires only when the job's primary failure class is one of these (a cause, not an echo of one
+  // elsewhere in the log); its hosts are where that class matched.
+  std::vector<std::string> primary_classes;
   std::vector<std::string> events;         // LogEvent.kind
   std::vector<std::string> statuses;       // JobFacts.status values
   std::vector<std::string> text_patterns;  // as written, for messages
@@ -35,6 +38,7 @@ struct RuleCondition {
   std::optional<bool> soft_success;
   std::vector<int> summary_exit;             // JOB SUMMARY exit code in
   std::vector<std::string> failure_class;    // primary class in
+  std::vector<std::string> not_failure_class;   // primary class not in
 };
 
 struct RuleOutcome {

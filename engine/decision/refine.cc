@@ -65,6 +65,12 @@ SignalHit EvaluateSignal(const SignalSpec& spec, const JobFacts& facts, const st
       if (hit.first_line.empty()) hit.first_line = e.where.text;
     }
   }
+  if (Contains(spec.primary_classes, facts.failure_class)) {
+    for (const auto& m : facts.classes)
+      if (m.failure_class == facts.failure_class) AddHost(&hit, CanonicalHost(facts, m.host, m.task));
+    for (const auto& e : facts.events)
+      if (e.kind == facts.failure_class) AddHost(&hit, CanonicalHost(facts, e.host, e.task));
+  }
   if (spec.node_exit_codes_except) {
     for (const auto& x : facts.node_exits)
       if (std::find(spec.node_exit_codes_except->begin(), spec.node_exit_codes_except->end(), x.exit_code) ==
@@ -144,6 +150,7 @@ std::optional<RuleMatch> FirstMatchingRule(const DecisionRules& rules, const Job
          std::find(w.summary_exit.begin(), w.summary_exit.end(), facts.summary.exit_code) == w.summary_exit.end()))
       continue;
     if (!w.failure_class.empty() && !Contains(w.failure_class, facts.failure_class)) continue;
+    if (Contains(w.not_failure_class, facts.failure_class)) continue;
     RuleMatch match;
     match.rule = &rule;
     if (!w.signal.empty()) match.hit = hit_of(w.signal);
@@ -457,6 +464,14 @@ Status ApplySweepDecision(const DecisionRules& rules, const std::string& history
   SweepDecision sd = RefineDecision(*report, facts, history, rules, context);
   for (const auto& w : history.warnings) sd.decision.notes.push_back("history: " + w);
   report->decision = sd.decision;
+  // One answer: the cause a sweep rule named is the report's too (watch and history read it).
+  // Only where the diagnosis named none: a cause it did name (even broken telemetry) stays its own.
+  if (!sd.rule.empty() && report->verdict.root_cause == "unknown" && sd.root_cause != "unknown" &&
+      IsKnownRootCause(sd.root_cause)) {
+    report->verdict.root_cause = sd.root_cause;
+    report->verdict.domain = DomainOfRootCause(sd.root_cause);
+    if (report->verdict.confidence == "insufficient-evidence") report->verdict.confidence = "possible";
+  }
   if (history_path.empty()) return Status::Ok();
   return AppendHistoryEntry(history_path, MakeHistoryEntry(facts, *report, sd, context));
 }
