@@ -96,6 +96,10 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_flag("--insecure", o.remote.insecure_skip_verify, "do not verify the endpoint's TLS certificate");
   app.add_option("--cacert", o.remote.ca_file, "CA bundle for the endpoint's TLS certificate");
   app.add_option("--query-timeout", o.remote.timeout_seconds, "per-request timeout in seconds");
+  o.deadline_seconds = 120;
+  app.add_option("--deadline", o.deadline_seconds,
+                 "seconds the whole run may spend reaching metrics before it reports the diagnosis incomplete "
+                 "(exit 3); 0 = no deadline (default 120)");
   app.add_flag("--logs-only", o.logs_only, "triage the logs only; do not open the TSDB");
   app.add_flag("--blocks-only", o.blocks_only,
                "serve only the completed blocks of a live job's TSDB (the newest ~2h are missing)");

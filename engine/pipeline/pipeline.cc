@@ -173,6 +173,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   }
   job.tsdb.source = *job.location.prometheus_dir;
   PrivatePrometheusOptions server_options;
+  server_options.deadline = options.remote.deadline;
   server_options.blocks_only = options.blocks_only;
   server_options.job_finished = LogShowsFinished(job.facts);
   auto server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
@@ -324,6 +325,9 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   DiagnoseOptions options = raw_options;
   if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
+  if (options.deadline_seconds > 0)
+    options.remote.deadline = started + std::chrono::milliseconds(static_cast<int64_t>(options.deadline_seconds * 1000));
+  auto deadline_passed = [&] { return options.remote.deadline && Clock::now() >= *options.remote.deadline; };
   const fs::path rules_dir = fs::path(options.data_dir) / "rules";
 
   ASSIGN_OR_RETURN(SignatureTable signatures,
@@ -377,8 +381,11 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     bool restarted = false;
     for (auto& job : jobs) {
       if (!job.SourceFailed()) continue;
-      const std::string reason = SourceFailureReason(job);
-      if (job.server && !job.server_restarted) {
+      std::string reason = SourceFailureReason(job);
+      if (deadline_passed()) {
+        reason = "the run's deadline of " + std::to_string(static_cast<int64_t>(options.deadline_seconds)) +
+                 " s (--deadline) passed before the metrics were read; " + reason;
+      } else if (job.server && !job.server_restarted) {
         job.CloseTsdb();
         job.server_restarted = true;
         restarted = true;

@@ -24,6 +24,9 @@ struct DiagnoseOptions {
   std::vector<std::string> forced_playbooks;    // --playbook ID
   std::optional<int64_t> now;
   std::string history_file;                 // --history (sweep decisions)
+  // --deadline: the whole run's budget for reaching metrics (0 = none). Past it, what was not
+  // answered makes the diagnosis incomplete (exit 3) instead of holding an epilog.
+  double deadline_seconds = 0;
 };
 
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options);

@@ -12,7 +12,9 @@
 //   their query-frontends split long ranges at 24 h and may reject long ranges per tenant.
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace diagnose {
@@ -30,6 +32,9 @@ struct RemoteEndpointOptions {
   int max_retries = 2;              // extra attempts for retryable failures only
   double retry_backoff_seconds = 0.2;   // doubled per attempt
   int max_parallel = 8;             // concurrent requests in RunBatch
+  // The whole run's deadline (--deadline): no request outlives it, whatever its own timeout and
+  // retries, so an endpoint that accepts and never answers cannot hold a Slurm epilog.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 }  // namespace diagnose

@@ -265,8 +265,14 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
 
+  // Seconds left before the run's deadline (unbounded without one).
+  auto remaining = [&] {
+    if (!options_.deadline) return 1e9;
+    return std::chrono::duration<double>(*options_.deadline - Clock::now()).count();
+  };
   auto start_transfer = [&](size_t i) {
     Request& r = requests[i];
+    const double timeout_seconds = std::max(0.001, std::min(r.timeout_seconds, remaining()));
     r.response.clear();
     r.url = base_url_ + r.path + (r.post || r.form.empty() ? "" : "?" + r.form);
     CURL* easy = r.easy ? r.easy : curl_easy_init();
@@ -276,8 +282,9 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.response);
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout_seconds * 1000));
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(r.timeout_seconds, 10.0) * 1000));
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
     curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
     if (r.post) {
@@ -305,7 +312,12 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
     const auto now = Clock::now();
     // Start whatever is due, in order; a request waiting out its backoff does not block later ones.
     for (auto it = waiting.begin(); it != waiting.end() && active < parallel;) {
-      if (requests[*it].not_before <= now) {
+      if (remaining() <= 0) {
+        Request& r = requests[*it];
+        r.status = DeadlineExceededError("the run's deadline passed before " + r.subject + " could be answered" +
+                                         (r.attempts > 0 ? " (after " + std::to_string(r.attempts) + " attempts)" : ""));
+        it = waiting.erase(it);
+      } else if (requests[*it].not_before <= now) {
         start_transfer(*it);
         it = waiting.erase(it);
       } else {
@@ -331,7 +343,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       r.status = Evaluate(r, code, http, description_.empty() ? base_url_ : description_ + " " + base_url_,
                           &retryable);
       r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
-      if (!r.status.ok() && retryable && r.attempts < r.max_attempts) {
+      if (!r.status.ok() && retryable && r.attempts < r.max_attempts && remaining() > 0) {
         const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
         r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));
         waiting.push_back(i);
@@ -346,7 +358,9 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       auto next = std::min_element(waiting.begin(), waiting.end(), [&](size_t a, size_t b) {
         return requests[a].not_before < requests[b].not_before;
       });
-      std::this_thread::sleep_until(requests[*next].not_before);
+      auto wake = requests[*next].not_before;
+      if (options_.deadline && *options_.deadline < wake) wake = *options_.deadline;
+      std::this_thread::sleep_until(wake);
     }
   }
   for (auto& r : requests) {

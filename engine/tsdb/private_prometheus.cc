@@ -326,7 +326,8 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     fs::remove_all(copy, ec);
   });
 
-  const auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
+  auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
+  if (options.deadline && *options.deadline < deadline) deadline = *options.deadline;
   auto failure = [&](const std::string& what) {
     const std::string tail = ReadTail(log, 1500);
     const std::string message = "private Prometheus for " + tsdb_dir + " " + what + "; log tail: " + tail;
@@ -356,6 +357,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   endpoint.url = server->url_;
   endpoint.timeout_seconds = options.query_timeout_seconds;
   endpoint.max_parallel = options.max_parallel;
+  endpoint.deadline = options.deadline;
   ASSIGN_OR_RETURN(server->client_,
                    HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir + " (127.0.0.1:" +
                                                          std::to_string(port) + ")"));

@@ -5,6 +5,7 @@
 // user's directory, which this code only reads.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,8 @@ struct PrivatePrometheusOptions {
   double query_timeout_seconds = 60;
   int max_parallel = 8;
   std::string temp_root;                   // empty: $TMPDIR, else /tmp
+  // The run's deadline: start-up and every query end by then (RemoteEndpointOptions::deadline).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 // kFailedPrecondition when the TSDB is being written by a running Prometheus, with the two ways out.

@@ -256,3 +256,29 @@ TEST(ToolFailure, NotAJobIsOneLineNeverAVerdict) {
 
 }  // namespace
 }  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// An endpoint that accepts and never answers must not hold an epilog: the run's deadline ends every
+// request, however long its own timeout and retries, and the diagnosis is reported incomplete.
+TEST(ToolFailure, AnEndpointThatNeverAnswersEndsAtTheDeadline) {
+  REQUIRE_FIXTURE("8043");
+  testing::FakeHttpServer silent([](const testing::FakeRequest&) {
+    testing::FakeResponse r;
+    r.stall = std::chrono::seconds(20);   // far past the deadline; the server's destructor waits it out
+    r.drop_connection = true;
+    return r;
+  });
+  const auto started = std::chrono::steady_clock::now();
+  CliRun run = RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", silent.url(),
+                               "--query-timeout", "60", "--deadline", "2", "--format", "json"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ExpectIncomplete({run.exit_code, json::parse(run.out, nullptr, false), run.err, 0}, "silent endpoint");
+  // Without the deadline: one 60 s timeout per attempt, three attempts.
+  EXPECT_LT(seconds, 15) << "the deadline did not bound the run";
+  EXPECT_NE(run.err.find("deadline"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
