@@ -8,6 +8,7 @@
 
 #include "engine/playbook/loader.h"
 #include "engine/core/json.h"
+#include "engine/playbook/promql_lint.h"
 #include "src/commands.h"
 
 namespace diagnose::cli {
@@ -47,7 +48,16 @@ int RunLint(const LintArgs& args) {
     loader.LoadCommonFiles(pb::FindYamlFiles(data_dir + "/rules/common", false));
   loader.LoadCommonFiles(common);
   for (const auto& f : playbooks) loader.LoadAnyFile(f);
-  const auto& result = loader.result();
+  pb::LoadResult result = loader.result();
+  // PromQL through Prometheus's own parser, once the YAML itself is sound.
+  if (result.ok()) {
+    auto promql = pb::CheckPromqlSyntax(loader.library());
+    if (promql.ok()) {
+      for (auto& d : *promql) result.Add(std::move(d));
+    } else {
+      PrintError("diagnose lint", "PromQL not checked: " + promql.status().message());
+    }
+  }
   int errors = 0, warnings = 0;
   nlohmann::json json_files = nlohmann::json::array();
   std::set<std::string> reported(files.begin(), files.end());

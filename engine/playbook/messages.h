@@ -22,6 +22,7 @@ enum class LoadCode {
   kTemplateParam,       // PromQL template placeholder/parameter problem
   kParamType,           // parameter value does not match its declared type
   kUnknownAnalysis,     // analysis name or arg not known
+  kPromqlSyntax,        // Prometheus's own parser rejects the query (promtool check rules)
   // Warnings.
   kUnusedRule,
   kUnusedArg,

@@ -82,6 +82,7 @@ const char* LoadCodeName(LoadCode code) {
     case LoadCode::kUnknownAnalysis: return "unknown-analysis";
     case LoadCode::kUnusedRule: return "unused-rule";
     case LoadCode::kUnusedArg: return "unused-arg";
+    case LoadCode::kPromqlSyntax: return "promql-syntax";
   }
   return "?";
 }

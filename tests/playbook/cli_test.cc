@@ -42,6 +42,25 @@ TEST(PlaybookCliTest, LintReportsEveryErrorWithPositionAndFails) {
   EXPECT_EQ(parsed["errors"], 5);
 }
 
+// PromQL the YAML loader cannot judge goes through Prometheus's own parser (promtool), with each
+// error mapped back to the query's file:line:col. The fourth query is fine and must not be named.
+TEST(PlaybookCliTest, LintChecksPromqlWithPrometheusParser) {
+  std::string file = kSource + "/tests/playbook/testdata/promql_errors.bad.yaml";
+  auto r = Cli({"lint", file});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const char* want : {":7:12: playbook \"promql-errors\", rule \"unclosed\"", "unclosed left parenthesis",
+                           ":13:12: playbook \"promql-errors\", rule \"typo\"", "unknown function with name \"increse\"",
+                           ":19:12: playbook \"promql-errors\", rule \"grouping\"", "in grouping opts"})
+    EXPECT_NE(r.output.find(want), std::string::npos) << want << "\n" << r.output;
+  EXPECT_EQ(r.output.find("rule \"fine\""), std::string::npos) << r.output;
+  // The placeholders were bound to samples of their types (hosts as an alternation, a duration).
+  EXPECT_NE(r.output.find("host=~\"host-a|host-b\""), std::string::npos) << r.output;
+  auto j = Cli({"lint", file, "--format", "json"});
+  auto parsed = nlohmann::json::parse(j.output, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << j.output;
+  EXPECT_EQ(parsed["errors"], 3);
+}
+
 TEST(PlaybookCliTest, EveryShippedPlaybookTestPassesAgainstRealPrometheus) {
   std::vector<std::string> files = playbook::FindYamlFiles(kSource + "/playbooks", true);
   ASSERT_FALSE(files.empty());

@@ -1,0 +1,116 @@
+#include "engine/playbook/promql_lint.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "engine/core/json.h"
+#include "engine/core/subprocess.h"
+
+namespace diagnose::playbook {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string SampleOf(ParamType type) {
+  switch (type) {
+    case ParamType::kNumber: return "1";
+    case ParamType::kDuration: return "5m";
+    case ParamType::kHosts: return "host-a|host-b";
+    case ParamType::kStrings: return "a|b";
+    case ParamType::kRegex: return ".*";
+    case ParamType::kBool: return "1";
+    case ParamType::kString: return "x";
+  }
+  return "x";
+}
+
+struct Checked {
+  const RuleSpec* rule;
+  const PlaybookSpec* playbook;
+};
+
+}  // namespace
+
+std::string BindForSyntaxCheck(const RuleSpec& rule, const PlaybookSpec* playbook) {
+  const std::string& tpl = rule.query.promql_template;
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    const size_t open = tpl.find("{{", pos);
+    if (open == std::string::npos) break;
+    const size_t close = tpl.find("}}", open + 2);
+    if (close == std::string::npos) break;   // reported by the loader
+    std::string name = tpl.substr(open + 2, close - open - 2);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    ParamType type = ParamType::kString;
+    if (auto a = rule.query.args.find(name); a != rule.query.args.end()) {
+      type = a->second.type;
+    } else if (playbook != nullptr) {
+      if (auto p = playbook->params.find(name); p != playbook->params.end()) type = p->second.type;
+    }
+    out += tpl.substr(pos, open - pos) + SampleOf(type);
+    pos = close + 2;
+  }
+  return out + tpl.substr(pos);
+}
+
+StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, const std::string& promtool) {
+  std::vector<Checked> queries;
+  for (const auto& r : library.common_rules)
+    if (r.kind == RuleKind::kQuery) queries.push_back({&r, nullptr});
+  for (const auto& pb : library.playbooks)
+    for (const auto& r : pb.rules)
+      if (r.kind == RuleKind::kQuery) queries.push_back({&r, &pb});
+  if (queries.empty()) return std::vector<LoadDiagnostic>{};
+
+  // JSON is YAML: the expressions need no escaping of our own.
+  nlohmann::json rules = nlohmann::json::array();
+  for (size_t i = 0; i < queries.size(); ++i)
+    rules.push_back({{"record", "lint_" + std::to_string(i)}, {"expr", BindForSyntaxCheck(*queries[i].rule, queries[i].playbook)}});
+  const nlohmann::json file = {{"groups", {{{"name", "diagnose-lint"}, {"rules", rules}}}}};
+  std::string dir_template = (fs::temp_directory_path() / "diagnose-lint-XXXXXX").string();
+  if (::mkdtemp(dir_template.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
+  const fs::path dir = dir_template;
+  const fs::path path = dir / "queries.rules.yml";
+  {
+    std::ofstream out(path);
+    out << DumpJson(file, 1) << "\n";
+  }
+  auto run = RunCommand({promtool, "check", "rules", path.string()}, std::chrono::seconds(60));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
+
+  // `<file>: 5:15: group "diagnose-lint", rule 1, "lint_0": could not parse expression: 1:16: parse error: ...`
+  static const std::regex kError(R"re("lint_(\d+)": (.*)$)re");
+  std::vector<LoadDiagnostic> out;
+  std::istringstream lines(run->output);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kError)) continue;
+    const size_t i = std::stoul(m[1].str());
+    if (i >= queries.size()) continue;
+    const RuleSpec& r = *queries[i].rule;
+    LoadDiagnostic d;
+    d.code = LoadCode::kPromqlSyntax;
+    d.pos = r.query.template_pos.line > 0 ? r.query.template_pos : r.pos;
+    d.playbook = r.playbook;
+    d.rule = r.id;
+    d.field = "query";
+    d.message = "Prometheus rejects the query: " + m[2].str() + " (as bound for the check: `" +
+                BindForSyntaxCheck(r, queries[i].playbook) + "`)";
+    out.push_back(std::move(d));
+  }
+  if (out.empty() && run->exit_code != 0)
+    return UnavailableError(promtool + " check rules failed without naming a rule: " + run->output.substr(0, 400));
+  return out;
+}
+
+}  // namespace diagnose::playbook

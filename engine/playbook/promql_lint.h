@@ -1,0 +1,25 @@
+// `diagnose lint` checks every query template with Prometheus's own parser: placeholders are bound
+// to a sample of their declared type, the queries written as recording rules of one group, and
+// `promtool check rules` run on that file (argv, no shell). Each error it reports is mapped back to
+// the template's file:line:col, with Prometheus's message (which names the position in the query).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/playbook/loader.h"
+#include "engine/playbook/playbook.h"
+
+namespace diagnose::playbook {
+
+// The template with each {{ placeholder }} replaced by a sample of its type ("5m" for a duration,
+// "h1|h2" for hosts, ...), as the engine would bind it at run time.
+std::string BindForSyntaxCheck(const RuleSpec& rule, const PlaybookSpec* playbook);
+
+// kUnavailable when promtool cannot be run (not installed); otherwise one diagnostic per query
+// Prometheus rejects.
+StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library,
+                                                        const std::string& promtool = "promtool");
+
+}  // namespace diagnose::playbook
