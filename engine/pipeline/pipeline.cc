@@ -250,7 +250,8 @@ Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) 
   ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
                    LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
   for (auto& job : jobs)
-    if (job.client == nullptr && job.tsdb.state != "failed") RETURN_IF_ERROR(OpenTsdb(job, options, discovery_rules));
+    // Only jobs never opened, or closed for a restart: a job without a TSDB is not asked twice.
+    if (job.tsdb.mode == TsdbState{}.mode) RETURN_IF_ERROR(OpenTsdb(job, options, discovery_rules));
   return Status::Ok();
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/core/json.h"
 #include "engine/core/subprocess.h"
+#include "engine/playbook/promql_template.h"
 
 namespace diagnose::playbook {
 
@@ -17,14 +18,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string SampleOf(ParamType type) {
+// A value of each type as the engine would be given one; RenderPromql formats and escapes it.
+nlohmann::json SampleOf(ParamType type) {
   switch (type) {
-    case ParamType::kNumber: return "1";
+    case ParamType::kNumber: return 1;
     case ParamType::kDuration: return "5m";
-    case ParamType::kHosts: return "host-a|host-b";
-    case ParamType::kStrings: return "a|b";
+    case ParamType::kHosts: return nlohmann::json::array({"host-a", "host-b"});
+    case ParamType::kStrings: return nlohmann::json::array({"a", "b"});
     case ParamType::kRegex: return ".*";
-    case ParamType::kBool: return "1";
+    case ParamType::kBool: return true;
     case ParamType::kString: return "x";
   }
   return "x";
@@ -38,27 +40,16 @@ struct Checked {
 }  // namespace
 
 std::string BindForSyntaxCheck(const RuleSpec& rule, const PlaybookSpec* playbook) {
-  const std::string& tpl = rule.query.promql_template;
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    const size_t open = tpl.find("{{", pos);
-    if (open == std::string::npos) break;
-    const size_t close = tpl.find("}}", open + 2);
-    if (close == std::string::npos) break;   // reported by the loader
-    std::string name = tpl.substr(open + 2, close - open - 2);
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
-    ParamType type = ParamType::kString;
-    if (auto a = rule.query.args.find(name); a != rule.query.args.end()) {
-      type = a->second.type;
-    } else if (playbook != nullptr) {
-      if (auto p = playbook->params.find(name); p != playbook->params.end()) type = p->second.type;
-    }
-    out += tpl.substr(pos, open - pos) + SampleOf(type);
-    pos = close + 2;
-  }
-  return out + tpl.substr(pos);
+  auto type_of = [&](const std::string& name) {
+    if (auto a = rule.query.args.find(name); a != rule.query.args.end()) return a->second.type;
+    if (playbook != nullptr)
+      if (auto p = playbook->params.find(name); p != playbook->params.end()) return p->second.type;
+    return ParamType::kString;
+  };
+  // The engine's own renderer, so the check sees the query exactly as it would be sent.
+  auto rendered = RenderPromql(
+      rule, [&](const std::string& name) -> StatusOr<nlohmann::json> { return SampleOf(type_of(name)); }, type_of);
+  return rendered.ok() ? *rendered : rule.query.promql_template;   // an unterminated {{ is the loader's report
 }
 
 StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, const std::string& promtool) {

@@ -13,8 +13,8 @@
 
 namespace diagnose::playbook {
 
-// The template with each {{ placeholder }} replaced by a sample of its type ("5m" for a duration,
-// "h1|h2" for hosts, ...), as the engine would bind it at run time.
+// The template rendered by the engine's own RenderPromql, each {{ placeholder }} given a sample of
+// its type ("5m" for a duration, host-a and host-b for hosts, ...).
 std::string BindForSyntaxCheck(const RuleSpec& rule, const PlaybookSpec* playbook);
 
 // kUnavailable when promtool cannot be run (not installed); otherwise one diagnostic per query
