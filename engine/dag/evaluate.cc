@@ -411,6 +411,9 @@ class Evaluator {
         e.window = TimeWindow{start, end};
         e.value = out.value["values"];
         e.text = graph_.nodes()[idx].rule->description;
+        if (client == ctx_.baseline) e.role = "baseline";
+        if (out.value.contains("series") && !out.value["series"].empty())
+          e.series = std::make_shared<const json>(out.value["series"]);
         for (const auto& w : results[r]->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
         out.evidence.push_back(std::move(e));
       }
@@ -633,10 +636,33 @@ class Evaluator {
   }
 
   // Evidence of a finding: its own, then that of the rules it directly references.
+  // Two dependencies citing the same log line or query add nothing the second time.
   std::vector<Evidence> FindingEvidence(int idx) {
-    std::vector<Evidence> ev = result_.nodes[idx].evidence;
+    std::vector<Evidence> ev;
+    std::set<std::string> seen;
+    auto add = [&](const Evidence& e) {
+      std::string key = e.kind + '\x1f' + e.query + '\x1f' + e.text + '\x1f' + e.role;
+      if (e.window) key += '\x1f' + std::to_string(e.window->start) + ':' + std::to_string(e.window->end);
+      if (seen.insert(std::move(key)).second) ev.push_back(e);
+    };
+    for (const auto& e : result_.nodes[idx].evidence) add(e);
     for (int d : graph_.nodes()[idx].deps)
-      for (const auto& e : result_.nodes[d].evidence) ev.push_back(e);
+      for (const auto& e : result_.nodes[d].evidence) add(e);
+    // The queries under an analysis a few rules down are what the conclusion rests on: cite them
+    // too (a verdict over a threads-delta analysis names the threads query it compared).
+    std::set<int> visited(graph_.nodes()[idx].deps.begin(), graph_.nodes()[idx].deps.end());
+    std::vector<int> frontier(visited.begin(), visited.end());
+    for (int depth = 0; depth < 3 && !frontier.empty(); ++depth) {
+      std::vector<int> next;
+      for (int n : frontier)
+        for (int d : graph_.nodes()[n].deps)
+          if (visited.insert(d).second) {
+            next.push_back(d);
+            for (const auto& e : result_.nodes[d].evidence)
+              if (e.kind == "promql") add(e);
+          }
+      frontier = std::move(next);
+    }
     return ev;
   }
 

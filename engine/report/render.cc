@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "engine/core/utf8.h"
+#include "engine/report/first_screen.h"
+#include "engine/report/html_report.h"
+
 namespace diagnose {
 
 namespace {
@@ -42,14 +46,13 @@ std::string Str(const nlohmann::json& j, const char* key) {
 }
 
 std::string EvidenceLine(const Evidence& e) {
-  std::string where = e.query.empty() ? "" : e.query;
-  if (e.kind == "promql" && e.window)
-    where += " @ [" + Num(e.window->start, 0) + ", " + Num(e.window->end, 0) + "]";
+  std::string where = e.role == "baseline" ? "(baseline) " + e.query : e.query;
+  if (e.kind == "promql" && e.window) where += " " + IsoWindow(*e.window);
   return where;
 }
 
-void Walk(const Report& r, Sink* s) {
-  s->Title("diagnose report");
+void Walk(const Report& r, Sink* s, bool with_title = true) {
+  if (with_title) s->Title("diagnose report");
   // First, before anything a reader might act on.
   if (r.incomplete) s->KeyValue("INCOMPLETE", *r.incomplete + " (exit status 3; the decision is none)", true);
   for (const auto& job : r.jobs) {
@@ -102,9 +105,10 @@ void Walk(const Report& r, Sink* s) {
                            hb.value("accused_hosts", nlohmann::json::array()).dump() + ", self-reported death " +
                            hb.value("self_reported_death_tasks", nlohmann::json::array()).dump();
         if (hb.contains("crash_time") && hb["crash_time"].is_object())
-          line += ", crash " + Str(hb["crash_time"], "text") + " (year from " + Str(hb["crash_time"], "year_source") + ")";
+          line += ", crash " + Str(hb["crash_time"], "iso") + " (log " + Str(hb["crash_time"], "text") + ", year from " +
+                  Str(hb["crash_time"], "year_source") + ")";
         if (hb.contains("heartbeat_stop_time") && hb["heartbeat_stop_time"].is_object())
-          line += ", heartbeats stopped ~" + Str(hb["heartbeat_stop_time"], "text");
+          line += ", heartbeats stopped ~" + Str(hb["heartbeat_stop_time"], "iso");
         s->KeyValue("heartbeat", line);
       }
       for (const auto& n : facts.value("notes", nlohmann::json::array()))
@@ -224,19 +228,13 @@ class MarkdownSink : public Sink {
   std::ostringstream out_;
 };
 
-class HtmlSink : public Sink {
+// The full listing inside the HTML report's <details>; the document around it is html_report.cc's.
+class HtmlFragmentSink : public Sink {
  public:
-  void Title(const std::string& t) override {
-    out_ << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << HtmlEscape(t)
-         << "</title>\n<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
-            "code{background:#f4f4f4}dt{font-weight:bold}.em{color:#a00;font-weight:bold}</style>"
-            "</head><body>\n<h1>"
-         << HtmlEscape(t) << "</h1>\n";
-  }
+  void Title(const std::string& t) override { out_ << "<h2>" << HtmlEscape(t) << "</h2>\n"; }
   void Section(const std::string& t) override {
     CloseList();
-    out_ << "<h2>" << HtmlEscape(t) << "</h2>\n";
+    out_ << "<h3>" << HtmlEscape(t) << "</h3>\n";
   }
   void KeyValue(const std::string& k, const std::string& v, bool em) override {
     CloseList();
@@ -266,7 +264,6 @@ class HtmlSink : public Sink {
   }
   std::string Finish() override {
     CloseList();
-    out_ << "</body></html>\n";
     return out_.str();
   }
 
@@ -278,6 +275,86 @@ class HtmlSink : public Sink {
   bool in_list_ = false;
   std::ostringstream out_;
 };
+
+
+std::string Paint(const std::string& text, const char* code, bool color) {
+  return color ? std::string("\x1b[") + code + "m" + text + "\x1b[0m" : text;
+}
+
+const char* VerdictColour(const std::string& verdict) {
+  return verdict.rfind("none ", 0) == 0 ? "1;32" : verdict.rfind("unknown ", 0) == 0 ? "1;33" : "1;31";
+}
+
+std::string FirstScreenText(const FirstScreen& s, bool color, bool verbose) {
+  std::ostringstream out;
+  for (size_t i = 0; i < s.jobs.size(); ++i) out << (i ? "  " : "") << Paint(s.jobs[i], "1", color && i == 0) << "\n";
+  for (const auto& d : s.job_details) out << "  " << d << "\n";
+  if (s.incomplete) out << Paint("INCOMPLETE: " + *s.incomplete + " (exit status 3; the decision is none)", "1;31", color) << "\n";
+  out << "\n" << Paint("WHAT HAPPENED", "1", color) << "  " << Paint(s.verdict, VerdictColour(s.verdict), color) << "\n";
+  if (!s.summary.empty()) out << "  " << s.summary << "\n";
+  if (!s.causal_chain.empty()) out << "  chain: " << s.causal_chain << "\n";
+  if (!s.refuted.empty()) out << "  refuted: " << s.refuted << " (the log suggested it; the metrics contradict it)\n";
+  if (!s.runner_up.empty()) out << "  runner-up: " << s.runner_up << "\n";
+  out << "\n" << Paint("WHAT TO DO", "1", color) << "  " << Paint(s.action, "1", color) << "\n";
+  for (const auto& x : s.exclude)
+    out << "  exclude " << Paint(x.host, "1", color) << " (priority " << x.priority << "): " << ValidUtf8(x.reason, 240, true) << "\n";
+  for (const auto& c : s.changes) out << "  change " << c << "\n";
+  for (const auto& n : s.notes) out << "  note: " << n << "\n";
+  if (s.notes_hidden) out << "  (+" << s.notes_hidden << " more notes with --verbose)\n";
+  if (!s.why.empty()) {
+    out << "\n" << Paint("WHY", "1", color) << "\n";
+    for (const auto& w : s.why) {
+      out << "  " << w.finding << ": " << w.summary << "\n";
+      if (w.evidence) out << "    evidence: " << w.evidence->where << "\n    " << std::string(10, ' ') << w.evidence->detail << "\n";
+    }
+  }
+  out << "\n" << Paint("FINDINGS", "1", color) << "  " << s.fired_total << " fired, " << s.clear << " clear";
+  if (s.suppressed) out << ", " << s.suppressed << " suppressed";
+  if (s.skipped) out << ", " << s.skipped << " skipped (insufficient evidence)";
+  if (s.errors) out << ", " << s.errors << " could not be evaluated";
+  out << "\n";
+  for (const auto& f : s.fired) out << "  ! " << f << "\n";
+  if (s.fired_hidden) out << "  (+" << s.fired_hidden << " more fired)\n";
+  if (!verbose) out << "Every check with its evidence: --verbose; charts: --format html\n";
+  return out.str();
+}
+
+std::string FirstScreenMarkdown(const FirstScreen& s, bool verbose) {
+  std::ostringstream out;
+  out << "### " << MdEscape(s.jobs.empty() ? "diagnose report" : s.jobs.front()) << "\n\n";
+  for (size_t i = 1; i < s.jobs.size(); ++i) out << "- " << MdEscape(s.jobs[i]) << "\n";
+  for (const auto& d : s.job_details) out << "- " << MdEscape(d) << "\n";
+  if (s.incomplete) out << "\n**INCOMPLETE:** " << MdEscape(*s.incomplete) << " (exit status 3; the decision is none)\n";
+  out << "\n**What happened:** `" << s.verdict << "`";
+  if (!s.summary.empty()) out << " " << MdEscape(s.summary);
+  out << "\n";
+  if (!s.causal_chain.empty()) out << "\n- chain: " << MdEscape(s.causal_chain) << "\n";
+  if (!s.refuted.empty()) out << "- refuted: " << MdEscape(s.refuted) << "\n";
+  if (!s.runner_up.empty()) out << "- runner-up: " << MdEscape(s.runner_up) << "\n";
+  out << "\n**What to do:** `" << s.action << "`\n";
+  if (!s.exclude.empty()) {
+    out << "\n| exclude | priority | reason |\n|---|---|---|\n";
+    for (const auto& x : s.exclude)
+      out << "| `" << x.host << "` | " << x.priority << " | " << MdEscape(ValidUtf8(x.reason, 200, true)) << " |\n";
+  }
+  for (const auto& c : s.changes) out << "- change `" << c << "`\n";
+  for (const auto& n : s.notes) out << "- " << MdEscape(n) << "\n";
+  if (!s.why.empty()) {
+    out << "\n**Why:**\n\n";
+    for (const auto& w : s.why) {
+      out << "- `" << w.finding << "`: " << MdEscape(w.summary) << "\n";
+      if (w.evidence) out << "  - " << MdEscape(w.evidence->where) << ": " << MdEscape(w.evidence->detail) << "\n";
+    }
+  }
+  out << "\n**Findings:** " << s.fired_total << " fired, " << s.clear << " clear";
+  if (s.skipped) out << ", " << s.skipped << " skipped";
+  if (s.errors) out << ", " << s.errors << " errors";
+  out << "\n\n";
+  for (const auto& f : s.fired) out << "- " << MdEscape(f) << "\n";
+  if (s.fired_hidden) out << "- +" << s.fired_hidden << " more\n";
+  if (!verbose) out << "\n_Every check with its evidence: `--verbose`; charts: `--format html`._\n";
+  return out.str();
+}
 
 }  // namespace
 
@@ -297,27 +374,39 @@ std::string HtmlEscape(const std::string& text) {
   return out;
 }
 
+std::string RenderFullListing(const Report& report, const std::string& format, bool color) {
+  if (format == "md") {
+    MarkdownSink s;
+    Walk(report, &s, false);
+    return s.Finish();
+  }
+  if (format == "html") {
+    HtmlFragmentSink s;
+    Walk(report, &s, false);
+    return s.Finish();
+  }
+  TextSink s(color);
+  Walk(report, &s, false);
+  return s.Finish();
+}
+
 std::string RenderText(const Report& report, const RenderOptions& options) {
-  TextSink s(options.color);
-  Walk(report, &s);
-  return s.Finish();
+  std::string out = FirstScreenText(BuildFirstScreen(report), options.color, options.verbose);
+  if (options.verbose) out += RenderFullListing(report, "text", options.color);
+  return out;
 }
 
-std::string RenderMarkdown(const Report& report) {
-  MarkdownSink s;
-  Walk(report, &s);
-  return s.Finish();
+std::string RenderMarkdown(const Report& report, const RenderOptions& options) {
+  std::string out = FirstScreenMarkdown(BuildFirstScreen(report), options.verbose);
+  if (options.verbose) out += "\n## Every check\n" + RenderFullListing(report, "md");
+  return out;
 }
 
-std::string RenderHtml(const Report& report) {
-  HtmlSink s;
-  Walk(report, &s);
-  return s.Finish();
-}
+std::string RenderHtml(const Report& report) { return RenderHtmlReport(report, RenderFullListing(report, "html")); }
 
 StatusOr<std::string> RenderReport(const Report& report, const std::string& format, const RenderOptions& options) {
   if (format == "text") return RenderText(report, options);
-  if (format == "md") return RenderMarkdown(report);
+  if (format == "md") return RenderMarkdown(report, options);
   if (format == "html") return RenderHtml(report);
   if (format == "json") return DumpJson(ToJson(report), 2) + "\n";
   return InvalidArgumentError("unknown report format '" + format + "' (text|md|json|html)");

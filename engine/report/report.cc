@@ -78,6 +78,7 @@ nlohmann::json ToJson(const Evidence& e) {
   if (e.window) j["window"] = {{"start", e.window->start}, {"end", e.window->end}};
   j["value"] = e.value;
   j["text"] = e.text;
+  if (e.role == "baseline") j["role"] = e.role;
   return j;
 }
 
@@ -129,6 +130,7 @@ nlohmann::json ToJson(const Report& r) {
   };
   if (!r.verdict.refuted.empty()) out["verdict"]["refuted"] = r.verdict.refuted;
   if (!r.verdict.runner_up.empty()) out["verdict"]["runner_up"] = r.verdict.runner_up;
+  if (!r.verdict.finding.empty()) out["verdict"]["finding"] = r.verdict.finding;
   if (!r.facts.is_null()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
   if (r.incomplete) out["incomplete"] = *r.incomplete;

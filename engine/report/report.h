@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,13 @@ struct Evidence {
   std::optional<TimeWindow> window;   // the range or instant ([t, t]) it was evaluated over
   nlohmann::json value;               // number, per-host object, or table
   std::string text;                   // human sentence or the quoted log line
+  // Which job's TSDB answered (promql): "baseline" for the --baseline job, else "subject". In JSON
+  // only when "baseline" (extension).
+  std::string role = "subject";
+  // The range query's series keyed like `value` ("host" or "host/device" -> [[t, v], ...]), shared
+  // with the rule that asked. Drawn by the HTML report; never in JSON (a 1,000-host job's series
+  // would dwarf the report).
+  std::shared_ptr<const nlohmann::json> series;
 };
 
 struct Finding {
@@ -58,6 +66,8 @@ struct Verdict {
   std::vector<std::string> refuted;
   // Extension: the best-ranked explanation naming another cause, and why it lost.
   std::string runner_up;
+  // Extension: the finding ("<playbook>/<rule>") whose verdict this is, when a playbook decided.
+  std::string finding;
 };
 
 struct Exclusion {
@@ -104,6 +114,12 @@ struct Report {
   // Set when diagnose itself failed to read metrics it needed (a tsdb entry is "failed"): the
   // verdict then rests on the logs alone, the decision is `none`, and the exit status says so.
   std::optional<std::string> incomplete;
+  // Where each job's training steps lie in time (step -> unix seconds, from the TSDB's step
+  // counter), keyed by job id; lets charts place TGS phases on the metrics' time axis. Not in JSON.
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> step_times;
+  // The PromQL endpoint's base URL when it outlives this run (--prometheus): reports link each
+  // query to its graph page. Empty for a private snapshot server, which is gone after the run.
+  std::string graph_endpoint;
 };
 
 nlohmann::json ToJson(const Evidence& e);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/iso_time.h"
 #include "engine/core/json.h"
 #include "engine/core/log_ref.h"
 
@@ -21,7 +22,17 @@ struct LogTime {
   std::string text;           // as printed, e.g. "0224 19:21:00"
   std::string year_source;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LogTime, epoch, text, year_source)
+// The JSON form adds `iso` (ISO-8601 UTC of epoch) so playbook summaries and reports print a time a
+// reader can compare across files; `text` stays the stamp exactly as the log printed it.
+inline void to_json(nlohmann::json& j, const LogTime& t) {
+  j = {{"epoch", t.epoch}, {"text", t.text}, {"year_source", t.year_source}};
+  if (t.epoch > 0) j["iso"] = IsoUtc(static_cast<double>(t.epoch));
+}
+inline void from_json(const nlohmann::json& j, LogTime& t) {
+  t.epoch = j.value("epoch", int64_t{0});
+  t.text = j.value("text", std::string());
+  t.year_source = j.value("year_source", std::string());
+}
 
 struct JobHeader {
   std::string job_id;

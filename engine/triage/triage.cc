@@ -1,5 +1,7 @@
 #include "engine/triage/triage.h"
 
+#include "engine/core/iso_time.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -82,15 +84,6 @@ int64_t EpochOf(int year, const AbslStamp& s) {
   tm.tm_min = s.minute;
   tm.tm_sec = s.second;
   return static_cast<int64_t>(timegm(&tm));
-}
-
-std::string FormatUtc(int64_t epoch) {
-  std::time_t t = static_cast<std::time_t>(epoch);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 Status ScanRange(const std::string& path, int64_t begin, int64_t end, const std::string& display, int default_task,
@@ -400,7 +393,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
       LogTime crash{EpochOf(year, scan.crash_stamp), scan.crash_stamp.text, year_source};
       hb.crash_time = crash;
       if (hb.timeout_seconds > 0) {
-        LogTime stop{crash.epoch - hb.timeout_seconds, FormatUtc(crash.epoch - hb.timeout_seconds), year_source};
+        LogTime stop{crash.epoch - hb.timeout_seconds, IsoUtc(crash.epoch - hb.timeout_seconds), year_source};
         hb.heartbeat_stop_time = stop;
       }
     }

@@ -104,6 +104,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     out.verdict.domain = DomainOfRootCause(root.root_cause);
     out.verdict.confidence = root.confidence;
     out.verdict.summary = root.summary;
+    out.verdict.finding = root.playbook + "/" + root.rule;
     out.decision.action = root.action;
     out.decision.exclude = root.exclude;
     std::stable_sort(out.decision.exclude.begin(), out.decision.exclude.end(),
@@ -136,6 +137,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     out.verdict.domain = "none";
     out.verdict.confidence = refuter->confidence;
     out.verdict.summary = refuter->summary;
+    out.verdict.finding = refuter->playbook + "/" + refuter->rule;
     out.decision.action = refuter->action;
   } else if (IsUnexplainedStatus(job_status) ||
              (HasSymptom(failure_classes) &&
@@ -165,13 +167,18 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
       }
     out.verdict.confidence = first_none ? first_none->confidence : "possible";
     out.verdict.summary = first_none ? first_none->summary : "No playbook found a problem.";
+    if (first_none) out.verdict.finding = first_none->playbook + "/" + first_none->rule;
     out.decision.action = "none";
     for (const auto& c : neutral)
       if (c.root_cause == "unknown" && !c.summary.empty())
         out.decision.notes.push_back("noted, not a failure (the job completed with no symptom): " + c.summary);
   }
+  // A neutral explanation's advice ("do not cancel on the log's silence") directs the action only
+  // when no cause was found; beside a cause it would contradict the decision, so only its summary
+  // is kept as context.
   for (const auto& c : neutral) {
-    for (const auto& n : c.notes) out.decision.notes.push_back(n);
+    if (causes.empty())
+      for (const auto& n : c.notes) out.decision.notes.push_back(n);
     if (!causes.empty() && !c.summary.empty()) out.decision.notes.push_back(c.playbook + ": " + c.summary);
   }
   return out;

@@ -2,10 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
 #include "engine/triage/job_facts.h"
 
 namespace diagnose {
 namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
 
 Report SampleReport() {
   Report r;
@@ -43,31 +54,103 @@ Report SampleReport() {
   return r;
 }
 
-TEST(RenderTest, TextShowsStatusClassPhasesVerdictDecisionAndEvidence) {
+TEST(RenderTest, TextFirstScreenShowsStatusVerdictDecisionAndStrongestEvidence) {
   std::string t = RenderText(SampleReport());
-  for (const char* want : {"failed", "oom-gpu", "0-96", "3293.0", "97-216", "gpu-oom", "no-retry",
-                           "9101-JAX-x.log:812", "221.71GiB", "[8,10]", "gpu408"})
+  for (const char* want : {"failed", "oom-gpu", "0-96 3293", "97-216 2620", "gpu-oom", "no-retry", "WHY",
+                           "9101-JAX-x.log:812", "221.71GiB", "gpu408", "1 fired, 0 clear", "--verbose"})
     EXPECT_NE(t.find(want), std::string::npos) << want << "\n" << t;
   EXPECT_EQ(t.find("\x1b["), std::string::npos);
   EXPECT_NE(RenderText(SampleReport(), {.color = true}).find("\x1b[1m"), std::string::npos);
+  // --verbose adds the full listing (the phase table) after the first screen.
+  std::string v = RenderText(SampleReport(), {.verbose = true});
+  EXPECT_EQ(v.rfind(t.substr(0, t.find("Every check")), 0), 0u);
+  EXPECT_NE(v.find("mean TGS"), std::string::npos) << v;
 }
 
-TEST(RenderTest, MarkdownHasTableAndEscapes) {
-  std::string md = RenderMarkdown(SampleReport());
-  EXPECT_NE(md.find("| steps | mean TGS | stddev |"), std::string::npos) << md;
-  EXPECT_NE(md.find("## Verdict"), std::string::npos);
+TEST(RenderTest, FirstScreenStaysWithinFortyLinesWhateverTheReportHolds) {
+  Report r = SampleReport();
+  for (int i = 0; i < 60; ++i) {
+    Finding f;
+    f.id = "pb/rule" + std::to_string(i);
+    f.status = i % 2 ? "fired" : "clear";
+    f.summary = std::string(300, 'x');
+    r.findings.push_back(f);
+    r.decision.notes.push_back("note " + std::to_string(i));
+  }
+  r.decision.exclude = {{"gpu401", 2, "reason"}, {"gpu402", 2, "reason"}};
+  std::string t = RenderText(r);
+  EXPECT_LE(std::count(t.begin(), t.end(), '\n'), 40) << t;
+  EXPECT_NE(t.find("exclude gpu401 (priority 2)"), std::string::npos);
+  EXPECT_NE(t.find("more fired"), std::string::npos);
+  EXPECT_NE(t.find("31 fired, 30 clear"), std::string::npos) << t;
+  for (const auto& line : Lines(t)) EXPECT_LE(line.size(), 420u) << line;
+}
+
+TEST(RenderTest, TimesPrintAsIsoUtcWithTheLogStamp) {
+  Report r = SampleReport();
+  JobFacts facts = r.facts["9101"].get<JobFacts>();
+  facts.heartbeat.crash_time = LogTime{1771960860, "0224 19:21:00.000000", "artifact-id"};
+  r.facts["9101"] = facts;
+  std::string t = RenderText(r);
+  EXPECT_NE(t.find("2026-02-24T19:21:00Z (log 0224 19:21:00.000000)"), std::string::npos) << t;
+  EXPECT_EQ(nlohmann::json(facts)["heartbeat"]["crash_time"]["iso"], "2026-02-24T19:21:00Z");
+}
+
+TEST(RenderTest, MarkdownHasExclusionTableAndNoEvidenceDump) {
+  Report r = SampleReport();
+  r.decision.exclude = {{"gpu401", 2, "sustained | retransmits"}};
+  std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("| exclude | priority | reason |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `gpu401` | 2 | sustained \\| retransmits |"), std::string::npos) << md;
+  EXPECT_NE(md.find("**What to do:** `no-retry`"), std::string::npos);
   EXPECT_EQ(md.find("<script>"), std::string::npos);
+  EXPECT_EQ(md.find("| steps | mean TGS | stddev |"), std::string::npos);   // only with --verbose
+  EXPECT_NE(RenderMarkdown(r, {.verbose = true}).find("| steps | mean TGS | stddev |"), std::string::npos);
 }
 
 TEST(RenderTest, HtmlIsSelfContainedAndEscaped) {
   std::string h = RenderHtml(SampleReport());
   EXPECT_EQ(h.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(h.find("</html>"), std::string::npos);
-  EXPECT_EQ(h.find("<script>"), std::string::npos);
+  EXPECT_NE(h.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+  EXPECT_EQ(h.find("<script"), std::string::npos);
   EXPECT_NE(h.find("&lt;script&gt;"), std::string::npos);
   EXPECT_NE(h.find("&amp; &lt;more&gt;"), std::string::npos);
-  EXPECT_EQ(h.find("http://"), std::string::npos);   // nothing external
+  EXPECT_EQ(h.find("http://example"), std::string::npos);
   EXPECT_EQ(h.find("src="), std::string::npos);
+  EXPECT_EQ(h.find("href="), std::string::npos);   // no endpoint outlives a private snapshot server
+}
+
+TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) {
+  Report r = SampleReport();
+  r.step_times["9101"] = {{0, 1000.0}, {216, 1000.0 + 216 * 30}};
+  JobFacts facts = r.facts["9101"].get<JobFacts>();
+  for (int s = 0; s <= 216; ++s) facts.steps.push_back({.step = s, .seconds = 30, .tokens_per_sec_per_device = s < 97 ? 3293.0 : 2620.0});
+  r.facts["9101"] = facts;
+  auto series = std::make_shared<nlohmann::json>(nlohmann::json::object());
+  for (int h = 0; h < 20; ++h) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (int t = 0; t < 50; ++t) pts.push_back({1000.0 + t * 130, h == 3 && t > 20 ? 900.0 : 0.1 * h});
+    (*series)["gpu4" + std::to_string(10 + h) + "/ionic_0"] = pts;
+  }
+  Finding f;
+  f.id = "rdma/bad_hosts";
+  f.status = "fired";
+  f.hosts = {"gpu413"};
+  Evidence e{"promql", "sum by (host, device) (rate(x_total[2m]))", TimeWindow{1000, 7500}, nlohmann::json{{"gpu413/ionic_0", 900}}, "retransmits"};
+  e.series = series;
+  f.evidence.push_back(e);
+  r.findings.push_back(f);
+  r.graph_endpoint = "http://prom.example:9090/";
+  std::string h = RenderHtml(r);
+  EXPECT_NE(h.find("data-chart=\"tgs\""), std::string::npos);
+  EXPECT_NE(h.find("class=\"series blamed\" data-host=\"gpu413\""), std::string::npos) << h.substr(0, 2000);
+  EXPECT_NE(h.find("class=\"band\""), std::string::npos);
+  EXPECT_NE(h.find("class=\"phase degraded\""), std::string::npos);
+  EXPECT_NE(h.find("data-chart=\"heatmap\""), std::string::npos);   // 20 hosts
+  EXPECT_NE(h.find("data-blamed-host=\"gpu413\""), std::string::npos);
+  EXPECT_NE(h.find("<pre class=\"promql\">sum by (host, device) (rate(x_total[2m]))</pre>"), std::string::npos);
+  EXPECT_NE(h.find("href=\"http://prom.example:9090/graph?g0.expr=sum%20by%20%28host%2C%20device%29"), std::string::npos);
 }
 
 TEST(RenderTest, FormatDispatch) {

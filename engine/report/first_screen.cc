@@ -1,0 +1,261 @@
+#include "engine/report/first_screen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "engine/core/iso_time.h"
+#include "engine/core/utf8.h"
+
+namespace diagnose {
+
+namespace {
+
+constexpr size_t kLineChars = 160;   // one terminal line on a wide screen; the rest is in --verbose
+
+std::string Fixed(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+  return buf;
+}
+
+std::string Number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, std::fabs(v) >= 100 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string OptInt(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "?"; }
+
+const nlohmann::json& FactsOf(const Report& r, const std::string& id) {
+  static const nlohmann::json kNone;
+  return r.facts.is_object() && r.facts.contains(id) && r.facts[id].is_object() ? r.facts[id] : kNone;
+}
+
+// "2026-02-24T19:21:00Z (log 0224 19:21:00.000000)": UTC for comparing, the stamp for grepping.
+std::string LogTimeText(const nlohmann::json& t) {
+  if (!t.is_object()) return "";
+  const std::string iso = t.value("iso", std::string());
+  const std::string text = t.value("text", std::string());
+  if (iso.empty()) return text;
+  return text.empty() || text == iso ? iso : iso + " (log " + text + ")";
+}
+
+std::string JobHeadline(const JobEntry& job, const nlohmann::json& facts) {
+  std::string line = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
+  const auto& header = facts.is_object() ? facts.value("header", nlohmann::json::object()) : nlohmann::json::object();
+  std::string model = header.value("model_name", std::string());
+  if (!model.empty()) line += ", " + model;
+  if (!job.hosts.empty()) line += ", " + std::to_string(job.hosts.size()) + (job.hosts.size() == 1 ? " host" : " hosts");
+  line += ": " + job.status;
+  if (!job.failure_class.empty()) line += " (" + job.failure_class + ")";
+  line += ", steps " + OptInt(job.first_step) + ".." + OptInt(job.last_step);
+  if (job.total_steps) line += " of " + std::to_string(*job.total_steps);
+  return line;
+}
+
+void JobDetails(const JobEntry& job, const nlohmann::json& facts, std::vector<std::string>* out) {
+  if (!facts.is_object()) return;
+  const std::string who = "job " + job.id + " ";
+  const auto& tgs = facts.value("tgs", nlohmann::json::object());
+  const std::string pattern = tgs.value("pattern", std::string());
+  if (!pattern.empty() && pattern != "insufficient-data") {
+    std::string line = who + "TGS " + pattern;
+    if (tgs.value("steady_tgs", 0.0) > 0)
+      line += ": healthy " + Fixed(tgs.value("steady_tgs", 0.0), 0) + ", last " + Fixed(tgs.value("recent_tgs", 0.0), 0) +
+              " tokens/s/device";
+    const double drop = tgs.value("degradation_pct", 0.0);
+    if (std::fabs(drop) >= 0.5) line += " (" + Fixed(drop, 1) + "% lower)";
+    const auto& onset = tgs.contains("degradation_onset_step") ? tgs["degradation_onset_step"] : nlohmann::json();
+    if (onset.is_number()) line += ", down from step " + onset.dump();
+    const auto& phases = tgs.value("phases", nlohmann::json::array());
+    if (phases.size() > 1) {
+      std::vector<std::string> parts;
+      for (const auto& ph : phases) {
+        if (parts.size() == 6) {
+          parts.push_back("+" + std::to_string(phases.size() - 6));
+          break;
+        }
+        parts.push_back(ph.value("first_step", nlohmann::json(0)).dump() + "-" +
+                        ph.value("last_step", nlohmann::json(0)).dump() + " " + Fixed(ph.value("mean_tgs", 0.0), 0));
+      }
+      line += "; phases " + Join(parts, " | ");
+    }
+    out->push_back(line);
+  }
+  const auto& hb = facts.value("heartbeat", nlohmann::json::object());
+  if (hb.value("present", false)) {
+    std::string line = who + "heartbeat timeout accused " + hb.value("accused_hosts", nlohmann::json::array()).dump();
+    if (hb.contains("crash_time") && hb["crash_time"].is_object()) line += ", killed at " + LogTimeText(hb["crash_time"]);
+    if (hb.contains("heartbeat_stop_time") && hb["heartbeat_stop_time"].is_object())
+      line += ", heartbeats stopped ~" + hb["heartbeat_stop_time"].value("iso", std::string());
+    out->push_back(line);
+  }
+}
+
+// "chi2822 1876, chi2831 1540 (of 24)": the largest values first, the blamed hosts' among them.
+std::string TopValues(const nlohmann::json& value, const std::vector<std::string>& hosts) {
+  if (value.is_number()) return Number(value.get<double>());
+  if (!value.is_object() || value.empty()) return "";
+  std::vector<std::pair<double, std::string>> all;
+  for (const auto& [k, v] : value.items())
+    if (v.is_number()) all.emplace_back(v.get<double>(), k);
+  std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+    auto blamed = [&](const std::string& key) {
+      return std::find(hosts.begin(), hosts.end(), key.substr(0, key.find('/'))) != hosts.end();
+    };
+    if (blamed(a.second) != blamed(b.second)) return blamed(a.second);
+    return a.first > b.first;
+  });
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < all.size() && i < 4; ++i) parts.push_back(all[i].second + " " + Number(all[i].first));
+  std::string out = Join(parts, ", ");
+  if (all.size() > parts.size()) out += " (of " + std::to_string(all.size()) + ")";
+  return out;
+}
+
+bool NamesHosts(const Evidence& e, const std::vector<std::string>& hosts) {
+  if (!e.value.is_object() || hosts.empty()) return false;
+  for (const auto& [k, v] : e.value.items())
+    if (std::find(hosts.begin(), hosts.end(), k.substr(0, k.find('/'))) != hosts.end()) return true;
+  return false;
+}
+
+std::string FindingLine(const Finding& f) {
+  std::string line = f.id;
+  if (!f.hosts.empty()) {
+    std::vector<std::string> shown(f.hosts.begin(), f.hosts.begin() + std::min<size_t>(f.hosts.size(), 4));
+    line += " [" + Join(shown, ", ") + (f.hosts.size() > 4 ? ", +" + std::to_string(f.hosts.size() - 4) : "") + "]";
+  }
+  if (!f.summary.empty()) line += ": " + f.summary;
+  return ValidUtf8(line, kLineChars, true);
+}
+
+}  // namespace
+
+std::string IsoWindow(const TimeWindow& w) {
+  const std::string a = IsoUtc(w.start), b = IsoUtc(w.end);
+  if (a.empty() || b.empty()) return "";
+  if (w.start == w.end) return "at " + a;
+  return "over " + a + ".." + (a.substr(0, 11) == b.substr(0, 11) ? b.substr(11) : b);
+}
+
+std::optional<ScreenEvidence> StrongestEvidence(const Finding& f) {
+  const Evidence* best = nullptr;
+  auto pick = [&](auto&& pred) {
+    if (best) return;
+    for (const auto& e : f.evidence)
+      if (pred(e)) {
+        best = &e;
+        return;
+      }
+  };
+  auto answered = [](const Evidence& e) { return e.kind == "promql" && e.window && !e.value.is_null() && !e.value.empty(); };
+  pick([&](const Evidence& e) { return e.kind == "promql" && NamesHosts(e, f.hosts); });
+  // A series over a window shows the change; an instant lookup (the step at a time) only places it.
+  pick([&](const Evidence& e) { return answered(e) && e.window->end > e.window->start && e.series; });
+  pick(answered);
+  pick([&](const Evidence& e) { return e.kind == "log"; });
+  pick([&](const Evidence& e) { return e.kind == "promql"; });
+  pick([&](const Evidence& e) { return e.kind == "derived" && !e.value.is_null(); });
+  if (!best) return std::nullopt;
+  ScreenEvidence out;
+  if (best->kind == "promql") {
+    out.where = "promql " + ValidUtf8(best->query, 110, true);
+    if (best->window) out.where += " " + IsoWindow(*best->window);
+    out.detail = TopValues(best->value, f.hosts);
+    if (out.detail.empty()) out.detail = "no series";
+  } else if (best->kind == "log") {
+    out.where = "log " + best->query;
+    out.detail = ValidUtf8(best->text, 140, true);
+  } else {
+    out.where = ValidUtf8(best->text.empty() ? best->query : best->text, 110, true);
+    out.detail = ValidUtf8(best->value.is_string() ? best->value.get<std::string>() : best->value.dump(), 120, true);
+  }
+  if (best->role == "baseline") out.where = "baseline " + out.where;
+  return out;
+}
+
+FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
+  FirstScreen s;
+  for (const auto& job : r.jobs) {
+    s.jobs.push_back(JobHeadline(job, FactsOf(r, job.id)));
+    JobDetails(job, FactsOf(r, job.id), &s.job_details);
+  }
+  s.incomplete = r.incomplete;
+  s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + r.verdict.confidence + ")";
+  s.summary = ValidUtf8(r.verdict.summary, 600, true);
+  if (r.causal_chain.size() > 1) s.causal_chain = Join(r.causal_chain, " -> ");
+  s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);
+  if (!r.verdict.refuted.empty()) s.refuted = Join(r.verdict.refuted, ", ");
+  s.action = r.decision.action;
+  s.exclude = r.decision.exclude;
+  for (const auto& [k, v] : r.decision.changes) s.changes.push_back(k + "=" + v);
+
+  // Why: the deciding finding, then the fired findings that justify each exclusion.
+  std::set<std::string> excluded;
+  for (const auto& x : r.decision.exclude) excluded.insert(x.host);
+  std::vector<const Finding*> why;
+  for (const auto& f : r.findings)
+    if (f.id == r.verdict.finding && f.status == "fired") why.push_back(&f);
+  // A verdict the logs decided: the fired finding of the subject's failure class says why.
+  if (why.empty() && !r.jobs.empty() && !r.jobs.front().failure_class.empty())
+    for (const auto& f : r.findings)
+      if (f.status == "fired" && f.id.size() > r.jobs.front().failure_class.size() &&
+          f.id.ends_with("/" + r.jobs.front().failure_class)) {
+        why.push_back(&f);
+        break;
+      }
+  for (const auto& f : r.findings) {
+    if (why.size() >= 3) break;
+    if (f.status != "fired" || f.id == r.verdict.finding) continue;
+    if (std::any_of(f.hosts.begin(), f.hosts.end(), [&](const std::string& h) { return excluded.count(h.substr(0, h.find('/'))) > 0; }))
+      why.push_back(&f);
+  }
+  for (const auto* f : why)
+    s.why.push_back({f->id, ValidUtf8(f->summary, 400, true), f->hosts, StrongestEvidence(*f)});
+
+  for (const auto& f : r.findings) {
+    if (f.status == "clear") ++s.clear;
+    else if (f.status == "skipped") ++s.skipped;
+    else if (f.status == "error") ++s.errors;
+    else if (f.status == "suppressed") ++s.suppressed;
+  }
+
+  // Fit the lists into the line budget: the answer first, then notes, then the fired findings.
+  size_t used = 2 + s.jobs.size() + s.job_details.size() + (s.incomplete ? 1 : 0);   // title, blank
+  used += 3 + (s.causal_chain.empty() ? 0 : 1) + (s.runner_up.empty() ? 0 : 1) + (s.refuted.empty() ? 0 : 1);
+  used += 3 + s.exclude.size() + s.changes.size();
+  for (const auto& w : s.why) used += 1 + (w.evidence ? 2 : 0);
+  used += s.why.empty() ? 0 : 2;
+  used += 4;   // findings header, blank, closing hint
+  const size_t budget = used < max_lines ? max_lines - used : 0;
+  const size_t note_budget = std::min<size_t>(budget / 2, 4);
+  for (const auto& n : r.decision.notes) {
+    if (s.notes.size() < note_budget) s.notes.push_back(ValidUtf8(n, kLineChars, true));
+    else ++s.notes_hidden;
+  }
+  const size_t fired_budget = budget - s.notes.size() - (s.notes_hidden ? 1 : 0);
+  std::vector<const Finding*> fired;
+  for (const auto& f : r.findings)
+    if (f.status == "fired") fired.push_back(&f);
+  s.fired_total = fired.size();
+  std::set<const Finding*> explained(why.begin(), why.end());
+  std::erase_if(fired, [&](const Finding* f) { return explained.count(f) > 0; });
+  for (const auto* f : fired) {
+    if (s.fired.size() + 1 < fired_budget || (s.fired.size() + 1 == fired_budget && fired.size() == fired_budget))
+      s.fired.push_back(FindingLine(*f));
+    else
+      ++s.fired_hidden;
+  }
+  return s;
+}
+
+}  // namespace diagnose

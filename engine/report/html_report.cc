@@ -1,0 +1,476 @@
+#include "engine/report/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "engine/core/iso_time.h"
+#include "engine/core/utf8.h"
+#include "engine/report/first_screen.h"
+#include "engine/report/render.h"
+#include "engine/report/svg_chart.h"
+
+namespace diagnose {
+
+namespace {
+
+using nlohmann::json;
+using StepMap = std::vector<std::pair<int64_t, double>>;
+
+constexpr size_t kMaxChartsPerFinding = 3;
+constexpr size_t kMaxBlamedLines = 12;
+constexpr size_t kHeatmapMinHosts = 16;
+constexpr size_t kHeatmapColumns = 120;
+// A phase this far below the best phase is drawn as degraded (the triage's own phase split decides
+// where phases are; this only picks the shade).
+constexpr double kDegradedShadeFraction = 0.95;
+
+// default-src 'none': no fetch, image, font or script can leave the file, whatever a label holds.
+constexpr const char* kHead = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+)";
+
+constexpr const char* kStyle = R"(<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1b1b1b;max-width:1000px;margin:1.5em auto;padding:0 1em}
+h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.15em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1em;margin:1.2em 0 .3em}.verdict{font-size:1.2em;font-weight:600}.verdict.bad{color:#b3261e}
+.verdict.none{color:#1e7b34}.verdict.unknown{color:#9a6700}.incomplete{background:#fde7e9;border:1px solid #b3261e;padding:.5em}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;vertical-align:top}
+pre.promql{background:#f6f8fa;border:1px solid #e1e4e8;padding:.4em;white-space:pre-wrap;word-break:break-all;margin:.2em 0;user-select:all}
+.muted{color:#666}li,p{overflow-wrap:anywhere}.quote{font-family:ui-monospace,monospace;font-size:.9em;background:#f6f8fa;padding:0 .3em}
+figure.chart{margin:.6em 0}figure.chart svg{max-width:100%;height:auto;background:#fff}figcaption{color:#555;font-size:.9em}
+svg text{font:11px system-ui,sans-serif;fill:#333}svg .title{font-weight:600;font-size:12px}svg .grid{stroke:#eee}
+svg .axis{stroke:#888}svg .series,svg .tgs-line,svg .median{fill:none;stroke-width:1.6}svg .series.blamed{stroke-width:2.2}
+svg .median{stroke:#4a6fa5 !important;stroke-dasharray:4 2}svg path.band,svg rect.band{fill:#4a6fa5;opacity:.2;stroke:none}
+svg .phase{fill:#8c8c8c;opacity:.10}svg .phase.degraded{fill:#d55e00;opacity:.13}svg .phase.outline{fill:none;stroke:#d55e00;opacity:.6}
+svg .checkpoint{stroke:#777;stroke-dasharray:2 3}svg .onset{stroke:#b3261e;stroke-width:2;stroke-dasharray:7 3}
+svg .host.blamed{fill:#b3261e;font-weight:600}svg .row-highlight{fill:none;stroke:#b3261e;stroke-width:.8}
+svg .secondary{fill:#777}details{margin-top:2em}summary{cursor:pointer;font-weight:600}
+@media print{details{display:none}}
+</style></head><body>
+)";
+
+std::string Esc(const std::string& s) { return HtmlEscape(ValidUtf8(s)); }
+
+std::string HostOfKey(const std::string& key) { return key.substr(0, key.find('/')); }
+
+const json& FactsOf(const Report& r, const std::string& id) {
+  static const json kNone;
+  return r.facts.is_object() && r.facts.contains(id) && r.facts[id].is_object() ? r.facts[id] : kNone;
+}
+
+std::vector<svg::Point> PointsOf(const json& list) {
+  std::vector<svg::Point> pts;
+  if (!list.is_array()) return pts;
+  for (const auto& p : list)
+    if (p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number())
+      pts.push_back({p[0].get<double>(), p[1].get<double>()});
+  return pts;
+}
+
+// Median and range across series at each timestamp they share (range queries are step-aligned).
+svg::Band BandOf(const std::vector<const json*>& lists, const std::string& label, double x_offset = 0, double x_scale = 1) {
+  std::map<double, std::vector<double>> at;
+  for (const json* l : lists)
+    for (const auto& p : PointsOf(*l)) at[p.x].push_back(p.y);
+  svg::Band b;
+  b.label = label;
+  // Thin to at most ~500 columns by keeping every k-th timestamp: a band is context, not evidence.
+  const size_t stride = std::max<size_t>(1, at.size() / 500);
+  size_t i = 0;
+  for (auto& [x, ys] : at) {
+    if (i++ % stride) continue;
+    std::sort(ys.begin(), ys.end());
+    b.x.push_back((x - x_offset) * x_scale);
+    b.low.push_back(ys.front());
+    b.high.push_back(ys.back());
+    b.median.push_back(ys.size() % 2 ? ys[ys.size() / 2] : (ys[ys.size() / 2 - 1] + ys[ys.size() / 2]) / 2);
+  }
+  return b;
+}
+
+std::vector<svg::Shade> PhaseShades(const json& facts, const StepMap& steps) {
+  std::vector<svg::Shade> out;
+  if (!facts.is_object() || steps.size() < 2) return out;
+  const auto& phases = facts.value("tgs", json::object()).value("phases", json::array());
+  if (phases.size() < 2) return out;
+  double best = 0;
+  for (const auto& ph : phases) best = std::max(best, ph.value("mean_tgs", 0.0));
+  for (const auto& ph : phases) {
+    const double a = ph.value("first_step", 0.0), b = ph.value("last_step", 0.0), mean = ph.value("mean_tgs", 0.0);
+    auto t0 = TimeOfStep(steps, a - 1), t1 = TimeOfStep(steps, b);
+    if (!t0 || !t1) continue;
+    char label[160];
+    std::snprintf(label, sizeof label, "steps %.0f-%.0f: mean TGS %.0f", a, b, mean);
+    out.push_back({*t0, *t1, mean < best * kDegradedShadeFraction ? "phase degraded" : "phase", label});
+  }
+  return out;
+}
+
+std::string ChartFigure(const std::string& kind, const std::vector<std::pair<std::string, std::string>>& attrs,
+                        const std::string& svg, const std::string& caption) {
+  std::string out = "<figure class=\"chart\" data-chart=\"" + kind + "\"";
+  for (const auto& [k, v] : attrs) out += " data-" + k + "=\"" + Esc(v) + "\"";
+  out += ">" + svg;
+  if (!caption.empty()) out += "<figcaption>" + caption + "</figcaption>";
+  return out + "</figure>\n";
+}
+
+std::string TgsChart(const Report& r, const JobEntry& job) {
+  const json& facts = FactsOf(r, job.id);
+  if (!facts.is_object()) return "";
+  svg::LineChart c;
+  c.title = "TGS, job " + job.id;
+  c.y_label = "tokens/s/device";
+  c.x_axis = svg::Axis::kNumber;
+  c.x_label = "step (wall time UTC below)";
+  svg::Line line;
+  line.label = "TGS";
+  line.css_class = "tgs-line";
+  line.data["job"] = job.id;
+  for (const auto& st : facts.value("steps", json::array()))
+    line.points.push_back({st.value("step", 0.0), st.value("tokens_per_sec_per_device", 0.0)});
+  if (line.points.size() < 2) return "";
+  c.lines.push_back(std::move(line));
+  const auto& tgs = facts.value("tgs", json::object());
+  const auto& phases = tgs.value("phases", json::array());
+  double best = 0;
+  for (const auto& ph : phases) best = std::max(best, ph.value("mean_tgs", 0.0));
+  if (phases.size() > 1)
+    for (const auto& ph : phases) {
+      const double a = ph.value("first_step", 0.0), b = ph.value("last_step", 0.0), mean = ph.value("mean_tgs", 0.0);
+      char label[160];
+      std::snprintf(label, sizeof label, "steps %.0f-%.0f: mean TGS %.0f", a, b, mean);
+      c.shades.push_back({a - 0.5, b + 0.5, mean < best * kDegradedShadeFraction ? "phase degraded" : "phase", label});
+    }
+  for (const auto& s : facts.value("checkpoint_saves", json::array()))
+    if (s.is_number()) c.markers.push_back({s.get<double>(), "checkpoint", "checkpoint saved at step " + s.dump()});
+  if (tgs.contains("degradation_onset_step") && tgs["degradation_onset_step"].is_number())
+    c.markers.push_back({tgs["degradation_onset_step"].get<double>(), "onset",
+                         "throughput left its healthy level at step " + tgs["degradation_onset_step"].dump()});
+  auto steps = r.step_times.find(job.id);
+  if (steps != r.step_times.end() && steps->second.size() >= 2) {
+    const double lo = c.lines[0].points.front().x, hi = c.lines[0].points.back().x;
+    for (double s : svg::NiceTicks(lo, hi, 6))
+      if (auto t = TimeOfStep(steps->second, s)) c.secondary_ticks.emplace_back(s, IsoUtc(*t).substr(11, 5));
+  }
+  std::string caption = "Shaded: TGS phases (orange: below the best phase); dotted: checkpoints; red dashed: where "
+                        "throughput first left its healthy level.";
+  if (c.secondary_ticks.empty()) caption += " No step map in the TSDB: wall time not shown.";
+  return ChartFigure("tgs", {{"job", job.id}}, svg::RenderLineChart(c), caption);
+}
+
+std::string SeriesChart(const Report& r, const Finding& f, const Evidence& e, const std::set<std::string>& blamed) {
+  svg::LineChart c;
+  c.title = ValidUtf8(e.text.empty() ? e.query : e.text, 90, true);
+  c.x_axis = svg::Axis::kUnixTime;
+  c.x_label = "UTC";
+  std::vector<const json*> rest;
+  size_t rest_hosts = 0;
+  std::set<std::string> seen_rest;
+  for (const auto& [key, list] : e.series->items()) {
+    const std::string host = HostOfKey(key);
+    if (blamed.count(host) && c.lines.size() < kMaxBlamedLines) {
+      svg::Line l;
+      l.label = key;
+      l.css_class = "series blamed";
+      l.data["host"] = host;
+      l.points = PointsOf(list);
+      c.lines.push_back(std::move(l));
+    } else {
+      rest.push_back(&list);
+      if (seen_rest.insert(host).second) ++rest_hosts;
+    }
+  }
+  if (!rest.empty()) c.bands.push_back(BandOf(rest, "other " + std::to_string(rest_hosts) + " hosts"));
+  if (!r.jobs.empty()) {
+    auto steps = r.step_times.find(r.jobs.front().id);
+    if (steps != r.step_times.end()) c.shades = PhaseShades(FactsOf(r, r.jobs.front().id), steps->second);
+  }
+  if (f.onset) c.markers.push_back({*f.onset, "onset", "earliest anomaly " + IsoUtc(*f.onset)});
+  std::string caption = "Blamed hosts drawn as lines, the rest as a band (median dashed, min-max shaded)";
+  if (!c.shades.empty()) caption += "; shaded: TGS phases in wall time";
+  return ChartFigure("series", {{"finding", f.id}}, svg::RenderLineChart(c), caption + ".");
+}
+
+// Both jobs on one axis (time since each job's window start): the restore's extra threads show as
+// one line sitting above the other.
+std::string BaselineChart(const Report& r, const Finding& f, const Evidence& subject, const Evidence& baseline) {
+  svg::LineChart c;
+  c.title = ValidUtf8(subject.text.empty() ? subject.query : subject.text, 90, true) + " (both jobs)";
+  c.x_axis = svg::Axis::kElapsedMinutes;
+  c.x_label = "minutes since the job's window start";
+  const std::string subject_id = r.jobs.empty() ? "subject" : r.jobs.front().id;
+  std::string baseline_id = "baseline";
+  for (const auto& j : r.jobs)
+    if (j.role == "baseline") baseline_id = j.id;
+  using JobSeries = std::pair<const Evidence*, const std::string*>;
+  for (const auto& [e, id] : {JobSeries{&subject, &subject_id}, JobSeries{&baseline, &baseline_id}}) {
+    std::vector<const json*> lists;
+    for (const auto& [key, list] : e->series->items()) lists.push_back(&list);
+    const double start = e->window ? e->window->start : 0;
+    svg::Band b = BandOf(lists, "job " + *id + " range", start, 1.0 / 60);
+    svg::Line l;
+    l.label = "job " + *id + " (median of " + std::to_string(lists.size()) + ")";
+    l.css_class = "series";
+    l.data["job"] = *id;
+    for (size_t i = 0; i < b.x.size(); ++i) l.points.push_back({b.x[i], b.median[i]});
+    b.data["job"] = *id;
+    b.draw_median = false;
+    c.lines.push_back(std::move(l));
+    if (lists.size() > 1) c.bands.push_back(std::move(b));
+  }
+  return ChartFigure("baseline", {{"finding", f.id}}, svg::RenderLineChart(c),
+                     "Each job's median across its hosts as a line, its min-max as a band.");
+}
+
+std::string Heatmap(const Report& r, const Finding& f, const Evidence& e, const std::set<std::string>& blamed) {
+  std::map<std::string, std::map<double, double>> per_host;   // devices folded by max
+  double t0 = 1e300, t1 = -1e300;
+  for (const auto& [key, list] : e.series->items())
+    for (const auto& p : PointsOf(list)) {
+      auto& slot = per_host[HostOfKey(key)][p.x];
+      slot = std::max(slot, p.y);
+      t0 = std::min(t0, p.x), t1 = std::max(t1, p.x);
+    }
+  if (per_host.size() < kHeatmapMinHosts || !(t1 > t0)) return "";
+  svg::Heatmap h;
+  h.title = "per host: " + ValidUtf8(e.text.empty() ? e.query : e.text, 80, true);
+  h.value_label = "";
+  const size_t cols = kHeatmapColumns;
+  h.column_width = (t1 - t0) / static_cast<double>(cols);
+  for (size_t c = 0; c < cols; ++c) h.column_start.push_back(t0 + h.column_width * static_cast<double>(c));
+  std::vector<std::pair<std::string, double>> order;
+  for (const auto& [host, pts] : per_host) {
+    double peak = 0;
+    for (const auto& [t, v] : pts) peak = std::max(peak, v);
+    order.emplace_back(host, peak);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    if (blamed.count(a.first) != blamed.count(b.first)) return blamed.count(a.first) > 0;
+    return a.second > b.second;
+  });
+  for (const auto& [host, peak] : order) {
+    std::vector<double> row(cols, std::nan(""));
+    for (const auto& [t, v] : per_host[host]) {
+      size_t c = std::min(cols - 1, static_cast<size_t>((t - t0) / h.column_width));
+      row[c] = std::isnan(row[c]) ? v : std::max(row[c], v);
+    }
+    h.rows.push_back(host);
+    h.highlighted.push_back(blamed.count(host) > 0);
+    h.cells.push_back(std::move(row));
+  }
+  if (!r.jobs.empty()) {
+    auto steps = r.step_times.find(r.jobs.front().id);
+    if (steps != r.step_times.end()) h.shades = PhaseShades(FactsOf(r, r.jobs.front().id), steps->second);
+  }
+  return ChartFigure("heatmap", {{"finding", f.id}}, svg::RenderHeatmap(h),
+                     "Hosts (blamed first, then by peak) against time; darker is higher; outlined: TGS phases.");
+}
+
+std::string EvidenceList(const Report& r, const Finding& f) {
+  std::ostringstream out;
+  out << "<ul class=\"evidence\">";
+  for (const auto& e : f.evidence) {
+    out << "<li>";
+    if (e.role == "baseline") out << "<span class=\"muted\">baseline job</span> ";
+    if (e.kind == "promql") {
+      out << "<pre class=\"promql\">" << Esc(e.query) << "</pre>";
+      if (e.window) out << "<span class=\"muted\">" << Esc(IsoWindow(*e.window)) << "</span> ";
+      if (!e.text.empty()) out << Esc(e.text) << " ";
+      if (e.window && !r.graph_endpoint.empty()) {
+        const std::string url = GraphPageUrl(r.graph_endpoint, e.query, *e.window);
+        if (!url.empty()) out << "<a class=\"graph-link\" href=\"" << HtmlEscape(url) << "\">graph</a>";
+      }
+      if (auto strongest = StrongestEvidence(Finding{f.id, f.playbook, f.status, f.hosts, {e}, "", std::nullopt}))
+        out << "<br><span class=\"muted\">" << Esc(strongest->detail) << "</span>";
+    } else if (e.kind == "log") {
+      out << "<code>" << Esc(e.query) << "</code> <span class=\"quote\">" << Esc(ValidUtf8(e.text, 400, true)) << "</span>";
+    } else {
+      out << Esc(e.text.empty() ? e.query : e.text);
+      if (!e.value.is_null()) out << " <span class=\"muted\">" << Esc(ValidUtf8(e.value.dump(), 300, true)) << "</span>";
+    }
+    out << "</li>";
+  }
+  out << "</ul>\n";
+  return out.str();
+}
+
+std::string Header(const Report& r, const FirstScreen& s) {
+  std::ostringstream out;
+  out << "<header><h1>" << Esc(s.jobs.empty() ? "diagnose report" : s.jobs.front()) << "</h1>";
+  for (size_t i = 1; i < s.jobs.size(); ++i) out << "<div>" << Esc(s.jobs[i]) << "</div>";
+  for (const auto& d : s.job_details) out << "<div class=\"muted\">" << Esc(d) << "</div>";
+  if (s.incomplete)
+    out << "<p class=\"incomplete\"><b>INCOMPLETE:</b> " << Esc(*s.incomplete) << " (exit status 3; the decision is none)</p>";
+  const std::string tone = r.verdict.root_cause == "none" ? "none" : r.verdict.root_cause == "unknown" ? "unknown" : "bad";
+  out << "<h2>What happened</h2><p class=\"verdict " << tone << "\">" << Esc(s.verdict) << "</p><p>" << Esc(s.summary) << "</p>";
+  if (!s.causal_chain.empty()) out << "<p class=\"muted\">chain: " << Esc(s.causal_chain) << "</p>";
+  if (!s.refuted.empty()) out << "<p class=\"muted\">refuted: " << Esc(s.refuted) << "</p>";
+  if (!s.runner_up.empty()) out << "<p class=\"muted\">runner-up: " << Esc(s.runner_up) << "</p>";
+  out << "<h2>What to do</h2><p class=\"verdict\">" << Esc(s.action) << "</p>";
+  if (!r.decision.exclude.empty()) {
+    out << "<table class=\"exclusions\"><tr><th>exclude</th><th>priority</th><th>reason</th></tr>";
+    for (const auto& x : r.decision.exclude)
+      out << "<tr data-blamed-host=\"" << Esc(x.host) << "\"><td><b>" << Esc(x.host) << "</b></td><td>" << x.priority
+          << "</td><td>" << Esc(x.reason) << "</td></tr>";
+    out << "</table>";
+  }
+  if (!s.changes.empty() || !r.decision.notes.empty()) {
+    out << "<ul>";
+    for (const auto& c : s.changes) out << "<li>change <code>" << Esc(c) << "</code></li>";
+    for (const auto& n : r.decision.notes) out << "<li>" << Esc(n) << "</li>";
+    out << "</ul>";
+  }
+  out << "</header>\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::optional<double> TimeOfStep(const StepMap& steps, double step) {
+  if (steps.size() < 2) return std::nullopt;
+  auto it = std::lower_bound(steps.begin(), steps.end(), step,
+                             [](const std::pair<int64_t, double>& p, double s) { return static_cast<double>(p.first) < s; });
+  size_t hi = it == steps.end() ? steps.size() - 1 : static_cast<size_t>(it - steps.begin());
+  if (hi == 0) hi = 1;
+  const auto& a = steps[hi - 1];
+  const auto& b = steps[hi];
+  if (b.first == a.first) return a.second;
+  return a.second + (step - static_cast<double>(a.first)) * (b.second - a.second) / static_cast<double>(b.first - a.first);
+}
+
+std::string GraphPageUrl(const std::string& endpoint, const std::string& query, const TimeWindow& window) {
+  if (endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0) return "";
+  auto encode = [](const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+        out.push_back(static_cast<char>(c));
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        out += buf;
+      }
+    }
+    return out;
+  };
+  std::string base = endpoint;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const long range = std::max(60L, static_cast<long>(std::ceil(window.end - window.start)));
+  std::string end = IsoUtc(window.end);
+  if (end.size() >= 19) end = end.substr(0, 10) + " " + end.substr(11, 8);
+  return base + "/graph?g0.expr=" + encode(query) + "&g0.tab=0&g0.range_input=" + std::to_string(range) +
+         "s&g0.end_input=" + encode(end);
+}
+
+std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
+  const FirstScreen screen = BuildFirstScreen(r, 1000);
+  std::ostringstream out;
+  out << kHead << "<title>" << Esc("diagnose: " + (r.jobs.empty() ? std::string("report") : "job " + r.jobs.front().id) +
+                                   ": " + r.verdict.root_cause)
+      << "</title>\n" << kStyle;
+  out << Header(r, screen);
+
+  out << "<h2>Throughput</h2>\n";
+  if (r.jobs.size() > 1) {
+    // Both jobs' TGS over steps on one axis.
+    svg::LineChart c;
+    c.title = "TGS, both jobs";
+    c.y_label = "tokens/s/device";
+    c.x_axis = svg::Axis::kNumber;
+    c.x_label = "step";
+    for (const auto& job : r.jobs) {
+      svg::Line l;
+      l.label = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
+      l.css_class = "series";
+      l.data["job"] = job.id;
+      for (const auto& st : FactsOf(r, job.id).value("steps", json::array()))
+        l.points.push_back({st.value("step", 0.0), st.value("tokens_per_sec_per_device", 0.0)});
+      c.lines.push_back(std::move(l));
+    }
+    out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");
+  }
+  for (const auto& job : r.jobs) {
+    std::string chart = TgsChart(r, job);
+    out << (chart.empty() ? "<p class=\"muted\">Job " + Esc(job.id) + ": too few step lines for a TGS timeline.</p>\n" : chart);
+  }
+
+  std::set<std::string> excluded;
+  for (const auto& x : r.decision.exclude) excluded.insert(x.host);
+  std::vector<const Finding*> fired;
+  for (const auto& f : r.findings)
+    if (f.status == "fired") fired.push_back(&f);
+  // The deciding finding first; the rest in evaluation order.
+  std::stable_partition(fired.begin(), fired.end(), [&](const Finding* f) { return f->id == r.verdict.finding; });
+  out << "<h2>Fired findings (" << fired.size() << ")</h2>\n";
+  bool heatmap_drawn = false;
+  std::set<std::string> charted;   // one chart per query and job across findings
+  for (const Finding* f : fired) {
+    out << "<section class=\"finding\" data-finding=\"" << Esc(f->id) << "\"><h3>" << Esc(f->id);
+    if (!f->hosts.empty()) {
+      out << " <span class=\"muted\">[";
+      for (size_t i = 0; i < f->hosts.size(); ++i) out << (i ? ", " : "") << Esc(f->hosts[i]);
+      out << "]</span>";
+    }
+    out << "</h3><p>" << Esc(f->summary) << "</p>\n";
+    std::set<std::string> blamed;
+    for (const auto& h : f->hosts) blamed.insert(HostOfKey(h));
+    if (blamed.empty()) blamed = excluded;
+    // Charts in order of what they prove: a subject/baseline pair of one query, then series that
+    // name the blamed hosts, then the rest.
+    auto charted_series = [](const Evidence& e) {
+      return e.kind == "promql" && e.series && e.series->is_object() && !e.series->empty();
+    };
+    auto partner_of = [&](const Evidence& e) -> const Evidence* {
+      for (const auto& other : f->evidence)
+        if (&other != &e && charted_series(other) && other.role != e.role && other.query == e.query) return &other;
+      return nullptr;
+    };
+    auto rank = [&](const Evidence& e) {
+      if (e.role == "subject" && partner_of(e)) return 0;
+      if (e.series->size() > 1)
+        for (const auto& [key, list] : e.series->items())
+          if (blamed.count(HostOfKey(key))) return 1;
+      return 2;
+    };
+    std::vector<const Evidence*> candidates;
+    for (const auto& e : f->evidence)
+      if (charted_series(e)) candidates.push_back(&e);
+    std::stable_sort(candidates.begin(), candidates.end(), [&](const Evidence* a, const Evidence* b) { return rank(*a) < rank(*b); });
+    size_t charts = 0;
+    for (const Evidence* ep : candidates) {
+      const Evidence& e = *ep;
+      if (charts >= kMaxChartsPerFinding) break;
+      if (!charted.insert(e.role + '\x1f' + e.query).second) continue;
+      const Evidence* partner = e.role == "subject" ? partner_of(e) : nullptr;
+      if (partner) {
+        charted.insert(partner->role + '\x1f' + partner->query);
+        out << BaselineChart(r, *f, e, *partner);
+      } else {
+        out << SeriesChart(r, *f, e, blamed);
+      }
+      ++charts;
+      if (!heatmap_drawn && e.role == "subject" && !partner) {
+        std::string hm = Heatmap(r, *f, e, blamed);
+        heatmap_drawn = !hm.empty();
+        out << hm;
+      }
+    }
+    out << EvidenceList(r, *f) << "</section>\n";
+  }
+  out << "<p class=\"muted\">" << screen.clear << " checks clear";
+  if (screen.skipped) out << ", " << screen.skipped << " skipped for insufficient evidence";
+  if (screen.errors) out << ", " << screen.errors << " could not be evaluated";
+  out << ".</p>\n";
+  out << "<details><summary>Every check with its evidence</summary>\n" << details_html << "</details>\n";
+  out << "<footer class=\"muted\">diagnose " << DIAGNOSE_VERSION << "; times UTC.</footer></body></html>\n";
+  return out.str();
+}
+
+}  // namespace diagnose

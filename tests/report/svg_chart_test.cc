@@ -1,0 +1,89 @@
+#include "engine/report/svg_chart.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/report/html_report.h"
+
+namespace diagnose::svg {
+namespace {
+
+TEST(SvgChartTest, NiceTicksAreRoundAndCoverTheRange) {
+  EXPECT_EQ(NiceTicks(0, 100, 5), (std::vector<double>{0, 20, 40, 60, 80, 100}));
+  EXPECT_EQ(NiceTicks(0, 0.9, 4), (std::vector<double>{0, 0.5}));
+  const auto tenths = NiceTicks(0, 0.9, 10);
+  ASSERT_EQ(tenths.size(), 10u);
+  for (size_t i = 0; i < tenths.size(); ++i) EXPECT_NEAR(tenths[i], 0.1 * static_cast<double>(i), 1e-12);
+  EXPECT_EQ(NiceTicks(5, 5, 4), (std::vector<double>{5}));
+}
+
+TEST(SvgChartTest, ThinningKeepsAOneSampleBurst) {
+  std::vector<Point> pts;
+  for (int i = 0; i < 10000; ++i) pts.push_back({static_cast<double>(i), i == 5003 ? 1000.0 : 1.0});
+  auto thin = Thin(pts, 300);
+  EXPECT_LE(thin.size(), 300u);
+  EXPECT_TRUE(std::any_of(thin.begin(), thin.end(), [](const Point& p) { return p.y == 1000.0; }));
+  EXPECT_EQ(thin.front().x, 0);
+}
+
+TEST(SvgChartTest, LineChartIsDeterministicAndEscapesLabels) {
+  LineChart c;
+  c.title = "retransmits <b>";
+  c.lines.push_back({"chi\"1", "series blamed", {{"host", "chi\"1"}}, {{1000, 1}, {1060, 5}, {1120, 2}}});
+  c.bands.push_back({"other 3 hosts", {}, {1000, 1060}, {0, 0}, {0.1, 0.2}, {0.5, 0.4}});
+  c.shades.push_back({1030, 1090, "phase degraded", "steps 10-20"});
+  c.markers.push_back({1060, "onset", "onset"});
+  std::string a = RenderLineChart(c);
+  EXPECT_EQ(a, RenderLineChart(c));
+  EXPECT_NE(a.find("retransmits &lt;b&gt;"), std::string::npos);
+  EXPECT_NE(a.find("data-host=\"chi&quot;1\""), std::string::npos);
+  EXPECT_NE(a.find("class=\"phase degraded\""), std::string::npos);
+  EXPECT_NE(a.find("class=\"onset\""), std::string::npos);
+  EXPECT_NE(a.find("class=\"band\""), std::string::npos);
+  EXPECT_EQ(a.find("NaN"), std::string::npos);
+  EXPECT_EQ(a.find("nan"), std::string::npos);
+}
+
+TEST(SvgChartTest, EmptyAndNonFiniteInputsStillDrawAFrame) {
+  LineChart c;
+  c.lines.push_back({"x", "series", {}, {{1, std::nan("")}, {2, INFINITY}}});
+  std::string a = RenderLineChart(c);
+  EXPECT_NE(a.find("<svg"), std::string::npos);
+  EXPECT_EQ(a.find("nan"), std::string::npos);
+  EXPECT_EQ(a.find("inf"), std::string::npos);
+}
+
+TEST(SvgChartTest, HeatmapMergesRunsAndLabelsHighlightedRows) {
+  Heatmap h;
+  h.title = "t";
+  h.rows = {"bad", "ok"};
+  h.highlighted = {true, false};
+  h.column_width = 60;
+  for (int c = 0; c < 100; ++c) h.column_start.push_back(1000 + 60.0 * c);
+  h.cells = {std::vector<double>(100, 50.0), std::vector<double>(100, 0.0)};
+  std::string a = RenderHeatmap(h);
+  EXPECT_NE(a.find("data-blamed-host=\"bad\""), std::string::npos);
+  // One run of one level: a single rectangle for the whole row.
+  size_t cells = 0;
+  for (size_t p = a.find("class=\"cell\""); p != std::string::npos; p = a.find("class=\"cell\"", p + 1)) ++cells;
+  EXPECT_EQ(cells, 1u);
+}
+
+TEST(HtmlReportTest, StepTimesInterpolateAndExtrapolate) {
+  std::vector<std::pair<int64_t, double>> steps{{10, 1000}, {20, 1300}};
+  EXPECT_DOUBLE_EQ(*TimeOfStep(steps, 15), 1150);
+  EXPECT_DOUBLE_EQ(*TimeOfStep(steps, 0), 700);
+  EXPECT_DOUBLE_EQ(*TimeOfStep(steps, 30), 1600);
+  EXPECT_FALSE(TimeOfStep({{1, 5}}, 3).has_value());
+}
+
+TEST(HtmlReportTest, GraphLinksEncodeTheQueryAndRefuseOtherSchemes) {
+  std::string url = GraphPageUrl("https://thanos.example/", "up{job=\"a b\"}&x", TimeWindow{0, 3600});
+  EXPECT_EQ(url, "https://thanos.example/graph?g0.expr=up%7Bjob%3D%22a%20b%22%7D%26x&g0.tab=0&g0.range_input=3600s"
+                 "&g0.end_input=1970-01-01%2001%3A00%3A00");
+  EXPECT_EQ(GraphPageUrl("javascript:alert(1)", "up", TimeWindow{0, 1}), "");
+}
+
+}  // namespace
+}  // namespace diagnose::svg
