@@ -57,10 +57,11 @@ int RunWatch(const WatchArgs& args) {
   options.include_already_ended = args.once;
   options.rules = &*rules;
   options.list_jobs = ListWithJobLocation;
-  options.diagnose = [&args, &options, data_dir](const WatchEvent& event) -> StatusOr<Report> {
+  // By value: `options` is moved into the watcher below, and a reference would then read it empty.
+  options.diagnose = [&args, outputs_dir = options.outputs_dir, data_dir](const WatchEvent& event) -> StatusOr<Report> {
     DiagnoseOptions d;
     d.job_ref = event.job.log_path;
-    d.outputs_dir = options.outputs_dir;
+    d.outputs_dir = outputs_dir;
     d.data_dir = data_dir;
     d.remote.url = args.prometheus;
     d.logs_only = args.logs_only;

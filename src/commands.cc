@@ -2,11 +2,45 @@
 
 #include <cstdio>
 
+#include "engine/core/logging.h"
 #include "engine/core/utf8.h"
 
 namespace diagnose::cli {
 
+namespace {
+
+struct LoggingArgs {
+  int verbose = 0;
+  std::string level;
+};
+
+LoggingArgs& Logging() {
+  static LoggingArgs args;
+  return args;
+}
+
+// On every command, not only the top level: CLI11 takes a parent's options only before the
+// subcommand's name, and `diagnose summary DIR -v` is what people type. A command that already
+// has its own -v (`test -v`: each test's verdict) keeps it; --log-level works there too.
+void AddLoggingFlags(CLI::App& app) {
+  LoggingArgs& args = Logging();
+  if (app.get_option_no_throw("-v") == nullptr)
+    app.add_flag("-v", args.verbose,
+                 "progress on stderr even when it is not a terminal (-vv debug, -vvv trace)")
+        ->group("Logging");
+  app.add_option("--log-level", args.level, "stderr log level: trace|debug|info|warn|error|off "
+                                            "(default: info on a terminal, else off)")
+      ->group("Logging");
+}
+
+}  // namespace
+
 int CommandRegistry::Run(CLI::App& app) {
+  if (Status configured = ConfigureLogging(LogSettingsForStderr(Logging().level, Logging().verbose));
+      !configured.ok()) {
+    PrintError("diagnose", configured.message());
+    return 2;
+  }
   for (const auto& entry : entries_)
     if (entry.sub != nullptr && entry.sub->parsed()) return entry.run();
   for (const auto& entry : entries_)
@@ -21,6 +55,9 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterTest(app, registry);
   RegisterWatch(app, registry);
   RegisterNodes(app, registry);
+  RegisterSummary(app, registry);
+  AddLoggingFlags(app);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) AddLoggingFlags(*sub);
 }
 
 void PrintError(const std::string& command, const std::string& message) {

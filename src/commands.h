@@ -13,6 +13,7 @@ class CommandRegistry {
  public:
   // `sub` is null for the top-level `diagnose JOB` command.
   void Add(CLI::App* sub, std::function<int()> run) { entries_.push_back({sub, std::move(run)}); }
+  // Configures logging from the parsed -v/--log-level (2 for a bad level), then runs the command.
   int Run(CLI::App& app);
 
  private:
@@ -29,6 +30,8 @@ void RegisterExplain(CLI::App& app, CommandRegistry& registry);
 void RegisterTest(CLI::App& app, CommandRegistry& registry);
 void RegisterWatch(CLI::App& app, CommandRegistry& registry);
 void RegisterNodes(CLI::App& app, CommandRegistry& registry);
+void RegisterSummary(CLI::App& app, CommandRegistry& registry);
+// Every command, then -v/--log-level on each of them.
 void RegisterAll(CLI::App& app, CommandRegistry& registry);
 
 // "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a

@@ -267,7 +267,7 @@ StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outp
   return FromLog(out / (name + ".log"), out);
 }
 
-StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir) {
+StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir, std::vector<RefusedJob>* refused) {
   std::error_code ec;
   if (!fs::is_directory(outputs_dir, ec)) return NotFoundError("outputs dir " + outputs_dir + " does not exist");
   fs::path out(outputs_dir);
@@ -287,15 +287,13 @@ StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir) {
     }
   }
   std::vector<JobLocation> jobs;
-  for (const auto& d : dirs) {
-    auto job = FromDir(out / d, out);
+  auto keep = [&](StatusOr<JobLocation> job, const std::string& name) {
     if (job.ok()) jobs.push_back(std::move(job).value());
-  }
-  for (const auto& l : logs) {
-    if (claimed.count(l)) continue;
-    auto job = FromLog(out / l, out);
-    if (job.ok()) jobs.push_back(std::move(job).value());
-  }
+    else if (refused != nullptr) refused->push_back({IdOf(name), name, job.status()});
+  };
+  for (const auto& d : dirs) keep(FromDir(out / d, out), d);
+  for (const auto& l : logs)
+    if (!claimed.count(l)) keep(FromLog(out / l, out), l.substr(0, l.size() - 4));
   return jobs;
 }
 

@@ -32,7 +32,16 @@ StatusOr<JobLocation> ResolveJob(const std::string& ref, const std::string& outp
 // The outputs directory that `--outputs` / $DIAGNOSE_OUTPUTS / ./outputs designate.
 std::string DefaultOutputsDir(const std::string& flag_value);
 
-// Every job under an outputs dir (dirs with a `log` symlink, and logs), for `watch`.
-StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir);
+// An entry of the outputs dir named like a job that cannot be followed (a `log` link or a job dir
+// pointing outside the outputs dir): `watch` ignores it, `summary` says so in the job's line.
+struct RefusedJob {
+  std::string id;
+  std::string name;
+  Status status;
+};
+
+// Every job under an outputs dir (dirs with a `log` symlink, and logs), for `watch` and `summary`.
+// Entries that cannot be followed go to `refused` when given.
+StatusOr<std::vector<JobLocation>> ListJobs(const std::string& outputs_dir, std::vector<RefusedJob>* refused = nullptr);
 
 }  // namespace diagnose

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "engine/core/logging.h"
 #include "engine/dag/discovery_json.h"
 #include "engine/dag/run_playbooks.h"
 #include "engine/decision/decision_rules.h"
@@ -70,13 +71,19 @@ StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& 
                                      const std::string& role, const DiagnoseOptions& options) {
   JobContext job;
   job.role = role;
+  Stage("locating {} in {}", ref, outputs_dir);
   ASSIGN_OR_RETURN(job.location, ResolveJob(ref, outputs_dir));
+  const size_t logs = (job.location.log_path ? 1 : 0) + job.location.rank_logs.size();
+  Stage("triage {} ({} log{}, {} worker log{})", job.location.id, logs, logs == 1 ? "" : "s",
+        job.location.ray_worker_logs.size(), job.location.ray_worker_logs.size() == 1 ? "" : "s");
   TriageOptions triage_options;
   triage_options.rules_dir = (fs::path(options.data_dir) / "rules").string();
   triage_options.now = options.now;
   auto facts = TriageJob(job.location, triage_options);
   if (!facts.ok()) return facts.status().WithContext("job " + ref);
   job.facts = std::move(facts).value();
+  Log().debug("triage {}: status {}, failure class '{}', last step {}", job.facts.id, job.facts.status,
+              job.facts.failure_class, job.facts.progress.last_step.value_or(-1));
   return job;
 }
 
@@ -154,6 +161,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   if (!options.remote.url.empty()) {
     job.tsdb.mode = "remote";
     job.tsdb.source = options.remote.url;
+    Stage("querying {} for job {}", options.remote.url, job.facts.id);
     auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
     if (!client.ok()) return client.status();
     job.remote = std::move(client).value();
@@ -176,6 +184,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   server_options.deadline = options.remote.deadline;
   server_options.blocks_only = options.blocks_only;
   server_options.job_finished = LogShowsFinished(job.facts);
+  Stage("starting Prometheus on {}", *job.location.prometheus_dir);
   auto server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
   if (!server.ok() && IsServerStartFailure(server.status()) && !job.server_restarted) {   // it may have been killed
     job.server_restarted = true;
@@ -374,8 +383,13 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
       if (jobs[1].discovery) ctx.baseline_discovery = dag::PlaybookDiscoveryJson(*jobs[1].discovery);
       ctx.baseline = jobs[1].client;
     }
+    Stage("running playbooks");
     auto run = dag::RunPlaybooks(library, ctx);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
+    Stage("playbooks: {} selected, {} queries in {} batches, {} fired", run->selected.size(),
+          run->evaluation.queries_run, run->evaluation.batches,
+          std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
+                        [](const Finding& f) { return f.status == "fired"; }));
     MergePlaybookVerdict(*run, report);
     playbooks_seconds += SecondsSince(playbooks_started);
 
@@ -387,6 +401,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
         reason = "the run's deadline of " + std::to_string(static_cast<int64_t>(options.deadline_seconds)) +
                  " s (--deadline) passed before the metrics were read; " + reason;
       } else if (job.server && !job.server_restarted) {
+        Log().warn("the private Prometheus of job {} failed ({}); restarting it and asking again", job.facts.id, reason);
         job.CloseTsdb();
         job.server_restarted = true;
         restarted = true;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "engine/core/logging.h"
 #include "engine/decision/sweep_history.h"
 
 namespace diagnose {
@@ -35,17 +36,6 @@ std::string JobIdFromName(const std::string& name) {
   }
   const size_t dash = name.find('-');
   return dash == std::string::npos ? name : name.substr(0, dash);
-}
-
-std::string WithThousands(double value) {
-  const auto n = static_cast<long long>(value + 0.5);
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
 }
 
 // Facts the follower can vouch for, used when the diagnosis report carries no triage facts.
@@ -90,6 +80,17 @@ std::string ShortCause(const std::string& root_cause, const std::string& hang_ph
 }
 
 }  // namespace
+
+std::string WithThousands(double value) {
+  const auto n = static_cast<long long>(value + 0.5);
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
 
 StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outputs_dir) {
   std::vector<WatchedJob> jobs;
@@ -177,6 +178,7 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
     result.report.verdict.domain = "none";
     result.report.decision.action = "none";
   } else {
+    Stage("watch: job {} {}; diagnosing", followed.job.id, trigger);
     StatusOr<Report> report = options_.diagnose(result.event);
     if (!report.ok()) {
       result.status = report.status();
@@ -279,6 +281,8 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
     results.push_back(std::move(result));
   }
   for (const auto& id : finished) followed_.erase(id);
+  Log().debug("watch: scanned {}: {} job(s) followed, {} handled", options_.outputs_dir, followed_.size(),
+              handled_.size());
   return results;
 }
 

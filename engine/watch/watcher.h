@@ -69,6 +69,9 @@ struct WatchOptions {
 // up to the first '-' (k8s ids keep their "k8s-<date>-<time>-<hex>" form).
 StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outputs_dir);
 
+// 2520.4 -> "2,520": TGS as the sweep's lines print it.
+std::string WithThousands(double value);
+
 // One line in the sweep's style.
 std::string FormatResultLine(const WatchEvent& event, const std::string& root_cause, const std::string& hang_phase,
                              const Decision& decision, bool passed);

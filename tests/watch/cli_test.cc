@@ -13,6 +13,7 @@
 #include "engine/core/json.h"
 #include "engine/core/subprocess.h"
 #include "engine/decision/sweep_history.h"
+#include "tests/watch/job_log_support.h"
 
 namespace diagnose {
 namespace {
@@ -20,16 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-class CliTest : public ::testing::Test {
+class CliTest : public OutputsDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("sweep-cli-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    outputs_ = dir_ / "outputs";
-    fs::create_directories(outputs_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  CliTest() : OutputsDirTest("sweep-cli") {}
 
   void WriteJob(const std::string& id, const std::string& model, const std::vector<std::string>& hosts, double tgs,
                 const std::string& extra, const std::string& status) {
@@ -47,8 +41,6 @@ class CliTest : public ::testing::Test {
         << ")\n  Model:  " << model << "\n  Nodes:  " << hosts.size() << "\n  Wall:   9m 1s\n  Status: " << status
         << "\n=================================================================\n";
   }
-
-  fs::path dir_, outputs_;
 };
 
 const std::string kFailed = "FAILED (exit 1) \xE2\x80\x94 Training FAILED (exit=1)";

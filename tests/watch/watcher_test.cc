@@ -13,6 +13,7 @@
 
 #include "engine/decision/sweep_history.h"
 #include "engine/watch/watcher.h"
+#include "tests/watch/job_log_support.h"
 
 namespace diagnose {
 namespace {
@@ -27,50 +28,6 @@ const DecisionRules& Rules() {
   }();
   return rules;
 }
-
-// Writes job logs in the launcher's shapes (maxtext-slurm-formats.md §2.1, §2.5, §2.7).
-class JobLog {
- public:
-  JobLog(const fs::path& outputs, std::string id, std::string model, std::vector<std::string> hosts, int steps = 15)
-      : id_(std::move(id)), model_(std::move(model)), hosts_(std::move(hosts)) {
-    path_ = outputs / (id_ + "-JAX-" + model_ + ".log");
-    std::string nodelist;
-    for (const auto& h : hosts_) nodelist += (nodelist.empty() ? "" : ",") + h;
-    Write("JOB_ID=" + id_ + "\nJOB_NAME=JAX-" + model_ + "\nNNODES=" + std::to_string(hosts_.size()) +
-          "\nJOB_NODELIST=" + nodelist + "\nJAX_COORDINATOR_PORT=23456\nPASSTHROUGH_ARGS=\"steps=" +
-          std::to_string(steps) + "\"\nMODEL_NAME=" + model_ + "\n== Training BEGIN (no timeout) ==\n");
-  }
-  void Steps(int first, int last, double tgs = 2036, double mfu = 34.9) {
-    for (int s = first; s <= last; ++s)
-      for (size_t t = 0; t < hosts_.size(); ++t) {
-        char line[256];
-        std::snprintf(line, sizeof(line),
-                      "%zu: completed step: %d, seconds: 30.309, TFLOP/s/device: 207.973, MFU: %.2f%%, "
-                      "Tokens/s/device: %.3f, total_weights: 4194304, loss: 7.123\n",
-                      t, s, mfu, tgs);
-        Write(line);
-      }
-  }
-  void Noise() { Write("0: " + hosts_[0] + ":1:2 [0] NCCL WARN some transport chatter\n"); }
-  void Summary(bool success, int exit_code, const std::string& reason = "") {
-    Write("========================== JOB SUMMARY ==========================\n  Job:    " + id_ + " (JAX-" +
-          model_ + ")\n  Model:  " + model_ + "\n  Nodes:  " + std::to_string(hosts_.size()) +
-          "\n  Wall:   7m 3s\n  Status: " +
-          (success ? std::string("SUCCESS (exit 0)")
-                   : "FAILED (exit " + std::to_string(exit_code) + ") \xE2\x80\x94 " + reason) +
-          "\n=================================================================\n");
-  }
-  void Write(const std::string& text) {
-    std::ofstream out(path_, std::ios::app | std::ios::binary);
-    out << text;
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  std::string id_, model_;
-  std::vector<std::string> hosts_;
-  fs::path path_;
-};
 
 // A diagnosis stand-in: records each call and answers with a report carrying triage-like facts.
 struct FakeDiagnosis {
@@ -118,17 +75,9 @@ struct FakeDiagnosis {
   }
 };
 
-class WatchTest : public ::testing::Test {
+class WatchTest : public OutputsDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("watch-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    outputs_ = dir_ / "outputs";
-    fs::create_directories(outputs_);
-    history_ = (dir_ / "sweep-a.jsonl").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  WatchTest() : OutputsDirTest("watch-test", "sweep-a.jsonl") {}
 
   WatchOptions Options(FakeDiagnosis* fake) {
     WatchOptions o;
@@ -147,8 +96,6 @@ class WatchTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_, outputs_;
-  std::string history_;
   std::atomic<int64_t> clock_{1'700'000'000};
 };
 
