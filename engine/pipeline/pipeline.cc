@@ -415,6 +415,9 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     NoteClockSkew(jobs[i]);
     report.tsdb.push_back(jobs[i].tsdb);
+    if (jobs[i].discovery)
+      for (const auto& st : jobs[i].discovery->step_times) report.step_times[report.jobs[i].id].emplace_back(st.step, st.time);
+    if (jobs[i].tsdb.mode == "remote" && jobs[i].tsdb.state == "remote") report.graph_endpoint = jobs[i].tsdb.source;
     for (const auto& note : jobs[i].tsdb.notes) report.decision.notes.push_back(note);
     if (jobs[i].tsdb.state == "unavailable")
       report.decision.notes.push_back("TSDB of job " + report.jobs[i].id + " unavailable: " +

@@ -189,6 +189,12 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
     s.jobs.push_back(JobHeadline(job, FactsOf(r, job.id)));
     JobDetails(job, FactsOf(r, job.id), &s.job_details);
   }
+  // Caveats about the evidence itself (clocks that disagree, a TSDB that could not be read) stand
+  // with the job, above the answer they qualify, whatever the note budget.
+  std::set<std::string> caveats;
+  for (const auto& t : r.tsdb)
+    for (const auto& n : t.notes)
+      if (caveats.insert(n).second) s.job_details.push_back("caveat: " + ValidUtf8(n, kLineChars, true));
   s.incomplete = r.incomplete;
   s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + r.verdict.confidence + ")";
   s.summary = ValidUtf8(r.verdict.summary, 600, true);
@@ -239,6 +245,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   const size_t budget = used < max_lines ? max_lines - used : 0;
   const size_t note_budget = std::min<size_t>(budget / 2, 4);
   for (const auto& n : r.decision.notes) {
+    if (caveats.count(n)) continue;
     if (s.notes.size() < note_budget) s.notes.push_back(ValidUtf8(n, kLineChars, true));
     else ++s.notes_hidden;
   }
