@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/tsdb/web_auth.h"
+
 namespace diagnose {
 namespace fs = std::filesystem;
 namespace {
@@ -300,6 +302,16 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     cfg << "global:\n  scrape_interval: 1h\nscrape_configs: []\n";
     if (!cfg) return UnavailableError("cannot write " + config);
   }
+  // Basic auth from a per-run secret: the loopback port is reachable by every local user. The
+  // admin and lifecycle APIs stay off (no --web.enable-admin-api / --web.enable-lifecycle).
+  ASSIGN_OR_RETURN(const WebCredentials credentials, NewWebCredentials());
+  const std::string web_config = copy + "/web.yml";
+  {
+    std::ofstream web(web_config);
+    web << WebConfigYaml(credentials);
+    if (!web) return UnavailableError("cannot write " + web_config);
+  }
+  fs::permissions(web_config, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
 
   // The server. Retention is measured from the newest block, so an old job's blocks would be
   // deleted at startup under the 15d default; 2h max block duration keeps compaction from
@@ -308,6 +320,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   SpawnOptions spawn;
   spawn.argv = {binary,
                 "--config.file=" + config,
+                "--web.config.file=" + web_config,
                 "--storage.tsdb.path=" + data.string(),
                 "--web.listen-address=127.0.0.1:0",
                 "--storage.tsdb.retention.time=100y",
@@ -355,6 +368,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   server->url_ = "http://127.0.0.1:" + std::to_string(port);
   RemoteEndpointOptions endpoint;
   endpoint.url = server->url_;
+  endpoint.headers["Authorization"] = BasicAuthorization(credentials.user, credentials.password);
   endpoint.timeout_seconds = options.query_timeout_seconds;
   endpoint.max_parallel = options.max_parallel;
   endpoint.deadline = options.deadline;

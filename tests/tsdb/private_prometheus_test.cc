@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/tsdb/promql_escape.h"
+#include "engine/tsdb/web_auth.h"
 #include "tests/tsdb/tsdb_fixture.h"
 
 namespace diagnose {
@@ -97,6 +98,50 @@ TEST_F(PrivatePrometheusTest, ServesTheSnapshotAndNeverWritesTheJobDir) {
     EXPECT_NE(prom.client().Describe().find(job.tsdb_dir), std::string::npos);
   }
   EXPECT_EQ(testing::DirectoryFingerprint(job.job_dir), before);
+}
+
+// Another user of a shared login node can reach the loopback port, but not the job's metrics: every
+// request without the run's secret is refused.
+TEST_F(PrivatePrometheusTest, ThePortRefusesRequestsWithoutTheRunsSecret) {
+  const auto& job = SharedJobFixture();
+  auto server = PrivatePrometheus::Start(job.tsdb_dir, options_);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto& prom = **server;
+  auto client_with = [&](std::map<std::string, std::string> headers) {
+    RemoteEndpointOptions o;
+    o.url = prom.url();
+    o.headers = std::move(headers);
+    o.max_retries = 0;
+    auto c = HttpQueryClient::Create(o, "test");
+    EXPECT_TRUE(c.ok());
+    return std::move(c).value();
+  };
+  auto anonymous = client_with({});
+  for (const char* path : {"/api/v1/query?query=up", "/api/v1/label/__name__/values", "/-/ready", "/metrics", "/graph"}) {
+    auto r = anonymous->Get(path, 5);
+    ASSERT_TRUE(r.ok()) << path << ": " << r.status().ToString();
+    EXPECT_EQ(r->http_code, 401) << path;
+  }
+  auto wrong = client_with({{"Authorization", BasicAuthorization("diagnose", std::string(64, '0'))}});
+  EXPECT_EQ(wrong->Get("/api/v1/query?query=up", 5)->http_code, 401);
+  // The run's own client is let in ...
+  EXPECT_TRUE(prom.client().Run(Query::Instant("count(hw_gpu_power_watts)", EndOf(prom.inventory()))).ok());
+  // ... and the secret lives only in the run's 0700 temp dir, readable by its owner alone.
+  const auto web = fs::path(prom.copy_dir()) / "web.yml";
+  ASSERT_TRUE(fs::exists(web));
+  EXPECT_EQ(fs::status(web).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+  EXPECT_EQ(fs::status(prom.copy_dir()).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+}
+
+TEST(WebAuthTest, CredentialsAreFreshBcryptAndTheHeaderIsRfc7617) {
+  auto a = NewWebCredentials(), b = NewWebCredentials();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->password.size(), 64u);
+  EXPECT_NE(a->password, b->password);
+  EXPECT_EQ(a->bcrypt_hash.rfind("$2b$04$", 0), 0u) << a->bcrypt_hash;
+  EXPECT_EQ(BasicAuthorization("Aladdin", "open sesame"), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+  EXPECT_EQ(BasicAuthorization("a", "b"), "Basic YTpi");
+  EXPECT_NE(WebConfigYaml(*a).find("basic_auth_users:\n  diagnose: \"$2b$"), std::string::npos);
 }
 
 TEST_F(PrivatePrometheusTest, SyntaxErrorCarriesTheQuery) {
