@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev nlohmann-json3-dev libboost-graph-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   prometheus
+  chromium chromium-driver python3
 )
 
 missing=()
