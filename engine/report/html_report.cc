@@ -121,7 +121,7 @@ std::string ChartFigure(const std::string& kind, const std::vector<std::pair<std
   return out + "</figure>\n";
 }
 
-std::string TgsChart(const Report& r, const JobEntry& job) {
+std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double> onset_time) {
   const json& facts = FactsOf(r, job.id);
   if (!facts.is_object()) return "";
   svg::LineChart c;
@@ -150,10 +150,18 @@ std::string TgsChart(const Report& r, const JobEntry& job) {
     }
   for (const auto& s : facts.value("checkpoint_saves", json::array()))
     if (s.is_number()) c.markers.push_back({s.get<double>(), "checkpoint", "checkpoint saved at step " + s.dump()});
-  if (tgs.contains("degradation_onset_step") && tgs["degradation_onset_step"].is_number())
+  auto steps = r.step_times.find(job.id);
+  if (tgs.contains("degradation_onset_step") && tgs["degradation_onset_step"].is_number()) {
     c.markers.push_back({tgs["degradation_onset_step"].get<double>(), "onset",
                          "throughput left its healthy level at step " + tgs["degradation_onset_step"].dump()});
-  auto steps = r.step_times.find(job.id);
+  } else if (onset_time && steps != r.step_times.end()) {
+    // The verdict's earliest anomaly, placed on the step axis through the step map.
+    for (const auto& [step, t] : steps->second)
+      if (t >= *onset_time) {
+        c.markers.push_back({static_cast<double>(step), "onset", "earliest anomaly " + IsoUtc(*onset_time)});
+        break;
+      }
+  }
   if (steps != r.step_times.end() && steps->second.size() >= 2) {
     const double lo = c.lines[0].points.front().x, hi = c.lines[0].points.back().x;
     for (double s : svg::NiceTicks(lo, hi, 6))
@@ -165,7 +173,8 @@ std::string TgsChart(const Report& r, const JobEntry& job) {
   return ChartFigure("tgs", {{"job", job.id}}, svg::RenderLineChart(c), caption);
 }
 
-std::string SeriesChart(const Report& r, const Finding& f, const Evidence& e, const std::set<std::string>& blamed) {
+std::string SeriesChart(const Report& r, const Finding& f, const std::string& finding_ids, const Evidence& e,
+                        const std::set<std::string>& blamed) {
   svg::LineChart c;
   c.title = ValidUtf8(e.text.empty() ? e.query : e.text, 90, true);
   c.x_axis = svg::Axis::kUnixTime;
@@ -195,12 +204,12 @@ std::string SeriesChart(const Report& r, const Finding& f, const Evidence& e, co
   if (f.onset) c.markers.push_back({*f.onset, "onset", "earliest anomaly " + IsoUtc(*f.onset)});
   std::string caption = "Blamed hosts drawn as lines, the rest as a band (median dashed, min-max shaded)";
   if (!c.shades.empty()) caption += "; shaded: TGS phases in wall time";
-  return ChartFigure("series", {{"finding", f.id}}, svg::RenderLineChart(c), caption + ".");
+  return ChartFigure("series", {{"finding", finding_ids}}, svg::RenderLineChart(c), caption + ".");
 }
 
 // Both jobs on one axis (time since each job's window start): the restore's extra threads show as
 // one line sitting above the other.
-std::string BaselineChart(const Report& r, const Finding& f, const Evidence& subject, const Evidence& baseline) {
+std::string BaselineChart(const Report& r, const std::string& finding_ids, const Evidence& subject, const Evidence& baseline) {
   svg::LineChart c;
   c.title = ValidUtf8(subject.text.empty() ? subject.query : subject.text, 90, true) + " (both jobs)";
   c.x_axis = svg::Axis::kElapsedMinutes;
@@ -225,7 +234,7 @@ std::string BaselineChart(const Report& r, const Finding& f, const Evidence& sub
     c.lines.push_back(std::move(l));
     if (lists.size() > 1) c.bands.push_back(std::move(b));
   }
-  return ChartFigure("baseline", {{"finding", f.id}}, svg::RenderLineChart(c),
+  return ChartFigure("baseline", {{"finding", finding_ids}}, svg::RenderLineChart(c),
                      "Each job's median across its hosts as a line, its min-max as a band.");
 }
 
@@ -396,8 +405,11 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
     }
     out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");
   }
+  std::optional<double> verdict_onset;
+  for (const auto& f : r.findings)
+    if (f.id == r.verdict.finding && f.status == "fired") verdict_onset = f.onset;
   for (const auto& job : r.jobs) {
-    std::string chart = TgsChart(r, job);
+    std::string chart = TgsChart(r, job, job.role == "baseline" ? std::nullopt : verdict_onset);
     out << (chart.empty() ? "<p class=\"muted\">Job " + Esc(job.id) + ": too few step lines for a TGS timeline.</p>\n" : chart);
   }
 
@@ -409,8 +421,44 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
   // The deciding finding first; the rest in evaluation order.
   std::stable_partition(fired.begin(), fired.end(), [&](const Finding* f) { return f->id == r.verdict.finding; });
   out << "<h2>Fired findings (" << fired.size() << ")</h2>\n";
-  bool heatmap_drawn = false;
-  std::set<std::string> charted;   // one chart per query and job across findings
+  auto charted_series = [](const Evidence& e) {
+    return e.kind == "promql" && e.series && e.series->is_object() && !e.series->empty();
+  };
+  auto chart_key = [](const Evidence& e) { return e.role + '\x1f' + e.query; };
+  // A query several findings cite is drawn once, under the first, and names all of them; its
+  // highlighted hosts are those any of them blames.
+  std::map<std::string, std::vector<const Finding*>> citing;
+  for (const Finding* f : fired)
+    for (const auto& e : f->evidence)
+      if (charted_series(e) && (citing[chart_key(e)].empty() || citing[chart_key(e)].back() != f)) citing[chart_key(e)].push_back(f);
+  auto ids_citing = [&](const Evidence& e) {
+    std::string ids;
+    for (const Finding* f : citing[chart_key(e)]) ids += (ids.empty() ? "" : " ") + f->id;
+    return ids;
+  };
+  auto blamed_by = [&](const Evidence& e) {
+    std::set<std::string> blamed;
+    for (const Finding* f : citing[chart_key(e)])
+      for (const auto& h : f->hosts) blamed.insert(HostOfKey(h));
+    return blamed.empty() ? excluded : blamed;
+  };
+  // The heatmap: the first per-host family over 16+ hosts, the deciding finding's first.
+  const Evidence* heatmap_source = nullptr;
+  const Finding* heatmap_finding = nullptr;
+  for (const Finding* f : fired) {
+    for (const auto& e : f->evidence) {
+      if (!charted_series(e) || e.role != "subject") continue;
+      std::set<std::string> hosts;
+      for (const auto& [key, list] : e.series->items()) hosts.insert(HostOfKey(key));
+      if (hosts.size() >= kHeatmapMinHosts) {
+        heatmap_source = &e;
+        heatmap_finding = f;
+        break;
+      }
+    }
+    if (heatmap_source) break;
+  }
+  std::set<std::string> charted;
   for (const Finding* f : fired) {
     out << "<section class=\"finding\" data-finding=\"" << Esc(f->id) << "\"><h3>" << Esc(f->id);
     if (!f->hosts.empty()) {
@@ -423,45 +471,52 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
     for (const auto& h : f->hosts) blamed.insert(HostOfKey(h));
     if (blamed.empty()) blamed = excluded;
     // Charts in order of what they prove: a subject/baseline pair of one query, then series that
-    // name the blamed hosts, then the rest.
-    auto charted_series = [](const Evidence& e) {
-      return e.kind == "promql" && e.series && e.series->is_object() && !e.series->empty();
-    };
+    // set the blamed hosts against the rest, then the blamed alone, then the rest.
     auto partner_of = [&](const Evidence& e) -> const Evidence* {
       for (const auto& other : f->evidence)
         if (&other != &e && charted_series(other) && other.role != e.role && other.query == e.query) return &other;
       return nullptr;
     };
+    // Blamed hosts beside the others show the contrast; blamed hosts alone show only their shape.
     auto rank = [&](const Evidence& e) {
       if (e.role == "subject" && partner_of(e)) return 0;
-      if (e.series->size() > 1)
-        for (const auto& [key, list] : e.series->items())
-          if (blamed.count(HostOfKey(key))) return 1;
-      return 2;
+      bool some_blamed = false, some_other = false;
+      for (const auto& [key, list] : e.series->items()) (blamed.count(HostOfKey(key)) ? some_blamed : some_other) = true;
+      return some_blamed && some_other ? 1 : some_blamed ? 2 : 3;
     };
     std::vector<const Evidence*> candidates;
     for (const auto& e : f->evidence)
       if (charted_series(e)) candidates.push_back(&e);
-    std::stable_sort(candidates.begin(), candidates.end(), [&](const Evidence* a, const Evidence* b) { return rank(*a) < rank(*b); });
+    // Within a rank, the query over more series first: it sets the blamed hosts against more peers.
+    std::stable_sort(candidates.begin(), candidates.end(), [&](const Evidence* a, const Evidence* b) {
+      const int ra = rank(*a), rb = rank(*b);
+      return ra != rb ? ra < rb : a->series->size() > b->series->size();
+    });
     size_t charts = 0;
+    std::vector<std::string> drawn_before;
     for (const Evidence* ep : candidates) {
       const Evidence& e = *ep;
-      if (charts >= kMaxChartsPerFinding) break;
-      if (!charted.insert(e.role + '\x1f' + e.query).second) continue;
+      if (!charted.insert(chart_key(e)).second) {
+        if (citing[chart_key(e)].front() != f) drawn_before.push_back(citing[chart_key(e)].front()->id);
+        continue;
+      }
+      if (charts >= kMaxChartsPerFinding) {
+        charted.erase(chart_key(e));   // left for a later finding that cites it
+        continue;
+      }
       const Evidence* partner = e.role == "subject" ? partner_of(e) : nullptr;
       if (partner) {
-        charted.insert(partner->role + '\x1f' + partner->query);
-        out << BaselineChart(r, *f, e, *partner);
+        charted.insert(chart_key(*partner));
+        out << BaselineChart(r, ids_citing(e), e, *partner);
       } else {
-        out << SeriesChart(r, *f, e, blamed);
+        out << SeriesChart(r, *f, ids_citing(e), e, blamed_by(e));
       }
       ++charts;
-      if (!heatmap_drawn && e.role == "subject" && !partner) {
-        std::string hm = Heatmap(r, *f, e, blamed);
-        heatmap_drawn = !hm.empty();
-        out << hm;
-      }
     }
+    if (f == heatmap_finding) out << Heatmap(r, *f, *heatmap_source, blamed_by(*heatmap_source));
+    std::sort(drawn_before.begin(), drawn_before.end());
+    drawn_before.erase(std::unique(drawn_before.begin(), drawn_before.end()), drawn_before.end());
+    for (const auto& id : drawn_before) out << "<p class=\"muted\">Its series are charted above, under " << Esc(id) << ".</p>\n";
     out << EvidenceList(r, *f) << "</section>\n";
   }
   out << "<p class=\"muted\">" << screen.clear << " checks clear";
