@@ -75,7 +75,27 @@ bool LockHeld(const fs::path& lock_path) {
 
 // Copies (or hard-links) a tree without following symlinks anywhere in it, so nothing outside the
 // snapshot is ever read through it.
-Status CopyTree(const fs::path& src, const fs::path& dst, bool hard_link, int* skipped_symlinks) {
+// How a tree reaches the private copy, and what that cost.
+struct CopyMode {
+  bool hard_link = false;   // link each file (same filesystem); copy where linking is refused
+  // Across filesystems (job outputs on NFS, temp dir local), a completed block's chunk segments and
+  // index, which Prometheus never writes, are reached through per-file symlinks instead of being
+  // copied: gigabytes become kilobytes. meta.json and tombstones stay real files of the copy.
+  bool symlink_immutable = false;
+};
+
+struct CopyStats {
+  int skipped_symlinks = 0;
+  int64_t linked_files = 0;
+  int64_t symlinked_files = 0;
+  int64_t copied_bytes = 0;
+};
+
+bool ImmutableBlockFile(const fs::path& file) {
+  return file.filename() == "index" || file.parent_path().filename() == "chunks";
+}
+
+Status CopyTree(const fs::path& src, const fs::path& dst, const CopyMode& mode, CopyStats* stats) {
   std::error_code ec;
   fs::create_directories(dst, ec);
   if (ec) return UnavailableError("cannot create " + dst.string() + ": " + ec.message());
@@ -85,14 +105,25 @@ Status CopyTree(const fs::path& src, const fs::path& dst, bool hard_link, int* s
     if (ec) break;
     const fs::path target = dst / it->path().filename();
     if (fs::is_symlink(st)) {
-      ++*skipped_symlinks;
+      ++stats->skipped_symlinks;
     } else if (fs::is_directory(st)) {
-      RETURN_IF_ERROR(CopyTree(it->path(), target, hard_link, skipped_symlinks));
+      RETURN_IF_ERROR(CopyTree(it->path(), target, mode, stats));
     } else if (fs::is_regular_file(st)) {
-      if (hard_link && link(it->path().c_str(), target.c_str()) == 0) continue;
-      // Across filesystems (EXDEV) or with protected_hardlinks (EPERM) a copy is the fallback.
+      if (mode.hard_link && link(it->path().c_str(), target.c_str()) == 0) {
+        ++stats->linked_files;
+        continue;
+      }
+      // EXDEV (another filesystem) or EPERM (protected_hardlinks).
+      if (mode.symlink_immutable && ImmutableBlockFile(it->path())) {
+        const fs::path absolute = fs::absolute(it->path(), ec);
+        if (!ec && symlink(absolute.c_str(), target.c_str()) == 0) {
+          ++stats->symlinked_files;
+          continue;
+        }
+      }
       fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec);
       if (ec) return UnavailableError("cannot copy " + it->path().string() + ": " + ec.message());
+      stats->copied_bytes += static_cast<int64_t>(fs::file_size(target, ec));
     }
   }
   if (ec) return UnavailableError("cannot read " + src.string() + ": " + ec.message());
@@ -276,10 +307,10 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     if (!owner) return UnavailableError("cannot write " + copy + "/" + kOwnerFile);
   }
   const fs::path data = fs::path(copy) / "data";
-  int skipped_symlinks = 0;
+  CopyStats stats;
   for (const auto& block : inventory.blocks) {
-    RETURN_IF_ERROR(CopyTree(fs::path(tsdb_dir) / block.ulid, data / block.ulid, /*hard_link=*/true,
-                             &skipped_symlinks));
+    RETURN_IF_ERROR(CopyTree(fs::path(tsdb_dir) / block.ulid, data / block.ulid,
+                             CopyMode{.hard_link = true, .symlink_immutable = true}, &stats));
   }
   if (!options.blocks_only) {
     // The head is written in place by Prometheus, so it is copied, never linked.
@@ -287,14 +318,17 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
       const fs::path src = fs::path(tsdb_dir) / head;
       std::error_code ec;
       if (fs::is_directory(fs::symlink_status(src, ec))) {
-        RETURN_IF_ERROR(CopyTree(src, data / head, /*hard_link=*/false, &skipped_symlinks));
+        RETURN_IF_ERROR(CopyTree(src, data / head, CopyMode{}, &stats));
       }
     }
   }
-  if (skipped_symlinks > 0) {
-    server->caveats_.push_back(std::to_string(skipped_symlinks) + " symlink(s) inside " + tsdb_dir +
+  if (stats.skipped_symlinks > 0) {
+    server->caveats_.push_back(std::to_string(stats.skipped_symlinks) + " symlink(s) inside " + tsdb_dir +
                                " were not followed");
   }
+  server->linked_files_ = stats.linked_files;
+  server->symlinked_files_ = stats.symlinked_files;
+  server->copied_bytes_ = stats.copied_bytes;
   server->copy_seconds_ = std::chrono::duration<double>(Clock::now() - copy_started).count();
   const std::string config = copy + "/prometheus.yml";
   {

@@ -85,6 +85,11 @@ class PrivatePrometheus {
   int pid() const { return child_ ? child_->pid() : -1; }
   double startup_seconds() const { return startup_seconds_; }   // spawn -> /-/ready
   double copy_seconds() const { return copy_seconds_; }
+  // How the snapshot reached the copy: hard links (same filesystem), per-file symlinks to completed
+  // blocks' chunks and index (another filesystem), and the bytes actually copied (WAL, meta.json).
+  int64_t linked_files() const { return linked_files_; }
+  int64_t symlinked_files() const { return symlinked_files_; }
+  int64_t copied_bytes() const { return copied_bytes_; }
   const std::vector<std::string>& caveats() const { return caveats_; }
   // kUnavailable naming the exit code and the log tail once the server has died.
   Status Health();
@@ -101,6 +106,9 @@ class PrivatePrometheus {
   std::optional<CleanupRegistry::Id> cleanup_id_;
   double startup_seconds_ = 0;
   double copy_seconds_ = 0;
+  int64_t linked_files_ = 0;
+  int64_t symlinked_files_ = 0;
+  int64_t copied_bytes_ = 0;
   std::vector<std::string> caveats_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +132,46 @@ TEST_F(PrivatePrometheusTest, ThePortRefusesRequestsWithoutTheRunsSecret) {
   ASSERT_TRUE(fs::exists(web));
   EXPECT_EQ(fs::status(web).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
   EXPECT_EQ(fs::status(prom.copy_dir()).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+}
+
+// Job outputs on NFS, temp dir local: hard links fail with EXDEV. Completed blocks are then served
+// through per-file symlinks to their chunks and index (never written by Prometheus), so nothing of
+// size is copied, and the job's files stay byte-identical. /dev/shm is the other filesystem here.
+TEST_F(PrivatePrometheusTest, BlocksOnAnotherFilesystemAreServedThroughSymlinksNotCopied) {
+  const auto& job = SharedJobFixture();
+  struct stat job_st {}, shm_st {};
+  if (stat(job.tsdb_dir.c_str(), &job_st) != 0 || stat("/dev/shm", &shm_st) != 0 || job_st.st_dev == shm_st.st_dev)
+    GTEST_SKIP() << "no second filesystem (/dev/shm) next to " << job.tsdb_dir;
+  const std::string other_root = MakeTempDir("/dev/shm/private-prom-xfs-");   // absolute prefix
+  ASSERT_FALSE(other_root.empty());
+  PrivatePrometheusOptions options = options_;
+  options.temp_root = other_root;
+  options.blocks_only = true;   // the fixture's WAL would be copied (it is written in place)
+  const std::string before = testing::DirectoryFingerprint(job.job_dir);
+  int64_t block_bytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(job.tsdb_dir))
+    if (e.is_regular_file() && e.path().string().find("/wal") == std::string::npos) block_bytes += e.file_size();
+  {
+    auto server = PrivatePrometheus::Start(job.tsdb_dir, options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    auto& prom = **server;
+    EXPECT_EQ(prom.linked_files(), 0);
+    EXPECT_GT(prom.symlinked_files(), 0);
+    // Only meta.json and tombstones are copied: well under 1 % of the blocks.
+    EXPECT_LT(prom.copied_bytes() * 100, block_bytes) << prom.copied_bytes() << " of " << block_bytes;
+    for (const auto& e : fs::recursive_directory_iterator(prom.copy_dir()))
+      if (fs::is_symlink(e.symlink_status())) {
+        const auto to = fs::read_symlink(e.path()).string();
+        EXPECT_EQ(to.rfind(job.tsdb_dir, 0), 0u) << to;   // only into the job's own TSDB
+      }
+    auto r = prom.client().Run(Query::Instant("count(hw_gpu_power_watts)", EndOf(prom.inventory())));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->series.size(), 1u);
+    EXPECT_EQ(r->series[0].samples[0].v, 24 * 8);
+  }
+  EXPECT_EQ(testing::DirectoryFingerprint(job.job_dir), before);
+  EXPECT_EQ(CountCopies(other_root), 0);
+  fs::remove_all(other_root);
 }
 
 TEST(WebAuthTest, CredentialsAreFreshBcryptAndTheHeaderIsRfc7617) {
