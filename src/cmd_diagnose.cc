@@ -109,13 +109,15 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_option("--header", args.headers, "extra HTTP header for --prometheus, 'Name: value' (repeatable)");
   app.add_option("--tenant", o.remote.tenant, "X-Scope-OrgID for Mimir/Cortex");
   app.add_flag("--thanos", o.remote.thanos, "Thanos querier: partial_response=false, warnings surfaced");
-  app.add_flag("--insecure", o.remote.insecure_skip_verify, "do not verify the endpoint's TLS certificate");
-  app.add_option("--cacert", o.remote.ca_file, "CA bundle for the endpoint's TLS certificate");
+  app.add_flag("--insecure", o.remote.insecure_skip_verify,
+               "do not verify the endpoint's TLS certificate: DANGEROUS, whoever intercepts the connection reads "
+               "the Authorization header and can feed made-up metrics; prefer --cacert");
+  app.add_option("--cacert", o.remote.ca_file, "CA bundle (PEM) that signed the endpoint's TLS certificate");
   app.add_option("--query-timeout", o.remote.timeout_seconds, "per-request timeout in seconds");
-  o.deadline_seconds = 120;
+  o.deadline_seconds = 60;
   app.add_option("--deadline", o.deadline_seconds,
                  "seconds the whole run may spend reaching metrics before it reports the diagnosis incomplete "
-                 "(exit 3); 0 = no deadline (default 120)");
+                 "(exit 3); 0 = no deadline (default 60)");
   app.add_flag("--logs-only", o.logs_only, "triage the logs only; do not open the TSDB");
   app.add_flag("--blocks-only", o.blocks_only,
                "serve only the completed blocks of a live job's TSDB (the newest ~2h are missing)");

@@ -22,7 +22,7 @@ struct SummaryArgs {
   std::string history;
   std::string prometheus;
   bool logs_only = false;
-  double deadline_seconds = 120;
+  double deadline_seconds = 60;
   int64_t now = 0;
 };
 
@@ -89,7 +89,7 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
                   "jobs not in the history: query this endpoint instead of each job's persisted TSDB");
   sub->add_flag("--logs-only", args.logs_only, "jobs not in the history: diagnose from logs only (no TSDB; fast)");
   sub->add_option("--deadline", args.deadline_seconds,
-                  "per diagnosed job: seconds it may spend reaching metrics (default 120; 0 = none)");
+                  "per diagnosed job: seconds it may spend reaching metrics (default 60; 0 = none)");
   sub->add_option("--now", args.now, "treat this epoch second as now (--since durations, running jobs; for tests)");
   registry.Add(sub, [] { return RunSummary(args); });
 }
