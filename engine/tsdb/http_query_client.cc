@@ -1,12 +1,16 @@
 #include "engine/tsdb/http_query_client.h"
 
 #include <curl/curl.h>
+#include <strings.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <thread>
 
 #include "engine/core/json.h"
@@ -68,7 +72,53 @@ std::string FormatStep(double step) {
 }
 
 // A server's answer quoted in an error: bounded, one line, valid UTF-8 whatever it sent.
-std::string Snippet(const std::string& body) { return ValidUtf8(body, 200, /*strip_controls=*/true); }
+std::string Snippet(const std::string& body) {
+  std::string_view text = body;
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return ValidUtf8(text, 200, /*strip_controls=*/true);
+}
+
+// The same TLS settings for every transfer: verification is on unless deliberately switched off.
+void ApplyTlsOptions(CURL* easy, const RemoteEndpointOptions& options) {
+  if (options.insecure_skip_verify) {
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!options.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
+}
+
+// A TLS failure said so that a user can act on it, or nullopt when `code` is not one. `detail` is
+// curl's error buffer ("SSL certificate problem: certificate has expired"), which says far more
+// than curl_easy_strerror ("SSL peer certificate or SSH remote key was not OK").
+std::optional<Status> TlsFailure(CURLcode code, const std::string& detail, const std::string& endpoint) {
+  const std::string why = detail.empty() ? curl_easy_strerror(code) : detail;
+  switch (code) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ISSUER_ERROR:
+      if (why.find("expired") != std::string::npos) {
+        return FailedPreconditionError("the TLS certificate of " + endpoint + " has expired (" + why +
+                                       "); the server needs a renewed certificate");
+      }
+      return FailedPreconditionError("the TLS certificate of " + endpoint + " could not be verified (" + why +
+                                     "); give the CA that signed it with --cacert FILE (--insecure skips "
+                                     "verification, which is dangerous)");
+    case CURLE_SSL_CONNECT_ERROR:
+      return FailedPreconditionError("TLS handshake with " + endpoint + " failed (" + why +
+                                     "); is it an HTTPS endpoint? An https:// URL is never tried as plain http");
+    case CURLE_SSL_CACERT_BADFILE:
+      return FailedPreconditionError("the CA file for " + endpoint + " could not be loaded (" + why + ")");
+    default:
+      return std::nullopt;
+  }
+}
+
+// What a 401/403 means for the request that got it.
+std::string AuthRefusal(long http, bool sent_authorization) {
+  if (http == 403) return "forbidden: the credentials sent do not allow this request";
+  if (sent_authorization) return "unauthorized: the endpoint refused the Authorization header sent";
+  return "unauthorized: the endpoint requires credentials and no Authorization header was sent "
+         "(--header 'Authorization: Basic ...' or 'Bearer ...')";
+}
 
 size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
   static_cast<std::string*>(user)->append(data, size * nmemb);
@@ -164,6 +214,7 @@ struct HttpQueryClient::Request {
   curl_slist* headers = nullptr;
   std::string url;
   std::string response;
+  std::array<char, CURL_ERROR_SIZE> error{};   // curl's detailed message for a failed transfer
   Clock::time_point first_start{};
   Clock::time_point not_before{};
 };
@@ -251,9 +302,15 @@ HttpQueryClient::Request HttpQueryClient::MakeQueryRequest(const Query& query, d
 
 namespace {
 
+// Who was asked, for error messages.
+struct Endpoint {
+  std::string label;        // the description and/or URL naming the endpoint
+  std::string base_url;
+  bool sent_authorization = false;
+};
+
 // Maps a finished transfer to a Status; sets `retryable` for transient failures.
-Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const std::string& endpoint,
-                bool* retryable);
+Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const Endpoint& endpoint, bool* retryable);
 
 }  // namespace
 
@@ -264,6 +321,16 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
   std::deque<size_t> waiting;
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
+
+  Endpoint endpoint;
+  endpoint.base_url = base_url_;
+  // A description that already names the URL (the CLI's "endpoint URL") is not followed by it again.
+  endpoint.label = description_.empty() || description_.find(base_url_) != std::string::npos
+                       ? base_url_
+                       : description_ + " " + base_url_;
+  endpoint.sent_authorization = std::any_of(header_lines_.begin(), header_lines_.end(), [](const std::string& h) {
+    return h.size() > 14 && strncasecmp(h.c_str(), "Authorization:", 14) == 0;
+  });
 
   // Seconds left before the run's deadline (unbounded without one).
   auto remaining = [&] {
@@ -282,6 +349,8 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.response);
+    r.error[0] = '\0';
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, r.error.data());
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                      std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
@@ -297,11 +366,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       if (r.post) r.headers = curl_slist_append(r.headers, "Content-Type: application/x-www-form-urlencoded");
     }
     if (r.headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, r.headers);
-    if (options_.insecure_skip_verify) {
-      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
+    ApplyTlsOptions(easy, options_);
     if (r.attempts == 0) r.first_start = Clock::now();
     ++r.attempts;
     curl_multi_add_handle(multi, easy);
@@ -340,8 +405,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       --active;
       Request& r = requests[i];
       bool retryable = false;
-      r.status = Evaluate(r, code, http, description_.empty() ? base_url_ : description_ + " " + base_url_,
-                          &retryable);
+      r.status = Evaluate(r, code, http, endpoint, &retryable);
       r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
       if (!r.status.ok() && retryable && r.attempts < r.max_attempts && remaining() > 0) {
         const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
@@ -375,12 +439,14 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
 
 namespace {
 
-Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const std::string& endpoint,
-                bool* retryable) {
-  const std::string where = " (" + req.subject + " at " + endpoint + req.path + ")";
+Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const Endpoint& endpoint, bool* retryable) {
+  const std::string where = " (" + req.subject + " at " + endpoint.label + req.path + ")";
   *retryable = false;
   if (code != CURLE_OK) {
     const std::string what = curl_easy_strerror(code);
+    if (auto tls = TlsFailure(code, req.error.data(), endpoint.base_url)) {
+      return Status(tls->code(), tls->message() + where);
+    }
     switch (code) {
       case CURLE_OPERATION_TIMEDOUT:
         *retryable = true;
@@ -393,11 +459,6 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const s
       case CURLE_PARTIAL_FILE:
         *retryable = code != CURLE_COULDNT_RESOLVE_HOST;
         return UnavailableError("endpoint unreachable: " + what + where);
-      case CURLE_PEER_FAILED_VERIFICATION:
-      case CURLE_SSL_CONNECT_ERROR:
-      case CURLE_SSL_CACERT_BADFILE:
-        return FailedPreconditionError("TLS failure: " + what +
-                                       " (use a CA file or disable verification deliberately)" + where);
       default:
         return UnavailableError("request failed: " + what + where);
     }
@@ -427,7 +488,9 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const s
     if (type == "timeout" || error.find("context deadline exceeded") != std::string::npos) {
       return DeadlineExceededError(message);
     }
-    if (http == 401 || http == 403) return PermissionDeniedError(message);
+    if (http == 401 || http == 403) {
+      return PermissionDeniedError(message + "; " + AuthRefusal(http, endpoint.sent_authorization));
+    }
     if (http == 404) return NotFoundError(message);
     return InvalidArgumentError(message);  // bad_data (400), execution (422): the query itself
   }
@@ -439,7 +502,14 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const s
     return UnavailableError(message);
   }
   if (http == 404) return NotFoundError(message + "; is the path prefix right?");
-  if (http == 401 || http == 403) return PermissionDeniedError(message);
+  if (http == 401 || http == 403) {
+    return PermissionDeniedError("HTTP " + std::to_string(http) + " " + AuthRefusal(http, endpoint.sent_authorization) +
+                                 " ('" + Snippet(req.response) + "')" + where);
+  }
+  if (http == 400 && req.response.find("HTTP request to an HTTPS server") != std::string::npos) {
+    return FailedPreconditionError(endpoint.base_url + " speaks HTTPS, not plain HTTP: use https:// (HTTP 400 '" +
+                                   Snippet(req.response) + "')" + where);
+  }
   return ParseError(message);
 }
 
@@ -561,16 +631,15 @@ StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double time
   curl_slist* headers = nullptr;
   for (const auto& h : header_lines_) headers = curl_slist_append(headers, h.c_str());
   if (headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-  if (options_.insecure_skip_verify) {
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
+  ApplyTlsOptions(easy, options_);
+  std::array<char, CURL_ERROR_SIZE> error{};
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error.data());
   const CURLcode code = curl_easy_perform(easy);
   curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &response.http_code);
   curl_easy_cleanup(easy);
   if (headers) curl_slist_free_all(headers);
   if (code == CURLE_OPERATION_TIMEDOUT) return DeadlineExceededError("GET " + url + " timed out");
+  if (auto tls = TlsFailure(code, error.data(), base_url_)) return Status(tls->code(), tls->message() + " (GET " + url + ")");
   if (code != CURLE_OK) return UnavailableError("GET " + url + ": " + curl_easy_strerror(code));
   return response;
 }

@@ -55,13 +55,15 @@ nlohmann::json DiagnoseFixtureJson(const std::vector<std::string>& args) {
   return report.is_discarded() ? nlohmann::json() : report;
 }
 
-bool FixturePresent(const std::string& id) {
+std::string FixtureJobDir(const std::string& id) {
   std::error_code ec;
-  if (!fs::is_directory(DIAGNOSE_FIXTURE_OUTPUTS, ec)) return false;
+  if (!fs::is_directory(DIAGNOSE_FIXTURE_OUTPUTS, ec)) return "";
   for (const auto& e : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS, ec))
-    if (e.path().filename().string().rfind(id + "-", 0) == 0 && e.is_directory()) return true;
-  return false;
+    if (e.path().filename().string().rfind(id + "-", 0) == 0 && e.is_directory()) return e.path().string();
+  return "";
 }
+
+bool FixturePresent(const std::string& id) { return !FixtureJobDir(id).empty(); }
 
 std::set<std::string> ExcludedHosts(const nlohmann::json& report) {
   std::set<std::string> out;

@@ -10,6 +10,9 @@
 
 namespace diagnose::e2e {
 
+// README's exit status 3: a report is on stdout, but the metrics it needed could not be read.
+inline constexpr int kIncompleteExit = 3;
+
 struct CliRun {
   int exit_code = -1;
   std::string out, err;
@@ -25,6 +28,8 @@ nlohmann::json DiagnoseFixtureJson(const std::vector<std::string>& args);
 // Whether fixtures/outputs holds a job dir for `id`. The fixtures are part of every build, so a
 // missing one is a failure of the build, not a reason to skip.
 bool FixturePresent(const std::string& id);
+// fixtures/outputs/<id>-*/ (the job dir), or "" when it was not generated.
+std::string FixtureJobDir(const std::string& id);
 
 // decision.exclude[].host of a contract report.
 std::set<std::string> ExcludedHosts(const nlohmann::json& report);

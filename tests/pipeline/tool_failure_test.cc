@@ -27,8 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kIncompleteExit = 3;
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
