@@ -1,0 +1,119 @@
+// A job's TSDB damaged in the ways real ones are (a corrupt meta.json, a chunk segment cut short by a
+// full disk, an empty block dir left by a crash): `diagnose` still writes a complete report that says
+// what it could not read, never claims what the damaged data would have shown, leaves no Prometheus
+// behind, and never touches the job's files.
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/pipeline/diagnose_cli_support.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// path -> size and content, for "byte-identical".
+std::map<std::string, std::string> Snapshot(const fs::path& root) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) {
+      out[e.path().string()] = e.is_directory() ? "dir" : "other";
+      continue;
+    }
+    std::ifstream in(e.path(), std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    out[e.path().string()] = s.str();
+  }
+  return out;
+}
+
+fs::path FirstBlock(const fs::path& outputs) {
+  for (const auto& e : fs::recursive_directory_iterator(outputs))
+    if (e.is_directory() && e.path().parent_path().filename() == "prometheus" && fs::exists(e.path() / "meta.json"))
+      return e.path();
+  return {};
+}
+
+struct Damage {
+  std::string name;
+  std::function<void(const fs::path& block)> apply;
+};
+
+class TsdbFaultTest : public ::testing::TestWithParam<Damage> {
+ protected:
+  void SetUp() override {
+    REQUIRE_FIXTURE("8043");
+    outputs_ = fs::temp_directory_path() / ("diagnose-tsdb-fault-" + GetParam().name + "-" + std::to_string(::getpid()));
+    fs::remove_all(outputs_);
+    fs::create_directories(outputs_);
+    for (const auto& e : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS))
+      if (e.path().filename().string().rfind("8043-", 0) == 0)
+        fs::copy(e.path(), outputs_ / e.path().filename(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    const fs::path block = FirstBlock(outputs_);
+    ASSERT_FALSE(block.empty());
+    GetParam().apply(block);
+  }
+  void TearDown() override { fs::remove_all(outputs_); }
+  fs::path outputs_;
+};
+
+TEST_P(TsdbFaultTest, ReportSaysWhatCouldNotBeReadAndTheJobDirIsUntouched) {
+  const auto before = Snapshot(outputs_);
+  e2e::CliRun run = e2e::RunDiagnoseCli({"8043", "--outputs", outputs_.string(), "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json r = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << run.out.substr(0, 500);
+  EXPECT_EQ(Snapshot(outputs_), before) << "the job dir was written";
+  EXPECT_EQ(r["jobs"][0]["status"], "failed");
+  const std::string state = r["tsdb"][0]["state"];
+  const std::string name = GetParam().name;
+  if (name == "corrupt-meta-json") {
+    EXPECT_EQ(state, "unavailable") << e2e::Dump(r["tsdb"]);
+    const std::string reason = r["tsdb"][0]["reason"];
+    EXPECT_NE(reason.find("meta.json"), std::string::npos) << reason;
+    EXPECT_NE(r["decision"].dump().find("conclusions rest on the logs only"), std::string::npos);
+  } else if (name == "truncated-chunk") {
+    // The server starts (the index is intact) but every query touching the cut chunks fails: those
+    // checks are listed as not evaluated, naming the query, and nothing is confirmed from them.
+    EXPECT_EQ(state, "served");
+    bool names_query = false;
+    for (const auto& n : r["not_evaluated"]) names_query |= n.get<std::string>().find("query failed") != std::string::npos;
+    EXPECT_TRUE(names_query) << e2e::Dump(r["not_evaluated"]);
+    EXPECT_NE(r["verdict"]["confidence"], "confirmed") << e2e::Dump(r["verdict"]);
+  } else {
+    // An empty block dir (no meta.json) is not a block: the rest is served and the answer is whole.
+    EXPECT_EQ(state, "served");
+    EXPECT_EQ(r["verdict"]["root_cause"], "heartbeat-false-positive") << e2e::Dump(r["verdict"]);
+    EXPECT_EQ(r["verdict"]["confidence"], "confirmed");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Damages, TsdbFaultTest,
+    ::testing::Values(
+        Damage{"corrupt-meta-json", [](const fs::path& block) { std::ofstream(block / "meta.json") << "{\"ulid\": broken"; }},
+        Damage{"truncated-chunk", [](const fs::path& block) { fs::resize_file(block / "chunks" / "000001", 1000); }},
+        Damage{"empty-block-dir", [](const fs::path& block) {
+                 fs::create_directories(block.parent_path() / "01EMPTYBLOCK0000000000000000");
+               }}),
+    [](const ::testing::TestParamInfo<Damage>& info) {
+      std::string n = info.param.name;
+      for (auto& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
+
+}  // namespace
+}  // namespace diagnose
