@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   prometheus
   chromium chromium-driver python3
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "engine/core/limits.h"
 #include "engine/core/logging.h"
 #include "engine/core/utf8.h"
 
@@ -9,21 +10,29 @@ namespace diagnose::cli {
 
 namespace {
 
-struct LoggingArgs {
+struct CommonArgs {
   int verbose = 0;
   std::string level;
+  std::vector<std::string> limits;
 };
 
-LoggingArgs& Logging() {
-  static LoggingArgs args;
+CommonArgs& Common() {
+  static CommonArgs args;
   return args;
+}
+
+std::string LimitHelp() {
+  std::string help = "raise (or lower) a bound on untrusted input, NAME=VALUE; repeatable. Limits:";
+  for (const auto& info : AllLimits())
+    help += std::string("\n  ") + info.name + " (" + FormatLimitValue(info.id, info.default_value) + "): " + info.what;
+  return help;
 }
 
 // On every command, not only the top level: CLI11 takes a parent's options only before the
 // subcommand's name, and `diagnose summary DIR -v` is what people type. A command that already
 // has its own -v (`test -v`: each test's verdict) keeps it; --log-level works there too.
-void AddLoggingFlags(CLI::App& app) {
-  LoggingArgs& args = Logging();
+void AddCommonFlags(CLI::App& app) {
+  CommonArgs& args = Common();
   if (app.get_option_no_throw("-v") == nullptr)
     app.add_flag("-v", args.verbose,
                  "progress on stderr even when it is not a terminal (-vv debug, -vvv trace)")
@@ -31,15 +40,22 @@ void AddLoggingFlags(CLI::App& app) {
   app.add_option("--log-level", args.level, "stderr log level: trace|debug|info|warn|error|off "
                                             "(default: info on a terminal, else off)")
       ->group("Logging");
+  app.add_option("--limit", args.limits, LimitHelp())->group("Limits")->type_name("NAME=VALUE");
 }
 
 }  // namespace
 
 int CommandRegistry::Run(CLI::App& app) {
-  if (Status configured = ConfigureLogging(LogSettingsForStderr(Logging().level, Logging().verbose));
+  if (Status configured = ConfigureLogging(LogSettingsForStderr(Common().level, Common().verbose));
       !configured.ok()) {
     PrintError("diagnose", configured.message());
     return 2;
+  }
+  for (const auto& assignment : Common().limits) {
+    if (Status set = SetLimitFromText(assignment); !set.ok()) {
+      PrintError("diagnose", set.message());
+      return 2;
+    }
   }
   for (const auto& entry : entries_)
     if (entry.sub != nullptr && entry.sub->parsed()) return entry.run();
@@ -56,8 +72,8 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterWatch(app, registry);
   RegisterNodes(app, registry);
   RegisterSummary(app, registry);
-  AddLoggingFlags(app);
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) AddLoggingFlags(*sub);
+  AddCommonFlags(app);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) AddCommonFlags(*sub);
 }
 
 void PrintError(const std::string& command, const std::string& message) {

@@ -31,7 +31,7 @@ void RegisterTest(CLI::App& app, CommandRegistry& registry);
 void RegisterWatch(CLI::App& app, CommandRegistry& registry);
 void RegisterNodes(CLI::App& app, CommandRegistry& registry);
 void RegisterSummary(CLI::App& app, CommandRegistry& registry);
-// Every command, then -v/--log-level on each of them.
+// Every command, then -v/--log-level/--limit on each of them.
 void RegisterAll(CLI::App& app, CommandRegistry& registry);
 
 // "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a

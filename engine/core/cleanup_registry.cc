@@ -25,7 +25,15 @@ std::map<CleanupRegistry::Id, Entry>& Entries() {
   return *entries;
 }
 
+std::recursive_mutex& AcquisitionMutex() {
+  static auto* mutex = new std::recursive_mutex();   // never destroyed: held by the exiting thread
+  return *mutex;
+}
+
 }  // namespace
+
+AcquisitionScope::AcquisitionScope() { AcquisitionMutex().lock(); }
+AcquisitionScope::~AcquisitionScope() { AcquisitionMutex().unlock(); }
 
 CleanupRegistry& CleanupRegistry::Instance() {
   static CleanupRegistry registry;
@@ -74,6 +82,7 @@ void InstallTerminationHandler() {
       int sig = 0;
       while (sigwait(&set, &sig) != 0) {
       }
+      AcquisitionMutex().lock();   // kept until _exit: see AcquisitionScope
       CleanupRegistry::Instance().RunAll();
       // Not exit(): static destructors would race the threads still running.
       _exit(128 + sig);

@@ -28,6 +28,19 @@ class CleanupRegistry {
   CleanupRegistry() = default;
 };
 
+// Held by a thread from the moment it creates something it must clean up (a temp dir, a child
+// process) until the cleanup is registered, and while it fills what it created. The termination
+// thread takes it before cleaning up, so a signal never lands between a creation and its
+// registration (leaking it) or in the middle of a copy (which would recreate a removed dir), and
+// never gives it back, so nothing new is created after the cleanup. Recursive.
+class AcquisitionScope {
+ public:
+  AcquisitionScope();
+  ~AcquisitionScope();
+  AcquisitionScope(const AcquisitionScope&) = delete;
+  AcquisitionScope& operator=(const AcquisitionScope&) = delete;
+};
+
 // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread it creates later)
 // and starts the thread that sigwaits for them. Call it from main before starting other threads.
 // Idempotent. Child processes reset their signal mask (subprocess.cc).

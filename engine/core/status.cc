@@ -16,6 +16,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kParse: return "parse-error";
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kInternal: return "internal";
+    case StatusCode::kResourceExhausted: return "resource-exhausted";
   }
   return "unknown";
 }

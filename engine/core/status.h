@@ -23,6 +23,7 @@ enum class StatusCode {
   kParse,              // malformed log, JSON or YAML content
   kCancelled,          // SIGINT/SIGTERM
   kInternal,
+  kResourceExhausted,  // a named limit (engine/core/limits.h) was hit
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -56,6 +57,7 @@ inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std:
 inline Status ParseError(std::string m) { return {StatusCode::kParse, std::move(m)}; }
 inline Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

@@ -22,6 +22,9 @@ struct EvaluationContext {
   // host), `step_times` ([[step, epoch], ...]). Read as `discovery` / `baseline_discovery`.
   nlohmann::json discovery;
   nlohmann::json baseline_discovery;
+  // Why `discovery` is null although there is a TSDB ("discovery failed: ..."): the reason every
+  // rule that needs the job's time range gives for not running.
+  std::string discovery_failure;
   // Null when the job has no TSDB: query rules are then `skipped` with reason "no TSDB".
   QueryClient* subject = nullptr;
   QueryClient* baseline = nullptr;

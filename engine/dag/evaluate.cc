@@ -880,7 +880,8 @@ json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& c
   };
   json job = range_of(ctx.discovery);
   if (!job.is_null()) out["job"] = job;
-  else (*problems)["job"] = "the TSDB time range is unknown (no discovery)";
+  else (*problems)["job"] = "the TSDB time range is unknown (" +
+                            (ctx.discovery_failure.empty() ? std::string("no discovery") : ctx.discovery_failure) + ")";
   json base = range_of(ctx.baseline_discovery);
   if (!base.is_null()) out["baseline_job"] = base;
   else (*problems)["baseline_job"] = "no baseline TSDB";

@@ -8,6 +8,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/analysis/analysis.h"
+#include "engine/core/bounded_yaml.h"
+#include "engine/core/limits.h"
 #include "engine/dag/evaluate.h"
 #include "engine/dag/graph.h"
 #include "engine/dag/run_playbooks.h"
@@ -28,20 +30,18 @@ const std::set<std::string> kTestKeys = {"name", "interval", "start", "input_ser
 const std::set<std::string> kExpectKeys = {"root_cause", "action", "confidence", "exclude", "findings", "changes",
                                            "selected", "domain"};
 
-// Test files are untrusted input: an alias bomb of a few hundred bytes names the same node a
-// billion times, and a walk that expands it would take gigabytes. The same scale as the playbook
-// loader accepts: a test's facts hold thousands of values, never millions.
-constexpr int64_t kMaxYamlValues = 1'000'000;
-constexpr int kMaxYamlDepth = 128;
-
+// Test files are untrusted input: the file as a whole is checked against the yaml.* limits when
+// loaded (engine/core/bounded_yaml.h); this conversion keeps its own budget as well because it
+// may run over any part of it.
 struct YamlBudget {
-  int64_t values_left = kMaxYamlValues;
+  int64_t values_left = GetLimit(LimitId::kYamlNodes);
+  int64_t max_depth = GetLimit(LimitId::kYamlDepth);
   bool exceeded = false;
 };
 
 // YAML -> JSON (scalars typed the way YAML 1.2 core schema would: bool, int/float, null, string).
 json YamlToJsonBounded(const YAML::Node& n, YamlBudget& budget, int depth) {
-  if (budget.exceeded || --budget.values_left < 0 || depth > kMaxYamlDepth) {
+  if (budget.exceeded || --budget.values_left < 0 || depth > budget.max_depth) {
     budget.exceeded = true;
     return json();
   }
@@ -86,9 +86,8 @@ StatusOr<json> YamlToJson(const YAML::Node& n, const std::string& field) {
   YamlBudget budget;
   json out = YamlToJsonBounded(n, budget, 0);
   if (budget.exceeded) {
-    return InvalidArgumentError("line " + std::to_string(n.Mark().line + 1) + ": '" + field + "' expands to more than " +
-                                std::to_string(kMaxYamlValues) + " values or nests deeper than " +
-                                std::to_string(kMaxYamlDepth) + " (YAML aliases?)");
+    return LimitExceeded(budget.values_left < 0 ? LimitId::kYamlNodes : LimitId::kYamlDepth,
+                         "line " + std::to_string(n.Mark().line + 1) + ": '" + field + "'");
   }
   return out;
 }
@@ -265,19 +264,13 @@ json DeriveDiscovery(const std::vector<Series>& series) {
 
 std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOptions& options) {
   std::vector<TestCaseResult> results;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    results.push_back(Failed(path, "(file)", path + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                                 std::to_string(e.mark.column + 1) + ": " + e.msg));
+  // Untrusted input: an alias bomb is refused before anything walks it.
+  auto loaded = LoadBoundedYamlFile(path);
+  if (!loaded.ok()) {
+    results.push_back(Failed(path, "(file)", loaded.status().message()));
     return results;
   }
-  // Untrusted input: refuse an alias bomb before anything walks it.
-  if (auto bounded = YamlToJson(root, "(file)"); !bounded.ok()) {
-    results.push_back(Failed(path, "(file)", path + ": " + bounded.status().message()));
-    return results;
-  }
+  const YAML::Node root = *loaded;
   if (!root.IsMap()) {
     results.push_back(Failed(path, "(file)", path + ": a test file is a map with 'playbooks' and 'tests'"));
     return results;

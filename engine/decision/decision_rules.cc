@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "engine/core/bounded_yaml.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
@@ -273,13 +274,12 @@ bool IsKnownHangPhase(const std::string& phase) {
 }
 
 StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const std::string& source_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(source_name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  auto parsed = LoadBoundedYaml(yaml_text, source_name);
+  if (!parsed.ok()) {
+    if (parsed.status().code() == StatusCode::kParse) return InvalidArgumentError(parsed.status().message());
+    return parsed.status();
   }
+  const YAML::Node root = *parsed;
   Reader r(source_name);
   DecisionRules rules;
   rules.source = source_name;
@@ -351,11 +351,9 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
 
 StatusOr<DecisionRules> LoadDecisionRules(const std::string& data_dir) {
   const std::string path = data_dir + "/rules/sweep/decisions.yaml";
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot open sweep decision rules " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseDecisionRules(text.str(), path);
+  auto text = ReadYamlFile(path);
+  if (!text.ok()) return text.status().WithContext("sweep decision rules");
+  return ParseDecisionRules(*text, path);
 }
 
 }  // namespace diagnose

@@ -4,18 +4,14 @@
 #include <map>
 #include <set>
 
+#include "engine/core/text.h"
+
 namespace diagnose {
 
 namespace {
 
 bool Contains(const std::vector<std::string>& list, const std::string& v) {
   return std::find(list.begin(), list.end(), v) != list.end();
-}
-
-std::string Join(const std::vector<std::string>& items, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : sep) + item;
-  return out;
 }
 
 // Maps a host as printed (FQDN from `hostname`, or a task id) onto the header's host list.
@@ -168,7 +164,7 @@ std::string ReplaceAll(std::string text, const std::string& key, const std::stri
 std::string ExpandNote(const std::string& note, const JobFacts& facts, const SignalHit& hit,
                        const std::string& phase) {
   std::string out = note;
-  out = ReplaceAll(out, "{hosts}", hit.hosts.empty() ? "the job's nodes" : Join(hit.hosts));
+  out = ReplaceAll(out, "{hosts}", hit.hosts.empty() ? "the job's nodes" : JoinStrings(hit.hosts));
   const auto last = LastStepOf(facts);
   out = ReplaceAll(out, "{last_step}", last ? std::to_string(*last) : "?");
   out = ReplaceAll(out, "{exit_code}", facts.summary.present ? std::to_string(facts.summary.exit_code) : "?");
@@ -356,7 +352,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
       if (!Contains(excluded, x.host)) excluded.push_back(x.host);
     if (static_cast<int>(excluded.size()) > limits.max_excluded_nodes_per_sweep)
       SetAction(&sd, limits.excluded_nodes_exceeded_action,
-                std::to_string(excluded.size()) + " nodes excluded in this sweep (" + Join(excluded) + "; limit " +
+                std::to_string(excluded.size()) + " nodes excluded in this sweep (" + JoinStrings(excluded) + "; limit " +
                     std::to_string(limits.max_excluded_nodes_per_sweep) + "): the cluster is unhealthy");
   }
   // Model sweep early stop: models whose latest attempt in this sweep failed while the same model
@@ -386,7 +382,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
         static_cast<int>(regressed.size()) >= limits.model_sweep_failing_models)
       SetAction(&sd, limits.model_sweep_action,
                 std::to_string(regressed.size()) + " models fail on this commit but passed on the baseline (" +
-                    Join(regressed) + "): the commit is broken, stop early");
+                    JoinStrings(regressed) + "): the commit is broken, stop early");
   }
 
   // 4. Contract hygiene: exclusions only accompany retry-excluding-nodes, and that action always
@@ -394,7 +390,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   if (sd.decision.action == "retry-excluding-nodes" && sd.decision.exclude.empty())
     SetAction(&sd, "retry-same-nodes", "no host to exclude was identified");
   if (sd.decision.action != "retry-excluding-nodes" && !sd.decision.exclude.empty()) {
-    sd.decision.notes.push_back("not excluding " + Join(ExcludedHosts(sd.decision)) + " (action is " +
+    sd.decision.notes.push_back("not excluding " + JoinStrings(ExcludedHosts(sd.decision)) + " (action is " +
                                 sd.decision.action + ")");
     sd.decision.exclude.clear();
   }

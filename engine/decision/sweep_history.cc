@@ -16,11 +16,15 @@
 namespace diagnose {
 
 StatusOr<SweepHistory> LoadSweepHistory(const std::string& path) {
-  SweepHistory history;
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return history;
+  if (!std::filesystem::exists(path, ec)) return SweepHistory{};
   std::ifstream in(path);
   if (!in) return PermissionDeniedError("cannot read sweep history " + path);
+  return ParseSweepHistory(in, path);
+}
+
+SweepHistory ParseSweepHistory(std::istream& in, const std::string& source) {
+  SweepHistory history;
   std::string line;
   int64_t line_no = 0;
   while (std::getline(in, line)) {
@@ -29,14 +33,14 @@ StatusOr<SweepHistory> LoadSweepHistory(const std::string& path) {
     const bool complete = !in.eof();   // getline hit '\n'; a last line without one is torn or in flight
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
-      history.warnings.push_back(path + ":" + std::to_string(line_no) + ": skipped malformed history line" +
+      history.warnings.push_back(source + ":" + std::to_string(line_no) + ": skipped malformed history line" +
                                  (complete ? "" : " (unterminated tail)"));
       continue;
     }
     try {
       history.entries.push_back(j.get<HistoryEntry>());
     } catch (const nlohmann::json::exception& e) {
-      history.warnings.push_back(path + ":" + std::to_string(line_no) + ": skipped history line: " + e.what());
+      history.warnings.push_back(source + ":" + std::to_string(line_no) + ": skipped history line: " + e.what());
     }
   }
   return history;

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct SweepHistory {
 
 // A missing file is an empty history (the first job of a sweep). Malformed lines become warnings.
 StatusOr<SweepHistory> LoadSweepHistory(const std::string& path);
+
+// The same over text already read; `source` names it in warnings ("history.jsonl:7: ...").
+SweepHistory ParseSweepHistory(std::istream& in, const std::string& source);
 
 // One line, no embedded newline, terminated by '\n'.
 std::string EncodeHistoryLine(const HistoryEntry& entry);

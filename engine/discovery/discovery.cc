@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "engine/core/bounded_yaml.h"
+
 namespace diagnose {
 namespace {
 
@@ -56,8 +58,8 @@ std::string InstanceHost(const std::string& instance) {
 
 StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
   DiscoveryRules rules;
+  ASSIGN_OR_RETURN(const YAML::Node root, LoadBoundedYamlFile(path));
   try {
-    YAML::Node root = YAML::LoadFile(path);
     for (const auto& f : root["families"]) {
       FamilyExpectation fam;
       fam.id = Required<std::string>(f, "id", path);

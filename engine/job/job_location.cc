@@ -10,6 +10,8 @@
 #include <set>
 #include <system_error>
 
+#include "engine/core/limits.h"
+
 namespace diagnose {
 
 namespace fs = std::filesystem;
@@ -122,6 +124,14 @@ void CollectDirFiles(JobLocation* job, const fs::path& outputs) {
     }
   }
   std::sort(job->ray_worker_logs.begin(), job->ray_worker_logs.end());
+  const auto max_files = static_cast<size_t>(GetLimit(LimitId::kLogFiles));
+  if (job->ray_worker_logs.size() > max_files) {
+    job->notes.push_back(LimitExceeded(LimitId::kLogFiles, std::to_string(job->ray_worker_logs.size()) +
+                                                               " Ray worker logs under " + ray.string())
+                             .message() +
+                         "; the first " + std::to_string(max_files) + " by path were read");
+    job->ray_worker_logs.resize(max_files);
+  }
   if (outside > 0)
     job->notes.push_back(std::to_string(outside) + " rank/worker log(s) in " + dir.string() +
                          " resolve outside the outputs dir " + outputs.string() + "; not read");

@@ -7,10 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/limits.h"
+
 namespace diagnose {
 
 LineReader::LineReader(LineReaderOptions options) : options_(options) {
   if (options_.block_bytes < 4096) options_.block_bytes = 4096;
+  if (options_.max_line_bytes == 0) options_.max_line_bytes = static_cast<size_t>(GetLimit(LimitId::kLogLineBytes));
   if (options_.max_line_bytes < 256) options_.max_line_bytes = 256;
 }
 

@@ -16,7 +16,7 @@ struct LineReaderOptions {
   // read(2) size: small enough that a block is still in cache when the scan reads what the
   // kernel just copied into it, large enough that system calls do not count.
   size_t block_bytes = 256 << 10;
-  size_t max_line_bytes = 64 << 10; // longer lines are truncated to this
+  size_t max_line_bytes = 0;        // longer lines are truncated to this; 0: the log.line_bytes limit
 };
 
 class LineReader {

@@ -51,6 +51,7 @@ struct JobContext {
   // Every request goes through it, so a failure of the source is told from an answer about the job.
   std::unique_ptr<SourceFailureRecorder> recorder;
   std::optional<Discovery> discovery;
+  std::string discovery_failure;        // why `discovery` is empty when a TSDB was opened
   QueryClient* client = nullptr;   // the recorder over server->client() or remote, whichever is open
   // A private server that died (at start-up or mid-run) is started again once, never more.
   bool server_restarted = false;
@@ -60,6 +61,7 @@ struct JobContext {
   void CloseTsdb() {   // keeps server_restarted
     client = nullptr;
     discovery.reset();
+    discovery_failure.clear();
     recorder.reset();
     remote.reset();
     server.reset();   // stops the private Prometheus and removes its copy
@@ -101,7 +103,8 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
   inputs.log_last_step = job.facts.progress.last_step;
   auto discovery = diagnose::Discover(*job.client, inputs, rules);
   if (!discovery.ok()) {
-    job.tsdb.gaps.push_back("discovery failed: " + discovery.status().message());
+    job.discovery_failure = "discovery failed: " + discovery.status().message();
+    job.tsdb.gaps.push_back(job.discovery_failure);
     return;
   }
   job.discovery = std::move(discovery).value();
@@ -377,6 +380,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
     ctx.requested_playbooks = options.forced_playbooks;
     if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);
+    else ctx.discovery_failure = jobs.front().discovery_failure;
     ctx.subject = jobs.front().client;
     if (jobs.size() > 1) {
       ctx.baseline_facts = jobs[1].facts;

@@ -14,6 +14,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/analysis/analysis.h"
+#include "engine/core/bounded_yaml.h"
+#include "engine/core/limits.h"
 #include "engine/report/report.h"
 
 namespace diagnose::playbook {
@@ -503,7 +505,7 @@ void ParseAnalysis(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
                 fmt::format(fmt::runtime(msg::kUnknownAnalysisArg), a.name, k, JoinSet(arg_names)));
         continue;
       }
-      const YAML::Node& v = it->second;
+      const YAML::Node v = it->second;   // a copy: `it->` returns a temporary
       const std::string& type = spec->second.type;
       bool ok = v.IsScalar();
       if (ok && type == "number") {
@@ -982,26 +984,34 @@ void CheckCycles(FileCtx& ctx, const std::vector<RuleSpec>& rules) {
     if (color[r.qualified_id] == 0) dfs(r);
 }
 
-std::shared_ptr<const std::string> ReadText(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = std::strerror(errno);
+std::shared_ptr<const std::string> ReadText(const std::string& path, LoadResult* result) {
+  auto text = ReadYamlFile(path);
+  if (!text.ok()) {
+    const bool limit = text.status().code() == StatusCode::kResourceExhausted;
+    result->Add({limit ? LoadCode::kLimit : LoadCode::kFileRead, {path, 0, 0}, "", "", "",
+                 limit ? text.status().message() : fmt::format(fmt::runtime(msg::kFileRead), text.status().message())});
     return nullptr;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return std::make_shared<const std::string>(ss.str());
+  return std::make_shared<const std::string>(std::move(text).value());
 }
 
 bool ParseYaml(FileCtx& ctx, YAML::Node* root) {
+  if (static_cast<int64_t>(ctx.text->size()) > GetLimit(LimitId::kYamlFileBytes)) {
+    ctx.Add(LoadCode::kLimit, SourcePos{ctx.file, 0, 0}, "", LimitExceeded(LimitId::kYamlFileBytes, ctx.file).message());
+    return false;
+  }
   try {
     *root = YAML::Load(*ctx.text);
-    return true;
   } catch (const YAML::ParserException& e) {
     ctx.Add(LoadCode::kYamlParse, SourcePos{ctx.file, e.mark.line + 1, e.mark.column + 1}, "",
             fmt::format(fmt::runtime(msg::kYamlParse), e.msg));
     return false;
   }
+  if (Status bounded = CheckYamlBounds(*root, ctx.file); !bounded.ok()) {
+    ctx.Add(LoadCode::kLimit, SourcePos{ctx.file, 0, 0}, "", bounded.message());
+    return false;
+  }
+  return true;
 }
 
 void LoadCommon(LoadResult* result, Library* library, std::shared_ptr<const std::string> text, const std::string& name) {
@@ -1248,12 +1258,8 @@ nlohmann::json LoadResult::AsJson() const {
 }
 
 void Loader::LoadCommonFile(const std::string& path) {
-  std::string err;
-  auto text = ReadText(path, &err);
-  if (!text) {
-    result_.Add({LoadCode::kFileRead, {path, 0, 0}, "", "", "", fmt::format(fmt::runtime(msg::kFileRead), err)});
-    return;
-  }
+  auto text = ReadText(path, &result_);
+  if (!text) return;
   LoadCommon(&result_, &library_, text, path);
 }
 
@@ -1276,12 +1282,8 @@ void Loader::LoadCommonText(const std::string& text, const std::string& name) {
 }
 
 void Loader::LoadPlaybookFile(const std::string& path) {
-  std::string err;
-  auto text = ReadText(path, &err);
-  if (!text) {
-    result_.Add({LoadCode::kFileRead, {path, 0, 0}, "", "", "", fmt::format(fmt::runtime(msg::kFileRead), err)});
-    return;
-  }
+  auto text = ReadText(path, &result_);
+  if (!text) return;
   LoadPlaybook(&result_, &library_, text, path);
 }
 
@@ -1290,12 +1292,8 @@ void Loader::LoadPlaybookText(const std::string& text, const std::string& name) 
 }
 
 void Loader::LoadAnyFile(const std::string& path) {
-  std::string err;
-  auto text = ReadText(path, &err);
-  if (!text) {
-    result_.Add({LoadCode::kFileRead, {path, 0, 0}, "", "", "", fmt::format(fmt::runtime(msg::kFileRead), err)});
-    return;
-  }
+  auto text = ReadText(path, &result_);
+  if (!text) return;
   bool is_playbook = false;
   try {
     YAML::Node root = YAML::Load(*text);

@@ -23,6 +23,7 @@ enum class LoadCode {
   kParamType,           // parameter value does not match its declared type
   kUnknownAnalysis,     // analysis name or arg not known
   kPromqlSyntax,        // Prometheus's own parser rejects the query (promtool check rules)
+  kLimit,               // the file is past a named limit (yaml.file_bytes, yaml.depth, yaml.nodes)
   // Warnings.
   kUnusedRule,
   kUnusedArg,

@@ -83,6 +83,7 @@ const char* LoadCodeName(LoadCode code) {
     case LoadCode::kUnusedRule: return "unused-rule";
     case LoadCode::kUnusedArg: return "unused-arg";
     case LoadCode::kPromqlSyntax: return "promql-syntax";
+    case LoadCode::kLimit: return "limit";
   }
   return "?";
 }

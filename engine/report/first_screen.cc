@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/core/iso_time.h"
+#include "engine/core/text.h"
 #include "engine/core/utf8.h"
 
 namespace diagnose {
@@ -14,29 +15,10 @@ namespace {
 
 constexpr size_t kLineChars = 160;   // one terminal line on a wide screen; the rest is in --verbose
 
-std::string Fixed(double v, int precision) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-  return buf;
-}
-
 std::string Number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, std::fabs(v) >= 100 ? "%.0f" : "%.3g", v);
   return buf;
-}
-
-std::string Join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
-std::string OptInt(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "?"; }
-
-const nlohmann::json& FactsOf(const Report& r, const std::string& id) {
-  static const nlohmann::json kNone;
-  return r.facts.is_object() && r.facts.contains(id) && r.facts[id].is_object() ? r.facts[id] : kNone;
 }
 
 // "2026-02-24T19:21:00Z (log 0224 19:21:00.000000)": UTC for comparing, the stamp for grepping.
@@ -56,7 +38,7 @@ std::string JobHeadline(const JobEntry& job, const nlohmann::json& facts) {
   if (!job.hosts.empty()) line += ", " + std::to_string(job.hosts.size()) + (job.hosts.size() == 1 ? " host" : " hosts");
   line += ": " + job.status;
   if (!job.failure_class.empty()) line += " (" + job.failure_class + ")";
-  line += ", steps " + OptInt(job.first_step) + ".." + OptInt(job.last_step);
+  line += ", steps " + OptionalInt(job.first_step) + ".." + OptionalInt(job.last_step);
   if (job.total_steps) line += " of " + std::to_string(*job.total_steps);
   return line;
 }
@@ -69,10 +51,10 @@ void JobDetails(const JobEntry& job, const nlohmann::json& facts, std::vector<st
   if (!pattern.empty() && pattern != "insufficient-data") {
     std::string line = who + "TGS " + pattern;
     if (tgs.value("steady_tgs", 0.0) > 0)
-      line += ": healthy " + Fixed(tgs.value("steady_tgs", 0.0), 0) + ", last " + Fixed(tgs.value("recent_tgs", 0.0), 0) +
+      line += ": healthy " + FixedDecimal(tgs.value("steady_tgs", 0.0), 0) + ", last " + FixedDecimal(tgs.value("recent_tgs", 0.0), 0) +
               " tokens/s/device";
     const double drop = tgs.value("degradation_pct", 0.0);
-    if (std::fabs(drop) >= 0.5) line += " (" + Fixed(drop, 1) + "% lower)";
+    if (std::fabs(drop) >= 0.5) line += " (" + FixedDecimal(drop, 1) + "% lower)";
     const auto& onset = tgs.contains("degradation_onset_step") ? tgs["degradation_onset_step"] : nlohmann::json();
     if (onset.is_number()) line += ", down from step " + onset.dump();
     const auto& phases = tgs.value("phases", nlohmann::json::array());
@@ -84,9 +66,9 @@ void JobDetails(const JobEntry& job, const nlohmann::json& facts, std::vector<st
           break;
         }
         parts.push_back(ph.value("first_step", nlohmann::json(0)).dump() + "-" +
-                        ph.value("last_step", nlohmann::json(0)).dump() + " " + Fixed(ph.value("mean_tgs", 0.0), 0));
+                        ph.value("last_step", nlohmann::json(0)).dump() + " " + FixedDecimal(ph.value("mean_tgs", 0.0), 0));
       }
-      line += "; phases " + Join(parts, " | ");
+      line += "; phases " + JoinStrings(parts, " | ");
     }
     out->push_back(line);
   }
@@ -116,7 +98,7 @@ std::string TopValues(const nlohmann::json& value, const std::vector<std::string
   });
   std::vector<std::string> parts;
   for (size_t i = 0; i < all.size() && i < 4; ++i) parts.push_back(all[i].second + " " + Number(all[i].first));
-  std::string out = Join(parts, ", ");
+  std::string out = JoinStrings(parts, ", ");
   if (all.size() > parts.size()) out += " (of " + std::to_string(all.size()) + ")";
   return out;
 }
@@ -132,7 +114,7 @@ std::string FindingLine(const Finding& f) {
   std::string line = f.id;
   if (!f.hosts.empty()) {
     std::vector<std::string> shown(f.hosts.begin(), f.hosts.begin() + std::min<size_t>(f.hosts.size(), 4));
-    line += " [" + Join(shown, ", ") + (f.hosts.size() > 4 ? ", +" + std::to_string(f.hosts.size() - 4) : "") + "]";
+    line += " [" + JoinStrings(shown, ", ") + (f.hosts.size() > 4 ? ", +" + std::to_string(f.hosts.size() - 4) : "") + "]";
   }
   if (!f.summary.empty()) line += ": " + f.summary;
   return ValidUtf8(line, kLineChars, true);
@@ -198,9 +180,9 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   s.incomplete = r.incomplete;
   s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + r.verdict.confidence + ")";
   s.summary = ValidUtf8(r.verdict.summary, 600, true);
-  if (r.causal_chain.size() > 1) s.causal_chain = Join(r.causal_chain, " -> ");
+  if (r.causal_chain.size() > 1) s.causal_chain = JoinStrings(r.causal_chain, " -> ");
   s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);
-  if (!r.verdict.refuted.empty()) s.refuted = Join(r.verdict.refuted, ", ");
+  if (!r.verdict.refuted.empty()) s.refuted = JoinStrings(r.verdict.refuted, ", ");
   s.action = r.decision.action;
   s.exclude = r.decision.exclude;
   for (const auto& [k, v] : r.decision.changes) s.changes.push_back(k + "=" + v);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/core/iso_time.h"
+#include "engine/core/url_encode.h"
 #include "engine/core/utf8.h"
 #include "engine/report/first_screen.h"
 #include "engine/report/render.h"
@@ -58,11 +59,6 @@ svg .secondary{fill:#777}details{margin-top:2em}summary{cursor:pointer;font-weig
 std::string Esc(const std::string& s) { return HtmlEscape(ValidUtf8(s)); }
 
 std::string HostOfKey(const std::string& key) { return key.substr(0, key.find('/')); }
-
-const json& FactsOf(const Report& r, const std::string& id) {
-  static const json kNone;
-  return r.facts.is_object() && r.facts.contains(id) && r.facts[id].is_object() ? r.facts[id] : kNone;
-}
 
 std::vector<svg::Point> PointsOf(const json& list) {
   std::vector<svg::Point> pts;
@@ -356,26 +352,13 @@ std::optional<double> TimeOfStep(const StepMap& steps, double step) {
 
 std::string GraphPageUrl(const std::string& endpoint, const std::string& query, const TimeWindow& window) {
   if (endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0) return "";
-  auto encode = [](const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-        out.push_back(static_cast<char>(c));
-      } else {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", c);
-        out += buf;
-      }
-    }
-    return out;
-  };
   std::string base = endpoint;
   while (!base.empty() && base.back() == '/') base.pop_back();
   const long range = std::max(60L, static_cast<long>(std::ceil(window.end - window.start)));
   std::string end = IsoUtc(window.end);
   if (end.size() >= 19) end = end.substr(0, 10) + " " + end.substr(11, 8);
-  return base + "/graph?g0.expr=" + encode(query) + "&g0.tab=0&g0.range_input=" + std::to_string(range) +
-         "s&g0.end_input=" + encode(end);
+  return base + "/graph?g0.expr=" + UrlEncode(query) + "&g0.tab=0&g0.range_input=" + std::to_string(range) +
+         "s&g0.end_input=" + UrlEncode(end);
 }
 
 std::string RenderHtmlReport(const Report& r, const std::string& details_html) {

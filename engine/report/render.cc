@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "engine/core/text.h"
 #include "engine/core/utf8.h"
 #include "engine/report/first_screen.h"
 #include "engine/report/html_report.h"
@@ -23,19 +24,7 @@ class Sink {
   virtual std::string Finish() = 0;
 };
 
-std::string Num(double v, int prec = 1) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
-}
-
-std::string OptInt(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "?"; }
-
-std::string Join(const std::vector<std::string>& v, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
+std::string Num(double v, int prec = 1) { return FixedDecimal(v, prec); }
 
 std::string Str(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return "";
@@ -60,9 +49,9 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
     s->KeyValue("status", job.status, true);
     s->KeyValue("failure class", job.failure_class.empty() ? "none" : job.failure_class, true);
     if (!job.dir.empty()) s->KeyValue("dir", job.dir);
-    if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + Join(job.hosts));
-    s->KeyValue("steps", OptInt(job.first_step) + " .. " + OptInt(job.last_step) + " of " + OptInt(job.total_steps));
-    const nlohmann::json facts = r.facts.is_object() && r.facts.contains(job.id) ? r.facts[job.id] : nlohmann::json();
+    if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + JoinStrings(job.hosts));
+    s->KeyValue("steps", OptionalInt(job.first_step) + " .. " + OptionalInt(job.last_step) + " of " + OptionalInt(job.total_steps));
+    const nlohmann::json& facts = FactsOf(r, job.id);
     if (facts.is_object()) {
       const auto& p = facts.value("progress", nlohmann::json::object());
       if (p.value("step_time_seconds", 0.0) > 0) {
@@ -121,9 +110,9 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   s->KeyValue("confidence", r.verdict.confidence);
   if (!r.verdict.summary.empty()) s->KeyValue("summary", r.verdict.summary);
   if (!r.verdict.refuted.empty())
-    s->KeyValue("refuted", Join(r.verdict.refuted, ", ") + " (the log suggested it; the metrics contradict it)");
+    s->KeyValue("refuted", JoinStrings(r.verdict.refuted, ", ") + " (the log suggested it; the metrics contradict it)");
   if (!r.verdict.runner_up.empty()) s->KeyValue("runner-up", r.verdict.runner_up);
-  if (!r.causal_chain.empty()) s->KeyValue("causal chain", Join(r.causal_chain, " -> "));
+  if (!r.causal_chain.empty()) s->KeyValue("causal chain", JoinStrings(r.causal_chain, " -> "));
   s->Section("Decision");
   s->KeyValue("action", r.decision.action, true);
   for (const auto& x : r.decision.exclude)
@@ -134,7 +123,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
     s->Section("Findings");
     for (const auto& f : r.findings) {
       std::string head = "[" + f.status + "] " + f.id;
-      if (!f.hosts.empty()) head += " hosts: " + Join(f.hosts);
+      if (!f.hosts.empty()) head += " hosts: " + JoinStrings(f.hosts);
       if (!f.summary.empty()) head += " - " + f.summary;
       s->Bullet(head);
       for (const auto& e : f.evidence) s->Bullet("  " + e.kind + " " + EvidenceLine(e), e.text);
@@ -275,7 +264,6 @@ class HtmlFragmentSink : public Sink {
   bool in_list_ = false;
   std::ostringstream out_;
 };
-
 
 std::string Paint(const std::string& text, const char* code, bool color) {
   return color ? std::string("\x1b[") + code + "m" + text + "\x1b[0m" : text;

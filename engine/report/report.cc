@@ -137,4 +137,12 @@ nlohmann::json ToJson(const Report& r) {
   return out;
 }
 
+const nlohmann::json& FactsOf(const Report& report, const std::string& id) {
+  static const nlohmann::json kNone;
+  const auto& facts = report.facts;
+  if (!facts.is_object()) return kNone;
+  auto it = facts.find(id);
+  return it != facts.end() && it->is_object() ? *it : kNone;
+}
+
 }  // namespace diagnose

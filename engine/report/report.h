@@ -122,6 +122,9 @@ struct Report {
   std::string graph_endpoint;
 };
 
+// The triage facts of job `id`, or null when the report has none for it.
+const nlohmann::json& FactsOf(const Report& report, const std::string& id);
+
 nlohmann::json ToJson(const Evidence& e);
 nlohmann::json ToJson(const Finding& f);
 nlohmann::json ToJson(const Decision& d);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "engine/core/text.h"
 #include "engine/report/render.h"
 
 namespace diagnose::svg {
@@ -17,11 +18,7 @@ constexpr double kLeft = 70, kRight = 16, kTop = 48, kBottom = 40;
 // Distinct on white and for the common colour-vision deficiencies (Okabe-Ito order).
 constexpr const char* kPalette[] = {"#d55e00", "#0072b2", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"};
 
-std::string Fixed(double v, int precision = 1) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-  return buf;
-}
+std::string Fixed(double v, int precision = 1) { return FixedDecimal(v, precision); }
 
 // Short numbers for tick labels: 0.05, 12, 3.3k, 1.2M.
 std::string Compact(double v) {

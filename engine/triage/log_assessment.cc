@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "engine/core/text.h"
+
 namespace diagnose {
 
 namespace {
@@ -13,12 +15,6 @@ Evidence LogEvidence(const LogRef& r) {
   e.value = nullptr;
   e.text = r.text;
   return e;
-}
-
-std::string Fixed(double v, int prec) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
 }
 
 }  // namespace
@@ -85,8 +81,8 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     fd.id = "log-triage/tgs-" + f.tgs.pattern;
     fd.playbook = "log-triage";
     fd.status = "fired";
-    fd.summary = "TGS pattern " + f.tgs.pattern + ": steady " + Fixed(f.tgs.steady_tgs, 0) + ", recent " +
-                 Fixed(f.tgs.recent_tgs, 0);
+    fd.summary = "TGS pattern " + f.tgs.pattern + ": steady " + FixedDecimal(f.tgs.steady_tgs, 0) + ", recent " +
+                 FixedDecimal(f.tgs.recent_tgs, 0);
     Evidence d;
     d.kind = "derived";
     d.query = "completed step lines";
@@ -94,7 +90,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     std::string phases;
     for (const auto& p : f.tgs.phases)
       phases += (phases.empty() ? "" : "; ") + std::to_string(p.first_step) + "-" + std::to_string(p.last_step) +
-                " ~" + Fixed(p.mean_tgs, 0);
+                " ~" + FixedDecimal(p.mean_tgs, 0);
     d.text = "phases: " + phases;
     fd.evidence.push_back(d);
     out.push_back(std::move(fd));

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/core/bounded_yaml.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
@@ -72,13 +73,7 @@ StatusOr<double> SignatureTable::Threshold(const std::string& name) const {
 }
 
 StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return ParseError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": " + e.msg);
-  }
+  ASSIGN_OR_RETURN(YAML::Node root, LoadBoundedYaml(yaml_text, source));
   SignatureTable table;
   table.source = source;
   try {
@@ -135,11 +130,9 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
 }
 
 StatusOr<SignatureTable> LoadSignatureTable(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(path + ": cannot open signature table");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseSignatureTable(ss.str(), path);
+  auto text = ReadYamlFile(path);
+  if (!text.ok()) return text.status().WithContext("signature table");
+  return ParseSignatureTable(*text, path);
 }
 
 SignatureMatcher::SignatureMatcher(const SignatureTable& table, std::vector<std::string> triggers)

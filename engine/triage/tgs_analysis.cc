@@ -8,7 +8,7 @@ namespace diagnose {
 
 namespace {
 
-struct Series {
+struct TgsSeries {
   std::vector<int64_t> step;
   std::vector<double> y;
 };
@@ -205,7 +205,7 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
   }
 
   // 3. Segmentation over non-warmup, non-spike points.
-  Series s;
+  TgsSeries s;
   for (size_t i = warm; i < n_all; ++i)
     if (!spike[i]) { s.step.push_back(steps[i].step); s.y.push_back(tgs[i]); }
   size_t min_len = static_cast<size_t>(std::max(1, o.min_phase_steps));

@@ -1,7 +1,5 @@
 #include "engine/triage/triage.h"
 
-#include "engine/core/iso_time.h"
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,6 +11,8 @@
 #include <thread>
 
 #include "engine/core/clock_skew.h"
+#include "engine/core/iso_time.h"
+#include "engine/core/limits.h"
 #include "engine/log/line_reader.h"
 #include "engine/log/log_line.h"
 #include "engine/triage/hostlist.h"
@@ -334,7 +334,9 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   f.tunnel = scan.tunnel;
   f.oom_allocation = scan.oom_allocation;
   if (scan.truncated_lines > 0)
-    f.notes.push_back(std::to_string(scan.truncated_lines) + " overlong line(s) truncated while reading");
+    f.notes.push_back(std::to_string(scan.truncated_lines) + " line(s) longer than the limit log.line_bytes (" +
+                      FormatLimitValue(LimitId::kLogLineBytes, GetLimit(LimitId::kLogLineBytes)) +
+                      ") were cut there; raise it with --limit log.line_bytes=N");
 
   auto param = [&](const std::string& k) -> std::string {
     auto it = h.passthrough.find(k);

@@ -143,6 +143,7 @@ struct BlockWriter::Impl {
 
   Status Open() {
     if (options.output_dir.empty()) return InvalidArgumentError("BlockWriter needs an output_dir");
+    AcquisitionScope acquiring;   // the scratch dir and file exist only once their cleanup does
     std::string dir = options.scratch_dir;
     if (dir.empty()) {
       std::string pattern = TempRoot() + "/diagnose-blocks-XXXXXX";

@@ -14,6 +14,9 @@
 #include <thread>
 
 #include "engine/core/json.h"
+#include "engine/core/limits.h"
+#include "engine/core/url_encode.h"
+#include "engine/tsdb/prometheus_api.h"
 #include "engine/core/utf8.h"
 
 namespace diagnose {
@@ -25,22 +28,6 @@ using nlohmann::json;
 void GlobalInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string UrlEncode(const std::string& value) {
-  std::string out;
-  out.reserve(value.size() * 3 / 2);
-  static const char* kHex = "0123456789ABCDEF";
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 class Form {
@@ -71,12 +58,6 @@ std::string FormatStep(double step) {
   return buf;
 }
 
-// A server's answer quoted in an error: bounded, one line, valid UTF-8 whatever it sent.
-std::string Snippet(const std::string& body) {
-  std::string_view text = body;
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return ValidUtf8(text, 200, /*strip_controls=*/true);
-}
 
 // The same TLS settings for every transfer: verification is on unless deliberately switched off.
 void ApplyTlsOptions(CURL* easy, const RemoteEndpointOptions& options) {
@@ -120,77 +101,18 @@ std::string AuthRefusal(long http, bool sent_authorization) {
          "(--header 'Authorization: Basic ...' or 'Bearer ...')";
 }
 
+// Returning less than was offered makes curl fail the transfer with CURLE_WRITE_ERROR: an answer
+// past http.response_bytes is cut off there rather than held in memory.
 size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
-  static_cast<std::string*>(user)->append(data, size * nmemb);
-  return size * nmemb;
+  auto* body = static_cast<std::string*>(user);
+  const size_t n = size * nmemb;
+  if (static_cast<int64_t>(body->size() + n) > GetLimit(LimitId::kHttpResponseBytes)) return 0;
+  body->append(data, n);
+  return n;
 }
 
-double ParseSampleValue(const json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return std::strtod(v.get_ref<const std::string&>().c_str(), nullptr);  // NaN, +Inf too
-  return std::nan("");
-}
-
-StatusOr<Sample> ParsePair(const json& pair) {
-  if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number()) {
-    return ParseError("expected [time, \"value\"], got " + Snippet(pair.dump()));
-  }
-  return Sample{pair[0].get<double>(), ParseSampleValue(pair[1])};
-}
-
-Labels ParseLabels(const json& metric) {
-  Labels labels;
-  if (!metric.is_object()) return labels;
-  for (auto it = metric.begin(); it != metric.end(); ++it) {
-    if (it.value().is_string()) labels[it.key()] = it.value().get<std::string>();
-  }
-  return labels;
-}
-
-StatusOr<QueryResult> DecodeQueryData(const json& data) {
-  QueryResult result;
-  if (!data.is_object() || !data.contains("resultType") || !data["resultType"].is_string()) {
-    return ParseError("response data has no resultType");
-  }
-  result.result_type = data["resultType"].get<std::string>();
-  const json& r = data.contains("result") ? data["result"] : json();
-  if (result.result_type == "vector" || result.result_type == "matrix") {
-    if (!r.is_array()) return ParseError("result is not an array");
-    result.series.reserve(r.size());
-    for (const auto& item : r) {
-      Series s;
-      s.labels = ParseLabels(item.value("metric", json::object()));
-      if (result.result_type == "vector") {
-        if (!item.contains("value")) return ParseError("vector element without value");
-        ASSIGN_OR_RETURN(Sample sample, ParsePair(item["value"]));
-        s.samples.push_back(sample);
-      } else {
-        const json& values = item.contains("values") ? item["values"] : json::array();
-        if (!values.is_array()) return ParseError("matrix element values is not an array");
-        s.samples.reserve(values.size());
-        for (const auto& v : values) {
-          ASSIGN_OR_RETURN(Sample sample, ParsePair(v));
-          s.samples.push_back(sample);
-        }
-      }
-      result.series.push_back(std::move(s));
-    }
-  } else if (result.result_type == "scalar") {
-    ASSIGN_OR_RETURN(Sample sample, ParsePair(r));
-    Series s;
-    s.samples.push_back(sample);
-    result.series.push_back(std::move(s));
-  } else if (result.result_type == "string") {
-    // A string result carries no number; keep it as a label so callers can still read it.
-    if (!r.is_array() || r.size() != 2) return ParseError("malformed string result");
-    Series s;
-    s.labels["value"] = r[1].is_string() ? r[1].get<std::string>() : r[1].dump();
-    s.samples.push_back({r[0].is_number() ? r[0].get<double>() : 0, std::nan("")});
-    result.series.push_back(std::move(s));
-  } else {
-    return ParseError("unknown resultType '" + result.result_type + "'");
-  }
-  return result;
+Status ResponseTooLarge(const std::string& where) {
+  return LimitExceeded(LimitId::kHttpResponseBytes, "the answer" + where);
 }
 
 }  // namespace
@@ -406,6 +328,12 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       Request& r = requests[i];
       bool retryable = false;
       r.status = Evaluate(r, code, http, endpoint, &retryable);
+      if (code == CURLE_OPERATION_TIMEDOUT && remaining() <= 0.05) {
+        // The transfer's timeout was the run's deadline, not the per-request one: say which.
+        r.status = DeadlineExceededError("the run's deadline passed while waiting for " + r.subject + " at " +
+                                         endpoint.label + r.path);
+        retryable = false;
+      }
       r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
       if (!r.status.ok() && retryable && r.attempts < r.max_attempts && remaining() > 0) {
         const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
@@ -442,6 +370,7 @@ namespace {
 Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const Endpoint& endpoint, bool* retryable) {
   const std::string where = " (" + req.subject + " at " + endpoint.label + req.path + ")";
   *retryable = false;
+  if (code == CURLE_WRITE_ERROR) return ResponseTooLarge(where);
   if (code != CURLE_OK) {
     const std::string what = curl_easy_strerror(code);
     if (auto tls = TlsFailure(code, req.error.data(), endpoint.base_url)) {
@@ -463,23 +392,15 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
         return UnavailableError("request failed: " + what + where);
     }
   }
-  json envelope = json::parse(req.response, nullptr, /*allow_exceptions=*/false);
-  const bool is_envelope = envelope.is_object() && envelope.contains("status") && envelope["status"].is_string();
-  if (is_envelope) {
-    if (envelope.contains("warnings") && envelope["warnings"].is_array()) {
-      for (const auto& w : envelope["warnings"]) req.warnings.push_back(w.is_string() ? w.get<std::string>() : w.dump());
-    }
-    if (envelope.contains("infos") && envelope["infos"].is_array()) {
-      for (const auto& w : envelope["infos"]) req.warnings.push_back("info: " + (w.is_string() ? w.get<std::string>() : w.dump()));
-    }
-  }
-  if (is_envelope && envelope["status"] == "success" && http >= 200 && http < 300) {
-    req.data = std::move(envelope["data"]);
+  ApiEnvelope envelope = ParseApiEnvelope(req.response);
+  req.warnings = std::move(envelope.warnings);
+  if (envelope.present && envelope.status == "success" && http >= 200 && http < 300) {
+    req.data = std::move(envelope.data);
     return Status::Ok();
   }
-  if (is_envelope && envelope["status"] == "error") {
-    const std::string type = envelope.value("errorType", std::string("unknown"));
-    const std::string error = envelope.value("error", std::string());
+  if (envelope.present && envelope.status == "error") {
+    const std::string& type = envelope.error_type;
+    const std::string& error = envelope.error;
     const std::string message = "HTTP " + std::to_string(http) + " " + type + ": " + error + where;
     if (http == 503 || http == 502 || http == 504 || type == "unavailable") {
       *retryable = true;
@@ -496,7 +417,7 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
   }
   // No envelope: proxies, wrong paths and broken servers answer with plain text or HTML.
   const std::string message = "HTTP " + std::to_string(http) + " with a non-API body '" +
-                              Snippet(req.response) + "'" + where;
+                              QuoteAnswer(req.response) + "'" + where;
   if (http == 502 || http == 503 || http == 504) {
     *retryable = true;
     return UnavailableError(message);
@@ -504,11 +425,11 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
   if (http == 404) return NotFoundError(message + "; is the path prefix right?");
   if (http == 401 || http == 403) {
     return PermissionDeniedError("HTTP " + std::to_string(http) + " " + AuthRefusal(http, endpoint.sent_authorization) +
-                                 " ('" + Snippet(req.response) + "')" + where);
+                                 " ('" + QuoteAnswer(req.response) + "')" + where);
   }
   if (http == 400 && req.response.find("HTTP request to an HTTPS server") != std::string::npos) {
     return FailedPreconditionError(endpoint.base_url + " speaks HTTPS, not plain HTTP: use https:// (HTTP 400 '" +
-                                   Snippet(req.response) + "')" + where);
+                                   QuoteAnswer(req.response) + "')" + where);
   }
   return ParseError(message);
 }
@@ -554,7 +475,8 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
     }
     auto decoded = DecodeQueryData(r.data);
     if (!decoded.ok()) {
-      results.emplace_back(ParseError(decoded.status().message() + " (" + r.subject + " at " + base_url_ + r.path + ")"));
+      results.emplace_back(Status(decoded.status().code(),
+                                  decoded.status().message() + " (" + r.subject + " at " + base_url_ + r.path + ")"));
       continue;
     }
     decoded->warnings = std::move(r.warnings);
@@ -566,13 +488,12 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
   return results;
 }
 
-StatusOr<nlohmann::json> HttpQueryClient::PerformArrayRequest(Request request, const std::string& what) {
+StatusOr<nlohmann::json> HttpQueryClient::PerformRequest(Request request) {
   std::vector<Request> batch;
   batch.push_back(std::move(request));
   Perform(batch);
   Request& r = batch.front();
   if (!r.status.ok()) return r.status;
-  if (!r.data.is_array()) return ParseError(what + " (" + r.subject + " at " + base_url_ + ")");
   return std::move(r.data);
 }
 
@@ -590,11 +511,9 @@ StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::strin
   for (const auto& m : matchers) form.Add("match[]", m);
   if (options_.thanos) form.Add("partial_response", "false");
   req.form = form.str();
-  ASSIGN_OR_RETURN(nlohmann::json data, PerformArrayRequest(std::move(req), "label values are not an array"));
-  std::vector<std::string> values;
-  for (const auto& v : data) {
-    if (v.is_string()) values.push_back(v.get<std::string>());
-  }
+  ASSIGN_OR_RETURN(nlohmann::json data, PerformRequest(std::move(req)));
+  auto values = DecodeLabelValues(data);
+  if (!values.ok()) return Status(values.status().code(), values.status().message() + " (" + base_url_ + ")");
   return values;
 }
 
@@ -611,11 +530,10 @@ StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<
   form.Add("start", FormatTime(start)).Add("end", FormatTime(end));
   if (options_.thanos) form.Add("partial_response", "false");
   req.form = form.str();
-  ASSIGN_OR_RETURN(nlohmann::json data, PerformArrayRequest(std::move(req), "series result is not an array"));
-  std::vector<Labels> out;
-  out.reserve(data.size());
-  for (const auto& s : data) out.push_back(ParseLabels(s));
-  return out;
+  ASSIGN_OR_RETURN(nlohmann::json data, PerformRequest(std::move(req)));
+  auto series = DecodeSeriesData(data);
+  if (!series.ok()) return Status(series.status().code(), series.status().message() + " (" + base_url_ + ")");
+  return series;
 }
 
 StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double timeout_seconds) {
@@ -639,6 +557,7 @@ StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double time
   curl_easy_cleanup(easy);
   if (headers) curl_slist_free_all(headers);
   if (code == CURLE_OPERATION_TIMEDOUT) return DeadlineExceededError("GET " + url + " timed out");
+  if (code == CURLE_WRITE_ERROR) return ResponseTooLarge(" to GET " + url);
   if (auto tls = TlsFailure(code, error.data(), base_url_)) return Status(tls->code(), tls->message() + " (GET " + url + ")");
   if (code != CURLE_OK) return UnavailableError("GET " + url + ": " + curl_easy_strerror(code));
   return response;

@@ -59,7 +59,7 @@ class HttpQueryClient : public QueryClient {
   // Runs requests concurrently with retries; fills each Request's outcome.
   void Perform(std::vector<Request>& requests);
   // One request whose `data` must be a JSON array (label values, series); `what` names it in errors.
-  StatusOr<nlohmann::json> PerformArrayRequest(Request request, const std::string& what);
+  StatusOr<nlohmann::json> PerformRequest(Request request);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;
 
   RemoteEndpointOptions options_;

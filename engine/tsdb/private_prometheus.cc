@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -122,7 +123,11 @@ Status CopyTree(const fs::path& src, const fs::path& dst, const CopyMode& mode, 
         }
       }
       fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec);
-      if (ec) return UnavailableError("cannot copy " + it->path().string() + ": " + ec.message());
+      if (ec) {
+        return UnavailableError("cannot copy " + it->path().string() + " into the private copy " + target.string() +
+                                ": " + ec.message() +
+                                (ec == std::errc::no_space_on_device ? " (free space in TMPDIR, or point TMPDIR elsewhere)" : ""));
+      }
       stats->copied_bytes += static_cast<int64_t>(fs::file_size(target, ec));
     }
   }
@@ -286,7 +291,10 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     return UnavailableError("'" + options.prometheus_binary + "' not found in PATH (Debian package 'prometheus')");
   }
 
-  // The private copy.
+  // The private copy. A signal waits until the copy is made and the server that serves it is
+  // registered, then removes both (AcquisitionScope).
+  std::optional<AcquisitionScope> acquiring;
+  acquiring.emplace();
   const auto copy_started = Clock::now();
   std::string pattern = TempRoot(options.temp_root) + "/" + kPrivateCopyPrefix + "XXXXXX";
   if (!mkdtemp(pattern.data())) {
@@ -372,6 +380,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     std::error_code ec;
     fs::remove_all(copy, ec);
   });
+  acquiring.reset();
 
   auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
   if (options.deadline && *options.deadline < deadline) deadline = *options.deadline;

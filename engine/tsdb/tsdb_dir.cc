@@ -9,10 +9,30 @@
 namespace diagnose {
 namespace fs = std::filesystem;
 
+// A real meta.json is a few hundred bytes (a compacted block lists its parents: a few KiB).
+constexpr size_t kMaxMetaBytes = 1 << 20;
+
 bool IsUlid(const std::string& name) {
   if (name.size() != 26) return false;
   static const std::string kAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
   return std::all_of(name.begin(), name.end(), [](char c) { return kAlphabet.find(c) != std::string::npos; });
+}
+
+StatusOr<BlockMeta> ParseBlockMeta(std::string_view text, const std::string& ulid, const std::string& file) {
+  nlohmann::json meta = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded() || !meta.is_object()) return DataLossError(file + ": not valid JSON");
+  BlockMeta block;
+  block.ulid = ulid;
+  try {
+    block.min_time_ms = meta.at("minTime").get<int64_t>();
+    block.max_time_ms = meta.at("maxTime").get<int64_t>();
+    const auto& stats = meta.value("stats", nlohmann::json::object());
+    block.num_samples = stats.value("numSamples", int64_t{0});
+    block.num_series = stats.value("numSeries", int64_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    return DataLossError(file + ": " + e.what());
+  }
+  return block;
 }
 
 StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir) {
@@ -26,22 +46,14 @@ StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir) {
     if (!IsUlid(name) || it->is_symlink(ec) || !it->is_directory(ec)) continue;
     const fs::path meta_path = it->path() / "meta.json";
     if (fs::is_symlink(meta_path, ec) || !fs::is_regular_file(meta_path, ec)) continue;
-    std::ifstream in(meta_path);
-    nlohmann::json meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (meta.is_discarded() || !meta.is_object()) {
-      return DataLossError(meta_path.string() + ": not valid JSON");
+    std::ifstream in(meta_path, std::ios::binary);
+    std::string text;
+    char buf[4096];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      text.append(buf, static_cast<size_t>(in.gcount()));
+      if (text.size() > kMaxMetaBytes) return DataLossError(meta_path.string() + ": larger than any block's meta.json");
     }
-    BlockMeta block;
-    block.ulid = name;
-    try {
-      block.min_time_ms = meta.at("minTime").get<int64_t>();
-      block.max_time_ms = meta.at("maxTime").get<int64_t>();
-      const auto& stats = meta.value("stats", nlohmann::json::object());
-      block.num_samples = stats.value("numSamples", int64_t{0});
-      block.num_series = stats.value("numSeries", int64_t{0});
-    } catch (const nlohmann::json::exception& e) {
-      return DataLossError(meta_path.string() + ": " + e.what());
-    }
+    ASSIGN_OR_RETURN(BlockMeta block, ParseBlockMeta(text, name, meta_path.string()));
     blocks.push_back(block);
   }
   std::sort(blocks.begin(), blocks.end(),

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -21,6 +22,10 @@ struct BlockMeta {
 
 // True for a 26-character Crockford base32 ULID, the name Prometheus gives block directories.
 bool IsUlid(const std::string& name);
+
+// One block's meta.json (`file` names it in errors): minTime and maxTime are required integers;
+// anything else malformed is kDataLoss naming the file.
+StatusOr<BlockMeta> ParseBlockMeta(std::string_view text, const std::string& ulid, const std::string& file);
 
 // Block directories (real directories only; symlinks are ignored, as Prometheus ignores them) whose
 // meta.json parses. A meta.json that does not parse is kDataLoss naming the file.

@@ -169,7 +169,7 @@ TEST(BurstPhaseCorrelationTest, BurstsAlignedWithPhaseBoundariesBlameTheHost) {
   auto r = BurstPhaseCorrelation(in);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ((*r)["hosts"], Json({"bad"}));
-  EXPECT_EQ((*r)["matches"]["bad"], Json({0}));
+  EXPECT_EQ((*r)["matches"]["bad"], Json::array({0}));
   in.step_times = nullptr;
   EXPECT_EQ(BurstPhaseCorrelation(in).status().code(), StatusCode::kFailedPrecondition);
 }

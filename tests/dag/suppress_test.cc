@@ -31,7 +31,7 @@ class SeriesClient : public QueryClient {
   std::string Describe() const override { return "series"; }
 };
 
-const char* kPlaybook = R"YAML(playbook: spikes
+const char* kSpikesPlaybook = R"YAML(playbook: spikes
 description: memory jumps, expected at checkpoint saves
 rules:
   - id: ckpt_windows
@@ -72,7 +72,7 @@ std::string Replaced(std::string text, const std::string& from, const std::strin
 class SuppressTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    library_ = Load(kPlaybook);
+    library_ = Load(kSpikesPlaybook);
     JobFacts facts;
     facts.status = "completed";
     facts.checkpoint_saves = {10, 20};
@@ -202,7 +202,7 @@ TEST_F(SuppressTest, WithoutLoggedSavesThereAreNoWindowsAndNothingIsSuppressed) 
 // evidence is inside the windows.
 TEST_F(SuppressTest, AHostStaysWhenAnyOfItsDevicesJumpedOutsideTheWindows) {
   // The same playbook keyed per GPU.
-  playbook::Library library = Load(Replaced(Replaced(Replaced(kPlaybook, "playbook: spikes", "playbook: devices"),
+  playbook::Library library = Load(Replaced(Replaced(Replaced(kSpikesPlaybook, "playbook: spikes", "playbook: devices"),
                                                      "max by (host) (mem_jump)", "max by (host, gpu) (mem_jump)"),
                                             "by: [host]", "by: [host, gpu]"));
   const double in10 = OnGrid(StepEnd(10) + 120), outside = OnGrid(StepEnd(15));
@@ -227,7 +227,7 @@ TEST_F(SuppressTest, AHostStaysWhenAnyOfItsDevicesJumpedOutsideTheWindows) {
 
 TEST_F(SuppressTest, ASuppressionThatCannotBeJudgedNeverHidesAFiring) {
   // The same playbook with suppress.times that fails at run time (abs() of a map).
-  playbook::Library library = Load(Replaced(Replaced(kPlaybook, "playbook: spikes", "playbook: broken"),
+  playbook::Library library = Load(Replaced(Replaced(kSpikesPlaybook, "playbook: spikes", "playbook: broken"),
                                             "times_above(jump.series, 100)", "abs(jump.series)"));
   Jumps("h1", {OnGrid(StepEnd(10) + 120)});
   auto graph = CompiledGraph::Compile(library, {"broken"});

@@ -14,14 +14,30 @@ namespace diagnose::e2e {
 
 namespace fs = std::filesystem;
 
-namespace {
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+std::map<std::string, std::string> DirSnapshot(const std::string& root) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_symlink()) out[e.path().string()] = "symlink:" + fs::read_symlink(e.path()).string();
+    else if (e.is_regular_file()) out[e.path().string()] = Slurp(e.path().string());
+    else out[e.path().string()] = e.is_directory() ? "dir" : "other";
+  }
+  return out;
+}
+
+namespace {
+// A run's private output file: read, then removed.
+std::string TakeOutput(const std::string& path) {
+  std::string text = Slurp(path);
   std::error_code ec;
   fs::remove(path, ec);
-  return text.str();
+  return text;
 }
 }  // namespace
 
@@ -40,8 +56,8 @@ CliRun RunDiagnoseCli(const std::vector<std::string>& args) {
   }
   auto code = child->Wait(std::chrono::minutes(3));
   run.exit_code = code.ok() ? *code : -1;
-  run.out = Slurp(options.stdout_path);
-  run.err = Slurp(options.stderr_path);
+  run.out = TakeOutput(options.stdout_path);
+  run.err = TakeOutput(options.stderr_path);
   return run;
 }
 

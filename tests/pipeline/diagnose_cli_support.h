@@ -2,6 +2,7 @@
 // the end-to-end tests on the generated fixtures (fixtures/outputs, made by the `fixtures` target).
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,12 @@ struct CliRun {
   int exit_code = -1;
   std::string out, err;
 };
+
+// Every entry under `root` (path -> content, "dir" or "other"), for "the job dir is byte-identical".
+std::map<std::string, std::string> DirSnapshot(const std::string& root);
+
+// A file's bytes ("" when it cannot be read).
+std::string Slurp(const std::string& path);
 
 // `diagnose ARGS...`; stdout and stderr go to private files so stderr chatter cannot corrupt JSON.
 CliRun RunDiagnoseCli(const std::vector<std::string>& args);

@@ -23,7 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kScenarios = fs::path(DIAGNOSE_SOURCE_DIR) / "fixtures" / "scenarios";
 
 struct Scenario {
   std::string file;
@@ -34,7 +33,7 @@ struct Scenario {
 // to, so sorting loaded Scenario values would scramble them.
 std::vector<Scenario> LoadScenarios() {
   std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(kScenarios))
+  for (const auto& entry : fs::directory_iterator(fs::path(e2e::kScenarioDir)))
     if (entry.path().extension() == ".yaml") paths.push_back(entry.path());
   std::sort(paths.begin(), paths.end());
   std::vector<Scenario> out;

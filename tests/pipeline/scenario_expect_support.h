@@ -12,6 +12,9 @@
 
 namespace diagnose::e2e {
 
+// fixtures/scenarios: one YAML file per fixture job.
+inline const char* kScenarioDir = DIAGNOSE_SOURCE_DIR "/fixtures/scenarios";
+
 // Host names of a list given as plain names or {host: ...} maps.
 std::set<std::string> StringSet(const YAML::Node& node);
 

@@ -26,15 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kScenarios = fs::path(DIAGNOSE_SOURCE_DIR) / "fixtures" / "scenarios";
 constexpr int kIdOffset = 20000;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string EscapeRegex(const std::string& text) {
   static const std::regex special(R"([.^$|()\[\]{}*+?\\-])");
@@ -70,7 +63,7 @@ std::string Variant(const std::string& text, int index) {
 // prefix letter follows the sorted order, so a failure names the same hosts every run).
 std::map<std::string, std::string> VariedScenarios() {
   std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(kScenarios)) {
+  for (const auto& entry : fs::directory_iterator(fs::path(e2e::kScenarioDir))) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("fault-", 0) == 0 && entry.path().extension() == ".yaml") paths.push_back(entry.path());
   }
@@ -78,7 +71,7 @@ std::map<std::string, std::string> VariedScenarios() {
   std::map<std::string, std::string> variants;
   int index = 0;
   for (const auto& path : paths) {
-    std::string variant = Variant(ReadFile(path), index++);
+    std::string variant = Variant(e2e::Slurp(path), index++);
     if (!variant.empty()) variants[path.filename().string()] = std::move(variant);
   }
   return variants;

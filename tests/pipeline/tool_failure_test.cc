@@ -27,13 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Direct children of `parent` whose command name is `comm`.
 std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm) {
   std::vector<pid_t> out;
@@ -95,8 +88,8 @@ Outcome RunKillingServer(const std::vector<std::string>& args, int kills, std::c
   }
   auto code = child->Wait(std::chrono::seconds(10));
   outcome.exit_code = code.ok() ? *code : -1;
-  outcome.err = Slurp(options.stderr_path);
-  outcome.report = json::parse(Slurp(options.stdout_path), nullptr, false);
+  outcome.err = e2e::Slurp(options.stderr_path);
+  outcome.report = json::parse(e2e::Slurp(options.stdout_path), nullptr, false);
   fs::remove(options.stdout_path);
   fs::remove(options.stderr_path);
   return outcome;
@@ -225,7 +218,7 @@ TEST(ToolFailure, AReportThatCannotBeWrittenIsAFailure) {
   auto code = child->Wait(std::chrono::minutes(1));
   ASSERT_TRUE(code.ok());
   EXPECT_NE(*code, 0);
-  const std::string message = Slurp(err);
+  const std::string message = e2e::Slurp(err);
   fs::remove(err);
   EXPECT_NE(message.find("standard output"), std::string::npos) << message;
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
@@ -276,6 +269,15 @@ TEST(ToolFailure, AnEndpointThatNeverAnswersEndsAtTheDeadline) {
   // Without the deadline: one 60 s timeout per attempt, three attempts.
   EXPECT_LT(seconds, 15) << "the deadline did not bound the run";
   EXPECT_NE(run.err.find("deadline"), std::string::npos) << run.err;
+  // The report names every rule the spent budget left unevaluated, and why.
+  const json report = json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(report.contains("not_evaluated")) << run.out.substr(0, 300);
+  int named = 0;
+  for (const auto& entry : report["not_evaluated"]) {
+    const std::string text = entry.get<std::string>();
+    if (text.find("deadline") != std::string::npos && text.find('/') < text.find(':')) ++named;
+  }
+  EXPECT_GT(named, 5) << "rules the deadline left unevaluated are not named with it: " << report["not_evaluated"].dump().substr(0, 600);
 }
 
 }  // namespace

@@ -23,22 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// path -> size and content, for "byte-identical".
-std::map<std::string, std::string> Snapshot(const fs::path& root) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (!e.is_regular_file()) {
-      out[e.path().string()] = e.is_directory() ? "dir" : "other";
-      continue;
-    }
-    std::ifstream in(e.path(), std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    out[e.path().string()] = s.str();
-  }
-  return out;
-}
-
 fs::path FirstBlock(const fs::path& outputs) {
   for (const auto& e : fs::recursive_directory_iterator(outputs))
     if (e.is_directory() && e.path().parent_path().filename() == "prometheus" && fs::exists(e.path() / "meta.json"))
@@ -70,12 +54,12 @@ class TsdbFaultTest : public ::testing::TestWithParam<Damage> {
 };
 
 TEST_P(TsdbFaultTest, ReportSaysWhatCouldNotBeReadAndTheJobDirIsUntouched) {
-  const auto before = Snapshot(outputs_);
+  const auto before = e2e::DirSnapshot(outputs_.string());
   e2e::CliRun run = e2e::RunDiagnoseCli({"8043", "--outputs", outputs_.string(), "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   json r = json::parse(run.out, nullptr, false);
   ASSERT_FALSE(r.is_discarded()) << run.out.substr(0, 500);
-  EXPECT_EQ(Snapshot(outputs_), before) << "the job dir was written";
+  EXPECT_EQ(e2e::DirSnapshot(outputs_.string()), before) << "the job dir was written";
   EXPECT_EQ(r["jobs"][0]["status"], "failed");
   const std::string state = r["tsdb"][0]["state"];
   const std::string name = GetParam().name;

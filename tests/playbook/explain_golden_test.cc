@@ -12,10 +12,10 @@
 namespace diagnose {
 namespace {
 
-const std::string kSource = DIAGNOSE_SOURCE_DIR;
+const std::string kSourceDir = DIAGNOSE_SOURCE_DIR;
 
 std::string Explain(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {DIAGNOSE_BINARY, "explain", kSource + "/playbooks/examples/retry-exhaustion.yaml"};
+  std::vector<std::string> argv = {DIAGNOSE_BINARY, "explain", kSourceDir + "/playbooks/examples/retry-exhaustion.yaml"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto r = RunCommand(argv, std::chrono::milliseconds(30000));
   EXPECT_TRUE(r.ok()) << r.status().message();
@@ -25,7 +25,7 @@ std::string Explain(const std::vector<std::string>& extra) {
 }
 
 void CheckGolden(const std::string& name, const std::string& actual) {
-  std::string path = kSource + "/tests/playbook/golden/" + name;
+  std::string path = kSourceDir + "/tests/playbook/golden/" + name;
   const char* update = std::getenv("DIAGNOSE_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {
     std::ofstream(path) << actual;
@@ -46,8 +46,8 @@ TEST(ExplainGoldenTest, CompiledFormIsDeterministic) {
 }
 
 TEST(ExplainGoldenTest, ResolvedPromqlWithFacts) {
-  std::vector<std::string> args = {"--facts", kSource + "/tests/playbook/testdata/explain_facts.json", "--discovery",
-                                   kSource + "/tests/playbook/testdata/explain_discovery.json"};
+  std::vector<std::string> args = {"--facts", kSourceDir + "/tests/playbook/testdata/explain_facts.json", "--discovery",
+                                   kSourceDir + "/tests/playbook/testdata/explain_discovery.json"};
   std::string first = Explain(args);
   EXPECT_EQ(first, Explain(args));
   EXPECT_NE(first.find("increase(hw_rdma_req_tx_retry_excd_err_total[2m])"), std::string::npos) << first;

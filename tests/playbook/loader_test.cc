@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/core/limits.h"
+
 namespace diagnose::playbook {
 namespace {
 
@@ -107,6 +109,27 @@ TEST(LoaderTest, UnknownFieldOfRuleIsATypeError) {
   EXPECT_EQ(d->pos.line, 8);
   EXPECT_EQ(d->pos.col, 14);
   EXPECT_NE(d->message.find("has no field 'valuez'"), std::string::npos);
+}
+
+TEST(LoaderTest, AnAliasBombOrAnOversizedFileIsOneLimitDiagnostic) {
+  std::string bomb = "playbook: bomb\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n";
+  for (int i = 1; i < 9; ++i) {
+    bomb += "x" + std::to_string(i) + ": &x" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += std::string(k ? ", " : "") + "*x" + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  auto r = LoadText(bomb);
+  const auto* d = Find(r, LoadCode::kLimit);
+  ASSERT_NE(d, nullptr) << r.AsJson().dump(2);
+  EXPECT_NE(d->message.find("exceeds the limit yaml.nodes"), std::string::npos) << d->message;
+  EXPECT_EQ(r.errors(), 1) << "nothing walks the bomb after the refusal: " << r.AsJson().dump(2);
+  EXPECT_EQ(LoadCodeName(LoadCode::kLimit), std::string("limit"));
+
+  ScopedLimit small(LimitId::kYamlFileBytes, 1024);
+  auto big = LoadText("playbook: big\n# " + std::string(2000, 'x') + "\n");
+  const auto* too_big = Find(big, LoadCode::kLimit);
+  ASSERT_NE(too_big, nullptr) << big.AsJson().dump(2);
+  EXPECT_NE(too_big->message.find("yaml.file_bytes (1 KiB"), std::string::npos) << too_big->message;
 }
 
 TEST(LoaderTest, StaticTypeMismatchInArithmetic) {

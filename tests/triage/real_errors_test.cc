@@ -27,7 +27,7 @@ using testing::JobSpec;
 using testing::LogBuilder;
 using testing::TempOutputs;
 
-constexpr int64_t kFarFuture = 4102444800;
+constexpr int64_t kFarFutureNow = 4102444800;
 
 struct Excerpt {
   std::string file, id, source, cls, root_cause, action, placement;
@@ -121,7 +121,7 @@ Outcome Diagnose(const Excerpt& x, size_t index, const Variant& variant) {
   options.job_ref = spec.id;
   options.outputs_dir = out.path();
   options.logs_only = true;
-  options.now = kFarFuture;
+  options.now = kFarFutureNow;
   auto report = RunDiagnosis(options);
   if (!report.ok()) return {"error: " + report.status().message(), "", "", ""};
   return {report->jobs[0].status, report->jobs[0].failure_class, report->verdict.root_cause,

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/core/limits.h"
 #include "tests/testing/fake_http_server.h"
 
 namespace diagnose {
@@ -126,6 +127,20 @@ TEST(HttpQueryClientTest, GarbageBodyIsParseErrorNamingTheEndpoint) {
   EXPECT_NE(r.status().message().find(server.url()), std::string::npos);
   EXPECT_NE(r.status().message().find("<html>login"), std::string::npos);
   EXPECT_EQ(server.requests(), 1);
+}
+
+TEST(HttpQueryClientTest, AnAnswerPastTheResponseLimitIsCutOffAndNamesTheLimit) {
+  const std::string big = R"({"status":"success","data":{"resultType":"vector","result":[)" +
+                          std::string(200000, ' ') + "]}}";
+  FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{200, big}; });
+  ScopedLimit limit(LimitId::kHttpResponseBytes, 64 * 1024);
+  auto r = Client(server.url())->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("http.response_bytes (64 KiB"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("--limit http.response_bytes=N"), std::string::npos);
+  EXPECT_NE(r.status().message().find(server.url()), std::string::npos) << "names the endpoint";
+  EXPECT_EQ(server.requests(), 1) << "a limit is not retried";
 }
 
 TEST(HttpQueryClientTest, MalformedEnvelopeDataIsParseError) {

@@ -48,13 +48,13 @@ std::string Url(Server which) {
   if (const std::string missing = testing::TlsToolsMissing(); !missing.empty()) \
   GTEST_SKIP() << missing
 
-struct Client {
+struct Credentials {
   std::string ca_file;
   bool insecure = false;
   std::string authorization;   // empty: no Authorization header
 };
 
-std::unique_ptr<HttpQueryClient> Connect(const std::string& url, const Client& c) {
+std::unique_ptr<HttpQueryClient> Connect(const std::string& url, const Credentials& c) {
   RemoteEndpointOptions options;
   options.url = url;
   options.ca_file = c.ca_file;
@@ -70,7 +70,7 @@ std::unique_ptr<HttpQueryClient> Connect(const std::string& url, const Client& c
 constexpr double kTime = 1771891200;   // any explicit time: vector(1) needs no data
 
 // vector(1) through `c`; the status of the first failure.
-Status AskVectorOne(const std::string& url, const Client& c) {
+Status AskVectorOne(const std::string& url, const Credentials& c) {
   auto client = Connect(url, c);
   if (!client) return InternalError("no client");
   auto result = client->Run(Query::Instant("vector(1)", kTime));

@@ -1,0 +1,22 @@
+// Small text helpers every report and message needs, in one place so each renderer formats a
+// number or a list the same way.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace diagnose {
+
+// printf("%.*f"): "12.5" for (12.49, 1).
+std::string FixedDecimal(double value, int precision);
+
+// "a, b, c" (or any separator).
+std::string JoinStrings(const std::vector<std::string>& items, std::string_view separator = ", ");
+
+// The number, or "?" when unknown.
+std::string OptionalInt(const std::optional<int64_t>& value);
+
+}  // namespace diagnose

@@ -1,0 +1,42 @@
+// The Prometheus HTTP API's answer format, parsed from untrusted bytes: the JSON envelope
+// ({status, data, errorType, error, warnings, infos}) and a query's data (vector, matrix, scalar,
+// string). Pure functions: the HTTP client calls them on every answer and fuzz/ feeds them directly.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/status.h"
+#include "engine/tsdb/query_client.h"
+
+namespace diagnose {
+
+struct ApiEnvelope {
+  bool present = false;              // the body is a JSON object with a string "status"
+  std::string status;                // "success", "error", or whatever the server sent
+  nlohmann::json data;               // on success
+  std::string error_type = "unknown";
+  std::string error;
+  std::vector<std::string> warnings; // "warnings", then "infos" prefixed "info: "
+};
+
+// A server's answer (or part of one) quoted in an error: bounded, one line, valid UTF-8 whatever
+// it sent.
+std::string QuoteAnswer(std::string_view body);
+
+// Never throws; a body that is not an envelope (proxies, HTML error pages) has present == false.
+ApiEnvelope ParseApiEnvelope(std::string_view body);
+
+// A query's `data`. kParseError says what was malformed; the caller adds the query and endpoint.
+StatusOr<QueryResult> DecodeQueryData(const nlohmann::json& data);
+
+// Label sets of /api/v1/series (`data` must be an array of objects; non-string values are dropped).
+StatusOr<std::vector<Labels>> DecodeSeriesData(const nlohmann::json& data);
+
+// Values of /api/v1/label/<name>/values (an array; non-string entries are dropped).
+StatusOr<std::vector<std::string>> DecodeLabelValues(const nlohmann::json& data);
+
+}  // namespace diagnose

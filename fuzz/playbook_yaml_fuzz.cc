@@ -1,0 +1,27 @@
+// The playbook and shared-rule loader over untrusted YAML: mode picks a playbook, a rules file, or
+// a playbook loaded after the shipped shared rules (so references to them resolve and the deeper
+// checks run).
+#include <string>
+
+#include "engine/playbook/loader.h"
+#include "fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace diagnose::playbook;
+  std::string_view text = diagnose::fuzz::AsText(data, size);
+  const uint8_t mode = diagnose::fuzz::TakeMode(&text) % 3;
+  Loader loader;
+  if (mode == 0) {
+    loader.LoadPlaybookText(std::string(text), "fuzz.yaml");
+  } else if (mode == 1) {
+    loader.LoadCommonText(std::string(text), "fuzz-rules.yaml");
+  } else {
+    static const std::vector<std::string> common =
+        FindYamlFiles(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/common", /*include_tests=*/false);
+    loader.LoadCommonFiles(common);
+    loader.LoadPlaybookText(std::string(text), "fuzz.yaml");
+  }
+  for (const auto& d : loader.result().diagnostics()) (void)d.ToString();
+  (void)loader.result().AsJson().dump();
+  return 0;
+}

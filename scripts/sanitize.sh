@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The second tree (issue 14): clang with AddressSanitizer, UndefinedBehaviorSanitizer and
+# LeakSanitizer (part of ASan on x86-64 Linux), every parser's libFuzzer target, no benchmarks and
+# no fixture generation (it tests against the fixtures scripts/test.sh's build generated). Runs the
+# unit and integration tests under the sanitizers, then each fuzzer for FUZZ_SECONDS (default 60).
+#   scripts/sanitize.sh            # as CI runs it
+#   FUZZ_SECONDS=600 scripts/sanitize.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SANITIZE_BUILD_DIR:-build-sanitize}
+jobs=${JOBS:-2}
+if ! compgen -G "fixtures/outputs/*.log" >/dev/null; then
+  echo "sanitize: fixtures/outputs is empty; build the main tree first (scripts/test.sh does)" >&2
+  exit 2
+fi
+# -O1 keeps the sanitizers' reports exact and the build quick; line tables are enough for their
+# stack traces.
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
+  -DDIAGNOSE_SANITIZE=address,undefined -DDIAGNOSE_FUZZ=ON \
+  -DDIAGNOSE_GENERATE_FIXTURES=OFF -DDIAGNOSE_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$build" -j "$jobs"
+
+# Every report fails the test that triggered it; leaks are checked at exit of each test process.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}
+# Not under the sanitizers: the randomized variants (200 s natively; the same code paths as the
+# incident fixtures, which do run) and the browser test (Chromium's memory, not ours).
+ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 \
+  -E '^(ScenarioVariants\.|browser_reports$)'
+bash scripts/fuzz.sh "$build" "${FUZZ_SECONDS:-60}"

@@ -1,0 +1,238 @@
+// The faults an unattended run meets on a shared login node or in a Slurm epilog, each run through
+// the real binary with a real private Prometheus: a signal at a random moment, two runs appending
+// to one sweep history, a temp filesystem that is full, no `prometheus` on PATH. In every case the
+// job dir stays byte-identical and nothing of the run (child process, temp dir) is left behind.
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/subprocess.h"
+#include "tests/pipeline/diagnose_cli_support.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Sets an environment variable for the children this test starts, restoring it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (previous_) setenv(name_, previous_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+};
+
+fs::path FreshDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("diagnose-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Processes whose command line mentions `needle` (a private temp dir: the private Prometheus is
+// started with its storage path inside it).
+std::vector<std::string> ProcessesMentioning(const std::string& needle) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    std::string cmdline = e2e::Slurp((e.path() / "cmdline").string());
+    for (auto& c : cmdline)
+      if (c == '\0') c = ' ';
+    if (cmdline.find(needle) != std::string::npos) found.push_back(pid + ": " + cmdline.substr(0, 200));
+  }
+  return found;
+}
+
+std::vector<std::string> EntriesOf(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// Every leftover is waited for briefly: a child reaped by init may still be exiting.
+std::vector<std::string> LeftoversAfter(const fs::path& tmp) {
+  std::vector<std::string> left;
+  for (int i = 0; i < 50; ++i) {
+    left = ProcessesMentioning(tmp.string());
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return left;
+}
+
+TEST(ProcessFaults, ASignalAtTenRandomMomentsLeavesNoChildNoTempDirAndTheJobDirUntouched) {
+  REQUIRE_FIXTURE("8308");
+  const std::string job_dir = e2e::FixtureJobDir("8308");
+  const auto before = e2e::DirSnapshot(job_dir);
+  const fs::path tmp = FreshDir("signal-tmp");
+  ScopedEnv tmpdir("TMPDIR", tmp.string());
+  const std::vector<std::string> argv = {DIAGNOSE_BINARY, "8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"};
+
+  // How long a whole run takes here (sanitizers and load stretch it): signals land across it.
+  const auto started = Clock::now();
+  ASSERT_EQ(e2e::RunDiagnoseCli({argv.begin() + 1, argv.end()}).exit_code, 0);
+  const auto full = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", a full run takes " + std::to_string(full.count()) + " ms");
+  const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+  for (int round = 0; round < 10; ++round) {
+    const int sig = signals[round % 3];
+    const auto delay = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, full.count())(rng));
+    SCOPED_TRACE("round " + std::to_string(round) + ": signal " + std::to_string(sig) + " after " +
+                 std::to_string(delay.count()) + " ms");
+    SpawnOptions options;
+    options.argv = argv;
+    auto child = ChildProcess::Spawn(options);
+    ASSERT_TRUE(child.ok()) << child.status().message();
+    std::this_thread::sleep_for(delay);
+    ::kill(child->pid(), sig);
+    auto code = child->Wait(std::chrono::seconds(60));
+    ASSERT_TRUE(code.ok()) << "diagnose did not exit after the signal";
+    // Killed by it (128+sig, or the handler's exit with that status), or finished before it landed.
+    EXPECT_TRUE(*code == 128 + sig || *code == 0) << "exit " << *code;
+    EXPECT_EQ(LeftoversAfter(tmp), std::vector<std::string>{}) << "a child of the run survived it";
+    EXPECT_EQ(EntriesOf(tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
+  }
+  EXPECT_EQ(e2e::DirSnapshot(job_dir), before) << "the job dir was written";
+  fs::remove_all(tmp);
+}
+
+TEST(ProcessFaults, ConcurrentRunsAppendingToOneHistoryLoseNoLineAndTearNone) {
+  REQUIRE_FIXTURE("8308");
+  REQUIRE_FIXTURE("8043");
+  const fs::path dir = FreshDir("history-race");
+  const std::string history = (dir / "sweep.jsonl").string();
+  constexpr int kRounds = 3;
+  const std::vector<std::string> jobs = {"8308", "8043", "8308", "8043"};
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<ChildProcess> children;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      SpawnOptions options;
+      options.argv = {DIAGNOSE_BINARY, jobs[i], "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json",
+                      "--history", history};
+      auto child = ChildProcess::Spawn(options);
+      ASSERT_TRUE(child.ok()) << child.status().message();
+      children.push_back(std::move(child).value());
+    }
+    for (auto& child : children) {
+      auto code = child.Wait(std::chrono::minutes(3));
+      ASSERT_TRUE(code.ok());
+      EXPECT_EQ(*code, 0);
+    }
+  }
+  std::ifstream in(history);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    json entry = json::parse(line, nullptr, false);
+    ASSERT_FALSE(entry.is_discarded()) << "line " << lines << " is not JSON: " << line.substr(0, 300);
+    EXPECT_TRUE(entry.contains("job") && entry.contains("action")) << line.substr(0, 300);
+  }
+  EXPECT_EQ(lines, kRounds * static_cast<int>(jobs.size())) << "a decision was lost";
+  fs::remove_all(dir);
+}
+
+TEST(ProcessFaults, AFullTempFilesystemIsAnIncompleteDiagnosisThatSaysWhyAndLeavesNothing) {
+  REQUIRE_FIXTURE("8308");
+  const fs::path mount_point = FreshDir("full-tmpfs");
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=64k,mode=0700") != 0) {
+    fs::remove_all(mount_point);
+    GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(errno) << "; needs root)";
+  }
+  // Fill it to the last block, so the private copy's first write fails.
+  {
+    std::ofstream filler(mount_point / "filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size())) {
+    }
+  }
+  const std::string job_dir = e2e::FixtureJobDir("8308");
+  const auto before = e2e::DirSnapshot(job_dir);
+  const fs::path outputs = FreshDir("full-tmpfs-out");
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY, "8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"};
+  options.stdout_path = (outputs / "out").string();
+  options.stderr_path = (outputs / "err").string();
+  e2e::CliRun run;
+  {
+    ScopedEnv tmpdir("TMPDIR", mount_point.string());
+    auto child = ChildProcess::Spawn(options);
+    ASSERT_TRUE(child.ok()) << child.status().message();
+    auto code = child->Wait(std::chrono::minutes(3));
+    run.exit_code = code.ok() ? *code : -1;
+  }
+  run.out = e2e::Slurp(options.stdout_path);
+  run.err = e2e::Slurp(options.stderr_path);
+  fs::remove_all(outputs);
+  const auto left = EntriesOf(mount_point);
+  ::umount(mount_point.c_str());
+  fs::remove_all(mount_point);
+  // The job's metrics exist but this machine could not serve them: not the job's fault, so not a
+  // logs-only verdict either. The report is still written (stdout is elsewhere), says the
+  // diagnosis is incomplete (exit 3, decision none) and why, naming where space ran out.
+  json r = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << "exit " << run.exit_code << ", stderr: " << run.err;
+  EXPECT_EQ(run.exit_code, e2e::kIncompleteExit) << run.err;
+  EXPECT_EQ(r["tsdb"][0]["state"], "failed") << e2e::Dump(r["tsdb"]);
+  EXPECT_EQ(r["decision"]["action"], "none");
+  const std::string reason = r["tsdb"][0].value("reason", "");
+  EXPECT_NE(reason.find("No space left on device"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(mount_point.string()), std::string::npos) << "names the full temp dir: " << reason;
+  EXPECT_NE(run.err.find("No space left on device"), std::string::npos) << "one line on stderr says why: " << run.err;
+  EXPECT_EQ(left, std::vector<std::string>{"filler"}) << "the run left files in the full temp dir";
+  EXPECT_EQ(e2e::DirSnapshot(job_dir), before) << "the job dir was written";
+}
+
+TEST(ProcessFaults, NoPrometheusOnPathIsAnIncompleteDiagnosisThatSaysWhichPackage) {
+  REQUIRE_FIXTURE("8043");
+  const fs::path empty_path = FreshDir("empty-path");
+  e2e::CliRun run;
+  {
+    ScopedEnv path("PATH", empty_path.string());
+    run = e2e::RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"});
+  }
+  fs::remove_all(empty_path);
+  // This machine lacks a tool, the job lacks nothing: incomplete (exit 3, decision none), saying
+  // what to install; the log's facts are still reported.
+  EXPECT_EQ(run.exit_code, e2e::kIncompleteExit) << run.err;
+  json r = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << run.out.substr(0, 300);
+  EXPECT_EQ(r["tsdb"][0]["state"], "failed") << e2e::Dump(r["tsdb"]);
+  EXPECT_EQ(r["decision"]["action"], "none");
+  const std::string reason = r["tsdb"][0].value("reason", "");
+  EXPECT_NE(reason.find("'prometheus' not found in PATH (Debian package 'prometheus')"), std::string::npos) << reason;
+  EXPECT_EQ(r["jobs"][0]["status"], "failed");
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,73 @@
+#include "engine/tsdb/prometheus_api.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "engine/core/limits.h"
+
+namespace diagnose {
+namespace {
+
+TEST(PrometheusApi, EnvelopeCarriesStatusDataErrorAndWarningsThenInfos) {
+  ApiEnvelope ok = ParseApiEnvelope(
+      R"({"status":"success","data":{"resultType":"scalar","result":[1,"2"]},"warnings":["w1",{"x":1}],"infos":["i1"]})");
+  ASSERT_TRUE(ok.present);
+  EXPECT_EQ(ok.status, "success");
+  EXPECT_EQ(ok.warnings, (std::vector<std::string>{"w1", R"({"x":1})", "info: i1"}));
+  auto scalar = DecodeQueryData(ok.data);
+  ASSERT_TRUE(scalar.ok()) << scalar.status().message();
+  EXPECT_EQ(scalar->series.at(0).samples.at(0).v, 2);
+
+  ApiEnvelope error = ParseApiEnvelope(R"({"status":"error","errorType":"bad_data","error":"parse error"})");
+  ASSERT_TRUE(error.present);
+  EXPECT_EQ(error.error_type, "bad_data");
+  EXPECT_EQ(error.error, "parse error");
+
+  for (const char* not_envelope : {"", "<html>502 Bad Gateway</html>", "[1,2]", R"({"status":3})", "{\"status\":\"succ"}) {
+    EXPECT_FALSE(ParseApiEnvelope(not_envelope).present) << not_envelope;
+  }
+}
+
+TEST(PrometheusApi, MalformedDataIsAParseErrorNeverAThrow) {
+  using nlohmann::json;
+  for (const char* bad : {R"({})", R"({"resultType":"vector","result":{}})", R"({"resultType":"vector","result":[1]})",
+                          R"({"resultType":"vector","result":[{"metric":{}}]})",
+                          R"({"resultType":"matrix","result":[{"values":[[1]]}]})",
+                          R"({"resultType":"matrix","result":[{"values":"x"}]})", R"({"resultType":"scalar","result":5})",
+                          R"({"resultType":"string","result":[1]})", R"({"resultType":"histogram","result":[]})"}) {
+    auto r = DecodeQueryData(json::parse(bad));
+    EXPECT_EQ(r.status().code(), StatusCode::kParse) << bad;
+  }
+  EXPECT_EQ(DecodeSeriesData(json::object()).status().code(), StatusCode::kParse);
+  EXPECT_EQ(DecodeLabelValues(json("x")).status().code(), StatusCode::kParse);
+  auto values = DecodeLabelValues(json::parse(R"(["a", 3, null, "b"])"));
+  ASSERT_TRUE(values.ok());
+  EXPECT_EQ(*values, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(PrometheusApi, SeriesAndPointLimitsAreNamedWhenAnAnswerIsTooBig) {
+  const auto data = nlohmann::json::parse(R"({"resultType":"matrix","result":[
+      {"metric":{"host":"a"},"values":[[1,"1"],[2,"2"],[3,"3"]]},
+      {"metric":{"host":"b"},"values":[[1,"1"],[2,"2"],[3,"3"]]},
+      {"metric":{"host":"c"},"values":[[1,"1"],[2,"2"],[3,"NaN"]]}]})");
+  ASSERT_TRUE(DecodeQueryData(data).ok());
+  {
+    ScopedLimit series(LimitId::kHttpSeriesPerQuery, 2);
+    auto r = DecodeQueryData(data);
+    EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(r.status().message().find("--limit http.series_per_query=N"), std::string::npos) << r.status().message();
+  }
+  {
+    ScopedLimit points(LimitId::kHttpPointsPerQuery, 8);
+    auto r = DecodeQueryData(data);
+    EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(r.status().message().find("http.points_per_query (8"), std::string::npos) << r.status().message();
+  }
+  auto r = DecodeQueryData(data);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::isnan(r->series[2].samples[2].v));
+}
+
+}  // namespace
+}  // namespace diagnose
