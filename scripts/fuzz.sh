@@ -32,6 +32,7 @@ log_chunks() {   # 4 KiB pieces of the fixture logs: every kind of line the laun
   done
 }
 make_seeds() {
+  set +o pipefail   # `head` ends the seed pipelines early on purpose
   local i=0
   while IFS= read -r -d '' chunk; do
     i=$((i + 1))
@@ -53,11 +54,11 @@ make_seeds() {
   grep -hoE "\{\{[^}]*\}\}[^'\"]*" playbooks/*.yaml 2>/dev/null | head -100 | while IFS= read -r line; do
       i=$((i + 1)); printf '%s' "$line" | seed expr_template "tmpl$i" '\x00'; done
   # Input series from the playbook tests: selector line, values line.
+  mkdir -p "$work/corpus/series_notation"
   awk '/- series:/{sub(/.*series: */,""); gsub(/^'"'"'|'"'"'$/,""); s=$0; next}
        /values:/ && s!=""{sub(/.*values: */,""); gsub(/^'"'"'|'"'"'$/,""); print s "\n" $0 "\001"; s=""}' \
       playbooks/tests/*.yaml | head -c 200000 | awk -v RS='\001' -v dir="$work/corpus/series_notation" \
       'NF{f=dir "/s" NR; printf "%s", $0 > f; close(f)}' || true
-  mkdir -p "$work/corpus/series_notation"
   i=0
   for meta in fixtures/outputs/*/prometheus/*/meta.json; do
     [ -f "$meta" ] || continue
@@ -67,6 +68,7 @@ make_seeds() {
   for t in prometheus_response sweep_history expr_template tsdb_meta; do
     mkdir -p "$work/corpus/$t"; cp -n fuzz/seeds/$t/* "$work/corpus/$t/" 2>/dev/null || true
   done
+  set -o pipefail
 }
 make_seeds
 
@@ -90,12 +92,12 @@ printf '%-22s %10s %10s %8s %8s %8s  %s\n' target execs execs/s cov ft corpus re
 for i in "${!pids[@]}"; do
   t=${names[$i]}; log="$work/logs/$t.log"
   if wait "${pids[$i]}"; then result=ok; else result="FAILED (see $log)"; failed=1; fi
-  runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | awk '{print $2}' | tail -1)
-  rate=$(grep -oE 'stat::average_exec_per_sec: [0-9]+' "$log" | awk '{print $2}' | tail -1)
-  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  stat() { grep -E "^stat::$1:" "$log" | awk '{print $2}' | tail -1 || true; }
+  runs=$(stat number_of_executed_units); rate=$(stat average_exec_per_sec)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$last"); ft=$(sed -nE 's/.*ft: ([0-9]+).*/\1/p' <<<"$last")
   corp=$(sed -nE 's/.*corp: ([0-9]+).*/\1/p' <<<"$last")
   printf '%-22s %10s %10s %8s %8s %8s  %s\n' "$t" "${runs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
-  if [ "$result" != ok ]; then grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5; fi
+  if [ "$result" != ok ]; then grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5 || true; fi
 done
 exit $failed
