@@ -22,6 +22,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     loader.LoadPlaybookText(std::string(text), "fuzz.yaml");
   }
   for (const auto& d : loader.result().diagnostics()) (void)d.ToString();
-  (void)loader.result().AsJson().dump();
+  (void)loader.result().AsJson().dump();   // throws on invalid UTF-8: AsJson must never hold any
   return 0;
 }

@@ -4,6 +4,10 @@
 # target (execs/s, coverage, corpus) and fails when a target finds a crash, leak or timeout; the
 # input that did it is kept in BUILD/fuzz/artifacts/ and belongs in fuzz/regressions/<target>/
 # (and a unit test) before the fix.
+# First every file in fuzz/regressions/<target>/ is replayed: a failure there always fails. Then
+# each target fuzzes; what it finds fails the run unless FUZZ_NEW_FINDINGS=report, which prints it
+# (stack and input) and goes on: the setting scripts/sanitize.sh uses until a 10-minute campaign of
+# every target comes out clean (see the README).
 #   scripts/fuzz.sh [BUILD_DIR] [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,12 +76,22 @@ make_seeds() {
 }
 make_seeds
 
+replay_failed=0
+for t in "${targets[@]}"; do
+  inputs=(fuzz/regressions/"$t"/*)
+  [ -e "${inputs[0]}" ] || continue
+  if ! "$build/fuzz/fuzz_$t" -timeout=10 -rss_limit_mb=2048 "${inputs[@]}" > "$work/logs/$t-replay.log" 2>&1; then
+    echo "fuzz: $t fails on a regression input (see $work/logs/$t-replay.log)" >&2
+    grep -E "ERROR|SUMMARY|Running:" "$work/logs/$t-replay.log" | tail -4 >&2 || true
+    replay_failed=1
+  fi
+done
+
 run_one() {
-  local t=$1 bin="$build/fuzz/fuzz_$1" regressions="fuzz/regressions/$1"
+  local t=$1 bin="$build/fuzz/fuzz_$1"
   mkdir -p "$work/corpus/$t"
-  local extra=(); [ -d "$regressions" ] && extra+=("$regressions")
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-    -artifact_prefix="$work/artifacts/$t-" "$work/corpus/$t" "${extra[@]}" > "$work/logs/$t.log" 2>&1
+    -artifact_prefix="$work/artifacts/$t-" "$work/corpus/$t" > "$work/logs/$t.log" 2>&1
 }
 export -f run_one
 export build seconds work
@@ -91,7 +105,13 @@ done
 printf '%-22s %10s %10s %8s %8s %8s  %s\n' target execs execs/s cov ft corpus result
 for i in "${!pids[@]}"; do
   t=${names[$i]}; log="$work/logs/$t.log"
-  if wait "${pids[$i]}"; then result=ok; else result="FAILED (see $log)"; failed=1; fi
+  if wait "${pids[$i]}"; then
+    result=ok
+  elif [ "${FUZZ_NEW_FINDINGS:-fail}" = report ]; then
+    result="NEW FINDING, reported (see $log)"
+  else
+    result="FAILED (see $log)"; failed=1
+  fi
   stat() { grep -E "^stat::$1:" "$log" | awk '{print $2}' | tail -1 || true; }
   runs=$(stat number_of_executed_units); rate=$(stat average_exec_per_sec)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
@@ -100,4 +120,4 @@ for i in "${!pids[@]}"; do
   printf '%-22s %10s %10s %8s %8s %8s  %s\n' "$t" "${runs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
   if [ "$result" != ok ]; then grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5 || true; fi
 done
-exit $failed
+exit $(( failed || replay_failed ))

@@ -899,7 +899,10 @@ StatusOr<Value> Eval(const Expr& e, const NameResolver& resolve) {
         return base.contains(key) ? base[key] : Value();
       }
       if (base.is_array() && idx.is_number()) {
-        long i = static_cast<long>(idx.get<double>());
+        const double at = idx.get<double>();
+        // Out of range (or NaN) is no element, not a cast that overflows.
+        if (!(std::fabs(at) < static_cast<double>(base.size()) + 1)) return Value();
+        long i = static_cast<long>(at);
         if (i < 0) i += static_cast<long>(base.size());
         if (i >= 0 && i < static_cast<long>(base.size())) return base[i];
         return Value();

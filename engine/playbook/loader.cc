@@ -16,6 +16,7 @@
 #include "engine/analysis/analysis.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/limits.h"
+#include "engine/core/utf8.h"
 #include "engine/report/report.h"
 
 namespace diagnose::playbook {
@@ -1250,9 +1251,11 @@ std::vector<LoadDiagnostic> LoadResult::ForFile(const std::string& file) const {
 nlohmann::json LoadResult::AsJson() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& d : diagnostics_) {
-    out.push_back({{"file", d.pos.file}, {"line", d.pos.line}, {"col", d.pos.col},
+    // Names and messages quote the file's own bytes, which need not be UTF-8.
+    out.push_back({{"file", ValidUtf8(d.pos.file)}, {"line", d.pos.line}, {"col", d.pos.col},
                    {"severity", d.warning() ? "warning" : "error"}, {"code", LoadCodeName(d.code)},
-                   {"playbook", d.playbook}, {"rule", d.rule}, {"field", d.field}, {"message", d.message}});
+                   {"playbook", ValidUtf8(d.playbook)}, {"rule", ValidUtf8(d.rule)}, {"field", ValidUtf8(d.field)},
+                   {"message", ValidUtf8(d.message)}});
   }
   return out;
 }

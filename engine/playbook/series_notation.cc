@@ -35,6 +35,10 @@ bool ParseCount(const std::string& s, long* out) {
   return true;
 }
 
+// A playbook test's series spans hours at most (a few thousand points); a count beyond this is a
+// typo or an attack, refused before a byte is allocated for it.
+constexpr size_t kMaxExpandedPoints = 1'000'000;
+
 }  // namespace
 
 StatusOr<std::vector<SeriesPoint>> ExpandSeriesValues(const std::string& text) {
@@ -58,6 +62,7 @@ StatusOr<std::vector<SeriesPoint>> ExpandSeriesValues(const std::string& text) {
     if (tok.rfind("_x", 0) == 0) {
       long n = 0;
       if (!ParseCount(tok.substr(2), &n)) return bad("expected _x<count>");
+      if (out.size() + static_cast<size_t>(n) > kMaxExpandedPoints) return bad("expands to more than 1,000,000 samples");
       for (long i = 0; i < n; ++i) out.push_back({SeriesPoint::Kind::kMissing, 0});
       continue;
     }
@@ -87,7 +92,7 @@ StatusOr<std::vector<SeriesPoint>> ExpandSeriesValues(const std::string& text) {
         return bad("expected a+bxn or a-bxn");
       if (head[op] == '-') b = -b;
     }
-    if (out.size() + static_cast<size_t>(n) > 10'000'000) return bad("expands to too many samples");
+    if (out.size() + static_cast<size_t>(n) + 1 > kMaxExpandedPoints) return bad("expands to more than 1,000,000 samples");
     for (long i = 0; i <= n; ++i) out.push_back({SeriesPoint::Kind::kValue, a + b * i});
   }
   return out;

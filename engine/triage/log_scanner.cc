@@ -41,14 +41,15 @@ bool ParseInt(std::string_view s, int64_t* out) {
 
 // "1h 2m 3s", "2m 3s", "45s".
 int64_t ParseWall(std::string_view s) {
+  constexpr int64_t kMaxWallSeconds = int64_t{1} << 40;   // 35,000 years: never a real wall time
   int64_t total = 0, cur = 0;
   bool any = false;
   for (char c : s) {
     if (c >= '0' && c <= '9') {
-      cur = cur * 10 + (c - '0');
+      if (cur < kMaxWallSeconds) cur = cur * 10 + (c - '0');   // a garbled duration saturates
       any = true;
     } else if (c == 'h' || c == 'm' || c == 's') {
-      total += cur * (c == 'h' ? 3600 : c == 'm' ? 60 : 1);
+      total = std::min(total + cur * (c == 'h' ? 3600 : c == 'm' ? 60 : 1), kMaxWallSeconds);
       cur = 0;
     }
   }

@@ -33,6 +33,14 @@ TEST(ExprTest, ArithmeticComparisonAndLogic) {
   EXPECT_EQ(Eval("'a' + 'b' == \"ab\""), true);
 }
 
+// Found by fuzz/expr_template (UBSan): a huge or NaN index was cast to long before the range check.
+TEST(ExprTest, AnIndexOutOfAnyRangeIsNullNotAnOverflow) {
+  EXPECT_EQ(Eval("[1, 2, 3][1e300]"), Value());
+  EXPECT_EQ(Eval("[1, 2, 3][-1e300]"), Value());
+  EXPECT_EQ(Eval("[1, 2, 3][-1]"), 3.0);
+  EXPECT_EQ(Eval("[1, 2, 3][2.5]"), 3.0);
+}
+
 TEST(ExprTest, MapsFilterLikePromqlVectors) {
   Value env = {{"q", {{"values", {{"h1", 0.0}, {"h2", 5.0}, {"h3", 12.0}}}}},
                {"b", {{"values", {{"h1", 1.0}, {"h2", 1.0}}}}}};

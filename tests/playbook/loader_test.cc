@@ -132,6 +132,16 @@ TEST(LoaderTest, AnAliasBombOrAnOversizedFileIsOneLimitDiagnostic) {
   EXPECT_NE(too_big->message.find("yaml.file_bytes (1 KiB"), std::string::npos) << too_big->message;
 }
 
+// Found by fuzz/playbook_yaml: diagnostics quote the file's bytes, and JSON of them threw on a byte
+// that is not UTF-8.
+TEST(LoaderTest, DiagnosticsOfAFileThatIsNotUtf8SerialiseAsJson) {
+  auto r = LoadText("playbook: p\xff\nbad\xfe_key: 1\n");
+  ASSERT_FALSE(r.ok());
+  std::string dumped;
+  EXPECT_NO_THROW(dumped = r.AsJson().dump()) << "invalid UTF-8 reached the JSON";
+  EXPECT_NE(dumped.find("bad?_key"), std::string::npos) << dumped;
+}
+
 TEST(LoaderTest, StaticTypeMismatchInArithmetic) {
   auto r = LoadText(VerdictOnAQuery("q.hosts * 2 > 1"));
   const auto* d = Find(r, LoadCode::kTypeMismatch);

@@ -43,6 +43,17 @@ TEST(SeriesNotationTest, RejectsMalformedItems) {
   EXPECT_NE(ExpandSeriesValues("1 2 zz").status().message().find("item 3"), std::string::npos);
 }
 
+// Found by fuzz/series_notation (a 10 s timeout): `_x111111114` allocated 111 million points.
+TEST(SeriesNotationTest, AHugeRepeatCountIsRefusedBeforeAnythingIsAllocated) {
+  for (const char* huge : {"_x111111114", "0+1x999999999", "1 2 _x999999 5x999999"}) {
+    auto r = ExpandSeriesValues(huge);
+    ASSERT_FALSE(r.ok()) << huge;
+    EXPECT_NE(r.status().message().find("expands to more than 1,000,000 samples"), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_TRUE(ExpandSeriesValues("0+1x999998").ok());
+}
+
 TEST(SeriesNotationTest, StaleAndMissingBecomeGaps) {
   auto pts = ExpandSeriesValues("1 _ stale 4");
   ASSERT_TRUE(pts.ok());

@@ -38,6 +38,18 @@ bool HasClass(const JobFacts& f, const std::string& id) {
   return std::any_of(f.classes.begin(), f.classes.end(), [&](const ClassMatch& c) { return c.failure_class == id; });
 }
 
+// Found by fuzz/log_line (UBSan): a garbled summary wall time of 30 digits overflowed int64.
+TEST(TriageTest, AGarbledSummaryWallTimeSaturatesInsteadOfOverflowing) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup().Steps(0, 9, 30.0, 3290.0).Summary("SUCCESS (exit 0)", "999999999999999999999999999999h 99999999999999m");
+  testing::WriteSlurmJob(out, b.spec(), b.str());
+  JobFacts f = Triage(out, "9101");
+  EXPECT_TRUE(f.summary.present);
+  EXPECT_GT(f.summary.wall_seconds, 0);
+  EXPECT_LE(f.summary.wall_seconds, int64_t{1} << 40);
+}
+
 TEST(TriageTest, CompletedJobHeaderHostsStepsAndSummary) {
   TempOutputs out;
   LogBuilder b(JobSpec{});
