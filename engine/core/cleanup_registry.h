@@ -29,7 +29,8 @@ class CleanupRegistry {
 };
 
 // Held by a thread from the moment it creates something it must clean up (a temp dir, a child
-// process) until the cleanup is registered, and while it fills what it created. The termination
+// process) until the cleanup is registered, while it fills what it created, and while it tears it
+// down before unregistering (so a signal never races a removal already under way). The termination
 // thread takes it before cleaning up, so a signal never lands between a creation and its
 // registration (leaking it) or in the middle of a copy (which would recreate a removed dir), and
 // never gives it back, so nothing new is created after the cleanup. Recursive.

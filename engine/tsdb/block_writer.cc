@@ -180,6 +180,7 @@ struct BlockWriter::Impl {
   }
 
   void CloseAndRemoveScratch() {
+    AcquisitionScope releasing;   // a signal now waits, instead of racing this removal
     if (out) {
       std::fclose(out);
       out = nullptr;

@@ -453,6 +453,9 @@ Status PrivatePrometheus::Health() {
 }
 
 void PrivatePrometheus::Stop() {
+  // A signal during the teardown waits for it rather than racing it: two remove_all of one tree at
+  // once each stop at the first entry the other removed, and the copy is left half there.
+  AcquisitionScope releasing;
   client_.reset();
   if (child_) {
     child_->Terminate(std::chrono::milliseconds(5000));
