@@ -93,8 +93,6 @@ run_one() {
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/$t-" "$work/corpus/$t" > "$work/logs/$t.log" 2>&1
 }
-export -f run_one
-export build seconds work
 
 failed=0
 pids=(); names=()

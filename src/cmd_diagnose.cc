@@ -23,6 +23,7 @@ struct DiagnoseArgs {
   std::string baseline;
   std::string format;
   std::vector<std::string> headers;
+  std::string window;
   int64_t now = 0;
   std::string color = "auto";
   bool verbose = false;
@@ -61,6 +62,19 @@ int RunDiagnose(DiagnoseArgs& args) {
       return 2;
     }
     args.options.remote.headers[name] = value;
+  }
+  if (!args.window.empty()) {
+    StatusOr<TimeRange> window = ParseTimeRange(args.window);
+    if (!window.ok()) {
+      PrintError("diagnose", "--window " + window.status().message() +
+                                 " (e.g. 2026-02-19T05:58Z..2026-02-19T10:05Z, or epoch seconds)");
+      return 2;
+    }
+    if (args.options.remote.url.empty()) {
+      PrintError("diagnose", "--window needs --prometheus: a job's own snapshot knows its time range");
+      return 2;
+    }
+    args.options.window = *window;
   }
   std::string format = args.format;
   if (format.empty()) format = isatty(STDOUT_FILENO) ? "text" : "json";
@@ -106,6 +120,9 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_option("--prometheus", o.remote.url,
                  "query this Prometheus-compatible endpoint (live job, Thanos, Mimir, VictoriaMetrics) "
                  "instead of a private Prometheus on the job's snapshot");
+  app.add_option("--window", args.window,
+                 "with --prometheus: the job's time range START..END (ISO-8601, UTC unless an offset is given, or "
+                 "epoch seconds) instead of the one its log gives (artifact id, JOB SUMMARY wall time, log time)");
   app.add_option("--header", args.headers, "extra HTTP header for --prometheus, 'Name: value' (repeatable)");
   app.add_option("--tenant", o.remote.tenant, "X-Scope-OrgID for Mimir/Cortex");
   app.add_flag("--thanos", o.remote.thanos, "Thanos querier: partial_response=false, warnings surfaced");

@@ -90,8 +90,13 @@ int RunNodes(const NodesArgs& args) {
     PrintError("diagnose nodes", rules.status().message());
     return 2;
   }
+  StatusOr<SignatureTable> signatures = LoadSignatureTable(data_dir + "/rules/triage/failure-signatures.yaml");
+  if (!signatures.ok()) {
+    PrintError("diagnose nodes", signatures.status().message());
+    return 2;
+  }
   TriageOptions triage;
-  triage.rules_dir = data_dir + "/rules";
+  triage.signatures = &*signatures;   // parsed once for every job
   std::vector<NodeRun> runs;
   bool multi_node = false;
   for (const auto& ref : args.jobs) {

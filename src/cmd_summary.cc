@@ -44,6 +44,12 @@ int RunSummary(const SummaryArgs& args) {
     options.since = *since;
   }
   const std::string data_dir = DefaultDataDir();
+  // Parsed once for every job the summary diagnoses.
+  StatusOr<std::shared_ptr<const Rulebook>> rulebook = LoadRulebook(data_dir);
+  if (!rulebook.ok()) {
+    PrintError("diagnose summary", rulebook.status().message());
+    return 2;
+  }
   // The pipeline of `diagnose JOB`, without --history: a summary only reads; the decision of a job
   // missing from the history is the diagnosis's own, not recorded anywhere.
   options.diagnose = [&](const JobLocation& job) {
@@ -51,6 +57,7 @@ int RunSummary(const SummaryArgs& args) {
     d.job_ref = job.job_dir.value_or(job.log_path.value_or(job.id));
     d.outputs_dir = options.outputs_dir;
     d.data_dir = data_dir;
+    d.rulebook = *rulebook;
     d.remote.url = args.prometheus;
     d.logs_only = args.logs_only;
     d.deadline_seconds = args.deadline_seconds;

@@ -42,9 +42,10 @@ StatusOr<std::vector<WatchedJob>> ListWithJobLocation(const std::string& outputs
 
 int RunWatch(const WatchArgs& args) {
   const std::string data_dir = DefaultDataDir();
-  StatusOr<DecisionRules> rules = LoadDecisionRules(data_dir);
-  if (!rules.ok()) {
-    PrintError("diagnose watch", rules.status().message());
+  // Parsed once for every job the watcher diagnoses.
+  StatusOr<std::shared_ptr<const Rulebook>> rulebook = LoadRulebook(data_dir);
+  if (!rulebook.ok()) {
+    PrintError("diagnose watch", rulebook.status().message());
     return 2;
   }
   WatchOptions options;
@@ -55,14 +56,16 @@ int RunWatch(const WatchArgs& args) {
   options.stall_seconds = args.stall_seconds;
   options.poll_seconds = args.poll_seconds;
   options.include_already_ended = args.once;
-  options.rules = &*rules;
+  options.rules = &(*rulebook)->decisions;
   options.list_jobs = ListWithJobLocation;
   // By value: `options` is moved into the watcher below, and a reference would then read it empty.
-  options.diagnose = [&args, outputs_dir = options.outputs_dir, data_dir](const WatchEvent& event) -> StatusOr<Report> {
+  options.diagnose = [&args, outputs_dir = options.outputs_dir, data_dir,
+                      book = *rulebook](const WatchEvent& event) -> StatusOr<Report> {
     DiagnoseOptions d;
     d.job_ref = event.job.log_path;
     d.outputs_dir = outputs_dir;
     d.data_dir = data_dir;
+    d.rulebook = book;
     d.remote.url = args.prometheus;
     d.logs_only = args.logs_only;
     // history_file stays empty: the watcher refines and appends itself, exactly once per job.

@@ -8,8 +8,29 @@
 #include <set>
 
 #include "engine/core/bounded_yaml.h"
+#include "engine/core/iso_time.h"
+#include "engine/core/utf8.h"
 
 namespace diagnose {
+
+StatusOr<TimeRange> ParseTimeRange(const std::string& text) {
+  const size_t dots = text.find("..");
+  if (dots == std::string::npos || text.find("..", dots + 2) != std::string::npos)
+    return InvalidArgumentError("'" + OneLine(text) + "' is not START..END");
+  auto end_of = [](const std::string& part) -> StatusOr<double> {
+    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (part.size() > 11) return InvalidArgumentError("'" + part + "' is too far in the future for epoch seconds");
+      return static_cast<double>(std::stoll(part));
+    }
+    StatusOr<int64_t> t = ParseIsoTime(part);
+    if (!t.ok()) return InvalidArgumentError("'" + OneLine(part) + "' is neither ISO-8601 nor epoch seconds");
+    return static_cast<double>(*t);
+  };
+  ASSIGN_OR_RETURN(double start, end_of(text.substr(0, dots)));
+  ASSIGN_OR_RETURN(double end, end_of(text.substr(dots + 2)));
+  if (!(start < end)) return InvalidArgumentError("'" + OneLine(text) + "' does not start before it ends");
+  return TimeRange{start, end};
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -211,9 +232,13 @@ class Discoverer {
     Gap("query-failed", "", "", "could not ask " + what + ": " + status.message());
   }
 
-  std::string AnyHeartbeat() const {
+  // When the heartbeat series were scraped, as values: a range query repeats a series' last sample
+  // for the lookback (5 min in Prometheus) after it ends, so evaluation times would move the job's
+  // end by that much (and "after the last step" windows with it).
+  std::string HeartbeatScrapeTimes() const {
     std::string q;
-    for (const auto& hb : rules_.heartbeats) q += (q.empty() ? "" : " or ") + ("count(" + hb.selector + ")");
+    for (const auto& hb : rules_.heartbeats)
+      q += (q.empty() ? "" : " or ") + ("max(timestamp(" + hb.selector + "))");
     return q;
   }
 
@@ -225,20 +250,23 @@ class Discoverer {
     }
     if (!inputs_.search_window) {
       return InvalidArgumentError("discovery on " + client_.Describe() +
-                                  " needs a time window (the job's start and end from its log): "
-                                  "recorded data is never queried at \"now\"");
+                                  " needs a time window: the job's log gives neither its start (artifact id) "
+                                  "nor its end (crash line, log time); pass --window START..END "
+                                  "(recorded data is never queried at \"now\")");
     }
     d_.range = *inputs_.search_window;
     d_.range_source = "search-window";
     if (rules_.heartbeats.empty()) return Status::Ok();
-    auto r = Ask(client_.Run(Query::Range(AnyHeartbeat(), d_.range.start, d_.range.end,
+    auto r = Ask(client_.Run(Query::Range(HeartbeatScrapeTimes(), d_.range.start, d_.range.end,
                                           rules_.gap_resolution_seconds, "discovery:range")));
     if (!r.ok()) return r.status().WithContext("finding the data range on " + client_.Describe());
     double first = INFINITY, last = -INFINITY;
     for (const auto& series : r->series) {
       for (const auto& sample : series.samples) {
-        first = std::min(first, sample.t);
-        last = std::max(last, sample.t);
+        // A backend whose timestamp() gives the evaluation time still bounds the range by it.
+        const double scraped = std::isfinite(sample.v) && sample.v > 0 ? std::min(sample.v, sample.t) : sample.t;
+        first = std::min(first, scraped);
+        last = std::max(last, scraped);
       }
     }
     if (std::isfinite(first)) {

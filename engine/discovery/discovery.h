@@ -51,6 +51,10 @@ struct TimeRange {
   double end = 0;     // seconds, last sample
 };
 
+// `--window START..END`: each end ISO-8601 (UTC unless an offset is given) or epoch seconds, the
+// start before the end. The message names what is wrong, not the flag.
+StatusOr<TimeRange> ParseTimeRange(const std::string& text);
+
 struct DiscoveryInputs {
   // Exact range from the blocks' meta.json (private copy); when unset, found by queries inside
   // `search_window`, which is then required (a remote endpoint is never asked about "now").

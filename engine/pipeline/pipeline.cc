@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
 #include "engine/dag/discovery_json.h"
 #include "engine/dag/run_playbooks.h"
@@ -79,7 +80,7 @@ StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& 
   Stage("triage {} ({} log{}, {} worker log{})", job.location.id, logs, logs == 1 ? "" : "s",
         job.location.ray_worker_logs.size(), job.location.ray_worker_logs.size() == 1 ? "" : "s");
   TriageOptions triage_options;
-  triage_options.rules_dir = (fs::path(options.data_dir) / "rules").string();
+  triage_options.signatures = &options.rulebook->signatures;
   triage_options.now = options.now;
   auto facts = TriageJob(job.location, triage_options);
   if (!facts.ok()) return facts.status().WithContext("job " + ref);
@@ -95,6 +96,35 @@ std::optional<TimeRange> LogWindow(const JobFacts& facts) {
   double end = static_cast<double>(facts.heartbeat.crash_time->epoch);
   double span = facts.progress.sum_step_seconds + 3600;
   return TimeRange{end - span, end + 600};
+}
+
+std::string FormatRange(const TimeRange& r) {
+  return IsoUtc(r.start) + ".." + IsoUtc(r.end);
+}
+
+// What an endpoint that holds more than this job is asked about: --window for the subject, else
+// the log's run window, padded for the scrapes before the first step and the flush after the end.
+// An end missing from the log is estimated from the steps' total time plus an hour of setup.
+std::optional<TimeRange> RemoteSearchWindow(const JobContext& job, const DiagnoseOptions& options,
+                                            std::string* provenance) {
+  if (job.role == "subject" && options.window) {
+    *provenance = "--window " + FormatRange(*options.window);
+    return options.window;
+  }
+  const RunWindow& w = job.facts.run_window;
+  const double pad = 600, span = job.facts.progress.sum_step_seconds + 3600;
+  std::optional<TimeRange> range;
+  if (w.start && w.end) range = TimeRange{static_cast<double>(*w.start), static_cast<double>(*w.end)};
+  else if (w.end) range = TimeRange{static_cast<double>(*w.end) - span, static_cast<double>(*w.end)};
+  else if (w.start) range = TimeRange{static_cast<double>(*w.start), static_cast<double>(*w.start) + span};
+  if (!range) return std::nullopt;
+  range->start -= pad;
+  range->end += pad;
+  *provenance = "asked about " + FormatRange(*range) + ", the job's run from its log (start: " +
+                (w.start ? w.start_source : "end minus the steps' time") +
+                ", end: " + (w.end ? w.end_source : "start plus the steps' time") +
+                ") with 10 minutes either side; --window START..END overrides it";
+  return range;
 }
 
 void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInputs& base_inputs) {
@@ -171,7 +201,10 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     job.recorder = std::make_unique<SourceFailureRecorder>(*job.remote);
     job.client = job.recorder.get();
     job.tsdb.state = "remote";
-    Discover(job, rules, DiscoveryInputs{.search_window = LogWindow(job.facts)});
+    std::string provenance;
+    std::optional<TimeRange> window = RemoteSearchWindow(job, options, &provenance);
+    job.tsdb.window = provenance;
+    Discover(job, rules, DiscoveryInputs{.search_window = window});
     return Status::Ok();
   }
   job.tsdb.mode = "private-copy";
@@ -259,11 +292,9 @@ Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) 
     }
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
-                   LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
   for (auto& job : jobs)
     // Only jobs never opened, or closed for a restart: a job without a TSDB is not asked twice.
-    if (job.tsdb.mode == TsdbState{}.mode) RETURN_IF_ERROR(OpenTsdb(job, options, discovery_rules));
+    if (job.tsdb.mode == TsdbState{}.mode) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
   return Status::Ok();
 }
 
@@ -310,16 +341,27 @@ std::string DefaultDataDir() {
   return DIAGNOSE_SOURCE_DIR;
 }
 
-StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_options) {
+namespace {
+
+// Options with the data directory and rulebook filled in.
+StatusOr<DiagnoseOptions> Resolved(const DiagnoseOptions& raw_options) {
   DiagnoseOptions options = raw_options;
   if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
+  if (!options.rulebook) {
+    ASSIGN_OR_RETURN(options.rulebook, LoadRulebook(options.data_dir));
+  }
+  return options;
+}
+
+}  // namespace
+
+StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_options) {
+  ASSIGN_OR_RETURN(const DiagnoseOptions options, Resolved(raw_options));
   ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
   JobEvaluationInputs inputs;
   if (!options.logs_only) {
-    ASSIGN_OR_RETURN(DiscoveryRules discovery_rules,
-                     LoadDiscoveryRules((fs::path(options.data_dir) / "rules" / "discovery.yaml").string()));
     for (auto& job : jobs) {
-      RETURN_IF_ERROR(OpenTsdb(job, options, discovery_rules));
+      RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
       if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
       if (job.tsdb.state == "unavailable" || job.tsdb.state == "failed")
         inputs.notes.push_back(job.role + " TSDB " + job.tsdb.state + ": " + job.tsdb.reason);
@@ -336,15 +378,12 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
 
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
-  DiagnoseOptions options = raw_options;
-  if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
+  ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
   if (options.deadline_seconds > 0)
     options.remote.deadline = started + std::chrono::milliseconds(static_cast<int64_t>(options.deadline_seconds * 1000));
   auto deadline_passed = [&] { return options.remote.deadline && Clock::now() >= *options.remote.deadline; };
-  const fs::path rules_dir = fs::path(options.data_dir) / "rules";
-
-  ASSIGN_OR_RETURN(SignatureTable signatures,
-                   LoadSignatureTable((rules_dir / "triage" / "failure-signatures.yaml").string()));
+  const SignatureTable& signatures = options.rulebook->signatures;
+  const playbook::Library& library = options.rulebook->library;
   ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
   double triage_seconds = SecondsSince(started);
 
@@ -354,12 +393,6 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     report.facts[report.jobs.back().id] = jobs[i].facts;
   }
 
-  playbook::LoadResult load;
-  playbook::Library library = playbook::LoadLibraryDir(options.data_dir, &load);
-  if (!load.ok()) {
-    for (const auto& d : load.diagnostics())
-      if (!d.warning()) return InvalidArgumentError("invalid playbook: " + d.ToString());
-  }
   for (const auto& id : options.forced_playbooks)
     if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
 
@@ -434,7 +467,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   if (incomplete) {
     MarkIncomplete(jobs, report);
   } else {
-    ASSIGN_OR_RETURN(DecisionRules decision_rules, LoadDecisionRules(options.data_dir));
+    const DecisionRules& decision_rules = options.rulebook->decisions;
     SweepContext sweep_context;
     sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
     RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/core/json.h"
 #include "engine/core/status.h"
+#include "engine/discovery/discovery.h"  // TimeRange
+#include "engine/pipeline/rulebook.h"
 #include "engine/report/report.h"
 #include "engine/tsdb/endpoint_options.h"  // RemoteEndpointOptions
 
@@ -21,9 +24,14 @@ struct DiagnoseOptions {
   bool logs_only = false;
   bool blocks_only = false;                 // serve a live job's completed blocks, no WAL
   std::string data_dir;                     // where rules/ and playbooks/ live
+  // rules/ and playbooks/ already parsed (a summary or watcher shares one across jobs); loaded
+  // from data_dir when null.
+  std::shared_ptr<const Rulebook> rulebook;
   std::vector<std::string> forced_playbooks;    // --playbook ID
   std::optional<int64_t> now;
   std::string history_file;                 // --history (sweep decisions)
+  // --window: the subject's time range on an endpoint (--prometheus) instead of the log's run window.
+  std::optional<TimeRange> window;
   // --deadline: the whole run's budget for reaching metrics (0 = none). Past it, what was not
   // answered makes the diagnosis incomplete (exit 3) instead of holding an epilog.
   double deadline_seconds = 0;

@@ -94,6 +94,8 @@ struct TsdbState {
   std::string reason;             // why unavailable or failed, when it is
   nlohmann::json discovery;       // metric families, hosts, range, step map summary, guard
   std::vector<std::string> gaps;  // observability gaps found
+  // A remote endpoint: the time range it was asked about and where that came from (JSON `window`).
+  std::string window;
   // How far the job's files (TSDB or log) lie in the future of this host's clock; 0 when the
   // clocks agree. Additive JSON field `clock_skew_seconds`, with `notes` saying what it changed.
   double clock_skew_seconds = 0;

@@ -199,6 +199,16 @@ struct TunnelFacts {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TunnelFacts, head_host, prometheus_port, where)
 
+// When the job ran, as its log tells it: what a store holding more than this job (a live or fleet
+// endpoint, where no block metadata bounds the data) is asked about. Each end says its source.
+struct RunWindow {
+  std::optional<int64_t> start;   // epoch seconds
+  std::string start_source;       // "end-minus-wall" | "artifact-id" (the submit: an early bound)
+  std::optional<int64_t> end;
+  std::string end_source;         // "crash-time" | "log-mtime" | "now" (running) | "start-plus-wall"
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunWindow, start, start_source, end, end_source)
+
 struct JobFacts {
   std::string id;
   std::string log_path;
@@ -229,12 +239,13 @@ struct JobFacts {
   // How far the log's mtime lies in the future of this host's clock (the file server's clock is
   // ahead); 0 when the clocks agree. Its age then says nothing about whether the job still runs.
   double log_clock_skew_seconds = 0;
+  RunWindow run_window;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobFacts, id, log_path, job_dir, status, soft_success,
                                                 failure_class, classes, header, config, steps,
                                                 memstats, barrier_passed, restore, checkpoint_saves,
                                                 nccl_init_bursts, summary, node_exits, tunnel,
                                                 heartbeat, events, progress, tgs, oom_allocation,
-                                                worker_logs, notes, log_clock_skew_seconds)
+                                                worker_logs, notes, log_clock_skew_seconds, run_window)
 
 }  // namespace diagnose

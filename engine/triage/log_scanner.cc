@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ctime>
 #include <cstring>
 
 namespace diagnose {
@@ -67,6 +68,32 @@ int YearAt(std::string_view s, size_t p) {
     y = y * 10 + (s[i] - '0');
   }
   return y >= 1990 && y <= 2200 ? y : 0;
+}
+
+// "YYYYMMDD_HHMMSS..." (submit.sh's artifact id, UTC) -> epoch seconds; 0 when malformed.
+int64_t ArtifactEpoch(std::string_view s) {
+  if (s.size() < 15 || s[8] != '_') return 0;
+  auto digits = [&](size_t from, size_t n) {
+    int v = 0;
+    for (size_t i = from; i < from + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') return -1;
+      v = v * 10 + (s[i] - '0');
+    }
+    return v;
+  };
+  std::tm tm{};
+  const int year = YearAt(s, 0), month = digits(4, 2), day = digits(6, 2);
+  const int hour = digits(9, 2), minute = digits(11, 2), second = digits(13, 2);
+  if (year == 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 ||
+      minute > 59 || second < 0 || second > 60)
+    return 0;
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 constexpr std::string_view kStepPrefix = "completed step: ";
@@ -281,7 +308,10 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
           }
         } else if (StartsWith(msg, "[INFO] Running from artifact:")) {
           size_t a = msg.find("artifact_");
-          if (a != std::string_view::npos) result_.artifact_year = YearAt(msg, a + 9);
+          if (a != std::string_view::npos) {
+            result_.artifact_year = YearAt(msg, a + 9);
+            result_.artifact_epoch = ArtifactEpoch(msg.substr(a + 9));
+          }
         }
         break;
       default:
@@ -614,6 +644,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   for (auto& kv : later.confirmed_hosts) confirmed_hosts.emplace(kv.first, kv.second);
   if (nodelist_expanded.empty()) nodelist_expanded = later.nodelist_expanded;
   if (!artifact_year) artifact_year = later.artifact_year;
+  if (!artifact_epoch) artifact_epoch = later.artifact_epoch;
   if (!iso_year) iso_year = later.iso_year;
   ray = ray || later.ray;
   lines += later.lines;

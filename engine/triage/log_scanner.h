@@ -75,6 +75,7 @@ struct ScanResult {
   std::string nodelist_expanded;
   // Year hints for absl stamps.
   int artifact_year = 0, iso_year = 0;
+  int64_t artifact_epoch = 0;   // artifact_YYYYMMDD_HHMMSS (UTC): when the job was submitted
   bool ray = false;
   int64_t lines = 0;
   int64_t labelled_lines = 0;                          // carried an srun task label

@@ -86,6 +86,37 @@ int64_t EpochOf(int year, const AbslStamp& s) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
+// The end is the most direct evidence of it: the crash line, else (a job that is not running)
+// the log's last write on a clock that agrees with ours, else the submit plus the wall time. The
+// start is the end minus the JOB SUMMARY's wall time, else the submit (queue time included).
+RunWindow RunWindowOf(const JobFacts& f, int64_t artifact_epoch, std::optional<int64_t> log_mtime, int64_t now) {
+  RunWindow w;
+  const int64_t wall = f.summary.present ? f.summary.wall_seconds : 0;
+  if (artifact_epoch > 0) {
+    w.start = artifact_epoch;
+    w.start_source = "artifact-id";
+  }
+  if (f.heartbeat.crash_time && f.heartbeat.crash_time->epoch > 0) {
+    w.end = f.heartbeat.crash_time->epoch;
+    w.end_source = "crash-time";
+  } else if (f.status == "running" || f.status == "hanging") {
+    w.end = now;
+    w.end_source = "now";
+  } else if (log_mtime && f.log_clock_skew_seconds == 0) {
+    w.end = *log_mtime;
+    w.end_source = "log-mtime";
+  } else if (w.start && wall > 0) {
+    w.end = *w.start + wall;
+    w.end_source = "start-plus-wall";
+  }
+  if (w.end && wall > 0 && (!w.start || *w.end - wall > *w.start)) {
+    w.start = *w.end - wall;
+    w.start_source = "end-minus-wall";
+  }
+  if (w.start && w.end && *w.end < *w.start) w = RunWindow{};   // contradicting clocks: trust neither
+  return w;
+}
+
 Status ScanRange(const std::string& path, int64_t begin, int64_t end, const std::string& display, int default_task,
                  int file_index, const SignatureTable& table, const SignatureMatcher& matcher,
                  const ScanLimits& limits, ScanResult* out, int64_t* lines) {
@@ -176,8 +207,12 @@ void AddClass(JobFacts* f, std::map<std::string, ClassHit>* hits, const Signatur
 }  // namespace
 
 StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options) {
-  std::string rules_dir = options.rules_dir.empty() ? std::string(DIAGNOSE_SOURCE_DIR) + "/rules" : options.rules_dir;
-  ASSIGN_OR_RETURN(SignatureTable table, LoadSignatureTable(rules_dir + "/triage/failure-signatures.yaml"));
+  SignatureTable loaded;
+  if (options.signatures == nullptr) {
+    std::string rules_dir = options.rules_dir.empty() ? std::string(DIAGNOSE_SOURCE_DIR) + "/rules" : options.rules_dir;
+    ASSIGN_OR_RETURN(loaded, LoadSignatureTable(rules_dir + "/triage/failure-signatures.yaml"));
+  }
+  const SignatureTable& table = options.signatures != nullptr ? *options.signatures : loaded;
   ASSIGN_OR_RETURN(ScanLimits limits, ScanLimitsFromTable(table));
   ASSIGN_OR_RETURN(TgsOptions tgs_options, TgsOptionsFromTable(table));
   auto th = [&](const char* name) -> StatusOr<double> { return table.Threshold(name); };
@@ -577,6 +612,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     if (c.match.failure_class != f.failure_class) f.classes.push_back(c.match);
   if (mismatches == 0 && !said.empty() && !h.hosts.empty())
     f.notes.push_back(std::to_string(said.size()) + " task(s) confirmed their host in the log");
+  f.run_window = RunWindowOf(f, scan.artifact_epoch, log_mtime, now);
   return f;
 }
 

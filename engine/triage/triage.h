@@ -8,12 +8,15 @@
 #include "engine/core/status.h"
 #include "engine/job/job_location.h"
 #include "engine/triage/job_facts.h"
+#include "engine/triage/signature_table.h"
 
 namespace diagnose {
 
 struct TriageOptions {
   // Where rules/triage/failure-signatures.yaml lives (the rules/ directory).
   std::string rules_dir;
+  // The table already parsed (the pipeline's rulebook); read from rules_dir when null.
+  const SignatureTable* signatures = nullptr;
   // "now" for running/hanging decisions (seconds since epoch); unset = the wall clock. Tests pin it.
   std::optional<int64_t> now;
   // Is the job still known to the scheduler as running? Unknown when unset (no squeue here).

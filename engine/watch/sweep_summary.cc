@@ -115,30 +115,11 @@ StatusOr<int64_t> ParseSince(const std::string& text, int64_t now) {
     }
     return now - seconds;
   }
-  static const std::regex iso(
-      R"(^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, iso))
+  StatusOr<int64_t> epoch = ParseIsoTime(text);
+  if (!epoch.ok())
     return InvalidArgumentError("--since '" + OneLine(text) +
                                 "' is neither an ISO-8601 date/time (2026-02-24, 2026-02-24T19:21Z) nor a "
                                 "duration (90m, 6h, 2d, 1w)");
-  std::tm tm{};
-  tm.tm_year = std::stoi(m[1]) - 1900;
-  tm.tm_mon = std::stoi(m[2]) - 1;
-  tm.tm_mday = std::stoi(m[3]);
-  tm.tm_hour = m[4].matched ? std::stoi(m[4]) : 0;
-  tm.tm_min = m[5].matched ? std::stoi(m[5]) : 0;
-  tm.tm_sec = m[6].matched ? std::stoi(m[6]) : 0;
-  if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
-    return InvalidArgumentError("--since '" + OneLine(text) + "' is not a valid date/time");
-  int64_t epoch = static_cast<int64_t>(::timegm(&tm));
-  if (m[7].matched && m[7].str() != "Z") {
-    const std::string offset = m[7].str();
-    const int hours = std::stoi(offset.substr(1, 2));
-    const int minutes = std::stoi(offset.substr(offset.size() - 2));
-    const int64_t east = (hours * 3600 + minutes * 60) * (offset[0] == '-' ? -1 : 1);
-    epoch -= east;
-  }
   return epoch;
 }
 

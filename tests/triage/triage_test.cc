@@ -1,6 +1,7 @@
 #include "engine/triage/triage.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -669,6 +670,69 @@ TEST(TriageTest, AFileWithoutLauncherMarksIsNotAJobLog) {
   auto labelled = ResolveJob(out.path() + "/9301-x.log", "");
   ASSERT_TRUE(labelled.ok());
   EXPECT_TRUE(TriageJob(*labelled, opt).ok());
+}
+
+}  // namespace
+}  // namespace diagnose
+
+namespace diagnose {
+namespace {
+
+// When the job ran, for an endpoint that holds more than the job: from the artifact id (the
+// submit), the JOB SUMMARY wall time and the log's last write.
+class RunWindowTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kSubmit = 1771956062;            // artifact_20260224_180102
+  static constexpr int64_t kWall = 3 * 3600 + 21 * 60 + 5;  // "3h 21m 5s"
+
+  // A completed job whose log was last written `mtime`; summary only when `wall` is given.
+  JobFacts Completed(int64_t mtime, int64_t now, bool summary = true) {
+    LogBuilder b(JobSpec{});
+    b.Header().Setup().Steps(0, 399, 30.0, 3290.0);
+    if (summary) b.Summary("SUCCESS (exit 0)", "3h 21m 5s");
+    const std::string log = testing::WriteSlurmJob(out_, b.spec(), b.str());
+    const struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
+    EXPECT_EQ(::utimensat(AT_FDCWD, log.c_str(), times, 0), 0);
+    return Triage(out_, "9101", std::nullopt, now);
+  }
+  TempOutputs out_;
+};
+
+TEST_F(RunWindowTest, EndFromTheLogsLastWriteStartFromTheWallTime) {
+  const int64_t end = kSubmit + 900 + kWall;   // queued 15 minutes
+  JobFacts f = Completed(end, end + 86400);
+  ASSERT_TRUE(f.run_window.start && f.run_window.end);
+  EXPECT_EQ(*f.run_window.end, end);
+  EXPECT_EQ(f.run_window.end_source, "log-mtime");
+  EXPECT_EQ(*f.run_window.start, end - kWall);   // later than the submit: the tighter bound
+  EXPECT_EQ(f.run_window.start_source, "end-minus-wall");
+}
+
+TEST_F(RunWindowTest, ALogFromTheFutureGivesTheEndFromTheSubmitAndWallTime) {
+  const int64_t now = kSubmit + 86400;
+  JobFacts f = Completed(now + 7200, now);   // the file server's clock is two hours ahead
+  ASSERT_GT(f.log_clock_skew_seconds, 0);
+  ASSERT_TRUE(f.run_window.start && f.run_window.end);
+  EXPECT_EQ(*f.run_window.start, kSubmit);
+  EXPECT_EQ(f.run_window.start_source, "artifact-id");
+  EXPECT_EQ(*f.run_window.end, kSubmit + kWall);
+  EXPECT_EQ(f.run_window.end_source, "start-plus-wall");
+}
+
+TEST_F(RunWindowTest, ARunningJobEndsNow) {
+  const int64_t now = kSubmit + 5000;
+  JobFacts f = Completed(now - 5, now, /*summary=*/false);
+  ASSERT_EQ(f.status, "running");
+  ASSERT_TRUE(f.run_window.start && f.run_window.end);
+  EXPECT_EQ(*f.run_window.start, kSubmit);
+  EXPECT_EQ(*f.run_window.end, now);
+  EXPECT_EQ(f.run_window.end_source, "now");
+}
+
+TEST_F(RunWindowTest, ALogLastWrittenBeforeItsSubmitGivesNoWindow) {
+  JobFacts f = Completed(kSubmit - 86400, kSubmit + 86400);   // e.g. copied with another clock's mtime
+  EXPECT_FALSE(f.run_window.start);
+  EXPECT_FALSE(f.run_window.end);
 }
 
 }  // namespace

@@ -106,8 +106,8 @@ TEST_F(DiscoveryTest, RemoteStyleDiscoveryFindsTheRangeInsideTheWindow) {
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->range_source, "queries");
   EXPECT_NEAR(d->range.start, job.spec.start, 61);
-  // The 5 m lookback keeps the last sample visible a little past the end.
-  EXPECT_NEAR(d->range.end, job.spec.start + job.spec.duration_seconds, 301 + 61);
+  // The last scrape, not the last evaluation the 5 m lookback still shows it at.
+  EXPECT_NEAR(d->range.end, job.spec.start + job.spec.duration_seconds, 61);
   EXPECT_EQ(d->hosts.size(), 24u);
 
   DiscoveryInputs none;
@@ -220,6 +220,38 @@ TEST(TwoTsdbsTest, TwoPrivateServersSideBySideStaySeparate) {
     EXPECT_EQ(*b, (std::vector<std::string>{"baseline-node1", "baseline-node2"}));
   }
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace diagnose
+
+namespace diagnose {
+namespace {
+
+TEST(ParseTimeRangeTest, IsoAndEpochEnds) {
+  auto r = ParseTimeRange("2026-02-19T05:58Z..2026-02-19T10:05:30+01:00");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->start, 1771480680);
+  EXPECT_EQ(r->end, 1771491930);   // 10:05:30 at +01:00 is 09:05:30Z
+  auto e = ParseTimeRange("1771480680..1771495530");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->start, 1771480680);
+  EXPECT_EQ(e->end, 1771495530);
+}
+
+TEST(ParseTimeRangeTest, RefusalsSayWhatIsWrong) {
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"2026-02-19", "is not START..END"},
+           {"a..b..c", "is not START..END"},
+           {"yesterday..now", "neither ISO-8601 nor epoch seconds"},
+           {"2026-02-19T10:00Z..2026-02-19T09:00Z", "does not start before it ends"},
+           {"5..5", "does not start before it ends"},
+           {"1..99999999999999999999", "too far in the future"},
+           {"2026-13-01..2026-12-01", "neither ISO-8601 nor epoch seconds"}}) {
+    auto r = ParseTimeRange(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << text << ": " << r.status().message();
+  }
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+#include "engine/pipeline/rulebook.h"
+
+#include <filesystem>
+
+#include "engine/playbook/loader.h"
+
+namespace diagnose {
+
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  const fs::path rules = fs::path(data_dir) / "rules";
+  auto book = std::make_shared<Rulebook>();
+  book->data_dir = data_dir;
+  ASSIGN_OR_RETURN(book->decisions, LoadDecisionRules(data_dir));
+  ASSIGN_OR_RETURN(book->signatures, LoadSignatureTable((rules / "triage" / "failure-signatures.yaml").string()));
+  ASSIGN_OR_RETURN(book->discovery, LoadDiscoveryRules((rules / "discovery.yaml").string()));
+  playbook::LoadResult load;
+  book->library = playbook::LoadLibraryDir(data_dir, &load);
+  for (const auto& d : load.diagnostics())
+    if (!d.warning()) return InvalidArgumentError("invalid playbook: " + d.ToString());
+  return std::shared_ptr<const Rulebook>(std::move(book));
+}
+
+}  // namespace diagnose

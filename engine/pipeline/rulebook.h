@@ -1,0 +1,28 @@
+// Everything a diagnosis reads from the data directory (rules/ and playbooks/), parsed once. A
+// sweep summary or a watcher diagnoses dozens of jobs with one rulebook instead of parsing ~40
+// YAML files per job, which was most of a logs-only diagnosis's time.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/decision/decision_rules.h"
+#include "engine/discovery/discovery.h"
+#include "engine/playbook/playbook.h"
+#include "engine/triage/signature_table.h"
+
+namespace diagnose {
+
+struct Rulebook {
+  std::string data_dir;
+  SignatureTable signatures;         // rules/triage/failure-signatures.yaml
+  DiscoveryRules discovery;          // rules/discovery.yaml
+  DecisionRules decisions;           // rules/sweep/decisions.yaml
+  playbook::Library library;         // rules/common/*.yaml, playbooks/*.yaml
+};
+
+// Fails on the first file that does not load, naming it; playbook warnings are not failures.
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir);
+
+}  // namespace diagnose

@@ -1,0 +1,63 @@
+// One parsed rulebook serves many diagnoses (summary, watch) and changes nothing in their reports.
+#include "engine/pipeline/rulebook.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/pipeline/pipeline.h"
+#include "engine/report/report.h"
+#include "tests/pipeline/diagnose_cli_support.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(RulebookTest, LoadsEveryShippedFile) {
+  auto book = LoadRulebook(DIAGNOSE_SOURCE_DIR);
+  ASSERT_TRUE(book.ok()) << book.status().ToString();
+  EXPECT_FALSE((*book)->library.playbooks.empty());
+  EXPECT_FALSE((*book)->signatures.classes.empty());
+  EXPECT_FALSE((*book)->decisions.rules.empty());
+  EXPECT_FALSE((*book)->discovery.families.empty());
+}
+
+TEST(RulebookTest, ABrokenFileIsNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("rulebook-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(fs::path(DIAGNOSE_SOURCE_DIR) / "rules", dir / "rules", fs::copy_options::recursive);
+  fs::copy(fs::path(DIAGNOSE_SOURCE_DIR) / "playbooks", dir / "playbooks", fs::copy_options::recursive);
+  std::ofstream(dir / "rules" / "discovery.yaml") << "families: [unclosed\n";
+  auto book = LoadRulebook(dir.string());
+  ASSERT_FALSE(book.ok());
+  EXPECT_NE(book.status().message().find("discovery.yaml"), std::string::npos) << book.status().message();
+  fs::remove_all(dir);
+}
+
+// Same report, shared rulebook or not, for jobs of different kinds one after the other.
+TEST(RulebookTest, ASharedRulebookGivesTheReportsOfFreshOnes) {
+  auto book = LoadRulebook(DIAGNOSE_SOURCE_DIR);
+  ASSERT_TRUE(book.ok()) << book.status().ToString();
+  for (const char* id : {"8308", "8043", "7938"}) {
+    REQUIRE_FIXTURE(id);
+    DiagnoseOptions options;
+    options.job_ref = id;
+    options.outputs_dir = DIAGNOSE_FIXTURE_OUTPUTS;
+    options.logs_only = true;
+    options.now = 1'900'000'000;
+    auto fresh = RunDiagnosis(options);
+    options.rulebook = *book;
+    auto shared = RunDiagnosis(options);
+    ASSERT_TRUE(fresh.ok() && shared.ok()) << id;
+    nlohmann::json a = ToJson(*fresh), b = ToJson(*shared);
+    a.erase("timings");
+    b.erase("timings");
+    EXPECT_EQ(a, b) << id;
+  }
+}
+
+}  // namespace
+}  // namespace diagnose
