@@ -13,6 +13,8 @@
 #include <fstream>
 #include <set>
 
+#include "engine/core/untrusted_json.h"
+
 namespace diagnose {
 
 StatusOr<SweepHistory> LoadSweepHistory(const std::string& path) {
@@ -31,7 +33,7 @@ SweepHistory ParseSweepHistory(std::istream& in, const std::string& source) {
     ++line_no;
     if (line.empty()) continue;
     const bool complete = !in.eof();   // getline hit '\n'; a last line without one is torn or in flight
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j = ParseUntrustedJson(line);
     if (j.is_discarded() || !j.is_object()) {
       history.warnings.push_back(source + ":" + std::to_string(line_no) + ": skipped malformed history line" +
                                  (complete ? "" : " (unterminated tail)"));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "engine/core/untrusted_json.h"
 #include "engine/core/limits.h"
 #include "engine/core/utf8.h"
 
@@ -45,7 +46,7 @@ std::string QuoteAnswer(std::string_view body) {
 
 ApiEnvelope ParseApiEnvelope(std::string_view body) {
   ApiEnvelope envelope;
-  json parsed = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  json parsed = ParseUntrustedJson(body);
   if (!parsed.is_object() || !parsed.contains("status") || !parsed["status"].is_string()) return envelope;
   envelope.present = true;
   envelope.status = parsed["status"].get<std::string>();

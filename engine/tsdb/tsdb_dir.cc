@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/core/json.h"
+#include "engine/core/untrusted_json.h"
 
 namespace diagnose {
 namespace fs = std::filesystem;
@@ -19,7 +19,7 @@ bool IsUlid(const std::string& name) {
 }
 
 StatusOr<BlockMeta> ParseBlockMeta(std::string_view text, const std::string& ulid, const std::string& file) {
-  nlohmann::json meta = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json meta = ParseUntrustedJson(text);
   if (meta.is_discarded() || !meta.is_object()) return DataLossError(file + ": not valid JSON");
   BlockMeta block;
   block.ulid = ulid;

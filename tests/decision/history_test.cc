@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -95,6 +96,19 @@ TEST(SweepHistory, MalformedAndTornLinesAreSkippedWithWarnings) {
   ASSERT_EQ(h->warnings.size(), 3u);
   EXPECT_NE(h->warnings[0].find(":2:"), std::string::npos);
   EXPECT_NE(h->warnings[2].find("unterminated"), std::string::npos);
+}
+
+// Found by fuzz/sweep_history (UBSan): a float beyond int64's range where an integer belongs was
+// converted with undefined behaviour. Now the line is skipped like any other of the wrong type.
+TEST(SweepHistory, ANumberBeyondInt64IsAWrongTypeNotUndefinedBehaviour) {
+  std::istringstream in(R"({"time": 528658888888888888888888888888888888883808, "job": "1", "action": "none"})" "\n"
+                        R"({"time": 1e300, "job": "2", "action": "none"})" "\n"
+                        R"({"time": 1771490000, "job": "3", "action": "none"})" "\n");
+  SweepHistory h = ParseSweepHistory(in, "h.jsonl");
+  ASSERT_EQ(h.entries.size(), 1u);
+  EXPECT_EQ(h.entries[0].job, "3");
+  ASSERT_EQ(h.warnings.size(), 2u);
+  EXPECT_NE(h.warnings[0].find("h.jsonl:1:"), std::string::npos) << h.warnings[0];
 }
 
 // A writer killed mid-line leaves a tail without '\n'. The next append must start on a fresh line:

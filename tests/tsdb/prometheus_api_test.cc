@@ -1,4 +1,6 @@
 #include "engine/tsdb/prometheus_api.h"
+#include "engine/tsdb/tsdb_dir.h"
+#include "engine/core/untrusted_json.h"
 
 #include <cmath>
 
@@ -67,6 +69,21 @@ TEST(PrometheusApi, SeriesAndPointLimitsAreNamedWhenAnAnswerIsTooBig) {
   auto r = DecodeQueryData(data);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(std::isnan(r->series[2].samples[2].v));
+}
+
+// Found by fuzz/tsdb_meta (UBSan): minTime as a float beyond int64's range.
+TEST(BlockMetaTest, ATimeBeyondInt64IsDataLossNotUndefinedBehaviour) {
+  auto meta = ParseBlockMeta(R"({"ulid": "01M8AB2EJPYFN9N072AB4KT7P0", "minTime": 1.7e53, "maxTime": 5})",
+                             "01M8AB2EJPYFN9N072AB4KT7P0", "b/meta.json");
+  ASSERT_FALSE(meta.ok());
+  EXPECT_EQ(meta.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(meta.status().message().find("b/meta.json"), std::string::npos) << meta.status().message();
+}
+
+// A sample time beyond int64's range is refused as a malformed answer.
+TEST(PrometheusApiTest, ASampleTimeBeyondInt64IsRefused) {
+  auto decoded = DecodeQueryData(ParseUntrustedJson(R"({"resultType":"vector","result":[{"metric":{},"value":[1e300,"1"]}]})"));
+  EXPECT_FALSE(decoded.ok());
 }
 
 }  // namespace
