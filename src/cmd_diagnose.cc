@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/pipeline/pipeline.h"
+#include "engine/tsdb/job_scoped_client.h"
 #include "engine/report/render.h"
 #include "src/commands.h"
 
@@ -76,6 +77,16 @@ int RunDiagnose(DiagnoseArgs& args) {
     }
     args.options.window = *window;
   }
+  if (!args.options.job_label.empty()) {
+    if (args.options.remote.url.empty()) {
+      PrintError("diagnose", "--job-label needs --prometheus: a job's own snapshot holds only that job");
+      return 2;
+    }
+    if (StatusOr<std::string> matcher = JobMatcher(args.options.job_label, "x"); !matcher.ok()) {
+      PrintError("diagnose", "--job-label " + matcher.status().message());
+      return 2;
+    }
+  }
   std::string format = args.format;
   if (format.empty()) format = isatty(STDOUT_FILENO) ? "text" : "json";
   if (format != "text" && format != "md" && format != "json" && format != "html") {
@@ -123,6 +134,9 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_option("--window", args.window,
                  "with --prometheus: the job's time range START..END (ISO-8601, UTC unless an offset is given, or "
                  "epoch seconds) instead of the one its log gives (artifact id, JOB SUMMARY wall time, log time)");
+  app.add_option("--job-label", o.job_label,
+                 "with --prometheus: the label that names the job in a store holding many jobs (e.g. slurm_job_id, as "
+                 "`diagnose fleet import` writes it); every selector sent gets LABEL=\"<job id>\"");
   app.add_option("--header", args.headers, "extra HTTP header for --prometheus, 'Name: value' (repeatable)");
   app.add_option("--tenant", o.remote.tenant, "X-Scope-OrgID for Mimir/Cortex");
   app.add_flag("--thanos", o.remote.thanos, "Thanos querier: partial_response=false, warnings surfaced");

@@ -25,6 +25,7 @@
 #include "engine/triage/signature_table.h"
 #include "engine/triage/triage.h"
 #include "engine/tsdb/http_query_client.h"
+#include "engine/tsdb/job_scoped_client.h"
 #include "engine/tsdb/private_prometheus.h"
 #include "engine/tsdb/source_failures.h"
 
@@ -49,6 +50,7 @@ struct JobContext {
   TsdbState tsdb;
   std::unique_ptr<PrivatePrometheus> server;
   std::unique_ptr<HttpQueryClient> remote;
+  std::unique_ptr<JobScopedClient> scoped;   // --job-label: remote narrowed to this job's series
   // Every request goes through it, so a failure of the source is told from an answer about the job.
   std::unique_ptr<SourceFailureRecorder> recorder;
   std::optional<Discovery> discovery;
@@ -64,6 +66,7 @@ struct JobContext {
     discovery.reset();
     discovery_failure.clear();
     recorder.reset();
+    scoped.reset();
     remote.reset();
     server.reset();   // stops the private Prometheus and removes its copy
     tsdb = TsdbState{};
@@ -198,7 +201,14 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
     if (!client.ok()) return client.status();
     job.remote = std::move(client).value();
-    job.recorder = std::make_unique<SourceFailureRecorder>(*job.remote);
+    QueryClient* source = job.remote.get();
+    if (!options.job_label.empty()) {
+      ASSIGN_OR_RETURN(std::string matcher, JobMatcher(options.job_label, job.facts.id));
+      job.scoped = std::make_unique<JobScopedClient>(*job.remote, matcher);
+      source = job.scoped.get();
+      job.tsdb.scope = matcher;
+    }
+    job.recorder = std::make_unique<SourceFailureRecorder>(*source);
     job.client = job.recorder.get();
     job.tsdb.state = "remote";
     std::string provenance;

@@ -32,6 +32,9 @@ struct DiagnoseOptions {
   std::string history_file;                 // --history (sweep decisions)
   // --window: the subject's time range on an endpoint (--prometheus) instead of the log's run window.
   std::optional<TimeRange> window;
+  // --job-label: the label that tells this job's series from other jobs' in a fleet store; every
+  // selector sent to the endpoint gets LABEL="<job id>".
+  std::string job_label;
   // --deadline: the whole run's budget for reaching metrics (0 = none). Past it, what was not
   // answered makes the diagnosis incomplete (exit 3) instead of holding an epilog.
   double deadline_seconds = 0;

@@ -110,6 +110,7 @@ nlohmann::json ToJson(const Report& r) {
     nlohmann::json entry{{"mode", t.mode},           {"source", t.source}, {"state", t.state},
                          {"reason", t.reason},       {"discovery", t.discovery}, {"gaps", t.gaps}};
     if (!t.window.empty()) entry["window"] = t.window;
+    if (!t.scope.empty()) entry["scope"] = t.scope;
     if (t.clock_skew_seconds > 0) {
       entry["clock_skew_seconds"] = t.clock_skew_seconds;
       entry["notes"] = t.notes;

@@ -96,6 +96,8 @@ struct TsdbState {
   std::vector<std::string> gaps;  // observability gaps found
   // A remote endpoint: the time range it was asked about and where that came from (JSON `window`).
   std::string window;
+  // --job-label: the matcher every selector sent to the endpoint carried (JSON `scope`).
+  std::string scope;
   // How far the job's files (TSDB or log) lie in the future of this host's clock; 0 when the
   // clocks agree. Additive JSON field `clock_skew_seconds`, with `notes` saying what it changed.
   double clock_skew_seconds = 0;

@@ -1,0 +1,68 @@
+#include "engine/tsdb/job_scoped_client.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace diagnose {
+namespace {
+
+constexpr char kM[] = R"(slurm_job_id="8308")";
+
+std::string Scoped(const std::string& promql) {
+  auto out = AddMatcherToSelectors(promql, kM);
+  EXPECT_TRUE(out.ok()) << promql << ": " << out.status().ToString();
+  return out.ok() ? *out : "";
+}
+
+TEST(AddMatcherToSelectorsTest, EverySelectorAndNothingElse) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"up", R"(up{slurm_job_id="8308"})"},
+      {R"(up{job="ray"})", R"(up{job="ray",slurm_job_id="8308"})"},
+      {R"(count(up{job="ray",}))", R"(count(up{job="ray",slurm_job_id="8308"}))"},
+      {R"({__name__=~"a|b"})", R"({__name__=~"a|b",slurm_job_id="8308"})"},
+      {"up {}", R"(up {slurm_job_id="8308"})"},
+      {R"(sum by (host) (rate(node_x_total{device!~"lo"}[5m])))",
+       R"(sum by (host) (rate(node_x_total{device!~"lo",slurm_job_id="8308"}[5m])))"},
+      {"sum(rate(x[5m])) by (host)", R"(sum(rate(x{slurm_job_id="8308"}[5m])) by (host))"},
+      {"SUM BY (h) (x) AND y", R"(SUM BY (h) (x{slurm_job_id="8308"}) AND y{slurm_job_id="8308"})"},
+      {"a / on(host) group_left(gpu) b",
+       R"(a{slurm_job_id="8308"} / on(host) group_left(gpu) b{slurm_job_id="8308"})"},
+      {"a * ignoring(x) group_right c", R"(a{slurm_job_id="8308"} * ignoring(x) group_right c{slurm_job_id="8308"})"},
+      {"max_over_time(x[1h:5m]) > bool 0.5", R"(max_over_time(x{slurm_job_id="8308"}[1h:5m]) > bool 0.5)"},
+      {"x offset 5m", R"(x{slurm_job_id="8308"} offset 5m)"},
+      {"x @ 1771490000", R"(x{slurm_job_id="8308"} @ 1771490000)"},
+      {"x @ start()", R"(x{slurm_job_id="8308"} @ start())"},
+      {R"(label_replace(up, "host", "$1", "instance", "(.*):.*"))",
+       R"(label_replace(up{slurm_job_id="8308"}, "host", "$1", "instance", "(.*):.*"))"},
+      {"1e-3 * x + NaN - Inf", R"(1e-3 * x{slurm_job_id="8308"} + NaN - Inf)"},
+      {"vector(1) or time()", "vector(1) or time()"},
+      {"topk(3, x) unless on() y", R"(topk(3, x{slurm_job_id="8308"}) unless on() y{slurm_job_id="8308"})"},
+      {R"(x{a="}{\"", b=`]`})", R"(x{a="}{\"", b=`]`,slurm_job_id="8308"})"},
+      {"max(timestamp(hw_scrape_duration_seconds)) or max(timestamp(up{job=\"ray\"}))",
+       R"(max(timestamp(hw_scrape_duration_seconds{slurm_job_id="8308"})) or max(timestamp(up{job="ray",slurm_job_id="8308"})))"},
+      {"quantile(0.5, job:rate5m)", R"(quantile(0.5, job:rate5m{slurm_job_id="8308"}))"},
+      {"count_values(\"v\", x) # a comment with up", R"(count_values("v", x{slurm_job_id="8308"}) # a comment with up)"},
+  };
+  for (const auto& [in, want] : cases) EXPECT_EQ(Scoped(in), want) << in;
+}
+
+TEST(AddMatcherToSelectorsTest, UnterminatedTextIsRefused) {
+  for (const std::string bad : {R"(up{job="ray")", R"(up{job="ray)", "rate(x[5m)", "`raw"}) {
+    auto out = AddMatcherToSelectors(bad, kM);
+    ASSERT_FALSE(out.ok()) << bad << " -> " << *out;
+    EXPECT_NE(out.status().message().find("the query ends inside"), std::string::npos) << out.status().message();
+  }
+}
+
+TEST(JobMatcherTest, EscapesTheValueAndChecksTheName) {
+  auto m = JobMatcher("slurm_job_id", "a\"b\\c\n");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(*m, R"(slurm_job_id="a\"b\\c\n")");
+  for (const std::string bad : {"", "1x", "a-b", "job:id", "a b"}) EXPECT_FALSE(JobMatcher(bad, "1").ok()) << bad;
+}
+
+}  // namespace
+}  // namespace diagnose
