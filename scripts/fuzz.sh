@@ -6,8 +6,8 @@
 # (and a unit test) before the fix.
 # First every file in fuzz/regressions/<target>/ is replayed: a failure there always fails. Then
 # each target fuzzes; what it finds fails the run unless FUZZ_NEW_FINDINGS=report, which prints it
-# (stack and input) and goes on: the setting scripts/sanitize.sh uses until a 10-minute campaign of
-# every target comes out clean (see the README).
+# (stack and input) and goes on (for long campaigns). FUZZ_SEED fixes libFuzzer's seed, so that a
+# CI run explores what the same run explored before (scripts/sanitize.sh sets it).
 #   scripts/fuzz.sh [BUILD_DIR] [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +91,7 @@ run_one() {
   local t=$1 bin="$build/fuzz/fuzz_$1"
   mkdir -p "$work/corpus/$t"
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+    ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
     -artifact_prefix="$work/artifacts/$t-" "$work/corpus/$t" > "$work/logs/$t.log" 2>&1
 }
 
