@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything diagnose needs to build, run and test, from Debian 12 packages only.
-# Run as root. Safe to re-run. Never starts the Prometheus system service.
+# Run as root. Safe to re-run. Never starts the Prometheus or VictoriaMetrics system service.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libboost-graph-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
-  prometheus
+  prometheus victoria-metrics
   chromium chromium-driver python3
   clang libclang-rt-14-dev
 )
@@ -22,8 +22,9 @@ if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi
 
-# The prometheus package would start a system service on :9090; diagnose only ever runs its own
-# private instances, so block service starts during the install (restored afterwards).
+# The prometheus and victoria-metrics packages would start system services on :9090 and :8428;
+# diagnose and its tests only ever run their own private instances, so block service starts during
+# the install (restored afterwards).
 policy=/usr/sbin/policy-rc.d
 restore_policy=""
 if [ ! -e "$policy" ]; then
@@ -34,6 +35,6 @@ trap '[ -n "$restore_policy" ] && rm -f "$policy"' EXIT
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 if [ -d /run/systemd/system ]; then
-  systemctl disable --now prometheus 2>/dev/null || true
+  systemctl disable --now prometheus victoria-metrics 2>/dev/null || true
 fi
 echo "install-deps: installed ${missing[*]}"

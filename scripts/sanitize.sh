@@ -27,9 +27,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}
 # Not under the sanitizers: the randomized variants (200 s natively; the same code paths as the
-# incident fixtures, which do run) and the browser test (Chromium's memory, not ours).
+# incident fixtures, which do run), the fleet store over every fixture (the same import and remote
+# paths as the six-job fleet test, which does run) and the browser test (Chromium's memory, not ours).
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 \
-  -E '^(ScenarioVariants\.|browser_reports$)'
+  -E '^(ScenarioVariants\.|FleetStore\.EveryFixture|browser_reports$)'
 # Regression inputs must pass, and so must the 60 s of each target: every target ran 10 minutes
 # clean after the fixes in fuzz/regressions (README). A fixed seed makes a CI failure reproducible.
 FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_NEW_FINDINGS=${FUZZ_NEW_FINDINGS:-fail} bash scripts/fuzz.sh "$build" "${FUZZ_SECONDS:-60}"

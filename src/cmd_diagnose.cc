@@ -39,16 +39,6 @@ bool UseColor(const std::string& mode) {
   return isatty(STDOUT_FILENO) && !(no_color && *no_color) && !(term && std::string(term) == "dumb");
 }
 
-// "Authorization: Bearer x" -> {"Authorization", "Bearer x"}.
-bool SplitHeader(const std::string& raw, std::string* name, std::string* value) {
-  auto colon = raw.find(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *name = raw.substr(0, colon);
-  auto start = raw.find_first_not_of(' ', colon + 1);
-  *value = start == std::string::npos ? "" : raw.substr(start);
-  return true;
-}
-
 int RunDiagnose(DiagnoseArgs& args) {
   if (args.options.job_ref.empty()) {
     std::fprintf(stderr, "diagnose: no job given (try `diagnose --help`)\n");

@@ -25,16 +25,6 @@ struct NodesArgs {
   double expected_tgs = 0;
 };
 
-std::string Thousands(double v) {
-  const auto n = static_cast<long long>(std::llround(v));
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return (n < 0 ? "-" : "") + out;
-}
-
 std::string Pct(const std::optional<double>& v) {
   if (!v) return "—";
   char buf[32];

@@ -1,6 +1,8 @@
 #include "src/commands.h"
 
+#include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "engine/core/limits.h"
 #include "engine/core/logging.h"
@@ -72,8 +74,32 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterWatch(app, registry);
   RegisterNodes(app, registry);
   RegisterSummary(app, registry);
-  AddCommonFlags(app);
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) AddCommonFlags(*sub);
+  RegisterFleet(app, registry);
+  // Nested commands (`fleet import`) take them too.
+  std::function<void(CLI::App&)> add_everywhere = [&](CLI::App& a) {
+    AddCommonFlags(a);
+    for (CLI::App* sub : a.get_subcommands([](CLI::App*) { return true; })) add_everywhere(*sub);
+  };
+  add_everywhere(app);
+}
+
+std::string Thousands(double v) {
+  const auto n = static_cast<long long>(std::llround(v));
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+bool SplitHeader(const std::string& raw, std::string* name, std::string* value) {
+  auto colon = raw.find(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *name = raw.substr(0, colon);
+  auto start = raw.find_first_not_of(' ', colon + 1);
+  *value = start == std::string::npos ? "" : raw.substr(start);
+  return true;
 }
 
 void PrintError(const std::string& command, const std::string& message) {

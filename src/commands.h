@@ -32,7 +32,14 @@ void RegisterWatch(CLI::App& app, CommandRegistry& registry);
 void RegisterNodes(CLI::App& app, CommandRegistry& registry);
 void RegisterSummary(CLI::App& app, CommandRegistry& registry);
 // Every command, then -v/--log-level/--limit on each of them.
+void RegisterFleet(CLI::App& app, CommandRegistry& registry);
 void RegisterAll(CLI::App& app, CommandRegistry& registry);
+
+// "Authorization: Bearer x" -> {"Authorization", "Bearer x"}; false when there is no name.
+bool SplitHeader(const std::string& raw, std::string* name, std::string* value);
+
+// 1234567.8 -> "1,234,568".
+std::string Thousands(double v);
 
 // "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a
 // newline, a server's binary answer).

@@ -145,16 +145,6 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
   for (auto& sentence : job.discovery->GapSentences()) job.tsdb.gaps.push_back(std::move(sentence));
 }
 
-// The job log's own word that the job ended (a JOB SUMMARY, or a final status): evidence of
-// liveness that does not depend on this host's clock agreeing with the file server's.
-std::optional<bool> LogShowsFinished(const JobFacts& facts) {
-  if (facts.summary.present || facts.status == "completed" || facts.status == "failed" ||
-      facts.status == "cancelled")
-    return true;
-  if (facts.status == "running" || facts.status == "hanging") return false;
-  return std::nullopt;
-}
-
 // Clocks that disagree are reported, with what was done about them, whichever of the job's files
 // (TSDB or log) showed it.
 void NoteClockSkew(JobContext& job) {

@@ -616,4 +616,12 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   return f;
 }
 
+std::optional<bool> LogShowsFinished(const JobFacts& facts) {
+  if (facts.summary.present || facts.status == "completed" || facts.status == "failed" ||
+      facts.status == "cancelled")
+    return true;
+  if (facts.status == "running" || facts.status == "hanging") return false;
+  return std::nullopt;
+}
+
 }  // namespace diagnose

@@ -29,4 +29,9 @@ struct TriageOptions {
 
 StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options);
 
+// The job log's own word that the job ended (a JOB SUMMARY, or a final status): evidence of
+// liveness that does not depend on this host's clock agreeing with the file server's. Unset when
+// the log cannot tell.
+std::optional<bool> LogShowsFinished(const JobFacts& facts);
+
 }  // namespace diagnose

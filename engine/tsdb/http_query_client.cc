@@ -537,10 +537,21 @@ StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<
 }
 
 StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double timeout_seconds) {
+  return Transfer("GET", path, nullptr, "", timeout_seconds);
+}
+
+StatusOr<HttpResponse> HttpQueryClient::Post(const std::string& path, const std::string& body,
+                                             const std::string& content_type, double timeout_seconds) {
+  return Transfer("POST", path, &body, content_type, timeout_seconds);
+}
+
+StatusOr<HttpResponse> HttpQueryClient::Transfer(const char* method, const std::string& path, const std::string* body,
+                                                 const std::string& content_type, double timeout_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   CURL* easy = curl_easy_init();
   HttpResponse response;
   const std::string url = base_url_ + path;
+  const std::string what = std::string(method) + " " + url;
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
@@ -548,6 +559,12 @@ StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double time
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
   curl_slist* headers = nullptr;
   for (const auto& h : header_lines_) headers = curl_slist_append(headers, h.c_str());
+  if (body) {
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+    if (!content_type.empty()) headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
+  }
   if (headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
   ApplyTlsOptions(easy, options_);
   std::array<char, CURL_ERROR_SIZE> error{};
@@ -556,10 +573,10 @@ StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double time
   curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &response.http_code);
   curl_easy_cleanup(easy);
   if (headers) curl_slist_free_all(headers);
-  if (code == CURLE_OPERATION_TIMEDOUT) return DeadlineExceededError("GET " + url + " timed out");
-  if (code == CURLE_WRITE_ERROR) return ResponseTooLarge(" to GET " + url);
-  if (auto tls = TlsFailure(code, error.data(), base_url_)) return Status(tls->code(), tls->message() + " (GET " + url + ")");
-  if (code != CURLE_OK) return UnavailableError("GET " + url + ": " + curl_easy_strerror(code));
+  if (code == CURLE_OPERATION_TIMEDOUT) return DeadlineExceededError(what + " timed out");
+  if (code == CURLE_WRITE_ERROR) return ResponseTooLarge(" to " + what);
+  if (auto tls = TlsFailure(code, error.data(), base_url_)) return Status(tls->code(), tls->message() + " (" + what + ")");
+  if (code != CURLE_OK) return UnavailableError(what + ": " + curl_easy_strerror(code));
   return response;
 }
 

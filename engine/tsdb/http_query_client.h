@@ -49,6 +49,9 @@ class HttpQueryClient : public QueryClient {
 
   // One GET of `path` under the base URL, no retries, no envelope parsing (readiness probes).
   StatusOr<HttpResponse> Get(const std::string& path, double timeout_seconds);
+  // A write to the endpoint (VictoriaMetrics' import API); the body is sent as is.
+  StatusOr<HttpResponse> Post(const std::string& path, const std::string& body, const std::string& content_type,
+                              double timeout_seconds);
   // base URL with prefix, no trailing slash
   const std::string& base_url() const { return base_url_; }
 
@@ -58,6 +61,8 @@ class HttpQueryClient : public QueryClient {
   HttpQueryClient(RemoteEndpointOptions options, std::string description);
   // Runs requests concurrently with retries; fills each Request's outcome.
   void Perform(std::vector<Request>& requests);
+  StatusOr<HttpResponse> Transfer(const char* method, const std::string& path, const std::string* body,
+                                  const std::string& content_type, double timeout_seconds);
   // One request whose `data` must be a JSON array (label values, series); `what` names it in errors.
   StatusOr<nlohmann::json> PerformRequest(Request request);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;

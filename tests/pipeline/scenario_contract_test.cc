@@ -43,7 +43,7 @@ std::vector<Scenario> LoadScenarios() {
 
 void PrintTo(const Scenario& scenario, std::ostream* os) { *os << scenario.file; }
 
-class ScenarioContractTest : public testing::TestWithParam<Scenario> {};
+class ScenarioContractTest : public ::testing::TestWithParam<Scenario> {};
 
 TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
   const Scenario& scenario = GetParam();
@@ -51,8 +51,8 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
   e2e::ExpectScenarioReport(run, scenario.root, scenario.file);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, testing::ValuesIn(LoadScenarios()),
-                         [](const testing::TestParamInfo<Scenario>& info) {
+INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, ::testing::ValuesIn(LoadScenarios()),
+                         [](const ::testing::TestParamInfo<Scenario>& info) {
                            std::string name = info.param.file.substr(0, info.param.file.size() - 5);
                            std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
                            return name;

@@ -50,7 +50,7 @@ TEST(ExplainGoldenTest, ResolvedPromqlWithFacts) {
                                    kSourceDir + "/tests/playbook/testdata/explain_discovery.json"};
   std::string first = Explain(args);
   EXPECT_EQ(first, Explain(args));
-  EXPECT_NE(first.find("increase(hw_rdma_req_tx_retry_excd_err_total[2m])"), std::string::npos) << first;
+  EXPECT_NE(first.find("max_over_time(hw_rdma_req_tx_retry_excd_err_total[2m])"), std::string::npos) << first;
   CheckGolden("explain_retry_exhaustion_resolved.json", first);
 }
 

@@ -1,0 +1,178 @@
+#include "engine/fleet/fleet_import.h"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "engine/core/iso_time.h"
+#include "engine/fleet/fleet_record.h"
+#include "engine/fleet/raw_export.h"
+#include "engine/tsdb/job_scoped_client.h"
+#include "engine/tsdb/private_prometheus.h"
+#include "engine/tsdb/promql_escape.h"
+#include "engine/triage/triage.h"
+
+namespace diagnose {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Where the snapshot's samples lie: the blocks' meta.json bound what is on disk in blocks, the
+// head (the WAL, replayed by the private server) extends it; /api/v1/status/tsdb reports the head.
+StatusOr<TimeRange> SnapshotRange(PrivatePrometheus& server) {
+  const TsdbInventory& inv = server.inventory();
+  double start = INFINITY, end = -INFINITY;
+  if (!inv.blocks.empty()) {
+    start = inv.min_time_ms() / 1000.0;
+    end = (inv.max_time_ms() - 1) / 1000.0;
+  }
+  auto status = server.client().Get("/api/v1/status/tsdb", 30);
+  if (status.ok() && status->http_code == 200) {
+    auto body = nlohmann::json::parse(status->body, nullptr, false);
+    const auto& head = body.is_object() ? body.value("data", nlohmann::json::object()).value("headStats", nlohmann::json::object())
+                                        : nlohmann::json::object();
+    const auto series = head.value("numSeries", int64_t{0});
+    const auto min_ms = head.value("minTime", int64_t{0}), max_ms = head.value("maxTime", int64_t{0});
+    if (series > 0 && min_ms > 0 && max_ms >= min_ms) {
+      start = std::min(start, min_ms / 1000.0);
+      end = std::max(end, max_ms / 1000.0);
+    }
+  }
+  if (!std::isfinite(start) || !std::isfinite(end)) {
+    return NotFoundError("the TSDB at " + inv.dir + " holds no samples (no blocks, empty head)");
+  }
+  return TimeRange{start, end};
+}
+
+// Per metric name: Prometheus refuses one count_over_time over every name, whose results differ
+// only by the name it drops ("vector cannot contain metrics with the same labelset").
+StatusOr<int64_t> SnapshotSampleCount(QueryClient& source, TimeRange range) {
+  auto names = source.LabelValues("__name__", {}, range.start, range.end + 1);
+  if (!names.ok()) return names.status();
+  const std::string window = "[" + std::to_string(static_cast<int64_t>(std::ceil(range.end - range.start)) + 1) + "s]";
+  std::vector<Query> queries;
+  for (const auto& name : *names)
+    queries.push_back(Query::Instant("sum(count_over_time({__name__=\"" + EscapePromqlString(name) + "\"}" + window + "))",
+                                     range.end, "fleet:source-count"));
+  int64_t total = 0;
+  for (auto& result : source.RunBatch(queries)) {
+    if (!result.ok()) return result.status();
+    if (!result->series.empty() && !result->series[0].samples.empty() && std::isfinite(result->series[0].samples[0].v))
+      total += std::llround(result->series[0].samples[0].v);
+  }
+  return total;
+}
+
+void Record(JobImport& out, const Report& report) {
+  out.root_cause = report.verdict.root_cause;
+  out.action = report.decision.action;
+  for (const auto& x : report.decision.exclude) out.excluded.push_back(x.host);
+}
+
+std::optional<JobFacts> FactsOfJob(const Report& report, const std::string& id) {
+  const nlohmann::json& facts = FactsOf(report, id);
+  if (!facts.is_object()) return std::nullopt;
+  return facts.get<JobFacts>();
+}
+
+// Stamped with the end of the job's samples when it has a TSDB, else with the end its log shows.
+// Returns the samples written (one per record series).
+StatusOr<int64_t> WriteRecord(VictoriaMetricsStore& store, const Report& report, const std::string& id,
+                              const Labels& job_labels, std::optional<double> samples_end) {
+  double at = samples_end.value_or(0);
+  if (!(at > 0)) {
+    if (auto facts = FactsOfJob(report, id)) at = static_cast<double>(facts->run_window.end.value_or(0));
+  }
+  if (!(at > 0)) return FailedPreconditionError("job " + id + ": its end time is unknown, so its record has no time");
+  int64_t written = 0;
+  RETURN_IF_ERROR(store.Import(VictoriaMetricsImportLines(VerdictRecordSeries(report, at), job_labels, &written, nullptr)));
+  return written;
+}
+
+}  // namespace
+
+JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const std::string& outputs_dir,
+                    const FleetImportOptions& options) {
+  const auto started = Clock::now();
+  JobImport out;
+  out.job = job.id;
+  auto finish = [&](std::string outcome, std::string detail) {
+    out.outcome = std::move(outcome);
+    out.detail = std::move(detail);
+    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return out;
+  };
+  auto matcher = JobMatcher(options.job_label, job.id);
+  if (!matcher.ok()) return finish("failed", matcher.status().message());
+  const std::string selector = "{" + *matcher + "}";
+  const Labels job_labels{{options.job_label, job.id}};
+
+  DiagnoseOptions diagnose = options.diagnose;
+  diagnose.job_ref = job.job_dir.value_or(job.log_path.value_or(job.id));
+  diagnose.outputs_dir = outputs_dir;
+  StatusOr<Report> report = RunDiagnosis(diagnose);
+  if (!report.ok()) return finish("failed", "diagnosing job " + job.id + ": " + report.status().message());
+  Record(out, *report);
+
+  if (!job.prometheus_dir) {
+    auto record = WriteRecord(store, *report, job.id, job_labels, std::nullopt);
+    if (!record.ok()) return finish("failed", record.status().message());
+    out.samples = *record;
+    return finish("record-only", "no persisted TSDB (RAY=0 job, or never written): only diagnose's record imported");
+  }
+  PrivatePrometheusOptions server_options;
+  server_options.prometheus_binary = options.prometheus_binary;
+  server_options.deadline = options.diagnose.remote.deadline;
+  if (auto facts = FactsOfJob(*report, job.id)) server_options.job_finished = LogShowsFinished(*facts);
+  auto server = PrivatePrometheus::Start(*job.prometheus_dir, server_options);
+  if (!server.ok()) return finish("failed", server.status().message());
+  auto range = SnapshotRange(**server);
+  if (!range.ok()) return finish("failed", range.status().message());
+
+  auto held = store.SampleCount(selector, *range);
+  if (!held.ok()) return finish("failed", held.status().message());
+  // The source's own count decides whether the store holds the job completely.
+  auto in_source = SnapshotSampleCount((*server)->client(), *range);
+  if (!in_source.ok()) return finish("failed", in_source.status().message());
+  // The record is part of a complete import: one sample per host and one for the job. A record
+  // that changed since (another diagnose version) makes the count differ, and the job is replaced.
+  const int64_t record_samples = static_cast<int64_t>(VerdictRecordSeries(*report, range->end).size());
+  std::string outcome = "imported";
+  if (*held > 0) {
+    if (*held == *in_source + record_samples && !options.force) {
+      out.stored_samples = *held;
+      out.samples = *held;
+      return finish("already-present", "the store holds all " + std::to_string(*in_source) + " samples of job " +
+                                           job.id + " (--force re-imports)");
+    }
+    if (Status s = store.DeleteSeries(selector); !s.ok()) return finish("failed", s.message());
+    outcome = "replaced";
+  }
+  ExportStats stats;
+  Status exported = ExportRawSamples(
+      (*server)->client(), *range, options.chunk_seconds,
+      [&](const std::vector<Series>& chunk) {
+        return store.Import(VictoriaMetricsImportLines(chunk, job_labels, &out.samples, &out.non_finite_samples));
+      },
+      &stats);
+  out.series = stats.series;
+  out.metric_names = static_cast<int>(stats.metric_names.size());
+  if (!exported.ok()) return finish("failed", exported.message());
+  auto record = WriteRecord(store, *report, job.id, job_labels, range->end);
+  if (!record.ok()) return finish("failed", record.status().message());
+  out.samples += *record;
+  if (Status s = store.MakeSearchable(); !s.ok()) return finish("failed", s.message());
+  auto stored = store.SampleCount(selector, *range);
+  if (!stored.ok()) return finish("failed", stored.status().message());
+  out.stored_samples = *stored;
+  if (out.stored_samples != out.samples) {
+    return finish("failed", "the store holds " + std::to_string(out.stored_samples) + " of the " +
+                                std::to_string(out.samples) + " samples written for job " + job.id +
+                                " (is -retentionPeriod long enough for " + IsoUtc(range->start) + "?)");
+  }
+  return finish(outcome, std::to_string(out.samples) + " samples of " + std::to_string(out.series) + " series, " +
+                             IsoUtc(range->start) + " to " + IsoUtc(range->end));
+}
+
+}  // namespace diagnose

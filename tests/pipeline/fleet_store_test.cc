@@ -1,0 +1,269 @@
+// The fleet store for real: a VictoriaMetrics (Debian's victoria-metrics) on a loopback port in a
+// temp dir, fixture jobs imported with `diagnose fleet import`, each diagnosed again through the
+// store with --job-label, and `diagnose fleet nodes` reading the hosts' records across jobs.
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/subprocess.h"
+#include "engine/job/job_location.h"
+#include "tests/pipeline/diagnose_cli_support.h"
+
+namespace diagnose::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One VictoriaMetrics per test binary run. Its data dir lives in the build tree, named by pid, so
+// a run killed before its destructor leaves something the next run removes; the server itself
+// dies with this process (PR_SET_PDEATHSIG).
+class VictoriaMetrics {
+ public:
+  static std::unique_ptr<VictoriaMetrics> Start(std::string* why) {
+    if (FindExecutable("victoria-metrics").empty()) {
+      *why = "victoria-metrics is not installed (scripts/install-deps.sh installs it)";
+      return nullptr;
+    }
+    const fs::path root = fs::path(DIAGNOSE_BUILD_DIR) / "fleet-store-test";
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {   // runs that were killed
+      const std::string name = entry.path().filename().string();
+      const int pid = std::atoi(name.c_str());
+      if (pid > 0 && ::kill(pid, 0) != 0) fs::remove_all(entry.path(), ec);
+    }
+    auto vm = std::unique_ptr<VictoriaMetrics>(new VictoriaMetrics);
+    vm->dir_ = root / std::to_string(::getpid());
+    fs::remove_all(vm->dir_, ec);
+    fs::create_directories(vm->dir_, ec);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int port = FreePort();
+      SpawnOptions spawn;
+      spawn.argv = {"victoria-metrics", "-storageDataPath=" + (vm->dir_ / "data").string(), "-retentionPeriod=100y",
+                    "-dedup.minScrapeInterval=1ms", "-httpListenAddr=127.0.0.1:" + std::to_string(port),
+                    "-loggerLevel=ERROR"};
+      spawn.stderr_path = (vm->dir_ / "vm.log").string();
+      auto child = ChildProcess::Spawn(spawn);
+      if (!child.ok()) {
+        *why = child.status().ToString();
+        return nullptr;
+      }
+      vm->url_ = "http://127.0.0.1:" + std::to_string(port);
+      for (int i = 0; i < 100 && child->Running(); ++i) {
+        auto health = RunCommand({"curl", "-sf", vm->url_ + "/health"}, std::chrono::seconds(5));
+        if (health.ok() && health->exit_code == 0) {
+          vm->child_ = std::move(*child);
+          return vm;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    *why = "victoria-metrics did not become ready; its log: " + Slurp((vm->dir_ / "vm.log").string());
+    return nullptr;
+  }
+  ~VictoriaMetrics() {
+    child_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const std::string& url() const { return url_; }
+
+ private:
+  VictoriaMetrics() = default;
+  fs::path dir_;
+  std::string url_;
+  std::optional<ChildProcess> child_;
+};
+
+// The newest of the records, far after every fixture job, and a `--since` before the first.
+constexpr const char* kNow = "1798761600";     // 2027-01-01
+constexpr const char* kSince = "2026-01-01";
+
+json ImportJson(const std::string& url, const std::vector<std::string>& jobs, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"fleet", "import", DIAGNOSE_FIXTURE_OUTPUTS, "--vm", url, "--format", "json"};
+  for (const auto& j : jobs) {
+    args.push_back("--job");
+    args.push_back(j);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliRun run = RunDiagnoseCli(args);
+  EXPECT_EQ(run.exit_code, 0) << run.err << run.out.substr(0, 2000);
+  json j = json::parse(run.out, nullptr, false);
+  EXPECT_TRUE(j.is_object()) << run.out.substr(0, 300) << run.err;
+  return j;
+}
+
+std::set<std::string> Strings(const json& array) {
+  std::set<std::string> out;
+  if (array.is_array())
+    for (const auto& v : array) out.insert(v.get<std::string>());
+  return out;
+}
+
+// Through the store: the same root cause, action and exclusions as the private copy decided when
+// the job was imported (the import diagnoses each job on its own snapshot).
+void ExpectSameVerdictThroughTheStore(const std::string& url, const json& imported) {
+  const std::string id = imported["job"];
+  SCOPED_TRACE("job " + id);
+  const CliRun run = RunDiagnoseCli({id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json", "--prometheus",
+                                     url, "--job-label", "slurm_job_id"});
+  ASSERT_TRUE(run.exit_code == 0 || run.exit_code == kIncompleteExit) << run.err;
+  const json report = json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << run.out.substr(0, 300);
+  EXPECT_EQ(report["tsdb"][0]["state"], "remote") << Dump(report["tsdb"]);
+  EXPECT_EQ(report["tsdb"][0].value("scope", ""), "slurm_job_id=\"" + id + "\"") << Dump(report["tsdb"]);
+  EXPECT_EQ(report["verdict"]["root_cause"], imported["root_cause"]);
+  EXPECT_EQ(report["decision"]["action"], imported["action"]);
+  EXPECT_EQ(ExcludedHosts(report), Strings(imported["excluded"]));
+}
+
+class FleetStore : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { vm_ = VictoriaMetrics::Start(&why_).release(); }
+  static void TearDownTestSuite() {
+    delete vm_;
+    vm_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(vm_, nullptr) << why_; }
+  static VictoriaMetrics* vm_;
+  static std::string why_;
+};
+VictoriaMetrics* FleetStore::vm_ = nullptr;
+std::string FleetStore::why_;
+
+TEST_F(FleetStore, ImportIsIdempotentAndEveryJobDecidesAsItsPrivateCopy) {
+  // A pool of three jobs sharing hosts, a published incident and a failed job on other hosts
+  // (the heavier incidents are in the every-fixture test, which the sanitized tree skips).
+  const std::vector<std::string> jobs{"9201", "9202", "9203", "8043", "9128"};
+  for (const auto& id : jobs) REQUIRE_FIXTURE(id);
+  const json first = ImportJson(vm_->url(), jobs);
+  ASSERT_EQ(first["jobs"].size(), jobs.size());
+  for (const auto& job : first["jobs"]) {
+    SCOPED_TRACE(Dump(job));
+    EXPECT_EQ(job["outcome"], "imported");
+    EXPECT_GT(job["samples"].get<int64_t>(), 1000);
+    EXPECT_EQ(job["stored_samples"], job["samples"]);   // counted back from the store
+  }
+  // A second import finds every job complete and writes no sample.
+  const json again = ImportJson(vm_->url(), jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE(jobs[i]);
+    EXPECT_EQ(again["jobs"][i]["outcome"], "already-present");
+    EXPECT_EQ(again["jobs"][i]["stored_samples"], first["jobs"][i]["samples"]);
+  }
+  // --force replaces one job: the store then holds its samples once, not twice.
+  const json forced = ImportJson(vm_->url(), {"9203"}, {"--force"});
+  EXPECT_EQ(forced["jobs"][0]["outcome"], "replaced");
+  EXPECT_EQ(forced["jobs"][0]["stored_samples"], first["jobs"][2]["samples"]);
+
+  for (const auto& job : first["jobs"]) ExpectSameVerdictThroughTheStore(vm_->url(), job);
+
+  // The pool's record: fl-c05 was excluded in two of its three jobs, for two different faults.
+  const CliRun nodes = RunDiagnoseCli({"fleet", "nodes", "--prometheus", vm_->url(), "--since", kSince, "--now", kNow,
+                                       "--format", "json"});
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
+  const json table = json::parse(nodes.out, nullptr, false);
+  ASSERT_TRUE(table.is_object()) << nodes.out.substr(0, 300);
+  EXPECT_EQ(table["jobs"], jobs.size());
+  EXPECT_EQ(Strings(table["repeat_offenders"]), std::set<std::string>{"fl-c05"});
+  // No healthy host of the pool is excluded anywhere: its decoys (background retransmits, a TCP
+  // storm, correctable RAS errors) stay decoys across jobs.
+  std::set<std::string> excluded_in_pool;
+  for (const auto& h : table["hosts"]) {
+    const std::string host = h["host"];
+    if (host.rfind("fl-c", 0) == 0 && h["excluded"].get<int>() > 0) excluded_in_pool.insert(host);
+    if (host == "fl-c05") {
+      EXPECT_EQ(h["jobs"], 3);
+      EXPECT_EQ(h["excluded"], 2);
+      std::set<std::string> excluded_in;
+      for (const auto& r : h["records"]) {
+        if (r["state"] != "excluded") continue;
+        excluded_in.insert(r["job"].get<std::string>());
+        EXPECT_FALSE(r["reason"].get<std::string>().empty()) << Dump(r);   // with its evidence
+      }
+      EXPECT_EQ(excluded_in, (std::set<std::string>{"9201", "9202"}));
+    }
+  }
+  EXPECT_EQ(excluded_in_pool, std::set<std::string>{"fl-c05"});
+
+  const CliRun text = RunDiagnoseCli({"fleet", "nodes", "--prometheus", vm_->url(), "--since", kSince, "--now", kNow,
+                                      "--format", "text"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Excluded in 2 or more jobs"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("fl-c05"), std::string::npos) << text.out;
+}
+
+TEST_F(FleetStore, NodesWithoutRecordsOrAWindowBeforeTheJobsSayWhatIsMissing) {
+  const CliRun run = RunDiagnoseCli({"fleet", "nodes", "--prometheus", vm_->url(), "--since", "2020-01-01",
+                                     "--now", "1580515200"});   // 2020-02-01: before every fixture
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_NE(run.err.find("diagnose fleet import"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+TEST(FleetImportUsage, APrometheusIsNotAFleetStoreAndAnUnreachableOneIsNamed) {
+  const CliRun run = RunDiagnoseCli({"fleet", "import", DIAGNOSE_FIXTURE_OUTPUTS, "--job", "9203", "--vm",
+                                     "http://127.0.0.1:9"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("127.0.0.1:9"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  const CliRun no_store = RunDiagnoseCli({"fleet", "import", DIAGNOSE_FIXTURE_OUTPUTS});
+  EXPECT_NE(no_store.exit_code, 0);
+  EXPECT_NE(no_store.err.find("--vm"), std::string::npos) << no_store.err;   // --vm is required
+}
+
+// Every fixture job with a TSDB, through one store (main tree only: it diagnoses each job twice).
+TEST_F(FleetStore, EveryFixtureWithATsdbDecidesAsItsPrivateCopy) {
+  auto listed = ListJobs(DIAGNOSE_FIXTURE_OUTPUTS);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  std::vector<std::string> jobs;
+  for (const auto& job : *listed)
+    if (job.prometheus_dir) jobs.push_back(job.id);
+  ASSERT_GE(jobs.size(), 50u);
+  // A few jobs per command, so no one command nears the CLI runner's time limit.
+  json results = json::array();
+  for (size_t i = 0; i < jobs.size(); i += 8) {
+    const std::vector<std::string> batch(jobs.begin() + i, jobs.begin() + std::min(i + 8, jobs.size()));
+    for (const auto& job : ImportJson(vm_->url(), batch)["jobs"]) results.push_back(job);
+  }
+  ASSERT_EQ(results.size(), jobs.size());
+  for (const auto& job : results) {
+    if (job["outcome"] != "imported" && job["outcome"] != "already-present") {
+      ADD_FAILURE() << Dump(job);
+      continue;
+    }
+    ExpectSameVerdictThroughTheStore(vm_->url(), job);
+  }
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
