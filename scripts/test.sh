@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: builds (incl. fixture generation), then ctest, then playbook lint and tests, then
-# the second tree under ASan/UBSan/LSan with 60 s of every fuzzer (scripts/sanitize.sh; skipped
+# the second tree under ASan/UBSan/LSan with 30 s of every fuzzer (scripts/sanitize.sh; skipped
 # with DIAGNOSE_SKIP_SANITIZE=1 for a quick local run). This is the README's second command and what
 # .ci/run calls.
 set -euo pipefail

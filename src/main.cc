@@ -72,7 +72,9 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      return FinishStdout(app.exit(e));
+      // --help and --version exit 0; every other parse error is a usage error, 2 as documented
+      // (CLI11's own codes, 106 for a missing option and so on, mean nothing to a sweep driver).
+      return FinishStdout(app.exit(e) == 0 ? 0 : 2);
     }
     rc = registry.Run(app);
   } catch (const std::bad_alloc&) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 #include "engine/core/iso_time.h"
 #include "engine/fleet/fleet_record.h"
@@ -126,6 +127,12 @@ JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const s
   server_options.deadline = options.diagnose.remote.deadline;
   if (auto facts = FactsOfJob(*report, job.id)) server_options.job_finished = LogShowsFinished(*facts);
   auto server = PrivatePrometheus::Start(*job.prometheus_dir, server_options);
+  if (!server.ok() && server.status().code() == StatusCode::kNotFound) {   // a TSDB dir with nothing in it
+    auto record = WriteRecord(store, *report, job.id, job_labels, std::nullopt);
+    if (!record.ok()) return finish("failed", record.status().message());
+    out.samples = *record;
+    return finish("record-only", server.status().message() + ": only diagnose's record imported");
+  }
   if (!server.ok()) return finish("failed", server.status().message());
   auto range = SnapshotRange(**server);
   if (!range.ok()) return finish("failed", range.status().message());
@@ -162,10 +169,16 @@ JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const s
   auto record = WriteRecord(store, *report, job.id, job_labels, range->end);
   if (!record.ok()) return finish("failed", record.status().message());
   out.samples += *record;
-  if (Status s = store.MakeSearchable(); !s.ok()) return finish("failed", s.message());
-  auto stored = store.SampleCount(selector, *range);
-  if (!stored.ok()) return finish("failed", stored.status().message());
-  out.stored_samples = *stored;
+  // A loaded store can take a moment to make new series searchable even after a flush: the count
+  // is asked again for a few seconds before it counts as a loss.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (Status s = store.MakeSearchable(); !s.ok()) return finish("failed", s.message());
+    auto stored = store.SampleCount(selector, *range);
+    if (!stored.ok()) return finish("failed", stored.status().message());
+    out.stored_samples = *stored;
+    if (out.stored_samples >= out.samples) break;
+  }
   if (out.stored_samples != out.samples) {
     return finish("failed", "the store holds " + std::to_string(out.stored_samples) + " of the " +
                                 std::to_string(out.samples) + " samples written for job " + job.id +

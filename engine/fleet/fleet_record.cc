@@ -5,6 +5,8 @@
 #include <set>
 
 #include "engine/core/iso_time.h"
+#include "engine/tsdb/job_scoped_client.h"
+#include "engine/tsdb/promql_escape.h"
 
 namespace diagnose {
 
@@ -132,6 +134,42 @@ StatusOr<FleetNodes> ReadFleetNodes(QueryClient& store, const std::string& job_l
                          ": records are written by `diagnose fleet import` (widen --since if the jobs are older)");
   }
   return table;
+}
+
+StatusOr<std::vector<std::string>> FleetRecordNotes(QueryClient& store, const std::string& job_label,
+                                                    const std::string& job_id, const std::vector<std::string>& hosts,
+                                                    const std::vector<std::string>& excluded, double at,
+                                                    double lookback_seconds, int repeat_threshold) {
+  std::vector<std::string> notes;
+  std::set<std::string> all(hosts.begin(), hosts.end());
+  all.insert(excluded.begin(), excluded.end());
+  if (all.empty() || !(at > 0)) return notes;
+  ASSIGN_OR_RETURN(std::string other_jobs, JobMatcher(job_label, job_id));
+  other_jobs.replace(other_jobs.find('='), 1, "!=");
+  const std::string selector = std::string(kHostVerdictMetric) + "{state=\"excluded\"," + other_jobs + ",host=~\"" +
+                               PromqlAlternation(std::vector<std::string>(all.begin(), all.end())) + "\"}";
+  const int64_t span = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(lookback_seconds)));
+  auto result = store.Run(Query::Instant("last_over_time(" + selector + "[" + std::to_string(span) + "s])", at,
+                                         "fleet:earlier-exclusions"));
+  if (!result.ok()) return result.status().WithContext("reading earlier jobs' records on " + store.Describe());
+  const FleetNodes table = BuildFleetNodes(result->series, job_label, repeat_threshold);
+  const std::set<std::string> now_excluded(excluded.begin(), excluded.end());
+  const std::string days = std::to_string(static_cast<int64_t>(std::lround(lookback_seconds / 86400)));
+  for (const auto& h : table.hosts) {
+    if (h.excluded == 0) continue;
+    std::string jobs;
+    for (const auto& r : h.records)
+      jobs += (jobs.empty() ? "" : ", ") + r.job + " (" + r.root_cause + ")";
+    const std::string record = std::to_string(h.excluded) + " earlier job(s) in this store within " + days +
+                               " days: " + jobs + " [" + std::string(kHostVerdictMetric) + "]";
+    if (now_excluded.count(h.host)) {
+      notes.push_back("fleet record: " + h.host + " was also excluded in " + record);
+    } else if (h.excluded >= table.repeat_threshold) {
+      notes.push_back("fleet record: " + h.host + " is not excluded by this job's evidence but was excluded in " +
+                      record + "; consider taking it out of the pool");
+    }
+  }
+  return notes;
 }
 
 }  // namespace diagnose

@@ -70,6 +70,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FleetNodes, store, job_label, wi
 StatusOr<FleetNodes> ReadFleetNodes(QueryClient& store, const std::string& job_label, TimeRange window,
                                     int repeat_threshold = 2);
 
+// What the store's records of earlier jobs (ended before `at`, within `lookback_seconds`) say about
+// this job's hosts, as decision notes: a host this decision excludes that was excluded before, and
+// a host it keeps that was excluded in `repeat_threshold` or more earlier jobs. Empty when the
+// store holds no such record; an error only when the store cannot be asked.
+StatusOr<std::vector<std::string>> FleetRecordNotes(QueryClient& store, const std::string& job_label,
+                                                    const std::string& job_id, const std::vector<std::string>& hosts,
+                                                    const std::vector<std::string>& excluded, double at,
+                                                    double lookback_seconds, int repeat_threshold = 2);
+
 // Builds the table from record series (labels as written by VerdictRecordSeries); pure, for tests.
 FleetNodes BuildFleetNodes(const std::vector<Series>& host_records, const std::string& job_label,
                            int repeat_threshold = 2);

@@ -19,6 +19,7 @@
 #include "engine/decision/decision_rules.h"
 #include "engine/decision/refine.h"
 #include "engine/discovery/discovery.h"
+#include "engine/fleet/fleet_record.h"
 #include "engine/playbook/loader.h"
 #include "engine/job/job_location.h"
 #include "engine/triage/log_assessment.h"
@@ -376,6 +377,26 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
   return inputs;
 }
 
+// A store of many jobs (--job-label) also holds what diagnose concluded about the earlier ones
+// (`diagnose fleet import`): the decision cites their exclusions of this job's hosts. The store is
+// asked outside the job's scope, and a failure to ask costs a note, never the report.
+void CiteFleetRecord(JobContext& subject, const DiagnoseOptions& options, Report* report) {
+  if (options.job_label.empty() || !subject.remote || !subject.discovery) return;
+  constexpr double kLookbackSeconds = 90 * 86400;
+  std::vector<std::string> excluded;
+  for (const auto& x : report->decision.exclude) excluded.push_back(x.host);
+  std::vector<std::string> hosts;
+  for (const auto& job : report->jobs)
+    if (job.role == "subject") hosts = job.hosts;
+  auto notes = FleetRecordNotes(*subject.remote, options.job_label, subject.facts.id, hosts, excluded,
+                                subject.discovery->range.end, kLookbackSeconds);
+  if (!notes.ok()) {
+    report->decision.notes.push_back("fleet record not read: " + notes.status().message());
+    return;
+  }
+  for (auto& note : *notes) report->decision.notes.push_back(std::move(note));
+}
+
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
@@ -472,6 +493,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
     RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,
                                        jobs.front().facts, &report));
+    CiteFleetRecord(jobs.front(), options, &report);
   }
 
   report.timings = {{"triage", triage_seconds},

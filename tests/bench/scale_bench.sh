@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# Scale benchmark: how the cost of `diagnose` grows with the number of nodes of a job. For each node
+# count N it writes a scenario derived from fixtures/scenarios/incident-8308-rdma-tgs-phases.yaml
+# (same TGS phases, same RDMA retransmit + ACK-timeout faults on 4 hosts and the TCP-only decoy on a
+# 5th, spread over a generated hostlist "sc-n[0001-N]" at the same relative positions as in 8308;
+# the launcher's real scrape intervals: node_hw 10 s, ray 5 s), generates it with fixturegen (one
+# job at a time), then runs `diagnose JOB --format json` RUNS times and records the median wall time,
+# the peak RSS of diagnose and of its private `prometheus` child (VmHWM polled from /proc every
+# 50 ms), and the verdict against the scaled expectation. One extra run under strace (not timed)
+# counts the HTTP requests diagnose sends and the bytes it receives (on the wire: Prometheus
+# deflates its answers), since the report only gives discovery's query count.
+# Prints a Markdown table and least-squares fits on log-log of time and RSS against nodes.
+#
+#   tests/bench/scale_bench.sh [BUILD_DIR] [--hours H] [NODES...]      (default nodes: 24 128 512 1024)
+#
+# --hours H scales 8308's 380 steps (~3.9 h of job) and its phase boundaries to a job of H hours;
+# without it the job keeps 8308's length. Environment: WORK (default /tmp/scale-bench: scenarios,
+# outputs, results; never the source tree), RUNS (3), GEN_TIMEOUT (seconds per generation, 1800),
+# MIN_FREE_GB (refuse a size when less is free, 5), GEN_MAX_RSS_GB (stop a generation whose
+# fixturegen + promtool RSS passes this, 16), CLEAN (1: delete a size's outputs after
+# measuring it), APPEND (1: keep earlier rows of WORK/results.tsv in the table and fits),
+# DIAGNOSE_ARGS (extra diagnose arguments, e.g. "--deadline 0").
+# The binaries are copied into WORK first, so a concurrent rebuild of BUILD_DIR cannot swap them
+# between runs; nothing is built. Data files and playbooks still come from the source tree
+# (diagnose's compiled-in DIAGNOSE_SOURCE_DIR).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-build}
+shift || true
+hours=""
+sizes=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hours) hours=$2; shift 2 ;;
+    --hours=*) hours=${1#--hours=}; shift ;;
+    *) sizes+=("$1"); shift ;;
+  esac
+done
+[ ${#sizes[@]} -gt 0 ] || sizes=(24 128 512 1024)
+work=${WORK:-/tmp/scale-bench}
+runs=${RUNS:-3}
+gen_timeout=${GEN_TIMEOUT:-1800}
+min_free_gb=${MIN_FREE_GB:-5}
+gen_max_rss_gb=${GEN_MAX_RSS_GB:-16}
+clean=${CLEAN:-0}
+read -r -a diagnose_args <<< "${DIAGNOSE_ARGS:-}"
+base_scenario="$repo/fixtures/scenarios/incident-8308-rdma-tgs-phases.yaml"
+case "$(realpath -m "$work")" in "$repo"/fixtures*) echo "WORK must not be under fixtures/"; exit 2 ;; esac
+
+mkdir -p "$work/bin"
+for tool in diagnose fixturegen; do
+  [ -x "$build/$tool" ] || { echo "missing $build/$tool (this script builds nothing)"; exit 1; }
+  cp "$build/$tool" "$work/bin/$tool"
+done
+diagnose="$work/bin/diagnose"
+fixturegen="$work/bin/fixturegen"
+sha256sum "$work/bin/diagnose" "$work/bin/fixturegen" | sed 's|  .*/| |' > "$work/bin/SHA256"
+results="$work/results.tsv"
+[ "${APPEND:-0}" = 1 ] || : > "$results"   # APPEND=1 adds rows to an earlier invocation's table
+
+# --- scenario: 8308 scaled to N hosts ----------------------------------------------------------
+# 8308's 24 hosts; the faulty ones sit at indices 7 (chi2822: phase-2 retransmits), 12 and 22
+# (chi2834/chi2882: strong, last phase), 13 (chi2835: weak, last phase) and the TCP decoy at 17
+# (chi2860). Host i of 24 maps to sc-n(floor(i*N/24)+1), so N=24 keeps the positions.
+write_scenario() {  # N OUT_YAML -> prints the expected exclusions, space separated
+  python3 - "$1" "$2" "$hours" <<'PY'
+import sys
+n, out, hours = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+width = max(4, len(str(n)))
+host = lambda i: f"sc-n{i * n // 24 + 1:0{width}d}"
+h22, h34, h35, h82, h60 = host(7), host(12), host(13), host(22), host(17)
+# 380 steps span ~14,176 s (3.94 h) of 8308's job (block range incl. init); scale the step count
+# and every phase boundary by the same factor.
+steps = 380 if not hours else max(60, round(380 * float(hours) * 3600 / 14176))
+b = lambda s: round(s * steps / 380)          # an 8308 boundary step scaled
+p1, p2, p3, last = b(97), b(217), b(251), steps - 1
+yaml = f"""description: >
+  Scale benchmark: incident 8308 (RDMA retransmit phases aligned with TGS phases) on {n} hosts,
+  {steps} steps, node_hw scraped every 10 s and ray every 5 s (the launcher's real intervals).
+job:
+  id: "8308"
+  name: JAX-mixtral-8x22b
+  model: mixtral-8x22b
+  launcher: slurm
+  ray: true
+  start: 2026-02-19T06:00:00Z
+  seed: 8308
+  hosts: "sc-n[{1:0{width}d}-{n:0{width}d}]"
+  passthrough: [steps={steps}, per_device_batch_size=12, enable_checkpointing=true, checkpoint_period=200,
+                jax_distributed_heartbeat_timeout_seconds=14400, dataset_type=synthetic]
+training:
+  moe: true
+  first_step: 0
+  last_step: {last}
+  phases:
+    - {{steps: 0-{p1 - 1}, tgs: 3293}}
+    - {{steps: {p1}-{p2 - 1}, tgs: 2620}}
+    - {{steps: {p2}-{p3 - 1}, tgs: 3288}}
+    - {{steps: {p3}, tgs: 2890}}
+    - {{steps: {p3 + 1}-{last}, tgs: 2520}}
+metrics: {{tsdb: true, node_hw_interval: 10, ray_interval: 5}}
+faults:
+  - {{kind: rdma_retx, hosts: [{h22}], steps: {p1}-{p2 - 1}, rate: 850, devices: [3, 6]}}
+  - {{kind: rdma_ack_timeout, hosts: [{h22}], steps: {p1}-{p2 - 1}, rate: 12, devices: [3, 6]}}
+  - {{kind: rdma_retx, hosts: [{h34}, {h82}], steps: {p3 + 1}-{last}, rate: 1400, devices: [1, 5]}}
+  - {{kind: rdma_ack_timeout, hosts: [{h34}, {h82}], steps: {p3 + 1}-{last}, rate: 25, devices: [1, 5]}}
+  - {{kind: rdma_retx, hosts: [{h35}], steps: {p3 + 1}-{last}, rate: 220, devices: [2]}}
+  - {{kind: rdma_ack_timeout, hosts: [{h35}], steps: {p3 + 1}-{last}, rate: 4, devices: [2]}}
+  - {{kind: tcp_retx, hosts: [{h60}], rate: 900}}
+summary: {{status: SUCCESS, exit: 0}}
+expect:
+  status: completed
+  failure_class: tgs-degradation
+  root_cause: rdma-link-degradation
+  action: retry-excluding-nodes
+  exclude: [{h22}, {h34}, {h82}, {h35}]
+  not_excluded: [{h60}]
+"""
+open(out, "w").write(yaml)
+print(steps, h22, h34, h82, h35)
+PY
+}
+
+# --- one measured run -----------------------------------------------------------------------------
+# Runs a command under /usr/bin/time -v, polls /proc every 50 ms for the VmHWM (peak RSS) of every
+# descendant, and prints "wall_s exit time_maxrss_kb name=peak_kb..." with the largest peak per
+# command name (diagnose, prometheus, fixturegen, promtool). /usr/bin/time's "Maximum resident set
+# size" is max(the process, its reaped children), i.e. the private prometheus's peak when that is
+# larger, so it is printed only as a cross-check. With MAX_RSS_KB set, the process tree is killed
+# (SIGTERM, then SIGKILL, by pid) once its summed RSS passes it and the exit is "rss-limit": a
+# generation that outgrows the machine stops before the OOM killer picks someone else's process.
+cat > "$work/measure.py" <<'PY'
+import os, re, signal, subprocess, sys, time
+timefile, outfile, errfile, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def read(path):
+    try:
+        with open(path) as f: return f.read()
+    except OSError: return ""
+def hwm(pid):
+    m = re.search(r"^VmHWM:\s+(\d+)", read(f"/proc/{pid}/status"), re.M)
+    return int(m.group(1)) if m else 0
+def children(pid):
+    try: tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError: return []
+    return [int(c) for t in tasks for c in read(f"/proc/{pid}/task/{t}/children").split()]
+def rss(pid):
+    m = re.search(r"^VmRSS:\s+(\d+)", read(f"/proc/{pid}/status"), re.M)
+    return int(m.group(1)) if m else 0
+limit = int(os.environ.get("MAX_RSS_KB", "0"))
+start = time.monotonic()
+peaks, over = {}, None
+with open(outfile, "wb") as out, open(errfile, "wb") as err:
+    p = subprocess.Popen(["/usr/bin/time", "-v", "-o", timefile] + argv, stdout=out, stderr=err)
+    while p.poll() is None:
+        stack, tree, total = children(p.pid), [], 0
+        while stack:
+            c = stack.pop()
+            name = read(f"/proc/{c}/comm").strip()
+            peaks[name] = max(peaks.get(name, 0), hwm(c))
+            tree.append(c)
+            total += rss(c)
+            stack += children(c)
+        if limit and total > limit and over is None:
+            over = total
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                for c in reversed(tree):
+                    try: os.kill(c, sig)
+                    except OSError: pass
+                time.sleep(2)
+        time.sleep(0.05)
+wall = time.monotonic() - start
+text = read(timefile)
+m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+e = re.search(r"Exit status: (\d+)", text)
+k = re.search(r"terminated by signal (\d+)", text)
+code = "rss-limit" if over else (128 + int(k.group(1))) if k else e.group(1) if e else p.returncode
+if over: open(errfile, "a").write(f"killed: process tree RSS {over} KB > MAX_RSS_KB {limit}\n")
+print(f"{wall:.3f} {code} {m.group(1) if m else 0}",
+      " ".join(f"{k}={v}" for k, v in sorted(peaks.items()) if k))
+PY
+peak_of() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2; f=1} END{if (!f) print 0}'; }
+
+# Report fields: "root_cause action exclude(sorted,comma) discovery_queries tsdb_state incomplete
+# t_triage t_tsdb t_playbooks not_evaluated hours" (hours: the TSDB's data range from discovery).
+report_fields() {
+  python3 - "$1" <<'PY'
+import json, sys
+try: r = json.load(open(sys.argv[1]))
+except Exception: print("no-report - - - - - - - - - -"); sys.exit()
+v, d, t = r.get("verdict", {}), r.get("decision", {}), r.get("timings", {})
+ex = ",".join(sorted(e["host"] if isinstance(e, dict) else e for e in d.get("exclude", []))) or "-"
+ts = (r.get("tsdb") or [{}])[0]
+q = ts.get("discovery", {}).get("queries", "-")
+rg = ts.get("discovery", {}).get("range", {})
+hours = f"{(rg['end'] - rg['start']) / 3600:.2f}" if "end" in rg and "start" in rg else "-"
+f = lambda k: f"{t[k]:.2f}" if k in t else "-"
+print(v.get("root_cause", "-"), d.get("action", "-"), ex, q, ts.get("state", "-"),
+      "yes" if r.get("incomplete") else "no", f("triage"), f("tsdb"), f("playbooks"), len(r.get("not_evaluated", [])), hours)
+PY
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+maxof() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -1; }
+mb() { awk -v k="$1" 'BEGIN{printf "%.1f", k/1024}'; }
+
+echo "binaries: $(tr '\n' ' ' < "$work/bin/SHA256")"
+echo "hours: ${hours:-as 8308 (380 steps)}, runs: $runs, work: $work"
+for n in "${sizes[@]}"; do
+  dir="$work/n$n"
+  rm -rf "$dir" && mkdir -p "$dir/outputs" "$dir/scratch"
+  read -r steps expected_hosts < <(write_scenario "$n" "$dir/scenario.yaml")
+  expected=$(echo "$expected_hosts" | tr ' ' '\n' | grep -v '^$' | sort | paste -sd,)
+  free_gb=$(df -P -BG "$work" | awk 'NR==2{sub("G","",$4); print $4}')
+  echo "=== $n nodes, $steps steps: expected exclusions $expected; free disk ${free_gb} GiB"
+  if [ "$free_gb" -lt "$min_free_gb" ]; then
+    echo "skipped: ${free_gb} GiB free < MIN_FREE_GB=$min_free_gb"
+    printf '%s\t%s\tSKIPPED (disk: %s GiB free)\n' "$n" "$steps" "$free_gb" >> "$results"; continue
+  fi
+  # Generation: one job, one worker; fixturegen's own line gives series, samples and TSDB size.
+  read -r gen_s rc gen_time_rss gen_peaks < <(MAX_RSS_KB=$((gen_max_rss_gb * 1048576)) python3 "$work/measure.py" "$dir/gen.time" "$dir/gen.out" \
+    "$dir/gen.err" timeout "$gen_timeout" "$fixturegen" "$dir/scenario.yaml" --out "$dir/outputs" --jobs 1 \
+    --scratch "$dir/scratch")
+  gen_rss=$(echo "$gen_peaks" | peak_of fixturegen)
+  promtool_rss=$(echo "$gen_peaks" | peak_of promtool)
+  cat "$dir/gen.out"
+  if [ "$rc" != 0 ]; then
+    why=$( [ "$rc" = 124 ] && echo "timeout after ${gen_timeout}s" || tail -c 400 "$dir/gen.err" | tr '\n\t' '  ')
+    [ "$rc" = 137 ] && why="killed by SIGKILL (OOM killer?) $why"
+    echo "generation FAILED (exit $rc after ${gen_s}s; peak RSS fixturegen $(mb "$gen_rss") MB, promtool $(mb "$promtool_rss") MB): $why"
+    printf '%s\t%s\tGENERATION FAILED (exit %s after %.0f s): %s\n' "$n" "$steps" "$rc" "$gen_s" "$why" >> "$results"
+    rm -rf "$dir/outputs" "$dir/scratch"; continue
+  fi
+  read -r series samples tsdb_mb < <(awk '{for(i=1;i<=NF;i++){if($(i+1)=="series")s=$i; if($(i+1)=="samples")p=$i; if($i=="tsdb")m=$(i+1)}} END{print s, p, m}' "$dir/gen.out")
+  echo "generation: ${gen_s} s, peak RSS fixturegen $(mb "$gen_rss") MB, promtool $(mb "$promtool_rss") MB," \
+    "$(du -sh "$dir/outputs" | cut -f1) on disk"
+  # Diagnose: RUNS measured runs.
+  walls="" diags="" proms="" verdict_ok=yes
+  for run in $(seq "$runs"); do
+    read -r wall code trss peaks < <(python3 "$work/measure.py" "$dir/run$run.time" "$dir/run$run.json" \
+      "$dir/run$run.err" "$diagnose" 8308 --outputs "$dir/outputs" --format json "${diagnose_args[@]}")
+    dhwm=$(echo "$peaks" | peak_of diagnose)
+    phwm=$(echo "$peaks" | peak_of prometheus)
+    read -r rc_cause rc_action rc_exclude dq tstate incomplete tt ts tp ne job_hours < <(report_fields "$dir/run$run.json")
+    ok=no
+    [ "$code" = 0 ] && [ "$rc_cause" = rdma-link-degradation ] && [ "$rc_action" = retry-excluding-nodes ] \
+      && [ "$rc_exclude" = "$expected" ] && ok=yes
+    [ "$ok" = yes ] || verdict_ok=no
+    echo "run $run: ${wall}s exit $code, diagnose VmHWM $(mb "$dhwm") MB, prometheus VmHWM $(mb "$phwm") MB," \
+      "time -v max RSS $(mb "$trss") MB; tsdb $tstate, incomplete $incomplete; timings triage $tt tsdb $ts" \
+      "playbooks $tp; discovery queries $dq; not_evaluated $ne; data range ${job_hours} h; verdict $rc_cause / $rc_action / $rc_exclude ($ok)"
+    if [ -s "$dir/run$run.err" ]; then sed 's/^/  stderr: /' "$dir/run$run.err" | head -5; fi
+    walls+=" $wall" diags+=" $dhwm" proms+=" $phwm"
+  done
+  # One untimed run under strace: HTTP requests sent (GET/POST lines, /-/ready included) and bytes received.
+  strace -f --seccomp-bpf -qq -e trace=sendto,recvfrom -e signal=none -yy -s 32 -o "$dir/strace.txt" \
+    "$diagnose" 8308 --outputs "$dir/outputs" --format json "${diagnose_args[@]}" > "$dir/strace.json" 2>/dev/null || true
+  queries=$(grep -c 'sendto(.*"\(GET\|POST\) /' "$dir/strace.txt" || true)
+  http_mb=$(awk '/recvfrom\(.*TCP/ && $NF ~ /^[0-9]+$/ {s+=$NF} END{printf "%.2f", s/1048576}' "$dir/strace.txt")
+  printf '%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$steps" "$series" "$samples" "$tsdb_mb" \
+    "$gen_s" "$(echo "$walls" | median)" "$(mb "$(echo "$diags" | maxof)")" "$(mb "$(echo "$proms" | maxof)")" \
+    "$queries" "$http_mb" "$verdict_ok" "$(mb "$gen_rss")" "$job_hours" "$(mb "$promtool_rss")" >> "$results"
+  rm -rf "$dir/scratch"
+  if [ "$clean" = 1 ]; then rm -rf "$dir/outputs"; fi
+done
+
+# --- table and fits --------------------------------------------------------------------------------
+echo
+echo "| nodes | hours | series | samples | TSDB MB | generation s | diagnose wall s (median of $runs) | diagnose RSS MB | prometheus RSS MB | queries | HTTP MB | verdict ok |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:--|"
+awk -F'\t' '{h=(NF >= 14 && $14 != "-") ? $14 : sprintf("~%.1f", $2*14176/380/3600)
+  if (NF < 13) printf "| %s | %s | %s | | | | | | | | | |\n", $1, h, $3
+  else printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, h, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}' "$results"
+echo "(hours: the TSDB's data range from the report; diagnose/prometheus RSS: max VmHWM over the runs;"
+echo " queries/HTTP MB: one strace'd run, requests sent incl. /-/ready and bytes received on the wire, deflated)"
+echo
+echo "| nodes | steps | fixturegen peak RSS MB | promtool peak RSS MB |"
+echo "|---:|---:|---:|---:|"
+awk -F'\t' 'NF >= 15 {printf "| %s | %s | %s | %s |\n", $1, $2, $13, $15}' "$results"
+awk -F'\t' 'NF < 13 {printf "nodes %s (%s steps): %s\n", $1, $2, $3}' "$results"
+echo
+fit() {  # column label: least squares of log(col) on log(nodes) over the measured rows
+  awk -F'\t' -v c="$1" -v label="$2" 'NF >= 13 && $c > 0 {x=log($1); y=log($c); n++; sx+=x; sy+=y; sxx+=x*x; sxy+=x*y}
+    END{ if (n < 2) { printf "%s: fewer than 2 measured sizes\n", label; exit }
+         b=(n*sxy-sx*sy)/(n*sxx-sx*sx); a=(sy-b*sx)/n
+         printf "%s ~ nodes^%.2f (%d sizes, a=%.3f)\n", label, b, n, exp(a) }' "$results"
+}
+fit 7 "diagnose wall time"
+fit 8 "diagnose RSS"
+fit 9 "prometheus RSS"
+fit 6 "generation time"
