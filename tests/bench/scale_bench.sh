@@ -46,6 +46,7 @@ gen_max_rss_gb=${GEN_MAX_RSS_GB:-16}
 clean=${CLEAN:-0}
 read -r -a diagnose_args <<< "${DIAGNOSE_ARGS:-}"
 base_scenario="$repo/fixtures/scenarios/incident-8308-rdma-tgs-phases.yaml"
+[ -f "$base_scenario" ] || { echo "missing $base_scenario (the scenario this benchmark scales)"; exit 1; }
 case "$(realpath -m "$work")" in "$repo"/fixtures*) echo "WORK must not be under fixtures/"; exit 2 ;; esac
 
 mkdir -p "$work/bin"
@@ -268,15 +269,15 @@ done
 echo
 echo "| nodes | hours | series | samples | TSDB MB | generation s | diagnose wall s (median of $runs) | diagnose RSS MB | prometheus RSS MB | queries | HTTP MB | verdict ok |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:--|"
-awk -F'\t' '{h=(NF >= 14 && $14 != "-") ? $14 : sprintf("~%.1f", $2*14176/380/3600)
+sort -t$'\t' -k1,1n "$results" | awk -F'\t' '{h=(NF >= 14 && $14 != "-") ? $14 : sprintf("~%.1f", $2*14176/380/3600)
   if (NF < 13) printf "| %s | %s | %s | | | | | | | | | |\n", $1, h, $3
-  else printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, h, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}' "$results"
+  else printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, h, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}'
 echo "(hours: the TSDB's data range from the report; diagnose/prometheus RSS: max VmHWM over the runs;"
 echo " queries/HTTP MB: one strace'd run, requests sent incl. /-/ready and bytes received on the wire, deflated)"
 echo
 echo "| nodes | steps | fixturegen peak RSS MB | promtool peak RSS MB |"
 echo "|---:|---:|---:|---:|"
-awk -F'\t' 'NF >= 15 {printf "| %s | %s | %s | %s |\n", $1, $2, $13, $15}' "$results"
+sort -t$'\t' -k1,1n "$results" | awk -F'\t' 'NF >= 15 {printf "| %s | %s | %s | %s |\n", $1, $2, $13, $15}'
 awk -F'\t' 'NF < 13 {printf "nodes %s (%s steps): %s\n", $1, $2, $3}' "$results"
 echo
 fit() {  # column label: least squares of log(col) on log(nodes) over the measured rows
