@@ -10,6 +10,7 @@
 #include "engine/fleet/raw_export.h"
 #include "engine/tsdb/job_scoped_client.h"
 #include "engine/tsdb/private_prometheus.h"
+#include "engine/tsdb/prometheus_api.h"
 #include "engine/tsdb/promql_escape.h"
 #include "engine/triage/triage.h"
 
@@ -30,11 +31,18 @@ StatusOr<TimeRange> SnapshotRange(PrivatePrometheus& server) {
   }
   auto status = server.client().Get("/api/v1/status/tsdb", 30);
   if (status.ok() && status->http_code == 200) {
-    auto body = nlohmann::json::parse(status->body, nullptr, false);
-    const auto& head = body.is_object() ? body.value("data", nlohmann::json::object()).value("headStats", nlohmann::json::object())
-                                        : nlohmann::json::object();
-    const auto series = head.value("numSeries", int64_t{0});
-    const auto min_ms = head.value("minTime", int64_t{0}), max_ms = head.value("maxTime", int64_t{0});
+    // An endpoint answer like any other: parsed as untrusted, each field taken only when it is an
+    // integer (a float beyond int64 or a string would otherwise throw or be undefined behaviour).
+    const ApiEnvelope envelope = ParseApiEnvelope(status->body);
+    const nlohmann::json* head = nullptr;
+    if (envelope.data.is_object())
+      if (auto it = envelope.data.find("headStats"); it != envelope.data.end() && it->is_object()) head = &*it;
+    auto field = [&](const char* key) -> int64_t {
+      if (!head) return 0;
+      auto it = head->find(key);
+      return it != head->end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+    };
+    const int64_t series = field("numSeries"), min_ms = field("minTime"), max_ms = field("maxTime");
     if (series > 0 && min_ms > 0 && max_ms >= min_ms) {
       start = std::min(start, min_ms / 1000.0);
       end = std::max(end, max_ms / 1000.0);
