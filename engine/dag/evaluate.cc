@@ -251,7 +251,7 @@ class Evaluator {
       if (root == "thresholds") return &thresholds_;
       if (root == "windows") return &windows_[pb];
       if (root == "host") return host;
-      if (root == "common") return &common_view_;
+      if (root == "common") return CommonView(idx);
       if (idx < 0) return nullptr;
       std::string qualified = (pb.empty() ? "common" : pb) + "/" + root;
       int target = graph_.IndexOf(qualified);
@@ -261,14 +261,24 @@ class Evaluator {
     };
   }
 
+  // `common.X` for node `idx`: the shared rules it depends on, built the first time one of its
+  // expressions asks (its dependencies are final by then) and kept, because copying every shared
+  // per-host series for each of a node's expressions cost more than all of its queries.
+  const json* CommonView(int idx) {
+    if (idx < 0) return nullptr;
+    auto [view, inserted] = common_views_.try_emplace(idx, json::object());
+    if (inserted) {
+      for (int d : graph_.nodes()[idx].deps) {
+        const auto& id = graph_.nodes()[d].id;
+        if (id.rfind("common/", 0) == 0 && result_.nodes[d].health == "ok")
+          view->second[id.substr(7)] = result_.nodes[d].value;
+      }
+    }
+    return &view->second;
+  }
+
   StatusOr<json> Eval(int idx, const CompiledExpr& e, const json* host = nullptr) {
     if (!e.ast) return json();
-    common_view_ = json::object();
-    for (int d : graph_.nodes()[idx].deps) {
-      const auto& id = graph_.nodes()[d].id;
-      if (id.rfind("common/", 0) == 0 && result_.nodes[d].health == "ok")
-        common_view_[id.substr(7)] = result_.nodes[d].value;
-    }
     auto v = playbook::EvalExpr(*e.ast, Resolver(idx, host));
     if (!v.ok()) return InvalidArgumentError(e.pos.ToString() + ": " + v.status().message());
     return v;
@@ -276,12 +286,6 @@ class Evaluator {
 
   StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr) {
     if (!t.present()) return std::string();
-    common_view_ = json::object();
-    for (int d : graph_.nodes()[idx].deps) {
-      const auto& id = graph_.nodes()[d].id;
-      if (id.rfind("common/", 0) == 0 && result_.nodes[d].health == "ok")
-        common_view_[id.substr(7)] = result_.nodes[d].value;
-    }
     auto s = playbook::RenderTemplate(t.pieces, Resolver(idx, host));
     if (!s.ok()) return InvalidArgumentError(t.pos.ToString() + ": " + s.status().message());
     return s;
@@ -773,7 +777,7 @@ class Evaluator {
   std::map<std::string, std::map<std::string, std::string>> window_problems_;
   std::map<int, verdict::Candidate> fired_;
   std::map<int, std::string> suppressed_;   // verdict node -> why it did not fire
-  json common_view_;
+  std::map<int, json> common_views_;
 };
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -131,8 +133,11 @@ int64_t DirectoryBytes(const fs::path& dir) {
 struct BlockWriter::Impl {
   BlockWriteOptions options;
   std::string scratch_dir;      // created by us when options.scratch_dir is empty
+  std::string scratch_parent;   // the dir holding scratch_file
   std::string scratch_file;
+  std::shared_ptr<std::string> current_scratch_file = std::make_shared<std::string>();  // for the cleanup
   std::FILE* out = nullptr;
+  int64_t samples_in_file = 0;  // written to scratch_file since the last promtool run
   // Label sets already written: a second Add of the same series would interleave its samples with
   // the first and make promtool drop or reject them, so it is refused. Keys are small next to samples.
   std::unordered_set<std::string> seen_series;
@@ -155,20 +160,31 @@ struct BlockWriter::Impl {
       scratch_dir = buf.data();
       dir = scratch_dir;
     }
-    std::string pattern = dir + "/series-XXXXXX.om";
+    scratch_parent = dir;
+    // The file rotates after each promtool run; the cleanup reads the current name when it runs.
+    const std::string own_dir = scratch_dir;
+    cleanup_id = CleanupRegistry::Instance().Register("block writer scratch in " + dir,
+                                                      [current = current_scratch_file, own_dir] {
+      std::error_code ec;
+      if (!current->empty()) fs::remove(*current, ec);
+      if (!own_dir.empty()) fs::remove_all(own_dir, ec);
+    });
+    return OpenScratchFileLocked();
+  }
+
+  // Caller holds an AcquisitionScope.
+  Status OpenScratchFileLocked() {
+    std::string pattern = scratch_parent + "/series-XXXXXX.om";
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
     int fd = mkostemps(buf.data(), 3, O_CLOEXEC);
     if (fd < 0) {
-      return UnavailableError("cannot create the OpenMetrics scratch file in " + dir + ": " + std::strerror(errno));
+      return UnavailableError("cannot create the OpenMetrics scratch file in " + scratch_parent + ": " +
+                              std::strerror(errno));
     }
     scratch_file = buf.data();
-    const std::string file = scratch_file, own_dir = scratch_dir;
-    cleanup_id = CleanupRegistry::Instance().Register("block writer scratch " + file, [file, own_dir] {
-      std::error_code ec;
-      fs::remove(file, ec);
-      if (!own_dir.empty()) fs::remove_all(own_dir, ec);
-    });
+    *current_scratch_file = scratch_file;
+    samples_in_file = 0;
     out = fdopen(fd, "w");
     if (!out) {
       close(fd);
@@ -189,6 +205,7 @@ struct BlockWriter::Impl {
     if (!scratch_file.empty()) fs::remove(scratch_file, ec);
     if (!scratch_dir.empty()) fs::remove_all(scratch_dir, ec);
     scratch_file.clear();
+    current_scratch_file->clear();
     scratch_dir.clear();
     if (cleanup_id) CleanupRegistry::Instance().Unregister(*cleanup_id);
     cleanup_id.reset();
@@ -200,6 +217,20 @@ struct BlockWriter::Impl {
     auto prefix = SeriesPrefix(series.labels);
     if (!prefix.ok()) return prefix.status();
     if (series.samples.empty()) return Status::Ok();
+    if (samples_in_file > 0 &&
+        samples_in_file + static_cast<int64_t>(series.samples.size()) > options.max_samples_per_promtool_run) {
+      if (auto built = BuildBlocksFromScratch(); !built.ok()) {
+        error = built;
+        return error;
+      }
+      AcquisitionScope rotating;
+      std::error_code ec;
+      fs::remove(scratch_file, ec);
+      if (auto opened = OpenScratchFileLocked(); !opened.ok()) {
+        error = opened;
+        return error;
+      }
+    }
     if (!seen_series.insert(*prefix).second) {
       return InvalidArgumentError("series " + *prefix +
                                   " was added twice; merge its samples into one Add (promtool would drop "
@@ -246,16 +277,13 @@ struct BlockWriter::Impl {
     }
     ++stats.series;
     stats.samples_written += written;
+    samples_in_file += written;
     return Status::Ok();
   }
 
-  StatusOr<BlockWriteStats> Finish() {
-    if (finished) return FailedPreconditionError("BlockWriter::Finish called twice");
-    finished = true;
-    if (!error.ok()) return error;
-    if (stats.samples_written == 0) {
-      return InvalidArgumentError("no samples to write into " + options.output_dir);
-    }
+  // Ends the scratch file and has promtool turn it into blocks in output_dir, checking that the new
+  // blocks hold exactly the samples this file got.
+  Status BuildBlocksFromScratch() {
     if (std::fputs("# EOF\n", out) < 0 || std::fflush(out) != 0) {
       return UnavailableError("writing " + scratch_file + " failed: " + std::strerror(errno));
     }
@@ -283,22 +311,38 @@ struct BlockWriter::Impl {
       return InternalError("promtool failed (exit " + std::to_string(run->exit_code) + ") building blocks in " +
                            options.output_dir + ": " + run->output);
     }
+    ++stats.promtool_runs;
 
     auto after = ListBlockDirs(options.output_dir);
     if (!after.ok()) return after.status();
+    int64_t stored = 0;
+    int blocks = 0;
     for (const auto& block : *after) {
       if (existing.count(block.ulid)) continue;
-      ++stats.blocks;
-      stats.samples_in_blocks += block.num_samples;
+      ++blocks;
+      stored += block.num_samples;
       stats.bytes += DirectoryBytes(fs::path(options.output_dir) / block.ulid);
     }
-    if (stats.samples_in_blocks != stats.samples_written) {
-      int64_t diff = stats.samples_written - stats.samples_in_blocks;
-      return DataLossError("promtool stored " + std::to_string(stats.samples_in_blocks) + " samples in " +
-                           std::to_string(stats.blocks) + " new block(s) under " + options.output_dir + " but " +
-                           std::to_string(stats.samples_written) + " were written (" +
+    stats.blocks += blocks;
+    stats.samples_in_blocks += stored;
+    if (stored != samples_in_file) {
+      int64_t diff = samples_in_file - stored;
+      return DataLossError("promtool stored " + std::to_string(stored) + " samples in " + std::to_string(blocks) +
+                           " new block(s) under " + options.output_dir + " but " + std::to_string(samples_in_file) +
+                           " were written (" +
                            (diff > 0 ? std::to_string(diff) + " missing" : std::to_string(-diff) + " extra") + ")");
     }
+    return Status::Ok();
+  }
+
+  StatusOr<BlockWriteStats> Finish() {
+    if (finished) return FailedPreconditionError("BlockWriter::Finish called twice");
+    finished = true;
+    if (!error.ok()) return error;
+    if (stats.samples_written == 0) {
+      return InvalidArgumentError("no samples to write into " + options.output_dir);
+    }
+    if (samples_in_file > 0) RETURN_IF_ERROR(BuildBlocksFromScratch());
     return stats;
   }
 };

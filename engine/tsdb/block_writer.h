@@ -18,6 +18,11 @@ struct BlockWriteOptions {
   std::string max_block_duration = "6h";  // promtool --max-block-duration
   std::string scratch_dir;                // where the OpenMetrics file is written; empty = temp dir
   double promtool_timeout_seconds = 1800; // promtool is killed after this long
+  // promtool holds a whole block window (>= 2h) in memory, ~160 B per sample: a 1,024-node hour
+  // (~170 M samples) needs ~27 GB in one run. Past this many samples the writer runs promtool on
+  // what it has and starts a new file; each run holds whole series, so the runs' blocks overlap in
+  // time but not in series, which Prometheus merges at query time.
+  int64_t max_samples_per_promtool_run = 20'000'000;
 };
 
 struct BlockWriteStats {
@@ -27,6 +32,7 @@ struct BlockWriteStats {
   int64_t duplicates_dropped = 0;
   int blocks = 0;
   int64_t bytes = 0;
+  int promtool_runs = 0;
 };
 
 // Each Series needs labels["__name__"]. NaN values are written as NaN; staleness markers are not

@@ -15,6 +15,7 @@
 
 #include "engine/core/json.h"
 #include "engine/core/limits.h"
+#include "engine/core/logging.h"
 #include "engine/core/url_encode.h"
 #include "engine/tsdb/prometheus_api.h"
 #include "engine/core/utf8.h"
@@ -335,6 +336,8 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
         retryable = false;
       }
       r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
+      // -vvv: where a slow run spends its time, one line per answer.
+      Log().trace("{:.3f} s, {} bytes: {}", r.elapsed_seconds, r.response.size(), r.subject);
       if (!r.status.ok() && retryable && r.attempts < r.max_attempts && remaining() > 0) {
         const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
         r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));

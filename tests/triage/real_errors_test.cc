@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/pipeline/pipeline.h"
+#include "engine/pipeline/rulebook.h"
 #include "tests/triage/triage_support.h"
 
 namespace diagnose {
@@ -122,6 +123,11 @@ Outcome Diagnose(const Excerpt& x, size_t index, const Variant& variant) {
   options.outputs_dir = out.path();
   options.logs_only = true;
   options.now = kFarFutureNow;
+  // One rulebook for the whole corpus, as `diagnose summary` and `watch` share one: parsing every
+  // playbook per excerpt was most of this test's time (minutes under the sanitizers).
+  static const auto rulebook = LoadRulebook(DefaultDataDir());
+  if (!rulebook.ok()) return {"error: " + rulebook.status().message(), "", "", ""};
+  options.rulebook = *rulebook;
   auto report = RunDiagnosis(options);
   if (!report.ok()) return {"error: " + report.status().message(), "", "", ""};
   return {report->jobs[0].status, report->jobs[0].failure_class, report->verdict.root_cause,

@@ -170,5 +170,45 @@ TEST_F(BlockWriterTest, IncrementalWriterStreamsManySeriesIntoExistingDir) {
   EXPECT_EQ(total, expected + 100);
 }
 
+
+TEST_F(BlockWriterTest, LargeWritesAreSplitIntoSeveralPromtoolRunsOfWholeSeries) {
+  // A budget below two series forces one promtool run per series: the runs' blocks overlap in time
+  // and each holds whole series, and promtool's own dump still sees every sample exactly once.
+  BlockWriteOptions options = Options();
+  options.max_samples_per_promtool_run = 150;
+  BlockWriter writer(options);
+  for (int h = 0; h < 4; ++h) {
+    ASSERT_TRUE(writer.Add(MakeSeries({{"__name__", "hw_gpu_power_watts"}, {"host", "h" + std::to_string(h)}}, 100,
+                                      10)).ok());
+  }
+  auto stats = writer.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->promtool_runs, 4);
+  EXPECT_EQ(stats->samples_written, 400);
+  EXPECT_EQ(stats->samples_in_blocks, 400);
+  EXPECT_EQ(stats->blocks, 4);
+  const std::string dump = Dump(options.output_dir);
+  for (int h = 0; h < 4; ++h) {
+    const std::string series = "host=\"h" + std::to_string(h) + "\"";
+    size_t count = 0;
+    for (size_t at = dump.find(series); at != std::string::npos; at = dump.find(series, at + 1)) ++count;
+    EXPECT_EQ(count, 100u) << series;
+  }
+  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_NE(e.path().extension(), ".om") << e.path();
+}
+
+TEST_F(BlockWriterTest, OneRunWhenTheWriteFitsTheBudget) {
+  BlockWriteOptions options = Options();
+  options.max_samples_per_promtool_run = 400;
+  BlockWriter writer(options);
+  for (int h = 0; h < 4; ++h) {
+    ASSERT_TRUE(writer.Add(MakeSeries({{"__name__", "x"}, {"host", "h" + std::to_string(h)}}, 100, 10)).ok());
+  }
+  auto stats = writer.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->promtool_runs, 1);
+  EXPECT_EQ(stats->samples_in_blocks, 400);
+}
+
 }  // namespace
 }  // namespace diagnose
