@@ -10,6 +10,7 @@
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/iso_time.h"
 #include "engine/core/utf8.h"
+#include "engine/tsdb/promql_escape.h"
 
 namespace diagnose {
 
@@ -39,7 +40,6 @@ using Clock = std::chrono::steady_clock;
 // pieces of bounded size.
 constexpr double kStepChunkSeconds = 86400;
 
-std::string Seconds(double s) { return std::to_string(static_cast<int64_t>(std::ceil(s))) + "s"; }
 
 std::string FormatTime(double t) {
   char buf[32];
@@ -309,7 +309,7 @@ class Discoverer {
     }
     // instance -> host: authoritative where a series carries both, else the instance's host part.
     std::vector<Query> pairs;
-    const std::string window = Seconds(e - s + 1);
+    const std::string window = PromqlSeconds(e - s + 1);
     for (const auto& hb : rules_.heartbeats) {
       if (hb.hosts_from != "host") continue;
       pairs.push_back(Query::Instant("group by (instance, host) (last_over_time(" + hb.selector + "[" + window + "]))", e,
@@ -384,9 +384,9 @@ class Discoverer {
         chunks.push_back({b, b - a});
       }
       for (const auto& [at, window] : chunks) {
-        batch.push_back(Query::Instant(rules_.step_metric + "[" + Seconds(window) + "]", at, "discovery:steps"));
+        batch.push_back(Query::Instant(rules_.step_metric + "[" + PromqlSeconds(window) + "]", at, "discovery:steps"));
         if (d_.HasMetric(rules_.staleness_metric)) {
-          batch.push_back(Query::Instant(rules_.staleness_metric + "[" + Seconds(window) + "]", at, "discovery:fills"));
+          batch.push_back(Query::Instant(rules_.staleness_metric + "[" + PromqlSeconds(window) + "]", at, "discovery:fills"));
         }
       }
     }

@@ -59,16 +59,13 @@ StatusOr<TimeRange> SnapshotRange(PrivatePrometheus& server) {
 StatusOr<int64_t> SnapshotSampleCount(QueryClient& source, TimeRange range) {
   auto names = source.LabelValues("__name__", {}, range.start, range.end + 1);
   if (!names.ok()) return names.status();
-  const std::string window = "[" + std::to_string(static_cast<int64_t>(std::ceil(range.end - range.start)) + 1) + "s]";
   std::vector<Query> queries;
   for (const auto& name : *names)
-    queries.push_back(Query::Instant("sum(count_over_time({__name__=\"" + EscapePromqlString(name) + "\"}" + window + "))",
-                                     range.end, "fleet:source-count"));
+    queries.push_back(SampleCountQuery("{__name__=\"" + EscapePromqlString(name) + "\"}", range, "fleet:source-count"));
   int64_t total = 0;
   for (auto& result : source.RunBatch(queries)) {
     if (!result.ok()) return result.status();
-    if (!result->series.empty() && !result->series[0].samples.empty() && std::isfinite(result->series[0].samples[0].v))
-      total += std::llround(result->series[0].samples[0].v);
+    total += SampleCountOf(*result);
   }
   return total;
 }

@@ -119,9 +119,8 @@ FleetNodes BuildFleetNodes(const std::vector<Series>& host_records, const std::s
 
 StatusOr<FleetNodes> ReadFleetNodes(QueryClient& store, const std::string& job_label, TimeRange window,
                                     int repeat_threshold) {
-  const int64_t span = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(window.end - window.start)));
   auto result = store.Run(Query::Instant("last_over_time(" + std::string(kHostVerdictMetric) + "[" +
-                                             std::to_string(span) + "s])",
+                                             PromqlSeconds(window.end - window.start) + "])",
                                          window.end, "fleet:host-records"));
   if (!result.ok()) return result.status().WithContext("reading host records from " + store.Describe());
   FleetNodes table = BuildFleetNodes(result->series, job_label, repeat_threshold);
@@ -148,8 +147,7 @@ StatusOr<std::vector<std::string>> FleetRecordNotes(QueryClient& store, const st
   other_jobs.replace(other_jobs.find('='), 1, "!=");
   const std::string selector = std::string(kHostVerdictMetric) + "{state=\"excluded\"," + other_jobs + ",host=~\"" +
                                PromqlAlternation(std::vector<std::string>(all.begin(), all.end())) + "\"}";
-  const int64_t span = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(lookback_seconds)));
-  auto result = store.Run(Query::Instant("last_over_time(" + selector + "[" + std::to_string(span) + "s])", at,
+  auto result = store.Run(Query::Instant("last_over_time(" + selector + "[" + PromqlSeconds(lookback_seconds) + "])", at,
                                          "fleet:earlier-exclusions"));
   if (!result.ok()) return result.status().WithContext("reading earlier jobs' records on " + store.Describe());
   const FleetNodes table = BuildFleetNodes(result->series, job_label, repeat_threshold);

@@ -1,5 +1,6 @@
 #include "engine/fleet/raw_export.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <future>
@@ -12,11 +13,21 @@ namespace diagnose {
 
 namespace {
 
-std::string Seconds(double s) { return std::to_string(static_cast<int64_t>(std::ceil(s))) + "s"; }
 
 int64_t Millis(double seconds) { return std::llround(seconds * 1000.0); }
 
 }  // namespace
+
+Query SampleCountQuery(const std::string& selector, TimeRange range, std::string purpose) {
+  return Query::Instant("sum(count_over_time(" + selector + "[" + PromqlSeconds(range.end - range.start + 1) + "]))",
+                        range.end, std::move(purpose));
+}
+
+int64_t SampleCountOf(const QueryResult& answer) {
+  if (answer.series.empty() || answer.series[0].samples.empty()) return 0;
+  const double v = answer.series[0].samples.back().v;
+  return std::isfinite(v) && v > 0 ? std::llround(std::min(v, 9e18)) : 0;
+}
 
 Status ExportRawSamples(QueryClient& source, TimeRange range, double chunk_seconds,
                         const std::function<Status(const std::vector<Series>&)>& sink, ExportStats* stats) {
@@ -41,7 +52,7 @@ Status ExportRawSamples(QueryClient& source, TimeRange range, double chunk_secon
     for (int64_t lo = first_ms; lo < last_ms; lo += chunk_ms) chunks.push_back({n, lo, std::min(lo + chunk_ms, last_ms)});
   auto fetch = [&](const Chunk& c) {
     const std::string selector = "{__name__=\"" + EscapePromqlString((*names)[c.name]) + "\"}";
-    return source.Run(Query::Instant(selector + "[" + Seconds((c.hi - c.lo) / 1000.0) + "]", c.hi / 1000.0,
+    return source.Run(Query::Instant(selector + "[" + PromqlSeconds((c.hi - c.lo) / 1000.0) + "]", c.hi / 1000.0,
                                      "export:" + (*names)[c.name]));
   };
   // The next chunk is fetched (and parsed) while this one is written: two answers in memory at most.

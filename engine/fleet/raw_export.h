@@ -29,6 +29,11 @@ struct ExportStats {
 Status ExportRawSamples(QueryClient& source, TimeRange range, double chunk_seconds,
                         const std::function<Status(const std::vector<Series>&)>& sink, ExportStats* stats);
 
+// How many samples `selector` has in [range.start, range.end]: the count an import is verified by,
+// asked of the source and of the store alike. An empty answer is 0.
+Query SampleCountQuery(const std::string& selector, TimeRange range, std::string purpose);
+int64_t SampleCountOf(const QueryResult& answer);
+
 // One JSON line per series for VictoriaMetrics' /api/v1/import, with `extra` labels set (they
 // override a series' own label of the same name). Non-finite values are left out and counted.
 std::string VictoriaMetricsImportLines(const std::vector<Series>& series, const Labels& extra,

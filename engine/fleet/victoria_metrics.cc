@@ -4,6 +4,7 @@
 
 #include "engine/core/text.h"
 #include "engine/core/url_encode.h"
+#include "engine/fleet/raw_export.h"
 
 namespace diagnose {
 
@@ -57,15 +58,9 @@ Status VictoriaMetricsStore::MakeSearchable() {
 }
 
 StatusOr<int64_t> VictoriaMetricsStore::SampleCount(const std::string& selector, TimeRange range) {
-  const double span = std::max(1.0, std::ceil(range.end - range.start) + 1);
-  auto result = client_->Run(Query::Instant("sum(count_over_time(" + selector + "[" +
-                                                std::to_string(static_cast<int64_t>(span)) + "s]))",
-                                            range.end, "fleet:sample-count"));
+  auto result = client_->Run(SampleCountQuery(selector, range, "fleet:sample-count"));
   if (!result.ok()) return result.status().WithContext("counting samples of " + selector);
-  if (result->series.empty() || result->series[0].samples.empty()) return 0;
-  const double v = result->series[0].samples.back().v;
-  if (!std::isfinite(v) || v < 0) return 0;
-  return static_cast<int64_t>(std::llround(v));
+  return SampleCountOf(*result);
 }
 
 Status VictoriaMetricsStore::DeleteSeries(const std::string& selector) {

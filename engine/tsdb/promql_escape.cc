@@ -1,5 +1,8 @@
 #include "engine/tsdb/promql_escape.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace diagnose {
@@ -51,6 +54,12 @@ std::string PromqlAlternation(const std::vector<std::string>& values) {
     joined += RegexQuote(values[i]);
   }
   return EscapePromqlString(joined);
+}
+
+std::string PromqlSeconds(double seconds) {
+  // Also for NaN; and a range beyond ~300 years is no job's.
+  const double whole = seconds > 1 ? std::min(std::ceil(seconds), 1e10) : 1;
+  return std::to_string(static_cast<int64_t>(whole)) + "s";
 }
 
 }  // namespace diagnose

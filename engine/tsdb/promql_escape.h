@@ -15,4 +15,8 @@ std::string EscapePromqlRegexLiteral(std::string_view value);
 // `a|b|c` of literal alternatives, each regex-escaped; for `host=~"..."`.
 std::string PromqlAlternation(const std::vector<std::string>& values);
 
+// A range selector's duration covering `seconds` ("14176s"): whole seconds rounded up, at least 1s,
+// because PromQL refuses fractions of a second there and a zero range.
+std::string PromqlSeconds(double seconds);
+
 }  // namespace diagnose

@@ -19,7 +19,8 @@
 # MIN_FREE_GB (refuse a size when less is free, 5), GEN_MAX_RSS_GB (stop a generation whose
 # fixturegen + promtool RSS passes this, 16), CLEAN (1: delete a size's outputs after
 # measuring it), APPEND (1: keep earlier rows of WORK/results.tsv in the table and fits),
-# DIAGNOSE_ARGS (extra diagnose arguments, e.g. "--deadline 0").
+# DIAGNOSE_ARGS (extra diagnose arguments, e.g. "--deadline 0"), REUSE (1: measure a job already
+# generated in WORK by an earlier invocation for the same size and hours instead of generating it).
 # The binaries are copied into WORK first, so a concurrent rebuild of BUILD_DIR cannot swap them
 # between runs; nothing is built. Data files and playbooks still come from the source tree
 # (diagnose's compiled-in DIAGNOSE_SOURCE_DIR).
@@ -209,7 +210,12 @@ echo "binaries: $(tr '\n' ' ' < "$work/bin/SHA256")"
 echo "hours: ${hours:-as 8308 (380 steps)}, runs: $runs, work: $work"
 for n in "${sizes[@]}"; do
   dir="$work/n$n"
-  rm -rf "$dir" && mkdir -p "$dir/outputs" "$dir/scratch"
+  reuse=no
+  if [ "${REUSE:-0}" = 1 ] && [ -s "$dir/gen.out" ] && [ -s "$dir/gen.summary" ] && [ -f "$dir/scenario.yaml" ]; then
+    write_scenario "$n" "$dir/scenario.new.yaml" > /dev/null
+    cmp -s "$dir/scenario.yaml" "$dir/scenario.new.yaml" && reuse=yes
+  fi
+  [ "$reuse" = yes ] || { rm -rf "$dir" && mkdir -p "$dir/outputs" "$dir/scratch"; }
   read -r steps expected_hosts < <(write_scenario "$n" "$dir/scenario.yaml")
   expected=$(echo "$expected_hosts" | tr ' ' '\n' | grep -v '^$' | sort | paste -sd,)
   free_gb=$(df -P -BG "$work" | awk 'NR==2{sub("G","",$4); print $4}')
@@ -219,9 +225,16 @@ for n in "${sizes[@]}"; do
     printf '%s\t%s\tSKIPPED (disk: %s GiB free)\n' "$n" "$steps" "$free_gb" >> "$results"; continue
   fi
   # Generation: one job, one worker; fixturegen's own line gives series, samples and TSDB size.
+  # REUSE=1 keeps an earlier invocation's job of the same scenario (and its generation figures).
+  if [ "$reuse" = yes ]; then
+    read -r gen_s rc gen_time_rss gen_peaks < "$dir/gen.summary"
+    echo "reusing the job generated earlier in $dir"
+  else
   read -r gen_s rc gen_time_rss gen_peaks < <(MAX_RSS_KB=$((gen_max_rss_gb * 1048576)) python3 "$work/measure.py" "$dir/gen.time" "$dir/gen.out" \
     "$dir/gen.err" timeout "$gen_timeout" "$fixturegen" "$dir/scenario.yaml" --out "$dir/outputs" --jobs 1 \
     --scratch "$dir/scratch")
+  echo "$gen_s $rc $gen_time_rss $gen_peaks" > "$dir/gen.summary"
+  fi
   gen_rss=$(echo "$gen_peaks" | peak_of fixturegen)
   promtool_rss=$(echo "$gen_peaks" | peak_of promtool)
   cat "$dir/gen.out"
