@@ -126,9 +126,11 @@ struct HttpQueryClient::Request {
   std::string subject;        // for error messages: "query `up`" or "label values of host"
   double timeout_seconds = 30;
   int max_attempts = 1;
+  bool query_answer = false;  // a query's answer: decoded while parsed when it has the usual shape
   // Outcome.
   Status status;
   json data;                  // the envelope's data on success
+  std::optional<StatusOr<QueryResult>> streamed;   // a query answer decoded without `data`
   std::vector<std::string> warnings;
   int attempts = 0;
   double elapsed_seconds = 0;
@@ -204,6 +206,7 @@ HttpQueryClient::Request HttpQueryClient::MakeQueryRequest(const Query& query, d
   Request req;
   req.timeout_seconds = options_.timeout_seconds;
   req.max_attempts = 1 + std::max(0, options_.max_retries);
+  req.query_answer = true;
   Form form;
   form.Add("query", query.promql);
   if (query.kind == Query::Kind::kInstant) {
@@ -338,6 +341,10 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
       // -vvv: where a slow run spends its time, one line per answer.
       Log().trace("{:.3f} s, {} bytes: {}", r.elapsed_seconds, r.response.size(), r.subject);
+      if (r.streamed) {  // decoded: the text is not needed while the rest of the batch arrives
+        r.response.clear();
+        r.response.shrink_to_fit();
+      }
       if (!r.status.ok() && retryable && r.attempts < r.max_attempts && remaining() > 0) {
         const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
         r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));
@@ -393,6 +400,15 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
         return UnavailableError("endpoint unreachable: " + what + where);
       default:
         return UnavailableError("request failed: " + what + where);
+    }
+  }
+  req.streamed.reset();
+  if (req.query_answer && http >= 200 && http < 300) {
+    StreamedQueryAnswer answer = ParseQueryAnswer(req.response);
+    if (!answer.fallback) {
+      req.warnings = std::move(answer.warnings);
+      req.streamed = std::move(answer.result);
+      return Status::Ok();
     }
   }
   ApiEnvelope envelope = ParseApiEnvelope(req.response);
@@ -476,7 +492,7 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
       results.emplace_back(r.status);
       continue;
     }
-    auto decoded = DecodeQueryData(r.data);
+    StatusOr<QueryResult> decoded = r.streamed ? std::move(*r.streamed) : DecodeQueryData(r.data);
     if (!decoded.ok()) {
       results.emplace_back(Status(decoded.status().code(),
                                   decoded.status().message() + " (" + r.subject + " at " + base_url_ + r.path + ")"));

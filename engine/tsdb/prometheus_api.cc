@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "engine/core/untrusted_json.h"
 #include "engine/core/limits.h"
@@ -118,6 +119,254 @@ StatusOr<QueryResult> DecodeQueryData(const json& data) {
     return ParseError("unknown resultType '" + QuoteAnswer(result.result_type) + "'");
   }
   return result;
+}
+
+namespace {
+
+// SAX handler for ParseQueryAnswer. Returning false from a callback stops the parse; `fallback`
+// (or `limit`) says why. Frames follow the path from the root; kSkip frames swallow values of
+// keys nobody reads.
+class QueryAnswerHandler : public nlohmann::json_sax<json> {
+ public:
+  QueryAnswerHandler(int64_t max_series, int64_t max_points) : max_series_(max_series), max_points_(max_points) {}
+
+  bool null() override { return Scalar(Atom::kOther, 0, nullptr); }
+  bool boolean(bool) override { return Scalar(Atom::kOther, 0, nullptr); }
+  bool number_integer(number_integer_t v) override { return Scalar(Atom::kNumber, static_cast<double>(v), nullptr); }
+  bool number_unsigned(number_unsigned_t v) override { return Scalar(Atom::kNumber, static_cast<double>(v), nullptr); }
+  bool number_float(number_float_t v, const string_t&) override {
+    // As ParseUntrustedJson: a float beyond int64's range reads as null.
+    return std::fabs(v) < 9.2e18 ? Scalar(Atom::kNumber, v, nullptr) : Scalar(Atom::kOther, 0, nullptr);
+  }
+  bool string(string_t& v) override { return Scalar(Atom::kString, 0, &v); }
+  bool binary(binary_t&) override { return Fallback(); }
+
+  bool start_object(std::size_t) override {
+    const Frame parent = Top();
+    if (parent == Frame::kSkip) return Push(Frame::kSkip);
+    if (stack_.empty()) return Push(Frame::kRoot);
+    switch (parent) {
+      case Frame::kRoot:
+        if (key_ == "data") return Once(seen_data_) && Push(Frame::kData);
+        return Push(Frame::kSkip);
+      case Frame::kData:
+        return Push(Frame::kSkip);
+      case Frame::kResult:
+        if (static_cast<int64_t>(series_.size()) >= max_series_) return Limit(LimitId::kHttpSeriesPerQuery);
+        series_.emplace_back();
+        vector_values_.emplace_back();
+        element_ = {};
+        return Push(Frame::kElement);
+      case Frame::kElement:
+        if (key_ == "metric") return Once(element_.metric) && Push(Frame::kMetric);
+        return Push(Frame::kSkip);
+      default:
+        return Fallback();  // an object where a pair, label value or warning belongs
+    }
+  }
+  bool end_object() override {
+    const Frame f = Pop();
+    // Which of value and values counts depends on resultType, which may come last; both at once
+    // is odd enough for the tree path.
+    if (f == Frame::kElement && element_.value && element_.values) return Fallback();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    const Frame parent = Top();
+    if (parent == Frame::kSkip || stack_.empty()) return stack_.empty() ? Fallback() : Push(Frame::kSkip);
+    switch (parent) {
+      case Frame::kRoot:
+        if (key_ == "warnings") return Once(seen_warnings_) && Push(Frame::kWarnings);
+        if (key_ == "infos") return Once(seen_infos_) && Push(Frame::kInfos);
+        return Push(Frame::kSkip);
+      case Frame::kData:
+        if (key_ == "result") return Once(seen_result_) && Push(Frame::kResult);
+        return Push(Frame::kSkip);
+      case Frame::kElement:
+        if (key_ == "value") { pair_ = {}; return Once(element_.value) && Push(Frame::kValuePair); }
+        if (key_ == "values") return Once(element_.values) && Push(Frame::kValues);
+        return Push(Frame::kSkip);
+      case Frame::kValues:
+        pair_ = {};
+        return Push(Frame::kValuesPair);
+      default:
+        return Fallback();
+    }
+  }
+  bool end_array() override {
+    const Frame f = Pop();
+    if (f == Frame::kValuePair) {
+      if (!PairDone()) return Fallback();
+      vector_values_.back() = pair_.sample;
+      return CountPoint();
+    }
+    if (f == Frame::kValuesPair) {
+      if (!PairDone()) return Fallback();
+      if (!CountPoint()) return false;
+      series_.back().samples.push_back(pair_.sample);
+    }
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    const Frame f = Top();
+    if (f == Frame::kRoot && (key_ == "status" || key_ == "errorType" || key_ == "error")) return Once(Seen(key_));
+    if (f == Frame::kData && key_ == "resultType") return Once(seen_result_type_);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return Fallback(); }
+
+  bool fallback = false;
+  std::optional<Status> limit;
+  std::string status, result_type;
+  std::vector<std::string> warnings, infos;
+  std::vector<Series> series_;
+  std::vector<std::optional<Sample>> vector_values_;  // per element: its "value"
+  bool seen_result_ = false;
+
+ private:
+  enum class Frame { kNone, kRoot, kData, kResult, kElement, kMetric, kValuePair, kValues, kValuesPair, kWarnings,
+                     kInfos, kSkip };
+  enum class Atom { kNumber, kString, kOther };
+  struct Pair {
+    int items = 0;
+    bool ok = true;
+    Sample sample{0, 0};
+  };
+  struct Element {
+    bool metric = false, value = false, values = false;
+  };
+
+  Frame Top() const { return stack_.empty() ? Frame::kNone : stack_.back(); }
+  bool Push(Frame f) {
+    stack_.push_back(f);
+    return true;
+  }
+  Frame Pop() {
+    const Frame f = Top();
+    if (!stack_.empty()) stack_.pop_back();
+    return f;
+  }
+  bool Fallback() {
+    fallback = true;
+    return false;
+  }
+  bool Limit(LimitId id) {
+    limit = id == LimitId::kHttpSeriesPerQuery
+                ? LimitExceeded(id, "an answer of more than " + std::to_string(max_series_) + " series")
+                : LimitExceeded(id, "an answer of more than " + std::to_string(max_points_) + " points");
+    return false;
+  }
+  // A key seen twice means whatever a tree parser keeps of it (the last); leave that to one.
+  bool Once(bool& seen) {
+    if (seen) return Fallback();
+    seen = true;
+    return true;
+  }
+  bool& Seen(const std::string& k) { return k == "status" ? seen_status_ : k == "errorType" ? seen_error_type_ : seen_error_; }
+  bool CountPoint() {
+    if (++points_ > max_points_) return Limit(LimitId::kHttpPointsPerQuery);
+    return true;
+  }
+  bool PairDone() const { return pair_.ok && pair_.items == 2; }
+
+  bool Scalar(Atom atom, double number, const std::string* text) {
+    switch (Top()) {
+      case Frame::kNone:
+        return Fallback();
+      case Frame::kRoot:
+        if (key_ == "status") {
+          if (atom != Atom::kString || *text != "success") return Fallback();  // errors: the tree path
+          status = *text;
+        } else if (key_ == "errorType" || key_ == "error") {
+          return Fallback();  // a success carrying an error is odd enough for the tree path
+        } else if (key_ == "data" || key_ == "warnings" || key_ == "infos") {
+          return Fallback();
+        }
+        return true;
+      case Frame::kData:
+        if (key_ == "resultType") {
+          if (atom != Atom::kString || (*text != "vector" && *text != "matrix")) return Fallback();
+          result_type = *text;
+        } else if (key_ == "result") {
+          return Fallback();
+        }
+        return true;
+      case Frame::kElement:
+        if (key_ == "metric" || key_ == "value" || key_ == "values") return Fallback();
+        return true;
+      case Frame::kMetric:
+        if (atom == Atom::kString) series_.back().labels[key_] = *text;  // non-strings are dropped
+        return true;
+      case Frame::kValuePair:
+      case Frame::kValuesPair:
+        ++pair_.items;
+        if (pair_.items == 1) {
+          if (atom != Atom::kNumber) pair_.ok = false;
+          pair_.sample.t = number;
+        } else if (pair_.items == 2) {
+          pair_.sample.v = atom == Atom::kNumber   ? number
+                           : atom == Atom::kString ? std::strtod(text->c_str(), nullptr)
+                                                   : std::nan("");
+        }
+        return true;
+      case Frame::kWarnings:
+        if (atom != Atom::kString) return Fallback();
+        warnings.push_back(*text);
+        return true;
+      case Frame::kInfos:
+        if (atom != Atom::kString) return Fallback();
+        infos.push_back("info: " + *text);
+        return true;
+      case Frame::kSkip:
+        return true;
+      default:
+        return Fallback();  // a bare value inside result or values
+    }
+  }
+
+  const int64_t max_series_, max_points_;
+  std::vector<Frame> stack_;
+  std::string key_;
+  Element element_;
+  Pair pair_;
+  int64_t points_ = 0;
+  bool seen_data_ = false, seen_warnings_ = false, seen_infos_ = false, seen_result_type_ = false;
+  bool seen_status_ = false, seen_error_type_ = false, seen_error_ = false;
+};
+
+}  // namespace
+
+StreamedQueryAnswer ParseQueryAnswer(std::string_view body) {
+  StreamedQueryAnswer answer;
+  QueryAnswerHandler handler(GetLimit(LimitId::kHttpSeriesPerQuery), GetLimit(LimitId::kHttpPointsPerQuery));
+  const bool parsed = nlohmann::json::sax_parse(body.begin(), body.end(), &handler, nlohmann::json::input_format_t::json,
+                                                /*strict=*/true, /*ignore_comments=*/false);
+  const bool success_shape = handler.status == "success" && !handler.result_type.empty();
+  if (handler.limit && !handler.fallback && success_shape) {
+    answer.result = *handler.limit;
+    return answer;
+  }
+  if (!parsed || handler.fallback || !success_shape || !handler.seen_result_) {
+    answer.fallback = true;
+    return answer;
+  }
+  QueryResult result;
+  result.result_type = handler.result_type;
+  result.series = std::move(handler.series_);
+  if (result.result_type == "vector") {
+    for (size_t i = 0; i < result.series.size(); ++i) {
+      if (!handler.vector_values_[i]) {  // a vector element without value: the tree path says so
+        answer.fallback = true;
+        return answer;
+      }
+      result.series[i].samples.assign(1, *handler.vector_values_[i]);
+    }
+  }
+  answer.warnings = std::move(handler.warnings);
+  for (auto& info : handler.infos) answer.warnings.push_back(std::move(info));
+  answer.result = std::move(result);
+  return answer;
 }
 
 StatusOr<std::vector<Labels>> DecodeSeriesData(const json& data) {

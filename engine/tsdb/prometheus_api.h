@@ -33,6 +33,19 @@ ApiEnvelope ParseApiEnvelope(std::string_view body);
 // A query's `data`. kParseError says what was malformed; the caller adds the query and endpoint.
 StatusOr<QueryResult> DecodeQueryData(const nlohmann::json& data);
 
+// A query answer decoded while it is parsed, without a JSON tree (a range answer at 1,024 nodes
+// is tens of MB of text and several times that as a tree). Covers the shape every engine sends:
+// a "success" envelope whose data is a vector or matrix of {metric, value|values} objects with
+// [time, "value"] pairs, unknown keys skipped. Anything else (errors, scalars, strings, odd shapes,
+// repeated keys) sets `fallback`: the caller then uses ParseApiEnvelope + DecodeQueryData, so
+// every answer means what it meant before. Series and point limits hold while parsing.
+struct StreamedQueryAnswer {
+  bool fallback = false;
+  std::vector<std::string> warnings;  // as ApiEnvelope::warnings
+  StatusOr<QueryResult> result = QueryResult{};
+};
+StreamedQueryAnswer ParseQueryAnswer(std::string_view body);
+
 // Label sets of /api/v1/series (`data` must be an array of objects; non-string values are dropped).
 StatusOr<std::vector<Labels>> DecodeSeriesData(const nlohmann::json& data);
 

@@ -86,5 +86,95 @@ TEST(PrometheusApiTest, ASampleTimeBeyondInt64IsRefused) {
   EXPECT_FALSE(decoded.ok());
 }
 
+// The tree path's answer for `body`, as the HTTP client computed it before answers were streamed.
+StatusOr<QueryResult> TreeDecode(const std::string& body, std::vector<std::string>* warnings) {
+  ApiEnvelope envelope = ParseApiEnvelope(body);
+  *warnings = envelope.warnings;
+  if (!envelope.present || envelope.status != "success") return ParseError("not a success envelope");
+  return DecodeQueryData(envelope.data);
+}
+
+bool SameSamples(const std::vector<Sample>& a, const std::vector<Sample>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].t != b[i].t) return false;
+    if (!(a[i].v == b[i].v || (std::isnan(a[i].v) && std::isnan(b[i].v)))) return false;
+  }
+  return true;
+}
+
+// Streams `body`; unless it fell back, the answer must be exactly the tree path's.
+StreamedQueryAnswer ExpectSameAsTree(const std::string& body) {
+  StreamedQueryAnswer streamed = ParseQueryAnswer(body);
+  if (streamed.fallback) return streamed;
+  std::vector<std::string> warnings;
+  auto tree = TreeDecode(body, &warnings);
+  EXPECT_EQ(streamed.result.ok(), tree.ok()) << body;
+  EXPECT_EQ(streamed.result.status().code(), tree.status().code()) << body;
+  if (!streamed.result.ok() || !tree.ok()) return streamed;
+  EXPECT_EQ(streamed.warnings, warnings) << body;
+  EXPECT_EQ(streamed.result->result_type, tree->result_type) << body;
+  EXPECT_EQ(streamed.result->series.size(), tree->series.size()) << body;
+  for (size_t i = 0; i < std::min(streamed.result->series.size(), tree->series.size()); ++i) {
+    EXPECT_EQ(streamed.result->series[i].labels, tree->series[i].labels) << body;
+    EXPECT_TRUE(SameSamples(streamed.result->series[i].samples, tree->series[i].samples)) << body;
+  }
+  return streamed;
+}
+
+TEST(PrometheusApi, UsualAnswersAreDecodedWhileParsedAsTheTreePathDecodesThem) {
+  for (const char* body : {
+           R"({"status":"success","data":{"resultType":"vector","result":[]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"host":"a","gpu":"0"},"value":[1771495068.33,"2.5"]},{"metric":{},"value":[1,"NaN"]}]}})",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"up","host":"a"},"values":[[1,"1"],[2,"+Inf"],[3,"-Inf"]]},{"metric":{"host":"b"},"values":[]}]},"warnings":["partial"],"infos":["i"]})",
+           R"({"status":"success","isPartial":false,"data":{"resultType":"matrix","stats":{"x":[1,{"y":2}]},"result":[{"metric":{"host":"a","n":3},"values":[[1,2],[2,1e300]],"extra":[[1]]}]}})",
+           R"({"data":{"result":[{"value":[5,"7"],"metric":{"h":"x"}}],"resultType":"vector"},"status":"success"})",
+       }) {
+    StreamedQueryAnswer streamed = ExpectSameAsTree(body);
+    EXPECT_FALSE(streamed.fallback) << body;
+  }
+}
+
+TEST(PrometheusApi, OddAnswersFallBackToTheTreePath) {
+  for (const char* body : {
+           "", "<html>502</html>", "[1,2]", R"({"status":"error","errorType":"bad_data","error":"x"})",
+           R"({"status":"success","data":{"resultType":"scalar","result":[1,"2"]}})",
+           R"({"status":"success","data":{"resultType":"string","result":[1,"s"]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{}}]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[1]}})",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[[1]]}]}})",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[[1,[2]]]}]}})",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":{"b":1}},"values":[]}]}})",
+           R"({"status":"success","status":"success","data":{"resultType":"vector","result":[]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"],"value":[2,"2"]}]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[]},"warnings":[{"x":1}]})",
+           R"({"status":"success","data":{"resultType":"vector","result":[]}} trailing)",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1e300,"1"]]}]}})",
+       }) {
+    EXPECT_TRUE(ExpectSameAsTree(body).fallback) << body;
+  }
+}
+
+TEST(PrometheusApi, StreamedAnswersKeepTheSeriesAndPointLimits) {
+  const std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[
+      {"metric":{"host":"a"},"values":[[1,"1"],[2,"2"],[3,"3"]]},
+      {"metric":{"host":"b"},"values":[[1,"1"],[2,"2"],[3,"3"]]},
+      {"metric":{"host":"c"},"values":[[1,"1"],[2,"2"],[3,"NaN"]]}]}})";
+  {
+    ScopedLimit series(LimitId::kHttpSeriesPerQuery, 2);
+    StreamedQueryAnswer r = ExpectSameAsTree(body);
+    ASSERT_FALSE(r.fallback);
+    EXPECT_EQ(r.result.status().code(), StatusCode::kResourceExhausted);
+  }
+  {
+    ScopedLimit points(LimitId::kHttpPointsPerQuery, 8);
+    StreamedQueryAnswer r = ExpectSameAsTree(body);
+    ASSERT_FALSE(r.fallback);
+    EXPECT_EQ(r.result.status().code(), StatusCode::kResourceExhausted);
+  }
+  ScopedLimit enough(LimitId::kHttpPointsPerQuery, 9);
+  EXPECT_TRUE(ExpectSameAsTree(body).result.ok());
+}
+
 }  // namespace
 }  // namespace diagnose
