@@ -159,6 +159,7 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
         return Push(Frame::kElement);
       case Frame::kElement:
         if (key_ == "metric") return Once(element_.metric) && Push(Frame::kMetric);
+        if (key_ == "value" || key_ == "values") return Fallback();  // the tree path names the error
         return Push(Frame::kSkip);
       default:
         return Fallback();  // an object where a pair, label value or warning belongs
@@ -296,7 +297,12 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
         if (key_ == "metric" || key_ == "value" || key_ == "values") return Fallback();
         return true;
       case Frame::kMetric:
-        if (atom == Atom::kString) series_.back().labels[key_] = *text;  // non-strings are dropped
+        // Non-strings are dropped; one repeating a label replaces it, as the last value wins in a tree.
+        if (atom == Atom::kString) {
+          series_.back().labels[key_] = *text;
+        } else {
+          series_.back().labels.erase(key_);
+        }
         return true;
       case Frame::kValuePair:
       case Frame::kValuesPair:

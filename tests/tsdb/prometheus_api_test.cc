@@ -129,6 +129,7 @@ TEST(PrometheusApi, UsualAnswersAreDecodedWhileParsedAsTheTreePathDecodesThem) {
            R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"up","host":"a"},"values":[[1,"1"],[2,"+Inf"],[3,"-Inf"]]},{"metric":{"host":"b"},"values":[]}]},"warnings":["partial"],"infos":["i"]})",
            R"({"status":"success","isPartial":false,"data":{"resultType":"matrix","stats":{"x":[1,{"y":2}]},"result":[{"metric":{"host":"a","n":3},"values":[[1,2],[2,1e300]],"extra":[[1]]}]}})",
            R"({"data":{"result":[{"value":[5,"7"],"metric":{"h":"x"}}],"resultType":"vector"},"status":"success"})",
+           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"x","a":1,"b":2,"b":"y"},"value":[1,"1"]}]}})",
        }) {
     StreamedQueryAnswer streamed = ExpectSameAsTree(body);
     EXPECT_FALSE(streamed.fallback) << body;
@@ -150,6 +151,8 @@ TEST(PrometheusApi, OddAnswersFallBackToTheTreePath) {
            R"({"status":"success","data":{"resultType":"vector","result":[]},"warnings":[{"x":1}]})",
            R"({"status":"success","data":{"resultType":"vector","result":[]}} trailing)",
            R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1e300,"1"]]}]}})",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":{}}]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":{}}]}})",
        }) {
     EXPECT_TRUE(ExpectSameAsTree(body).fallback) << body;
   }
