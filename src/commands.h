@@ -33,6 +33,7 @@ void RegisterNodes(CLI::App& app, CommandRegistry& registry);
 void RegisterSummary(CLI::App& app, CommandRegistry& registry);
 // Every command, then -v/--log-level/--limit on each of them.
 void RegisterFleet(CLI::App& app, CommandRegistry& registry);
+void RegisterRules(CLI::App& app, CommandRegistry& registry);
 void RegisterAll(CLI::App& app, CommandRegistry& registry);
 
 // "Authorization: Bearer x" -> {"Authorization", "Bearer x"}; false when there is no name.

@@ -1,0 +1,352 @@
+#include "engine/alerting/alert_rules.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "engine/core/bounded_yaml.h"
+#include "engine/playbook/expr.h"
+#include "engine/playbook/messages.h"
+#include "engine/playbook/promql_template.h"
+
+namespace diagnose::alerting {
+
+namespace pb = diagnose::playbook;
+using pb::LoadCode;
+
+namespace {
+
+const std::set<std::string> kTopKeys = {"records", "alerts"};
+const std::set<std::string> kRecordKeys = {"record", "description", "expr", "args"};
+const std::set<std::string> kAlertKeys = {"alert", "playbook", "root_cause", "evidence", "severity",
+                                          "expr", "for", "args", "summary"};
+const std::set<std::string> kArgKeys = {"type", "value", "expr", "doc"};
+const std::set<std::string> kSeverities = {"info", "warning", "critical"};
+
+std::string JoinKeys(const std::set<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// Problems of one file, each with the position of the node it is about.
+struct FileCheck {
+  std::string file;
+  pb::LoadResult* result;
+  pb::SourcePos Pos(const YAML::Node& n) const {
+    auto m = n.Mark();
+    return {file, m.line + 1, m.column + 1};
+  }
+  void Add(LoadCode code, const YAML::Node& n, const std::string& rule, const std::string& field,
+           const std::string& message) const {
+    result->Add({code, Pos(n), "", rule, field, message});
+  }
+  void CheckKeys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& rule) const {
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      std::string key = it->first.Scalar();
+      if (!allowed.count(key))
+        Add(LoadCode::kUnknownKey, it->first, rule, key,
+            fmt::format(fmt::runtime(pb::msg::kUnknownKey), key, JoinKeys(allowed)));
+    }
+  }
+  // A required scalar field.
+  bool Scalar(const YAML::Node& map, const std::string& key, const std::string& rule, std::string* out) const {
+    YAML::Node n = map[key];
+    if (!n) {
+      Add(LoadCode::kMissingField, map, rule, key, fmt::format(fmt::runtime(pb::msg::kMissingField), key));
+      return false;
+    }
+    if (!n.IsScalar()) {
+      Add(LoadCode::kFieldType, n, rule, key, fmt::format(fmt::runtime(pb::msg::kFieldType), key, "a string"));
+      return false;
+    }
+    *out = n.Scalar();
+    return true;
+  }
+};
+
+// {{ name }} placeholders of a PromQL template, in order.
+std::vector<std::string> Placeholders(const std::string& tpl) {
+  std::vector<std::string> names;
+  static const std::regex re(R"(\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\})");
+  for (auto it = std::sregex_iterator(tpl.begin(), tpl.end(), re); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1].str());
+  return names;
+}
+
+// A typed arg: `{type, value}` or `{type, expr}`; `for:` also takes a bare duration.
+pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::string& name, const std::string& rule,
+                       bool bare_duration_ok) {
+  pb::ParamSpec p;
+  p.name = name;
+  p.pos = check.Pos(n);
+  if (bare_duration_ok && n.IsScalar()) {
+    p.type = pb::ParamType::kDuration;
+    p.literal = n.Scalar();
+    return p;
+  }
+  if (!n.IsMap()) {
+    check.Add(LoadCode::kFieldType, n, rule, name,
+              fmt::format(fmt::runtime(pb::msg::kFieldType), name, "a map with 'type' and 'value' or 'expr'"));
+    return p;
+  }
+  check.CheckKeys(n, kArgKeys, rule);
+  std::string type_name;
+  if (!check.Scalar(n, "type", rule, &type_name)) return p;
+  auto type = pb::ParseParamType(type_name);
+  if (!type) {
+    check.Add(LoadCode::kParamType, n["type"], rule, name,
+              "field '" + name + "': unknown type '" + type_name + "' (number, duration, string, bool)");
+    return p;
+  }
+  p.type = *type;
+  if (n["doc"] && n["doc"].IsScalar()) p.doc = n["doc"].Scalar();
+  YAML::Node value = n["value"], expr = n["expr"];
+  if (static_cast<bool>(value) == static_cast<bool>(expr)) {
+    check.Add(LoadCode::kMissingField, n, rule, name, "field '" + name + "' needs exactly one of 'value' and 'expr'");
+    return p;
+  }
+  if (value) {
+    if (!value.IsScalar()) {
+      check.Add(LoadCode::kFieldType, value, rule, name, fmt::format(fmt::runtime(pb::msg::kFieldType), name, "a scalar"));
+      return p;
+    }
+    const std::string& s = value.Scalar();
+    if (p.type == pb::ParamType::kNumber || p.type == pb::ParamType::kBool) {
+      p.literal = nlohmann::json::parse(s, nullptr, false);
+      if (p.literal.is_discarded()) p.literal = s;
+    } else {
+      p.literal = s;
+    }
+    return p;
+  }
+  if (!expr.IsScalar()) {
+    check.Add(LoadCode::kFieldType, expr, rule, name, fmt::format(fmt::runtime(pb::msg::kFieldType), name, "an expression"));
+    return p;
+  }
+  p.expr.source = expr.Scalar();
+  p.expr.pos = check.Pos(expr);
+  pb::ExprSyntaxError error;
+  auto ast = pb::ParseExpr(p.expr.source, &error);
+  if (!ast) {
+    check.Add(LoadCode::kExprSyntax, expr, rule, name, fmt::format(fmt::runtime(pb::msg::kExprSyntax), name, error.message));
+    return p;
+  }
+  p.expr.ast = std::shared_ptr<const pb::Expr>(std::move(ast));
+  return p;
+}
+
+// An alert has no job: its args may read thresholds and the playbook's params, nothing else.
+void CheckArgScope(const FileCheck& check, const YAML::Node& node, const pb::ParamSpec& arg, const std::string& rule,
+                   const pb::Library& library, const pb::PlaybookSpec* playbook) {
+  if (!arg.expr.present()) return;
+  std::vector<pb::NameRef> refs;
+  pb::CollectNameRefs(*arg.expr.ast, &refs);
+  for (const auto& ref : refs) {
+    const std::string& root = ref.path[0];
+    std::string leaf = ref.path.size() > 1 ? ref.path[1] : "";
+    bool known = (root == "thresholds" && library.thresholds.contains(leaf)) ||
+                 (root == "params" && playbook && playbook->params.count(leaf));
+    if (known) continue;
+    std::string what = root == "thresholds" || root == "params"
+                           ? "unknown name '" + root + "." + leaf + "'"
+                           : "'" + root + "' is not in scope: an alert sees thresholds.* and params.* only (no job, log or window)";
+    check.Add(LoadCode::kUnknownReference, node, rule, arg.name, "field '" + arg.name + "': " + what);
+  }
+}
+
+// Every arg (and `for`) evaluates to a value of its declared type.
+void CheckArgValues(const FileCheck& check, const YAML::Node& node, const std::map<std::string, pb::ParamSpec>& args,
+                    const std::string& rule, const pb::Library& library, const pb::PlaybookSpec* playbook) {
+  nlohmann::json params = DefaultParams(playbook, library.thresholds);
+  for (const auto& [name, arg] : args) {
+    if (arg.literal.is_null() && !arg.expr.present()) continue;   // already reported
+    auto value = ArgValue(arg, library.thresholds, params);
+    if (value.ok()) {
+      auto text = pb::FormatParam(arg.type, *value, name);
+      if (text.ok()) continue;
+      value = text.status();
+    }
+    check.Add(LoadCode::kParamType, node, rule, name, "field '" + name + "': " + value.status().message());
+  }
+}
+
+std::map<std::string, pb::ParamSpec> ParseArgs(const FileCheck& check, const YAML::Node& n, const std::string& rule,
+                                               const std::string& tpl) {
+  std::map<std::string, pb::ParamSpec> args;
+  if (YAML::Node a = n["args"]) {
+    if (!a.IsMap()) {
+      check.Add(LoadCode::kFieldType, a, rule, "args", fmt::format(fmt::runtime(pb::msg::kFieldType), "args", "a map"));
+    } else {
+      for (auto it = a.begin(); it != a.end(); ++it)
+        args[it->first.Scalar()] = ParseArg(check, it->second, it->first.Scalar(), rule, false);
+    }
+  }
+  std::set<std::string> used;
+  for (const auto& name : Placeholders(tpl)) {
+    used.insert(name);
+    if (!args.count(name))
+      check.Add(LoadCode::kTemplateParam, n["expr"], rule, "expr", "field 'expr': placeholder '{{ " + name + " }}' has no arg");
+  }
+  for (const auto& [name, arg] : args)
+    if (!used.count(name))
+      check.result->Add({LoadCode::kUnusedArg, arg.pos, "", rule, name, "arg '" + name + "' is not used by 'expr'"});
+  return args;
+}
+
+std::set<std::string> VerdictRootCauses(const pb::PlaybookSpec& playbook) {
+  std::set<std::string> causes;
+  for (const auto& rule : playbook.rules)
+    if (rule.kind == pb::RuleKind::kVerdict) causes.insert(rule.verdict.root_cause);
+  return causes;
+}
+
+}  // namespace
+
+const AlertSpec* AlertBook::Find(const std::string& alert) const {
+  for (const auto& a : alerts)
+    if (a.alert == alert) return &a;
+  return nullptr;
+}
+
+nlohmann::json DefaultParams(const pb::PlaybookSpec* playbook, const nlohmann::json& thresholds) {
+  nlohmann::json params = nlohmann::json::object();
+  if (!playbook) return params;
+  for (const auto& [name, spec] : playbook->params) {
+    auto value = ArgValue(spec, thresholds, params);
+    if (value.ok()) params[name] = *value;
+  }
+  return params;
+}
+
+StatusOr<nlohmann::json> ArgValue(const pb::ParamSpec& arg, const nlohmann::json& thresholds, const nlohmann::json& params) {
+  if (!arg.expr.present()) return arg.literal;
+  pb::NameResolver resolve = [&](const std::string& root) -> const pb::Value* {
+    if (root == "thresholds") return &thresholds;
+    if (root == "params") return &params;
+    return nullptr;
+  };
+  auto value = pb::EvalExpr(*arg.expr.ast, resolve);
+  if (!value.ok()) return value.status();
+  if (value->is_null()) return InvalidArgumentError("'" + arg.expr.source + "' has no value");
+  return value;
+}
+
+void LoadAlertText(const std::string& text, const std::string& name, const pb::Library& library, AlertBook* book,
+                   pb::LoadResult* result) {
+  auto root = LoadBoundedYaml(text, name);
+  if (!root.ok()) {
+    result->Add({LoadCode::kYamlParse, {name, 0, 0}, "", "", "", root.status().message()});
+    return;
+  }
+  FileCheck check{name, result};
+  if (!root->IsMap()) {
+    result->Add({LoadCode::kFieldType, {name, 1, 1}, "", "", "", "an alerts file is a map with 'records' and 'alerts'"});
+    return;
+  }
+  check.CheckKeys(*root, kTopKeys, "");
+  static const std::regex record_name("^[a-zA-Z_:][a-zA-Z0-9_:]*$");
+  static const std::regex alert_name("^[a-zA-Z_][a-zA-Z0-9_]*$");
+  std::map<std::string, pb::SourcePos> seen;
+  auto unique = [&](const YAML::Node& n, const std::string& id, const std::string& field) {
+    auto [it, fresh] = seen.emplace(id, check.Pos(n));
+    if (fresh) return true;
+    check.Add(LoadCode::kDuplicateId, n, id, field, fmt::format(fmt::runtime(pb::msg::kDuplicateId), id, it->second.ToString()));
+    return false;
+  };
+  for (const auto& r : (*root)["records"]) {
+    if (!r.IsMap()) {
+      check.Add(LoadCode::kFieldType, r, "", "records", "each record is a map");
+      continue;
+    }
+    RecordSpec spec;
+    spec.pos = check.Pos(r);
+    if (!check.Scalar(r, "record", "", &spec.record)) continue;
+    check.CheckKeys(r, kRecordKeys, spec.record);
+    if (!std::regex_match(spec.record, record_name))
+      check.Add(LoadCode::kBadValue, r["record"], spec.record, "record", "field 'record': '" + spec.record + "' is not a metric name");
+    if (!check.Scalar(r, "expr", spec.record, &spec.expr_template)) continue;
+    if (r["description"] && r["description"].IsScalar()) spec.description = r["description"].Scalar();
+    spec.args = ParseArgs(check, r, spec.record, spec.expr_template);
+    for (const auto& [arg_name, arg] : spec.args) CheckArgScope(check, r["args"][arg_name], arg, spec.record, library, nullptr);
+    CheckArgValues(check, r, spec.args, spec.record, library, nullptr);
+    if (unique(r["record"], spec.record, "record")) book->records.push_back(std::move(spec));
+  }
+  for (const auto& a : (*root)["alerts"]) {
+    if (!a.IsMap()) {
+      check.Add(LoadCode::kFieldType, a, "", "alerts", "each alert is a map");
+      continue;
+    }
+    AlertSpec spec;
+    spec.pos = check.Pos(a);
+    if (!check.Scalar(a, "alert", "", &spec.alert)) continue;
+    const std::string& id = spec.alert;
+    check.CheckKeys(a, kAlertKeys, id);
+    if (!std::regex_match(id, alert_name))
+      check.Add(LoadCode::kBadValue, a["alert"], id, "alert", "field 'alert': '" + id + "' is not a valid alert name");
+    bool complete = check.Scalar(a, "playbook", id, &spec.playbook) & check.Scalar(a, "root_cause", id, &spec.root_cause) &
+                    check.Scalar(a, "severity", id, &spec.severity) & check.Scalar(a, "expr", id, &spec.expr_template) &
+                    check.Scalar(a, "summary", id, &spec.summary);
+    if (!complete) continue;
+    const pb::PlaybookSpec* playbook = library.FindPlaybook(spec.playbook);
+    if (!playbook) {
+      check.Add(LoadCode::kUnknownReference, a["playbook"], id, "playbook", "field 'playbook': unknown playbook '" + spec.playbook + "'");
+    } else if (!VerdictRootCauses(*playbook).count(spec.root_cause)) {
+      check.Add(LoadCode::kUnknownReference, a["root_cause"], id, "root_cause",
+                "field 'root_cause': playbook '" + spec.playbook + "' has no verdict with root cause '" + spec.root_cause + "'");
+    }
+    YAML::Node evidence = a["evidence"];
+    if (!evidence || !evidence.IsSequence() || evidence.size() == 0) {
+      check.Add(LoadCode::kMissingField, evidence ? evidence : YAML::Node(a), id, "evidence",
+                "field 'evidence' must list the playbook rules the alert carries");
+    } else {
+      for (const auto& e : evidence) {
+        std::string rule_id = e.IsScalar() ? e.Scalar() : "";
+        bool shared = rule_id.rfind("common.", 0) == 0;
+        if (shared && !library.FindCommonRule(rule_id.substr(7)))
+          check.Add(LoadCode::kUnknownReference, e, id, "evidence", "field 'evidence': unknown shared rule '" + rule_id + "'");
+        else if (!shared && playbook && !playbook->FindRule(rule_id))
+          check.Add(LoadCode::kUnknownReference, e, id, "evidence",
+                    "field 'evidence': playbook '" + spec.playbook + "' has no rule '" + rule_id + "'");
+        spec.evidence.push_back(rule_id);
+      }
+    }
+    if (!kSeverities.count(spec.severity))
+      check.Add(LoadCode::kBadValue, a["severity"], id, "severity",
+                fmt::format(fmt::runtime(pb::msg::kBadValue), "severity", spec.severity, JoinKeys(kSeverities)));
+    if (!a["for"]) {
+      check.Add(LoadCode::kMissingField, a, id, "for", fmt::format(fmt::runtime(pb::msg::kMissingField), "for"));
+      continue;
+    }
+    spec.hold = ParseArg(check, a["for"], "for", id, true);
+    if (spec.hold.type != pb::ParamType::kDuration)
+      check.Add(LoadCode::kParamType, a["for"], id, "for", "field 'for' must be of type duration");
+    spec.args = ParseArgs(check, a, id, spec.expr_template);
+    for (const auto& [arg_name, arg] : spec.args) CheckArgScope(check, a["args"][arg_name], arg, id, library, playbook);
+    CheckArgScope(check, a["for"], spec.hold, id, library, playbook);
+    CheckArgValues(check, a, spec.args, id, library, playbook);
+    CheckArgValues(check, a["for"], {{"for", spec.hold}}, id, library, playbook);
+    if (unique(a["alert"], id, "alert")) book->alerts.push_back(std::move(spec));
+  }
+}
+
+AlertBook LoadAlertBook(const std::string& data_dir, const pb::Library& library, pb::LoadResult* result) {
+  AlertBook book;
+  std::string dir = data_dir + "/rules/alerts";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return book;
+  for (const auto& file : pb::FindYamlFiles(dir, false)) {
+    auto text = ReadYamlFile(file);
+    if (!text.ok()) {
+      result->Add({LoadCode::kFileRead, {file, 0, 0}, "", "", "", text.status().message()});
+      continue;
+    }
+    LoadAlertText(*text, file, library, &book, result);
+  }
+  return book;
+}
+
+}  // namespace diagnose::alerting

@@ -1,0 +1,225 @@
+#include "engine/alerting/rule_export.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "engine/playbook/promql_template.h"
+
+namespace diagnose::alerting {
+
+namespace pb = diagnose::playbook;
+
+namespace {
+
+bool Selected(const std::vector<std::string>& playbooks, const std::string& id) {
+  return playbooks.empty() || std::find(playbooks.begin(), playbooks.end(), id) != playbooks.end();
+}
+
+StatusOr<std::string> Render(const std::string& tpl, const std::map<std::string, pb::ParamSpec>& args,
+                             const nlohmann::json& thresholds, const nlohmann::json& params, const std::string& owner) {
+  pb::RuleSpec carrier;   // RenderPromql reads only the template
+  carrier.query.promql_template = tpl;
+  auto rendered = pb::RenderPromql(
+      carrier,
+      [&](const std::string& name) -> StatusOr<nlohmann::json> {
+        auto it = args.find(name);
+        if (it == args.end()) return NotFoundError(owner + ": placeholder '" + name + "' has no arg");
+        return ArgValue(it->second, thresholds, params);
+      },
+      [&](const std::string& name) {
+        auto it = args.find(name);
+        return it == args.end() ? pb::ParamType::kString : it->second.type;
+      });
+  if (!rendered.ok()) return InvalidArgumentError(owner + ": " + rendered.status().message());
+  return rendered;
+}
+
+bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
+
+// Where a verdict's `when` reaches for something PromQL does not have.
+void CollectBlockers(const pb::Library& library, const pb::PlaybookSpec& playbook, const pb::RuleSpec& rule,
+                     std::set<std::string>* visited, std::set<std::string>* blockers) {
+  if (!visited->insert(rule.qualified_id).second) return;
+  std::vector<const pb::CompiledExpr*> exprs;
+  switch (rule.kind) {
+    case pb::RuleKind::kQuery:
+      if (rule.query.tsdb == "baseline") blockers->insert("baseline:");
+      if (rule.query.window != "job") blockers->insert("window:" + rule.query.window);
+      for (const auto& [name, arg] : rule.query.args) exprs.push_back(&arg.expr);
+      break;
+    case pb::RuleKind::kFact:
+      exprs.push_back(&rule.fact.value);
+      break;
+    case pb::RuleKind::kAnalysis:
+      blockers->insert("analysis:" + rule.analysis.name);
+      exprs.push_back(&rule.analysis.input);
+      exprs.push_back(&rule.analysis.baseline_input);
+      exprs.push_back(&rule.analysis.phases);
+      break;
+    case pb::RuleKind::kVerdict:
+      exprs.push_back(&rule.verdict.when);
+      break;
+  }
+  for (const auto* e : exprs) {
+    if (!e->present()) continue;
+    std::vector<pb::NameRef> refs;
+    pb::CollectNameRefs(*e->ast, &refs);
+    for (const auto& ref : refs)
+      if (ref.path[0] == "facts" && ref.path.size() > 1) blockers->insert("facts:facts." + ref.path[1]);
+  }
+  for (const auto& need : rule.needs) {
+    const pb::RuleSpec* dep = nullptr;
+    if (need.rfind("common/", 0) == 0) {
+      dep = library.FindCommonRule(need.substr(7));
+    } else if (need.rfind(playbook.id + "/", 0) == 0) {
+      dep = playbook.FindRule(need.substr(playbook.id.size() + 1));
+    }
+    if (dep) CollectBlockers(library, playbook, *dep, visited, blockers);
+  }
+}
+
+// {"facts:facts.tgs", "analysis:change_points", ...} -> "needs log facts (facts.tgs); analyses: change_points"
+std::string DescribeBlockers(const std::set<std::string>& blockers) {
+  std::map<std::string, std::string> by_kind;
+  for (const auto& b : blockers) {
+    size_t colon = b.find(':');
+    std::string& list = by_kind[b.substr(0, colon)];
+    if (colon + 1 < b.size()) list += (list.empty() ? "" : ", ") + b.substr(colon + 1);
+  }
+  const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"baseline", "a baseline job's TSDB (--baseline)"}, {"facts", "log facts"}, {"window", "windows from the log"},
+      {"analysis", "analyses over the whole job"}};
+  std::string out;
+  for (const auto& [kind, label] : kinds) {
+    auto it = by_kind.find(kind);
+    if (it == by_kind.end()) continue;
+    out += (out.empty() ? "needs " : "; ") + label + (it->second.empty() ? "" : " (" + it->second + ")");
+  }
+  return out.empty() ? "no alert written for it yet" : out;
+}
+
+}  // namespace
+
+std::string InlineRecords(const std::string& expr, const std::vector<RenderedRecord>& records) {
+  std::string out;
+  size_t i = 0;
+  while (i < expr.size()) {
+    if (IsNameChar(expr[i]) && (i == 0 || !IsNameChar(expr[i - 1]))) {
+      size_t j = i;
+      while (j < expr.size() && IsNameChar(expr[j])) ++j;
+      std::string word = expr.substr(i, j - i);
+      auto it = std::find_if(records.begin(), records.end(), [&](const RenderedRecord& r) { return r.record == word; });
+      out += it == records.end() ? word : "(" + it->expr + ")";
+      i = j;
+      continue;
+    }
+    out += expr[i++];
+  }
+  return out;
+}
+
+std::vector<NotExportable> FindNotExportable(const AlertBook& book, const pb::Library& library,
+                                             const std::vector<std::string>& playbooks) {
+  std::vector<NotExportable> out;
+  for (const auto& playbook : library.playbooks) {
+    if (!Selected(playbooks, playbook.id)) continue;
+    std::set<std::string> reported;
+    for (const auto& rule : playbook.rules) {
+      if (rule.kind != pb::RuleKind::kVerdict) continue;
+      const std::string& cause = rule.verdict.root_cause;
+      if (cause == "none" || cause == "unknown" || reported.count(cause)) continue;
+      bool covered = std::any_of(book.alerts.begin(), book.alerts.end(), [&](const AlertSpec& a) {
+        return a.playbook == playbook.id && a.root_cause == cause;
+      });
+      if (covered) continue;
+      std::set<std::string> visited, blockers;
+      CollectBlockers(library, playbook, rule, &visited, &blockers);
+      out.push_back({playbook.id, cause, DescribeBlockers(blockers)});
+      reported.insert(cause);
+    }
+  }
+  return out;
+}
+
+StatusOr<RuleExport> ExportRules(const AlertBook& book, const pb::Library& library, const ExportOptions& options) {
+  for (const auto& id : options.playbooks)
+    if (!library.FindPlaybook(id)) return NotFoundError("unknown playbook '" + id + "'");
+  RuleExport out;
+  out.interval = options.interval;
+  std::vector<RenderedRecord> all_records;
+  for (const auto& r : book.records) {
+    auto expr = Render(r.expr_template, r.args, library.thresholds, nlohmann::json::object(), "record " + r.record);
+    if (!expr.ok()) return expr.status();
+    all_records.push_back({r.record, *expr});
+  }
+  std::set<std::string> used_records;
+  for (const auto& a : book.alerts) {
+    if (!Selected(options.playbooks, a.playbook)) continue;
+    const pb::PlaybookSpec* playbook = library.FindPlaybook(a.playbook);
+    nlohmann::json params = DefaultParams(playbook, library.thresholds);
+    auto expr = Render(a.expr_template, a.args, library.thresholds, params, "alert " + a.alert);
+    if (!expr.ok()) return expr.status();
+    auto hold_value = ArgValue(a.hold, library.thresholds, params);
+    if (!hold_value.ok()) return InvalidArgumentError("alert " + a.alert + ": for: " + hold_value.status().message());
+    auto hold = pb::FormatParam(pb::ParamType::kDuration, *hold_value, "for");
+    if (!hold.ok()) return InvalidArgumentError("alert " + a.alert + ": " + hold.status().message());
+    for (const auto& r : all_records)
+      if (InlineRecords(*expr, {r}) != *expr) used_records.insert(r.record);
+    RenderedAlert alert;
+    alert.alert = a.alert;
+    alert.expr = options.target == RuleTarget::kVmalert ? InlineRecords(*expr, all_records) : *expr;
+    alert.hold = *hold;
+    alert.spec = &a;
+    alert.labels = {{"severity", a.severity}, {"playbook", a.playbook}, {"root_cause", a.root_cause}};
+    alert.annotations["summary"] = a.summary;
+    if (playbook) alert.annotations["runbook"] = playbook->description;
+    alert.annotations["command"] =
+        "diagnose JOB --prometheus URL (JOB: the Slurm job id; URL: this Prometheus, or the fleet store with "
+        "--job-label) runs the " + a.playbook + " playbook with the log and the whole job window";
+    out.alerts.push_back(std::move(alert));
+  }
+  for (const auto& r : all_records)
+    if (used_records.count(r.record)) out.records.push_back(r);
+  out.not_exportable = FindNotExportable(book, library, options.playbooks);
+  return out;
+}
+
+std::string RuleFileYaml(const RuleExport& rules, const std::string& generated_from) {
+  YAML::Emitter y;
+  y << YAML::BeginMap << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;
+  if (!rules.records.empty()) {
+    y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "diagnose-records";
+    y << YAML::Key << "interval" << YAML::Value << rules.interval;
+    y << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+    for (const auto& r : rules.records)
+      y << YAML::BeginMap << YAML::Key << "record" << YAML::Value << r.record << YAML::Key << "expr" << YAML::Value
+        << r.expr << YAML::EndMap;
+    y << YAML::EndSeq << YAML::EndMap;
+  }
+  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "diagnose-alerts";
+  y << YAML::Key << "interval" << YAML::Value << rules.interval;
+  y << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+  for (const auto& a : rules.alerts) {
+    y << YAML::BeginMap << YAML::Key << "alert" << YAML::Value << a.alert;
+    y << YAML::Key << "expr" << YAML::Value << YAML::Literal << a.expr;
+    y << YAML::Key << "for" << YAML::Value << a.hold;
+    y << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : a.labels) y << YAML::Key << k << YAML::Value << v;
+    y << YAML::EndMap << YAML::Key << "annotations" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : a.annotations) y << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    y << YAML::EndMap << YAML::EndMap;
+  }
+  y << YAML::EndSeq << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  std::string header = "# Generated by `diagnose rules export` from " + generated_from + ".\n";
+  if (!rules.not_exportable.empty()) {
+    header += "# Not exportable (PromQL alone cannot say them; run `diagnose JOB` for these):\n";
+    for (const auto& n : rules.not_exportable)
+      header += "#   " + n.playbook + " -> " + n.root_cause + ": " + n.reason + "\n";
+  }
+  return header + y.c_str() + "\n";
+}
+
+}  // namespace diagnose::alerting

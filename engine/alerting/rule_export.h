@@ -1,0 +1,69 @@
+// `diagnose rules export`: the alert book rendered as standard Prometheus rule groups (recording
+// rules, then alerting rules with `for:`, labels and annotations), and the playbook verdicts that
+// PromQL alone cannot say, each with the reason found in its dependencies (log facts, analyses,
+// a baseline job, TGS phase windows).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/alerting/alert_rules.h"
+#include "engine/core/status.h"
+#include "engine/playbook/playbook.h"
+
+namespace diagnose::alerting {
+
+// Prometheus evaluates a group's rules in order on its own storage, so alerts read the recorded
+// series. vmalert writes recording results through remote write, asynchronously: an alert of the
+// same evaluation would not see them, so for vmalert every record an alert uses is inlined.
+enum class RuleTarget { kPrometheus, kVmalert };
+
+struct ExportOptions {
+  RuleTarget target = RuleTarget::kPrometheus;
+  std::vector<std::string> playbooks;   // empty: every playbook
+  std::string interval = "30s";         // the groups' evaluation interval
+};
+
+struct RenderedRecord {
+  std::string record;
+  std::string expr;
+};
+
+struct RenderedAlert {
+  std::string alert;
+  std::string expr;
+  std::string hold;    // `for:`, e.g. "300s"
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  const AlertSpec* spec = nullptr;
+};
+
+struct NotExportable {
+  std::string playbook;
+  std::string root_cause;
+  std::string reason;
+};
+
+struct RuleExport {
+  std::vector<RenderedRecord> records;   // only those the exported alerts use
+  std::vector<RenderedAlert> alerts;
+  std::vector<NotExportable> not_exportable;
+  std::string interval;
+};
+
+// kNotFound for an unknown playbook in `options.playbooks`; kInvalidArgument when an arg does not
+// render (a threshold changed to a value of the wrong type).
+StatusOr<RuleExport> ExportRules(const AlertBook& book, const playbook::Library& library, const ExportOptions& options);
+
+// The rule file (YAML), with the not-exportable verdicts listed in its header comment.
+std::string RuleFileYaml(const RuleExport& rules, const std::string& generated_from);
+
+// Replaces each whole-word use of a record's name in `expr` by its parenthesised expression.
+std::string InlineRecords(const std::string& expr, const std::vector<RenderedRecord>& records);
+
+// The playbook verdicts (root cause not none/unknown) that no alert covers, with why.
+std::vector<NotExportable> FindNotExportable(const AlertBook& book, const playbook::Library& library,
+                                             const std::vector<std::string>& playbooks);
+
+}  // namespace diagnose::alerting

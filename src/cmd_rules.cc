@@ -1,0 +1,134 @@
+// `diagnose rules export [--playbook ID]... [--for prometheus|vmalert] [-o FILE]`: the playbooks'
+// early warnings as Prometheus rule groups. `diagnose rules test [--keep DIR]`: the same rules
+// against promtool tests generated from the playbooks' own tests (positive cases must fire, near
+// misses must not), run by `promtool test rules`.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "engine/alerting/alert_rules.h"
+#include "engine/alerting/rule_export.h"
+#include "engine/alerting/rule_tests.h"
+#include "engine/playbook/loader.h"
+#include "src/commands.h"
+
+namespace diagnose::cli {
+
+namespace {
+
+namespace pb = diagnose::playbook;
+
+struct ExportArgs {
+  std::vector<std::string> playbooks;
+  std::string target = "prometheus";
+  std::string output;
+  std::string interval = "30s";
+};
+
+struct RuleTestArgs {
+  std::string target = "prometheus";
+  std::string keep;
+  std::string promtool = "promtool";
+};
+
+struct LoadedRules {
+  pb::Library library;
+  alerting::AlertBook book;
+  std::string data_dir;
+};
+
+// The playbooks, shared rules and alert files of the data dir; every error printed with its
+// file:line:col.
+bool LoadRules(const std::string& command, LoadedRules* out) {
+  out->data_dir = pb::PlaybookDataDir();
+  pb::LoadResult result;
+  out->library = pb::LoadLibraryDir(out->data_dir, &result);
+  if (result.ok()) out->book = alerting::LoadAlertBook(out->data_dir, out->library, &result);
+  for (const auto& d : result.diagnostics())
+    if (!d.warning()) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+  if (!result.ok()) PrintError(command, "invalid rules (run `diagnose lint`)");
+  return result.ok();
+}
+
+StatusOr<alerting::RuleExport> Export(const LoadedRules& rules, const std::vector<std::string>& playbooks,
+                                      const std::string& target, const std::string& interval) {
+  alerting::ExportOptions options;
+  options.playbooks = playbooks;
+  options.target = target == "vmalert" ? alerting::RuleTarget::kVmalert : alerting::RuleTarget::kPrometheus;
+  options.interval = interval;
+  return alerting::ExportRules(rules.book, rules.library, options);
+}
+
+int RunExport(const ExportArgs& args) {
+  LoadedRules rules;
+  if (!LoadRules("diagnose rules export", &rules)) return 1;
+  auto exported = Export(rules, args.playbooks, args.target, args.interval);
+  if (!exported.ok()) {
+    PrintError("diagnose rules export", exported.status().message());
+    return exported.status().code() == StatusCode::kNotFound ? 2 : 1;
+  }
+  std::string text = alerting::RuleFileYaml(*exported, "rules/alerts and rules/common of " + rules.data_dir);
+  if (args.output.empty() || args.output == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream out(args.output);
+    if (!(out << text)) {
+      PrintError("diagnose rules export", "cannot write " + args.output);
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "diagnose rules export: %zu alerts, %zu recording rules for %s\n", exported->alerts.size(),
+               exported->records.size(), args.target.c_str());
+  for (const auto& n : exported->not_exportable)
+    std::fprintf(stderr, "  not exportable: %s -> %s: %s\n", n.playbook.c_str(), n.root_cause.c_str(), n.reason.c_str());
+  return 0;
+}
+
+int RunRuleTests(const RuleTestArgs& args) {
+  LoadedRules rules;
+  if (!LoadRules("diagnose rules test", &rules)) return 1;
+  auto exported = Export(rules, {}, args.target, "30s");
+  if (!exported.ok()) {
+    PrintError("diagnose rules test", exported.status().message());
+    return 1;
+  }
+  auto run = alerting::RunRuleTests(*exported, pb::FindYamlFiles(rules.data_dir + "/playbooks/tests", true),
+                                    args.promtool, args.keep);
+  if (!run.ok()) {
+    PrintError("diagnose rules test", run.status().message());
+    return 1;
+  }
+  std::fprintf(stderr, "diagnose rules test: %zu alerts; %d cases that must fire, %d near misses that must not\n",
+               exported->alerts.size(), run->tests.positive, run->tests.negative);
+  std::cout << run->output;
+  return run->passed ? 0 : 1;
+}
+
+}  // namespace
+
+void RegisterRules(CLI::App& app, CommandRegistry& registry) {
+  static ExportArgs export_args;
+  static RuleTestArgs test_args;
+  CLI::App* rules = app.add_subcommand("rules", "The playbooks' early warnings as Prometheus/vmalert alerting rules");
+  rules->require_subcommand(1);
+  CLI::App* exp = rules->add_subcommand(
+      "export", "Write Prometheus rule groups: recording rules for shared per-host rates, alerting rules with for:, "
+                "labels and annotations; lists the verdicts PromQL alone cannot say");
+  exp->add_option("--playbook", export_args.playbooks, "only this playbook's alerts (repeatable)");
+  exp->add_option("--for", export_args.target, "prometheus | vmalert (vmalert: records inlined into the alerts)")
+      ->check(CLI::IsMember({"prometheus", "vmalert"}));
+  exp->add_option("-o,--output", export_args.output, "write the rule file here (default stdout)");
+  exp->add_option("--interval", export_args.interval, "the groups' evaluation interval (default 30s)");
+  registry.Add(exp, [] { return RunExport(export_args); });
+
+  CLI::App* test = rules->add_subcommand(
+      "test", "Run the exported rules against promtool tests generated from playbooks/tests: cases with the alert's "
+              "root cause must fire it, near misses must not");
+  test->add_option("--for", test_args.target, "prometheus | vmalert")->check(CLI::IsMember({"prometheus", "vmalert"}));
+  test->add_option("--keep", test_args.keep, "write the rule and test files to this directory and keep them");
+  test->add_option("--promtool", test_args.promtool, "promtool to run (default from PATH)");
+  registry.Add(test, [] { return RunRuleTests(test_args); });
+}
+
+}  // namespace diagnose::cli

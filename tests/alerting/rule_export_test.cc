@@ -1,0 +1,183 @@
+// The exported rule file against Prometheus's own tools: `promtool check rules` on every playbook's
+// export for both targets, and `promtool test rules` on tests generated from the playbooks' tests,
+// which must pass with the shipped thresholds and fail when one of them is flipped.
+#include "engine/alerting/rule_export.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "engine/alerting/rule_tests.h"
+#include "engine/core/subprocess.h"
+#include "engine/playbook/loader.h"
+
+namespace diagnose::alerting {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = diagnose::playbook;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Shipped {
+  pb::Library library;
+  AlertBook book;
+};
+
+Shipped LoadShipped() {
+  Shipped s;
+  pb::LoadResult result;
+  s.library = pb::LoadLibraryDir(DIAGNOSE_SOURCE_DIR, &result);
+  s.book = LoadAlertBook(DIAGNOSE_SOURCE_DIR, s.library, &result);
+  EXPECT_TRUE(result.ok());
+  return s;
+}
+
+std::vector<std::string> PlaybookTests() {
+  return pb::FindYamlFiles(std::string(DIAGNOSE_SOURCE_DIR) + "/playbooks/tests", true);
+}
+
+bool HavePromtool() { return !FindExecutable("promtool").empty(); }
+
+// `promtool check rules` on the text; its output when it fails.
+std::string CheckRules(const std::string& yaml) {
+  fs::path dir = fs::temp_directory_path() / ("diagnose-export-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path file = dir / "rules.yml";
+  std::ofstream(file) << yaml;
+  auto run = RunCommand({"promtool", "check", "rules", file.string()}, std::chrono::seconds(60));
+  fs::remove_all(dir);
+  if (!run.ok()) return run.status().message();
+  return run->exit_code == 0 ? "" : run->output;
+}
+
+TEST(RuleExport, EveryPlaybooksExportPassesPromtoolCheckRules) {
+  if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
+  Shipped s = LoadShipped();
+  for (auto target : {RuleTarget::kPrometheus, RuleTarget::kVmalert}) {
+    std::vector<std::vector<std::string>> selections = {{}};
+    for (const auto& p : s.library.playbooks) selections.push_back({p.id});
+    for (const auto& selection : selections) {
+      ExportOptions options;
+      options.target = target;
+      options.playbooks = selection;
+      auto exported = ExportRules(s.book, s.library, options);
+      ASSERT_TRUE(exported.ok()) << exported.status().message();
+      std::string name = selection.empty() ? "all" : selection[0];
+      EXPECT_EQ(CheckRules(RuleFileYaml(*exported, "test")), "") << name;
+    }
+  }
+}
+
+TEST(RuleExport, AThresholdChangedInRulesCommonChangesTheExportedRule) {
+  Shipped s = LoadShipped();
+  auto before = ExportRules(s.book, s.library, {});
+  ASSERT_TRUE(before.ok());
+  s.library.thresholds["host_mem_exhausted_fraction"] = 0.875;
+  s.library.thresholds["rdma_sustained_min_s"] = 420;
+  auto after = ExportRules(s.book, s.library, {});
+  ASSERT_TRUE(after.ok());
+  std::string a = RuleFileYaml(*before, "t"), b = RuleFileYaml(*after, "t");
+  EXPECT_THAT(a, Not(HasSubstr(">= 0.875")));
+  EXPECT_THAT(b, HasSubstr("max by (instance, ip) (ray_node_mem_total) >= 0.875"));
+  EXPECT_THAT(b, HasSubstr("for: 420s"));
+}
+
+TEST(RuleExport, AlertsCarryLabelsAnnotationsAndTheirFor) {
+  Shipped s = LoadShipped();
+  auto exported = ExportRules(s.book, s.library, {});
+  ASSERT_TRUE(exported.ok());
+  ASSERT_FALSE(exported->alerts.empty());
+  for (const auto& a : exported->alerts) {
+    EXPECT_EQ(a.labels.count("severity"), 1u) << a.alert;
+    EXPECT_EQ(a.labels.at("playbook"), a.spec->playbook);
+    EXPECT_EQ(a.labels.at("root_cause"), a.spec->root_cause);
+    EXPECT_THAT(a.annotations.at("command"), HasSubstr("diagnose JOB --prometheus"));
+    EXPECT_FALSE(a.annotations.at("runbook").empty());
+    EXPECT_THAT(a.expr, Not(HasSubstr("{{")));   // every placeholder bound
+  }
+}
+
+TEST(RuleExport, VmalertGetsTheRecordsInlined) {
+  Shipped s = LoadShipped();
+  ExportOptions options;
+  options.target = RuleTarget::kVmalert;
+  auto exported = ExportRules(s.book, s.library, options);
+  ASSERT_TRUE(exported.ok());
+  ASSERT_FALSE(exported->records.empty());
+  for (const auto& a : exported->alerts)
+    for (const auto& r : exported->records) EXPECT_THAT(a.expr, Not(HasSubstr(r.record))) << a.alert;
+}
+
+TEST(RuleExport, InlineRecordsReplacesWholeNamesOnly) {
+  std::vector<RenderedRecord> records = {{"host:x:rate", "sum(rate(x[2m]))"}};
+  EXPECT_EQ(InlineRecords("host:x:rate / host:x:rate2 + my_host:x:rate", records),
+            "(sum(rate(x[2m]))) / host:x:rate2 + my_host:x:rate");
+}
+
+TEST(RuleExport, VerdictsPromqlCannotSayAreListedWithTheirReason) {
+  Shipped s = LoadShipped();
+  auto exported = ExportRules(s.book, s.library, {});
+  ASSERT_TRUE(exported.ok());
+  std::map<std::string, std::string> reasons;
+  for (const auto& n : exported->not_exportable) reasons[n.playbook + " -> " + n.root_cause] = n.reason;
+  EXPECT_THAT(reasons["restore-thread-leak -> restore-thread-leak"], HasSubstr("a baseline job's TSDB"));
+  EXPECT_THAT(reasons["heartbeat-false-positive -> heartbeat-false-positive"], HasSubstr("facts.heartbeat"));
+  EXPECT_THAT(reasons["moe-lb-loss-drift -> moe-routing-shift"], HasSubstr("analyses over the whole job (change_points"));
+  for (const auto& a : exported->alerts) EXPECT_EQ(reasons.count(a.spec->playbook + " -> " + a.spec->root_cause), 0u);
+  EXPECT_THAT(RuleFileYaml(*exported, "t"), HasSubstr("# Not exportable"));
+}
+
+TEST(RuleExport, AnUnknownPlaybookIsNotFound) {
+  Shipped s = LoadShipped();
+  ExportOptions options;
+  options.playbooks = {"no-such-playbook"};
+  auto exported = ExportRules(s.book, s.library, options);
+  ASSERT_FALSE(exported.ok());
+  EXPECT_EQ(exported.status().code(), StatusCode::kNotFound);
+}
+
+TEST(RuleTests, GeneratedFromThePlaybookTestsTheyPassWithTheShippedThresholds) {
+  if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
+  Shipped s = LoadShipped();
+  for (auto target : {RuleTarget::kPrometheus, RuleTarget::kVmalert}) {
+    ExportOptions options;
+    options.target = target;
+    auto exported = ExportRules(s.book, s.library, options);
+    ASSERT_TRUE(exported.ok());
+    auto run = RunRuleTests(*exported, PlaybookTests());
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(run->passed) << run->output;
+    EXPECT_GE(run->tests.positive, 10);
+    EXPECT_GE(run->tests.negative, 5);
+    // Every alert is held to at least one case that must fire it.
+    for (const auto& a : exported->alerts) EXPECT_THAT(run->tests.yaml, HasSubstr(a.alert)) << a.alert;
+  }
+}
+
+// Each flip makes a positive case miss its alert, or a near miss fire one: the generated tests
+// see thresholds, not only syntax.
+TEST(RuleTests, TheyFailWhenAThresholdIsFlipped) {
+  if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
+  const std::vector<std::pair<std::string, double>> flips = {
+      {"rdma_error_rate_min_per_s", 1e9},       {"host_mem_exhausted_fraction", 1.5},
+      {"host_mem_exhausted_fraction", 0.01},    {"gpu_sclk_drop_fraction", 0.95},
+      {"gpu_power_busy_wait_max_w", 10},        {"gpu_util_busy_pct", 101},
+      {"counter_edge_s", 1},
+  };
+  for (const auto& [name, value] : flips) {
+    Shipped s = LoadShipped();
+    ASSERT_TRUE(s.library.thresholds.contains(name)) << name;
+    s.library.thresholds[name] = value;
+    auto exported = ExportRules(s.book, s.library, {});
+    ASSERT_TRUE(exported.ok()) << exported.status().message();
+    auto run = RunRuleTests(*exported, PlaybookTests());
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_FALSE(run->passed) << name << " = " << value << " still passes";
+  }
+}
+
+}  // namespace
+}  // namespace diagnose::alerting
