@@ -7,9 +7,14 @@
 #include <fstream>
 #include <iostream>
 
+#include "engine/alerting/alert_replay.h"
 #include "engine/alerting/alert_rules.h"
 #include "engine/alerting/rule_export.h"
 #include "engine/alerting/rule_tests.h"
+#include "engine/analysis/analysis.h"
+#include "engine/core/iso_time.h"
+#include "engine/core/json.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/playbook/loader.h"
 #include "src/commands.h"
 
@@ -30,6 +35,13 @@ struct RuleTestArgs {
   std::string target = "prometheus";
   std::string keep;
   std::string promtool = "promtool";
+};
+
+struct ReplayArgs {
+  DiagnoseOptions options;
+  std::string window;
+  std::string format = "text";
+  std::string interval = "30s";
 };
 
 struct LoadedRules {
@@ -105,6 +117,79 @@ int RunRuleTests(const RuleTestArgs& args) {
   return run->passed ? 0 : 1;
 }
 
+int RunReplay(ReplayArgs& args) {
+  const std::string command = "diagnose rules replay";
+  LoadedRules rules;
+  if (!LoadRules(command, &rules)) return 1;
+  auto exported = Export(rules, {}, "vmalert", args.interval);
+  if (!exported.ok()) {
+    PrintError(command, exported.status().message());
+    return 1;
+  }
+  if (!args.window.empty()) {
+    auto window = ParseTimeRange(args.window);
+    if (!window.ok()) {
+      PrintError(command, "--window: " + window.status().message());
+      return 2;
+    }
+    args.options.window = *window;
+  }
+  auto opened = OpenJobMetrics(args.options);
+  if (!opened.ok()) {
+    PrintError(command, "job " + args.options.job_ref + ": " + opened.status().message());
+    return 1;
+  }
+  QueryClient* client = (*opened)->client();
+  auto range = (*opened)->range();
+  if (client == nullptr || !range) {
+    PrintError(command, "job " + args.options.job_ref + ": no metrics to replay the alerts on: " +
+                            (*opened)->unavailable_reason());
+    return 1;
+  }
+  double step = 30;
+  analysis::ParseDurationSeconds(args.interval, &step);
+  auto replay = alerting::ReplayAlerts(*exported, *client, range->start, range->end, step);
+  if (!replay.ok()) {
+    PrintError(command, replay.status().message());
+    return 1;
+  }
+  const std::string job = (*opened)->facts().id;
+  if (args.format == "json") {
+    nlohmann::json firings = nlohmann::json::array();
+    for (const auto& f : replay->firings)
+      firings.push_back({{"alert", f.alert}, {"root_cause", f.root_cause}, {"labels", f.labels},
+                         {"pending_since", f.pending_since}, {"fired_at", f.fired_at}, {"last_seen", f.resolved_at},
+                         {"lead_seconds", replay->end - f.fired_at}});
+    nlohmann::json alerts = nlohmann::json::array();
+    for (const auto& a : exported->alerts) alerts.push_back({{"alert", a.alert}, {"root_cause", a.spec->root_cause}});
+    nlohmann::json out = {{"job", job},
+                          {"alerts", alerts},
+                          {"source", (*opened)->source()},
+                          {"window", {{"start", replay->start}, {"end", replay->end}, {"step", replay->step}}},
+                          {"firings", firings},
+                          {"queries", replay->queries},
+                          {"failures", replay->failures}};
+    std::cout << DumpJson(out, 2) << "\n";
+  } else {
+    std::printf("Alerts replayed on job %s (%s .. %s, every %s; %s)\n", job.c_str(), IsoUtc(replay->start).c_str(),
+                IsoUtc(replay->end).c_str(), args.interval.c_str(), (*opened)->source().c_str());
+    if (replay->firings.empty()) std::printf("  no alert fired\n");
+    for (const auto& f : replay->firings) {
+      std::string who;
+      for (const char* key : {"host", "instance"})
+        if (auto it = f.labels.find(key); it != f.labels.end()) {
+          who = std::string(key) + "=" + it->second;
+          break;
+        }
+      std::printf("  %s  %-32s %-28s fired %.0f min before the data ends (pending from %s)\n",
+                  IsoUtc(f.fired_at).c_str(), f.alert.c_str(), who.empty() ? "(job-wide)" : who.c_str(),
+                  (replay->end - f.fired_at) / 60, IsoUtc(f.pending_since).c_str());
+    }
+    for (const auto& failure : replay->failures) std::printf("  not evaluated: %s\n", failure.c_str());
+  }
+  return replay->failures.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 void RegisterRules(CLI::App& app, CommandRegistry& registry) {
@@ -129,6 +214,19 @@ void RegisterRules(CLI::App& app, CommandRegistry& registry) {
   test->add_option("--keep", test_args.keep, "write the rule and test files to this directory and keep them");
   test->add_option("--promtool", test_args.promtool, "promtool to run (default from PATH)");
   registry.Add(test, [] { return RunRuleTests(test_args); });
+
+  static ReplayArgs replay_args;
+  CLI::App* replay = rules->add_subcommand(
+      "replay", "When the exported alerts would have fired on a recorded job: each alert evaluated over the job's "
+                "metrics at the groups' interval, with its for:");
+  replay->add_option("job", replay_args.options.job_ref, "job id, directory or log")->required();
+  replay->add_option("--outputs", replay_args.options.outputs_dir, "where job outputs live");
+  replay->add_option("--prometheus", replay_args.options.remote.url, "an endpoint holding the job instead of its snapshot");
+  replay->add_option("--job-label", replay_args.options.job_label, "with --prometheus: the label naming the job");
+  replay->add_option("--window", replay_args.window, "with --prometheus: the job's time range START..END");
+  replay->add_option("--interval", replay_args.interval, "evaluation interval (default 30s)");
+  replay->add_option("--format", replay_args.format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  registry.Add(replay, [] { return RunReplay(replay_args); });
 }
 
 }  // namespace diagnose::cli

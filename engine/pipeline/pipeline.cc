@@ -377,6 +377,37 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
   return inputs;
 }
 
+namespace {
+class OpenedJob : public OpenedJobMetrics {
+ public:
+  explicit OpenedJob(JobContext job) : job_(std::move(job)) {}
+  QueryClient* client() override { return job_.discovery && job_.tsdb.state != "failed" ? job_.client : nullptr; }
+  std::optional<TimeRange> range() const override {
+    if (!job_.discovery) return std::nullopt;
+    return job_.discovery->range;
+  }
+  std::string unavailable_reason() const override {
+    if (!job_.tsdb.reason.empty()) return job_.tsdb.reason;
+    if (!job_.discovery_failure.empty()) return job_.discovery_failure;
+    return "no TSDB (" + job_.tsdb.state + ")";
+  }
+  std::string source() const override { return job_.tsdb.source; }
+  const JobFacts& facts() const override { return job_.facts; }
+
+ private:
+  JobContext job_;
+};
+}  // namespace
+
+StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions& raw_options) {
+  ASSIGN_OR_RETURN(const DiagnoseOptions options, Resolved(raw_options));
+  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
+  ASSIGN_OR_RETURN(JobContext job, LocateAndTriage(options.job_ref, outputs, "subject", options));
+  RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
+  if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
+  return std::unique_ptr<OpenedJobMetrics>(std::make_unique<OpenedJob>(std::move(job)));
+}
+
 // A store of many jobs (--job-label) also holds what diagnose concluded about the earlier ones
 // (`diagnose fleet import`): the decision cites their exclusions of this job's hosts. The store is
 // asked outside the job's scope, and a failure to ask costs a note, never the report.

@@ -12,7 +12,9 @@
 #include "engine/discovery/discovery.h"  // TimeRange
 #include "engine/pipeline/rulebook.h"
 #include "engine/report/report.h"
+#include "engine/triage/job_facts.h"
 #include "engine/tsdb/endpoint_options.h"  // RemoteEndpointOptions
+#include "engine/tsdb/query_client.h"
 
 namespace diagnose {
 
@@ -55,5 +57,19 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& options);
 
 // rules/ and playbooks/: $DIAGNOSE_DATA_DIR, else the source tree the binary was built from.
 std::string DefaultDataDir();
+
+// A job's metrics opened as a diagnosis opens them (private copy of the snapshot, or the
+// --prometheus endpoint with --job-label and --window), for commands that ask their own questions
+// (`rules replay`). Destroying it stops the private server and removes its copy.
+class OpenedJobMetrics {
+ public:
+  virtual ~OpenedJobMetrics() = default;
+  virtual QueryClient* client() = 0;                      // null when no TSDB could be read
+  virtual std::optional<TimeRange> range() const = 0;     // where the job's series lie
+  virtual std::string unavailable_reason() const = 0;     // why client() is null
+  virtual std::string source() const = 0;                 // the copy's directory or the endpoint
+  virtual const JobFacts& facts() const = 0;
+};
+StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions& options);
 
 }  // namespace diagnose

@@ -1,11 +1,13 @@
 // campaign: a randomized fault-injection campaign for diagnose (tools/campaign/README.md).
 //   campaign generate --seed S --jobs N --out DIR
 //   campaign score --diagnose BIN DIR [--json OUT] [--min-root-cause F ...]
+//   campaign alerts --diagnose BIN DIR [--json OUT]
 #include <cstdio>
 #include <optional>
 
 #include <CLI/CLI.hpp>
 
+#include "tools/campaign/alert_score.h"
 #include "tools/campaign/generate_jobs.h"
 #include "tools/campaign/score.h"
 
@@ -38,6 +40,15 @@ int main(int argc, char** argv) {
   sc->add_option("--min-precision", min_precision, "fail below this exclusion precision");
   sc->add_option("--min-recall", min_recall, "fail below this exclusion recall");
   sc->add_option("--min-healthy-none", min_healthy, "fail below this fraction of no-fault jobs judged none/none");
+
+  AlertScoreOptions alerts;
+  CLI::App* al = app.add_subcommand(
+      "alerts", "replay the exported alerting rules on every job (diagnose rules replay): lead time on faulty jobs, "
+                "false alarms on the rest");
+  al->add_option("--diagnose", alerts.diagnose_bin, "the diagnose binary")->required();
+  al->add_option("dir", alerts.dir, "a `campaign generate` output directory")->required();
+  al->add_option("--json", alerts.json_out, "also write the scores as JSON here");
+  al->add_option("--parallel", alerts.parallel, "replays in parallel")->check(CLI::Range(1, 16));
   CLI11_PARSE(app, argc, argv);
 
   if (gen->parsed()) {
@@ -48,6 +59,14 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
+  }
+  if (al->parsed()) {
+    auto quiet = ScoreAlerts(alerts);
+    if (!quiet.ok()) {
+      std::fprintf(stderr, "campaign: %s\n", quiet.status().message().c_str());
+      return 2;
+    }
+    return *quiet ? 0 : 1;
   }
   score.thresholds = {min_rc, min_action, min_precision, min_recall, min_healthy};
   auto passed = ScoreCampaign(score);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/subprocess.h"
+#include "tools/campaign/job_runs.h"
 #include "tools/campaign/truth.h"
 
 namespace fs = std::filesystem;
@@ -35,51 +36,19 @@ struct Outcome {
   double seconds = 0;
 };
 
-StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path.string() + ": cannot read");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::string FirstLine(const std::string& text) {
-  auto end = text.find('\n');
-  return text.substr(0, std::min<size_t>(end == std::string::npos ? text.size() : end, 200));
-}
-
 Outcome RunDiagnose(const ScoreOptions& options, const JobTruth& truth, const fs::path& runs) {
   Outcome o;
-  auto started = std::chrono::steady_clock::now();
-  SpawnOptions spawn;
-  spawn.argv = {options.diagnose_bin, truth.job_id, "--outputs", (fs::path(options.dir) / "outputs").string(),
-                "--format", "json"};
-  if (truth.baseline) spawn.argv.insert(spawn.argv.end(), {"--baseline", *truth.baseline});
-  if (truth.now) spawn.argv.insert(spawn.argv.end(), {"--now", std::to_string(static_cast<int64_t>(*truth.now))});
-  spawn.stdout_path = (runs / (truth.job_id + ".json")).string();
-  spawn.stderr_path = (runs / (truth.job_id + ".err")).string();
-  auto child = ChildProcess::Spawn(spawn);
-  if (!child.ok()) {
-    o.error = child.status().message();
+  std::vector<std::string> argv = {options.diagnose_bin, truth.job_id, "--outputs",
+                                   (fs::path(options.dir) / "outputs").string(), "--format", "json"};
+  if (truth.baseline) argv.insert(argv.end(), {"--baseline", *truth.baseline});
+  if (truth.now) argv.insert(argv.end(), {"--now", std::to_string(static_cast<int64_t>(*truth.now))});
+  CommandRun run = RunJobCommand(argv, runs, truth.job_id, ".json", options.timeout_seconds);
+  o.seconds = run.seconds;
+  if (!run.status.ok()) {
+    o.error = run.status.message();
     return o;
   }
-  auto code = child->Wait(std::chrono::seconds(options.timeout_seconds));
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (!code.ok()) {
-    o.error = "diagnose: " + code.status().message();
-    return o;
-  }
-  if (*code != 0) {
-    auto err = ReadFile(spawn.stderr_path);
-    o.error = "diagnose exit " + std::to_string(*code) + (err.ok() ? ": " + FirstLine(*err) : "");
-    return o;
-  }
-  auto text = ReadFile(spawn.stdout_path);
-  if (!text.ok()) {
-    o.error = text.status().message();
-    return o;
-  }
-  ordered_json report = ordered_json::parse(*text, nullptr, false);
+  ordered_json report = ordered_json::parse(run.output, nullptr, false);
   try {
     o.root_cause = report.at("verdict").at("root_cause").get<std::string>();
     o.action = report.at("decision").at("action").get<std::string>();
@@ -146,26 +115,11 @@ std::string Pct(int num, int den) {
 
 StatusOr<bool> ScoreCampaign(const ScoreOptions& options) {
   const fs::path dir(options.dir);
-  ASSIGN_OR_RETURN(std::string truth_text, ReadFile(dir / "truth.json"));
-  ASSIGN_OR_RETURN(std::vector<JobTruth> all, TruthFromJson(truth_text, (dir / "truth.json").string()));
-  std::vector<JobTruth> truths;
-  for (auto& t : all)
-    if (t.scored) truths.push_back(std::move(t));
-  if (truths.empty()) return InvalidArgumentError((dir / "truth.json").string() + ": no scored jobs");
-  const fs::path runs = dir / "score";
-  std::error_code ec;
-  fs::create_directories(runs, ec);
-  if (ec) return InternalError(runs.string() + ": cannot create: " + ec.message());
-
+  ASSIGN_OR_RETURN(ScoredJobs scored, LoadScoredJobs(dir, "score"));
+  const std::vector<JobTruth>& truths = scored.truths;
   auto started = std::chrono::steady_clock::now();
   std::vector<Outcome> outcomes(truths.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < truths.size();) outcomes[i] = RunDiagnose(options, truths[i], runs);
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::clamp(options.parallel, 1, 16); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  ForEachParallel(truths.size(), options.parallel, [&](size_t i) { outcomes[i] = RunDiagnose(options, truths[i], scored.runs); });
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   struct KindRow {

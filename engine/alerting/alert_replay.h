@@ -1,0 +1,40 @@
+// What the exported alerts would have said on a recorded job: each alert's expression asked as a
+// range query over the job's data at the rule groups' evaluation interval, and Prometheus's `for:`
+// applied to the answer (a series goes pending at its first evaluation, fires once it has been
+// present at every evaluation for `for`, and starts over after a gap). Uses the self-contained
+// expressions (RuleTarget::kVmalert), as no recording rule ran over the recorded data.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/alerting/rule_export.h"
+#include "engine/core/status.h"
+#include "engine/tsdb/query_client.h"
+
+namespace diagnose::alerting {
+
+struct AlertFiring {
+  std::string alert;
+  std::string root_cause;
+  Labels labels;            // the expression's labels (host, instance, ...)
+  double pending_since = 0;
+  double fired_at = 0;      // first evaluation at which it was firing
+  double resolved_at = 0;   // last evaluation it was seen at (firing or pending)
+};
+
+struct AlertReplay {
+  double start = 0, end = 0, step = 0;
+  std::vector<AlertFiring> firings;       // by fired_at
+  std::vector<std::string> queries;       // evidence: each expression with its window
+  std::vector<std::string> failures;      // alerts whose query failed, with why
+};
+
+// `rules` must be exported for RuleTarget::kVmalert (no recording rule names in the expressions).
+StatusOr<AlertReplay> ReplayAlerts(const RuleExport& rules, QueryClient& client, double start, double end, double step);
+
+// Firing intervals from one alert's range answer; exposed for unit tests.
+std::vector<AlertFiring> ApplyFor(const std::string& alert, const std::vector<Series>& series, double step,
+                                  double hold_seconds);
+
+}  // namespace diagnose::alerting
