@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <set>
 
+#include "engine/alerting/rule_export.h"
 #include "engine/playbook/loader.h"
+#include "engine/core/bounded_yaml.h"
 #include "engine/core/json.h"
 #include "engine/playbook/promql_lint.h"
 #include "src/commands.h"
@@ -33,22 +35,55 @@ int RunLint(const LintArgs& args) {
     for (const auto& f : pb::FindYamlFiles(p, false)) {
       std::string abs = std::filesystem::absolute(f).lexically_normal().string();
       bool ours = abs.find("/rules/common/") != std::string::npos || abs.find("/playbooks/") != std::string::npos ||
-                  pb::LooksLikePlaybook(f);
+                  abs.find("/rules/alerts/") != std::string::npos || pb::LooksLikePlaybook(f);
       if (explicit_file || ours) files.push_back(f);
     }
   }
   // Split shared-rule files from playbooks: shared rules load first so playbooks can use them.
   // When none is given, the data dir's rules/common is loaded as context (not reported).
   pb::Loader loader;
-  std::vector<std::string> common, playbooks;
+  std::vector<std::string> common, playbooks, alerts;
   for (const auto& f : files) {
-    (pb::LooksLikePlaybook(f) ? playbooks : common).push_back(f);
+    if (std::filesystem::absolute(f).lexically_normal().string().find("/rules/alerts/") != std::string::npos)
+      alerts.push_back(f);
+    else
+      (pb::LooksLikePlaybook(f) ? playbooks : common).push_back(f);
   }
+  // With no path, the data dir's alerting rules are linted with everything else.
+  if (args.paths.empty())
+    for (const auto& f : pb::FindYamlFiles(data_dir + "/rules/alerts", false)) {
+      alerts.push_back(f);
+      files.push_back(f);
+    }
   if (common.empty())
     loader.LoadCommonFiles(pb::FindYamlFiles(data_dir + "/rules/common", false));
   loader.LoadCommonFiles(common);
   for (const auto& f : playbooks) loader.LoadAnyFile(f);
+  // Alerting rules name playbooks: linted alone, they are checked against the data dir's.
+  if (playbooks.empty() && !alerts.empty())
+    for (const auto& f : pb::FindYamlFiles(data_dir + "/playbooks", false))
+      if (std::filesystem::path(f).parent_path() == std::filesystem::path(data_dir) / "playbooks") loader.LoadAnyFile(f);
   pb::LoadResult result = loader.result();
+  // Alerting rules read the playbooks and thresholds just loaded.
+  if (result.ok() && !alerts.empty()) {
+    alerting::AlertBook book;
+    for (const auto& f : alerts) {
+      auto text = ReadYamlFile(f);
+      if (!text.ok()) {
+        result.Add({pb::LoadCode::kFileRead, {f, 0, 0}, "", "", "", text.status().message()});
+        continue;
+      }
+      alerting::LoadAlertText(*text, f, loader.library(), &book, &result);
+    }
+    if (result.ok()) {
+      auto checked = alerting::CheckExportedRules(book, loader.library());
+      if (checked.ok()) {
+        for (auto& d : *checked) result.Add(std::move(d));
+      } else {
+        PrintError("diagnose lint", "alerting rules not checked by promtool: " + checked.status().message());
+      }
+    }
+  }
   // PromQL through Prometheus's own parser, once the YAML itself is sound.
   if (result.ok()) {
     auto promql = pb::CheckPromqlSyntax(loader.library());

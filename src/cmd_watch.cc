@@ -1,10 +1,20 @@
 // `diagnose watch OUTPUTS_DIR`: follow a sweep's outputs directory, diagnose each job once when it
 // ends unsuccessfully or stalls, append the sweep decision to the history, print one line per result.
 #include <atomic>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <thread>
 #include <cstdio>
 #include <string>
 
+#include "engine/alerting/alert_replay.h"
+#include "engine/alerting/alert_rules.h"
+#include "engine/alerting/rule_export.h"
 #include "engine/core/cleanup_registry.h"
+#include "engine/report/render.h"
+#include "engine/tsdb/http_query_client.h"
 #include "engine/decision/decision_rules.h"
 #include "engine/decision/sweep_history.h"
 #include "engine/job/job_location.h"
@@ -26,6 +36,8 @@ struct WatchArgs {
   double poll_seconds = 60;
   bool once = false;
   bool logs_only = false;
+  bool alerts = false;
+  std::string job;
 };
 
 std::atomic<bool> g_stop{false};
@@ -40,6 +52,102 @@ StatusOr<std::vector<WatchedJob>> ListWithJobLocation(const std::string& outputs
   return out;
 }
 
+// The job a live endpoint belongs to: --job, else the job whose log was written last.
+StatusOr<std::string> LiveJob(const WatchArgs& args) {
+  if (!args.job.empty()) return args.job;
+  ASSIGN_OR_RETURN(std::vector<JobLocation> jobs, ListJobs(DefaultOutputsDir(args.outputs)));
+  std::optional<std::pair<std::filesystem::file_time_type, std::string>> newest;
+  for (const auto& j : jobs) {
+    if (!j.log_path) continue;
+    std::error_code ec;
+    auto t = std::filesystem::last_write_time(*j.log_path, ec);
+    if (!ec && (!newest || t > newest->first)) newest = {t, j.id};
+  }
+  if (!newest) return NotFoundError("no job log in " + DefaultOutputsDir(args.outputs) + " (name the job with --job)");
+  return newest->second;
+}
+
+// `watch --alerts --prometheus URL`: the exported alerts polled on a live endpoint (a running job's
+// own Prometheus); the moment one starts firing, the job is diagnosed through the same endpoint.
+// One report per incident: a job is diagnosed once per root cause its alerts name.
+int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& rulebook, const std::string& data_dir) {
+  const std::string command = "diagnose watch --alerts";
+  if (args.prometheus.empty()) {
+    PrintError(command, "--alerts follows a live endpoint: give it with --prometheus URL");
+    return 2;
+  }
+  playbook::LoadResult load;
+  alerting::AlertBook book = alerting::LoadAlertBook(data_dir, rulebook->library, &load);
+  if (!load.ok()) {
+    for (const auto& d : load.diagnostics()) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    return 1;
+  }
+  alerting::ExportOptions export_options;
+  export_options.target = alerting::RuleTarget::kVmalert;
+  auto rules = alerting::ExportRules(book, rulebook->library, export_options);
+  if (!rules.ok()) {
+    PrintError(command, rules.status().message());
+    return 1;
+  }
+  RemoteEndpointOptions endpoint;
+  endpoint.url = args.prometheus;
+  auto client = HttpQueryClient::Create(endpoint, "endpoint " + args.prometheus);
+  if (!client.ok()) {
+    PrintError(command, client.status().message());
+    return 2;
+  }
+  // One cheap question first, so an endpoint that is not there is one line, not eight queries.
+  if (auto probe = (*client)->Run(Query::Instant("vector(1)", static_cast<double>(std::time(nullptr)))); !probe.ok()) {
+    PrintError(command, "cannot reach " + args.prometheus + ": " + probe.status().message().substr(0, 200));
+    return 1;
+  }
+  alerting::AlertPoller poller(*rules, **client);
+  std::set<std::pair<std::string, std::string>> diagnosed;   // (job, root cause)
+  std::fprintf(stderr, "%s: polling %zu alerts on %s every %.0f s\n", command.c_str(), rules->alerts.size(),
+               args.prometheus.c_str(), args.poll_seconds);
+  while (!g_stop.load()) {
+    auto started = std::chrono::steady_clock::now();
+    auto firing = poller.Poll(static_cast<double>(std::time(nullptr)));
+    if (!firing.ok()) {
+      PrintError(command, firing.status().message());
+      return 1;
+    }
+    for (const auto& f : *firing) {
+      std::string who;
+      for (const auto& [k, v] : f.labels) who += (who.empty() ? "" : ",") + k + "=" + v;
+      auto job = LiveJob(args);
+      if (!job.ok()) {
+        std::printf("alert %s {%s} firing; %s\n", f.alert.c_str(), who.c_str(), job.status().message().c_str());
+        continue;
+      }
+      if (!diagnosed.insert({*job, f.root_cause}).second) {
+        std::printf("alert %s {%s} firing; job %s already diagnosed for %s\n", f.alert.c_str(), who.c_str(),
+                    job->c_str(), f.root_cause.c_str());
+        continue;
+      }
+      std::printf("alert %s {%s} firing: diagnosing job %s through %s\n", f.alert.c_str(), who.c_str(), job->c_str(),
+                  args.prometheus.c_str());
+      DiagnoseOptions d;
+      d.job_ref = *job;
+      d.outputs_dir = DefaultOutputsDir(args.outputs);
+      d.data_dir = data_dir;
+      d.rulebook = rulebook;
+      d.remote.url = args.prometheus;
+      auto report = RunDiagnosis(d);
+      if (!report.ok()) {
+        std::printf("  job %s: diagnosis failed: %s\n", job->c_str(), report.status().message().c_str());
+        continue;
+      }
+      std::fputs(RenderText(*report).c_str(), stdout);
+    }
+    std::fflush(stdout);
+    if (args.once) break;
+    while (!g_stop.load() && std::chrono::steady_clock::now() - started < std::chrono::duration<double>(args.poll_seconds))
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return 0;
+}
+
 int RunWatch(const WatchArgs& args) {
   const std::string data_dir = DefaultDataDir();
   // Parsed once for every job the watcher diagnoses.
@@ -48,6 +156,7 @@ int RunWatch(const WatchArgs& args) {
     PrintError("diagnose watch", rulebook.status().message());
     return 2;
   }
+  if (args.alerts) return RunAlertWatch(args, *rulebook, data_dir);
   WatchOptions options;
   options.outputs_dir = DefaultOutputsDir(args.outputs);
   options.history_file = args.history;
@@ -127,6 +236,10 @@ void RegisterWatch(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--poll-seconds", args.poll_seconds, "scan interval (default 60)")->check(CLI::PositiveNumber);
   sub->add_option("--prometheus", args.prometheus, "query this endpoint instead of each job's persisted TSDB");
   sub->add_flag("--logs-only", args.logs_only, "diagnose from logs only (no TSDB)");
+  sub->add_flag("--alerts", args.alerts,
+                "with --prometheus (a running job's own Prometheus): poll the exported alerts there and diagnose the "
+                "job the moment one fires, once per root cause");
+  sub->add_option("--job", args.job, "with --alerts: the job the endpoint serves (default: the newest job log)");
   sub->add_flag("--once", args.once, "scan once: handle jobs that have ended and are not in the history, then exit");
   registry.Add(sub, [] { return RunWatch(args); });
 }

@@ -76,4 +76,33 @@ StatusOr<AlertReplay> ReplayAlerts(const RuleExport& rules, QueryClient& client,
   return replay;
 }
 
+StatusOr<std::vector<AlertFiring>> AlertPoller::Poll(double now) {
+  std::vector<Query> queries;
+  for (const auto& a : rules_.alerts) queries.push_back(Query::Instant(a.expr, now, a.alert));
+  auto answers = client_.RunBatch(queries);
+  std::map<std::string, Active> still_active;
+  std::vector<AlertFiring> started;
+  for (size_t i = 0; i < rules_.alerts.size(); ++i) {
+    const auto& a = rules_.alerts[i];
+    if (!answers[i].ok()) return answers[i].status().WithContext("alert " + a.alert);
+    double hold = 0;
+    if (!analysis::ParseDurationSeconds(a.hold, &hold)) return InvalidArgumentError("alert " + a.alert + ": for: " + a.hold);
+    for (const auto& s : answers[i]->series) {
+      Labels labels = s.labels;
+      labels.erase("__name__");
+      std::string key = a.alert;
+      for (const auto& [k, v] : labels) key += "\x1f" + k + "=" + v;
+      auto it = active_.find(key);
+      Active state = it == active_.end() ? Active{now, false} : it->second;
+      if (!state.fired && now - state.since >= hold) {
+        state.fired = true;
+        started.push_back({a.alert, a.spec ? a.spec->root_cause : "", labels, state.since, now, now});
+      }
+      still_active[key] = state;
+    }
+  }
+  active_ = std::move(still_active);   // a series absent at this poll is inactive again
+  return started;
+}
+
 }  // namespace diagnose::alerting

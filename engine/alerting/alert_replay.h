@@ -5,6 +5,7 @@
 // expressions (RuleTarget::kVmalert), as no recording rule ran over the recorded data.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,24 @@ StatusOr<AlertReplay> ReplayAlerts(const RuleExport& rules, QueryClient& client,
 // Firing intervals from one alert's range answer; exposed for unit tests.
 std::vector<AlertFiring> ApplyFor(const std::string& alert, const std::vector<Series>& series, double step,
                                   double hold_seconds);
+
+// The same alerts followed live: each Poll evaluates every expression at `now` and keeps
+// Prometheus's pending state per series; a series is reported once, at the poll where it starts
+// firing, and again only after it went away and came back.
+class AlertPoller {
+ public:
+  // `rules` exported for RuleTarget::kVmalert; `client` must outlive the poller.
+  AlertPoller(const RuleExport& rules, QueryClient& client) : rules_(rules), client_(client) {}
+  StatusOr<std::vector<AlertFiring>> Poll(double now);
+
+ private:
+  struct Active {
+    double since = 0;
+    bool fired = false;
+  };
+  const RuleExport& rules_;
+  QueryClient& client_;
+  std::map<std::string, Active> active_;   // alert name + labels
+};
 
 }  // namespace diagnose::alerting

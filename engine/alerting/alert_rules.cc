@@ -269,6 +269,7 @@ void LoadAlertText(const std::string& text, const std::string& name, const pb::L
     if (!std::regex_match(spec.record, record_name))
       check.Add(LoadCode::kBadValue, r["record"], spec.record, "record", "field 'record': '" + spec.record + "' is not a metric name");
     if (!check.Scalar(r, "expr", spec.record, &spec.expr_template)) continue;
+    spec.expr_pos = check.Pos(r["expr"]);
     if (r["description"] && r["description"].IsScalar()) spec.description = r["description"].Scalar();
     spec.args = ParseArgs(check, r, spec.record, spec.expr_template);
     for (const auto& [arg_name, arg] : spec.args) CheckArgScope(check, r["args"][arg_name], arg, spec.record, library, nullptr);
@@ -291,6 +292,7 @@ void LoadAlertText(const std::string& text, const std::string& name, const pb::L
                     check.Scalar(a, "severity", id, &spec.severity) & check.Scalar(a, "expr", id, &spec.expr_template) &
                     check.Scalar(a, "summary", id, &spec.summary);
     if (!complete) continue;
+    spec.expr_pos = check.Pos(a["expr"]);
     const pb::PlaybookSpec* playbook = library.FindPlaybook(spec.playbook);
     if (!playbook) {
       check.Add(LoadCode::kUnknownReference, a["playbook"], id, "playbook", "field 'playbook': unknown playbook '" + spec.playbook + "'");

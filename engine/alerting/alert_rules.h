@@ -23,6 +23,7 @@ struct RecordSpec {
   std::string expr_template;
   std::map<std::string, playbook::ParamSpec> args;
   playbook::SourcePos pos;
+  playbook::SourcePos expr_pos;
 };
 
 struct AlertSpec {
@@ -36,6 +37,7 @@ struct AlertSpec {
   std::map<std::string, playbook::ParamSpec> args;
   std::string summary;       // a Prometheus template, rendered by Prometheus
   playbook::SourcePos pos;
+  playbook::SourcePos expr_pos;
 };
 
 struct AlertBook {

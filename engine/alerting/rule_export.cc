@@ -4,8 +4,14 @@
 #include <cctype>
 #include <set>
 
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "engine/core/subprocess.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::alerting {
@@ -220,6 +226,49 @@ std::string RuleFileYaml(const RuleExport& rules, const std::string& generated_f
       header += "#   " + n.playbook + " -> " + n.root_cause + ": " + n.reason + "\n";
   }
   return header + y.c_str() + "\n";
+}
+
+StatusOr<std::vector<pb::LoadDiagnostic>> CheckExportedRules(const AlertBook& book, const pb::Library& library,
+                                                             const std::string& promtool) {
+  namespace fs = std::filesystem;
+  std::vector<pb::LoadDiagnostic> out;
+  auto exported = ExportRules(book, library, {});
+  if (!exported.ok()) return exported.status();
+  // Every record, used or not, so a typo in an unused one is found too.
+  exported->records.clear();
+  for (const auto& r : book.records) {
+    auto expr = Render(r.expr_template, r.args, library.thresholds, nlohmann::json::object(), "record " + r.record);
+    if (!expr.ok()) return expr.status();
+    exported->records.push_back({r.record, *expr});
+  }
+  std::string tmpl = (fs::temp_directory_path() / "diagnose-alert-lint-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
+  const fs::path dir = tmpl;
+  std::ofstream(dir / "alerts.rules.yml") << RuleFileYaml(*exported, "lint");
+  auto run = RunCommand({promtool, "check", "rules", (dir / "alerts.rules.yml").string()}, std::chrono::seconds(60));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
+  // `<file>: 1:45: group "g", rule 1, "NAME": could not parse expression: ...`
+  static const std::regex kError(R"re(group "[^"]*", rule \d+, "([^"]+)": (.*)$)re");
+  std::istringstream lines(run->output);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kError)) continue;
+    const std::string name = m[1].str();
+    pb::LoadDiagnostic d;
+    d.code = pb::LoadCode::kPromqlSyntax;
+    d.rule = name;
+    d.field = "expr";
+    d.message = "Prometheus rejects the rule: " + m[2].str();
+    if (const AlertSpec* a = book.Find(name)) d.pos = a->expr_pos;
+    for (const auto& r : book.records)
+      if (r.record == name) d.pos = r.expr_pos;
+    out.push_back(std::move(d));
+  }
+  if (out.empty() && run->exit_code != 0)
+    return UnavailableError(promtool + " check rules failed without naming a rule: " + run->output.substr(0, 400));
+  return out;
 }
 
 }  // namespace diagnose::alerting

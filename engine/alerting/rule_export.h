@@ -10,6 +10,7 @@
 
 #include "engine/alerting/alert_rules.h"
 #include "engine/core/status.h"
+#include "engine/playbook/loader.h"
 #include "engine/playbook/playbook.h"
 
 namespace diagnose::alerting {
@@ -65,5 +66,11 @@ std::string InlineRecords(const std::string& expr, const std::vector<RenderedRec
 // The playbook verdicts (root cause not none/unknown) that no alert covers, with why.
 std::vector<NotExportable> FindNotExportable(const AlertBook& book, const playbook::Library& library,
                                              const std::vector<std::string>& playbooks);
+
+// Prometheus's own parser on the export (`promtool check rules`, argv): each rejected expression
+// or annotation template comes back at its alert's or record's file:line:col. kUnavailable when
+// promtool cannot be run.
+StatusOr<std::vector<playbook::LoadDiagnostic>> CheckExportedRules(const AlertBook& book, const playbook::Library& library,
+                                                                   const std::string& promtool = "promtool");
 
 }  // namespace diagnose::alerting

@@ -181,3 +181,37 @@ TEST(RuleTests, TheyFailWhenAThresholdIsFlipped) {
 
 }  // namespace
 }  // namespace diagnose::alerting
+
+namespace diagnose::alerting {
+namespace {
+
+TEST(RuleLint, PromtoolErrorsComeBackAtTheAlertsExpression) {
+  if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
+  Shipped s = LoadShipped();
+  AlertBook book;
+  pb::LoadResult result;
+  LoadAlertText(R"(alerts:
+  - alert: Broken
+    playbook: host-oom
+    root_cause: host-oom
+    evidence: [oom_hosts]
+    severity: warning
+    expr: 'sum by host (increse(hw_oom_kills_total[5m])) > 0'
+    for: 0s
+    summary: "{{ $labels.host }}"
+)",
+                "broken.yaml", s.library, &book, &result);
+  ASSERT_TRUE(result.ok());
+  auto diagnostics = CheckExportedRules(book, s.library);
+  ASSERT_TRUE(diagnostics.ok()) << diagnostics.status().message();
+  ASSERT_EQ(diagnostics->size(), 1u);
+  EXPECT_EQ((*diagnostics)[0].pos.ToString(), "broken.yaml:7:11");
+  EXPECT_THAT((*diagnostics)[0].message, HasSubstr("Prometheus rejects the rule"));
+  // The shipped book passes.
+  auto shipped = CheckExportedRules(s.book, s.library);
+  ASSERT_TRUE(shipped.ok());
+  EXPECT_TRUE(shipped->empty());
+}
+
+}  // namespace
+}  // namespace diagnose::alerting
