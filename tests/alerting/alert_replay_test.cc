@@ -2,6 +2,8 @@
 // fixtures through `diagnose rules replay` (a real private Prometheus).
 #include "engine/alerting/alert_replay.h"
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -79,6 +81,32 @@ TEST(RulesReplay, HealthyAndDecoyJobsRaiseNoAlert) {
     ASSERT_TRUE(j.is_object());
     EXPECT_TRUE(j["firings"].empty()) << job << ": " << j["firings"].dump();
   }
+}
+
+}  // namespace
+}  // namespace diagnose::alerting
+
+namespace diagnose::alerting {
+namespace {
+
+// An endpoint that is not there is the tool's failure: a non-zero exit and one line naming it.
+TEST(WatchAlerts, AnUnreachableEndpointIsOneLineAndANonZeroExit) {
+  auto started = std::chrono::steady_clock::now();
+  auto run = RunCommand({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--alerts", "--prometheus",
+                         "http://127.0.0.1:9", "--once"},
+                        std::chrono::seconds(60));
+  ASSERT_TRUE(run.ok());
+  EXPECT_NE(run->exit_code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_NE(run->output.find("cannot reach http://127.0.0.1:9"), std::string::npos) << run->output;
+  size_t lines = std::count(run->output.begin(), run->output.end(), '\n');
+  EXPECT_LE(lines, 2u) << run->output;   // the polling banner, then the error
+}
+
+TEST(WatchAlerts, WithoutAnEndpointItIsAUsageError) {
+  auto run = RunCommand({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--alerts", "--once"}, std::chrono::seconds(60));
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 2);
 }
 
 }  // namespace
