@@ -427,6 +427,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
       {"where", {4, 4}},    {"times_above", {2, 2}}, {"count_outside", {2, 2}}, {"sustained_level", {2, 2}},
+      {"if", {3, 3}},
   };
   return kFunctions;
 }
@@ -927,6 +928,12 @@ StatusOr<Value> Eval(const Expr& e, const NameResolver& resolve) {
       return out;
     }
     case ExprKind::kCall: {
+      // if(cond, then, else): only the branch taken is evaluated, so the other may be meaningless
+      // (an empty list's first element) without an error.
+      if (e.text == "if" && e.children.size() == 3) {
+        ASSIGN_OR_RETURN(Value cond, Eval(*e.children[0], resolve));
+        return Eval(*e.children[Truthy(cond) ? 1 : 2], resolve);
+      }
       std::vector<Value> args;
       for (const auto& c : e.children) {
         ASSIGN_OR_RETURN(Value v, Eval(*c, resolve));
@@ -1042,7 +1049,8 @@ std::string StaticType(const Expr& e,
       StaticType(*e.children[1], name_type, errors);
       return "";
     case ExprKind::kCall: {
-      for (const auto& c : e.children) StaticType(*c, name_type, errors);
+      std::vector<std::string> types;
+      for (const auto& c : e.children) types.push_back(StaticType(*c, name_type, errors));
       static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
       static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where"};
       static const std::set<std::string> kBool = {"contains", "exists"};
@@ -1050,6 +1058,7 @@ std::string StaticType(const Expr& e,
       if (kList.count(e.text)) return "list";
       if (kBool.count(e.text)) return "bool";
       if (e.text == "join" || e.text == "fmt") return "string";
+      if (e.text == "if" && types.size() == 3) return types[1] == types[2] ? types[1] : "";
       return "";
     }
     case ExprKind::kUnary: {
