@@ -497,14 +497,26 @@ StatusOr<Json> SteadyLevel(const AnalysisInput& in) {
   std::set<std::string> hosts;
   std::vector<double> levels, spreads;
   int dropped = 0;
+  Json unwindowed = Json::array();
   for (const auto& [key, pts] : series) {
-    std::vector<double> kept;
+    std::vector<double> kept, all;
+    int dropped_here = 0;
     for (const auto& p : pts) {
+      all.push_back(p.y);
       const bool inside = std::any_of(excluded.begin(), excluded.end(),
                                       [&](const auto& w) { return p.x >= w.first && p.x <= w.second; });
-      if (inside) ++dropped;
+      if (inside) ++dropped_here;
       else kept.push_back(p.y);
     }
+    // A series that lies (almost) wholly inside the windows (a short baseline cancelled right after
+    // a save) keeps its level from every point: biased by the disturbance, but a level, where
+    // nothing would leave the comparison without its reference. Named in `unwindowed`.
+    if (kept.size() < min_points && all.size() >= min_points) {
+      kept = std::move(all);
+      dropped_here = 0;
+      unwindowed.push_back(key);
+    }
+    dropped += dropped_here;
     if (kept.size() < min_points) continue;
     const double level = Median(kept);
     // 1.4826 * MAD estimates the standard deviation of normal noise.
@@ -519,6 +531,7 @@ StatusOr<Json> SteadyLevel(const AnalysisInput& in) {
   for (const auto& h : hosts) out["hosts"].push_back(h);
   out["count"] = levels.size();
   out["excluded_points"] = dropped;
+  out["unwindowed"] = unwindowed;
   if (!levels.empty()) {
     out["median"] = Median(levels);
     out["spread_median"] = Median(spreads);
@@ -608,10 +621,11 @@ const std::map<std::string, AnalysisDef>& Registry() {
                            {"min", "number"}, {"max", "number"}, {"spread_pct", "number"}, {"uniform", "bool"},
                            {"paired", "bool"}, {"mad", "number"}, {"within_fraction", "number"}},
                           {"input", "baseline_input"}, UniformDelta};
-    r["steady_level"] = {"steady_level", "per-key median level and noise of a series outside given windows",
+    r["steady_level"] = {"steady_level", "per-key median level and noise of a series outside given windows (all of it when too little lies outside)",
                          {{"min_points", {"number", 3, {}}}},
                          {{"values", "map"}, {"spread", "map"}, {"n", "map"}, {"hosts", "list"}, {"count", "number"},
-                          {"median", "number"}, {"spread_median", "number"}, {"excluded_points", "number"}},
+                          {"median", "number"}, {"spread_median", "number"}, {"excluded_points", "number"},
+                          {"unwindowed", "list"}},
                          {"input"}, SteadyLevel};
     r["window_ratio"] = {"window_ratio", "per-key ratio of a series between two windows",
                          {{"aggregate", {"string", "avg", {"avg", "max", "min"}}}},

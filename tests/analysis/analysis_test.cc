@@ -135,6 +135,25 @@ TEST(SteadyLevelTest, MedianAndNoiseOutsideTheGivenWindows) {
   EXPECT_FALSE(SteadyLevel(in).ok());
 }
 
+// A short baseline cancelled right after a save lies wholly inside its checkpoint window: its level
+// comes from every point (named in `unwindowed`) rather than from none.
+TEST(SteadyLevelTest, ASeriesWhollyInsideTheWindowsKeepsALevelFromAllItsPoints) {
+  Json series = {{"short", Json::array()}, {"long", Json::array()}};
+  for (int i = 0; i < 6; ++i) series["short"].push_back({600.0 + i * 30, 18.0});
+  for (int i = 0; i < 40; ++i) series["long"].push_back({i * 30.0, 20.0});
+  AnalysisInput in;
+  in.input = series;
+  in.windows = Json::array({{{"start", 590}, {"end", 900}}});
+  in.args = Args("steady_level");
+  auto r = SteadyLevel(in);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["count"], 2);
+  EXPECT_EQ((*r)["values"]["short"], 18.0);
+  EXPECT_EQ((*r)["unwindowed"], Json::array({"short"}));
+  EXPECT_EQ((*r)["values"]["long"], 20.0);
+  EXPECT_EQ((*r)["n"]["long"], 29);   // 11 points of the long series still left out
+}
+
 TEST(FlatlineTest, GhostSeriesAreFlat) {
   Json series = {{"h1", Json::array()}, {"h2", Json::array()}};
   for (int i = 0; i < 20; ++i) {
