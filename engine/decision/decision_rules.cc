@@ -284,7 +284,8 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
   DecisionRules rules;
   rules.source = source_name;
   try {
-    RETURN_IF_ERROR(r.OnlyKeys(root, {"version", "limits", "hang_phases", "signals", "rules", "node_health", "bisection"},
+    RETURN_IF_ERROR(r.OnlyKeys(root, {"version", "limits", "hang_phases", "signals", "hang_suspect_signals",
+                                      "not_a_mechanism", "rules", "node_health", "bisection"},
                                "decision rules"));
     if (const YAML::Node l = root["limits"]) {
       RETURN_IF_ERROR(r.OnlyKeys(l, {"max_retries_per_job", "retries_exceeded_action", "max_excluded_nodes_per_sweep",
@@ -313,6 +314,16 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
         ASSIGN_OR_RETURN(SignalSpec spec, ReadSignal(r, id, kv.second));
         rules.signals.emplace(id, std::move(spec));
       }
+    }
+    if (const YAML::Node ids = root["hang_suspect_signals"]) {
+      ASSIGN_OR_RETURN(rules.hang_suspect_signals, r.Strings(ids, "hang_suspect_signals"));
+      for (const auto& id : rules.hang_suspect_signals)
+        if (!rules.signals.count(id)) return r.Error(ids, "hang_suspect_signals: '" + id + "' is not a signal defined here");
+    }
+    if (const YAML::Node causes = root["not_a_mechanism"]) {
+      ASSIGN_OR_RETURN(rules.not_a_mechanism, r.Strings(causes, "not_a_mechanism"));
+      for (const auto& cause : rules.not_a_mechanism)
+        if (!IsKnownRootCause(cause)) return r.Error(causes, "not_a_mechanism: '" + cause + "' is not a root cause of the contract");
     }
     if (const YAML::Node list = root["rules"]) {
       if (!list.IsSequence()) return r.Error(list, "rules must be a list");

@@ -102,6 +102,12 @@ struct DecisionRules {
   SweepLimits limits;
   std::vector<std::string> hang_phases;
   std::map<std::string, SignalSpec> signals;
+  // Log signals that localise a recurring hang, in order: the first one logged on some hosts (not
+  // all) names the suspects (each id must be a defined signal).
+  std::vector<std::string> hang_suspect_signals;
+  // Root causes that name no failure mechanism: a metric-backed verdict with one of these leaves the
+  // log's sweep rules in charge (each must be in the contract's vocabulary).
+  std::vector<std::string> not_a_mechanism;
   std::vector<DecisionRule> rules;
   NodeHealthThresholds node_health;
   BisectionThresholds bisection;

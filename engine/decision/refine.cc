@@ -198,13 +198,13 @@ std::vector<Exclusion> HangSuspects(const Report& diagnosis, const JobFacts& fac
                                     const std::string& status) {
   if (!diagnosis.decision.exclude.empty()) return diagnosis.decision.exclude;
   std::vector<Exclusion> out;
-  for (const char* id : {"nic-completion-error", "rccl-trouble", "node-crash", "gpu-hardware-error"}) {
+  for (const std::string& id : rules.hang_suspect_signals) {
     auto it = rules.signals.find(id);
     if (it == rules.signals.end()) continue;
     const SignalHit hit = EvaluateSignal(it->second, facts, status);
     const std::string spread = SpreadOf(hit, facts);
     if (spread != "one" && spread != "several") continue;
-    for (const auto& h : hit.hosts) out.push_back({h, 2, std::string("hang recurred; ") + id + " logged on this host"});
+    for (const auto& h : hit.hosts) out.push_back({h, 2, "hang recurred; " + id + " logged on this host"});
     if (!out.empty()) break;
   }
   return out;
@@ -249,8 +249,9 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   const bool metric_backed = diagnosis.verdict.source == "playbooks" &&
                              (diagnosis.verdict.confidence == "confirmed" || diagnosis.verdict.confidence == "likely");
   // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
-  const bool names_mechanism = diagnosis.verdict.root_cause != "none" && diagnosis.verdict.root_cause != "unknown" &&
-                               diagnosis.verdict.root_cause != "observability-gap";
+  const bool names_mechanism =
+      std::find(rules.not_a_mechanism.begin(), rules.not_a_mechanism.end(), diagnosis.verdict.root_cause) ==
+      rules.not_a_mechanism.end();
   // `refuted` is only ever set from a likely or confirmed refutation.
   const bool refuted = diagnosis.verdict.source == "playbooks" && !diagnosis.verdict.refuted.empty();
   const bool metric_backed_cause = (metric_backed && names_mechanism) || refuted;

@@ -55,6 +55,20 @@ TEST(DecisionRulesLoad, YamlSyntaxErrorHasPosition) {
   EXPECT_NE(r.status().message().find("t.yaml:"), std::string::npos);
 }
 
+// The ids the engine used to hard-code are data now; a rename on one side is an error, not a skip.
+TEST(DecisionRulesLoad, HangSuspectSignalsAndNonMechanismCausesMustExist) {
+  const DecisionRules& rules = testing::SweepRules();
+  EXPECT_EQ(rules.hang_suspect_signals.size(), 4u);
+  EXPECT_EQ(rules.not_a_mechanism, (std::vector<std::string>{"none", "unknown", "observability-gap"}));
+  auto renamed = ParseDecisionRules("signals:\n  s: {classes: [x]}\nhang_suspect_signals: [s, rccl-trubble]\n", "t.yaml");
+  ASSERT_FALSE(renamed.ok());
+  EXPECT_NE(renamed.status().message().find("t.yaml:3:"), std::string::npos) << renamed.status().message();
+  EXPECT_NE(renamed.status().message().find("'rccl-trubble' is not a signal defined here"), std::string::npos);
+  auto cause = ParseDecisionRules("not_a_mechanism: [none, telemetry-ghosts]\n", "t.yaml");
+  ASSERT_FALSE(cause.ok());
+  EXPECT_NE(cause.status().message().find("'telemetry-ghosts' is not a root cause"), std::string::npos);
+}
+
 TEST(DecisionRulesLoad, UnknownHangPhaseIsAnError) {
   EXPECT_FALSE(ParseDecisionRules("hang_phases: [during-lunch]\n", "t").ok());
 }
