@@ -11,7 +11,7 @@
 #include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
 #include "engine/decision/node_health.h"
-#include "engine/fleet/fleet_import.h"
+#include "engine/pipeline/fleet_import.h"
 #include "engine/fleet/fleet_record.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/rulebook.h"

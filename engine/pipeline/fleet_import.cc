@@ -1,4 +1,4 @@
-#include "engine/fleet/fleet_import.h"
+#include "engine/pipeline/fleet_import.h"
 
 #include <chrono>
 #include <cmath>
