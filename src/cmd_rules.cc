@@ -146,8 +146,11 @@ int RunReplay(ReplayArgs& args) {
                             (*opened)->unavailable_reason());
     return 1;
   }
-  double step = 30;
-  analysis::ParseDurationSeconds(args.interval, &step);
+  double step = 0;
+  if (!analysis::ParseDurationSeconds(args.interval, &step) || step <= 0) {
+    PrintError(command, "--interval: '" + args.interval + "' is not a duration such as 30s");
+    return 2;
+  }
   auto replay = alerting::ReplayAlerts(*exported, *client, range->start, range->end, step);
   if (!replay.ok()) {
     PrintError(command, replay.status().message());

@@ -25,7 +25,6 @@ std::vector<AlertFiring> ApplyFor(const std::string& alert, const std::vector<Se
       current.reset();
     };
     for (const auto& sample : s.samples) {
-      if (std::isnan(sample.v)) continue;
       if (current && sample.t - last > gap) close();
       if (!current) {
         current = AlertFiring{alert, "", labels, sample.t, 0, sample.t};
@@ -66,7 +65,11 @@ StatusOr<AlertReplay> ReplayAlerts(const RuleExport& rules, QueryClient& client,
       replay.failures.push_back(a.alert + ": for: '" + a.hold + "' is not a duration");
       continue;
     }
-    for (auto& f : ApplyFor(a.alert, answers[i]->series, step, hold)) {
+    // A long window makes the client widen the step (at most 11,000 points): the gaps `for:` sees
+    // are measured in the step actually used.
+    const double used_step = answers[i]->effective_step > 0 ? answers[i]->effective_step : step;
+    replay.step = std::max(replay.step, used_step);
+    for (auto& f : ApplyFor(a.alert, answers[i]->series, used_step, hold)) {
       f.root_cause = a.spec ? a.spec->root_cause : "";
       replay.firings.push_back(std::move(f));
     }

@@ -257,7 +257,13 @@ void LoadAlertText(const std::string& text, const std::string& name, const pb::L
     check.Add(LoadCode::kDuplicateId, n, id, field, fmt::format(fmt::runtime(pb::msg::kDuplicateId), id, it->second.ToString()));
     return false;
   };
-  for (const auto& r : (*root)["records"]) {
+  for (const char* section : {"records", "alerts"}) {
+    YAML::Node n = (*root)[section];
+    if (n && !n.IsSequence())
+      check.Add(LoadCode::kFieldType, n, "", section, fmt::format(fmt::runtime(pb::msg::kFieldType), section, "a list"));
+  }
+  const YAML::Node records = (*root)["records"], alerts = (*root)["alerts"];
+  for (const auto& r : records.IsSequence() ? records : YAML::Node(YAML::NodeType::Sequence)) {
     if (!r.IsMap()) {
       check.Add(LoadCode::kFieldType, r, "", "records", "each record is a map");
       continue;
@@ -276,7 +282,7 @@ void LoadAlertText(const std::string& text, const std::string& name, const pb::L
     CheckArgValues(check, r, spec.args, spec.record, library, nullptr);
     if (unique(r["record"], spec.record, "record")) book->records.push_back(std::move(spec));
   }
-  for (const auto& a : (*root)["alerts"]) {
+  for (const auto& a : alerts.IsSequence() ? alerts : YAML::Node(YAML::NodeType::Sequence)) {
     if (!a.IsMap()) {
       check.Add(LoadCode::kFieldType, a, "", "alerts", "each alert is a map");
       continue;

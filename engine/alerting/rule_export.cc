@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "engine/core/cleanup_registry.h"
 #include "engine/core/subprocess.h"
 #include "engine/playbook/promql_template.h"
 
@@ -194,20 +195,16 @@ StatusOr<RuleExport> ExportRules(const AlertBook& book, const pb::Library& libra
 }
 
 std::string RuleFileYaml(const RuleExport& rules, const std::string& generated_from) {
+  // One group, records first: Prometheus evaluates a group's rules in order, and an alert reading a
+  // record of another group would see the previous evaluation's value, or none at first.
   YAML::Emitter y;
   y << YAML::BeginMap << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;
-  if (!rules.records.empty()) {
-    y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "diagnose-records";
-    y << YAML::Key << "interval" << YAML::Value << rules.interval;
-    y << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
-    for (const auto& r : rules.records)
-      y << YAML::BeginMap << YAML::Key << "record" << YAML::Value << r.record << YAML::Key << "expr" << YAML::Value
-        << r.expr << YAML::EndMap;
-    y << YAML::EndSeq << YAML::EndMap;
-  }
-  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "diagnose-alerts";
+  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "diagnose";
   y << YAML::Key << "interval" << YAML::Value << rules.interval;
   y << YAML::Key << "rules" << YAML::Value << YAML::BeginSeq;
+  for (const auto& r : rules.records)
+    y << YAML::BeginMap << YAML::Key << "record" << YAML::Value << r.record << YAML::Key << "expr" << YAML::Value
+      << r.expr << YAML::EndMap;
   for (const auto& a : rules.alerts) {
     y << YAML::BeginMap << YAML::Key << "alert" << YAML::Value << a.alert;
     y << YAML::Key << "expr" << YAML::Value << YAML::Literal << a.expr;
@@ -241,13 +238,26 @@ StatusOr<std::vector<pb::LoadDiagnostic>> CheckExportedRules(const AlertBook& bo
     if (!expr.ok()) return expr.status();
     exported->records.push_back({r.record, *expr});
   }
-  std::string tmpl = (fs::temp_directory_path() / "diagnose-alert-lint-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
-  const fs::path dir = tmpl;
-  std::ofstream(dir / "alerts.rules.yml") << RuleFileYaml(*exported, "lint");
+  fs::path dir;
+  CleanupRegistry::Id cleanup = 0;
+  {
+    AcquisitionScope scope;
+    std::string tmpl = (fs::temp_directory_path() / "diagnose-alert-lint-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
+    dir = tmpl;
+    cleanup = CleanupRegistry::Instance().Register("alert lint dir " + dir.string(), [dir] {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    });
+    std::ofstream(dir / "alerts.rules.yml") << RuleFileYaml(*exported, "lint");
+  }
   auto run = RunCommand({promtool, "check", "rules", (dir / "alerts.rules.yml").string()}, std::chrono::seconds(60));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  {
+    AcquisitionScope scope;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    CleanupRegistry::Instance().Unregister(cleanup);
+  }
   if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
   // `<file>: 1:45: group "g", rule 1, "NAME": could not parse expression: ...`
   static const std::regex kError(R"re(group "[^"]*", rule \d+, "([^"]+)": (.*)$)re");

@@ -15,9 +15,10 @@
 
 namespace diagnose::alerting {
 
-// Prometheus evaluates a group's rules in order on its own storage, so alerts read the recorded
-// series. vmalert writes recording results through remote write, asynchronously: an alert of the
-// same evaluation would not see them, so for vmalert every record an alert uses is inlined.
+// Prometheus evaluates a group's rules in order on its own storage, so alerts (after the records, in
+// the same group) read the recorded series. vmalert writes recording results through remote write,
+// asynchronously: an alert of the same evaluation would not see them, so for vmalert every record
+// an alert uses is inlined.
 enum class RuleTarget { kPrometheus, kVmalert };
 
 struct ExportOptions {

@@ -102,8 +102,14 @@ StatusOr<GeneratedRuleTests> GenerateRuleTests(const RuleExport& rules, const st
       if (playbooks.count(a.spec->playbook)) relevant.push_back(&a);
     if (relevant.empty()) continue;
     for (const auto& test : (*root)["tests"]) {
+      if (!test.IsMap()) continue;
       const YAML::Node series = test["input_series"];
       if (!series || !series.IsSequence() || series.size() == 0 || test["baseline_input_series"]) continue;
+      // `diagnose test` reports a malformed test with its position; here it is left out.
+      bool well_formed = test["expect"] && test["expect"].IsMap();
+      for (const auto& s : series)
+        well_formed = well_formed && s.IsMap() && s["series"] && s["series"].IsScalar() && s["values"] && s["values"].IsScalar();
+      if (!well_formed) continue;
       const std::string name = test["name"] ? test["name"].Scalar() : "?";
       const std::string interval = test["interval"] ? test["interval"].Scalar() : "1m";
       double step = 0;
@@ -145,7 +151,9 @@ StatusOr<GeneratedRuleTests> GenerateRuleTests(const RuleExport& rules, const st
       for (const auto* a : relevant) {
         bool fired = false;
         for (const auto& rule : a->spec->evidence) {
-          auto it = finding_status.find(a->spec->playbook + "/" + rule);
+          // Findings are named "<playbook>/<rule>", shared ones "common/<rule>".
+          const std::string id = rule.rfind("common.", 0) == 0 ? "common/" + rule.substr(7) : a->spec->playbook + "/" + rule;
+          auto it = finding_status.find(id);
           fired |= it != finding_status.end() && it->second == "fired";
         }
         evidence_fired_anywhere |= fired;

@@ -174,10 +174,11 @@ JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const s
   auto record = WriteRecord(store, *report, job.id, job_labels, range->end);
   if (!record.ok()) return finish("failed", record.status().message());
   out.samples += *record;
-  // A loaded store can take a moment to make new series searchable even after a flush: the count
-  // is asked again for a few seconds before it counts as a loss.
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  // A loaded store can take a while to make new series searchable even after a flush (a CI run
+  // saw none of a job's samples 5 s after it): the count is asked again for up to 30 s, backing
+  // off, before it counts as a loss.
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 20 ? 250 : 1250));
     if (Status s = store.MakeSearchable(); !s.ok()) return finish("failed", s.message());
     auto stored = store.SampleCount(selector, *range);
     if (!stored.ok()) return finish("failed", stored.status().message());

@@ -56,6 +56,31 @@ TEST(AlertPoller, ReportsASeriesOnceWhenItStartsFiring) {
   EXPECT_EQ(poller.Poll(420)->size(), 1u);
 }
 
+// A long window makes the client widen the step; `for:` must measure gaps in the step it used.
+class WidenedStepEndpoint : public FakeEndpoint {
+ public:
+  StatusOr<QueryResult> Run(const Query& q) override {
+    QueryResult r;
+    r.result_type = "matrix";
+    r.effective_step = 120;
+    Series s;
+    s.labels = {{"host", "h1"}};
+    for (double t = q.start; t <= q.end; t += 120) s.samples.push_back({t, 1});
+    r.series.push_back(s);
+    return r;
+  }
+};
+
+TEST(AlertReplay, ForIsMeasuredInTheStepTheClientUsed) {
+  RuleExport rules = OneAlert("300s");
+  WidenedStepEndpoint endpoint;
+  auto replay = ReplayAlerts(rules, endpoint, 0, 1200, 30);
+  ASSERT_TRUE(replay.ok()) << replay.status().message();
+  ASSERT_EQ(replay->firings.size(), 1u);
+  EXPECT_EQ(replay->firings[0].fired_at, 360);
+  EXPECT_EQ(replay->step, 120);
+}
+
 TEST(AlertPoller, ForZeroFiresAtTheFirstPoll) {
   RuleExport rules = OneAlert("0s");
   FakeEndpoint endpoint;

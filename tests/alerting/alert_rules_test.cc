@@ -87,6 +87,13 @@ TEST(AlertBook, MistakesAreReportedWithTheirPosition) {
   }
 }
 
+TEST(AlertBook, SectionsOfTheWrongShapeAreReportedNotThrown) {
+  auto problems = Problems("records: {a: 1}\nalerts: 5\n");
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_THAT(problems[0], HasSubstr("a.yaml:1:10: field 'records' must be a list"));
+  EXPECT_THAT(problems[1], HasSubstr("a.yaml:2:9: field 'alerts' must be a list"));
+}
+
 TEST(AlertBook, ArgsReadThresholdsAndPlaybookParams) {
   pb::ParamSpec arg;
   arg.type = pb::ParamType::kNumber;
