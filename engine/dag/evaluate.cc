@@ -91,12 +91,22 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
                      const std::string& promql, double start, double end) {
   const auto& q = rule.query;
   json values = json::object();
+  json reduced = json::object();
   std::map<std::string, std::map<double, double>> series;
   std::set<std::string> hosts;
   for (const auto& s : result.series) {
     std::string key = KeyOf(s.labels, q.by, instance_hosts);
     std::string host = HostOfSeries(s.labels, instance_hosts);
     if (!host.empty()) hosts.insert(host);
+    if (q.range && q.reductions.size() > 1) {
+      for (const auto& how : q.reductions) {
+        double v = Reduce(s.samples, how);
+        if (std::isnan(v)) continue;
+        auto& slot = reduced[how];
+        double prev = slot.contains(key) ? slot[key].get<double>() : std::nan("");
+        slot[key] = Combine(prev, v, how);
+      }
+    }
     double v = q.range ? Reduce(s.samples, q.reduce) : (s.samples.empty() ? std::nan("") : s.samples.back().v);
     if (std::isnan(v)) continue;
     double prev = values.contains(key) ? values[key].get<double>() : std::nan("");
@@ -112,6 +122,11 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
   }
   json out;
   out["values"] = values;
+  if (q.range && q.reductions.size() > 1) {
+    for (const auto& how : q.reductions)
+      if (!reduced.contains(how)) reduced[how] = json::object();
+    out["reduced"] = std::move(reduced);
+  }
   out["hosts"] = json(std::vector<std::string>(hosts.begin(), hosts.end()));
   out["count"] = values.size();
   out["query"] = promql;
@@ -185,11 +200,11 @@ class Evaluator {
     for (const auto* pb : graph_.playbooks()) {
       std::map<std::string, std::string> problems;
       params_[pb->id] = ResolveParams(pb, ctx_, thresholds_, &problems);
-      windows_[pb->id] = ResolveWindows(pb, ctx_, params_[pb->id], thresholds_, &problems);
+      windows_[pb->id] = ResolveWindows(graph_.library(), pb, ctx_, params_[pb->id], thresholds_, &problems);
       window_problems_[pb->id] = problems;
     }
     std::map<std::string, std::string> problems;
-    windows_[""] = ResolveWindows(nullptr, ctx_, json::object(), thresholds_, &problems);
+    windows_[""] = ResolveWindows(graph_.library(), nullptr, ctx_, json::object(), thresholds_, &problems);
     window_problems_[""] = problems;
     params_[""] = json::object();
 
@@ -239,9 +254,56 @@ class Evaluator {
     return true;
   }
 
-  // Name resolution for expressions of node `idx` (and `host` inside exclusion reasons).
-  playbook::NameResolver Resolver(int idx, const json* host = nullptr) {
-    return [this, idx, host](const std::string& root) -> const Value* {
+  // One expression's view of names: node `idx`, `host` inside exclusion reasons, and the values of
+  // the bindings (let, macros) it has used so far. Bindings are evaluated on first use, in this
+  // scope, so a macro that reads `host` sees the host being excused.
+  struct NameScope {
+    int idx = -1;
+    const json* host = nullptr;
+    std::map<std::string, json> bound;
+    std::set<std::string> evaluating;
+    std::string error;   // the first binding that failed: the expression using it fails too
+  };
+
+  const playbook::Binding* FindBinding(int idx, const std::string& name) const {
+    if (idx < 0) return nullptr;
+    const auto& node = graph_.nodes()[idx];
+    auto find = [&](const std::vector<playbook::Binding>& list) -> const playbook::Binding* {
+      for (const auto& b : list)
+        if (b.name == name) return &b;
+      return nullptr;
+    };
+    if (const auto* b = find(node.rule->lets)) return b;
+    if (node.playbook)
+      if (const auto* b = find(node.playbook->macros)) return b;
+    return find(graph_.library().common_macros);
+  }
+
+  const Value* Lookup(const std::shared_ptr<NameScope>& scope, const std::string& root) {
+    const int idx = scope->idx;
+    if (auto it = scope->bound.find(root); it != scope->bound.end()) return it->second.is_null() ? nullptr : &it->second;
+    if (const auto* b = FindBinding(idx, root); b && b->expr.ast && !scope->evaluating.count(root)) {
+      scope->evaluating.insert(root);
+      auto v = playbook::EvalExpr(*b->expr.ast, [this, scope](const std::string& r) { return Lookup(scope, r); });
+      scope->evaluating.erase(root);
+      if (!v.ok() && scope->error.empty()) scope->error = b->expr.pos.ToString() + ": " + root + ": " + v.status().message();
+      auto& slot = scope->bound[root];
+      slot = v.ok() ? std::move(*v) : json();
+      return slot.is_null() ? nullptr : &slot;
+    }
+    return RootValue(idx, scope->host, root);
+  }
+
+  // Name resolution for one expression of node `idx` (and `host` inside exclusion reasons).
+  std::pair<std::shared_ptr<NameScope>, playbook::NameResolver> Resolver(int idx, const json* host) {
+    auto scope = std::make_shared<NameScope>();
+    scope->idx = idx;
+    scope->host = host;
+    return {scope, [this, scope](const std::string& root) { return Lookup(scope, root); }};
+  }
+
+  const Value* RootValue(int idx, const json* host, const std::string& root) {
+    {
       const std::string pb = idx >= 0 ? PlaybookOf(idx) : "";
       if (root == "facts") return &ctx_.facts;
       if (root == "baseline") return ctx_.baseline_facts.is_null() ? nullptr : &ctx_.baseline_facts;
@@ -258,7 +320,7 @@ class Evaluator {
       if (target < 0 && pb.empty()) target = graph_.IndexOf("common/" + root);
       if (target < 0 || result_.nodes[target].health != "ok") return nullptr;
       return &result_.nodes[target].value;
-    };
+    }
   }
 
   // `common.X` for node `idx`: the shared rules it depends on, built the first time one of its
@@ -279,15 +341,19 @@ class Evaluator {
 
   StatusOr<json> Eval(int idx, const CompiledExpr& e, const json* host = nullptr) {
     if (!e.ast) return json();
-    auto v = playbook::EvalExpr(*e.ast, Resolver(idx, host));
+    auto [scope, resolve] = Resolver(idx, host);
+    auto v = playbook::EvalExpr(*e.ast, resolve);
     if (!v.ok()) return InvalidArgumentError(e.pos.ToString() + ": " + v.status().message());
+    if (!scope->error.empty()) return InvalidArgumentError(e.pos.ToString() + ": uses " + scope->error);
     return v;
   }
 
   StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr) {
     if (!t.present()) return std::string();
-    auto s = playbook::RenderTemplate(t.pieces, Resolver(idx, host));
+    auto [scope, resolve] = Resolver(idx, host);
+    auto s = playbook::RenderTemplate(t.pieces, resolve);
     if (!s.ok()) return InvalidArgumentError(t.pos.ToString() + ": " + s.status().message());
+    if (!scope->error.empty()) return InvalidArgumentError(t.pos.ToString() + ": uses " + scope->error);
     return s;
   }
 
@@ -494,6 +560,15 @@ class Evaluator {
     const auto& node = graph_.nodes()[idx];
     const auto& v = node.rule->verdict;
     auto& out = result_.nodes[idx];
+    // A fallback stands in only for verdicts that could not be judged.
+    for (const auto& primary : node.rule->after) {
+      int p = graph_.IndexOf(primary);
+      if (p >= 0 && result_.nodes[p].health == "ok") {
+        out.health = "ok";
+        out.value = {{"fired", false}, {"hosts", json::array()}, {"confidence", nullptr}, {"fallback_unused", primary}};
+        return;
+      }
+    }
     auto when = Eval(idx, v.when);
     if (!when.ok()) return Fail(idx, "error", when.status().message());
     bool fired = playbook::Truthy(*when);
@@ -570,8 +645,13 @@ class Evaluator {
       if (!s.ok()) return Fail(idx, "error", s.status().message());
       c.changes[k] = *s;
     }
-    for (const auto& t : v.notes) {
-      auto s = Render(idx, t);
+    for (const auto& note : v.notes) {
+      if (note.when.present()) {
+        auto say = Eval(idx, note.when);
+        if (!say.ok()) return Fail(idx, "error", say.status().message());
+        if (!playbook::Truthy(*say)) continue;
+      }
+      auto s = Render(idx, note.text);
       if (!s.ok()) return Fail(idx, "error", s.status().message());
       if (!s->empty()) c.notes.push_back(*s);
     }
@@ -829,39 +909,8 @@ json ResolveParams(const playbook::PlaybookSpec* pb, const EvaluationContext& ct
   return out;
 }
 
-// One window per logged checkpoint save: from the end of the saved step to the end of the step
-// after it (the write makes that step slow) plus thresholds.checkpoint_window_settle_seconds, the
-// time the writers' side effects (I/O pressure averages, retransmit storms, page cache) need to
-// fade. Step times come from discovery.step_times; without them the list is empty.
-// One job's checkpoint save windows, from its facts (saved steps) and discovery (step times).
-json CheckpointWindows(const json& facts, const json& discovery, const json& thresholds) {
-  json out = json::array();
-  const json& saves = facts.is_object() && facts.contains("checkpoint_saves") ? facts["checkpoint_saves"] : kNull;
-  const json& times = discovery.is_object() && discovery.contains("step_times") ? discovery["step_times"] : kNull;
-  if (!saves.is_array() || !times.is_array()) return out;
-  std::map<double, double> end_of_step;
-  for (const auto& p : times)
-    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
-      end_of_step[p[0].get<double>()] = p[1].get<double>();
-  if (end_of_step.empty()) return out;
-  double settle = thresholds.is_object() && thresholds.contains("checkpoint_window_settle_seconds") &&
-                          thresholds["checkpoint_window_settle_seconds"].is_number()
-                      ? thresholds["checkpoint_window_settle_seconds"].get<double>()
-                      : 0;
-  std::set<double> seen;
-  for (const auto& s : saves) {
-    if (!s.is_number() || !seen.insert(s.get<double>()).second) continue;
-    double step = s.get<double>();
-    auto at = end_of_step.find(step);
-    if (at == end_of_step.end()) continue;
-    auto next = end_of_step.upper_bound(step);
-    double end = (next != end_of_step.end() ? next->second : at->second) + settle;
-    out.push_back({{"step", s}, {"start", at->second}, {"end", end}});
-  }
-  return out;
-}
-
-json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& ctx, const json& params,
+json ResolveWindows(const playbook::Library& library, const playbook::PlaybookSpec* pb, const EvaluationContext& ctx,
+                    const json& params,
                     const json& thresholds, std::map<std::string, std::string>* problems) {
   json out = json::object();
   auto range_of = [](const json& discovery) -> json {
@@ -889,22 +938,8 @@ json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& c
   json base = range_of(ctx.baseline_discovery);
   if (!base.is_null()) out["baseline_job"] = base;
   else (*problems)["baseline_job"] = "no baseline TSDB";
-  const json* crash = nullptr;
-  const json& hb = ctx.facts.contains("heartbeat") ? ctx.facts["heartbeat"] : kNull;
-  if (hb.is_object() && hb.contains("crash_time") && hb["crash_time"].is_object() && hb["crash_time"].contains("epoch"))
-    crash = &hb["crash_time"]["epoch"];
-  if (crash && crash->is_number() && crash->get<double>() > 0 && hb.contains("timeout_seconds") &&
-      hb["timeout_seconds"].is_number() && hb["timeout_seconds"].get<double>() > 0) {
-    double end = crash->get<double>();
-    out["heartbeat_stop"] = {{"start", end - hb["timeout_seconds"].get<double>()}, {"end", end}};
-  } else {
-    (*problems)["heartbeat_stop"] = "no heartbeat crash time and timeout in the log facts";
-  }
-  out["checkpoints"] = CheckpointWindows(ctx.facts, ctx.discovery, thresholds);
-  out["baseline_checkpoints"] = CheckpointWindows(ctx.baseline_facts, ctx.baseline_discovery, thresholds);
-  if (!pb) return out;
-  for (const auto& [name, w] : pb->windows) {
-    auto resolve = [&](const std::string& root) -> const Value* {
+  auto resolve_in = [&](const json& params) {
+    return [&ctx, &thresholds, &out, &params](const std::string& root) -> const Value* {
       if (root == "facts") return &ctx.facts;
       if (root == "baseline") return ctx.baseline_facts.is_null() ? nullptr : &ctx.baseline_facts;
       if (root == "discovery") return ctx.discovery.is_null() ? nullptr : &ctx.discovery;
@@ -914,22 +949,27 @@ json ResolveWindows(const playbook::PlaybookSpec* pb, const EvaluationContext& c
       if (root == "windows") return &out;
       return nullptr;
     };
+  };
+  auto resolve_window = [&](const playbook::WindowSpec& w, const playbook::NameResolver& resolve) {
+    auto missing = [&](const std::string& why) { (*problems)[w.name] = w.unavailable.empty() ? why : w.unavailable; };
+    if (w.is_list()) {
+      auto l = playbook::EvalExpr(*w.list.ast, resolve);
+      if (!l.ok()) return missing(l.status().message());
+      out[w.name] = l->is_array() ? *l : json::array();
+      return;
+    }
     auto s = w.start.present() ? playbook::EvalExpr(*w.start.ast, resolve) : StatusOr<json>(json());
     auto e = w.end.present() ? playbook::EvalExpr(*w.end.ast, resolve) : StatusOr<json>(json());
-    if (!s.ok() || !e.ok()) {
-      (*problems)[name] = !s.ok() ? s.status().message() : e.status().message();
-      continue;
-    }
-    if (!s->is_number() || !e->is_number()) {
-      (*problems)[name] = "start/end are not known for this job (" + w.start.source + " .. " + w.end.source + ")";
-      continue;
-    }
-    if (s->get<double>() > e->get<double>()) {
-      (*problems)[name] = "start is after end";
-      continue;
-    }
-    out[name] = {{"start", *s}, {"end", *e}};
-  }
+    if (!s.ok() || !e.ok()) return missing(!s.ok() ? s.status().message() : e.status().message());
+    if (!s->is_number() || !e->is_number())
+      return missing("start/end are not known for this job (" + w.start.source + " .. " + w.end.source + ")");
+    if (s->get<double>() > e->get<double>()) return missing("start is after end");
+    out[w.name] = {{"start", *s}, {"end", *e}};
+  };
+  const json no_params = json::object();
+  for (const auto& w : library.shared_windows) resolve_window(w, resolve_in(no_params));
+  if (!pb) return out;
+  for (const auto& [name, w] : pb->windows) resolve_window(w, resolve_in(params));
   return out;
 }
 

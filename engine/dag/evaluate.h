@@ -38,9 +38,10 @@ EvaluationResult Evaluate(const CompiledGraph& graph, const EvaluationContext& c
 // The host a series belongs to (README §3.1 host key): host label, else instance_hosts[instance],
 // else instance without :port, else instance_hosts[ip], else ip; "" when none.
 std::string HostOfSeries(const Labels& labels, const nlohmann::json& instance_hosts);
-// Built-in and playbook windows resolved against the context: {name: {start, end}} (missing when
+// Built-in, shared (rules/common) and playbook windows resolved against the context: {name: {start, end}} (missing when
 // they cannot be computed; `problems` says why).
-nlohmann::json ResolveWindows(const playbook::PlaybookSpec* playbook, const EvaluationContext& ctx,
+nlohmann::json ResolveWindows(const playbook::Library& library, const playbook::PlaybookSpec* playbook,
+                              const EvaluationContext& ctx,
                               const nlohmann::json& params, const nlohmann::json& thresholds,
                               std::map<std::string, std::string>* problems);
 // A playbook's params evaluated (literals and expressions).

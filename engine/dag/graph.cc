@@ -178,7 +178,7 @@ StatusOr<CompiledGraph> CompiledGraph::Compile(const playbook::Library& library,
   auto add = [&](const RuleSpec* r, const PlaybookSpec* pb) {
     if (g.index_.count(r->qualified_id)) return;
     g.index_[r->qualified_id] = static_cast<int>(g.nodes_.size());
-    g.nodes_.push_back({r->qualified_id, r, pb, 0, {}});
+    g.nodes_.push_back({r->qualified_id, r, pb, 0, {}, {}});
   };
   for (const auto* pb : g.playbooks_)
     for (const auto& r : pb->rules) add(&r, pb);
@@ -198,6 +198,13 @@ StatusOr<CompiledGraph> CompiledGraph::Compile(const playbook::Library& library,
       g.nodes_[i].deps.push_back(it->second);
       boost::add_edge(it->second, i, g.graph_);   // dependency -> dependent
     }
+    // Ordering without need: a fallback verdict runs after the verdicts it stands in for.
+    for (const auto& first : g.nodes_[i].rule->after) {
+      auto it = g.index_.find(first);
+      if (it == g.index_.end()) continue;
+      g.nodes_[i].after.push_back(it->second);
+      boost::add_edge(it->second, i, g.graph_);
+    }
     std::sort(g.nodes_[i].deps.begin(), g.nodes_[i].deps.end());
   }
   std::vector<Graph::vertex_descriptor> order;
@@ -211,6 +218,7 @@ StatusOr<CompiledGraph> CompiledGraph::Compile(const playbook::Library& library,
   for (auto v : order) {
     int level = 0;
     for (int d : g.nodes_[v].deps) level = std::max(level, g.nodes_[d].level + 1);
+    for (int d : g.nodes_[v].after) level = std::max(level, g.nodes_[d].level + 1);
     g.nodes_[v].level = level;
     max_level = std::max(max_level, level);
   }

@@ -22,6 +22,7 @@ struct GraphNode {
   const playbook::PlaybookSpec* playbook = nullptr;   // null for shared rules
   int level = 0;
   std::vector<int> deps;                           // node indices this node needs
+  std::vector<int> after;                          // evaluated before it, not needed (fallbacks)
 };
 
 // Why a playbook was selected (for explain and the report).

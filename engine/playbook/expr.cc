@@ -427,7 +427,7 @@ const std::map<std::string, FunctionSpec>& Functions() {
       {"default", {2, 2}},  {"first", {1, 1}},     {"last", {1, 1}},       {"pluck", {2, 2}},
       {"step_time", {1, 1}}, {"hosts_of_tasks", {1, 1}}, {"sort", {1, 1}},  {"round", {1, 2}},
       {"where", {4, 4}},    {"times_above", {2, 2}}, {"count_outside", {2, 2}}, {"sustained_level", {2, 2}},
-      {"if", {3, 3}},
+      {"if", {3, 3}},       {"step_windows", {3, 3}},
   };
   return kFunctions;
 }
@@ -798,6 +798,28 @@ StatusOr<Value> CallFunction(const Expr& e, const std::vector<Value>& args, cons
     }
     return out;
   }
+  if (f == "step_windows") {
+    // step_windows(steps, step_times, pad_seconds): for each listed step (once) that has a time in
+    // step_times ([[step, epoch], ...]), the span from its end to the end of the next recorded step
+    // (the step it slowed), plus pad_seconds: {step, start, end}. Steps without a time are left out.
+    if (!args[2].is_number()) return EvalError(e, "step_windows() needs (steps, step_times, seconds), got " + TypeName(args[2]));
+    Value out = Value::array();
+    if (!args[0].is_array() || !args[1].is_array()) return out;
+    std::map<double, double> end_of_step;
+    for (const auto& p : args[1])
+      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
+        end_of_step[p[0].get<double>()] = p[1].get<double>();
+    const double pad = args[2].get<double>();
+    std::set<double> seen;
+    for (const auto& s : args[0]) {
+      if (!s.is_number() || !seen.insert(s.get<double>()).second) continue;
+      auto at = end_of_step.find(s.get<double>());
+      if (at == end_of_step.end()) continue;
+      auto next = end_of_step.upper_bound(at->first);
+      out.push_back({{"step", s}, {"start", at->second}, {"end", (next != end_of_step.end() ? next->second : at->second) + pad}});
+    }
+    return out;
+  }
   if (f == "count_outside") {
     // count_outside(times, windows): per key of a times map (times_above's result; a plain list
     // counts as key ""), how many times lie outside every {start, end} window. Lets a rule measure
@@ -1052,7 +1074,7 @@ std::string StaticType(const Expr& e,
       std::vector<std::string> types;
       for (const auto& c : e.children) types.push_back(StaticType(*c, name_type, errors));
       static const std::set<std::string> kNumber = {"len", "count", "sum", "abs", "round"};
-      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where"};
+      static const std::set<std::string> kList = {"keys", "values", "union", "intersect", "minus", "pluck", "hosts_of_tasks", "where", "step_windows"};
       static const std::set<std::string> kBool = {"contains", "exists"};
       if (kNumber.count(e.text)) return "number";
       if (kList.count(e.text)) return "list";

@@ -31,23 +31,25 @@ std::string JoinSet(const std::set<std::string>& s) {
 }
 
 const std::set<std::string> kPlaybookKeys = {"playbook", "description", "triggers", "params",
-                                             "windows", "rules", "precedence"};
-const std::set<std::string> kRulesFileKeys = {"rules", "thresholds", "description"};
-const std::set<std::string> kRuleCommonKeys = {"id", "description", "needs", "finding"};
+                                             "windows", "macros", "rules", "precedence"};
+const std::set<std::string> kRulesFileKeys = {"rules", "thresholds", "macros", "windows", "description"};
+const std::set<std::string> kRuleCommonKeys = {"id", "description", "needs", "let", "finding"};
 const std::set<std::string> kQueryKeys = {"query", "range", "window", "at", "step", "tsdb", "by", "reduce", "args"};
 const std::set<std::string> kFactKeys = {"fact", "evidence"};
 const std::set<std::string> kAnalysisKeys = {"analysis", "input", "baseline_input", "phases", "windows", "args"};
 const std::set<std::string> kVerdictKeys = {"verdict"};
 const std::set<std::string> kVerdictBodyKeys = {"when", "root_cause", "confidence", "summary", "hosts", "onset",
-                                                "explains", "action", "exclude", "changes", "notes", "suppress"};
+                                                "explains", "action", "exclude", "changes", "notes", "suppress",
+                                                "fallback_for"};
 const std::set<std::string> kFindingKeys = {"when", "hosts", "summary", "suppress"};
 const std::set<std::string> kSuppressKeys = {"times", "during", "reason"};
 const std::set<std::string> kTriggerKeys = {"failure_class", "tgs_pattern", "status", "baseline", "tsdb", "when", "always"};
 const std::set<std::string> kParamKeys = {"type", "default", "expr", "doc"};
 const std::set<std::string> kArgKeys = {"type", "value", "expr"};
-const std::set<std::string> kWindowKeys = {"start", "end"};
+const std::set<std::string> kWindowKeys = {"start", "end", "list", "unavailable"};
 const std::set<std::string> kExcludeKeys = {"hosts", "priority", "reason"};
 const std::set<std::string> kConfidenceKeys = {"level", "when"};
+const std::set<std::string> kNoteKeys = {"text", "when"};
 const std::set<std::string> kReduce = {"max", "min", "avg", "sum", "last", "first", "count", "stddev"};
 const std::set<std::string> kConfidenceLevels = {"confirmed", "likely", "possible", "insufficient-evidence"};
 // Name roots available to every expression (README §6).
@@ -70,6 +72,9 @@ const std::regex& DurationPattern() {
 std::map<std::string, std::string> FieldsOf(const RuleSpec& rule) {
   switch (rule.kind) {
     case RuleKind::kQuery:
+      if (rule.query.reductions.size() > 1)
+        return {{"values", "map"}, {"reduced", "map"}, {"hosts", "list"}, {"series", "map"}, {"count", "number"},
+                {"max", "number"}, {"min", "number"}, {"avg", "number"}, {"sum", "number"}, {"query", "string"}};
       return {{"values", "map"}, {"hosts", "list"}, {"series", "map"}, {"count", "number"}, {"max", "number"},
               {"min", "number"}, {"avg", "number"}, {"sum", "number"}, {"query", "string"}};
     case RuleKind::kFact:
@@ -450,10 +455,26 @@ void ParseQuery(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
       ctx.Add(LoadCode::kBadValue, n["tsdb"], "tsdb", fmt::format(fmt::runtime(msg::kBadValue), "tsdb", q.tsdb, "subject, baseline"));
   }
   if (n["by"]) GetStringList(ctx, n["by"], "by", &q.by);
-  if (n["reduce"]) {
-    GetScalar(ctx, n, "reduce", false, &q.reduce);
-    if (!kReduce.count(q.reduce))
-      ctx.Add(LoadCode::kBadValue, n["reduce"], "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", q.reduce, JoinSet(kReduce)));
+  if (YAML::Node reduce = n["reduce"]) {
+    std::vector<std::string> hows;
+    if (reduce.IsSequence()) {
+      GetStringList(ctx, reduce, "reduce", &hows);
+      if (hows.empty())
+        ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", "[]", JoinSet(kReduce)));
+    } else if (GetScalar(ctx, n, "reduce", false, &q.reduce)) {
+      hows.push_back(q.reduce);
+    }
+    std::set<std::string> seen;
+    for (const auto& how : hows) {
+      if (!kReduce.count(how))
+        ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", how, JoinSet(kReduce)));
+      else if (!seen.insert(how).second)
+        ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", how + " (listed twice)", JoinSet(kReduce)));
+    }
+    if (!hows.empty()) q.reduce = hows.front();
+    q.reductions = hows;
+    if (hows.size() > 1 && !q.range)
+      ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", "a list", "one reduction (an instant query has one value per series; set `range: true`)"));
   }
   if (YAML::Node args = n["args"]) {
     if (!args.IsMap()) {
@@ -637,13 +658,73 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
     }
   }
   v.suppress = ParseSuppress(ctx, vn["suppress"], "verdict.suppress");
+  if (vn["fallback_for"]) GetStringList(ctx, vn["fallback_for"], "verdict.fallback_for", &v.fallback_for);
   if (YAML::Node notes = vn["notes"]) {
     if (notes.IsSequence()) {
-      for (const auto& item : notes) v.notes.push_back(ParseTemplateNode(ctx, item, "verdict.notes"));
+      for (const auto& item : notes) {
+        NoteSpec note;
+        if (item.IsMap()) {
+          CheckKeys(ctx, item, kNoteKeys);
+          if (item["text"]) note.text = ParseTemplateNode(ctx, item["text"], "verdict.notes.text");
+          else ctx.Add(LoadCode::kMissingField, item, "verdict.notes", fmt::format(fmt::runtime(msg::kMissingField), "verdict.notes.text"));
+          if (item["when"]) note.when = ParseExprNode(ctx, item["when"], "verdict.notes.when");
+        } else {
+          note.text = ParseTemplateNode(ctx, item, "verdict.notes");
+        }
+        v.notes.push_back(std::move(note));
+      }
     } else {
       ctx.Add(LoadCode::kFieldType, notes, "verdict.notes", fmt::format(fmt::runtime(msg::kFieldType), "verdict.notes", "a list"));
     }
   }
+}
+
+// One entry of `windows:` (a playbook's or rules/common's).
+std::optional<WindowSpec> ParseWindow(const FileCtx& ctx, const std::string& name, const YAML::Node& n) {
+  WindowSpec w;
+  w.name = name;
+  w.pos = ctx.Pos(n);
+  const std::string field = "windows." + name;
+  if (!n.IsMap()) {
+    ctx.Add(LoadCode::kFieldType, n, field, fmt::format(fmt::runtime(msg::kFieldType), field, "a map with 'start' and 'end', or 'list'"));
+    return std::nullopt;
+  }
+  if (IsBuiltinWindow(name))
+    ctx.Add(LoadCode::kBadValue, n, field, fmt::format(fmt::runtime(msg::kBadValue), "windows", name, "a name other than job, baseline_job"));
+  CheckKeys(ctx, n, kWindowKeys);
+  if (n["unavailable"]) GetScalar(ctx, n, "unavailable", false, &w.unavailable);
+  if (n["list"]) {
+    w.list = ParseExprNode(ctx, n["list"], field + ".list");
+    if (n["start"] || n["end"])
+      ctx.Add(LoadCode::kBadValue, n, field, fmt::format(fmt::runtime(msg::kBadValue), field, "both 'list' and 'start'/'end'", "one of them"));
+    return w;
+  }
+  if (n["start"]) w.start = ParseExprNode(ctx, n["start"], field + ".start");
+  else ctx.Add(LoadCode::kMissingField, n, field, fmt::format(fmt::runtime(msg::kMissingField), "start"));
+  if (n["end"]) w.end = ParseExprNode(ctx, n["end"], field + ".end");
+  else ctx.Add(LoadCode::kMissingField, n, field, fmt::format(fmt::runtime(msg::kMissingField), "end"));
+  return w;
+}
+
+// `let:` / `macros:`: a map of name -> expression, kept in the order written.
+std::vector<Binding> ParseBindings(const FileCtx& ctx, const YAML::Node& n, const std::string& field) {
+  std::vector<Binding> out;
+  if (!n.IsMap()) {
+    ctx.Add(LoadCode::kFieldType, n, field, fmt::format(fmt::runtime(msg::kFieldType), field, "a map of name: expression"));
+    return out;
+  }
+  std::set<std::string> seen;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    Binding b;
+    b.name = it->first.Scalar();
+    if (!std::regex_match(b.name, IdPattern()))
+      ctx.Add(LoadCode::kBadValue, it->first, field, fmt::format(fmt::runtime(msg::kBadValue), field, b.name, "[a-z_][a-z0-9_]*"));
+    else if (!seen.insert(b.name).second)
+      ctx.Add(LoadCode::kDuplicateId, it->first, field, fmt::format(fmt::runtime(msg::kDuplicateId), b.name, ctx.Pos(n).ToString()));
+    b.expr = ParseExprNode(ctx, it->second, field + "." + b.name);
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 bool ParseRule(FileCtx& ctx, const YAML::Node& n, const std::string& playbook_id, RuleSpec* rule) {
@@ -697,6 +778,7 @@ bool ParseRule(FileCtx& ctx, const YAML::Node& n, const std::string& playbook_id
     // Resolved in the reference pass; remember the raw names with the node's position.
     for (auto& need : needs) rule->needs.push_back("?" + need);
   }
+  if (n["let"]) rule->lets = ParseBindings(ctx, n["let"], "let");
   switch (rule->kind) {
     case RuleKind::kQuery:
       ParseQuery(ctx, n, rule);
@@ -737,7 +819,27 @@ struct Scope {
   const std::vector<RuleSpec>* local_rules = nullptr;
   bool allow_rules = true;                     // false in triggers and windows
   bool allow_host = false;                     // exclude reasons
+  // Named expressions in reach, innermost first: the rule's `let:`, the playbook's `macros:`,
+  // rules/common `macros:`. While a binding list is being checked only its earlier entries count.
+  const std::vector<Binding>* lets = nullptr;
+  size_t lets_visible = SIZE_MAX;
+  size_t playbook_macros_visible = SIZE_MAX;
+  size_t common_macros_visible = SIZE_MAX;
 };
+
+const Binding* FindBinding(const Scope& scope, const std::string& name) {
+  if (!scope.allow_rules) return nullptr;
+  auto find = [&](const std::vector<Binding>* list, size_t visible) -> const Binding* {
+    if (!list) return nullptr;
+    for (size_t i = 0; i < list->size() && i < visible; ++i)
+      if ((*list)[i].name == name) return &(*list)[i];
+    return nullptr;
+  };
+  if (const Binding* b = find(scope.lets, scope.lets_visible)) return b;
+  if (scope.playbook)
+    if (const Binding* b = find(&scope.playbook->macros, scope.playbook_macros_visible)) return b;
+  return find(&scope.library->common_macros, scope.common_macros_visible);
+}
 
 const RuleSpec* FindIn(const std::vector<RuleSpec>& rules, const std::string& id) {
   for (const auto& r : rules)
@@ -757,10 +859,10 @@ std::string TypeOfParam(ParamType t) {
 
 // Checks one expression: names resolve, fields exist, statically known types agree. Adds the
 // qualified ids of referenced rules to `deps`.
-void CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr& e, const std::string& field,
-               std::set<std::string>* deps, size_t base_offset = 0,
-               const std::function<SourcePos(size_t)>& locate = nullptr) {
-  if (!e.ast) return;
+std::string CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr& e, const std::string& field,
+                      std::set<std::string>* deps, size_t base_offset = 0,
+                      const std::function<SourcePos(size_t)>& locate = nullptr) {
+  if (!e.ast) return "";
   auto at = [&](size_t off) { return locate ? locate(base_offset + off) : e.At(base_offset + off); };
   std::vector<NameRef> refs;
   CollectNameRefs(*e.ast, &refs);
@@ -795,10 +897,17 @@ void CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr& e, co
     }
     if (root == "windows") {
       if (path.size() < 2) return "map";
-      if (IsBuiltinWindowList(path[1])) return path.size() == 2 ? "list" : "";
-      bool known = IsBuiltinWindow(path[1]) || (scope.playbook && scope.playbook->windows.count(path[1]));
+      const WindowSpec* shared = scope.library->FindSharedWindow(path[1]);
+      if (shared && shared->is_list()) return path.size() == 2 ? "list" : "";
+      if (scope.playbook && scope.playbook->windows.count(path[1]) && scope.playbook->windows.at(path[1]).is_list())
+        return path.size() == 2 ? "list" : "";
+      bool known = IsBuiltinWindow(path[1]) || shared || (scope.playbook && scope.playbook->windows.count(path[1]));
       if (!known) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownWindow), field, path[1]));
       return path.size() == 3 ? "number" : "";
+    }
+    if (const Binding* b = FindBinding(scope, root)) {
+      if (report) deps->insert(b->needs.begin(), b->needs.end());
+      return path.size() == 1 ? b->static_type : "";
     }
     const RuleSpec* rule = nullptr;
     size_t field_index = 1;
@@ -833,9 +942,36 @@ void CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr& e, co
   };
   for (const auto& ref : refs) resolve_type(ref.path, ref.offset, true);
   std::vector<ExprSyntaxError> type_errors;
-  StaticType(*e.ast, [&](const std::vector<std::string>& path) { return resolve_type(path, 0, false); }, &type_errors);
+  std::string type = StaticType(*e.ast, [&](const std::vector<std::string>& path) { return resolve_type(path, 0, false); }, &type_errors);
   for (const auto& te : type_errors)
     ctx.Add(LoadCode::kTypeMismatch, at(te.offset), field, fmt::format(fmt::runtime(msg::kTypeMismatch), field, te.message));
+  return type;
+}
+
+// A binding may not hide a name the language already gives a meaning to, nor a rule.
+const std::set<std::string> kReservedNames = {"facts", "baseline", "discovery", "baseline_discovery", "params",
+                                              "thresholds", "windows", "host", "common"};
+
+// Checks each binding of `list` against the ones before it (`visible` counts them while it runs).
+void CheckBindings(const FileCtx& ctx, const Scope& scope, std::vector<Binding>* list, size_t* visible,
+                   const std::string& field) {
+  for (size_t i = 0; i < list->size(); ++i) {
+    auto& b = (*list)[i];
+    bool shadows_rule = (scope.local_rules && FindIn(*scope.local_rules, b.name)) ||
+                        (!scope.playbook && scope.library->FindCommonRule(b.name));
+    if (kReservedNames.count(b.name) || shadows_rule)
+      ctx.Add(LoadCode::kBadValue, b.expr.pos, field + "." + b.name,
+              fmt::format(fmt::runtime(msg::kBindingHides), field + "." + b.name, b.name,
+                          shadows_rule ? "the rule of that id" : "a name of the language (" + JoinSet(kReservedNames) + ")"));
+    *visible = i;
+    std::set<std::string> deps;
+    // `host` is the host being excused inside an exclusion reason, null elsewhere.
+    Scope with_host = scope;
+    with_host.allow_host = true;
+    b.static_type = CheckExpr(ctx, with_host, b.expr, field + "." + b.name, &deps);
+    b.needs.assign(deps.begin(), deps.end());
+  }
+  *visible = SIZE_MAX;
 }
 
 void CheckTemplate(const FileCtx& ctx, const Scope& scope, const Template& t, const std::string& field,
@@ -849,8 +985,11 @@ void CheckTemplate(const FileCtx& ctx, const Scope& scope, const Template& t, co
   }
 }
 
-void CheckRuleRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule) {
+void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
   ctx.rule = rule->id;
+  Scope scope = outer_scope;
+  scope.lets = &rule->lets;
+  CheckBindings(ctx, scope, &rule->lets, &scope.lets_visible, "let");
   std::set<std::string> deps;
   // Explicit needs.
   std::vector<std::string> explicit_needs;
@@ -872,7 +1011,9 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule) {
     case RuleKind::kQuery: {
       auto& q = rule->query;
       CheckExpr(ctx, scope, q.at_expr, "at", &deps);
-      if (!IsBuiltinWindow(q.window) && !(scope.playbook && scope.playbook->windows.count(q.window)))
+      const WindowSpec* shared = scope.library->FindSharedWindow(q.window);
+      if (!IsBuiltinWindow(q.window) && !(shared && !shared->is_list()) &&
+          !(scope.playbook && scope.playbook->windows.count(q.window) && !scope.playbook->windows.at(q.window).is_list()))
         ctx.Add(LoadCode::kUnknownReference, rule->pos, "window", fmt::format(fmt::runtime(msg::kUnknownWindow), "window", q.window));
       CompiledExpr where;
       where.pos = q.template_pos;
@@ -902,7 +1043,19 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule) {
         CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", &deps);
       }
       for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, &deps);
-      for (auto& t : v.notes) CheckTemplate(ctx, scope, t, "verdict.notes", &deps);
+      for (auto& note : v.notes) {
+        CheckTemplate(ctx, scope, note.text, "verdict.notes", &deps);
+        CheckExpr(ctx, scope, note.when, "verdict.notes.when", &deps);
+      }
+      rule->after.clear();
+      for (const auto& id : v.fallback_for) {
+        const RuleSpec* target = scope.local_rules ? FindIn(*scope.local_rules, id) : nullptr;
+        if (!target || target->kind != RuleKind::kVerdict || target == rule)
+          ctx.Add(LoadCode::kUnknownReference, rule->pos, "verdict.fallback_for",
+                  fmt::format(fmt::runtime(msg::kUnknownRule), "verdict.fallback_for", id + " (another verdict of this playbook)"));
+        else
+          rule->after.push_back(target->qualified_id);
+      }
       if (v.suppress) {
         CheckExpr(ctx, scope, v.suppress->times, "verdict.suppress.times", &deps);
         CheckExpr(ctx, scope, v.suppress->during, "verdict.suppress.during", &deps);
@@ -961,7 +1114,9 @@ void CheckCycles(FileCtx& ctx, const std::vector<RuleSpec>& rules) {
   std::function<void(const RuleSpec&)> dfs = [&](const RuleSpec& r) {
     color[r.qualified_id] = 1;
     stack.push_back(r.qualified_id);
-    for (const auto& dep : r.needs) {
+    std::vector<std::string> edges = r.needs;
+    edges.insert(edges.end(), r.after.begin(), r.after.end());
+    for (const auto& dep : edges) {
       auto it = by_id.find(dep);
       if (it == by_id.end()) continue;
       if (color[dep] == 1) {
@@ -1015,13 +1170,33 @@ bool ParseYaml(FileCtx& ctx, YAML::Node* root) {
   return true;
 }
 
-void LoadCommon(LoadResult* result, Library* library, std::shared_ptr<const std::string> text, const std::string& name) {
-  FileCtx ctx;
-  ctx.file = name;
-  ctx.text = text;
-  ctx.result = result;
-  YAML::Node root;
-  if (!ParseYaml(ctx, &root)) return;
+// rules/common `windows:`. Loaded for every shared file before any rule, so a rule may use a window
+// of a file loaded after its own.
+void LoadSharedWindows(const FileCtx& ctx, const YAML::Node& root, Library* library) {
+  if (YAML::Node windows = root["windows"]) {
+    if (!windows.IsMap()) {
+      ctx.Add(LoadCode::kFieldType, windows, "windows", fmt::format(fmt::runtime(msg::kFieldType), "windows", "a map"));
+    } else {
+      for (auto it = windows.begin(); it != windows.end(); ++it) {
+        auto w = ParseWindow(ctx, it->first.Scalar(), it->second);
+        if (!w) continue;
+        if (const WindowSpec* prev = library->FindSharedWindow(w->name)) {
+          ctx.Add(LoadCode::kDuplicateId, it->first, "windows", fmt::format(fmt::runtime(msg::kDuplicateId), w->name, prev->pos.ToString()));
+          continue;
+        }
+        // Shared windows read the context and the windows before them, never rules.
+        Scope no_rules;
+        no_rules.library = library;
+        no_rules.allow_rules = false;
+        std::set<std::string> ignored;
+        for (const auto* e : {&w->start, &w->end, &w->list}) CheckExpr(ctx, no_rules, *e, "windows." + w->name, &ignored);
+        library->shared_windows.push_back(std::move(*w));
+      }
+    }
+  }
+}
+
+void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool windows_loaded) {
   if (!root.IsMap()) {
     ctx.Add(LoadCode::kFieldType, root, "", fmt::format(fmt::runtime(msg::kFieldType), "(file)", "a map with 'rules' and/or 'thresholds'"));
     return;
@@ -1037,8 +1212,35 @@ void LoadCommon(LoadResult* result, Library* library, std::shared_ptr<const std:
       }
     }
   }
+  if (!windows_loaded) LoadSharedWindows(ctx, root, library);
+  size_t first_macro = library->common_macros.size();
+  if (YAML::Node macros = root["macros"]) {
+    for (auto& b : ParseBindings(ctx, macros, "macros")) {
+      for (const auto& prev : library->common_macros)
+        if (prev.name == b.name)
+          ctx.Add(LoadCode::kDuplicateId, b.expr.pos, "macros", fmt::format(fmt::runtime(msg::kDuplicateId), b.name, prev.expr.pos.ToString()));
+      library->common_macros.push_back(std::move(b));
+    }
+  }
+  // Shared macros see the shared rules loaded so far and the macros before them.
+  auto check_macros = [&] {
+    Scope scope;
+    scope.library = library;
+    scope.local_rules = &library->common_rules;
+    std::vector<Binding> mine(std::make_move_iterator(library->common_macros.begin() + first_macro),
+                              std::make_move_iterator(library->common_macros.end()));
+    library->common_macros.resize(first_macro);
+    scope.common_macros_visible = first_macro;
+    Scope own = scope;
+    own.lets = &mine;
+    CheckBindings(ctx, own, &mine, &own.lets_visible, "macros");
+    for (auto& b : mine) library->common_macros.push_back(std::move(b));
+  };
   YAML::Node rules = root["rules"];
-  if (!rules) return;
+  if (!rules) {
+    check_macros();
+    return;
+  }
   if (!rules.IsSequence()) {
     ctx.Add(LoadCode::kFieldType, rules, "rules", fmt::format(fmt::runtime(msg::kFieldType), "rules", "a list"));
     return;
@@ -1055,6 +1257,7 @@ void LoadCommon(LoadResult* result, Library* library, std::shared_ptr<const std:
     library->common_rules.push_back(std::move(rule));
     query_nodes.push_back(rn["query"]);
   }
+  check_macros();
   Scope scope;
   scope.library = library;
   scope.local_rules = &library->common_rules;
@@ -1104,23 +1307,11 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
     if (!windows.IsMap()) {
       ctx.Add(LoadCode::kFieldType, windows, "windows", fmt::format(fmt::runtime(msg::kFieldType), "windows", "a map"));
     } else {
-      for (auto it = windows.begin(); it != windows.end(); ++it) {
-        WindowSpec w;
-        w.name = it->first.Scalar();
-        w.pos = ctx.Pos(it->second);
-        if (!it->second.IsMap()) {
-          ctx.Add(LoadCode::kFieldType, it->second, "windows." + w.name, fmt::format(fmt::runtime(msg::kFieldType), "windows." + w.name, "a map with 'start' and 'end'"));
-          continue;
-        }
-        CheckKeys(ctx, it->second, kWindowKeys);
-        if (it->second["start"]) w.start = ParseExprNode(ctx, it->second["start"], "windows." + w.name + ".start");
-        else ctx.Add(LoadCode::kMissingField, it->second, "windows." + w.name, fmt::format(fmt::runtime(msg::kMissingField), "start"));
-        if (it->second["end"]) w.end = ParseExprNode(ctx, it->second["end"], "windows." + w.name + ".end");
-        else ctx.Add(LoadCode::kMissingField, it->second, "windows." + w.name, fmt::format(fmt::runtime(msg::kMissingField), "end"));
-        pb.windows[w.name] = std::move(w);
-      }
+      for (auto it = windows.begin(); it != windows.end(); ++it)
+        if (auto w = ParseWindow(ctx, it->first.Scalar(), it->second)) pb.windows[w->name] = std::move(*w);
     }
   }
+  if (YAML::Node macros = root["macros"]) pb.macros = ParseBindings(ctx, macros, "macros");
   if (YAML::Node triggers = root["triggers"]) {
     if (!triggers.IsSequence()) {
       ctx.Add(LoadCode::kFieldType, triggers, "triggers", fmt::format(fmt::runtime(msg::kFieldType), "triggers", "a list"));
@@ -1178,10 +1369,14 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
   std::set<std::string> ignored;
   for (auto& t : pb.triggers) CheckExpr(ctx, no_rules, t.when, "triggers.when", &ignored);
   for (auto& [k, w] : pb.windows) {
+    if (library->FindSharedWindow(k))
+      ctx.Add(LoadCode::kDuplicateId, w.pos, "windows." + k, fmt::format(fmt::runtime(msg::kDuplicateId), k, library->FindSharedWindow(k)->pos.ToString()));
     CheckExpr(ctx, no_rules, w.start, "windows." + k + ".start", &ignored);
     CheckExpr(ctx, no_rules, w.end, "windows." + k + ".end", &ignored);
+    CheckExpr(ctx, no_rules, w.list, "windows." + k + ".list", &ignored);
   }
   for (auto& [k, p] : pb.params) CheckExpr(ctx, no_rules, p.expr, "params." + k, &ignored);
+  CheckBindings(ctx, scope, &pb.macros, &scope.playbook_macros_visible, "macros");
   for (size_t i = 0; i < pb.rules.size(); ++i) {
     CheckRuleRefs(ctx, scope, &pb.rules[i]);
     if (pb.rules[i].kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &pb.rules[i], rule_nodes[i]["query"]);
@@ -1213,6 +1408,15 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
     if (r.kind == RuleKind::kVerdict && std::find(pb.precedence.begin(), pb.precedence.end(), r.id) == pb.precedence.end())
       pb.precedence.push_back(r.id);
   library->playbooks.push_back(std::move(pb));
+}
+
+void LoadCommon(LoadResult* result, Library* library, std::shared_ptr<const std::string> text, const std::string& name) {
+  FileCtx ctx;
+  ctx.file = name;
+  ctx.text = std::move(text);
+  ctx.result = result;
+  YAML::Node root;
+  if (ParseYaml(ctx, &root)) LoadCommonRoot(ctx, root, library, false);
 }
 
 }  // namespace
@@ -1260,11 +1464,7 @@ nlohmann::json LoadResult::AsJson() const {
   return out;
 }
 
-void Loader::LoadCommonFile(const std::string& path) {
-  auto text = ReadText(path, &result_);
-  if (!text) return;
-  LoadCommon(&result_, &library_, text, path);
-}
+void Loader::LoadCommonFile(const std::string& path) { LoadCommonFiles({path}); }
 
 void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
@@ -1277,7 +1477,20 @@ void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
       // Reported with its position when the file is loaded below.
     }
   }
-  for (const auto& path : paths) LoadCommonFile(path);
+  std::vector<std::pair<FileCtx, YAML::Node>> files;
+  for (const auto& path : paths) {
+    auto text = ReadText(path, &result_);
+    if (!text) continue;
+    FileCtx ctx;
+    ctx.file = path;
+    ctx.text = text;
+    ctx.result = &result_;
+    YAML::Node root;
+    if (ParseYaml(ctx, &root)) files.emplace_back(std::move(ctx), root);
+  }
+  for (auto& [ctx, root] : files)
+    if (root.IsMap()) LoadSharedWindows(ctx, root, &library_);
+  for (auto& [ctx, root] : files) LoadCommonRoot(ctx, root, &library_, true);
 }
 
 void Loader::LoadCommonText(const std::string& text, const std::string& name) {

@@ -40,6 +40,7 @@ inline constexpr const char* kUnknownKey = "unknown key '{}' (allowed: {})";
 inline constexpr const char* kMissingField = "field '{}' must be set";
 inline constexpr const char* kFieldType = "field '{}' must be {}";
 inline constexpr const char* kBadValue = "field '{}': '{}' is not one of {}";
+inline constexpr const char* kBindingHides = "field '{}': '{}' would hide {}; choose another name";
 inline constexpr const char* kDuplicateId = "duplicate id '{}' (first defined at {})";
 inline constexpr const char* kRuleKindNone = "rule needs exactly one of 'query', 'fact', 'analysis', 'verdict'";
 inline constexpr const char* kRuleKindMany = "rule has both '{}' and '{}'; exactly one kind is allowed";

@@ -57,11 +57,13 @@ const RuleSpec* Library::FindCommonRule(const std::string& local_id) const {
   return nullptr;
 }
 
-bool IsBuiltinWindow(const std::string& name) {
-  return name == "job" || name == "heartbeat_stop" || name == "baseline_job";
-}
+bool IsBuiltinWindow(const std::string& name) { return name == "job" || name == "baseline_job"; }
 
-bool IsBuiltinWindowList(const std::string& name) { return name == "checkpoints" || name == "baseline_checkpoints"; }
+const WindowSpec* Library::FindSharedWindow(const std::string& name) const {
+  for (const auto& w : shared_windows)
+    if (w.name == name) return &w;
+  return nullptr;
+}
 
 const char* LoadCodeName(LoadCode code) {
   switch (code) {

@@ -60,6 +60,16 @@ struct ParamSpec {
 enum class RuleKind { kQuery, kFact, kAnalysis, kVerdict };
 const char* RuleKindName(RuleKind k);
 
+// A named expression (README §6.4): a rule's `let:`, a playbook's or rules/common's `macros:`.
+// Evaluated where it is used, on first use, in the user's scope (so `host` inside an exclusion
+// reason is that host); the rules it reads become dependencies of every rule that uses it.
+struct Binding {
+  std::string name;
+  CompiledExpr expr;
+  std::string static_type;          // "" = unknown until run time
+  std::vector<std::string> needs;   // qualified rule ids it reads (set by the reference pass)
+};
+
 struct QuerySpec {
   std::string promql_template;
   SourcePos template_pos;
@@ -71,6 +81,9 @@ struct QuerySpec {
   std::string tsdb = "subject";     // subject | baseline
   std::vector<std::string> by;
   std::string reduce = "max";
+  // More than one reduction of the same range query (`reduce: [last, max]`): `values` holds the
+  // first, `reduced.<how>` each of them.
+  std::vector<std::string> reductions;
   std::map<std::string, ParamSpec> args;
   std::vector<std::string> placeholders;   // in template order, unique
 };
@@ -110,8 +123,17 @@ struct SuppressSpec {
   Template reason;
 };
 
+// A verdict note, said only when its condition holds (absent = always).
+struct NoteSpec {
+  Template text;
+  CompiledExpr when;
+};
+
 struct VerdictSpec {
   CompiledExpr when;
+  // Local ids of verdicts this one stands in for: it is considered only when none of them could be
+  // evaluated (skipped or failed for lack of data), never when one of them was judged false.
+  std::vector<std::string> fallback_for;
   std::string root_cause;
   std::vector<ConfidenceLevel> confidence;
   Template summary;
@@ -121,7 +143,7 @@ struct VerdictSpec {
   std::string action = "none";
   std::vector<ExcludeSpec> exclude;
   std::map<std::string, Template> changes;
-  std::vector<Template> notes;
+  std::vector<NoteSpec> notes;
   std::optional<SuppressSpec> suppress;
 };
 
@@ -140,6 +162,8 @@ struct RuleSpec {
   std::string description;
   SourcePos pos;
   std::vector<std::string> needs;   // qualified ids, explicit and from references
+  std::vector<Binding> lets;        // in definition order; a binding sees the ones before it
+  std::vector<std::string> after;   // qualified ids evaluated first without being needed (fallbacks)
   QuerySpec query;
   FactSpec fact;
   AnalysisSpec analysis;
@@ -158,11 +182,17 @@ struct TriggerSpec {
   SourcePos pos;
 };
 
+// A named time window (README §5): `start`/`end` epoch expressions, or `list`, an expression giving a
+// list of {start, end} (usable in expressions, not as a query's window). `unavailable` says why
+// when the inputs are missing for a job.
 struct WindowSpec {
   std::string name;
   CompiledExpr start;
   CompiledExpr end;
+  CompiledExpr list;
+  std::string unavailable;
   SourcePos pos;
+  bool is_list() const { return list.present(); }
 };
 
 struct PlaybookSpec {
@@ -173,6 +203,7 @@ struct PlaybookSpec {
   std::vector<TriggerSpec> triggers;
   std::map<std::string, ParamSpec> params;
   std::map<std::string, WindowSpec> windows;
+  std::vector<Binding> macros;
   std::vector<RuleSpec> rules;
   std::vector<std::string> precedence;   // local verdict rule ids, highest first
   const RuleSpec* FindRule(const std::string& local_id) const;
@@ -182,15 +213,15 @@ struct PlaybookSpec {
 struct Library {
   std::vector<PlaybookSpec> playbooks;
   std::vector<RuleSpec> common_rules;
+  std::vector<Binding> common_macros;   // rules/common `macros:`, visible to every playbook
+  std::vector<WindowSpec> shared_windows;   // rules/common `windows:`, in load order
+  const WindowSpec* FindSharedWindow(const std::string& name) const;
   nlohmann::json thresholds = nlohmann::json::object();
   const PlaybookSpec* FindPlaybook(const std::string& id) const;
   const RuleSpec* FindCommonRule(const std::string& local_id) const;
 };
 
-// Built-in window names (README §5).
+// Windows every job has, from its TSDB's range (README §5): `job`, `baseline_job`.
 bool IsBuiltinWindow(const std::string& name);
-// Built-in window lists (README §5): `windows.<name>` is a list of {start, end}, usable in
-// expressions (e.g. `suppress.during`) but not as a query's `window`.
-bool IsBuiltinWindowList(const std::string& name);
 
 }  // namespace diagnose::playbook

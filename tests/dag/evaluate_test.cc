@@ -4,39 +4,14 @@
 
 #include "engine/playbook/loader.h"
 #include "engine/triage/job_facts.h"
+#include "tests/testing/table_query_client.h"
 
 namespace diagnose::dag {
 namespace {
 
 using nlohmann::json;
 
-// Answers queries from a table keyed by a substring of the PromQL; records every batch.
-class FakeClient : public QueryClient {
- public:
-  std::map<std::string, std::vector<Series>> answers;
-  std::map<std::string, std::string> errors;
-  std::vector<std::vector<Query>> batches;
-
-  StatusOr<QueryResult> Run(const Query& q) override {
-    for (const auto& [needle, msg] : errors)
-      if (q.promql.find(needle) != std::string::npos) return InvalidArgumentError(msg);
-    QueryResult r;
-    for (const auto& [needle, series] : answers)
-      if (q.promql.find(needle) != std::string::npos) r.series = series;
-    return r;
-  }
-  std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& qs) override {
-    batches.push_back(qs);
-    return QueryClient::RunBatch(qs);
-  }
-  StatusOr<std::vector<std::string>> LabelValues(const std::string&, const std::vector<std::string>&, double, double) override {
-    return std::vector<std::string>{};
-  }
-  StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>&, double, double) override {
-    return std::vector<Labels>{};
-  }
-  std::string Describe() const override { return "fake"; }
-};
+using FakeClient = testing::TableQueryClient;
 
 Series Instant(Labels labels, double v) { return {std::move(labels), {{100, v}}}; }
 
@@ -86,7 +61,8 @@ class EvaluateTest : public ::testing::Test {
  protected:
   void SetUp() override {
     playbook::Loader loader;
-    loader.LoadCommonText("thresholds: {active_w: 800}\n", "t.yaml");
+    loader.LoadCommonText("thresholds: {active_w: 800, checkpoint_window_settle_seconds: 60}\n", "t.yaml");
+    loader.LoadCommonFile(playbook::PlaybookDataDir() + "/rules/common/windows.yaml");   // heartbeat_stop
     loader.LoadPlaybookText(kPlaybook, "hb.yaml");
     ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
     library_ = loader.TakeLibrary();

@@ -92,6 +92,7 @@ class SuppressTest : public ::testing::Test {
   static playbook::Library Load(const std::string& playbook_text) {
     playbook::Loader loader;
     loader.LoadCommonText("thresholds: {checkpoint_window_settle_seconds: 60}\n", "t.yaml");
+    loader.LoadCommonFile(playbook::PlaybookDataDir() + "/rules/common/windows.yaml");   // windows.checkpoints
     loader.LoadPlaybookText(playbook_text, "p.yaml");
     EXPECT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
     return loader.TakeLibrary();
@@ -258,6 +259,9 @@ rules:
 
 TEST(SuppressLoadTest, CheckpointsIsAnExpressionWindowNotAQueryWindow) {
   playbook::Loader loader;
+  loader.LoadCommonText("thresholds: {checkpoint_window_settle_seconds: 60}\n", "t.yaml");
+  loader.LoadCommonFile(playbook::PlaybookDataDir() + "/rules/common/windows.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump();
   loader.LoadPlaybookText(R"(playbook: q
 description: x
 rules:
@@ -266,6 +270,7 @@ rules:
     window: checkpoints
 )", "q.yaml");
   EXPECT_FALSE(loader.result().ok());
+  EXPECT_NE(loader.result().AsJson().dump().find("unknown window 'checkpoints'"), std::string::npos) << loader.result().AsJson().dump();
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ const LoadDiagnostic* Find(const LoadResult& r, LoadCode code) {
 
 LoadResult LoadText(const std::string& text, Library* lib = nullptr, const std::string& common = "") {
   Loader loader;
+  // The shipped shared windows (heartbeat_stop, checkpoints) and the threshold they read.
+  loader.LoadCommonText("thresholds: {checkpoint_window_settle_seconds: 60}\n", "windows-thresholds.yaml");
+  loader.LoadCommonFile(PlaybookDataDir() + "/rules/common/windows.yaml");
   if (!common.empty()) loader.LoadCommonText(common, "common.yaml");
   loader.LoadPlaybookText(text, "pb.yaml");
   if (lib) *lib = loader.TakeLibrary();
