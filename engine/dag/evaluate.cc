@@ -594,6 +594,7 @@ class Evaluator {
     c.root_cause = v.root_cause;
     c.action = v.action;
     c.explains = v.explains;
+    c.yields = v.yields;
     for (const auto& level : v.confidence) {
       if (!level.when.present()) {
         c.confidence = level.level;

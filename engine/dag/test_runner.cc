@@ -11,6 +11,7 @@
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/limits.h"
 #include "engine/dag/evaluate.h"
+#include "engine/discovery/discovery.h"
 #include "engine/dag/graph.h"
 #include "engine/dag/run_playbooks.h"
 #include "engine/playbook/loader.h"
@@ -228,7 +229,7 @@ TestCaseResult Failed(const std::string& file, const std::string& name, const st
 
 }  // namespace
 
-json DeriveDiscovery(const std::vector<Series>& series) {
+json DeriveDiscovery(const std::vector<Series>& series, const std::string& step_metric) {
   std::set<std::string> metrics, hosts;
   json instance_hosts = json::object();
   double lo = 1e300, hi = -1e300;
@@ -243,7 +244,7 @@ json DeriveDiscovery(const std::vector<Series>& series) {
       lo = std::min(lo, smp.t);
       hi = std::max(hi, smp.t);
     }
-    if (name != s.labels.end() && name->second == "tb_step")
+    if (name != s.labels.end() && !step_metric.empty() && name->second == step_metric)
       for (const auto& smp : s.samples)
         if (!step_times.count(smp.v)) step_times[smp.v] = smp.t;
   }
@@ -281,6 +282,13 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
                                                    it->first.Scalar() + "'"));
       return results;
     }
+  // The step -> time map comes from the metric discovery reads it from.
+  auto discovery_rules = LoadDiscoveryRules(options.data_dir + "/rules/discovery.yaml");
+  if (!discovery_rules.ok()) {
+    results.push_back(Failed(path, "(load)", discovery_rules.status().message()));
+    return results;
+  }
+  const std::string step_metric = discovery_rules->step_metric;
   // The playbooks under test, plus the shared rules of the data dir.
   playbook::Loader loader;
   loader.LoadCommonFiles(playbook::FindYamlFiles(options.data_dir + "/rules/common", false));
@@ -365,7 +373,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
         if (t[override_key]) *discovery = override_value;
         return true;
       }
-      *discovery = DeriveDiscovery(ps.series);
+      *discovery = DeriveDiscovery(ps.series, step_metric);
       if (t[override_key]) discovery->merge_patch(override_value);
       if (options.backend == nullptr) {
         fail(std::string("no series backend: cannot serve the ") + role + " input series");

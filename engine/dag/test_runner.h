@@ -56,7 +56,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
 std::string JunitXml(const std::vector<TestCaseResult>& results);
 
 // Discovery JSON derived from input series (README §9): metrics, hosts, range, instance_hosts,
-// step_times (from tb_step).
-nlohmann::json DeriveDiscovery(const std::vector<Series>& series);
+// step_times (from `step_metric`, rules/discovery.yaml's).
+nlohmann::json DeriveDiscovery(const std::vector<Series>& series, const std::string& step_metric);
 
 }  // namespace diagnose::dag

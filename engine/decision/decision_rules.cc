@@ -285,7 +285,7 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
   rules.source = source_name;
   try {
     RETURN_IF_ERROR(r.OnlyKeys(root, {"version", "limits", "hang_phases", "signals", "hang_suspect_signals",
-                                      "not_a_mechanism", "rules", "node_health", "bisection"},
+                                      "not_a_mechanism", "progress_labels", "rules", "node_health", "bisection"},
                                "decision rules"));
     if (const YAML::Node l = root["limits"]) {
       RETURN_IF_ERROR(r.OnlyKeys(l, {"max_retries_per_job", "retries_exceeded_action", "max_excluded_nodes_per_sweep",
@@ -319,6 +319,17 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
       ASSIGN_OR_RETURN(rules.hang_suspect_signals, r.Strings(ids, "hang_suspect_signals"));
       for (const auto& id : rules.hang_suspect_signals)
         if (!rules.signals.count(id)) return r.Error(ids, "hang_suspect_signals: '" + id + "' is not a signal defined here");
+    }
+    if (const YAML::Node labels = root["progress_labels"]) {
+      if (!labels.IsMap()) return r.Error(labels, "progress_labels must be a mapping of root cause -> {label, hung}");
+      for (const auto& kv : labels) {
+        ASSIGN_OR_RETURN(std::string cause, r.RootCause(kv.first, "progress_labels"));
+        RETURN_IF_ERROR(r.OnlyKeys(kv.second, {"label", "hung"}, "progress_labels." + cause));
+        DecisionRules::ProgressLabel l;
+        ASSIGN_OR_RETURN(l.label, r.String(kv.second["label"], "progress_labels." + cause + ".label"));
+        if (kv.second["hung"]) { ASSIGN_OR_RETURN(l.hung, r.String(kv.second["hung"], "progress_labels." + cause + ".hung")); }
+        rules.progress_labels[cause] = l;
+      }
     }
     if (const YAML::Node causes = root["not_a_mechanism"]) {
       ASSIGN_OR_RETURN(rules.not_a_mechanism, r.Strings(causes, "not_a_mechanism"));

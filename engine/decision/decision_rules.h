@@ -108,6 +108,14 @@ struct DecisionRules {
   // Root causes that name no failure mechanism: a metric-backed verdict with one of these leaves the
   // log's sweep rules in charge (each must be in the contract's vocabulary).
   std::vector<std::string> not_a_mechanism;
+  // How the sweep's progress line names a root cause (batch-sweep runbook: "grok-1 8N (job 9805):
+  // OOM — FAIL"): the label, and the label when the job also hung ("{phase}" is the hang phase;
+  // empty = "hang <phase> (<root cause>)"). Causes not listed are named by their id.
+  struct ProgressLabel {
+    std::string label;
+    std::string hung;
+  };
+  std::map<std::string, ProgressLabel> progress_labels;
   std::vector<DecisionRule> rules;
   NodeHealthThresholds node_health;
   BisectionThresholds bisection;

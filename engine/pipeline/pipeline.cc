@@ -329,19 +329,6 @@ void MarkIncomplete(const std::vector<JobContext>& jobs, Report& report) {
 
 }  // namespace
 
-std::string DefaultDataDir() {
-  if (const char* env = std::getenv("DIAGNOSE_DATA_DIR"); env != nullptr && *env != '\0') return env;
-  // Installed next to the binary (<prefix>/bin/diagnose -> <prefix>/share/diagnose), else the
-  // source tree this binary was built from.
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path share = exe.parent_path().parent_path() / "share" / "diagnose";
-    if (fs::is_directory(share / "rules", ec)) return share.string();
-  }
-  return DIAGNOSE_SOURCE_DIR;
-}
-
 namespace {
 
 // Options with the data directory and rulebook filled in.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/data_dir.h"
 #include "engine/core/json.h"
 #include "engine/core/status.h"
 #include "engine/discovery/discovery.h"  // TimeRange
@@ -54,9 +55,6 @@ struct JobEvaluationInputs {
   std::vector<std::string> notes;     // why a TSDB could not be opened
 };
 StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& options);
-
-// rules/ and playbooks/: $DIAGNOSE_DATA_DIR, else the source tree the binary was built from.
-std::string DefaultDataDir();
 
 // A job's metrics opened as a diagnosis opens them (private copy of the snapshot, or the
 // --prometheus endpoint with --job-label and --window), for commands that ask their own questions

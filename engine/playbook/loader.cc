@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "engine/core/data_dir.h"
 #include "engine/analysis/analysis.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/limits.h"
@@ -40,7 +41,7 @@ const std::set<std::string> kAnalysisKeys = {"analysis", "input", "baseline_inpu
 const std::set<std::string> kVerdictKeys = {"verdict"};
 const std::set<std::string> kVerdictBodyKeys = {"when", "root_cause", "confidence", "summary", "hosts", "onset",
                                                 "explains", "action", "exclude", "changes", "notes", "suppress",
-                                                "fallback_for"};
+                                                "fallback_for", "yields"};
 const std::set<std::string> kFindingKeys = {"when", "hosts", "summary", "suppress"};
 const std::set<std::string> kSuppressKeys = {"times", "during", "reason"};
 const std::set<std::string> kTriggerKeys = {"failure_class", "tgs_pattern", "status", "baseline", "tsdb", "when", "always"};
@@ -97,8 +98,12 @@ struct FileCtx {
   std::string playbook;
   std::string rule;
 
+  // Where nodes without a position of their own (copies made by `for_each`) were written.
+  YAML::Mark expanded_from = YAML::Mark::null_mark();
+
   SourcePos Pos(const YAML::Node& n) const {
     YAML::Mark m = n.Mark();
+    if (m.line < 0) m = expanded_from;
     if (m.line < 0) return {file, 0, 0};
     return {file, m.line + 1, m.column + 1};
   }
@@ -163,8 +168,12 @@ struct FileCtx {
     auto file_copy = file;
     auto text_copy = text;
     YAML::Mark mark = n.Mark();
+    if (mark.line < 0) mark = expanded_from;
+    // A copy's text is not in the file: point at the rule it was expanded from.
+    const bool copied = n.Mark().line < 0;
     std::string value = n.IsScalar() ? n.Scalar() : std::string();
-    return [file_copy, text_copy, mark, value](size_t offset) {
+    return [file_copy, text_copy, mark, value, copied](size_t offset) {
+      if (copied) return SourcePos{file_copy, mark.line + 1, mark.column + 1};
       return PosInScalar(file_copy, text_copy ? *text_copy : std::string(), mark, value, offset);
     };
   }
@@ -659,6 +668,7 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
   }
   v.suppress = ParseSuppress(ctx, vn["suppress"], "verdict.suppress");
   if (vn["fallback_for"]) GetStringList(ctx, vn["fallback_for"], "verdict.fallback_for", &v.fallback_for);
+  if (vn["yields"]) GetBool(ctx, vn["yields"], "verdict.yields", &v.yields);
   if (YAML::Node notes = vn["notes"]) {
     if (notes.IsSequence()) {
       for (const auto& item : notes) {
@@ -704,6 +714,80 @@ std::optional<WindowSpec> ParseWindow(const FileCtx& ctx, const std::string& nam
   if (n["end"]) w.end = ParseExprNode(ctx, n["end"], field + ".end");
   else ctx.Add(LoadCode::kMissingField, n, field, fmt::format(fmt::runtime(msg::kMissingField), "end"));
   return w;
+}
+
+// `for_each` (README §3.7): a rule written once for several items. Each item (a scalar, or a map
+// of scalars) gives one copy of the rule, id `<id>_<key>`, with `${key}` and `${field}` replaced
+// in every scalar of it. Copies carry no position of their own; errors point at the template.
+struct RuleNode {
+  YAML::Node node;
+  YAML::Mark expanded_from = YAML::Mark::null_mark();   // set for a for_each copy
+};
+
+std::vector<RuleNode> ExpandForEach(FileCtx& ctx, const YAML::Node& rules) {
+  static const std::regex key_pattern("^[a-z0-9_]+$");
+  static const std::regex placeholder(R"(\$\{([a-z_][a-z0-9_]*)\})");
+  std::vector<RuleNode> out;
+  for (const auto& rn : rules) {
+    if (!rn.IsMap() || !rn["for_each"]) {
+      out.push_back({rn});
+      continue;
+    }
+    YAML::Node items = rn["for_each"];
+    if (!items.IsMap() || items.size() == 0) {
+      ctx.Add(LoadCode::kFieldType, items, "for_each", fmt::format(fmt::runtime(msg::kFieldType), "for_each", "a map of key: item"));
+      continue;
+    }
+    for (auto it = items.begin(); it != items.end(); ++it) {
+      const std::string key = it->first.Scalar();
+      if (!std::regex_match(key, key_pattern)) {
+        ctx.Add(LoadCode::kBadValue, it->first, "for_each", fmt::format(fmt::runtime(msg::kBadValue), "for_each", key, "[a-z0-9_]+"));
+        continue;
+      }
+      std::map<std::string, std::string> values = {{"key", key}};
+      if (it->second.IsScalar()) values["item"] = it->second.Scalar();
+      else if (it->second.IsMap())
+        for (auto f = it->second.begin(); f != it->second.end(); ++f)
+          if (f->second.IsScalar()) values[f->first.Scalar()] = f->second.Scalar();
+      std::set<std::string> unknown;
+      std::function<YAML::Node(const YAML::Node&)> copy = [&](const YAML::Node& n) -> YAML::Node {
+        if (n.IsScalar()) {
+          std::string s = n.Scalar(), replaced;
+          auto last = s.cbegin();
+          for (std::sregex_iterator m(s.begin(), s.end(), placeholder), end; m != end; ++m) {
+            replaced.append(last, s.cbegin() + m->position());
+            auto v = values.find((*m)[1].str());
+            if (v == values.end()) unknown.insert((*m)[1].str());
+            replaced += v == values.end() ? m->str() : v->second;
+            last = s.cbegin() + m->position() + m->length();
+          }
+          replaced.append(last, s.cend());
+          return YAML::Node(replaced);
+        }
+        if (n.IsSequence()) {
+          YAML::Node seq(YAML::NodeType::Sequence);
+          for (const auto& x : n) seq.push_back(copy(x));
+          return seq;
+        }
+        if (n.IsMap()) {
+          YAML::Node map(YAML::NodeType::Map);
+          for (auto f = n.begin(); f != n.end(); ++f) {
+            const std::string k = f->first.Scalar();
+            if (k == "for_each") continue;
+            map[k] = k == "id" ? YAML::Node(f->second.Scalar() + "_" + key) : copy(f->second);
+          }
+          return map;
+        }
+        return YAML::Clone(n);
+      };
+      YAML::Node expanded = copy(rn);
+      for (const auto& name : unknown)
+        ctx.Add(LoadCode::kTemplateParam, rn, "for_each",
+                fmt::format(fmt::runtime(msg::kBadValue), "for_each", "${" + name + "}", "${key} or a field of every item"));
+      out.push_back({expanded, rn.Mark()});
+    }
+  }
+  return out;
 }
 
 // `let:` / `macros:`: a map of name -> expression, kept in the order written.
@@ -1091,6 +1175,22 @@ void CheckQueryTemplate(const FileCtx& ctx, const Scope& scope, RuleSpec* rule, 
   std::set<std::string> used;
   for (const auto& ph : FindPlaceholders(ctx, q.promql_template, where)) {
     bool known = q.args.count(ph.name) || (scope.playbook && scope.playbook->params.count(ph.name));
+    if (!known && ph.name == kWindowLengthPlaceholder) {
+      // The length of the query's own window, as if written out as an arg (so every renderer,
+      // export and lint included, sees an ordinary duration arg).
+      ParamSpec arg;
+      arg.name = ph.name;
+      arg.type = ParamType::kDuration;
+      arg.pos = where.At(ph.offset);
+      arg.expr.source = "windows." + q.window + ".end - windows." + q.window + ".start";
+      arg.expr.pos = arg.pos;
+      ExprSyntaxError err;
+      arg.expr.ast = std::shared_ptr<const Expr>(ParseExpr(arg.expr.source, &err));
+      std::set<std::string> no_rules;
+      CheckExpr(ctx, scope, arg.expr, "args." + ph.name, &no_rules);
+      q.args[ph.name] = std::move(arg);
+      known = true;
+    }
     if (!known) {
       ctx.Add(LoadCode::kTemplateParam, where.At(ph.offset), "query",
               fmt::format(fmt::runtime(msg::kTemplateUnknown), ph.name));
@@ -1246,17 +1346,19 @@ void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool
     return;
   }
   size_t first_new = library->common_rules.size();
-  std::vector<YAML::Node> query_nodes;
-  for (const auto& rn : rules) {
+  std::vector<RuleNode> parsed;
+  for (const auto& [rn, expanded_from] : ExpandForEach(ctx, rules)) {
     RuleSpec rule;
+    ctx.expanded_from = expanded_from;
     if (!ParseRule(ctx, rn, "", &rule)) continue;
     if (const RuleSpec* prev = library->FindCommonRule(rule.id)) {
       ctx.Add(LoadCode::kDuplicateId, rn["id"], "id", fmt::format(fmt::runtime(msg::kDuplicateId), rule.id, prev->pos.ToString()));
       continue;
     }
     library->common_rules.push_back(std::move(rule));
-    query_nodes.push_back(rn["query"]);
+    parsed.push_back({rn, expanded_from});
   }
+  ctx.expanded_from = YAML::Mark::null_mark();
   check_macros();
   Scope scope;
   scope.library = library;
@@ -1265,7 +1367,10 @@ void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool
     auto& rule = library->common_rules[i];
     // Shared rules reference each other as bare ids or `common.<id>`.
     CheckRuleRefs(ctx, scope, &rule);
-    if (rule.kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &rule, query_nodes[i - first_new]);
+    const RuleNode& written = parsed[i - first_new];
+    ctx.expanded_from = written.expanded_from;
+    if (rule.kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &rule, written.node["query"]);
+    ctx.expanded_from = YAML::Mark::null_mark();
   }
   ctx.rule.clear();
   CheckCycles(ctx, library->common_rules);
@@ -1337,14 +1442,15 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
     }
   }
   YAML::Node rules = root["rules"];
-  std::vector<YAML::Node> rule_nodes;
+  std::vector<RuleNode> rule_nodes;
   if (!rules) {
     ctx.Add(LoadCode::kMissingField, root, "rules", fmt::format(fmt::runtime(msg::kMissingField), "rules"));
   } else if (!rules.IsSequence()) {
     ctx.Add(LoadCode::kFieldType, rules, "rules", fmt::format(fmt::runtime(msg::kFieldType), "rules", "a list"));
   } else {
-    for (const auto& rn : rules) {
+    for (const auto& [rn, expanded_from] : ExpandForEach(ctx, rules)) {
       RuleSpec rule;
+      ctx.expanded_from = expanded_from;
       if (!ParseRule(ctx, rn, pb.id, &rule)) {
         ctx.rule.clear();
         continue;
@@ -1355,9 +1461,10 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
         continue;
       }
       pb.rules.push_back(std::move(rule));
-      rule_nodes.push_back(rn);
+      rule_nodes.push_back({rn, expanded_from});
       ctx.rule.clear();
     }
+    ctx.expanded_from = YAML::Mark::null_mark();
   }
   // Reference and type pass: every rule is known now, so forward references work.
   Scope scope;
@@ -1379,7 +1486,9 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
   CheckBindings(ctx, scope, &pb.macros, &scope.playbook_macros_visible, "macros");
   for (size_t i = 0; i < pb.rules.size(); ++i) {
     CheckRuleRefs(ctx, scope, &pb.rules[i]);
-    if (pb.rules[i].kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &pb.rules[i], rule_nodes[i]["query"]);
+    ctx.expanded_from = rule_nodes[i].expanded_from;
+    if (pb.rules[i].kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &pb.rules[i], rule_nodes[i].node["query"]);
+    ctx.expanded_from = YAML::Mark::null_mark();
   }
   ctx.rule.clear();
   CheckCycles(ctx, pb.rules);
@@ -1551,11 +1660,7 @@ bool LooksLikePlaybook(const std::string& path) {
   }
 }
 
-std::string PlaybookDataDir() {
-  const char* env = std::getenv("DIAGNOSE_DATA_DIR");
-  if (env != nullptr && *env != '\0') return env;
-  return DIAGNOSE_SOURCE_DIR;
-}
+std::string PlaybookDataDir() { return DefaultDataDir(); }
 
 Library LoadLibraryDir(const std::string& data_dir, LoadResult* result) {
   Loader loader;

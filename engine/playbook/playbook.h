@@ -70,6 +70,9 @@ struct Binding {
   std::vector<std::string> needs;   // qualified rule ids it reads (set by the reference pass)
 };
 
+// A query template may use `{{ window_length }}` without declaring it: the length of its window.
+inline constexpr const char* kWindowLengthPlaceholder = "window_length";
+
 struct QuerySpec {
   std::string promql_template;
   SourcePos template_pos;
@@ -145,6 +148,7 @@ struct VerdictSpec {
   std::map<std::string, Template> changes;
   std::vector<NoteSpec> notes;
   std::optional<SuppressSpec> suppress;
+  bool yields = false;              // README §3.4: ranks below any verdict naming a mechanism
 };
 
 struct FindingSpec {

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/core/data_dir.h"
 #include "engine/core/clock_skew.h"
 #include "engine/core/iso_time.h"
 #include "engine/core/limits.h"
@@ -209,7 +210,7 @@ void AddClass(JobFacts* f, std::map<std::string, ClassHit>* hits, const Signatur
 StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options) {
   SignatureTable loaded;
   if (options.signatures == nullptr) {
-    std::string rules_dir = options.rules_dir.empty() ? std::string(DIAGNOSE_SOURCE_DIR) + "/rules" : options.rules_dir;
+    std::string rules_dir = options.rules_dir.empty() ? DefaultDataDir() + "/rules" : options.rules_dir;
     ASSIGN_OR_RETURN(loaded, LoadSignatureTable(rules_dir + "/triage/failure-signatures.yaml"));
   }
   const SignatureTable& table = options.signatures != nullptr ? *options.signatures : loaded;

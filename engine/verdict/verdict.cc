@@ -41,8 +41,7 @@ bool HasSymptom(const std::vector<std::string>& failure_classes) {
 
 // Why `loser` ranks below `winner`, in the order the ranking applies its criteria.
 std::string WhyLost(const Candidate& winner, const Candidate& loser) {
-  const bool gw = winner.root_cause == "observability-gap", gl = loser.root_cause == "observability-gap";
-  if (gl && !gw) return "broken telemetry yields to a failure mechanism";
+  if (loser.yields && !winner.yields) return "a gap in what can be seen yields to a failure mechanism";
   const int rw = ConfidenceRank(winner.confidence), rl = ConfidenceRank(loser.confidence);
   if (rw != rl) return "lower confidence (" + loser.confidence + " vs " + winner.confidence + ")";
   const double ow = winner.onset.value_or(1e300), ol = loser.onset.value_or(1e300);
@@ -67,13 +66,12 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   Combined out;
   std::vector<Candidate> causes, neutral;
   for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
-  // A failure mechanism outranks broken telemetry: `observability-gap` says what cannot be
-  // concluded, so it is the verdict only when no other cause was found (a ghost exporter on one
+  // A failure mechanism outranks a candidate that `yields` (broken telemetry says what cannot be
+  // concluded), which is the verdict only when no other cause was found (a ghost exporter on one
   // host must not hide a node that died). Then confidence, then the earliest onset (the root cause
   // is what moved first), then the playbook order, so the result never depends on evaluation timing.
   std::stable_sort(causes.begin(), causes.end(), [](const Candidate& a, const Candidate& b) {
-    bool ga = a.root_cause == "observability-gap", gb = b.root_cause == "observability-gap";
-    if (ga != gb) return gb;
+    if (a.yields != b.yields) return b.yields;
     int ra = ConfidenceRank(a.confidence), rb = ConfidenceRank(b.confidence);
     if (ra != rb) return ra > rb;
     double oa = a.onset.value_or(1e300), ob = b.onset.value_or(1e300);
@@ -90,8 +88,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
 
   // Broken telemetry found next to a refuted symptom (e.g. a scrape gap on a job whose GPUs all kept
   // training) leaves the refutation standing: the gap is the verdict, and nothing should be killed.
-  const bool only_telemetry = std::all_of(causes.begin(), causes.end(),
-                                          [](const Candidate& c) { return c.root_cause == "observability-gap"; });
+  const bool only_telemetry = std::all_of(causes.begin(), causes.end(), [](const Candidate& c) { return c.yields; });
   const Candidate* refuter = only_telemetry ? FindRefuter(neutral, job_status, failure_classes) : nullptr;
   if (refuter)
     for (const auto& fc : failure_classes)

@@ -28,6 +28,9 @@ struct Candidate {
   std::vector<Exclusion> exclude;
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;
+  // What cannot be seen rather than what went wrong (e.g. broken telemetry): ranks below every
+  // candidate that names a failure mechanism, and leaves a refutation standing.
+  bool yields = false;
 };
 
 struct Combined {

@@ -72,9 +72,16 @@ JobFacts MinimalFacts(const WatchEvent& event) {
   return f;
 }
 
-std::string ShortCause(const std::string& root_cause, const std::string& hang_phase) {
-  if (root_cause == "gpu-oom") return hang_phase.empty() ? "OOM" : "OOM (silent, hang " + hang_phase + ")";
-  if (root_cause == "host-oom") return "host OOM";
+std::string ShortCause(const DecisionRules& rules, const std::string& root_cause, const std::string& hang_phase) {
+  auto named = rules.progress_labels.find(root_cause);
+  if (named != rules.progress_labels.end()) {
+    if (hang_phase.empty()) return named->second.label;
+    if (!named->second.hung.empty()) {
+      std::string s = named->second.hung;
+      if (auto at = s.find("{phase}"); at != std::string::npos) s.replace(at, 7, hang_phase);
+      return s;
+    }
+  }
   if (!hang_phase.empty()) return "hang " + hang_phase + " (" + root_cause + ")";
   return root_cause;
 }
@@ -113,8 +120,8 @@ StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outpu
   return jobs;
 }
 
-std::string FormatResultLine(const WatchEvent& event, const std::string& root_cause, const std::string& hang_phase,
-                             const Decision& decision, bool passed) {
+std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event, const std::string& root_cause,
+                             const std::string& hang_phase, const Decision& decision, bool passed) {
   const LogProgress& p = event.progress;
   std::string model = p.model.empty() ? event.job.name : p.model;
   const int nodes = p.nnodes > 0 ? p.nnodes : static_cast<int>(p.hosts.size());
@@ -134,7 +141,7 @@ std::string FormatResultLine(const WatchEvent& event, const std::string& root_ca
     if (decision.action != "none") return line + dash + "PASS" + dash + decision.action;
     return line + dash + "PASS";
   }
-  line += ShortCause(root_cause, hang_phase) + dash + "FAIL" + dash + decision.action;
+  line += ShortCause(rules, root_cause, hang_phase) + dash + "FAIL" + dash + decision.action;
   if (decision.action == "retry-excluding-nodes") {
     std::string hosts;
     for (const auto& x : decision.exclude) hosts += (hosts.empty() ? "" : ",") + x.host;
@@ -182,7 +189,7 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
     StatusOr<Report> report = options_.diagnose(result.event);
     if (!report.ok()) {
       result.status = report.status();
-      result.line = FormatResultLine(result.event, "diagnosis failed: " + report.status().message(), "",
+      result.line = FormatResultLine(*options_.rules, result.event, "diagnosis failed: " + report.status().message(), "",
                                      Decision{}, false);
       return result;
     }
@@ -190,7 +197,7 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
     result.report = std::move(report).value();
     if (result.report.incomplete) {
       // diagnose could not read the metrics: no sweep decision is made from it, and none recorded.
-      result.line = FormatResultLine(result.event, *result.report.incomplete, "", result.report.decision, false);
+      result.line = FormatResultLine(*options_.rules, result.event, *result.report.incomplete, "", result.report.decision, false);
       return result;
     }
     if (auto triaged = SubjectFactsOf(result.report)) {
@@ -221,7 +228,7 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   }
   const bool passed = result.sweep.decision.action == "none" &&
                       (clean_success || result.sweep.root_cause == "none");
-  result.line = FormatResultLine(result.event, result.sweep.root_cause, result.sweep.hang_phase,
+  result.line = FormatResultLine(*options_.rules, result.event, result.sweep.root_cause, result.sweep.hang_phase,
                                  result.sweep.decision, passed);
   return result;
 }

@@ -264,5 +264,55 @@ rules:
   EXPECT_NE(errors.find("job, baseline_job"), std::string::npos) << errors;
 }
 
+TEST_F(LanguageTest, ForEachWritesOneRuleForSeveralItems) {
+  auto loaded = Load(R"Y(playbook: fe
+description: x
+rules:
+  - id: missing
+    for_each:
+      gpu: {family: gpu_power, label: host}
+      net: {family: rdma_bytes, label: host}
+    description: "hosts without ${family} (${key})"
+    query: 'count by (${label}) (up) unless on (${label}) count by (${label}) (${family}[{{ window_length }}])'
+    window: job
+    by: [host]
+  - id: any_missing
+    fact: "union(missing_gpu.hosts, missing_net.hosts)"
+    finding: {when: "len(any_missing.value) > 0", summary: "{{ join(any_missing.value, ',') }}"}
+)Y");
+  ASSERT_TRUE(loaded.ok()) << loaded.AsJson().dump(2);
+  ASSERT_EQ(library_.playbooks[0].rules.size(), 3u);
+  EXPECT_EQ(library_.playbooks[0].rules[0].id, "missing_gpu");
+  EXPECT_EQ(library_.playbooks[0].rules[1].description, "hosts without rdma_bytes (net)");
+  client_.answers["gpu_power[600s]"] = {Series{{{"host", "a"}}, {{1600, 1}}}};
+  client_.answers["rdma_bytes[600s]"] = {Series{{{"host", "b"}}, {{1600, 1}}}};
+  auto r = Run("fe");
+  EXPECT_EQ(Value(r, "fe/missing_gpu")["query"],
+            "count by (host) (up) unless on (host) count by (host) (gpu_power[600s])")
+      << "the window's length (1000..1600) fills {{ window_length }}";
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].summary, "a,b");
+}
+
+TEST_F(LanguageTest, ForEachReportsAFieldSomeItemLacksAtTheRuleWritten) {
+  auto loaded = Load(R"Y(playbook: fe
+description: x
+rules:
+  - id: ok
+    fact: "1"
+    finding: {when: "true", summary: "x"}
+  - id: missing
+    for_each:
+      gpu: {family: gpu_power}
+      net: {metric: rdma_bytes}
+    fact: "'${family}'"
+    finding: {when: "true", summary: "x"}
+)Y");
+  std::string errors = loaded.AsJson().dump();
+  EXPECT_FALSE(loaded.ok());
+  EXPECT_NE(errors.find("${family}"), std::string::npos) << errors;
+  EXPECT_NE(errors.find(R"("line":7)"), std::string::npos) << "points at the rule written: " << errors;
+}
+
 }  // namespace
 }  // namespace diagnose::dag

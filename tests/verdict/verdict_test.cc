@@ -45,6 +45,7 @@ TEST(CombineTest, ConfidenceBeatsOnset) {
 TEST(CombineTest, BrokenTelemetryNeverHidesAFailureMechanism) {
   // A ghost exporter (likely, early) next to a node death (possible, later): the dead node is the cause.
   auto gap = Make("observability-gaps", "observability-gap", "likely", 100, 0);
+  gap.yields = true;
   auto dead = Make("rccl-hang", "gpu-hardware-fault", "possible", 900, 1);
   auto out = Combine({gap, dead}, "cancelled", {"cancelled-after-hang"});
   EXPECT_EQ(out.verdict.root_cause, "gpu-hardware-fault");
@@ -124,6 +125,7 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   EXPECT_TRUE(Combine({still_training, oom}, "hanging", {"hang"}).verdict.refuted.empty());
   // Broken telemetry next to it is the verdict, and the refutation stands.
   auto gap = Make("observability-gaps", "observability-gap", "possible", 5, 1);
+  gap.yields = true;
   gap.action = "none";
   auto with_gap = Combine({still_training, gap}, "hanging", {"hang"});
   EXPECT_EQ(with_gap.verdict.root_cause, "observability-gap");
