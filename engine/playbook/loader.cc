@@ -728,6 +728,10 @@ std::vector<RuleNode> ExpandForEach(FileCtx& ctx, const YAML::Node& rules) {
   static const std::regex key_pattern("^[a-z0-9_]+$");
   static const std::regex placeholder(R"(\$\{([a-z_][a-z0-9_]*)\})");
   std::vector<RuleNode> out;
+  // Copies count against the same node budget as the file itself (an expansion is an alias bomb's
+  // cousin: a few lines on disk can mean millions of nodes).
+  const int64_t budget = GetLimit(LimitId::kYamlNodes);
+  int64_t copied = 0;
   for (const auto& rn : rules) {
     if (!rn.IsMap() || !rn["for_each"]) {
       out.push_back({rn});
@@ -744,13 +748,18 @@ std::vector<RuleNode> ExpandForEach(FileCtx& ctx, const YAML::Node& rules) {
         ctx.Add(LoadCode::kBadValue, it->first, "for_each", fmt::format(fmt::runtime(msg::kBadValue), "for_each", key, "[a-z0-9_]+"));
         continue;
       }
+      if (!rn["id"] || !rn["id"].IsScalar()) {
+        ctx.Add(LoadCode::kMissingField, rn, "id", fmt::format(fmt::runtime(msg::kMissingField), "id"));
+        break;
+      }
       std::map<std::string, std::string> values = {{"key", key}};
       if (it->second.IsScalar()) values["item"] = it->second.Scalar();
       else if (it->second.IsMap())
         for (auto f = it->second.begin(); f != it->second.end(); ++f)
           if (f->second.IsScalar()) values[f->first.Scalar()] = f->second.Scalar();
       std::set<std::string> unknown;
-      std::function<YAML::Node(const YAML::Node&)> copy = [&](const YAML::Node& n) -> YAML::Node {
+      std::function<YAML::Node(const YAML::Node&, bool)> copy = [&](const YAML::Node& n, bool top) -> YAML::Node {
+        if (++copied > budget) return YAML::Node();
         if (n.IsScalar()) {
           std::string s = n.Scalar(), replaced;
           auto last = s.cbegin();
@@ -766,21 +775,25 @@ std::vector<RuleNode> ExpandForEach(FileCtx& ctx, const YAML::Node& rules) {
         }
         if (n.IsSequence()) {
           YAML::Node seq(YAML::NodeType::Sequence);
-          for (const auto& x : n) seq.push_back(copy(x));
+          for (const auto& x : n) seq.push_back(copy(x, false));
           return seq;
         }
         if (n.IsMap()) {
           YAML::Node map(YAML::NodeType::Map);
           for (auto f = n.begin(); f != n.end(); ++f) {
             const std::string k = f->first.Scalar();
-            if (k == "for_each") continue;
-            map[k] = k == "id" ? YAML::Node(f->second.Scalar() + "_" + key) : copy(f->second);
+            if (top && k == "for_each") continue;
+            map[k] = top && k == "id" ? YAML::Node(f->second.Scalar() + "_" + key) : copy(f->second, false);
           }
           return map;
         }
-        return YAML::Clone(n);
+        return YAML::Node(YAML::NodeType::Null);   // no position: the rule written is reported
       };
-      YAML::Node expanded = copy(rn);
+      YAML::Node expanded = copy(rn, true);
+      if (copied > budget) {
+        ctx.Add(LoadCode::kLimit, rn, "for_each", LimitExceeded(LimitId::kYamlNodes, ctx.file + " (for_each copies)").message());
+        return out;
+      }
       for (const auto& name : unknown)
         ctx.Add(LoadCode::kTemplateParam, rn, "for_each",
                 fmt::format(fmt::runtime(msg::kBadValue), "for_each", "${" + name + "}", "${key} or a field of every item"));
@@ -1043,10 +1056,19 @@ void CheckBindings(const FileCtx& ctx, const Scope& scope, std::vector<Binding>*
     auto& b = (*list)[i];
     bool shadows_rule = (scope.local_rules && FindIn(*scope.local_rules, b.name)) ||
                         (!scope.playbook && scope.library->FindCommonRule(b.name));
-    if (kReservedNames.count(b.name) || shadows_rule)
+    // A name means one thing wherever it is read: bindings are resolved by name where they are used,
+    // so one may not hide another (a rule's let over a macro, a playbook macro over a shared one).
+    Scope outer = scope;
+    outer.lets_visible = list == scope.lets ? 0 : scope.lets_visible;
+    if (&scope.library->common_macros == list) outer.common_macros_visible = 0;
+    if (scope.playbook && &scope.playbook->macros == list) outer.playbook_macros_visible = 0;
+    const Binding* hidden = FindBinding(outer, b.name);
+    if (kReservedNames.count(b.name) || shadows_rule || hidden)
       ctx.Add(LoadCode::kBadValue, b.expr.pos, field + "." + b.name,
               fmt::format(fmt::runtime(msg::kBindingHides), field + "." + b.name, b.name,
-                          shadows_rule ? "the rule of that id" : "a name of the language (" + JoinSet(kReservedNames) + ")"));
+                          shadows_rule ? "the rule of that id"
+                          : hidden     ? "the binding of that name at " + hidden->expr.pos.ToString()
+                                       : "a name of the language (" + JoinSet(kReservedNames) + ")"));
     *visible = i;
     std::set<std::string> deps;
     // `host` is the host being excused inside an exclusion reason, null elsewhere.
@@ -1186,6 +1208,11 @@ void CheckQueryTemplate(const FileCtx& ctx, const Scope& scope, RuleSpec* rule, 
       arg.expr.pos = arg.pos;
       ExprSyntaxError err;
       arg.expr.ast = std::shared_ptr<const Expr>(ParseExpr(arg.expr.source, &err));
+      if (!arg.expr.ast) {
+        ctx.Add(LoadCode::kTemplateParam, arg.pos, "query",
+                fmt::format(fmt::runtime(msg::kTemplateUnknown), ph.name + " (window '" + q.window + "' is not a name expressions can use)"));
+        continue;
+      }
       std::set<std::string> no_rules;
       CheckExpr(ctx, scope, arg.expr, "args." + ph.name, &no_rules);
       q.args[ph.name] = std::move(arg);
@@ -1324,9 +1351,10 @@ void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool
   }
   // Shared macros see the shared rules loaded so far and the macros before them.
   auto check_macros = [&] {
+    // Shared macros are read in every playbook's scope, where a bare id is that playbook's rule:
+    // they name shared rules as `common.<id>`.
     Scope scope;
     scope.library = library;
-    scope.local_rules = &library->common_rules;
     std::vector<Binding> mine(std::make_move_iterator(library->common_macros.begin() + first_macro),
                               std::make_move_iterator(library->common_macros.end()));
     library->common_macros.resize(first_macro);
@@ -1484,6 +1512,14 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
   }
   for (auto& [k, p] : pb.params) CheckExpr(ctx, no_rules, p.expr, "params." + k, &ignored);
   CheckBindings(ctx, scope, &pb.macros, &scope.playbook_macros_visible, "macros");
+  for (const auto& r : pb.rules)
+    for (const auto& m : library->common_macros)
+      if (m.name == r.id) {
+        ctx.rule = r.id;
+        ctx.Add(LoadCode::kDuplicateId, r.pos, "id",
+                fmt::format(fmt::runtime(msg::kBindingHides), "id", r.id, "the shared macro at " + m.expr.pos.ToString()));
+      }
+  ctx.rule.clear();
   for (size_t i = 0; i < pb.rules.size(); ++i) {
     CheckRuleRefs(ctx, scope, &pb.rules[i]);
     ctx.expanded_from = rule_nodes[i].expanded_from;

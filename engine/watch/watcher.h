@@ -72,9 +72,9 @@ StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outpu
 // 2520.4 -> "2,520": TGS as the sweep's lines print it.
 std::string WithThousands(double value);
 
-// One line in the sweep's style.
-std::string FormatResultLine(const WatchEvent& event, const std::string& root_cause, const std::string& hang_phase,
-                             const Decision& decision, bool passed);
+// One line in the sweep's style; `rules` name the causes the way the sweep runbook does.
+std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event, const std::string& root_cause,
+                             const std::string& hang_phase, const Decision& decision, bool passed);
 
 class Watcher {
  public:

@@ -314,5 +314,47 @@ rules:
   EXPECT_NE(errors.find(R"("line":7)"), std::string::npos) << "points at the rule written: " << errors;
 }
 
+TEST_F(LanguageTest, ANameMeansOneThingWhereverItIsRead) {
+  // A let over a playbook macro, a playbook macro over a shared one, a rule named like a shared
+  // macro, and a shared macro naming a shared rule without `common.`: each is a load error.
+  playbook::Loader loader;
+  loader.LoadCommonText("rules:\n  - id: shared_rule\n    fact: \"1\"\nmacros:\n  shared_m: \"1\"\n  shared_n: \"1\"\n  bare: \"shared_rule.value\"\n", "s.yaml");
+  loader.LoadPlaybookText(R"Y(playbook: h
+description: x
+macros:
+  m: "1"
+  shared_n: "2"
+rules:
+  - id: a
+    let: {m: "3"}
+    fact: "m"
+    finding: {when: "true", summary: "x"}
+  - id: shared_m
+    fact: "1"
+    finding: {when: "true", summary: "x"}
+)Y", "h.yaml");
+  std::string errors = loader.result().AsJson().dump();
+  EXPECT_NE(errors.find("'let.m': 'm' would hide the binding of that name at h.yaml:4"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("'macros.shared_n': 'shared_n' would hide the binding of that name at s.yaml"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("field 'id': 'shared_m' would hide the shared macro"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("field 'macros.bare': unknown name 'shared_rule'"), std::string::npos) << errors;
+}
+
+TEST_F(LanguageTest, ForEachRenamesOnlyTheRuleItself) {
+  ASSERT_TRUE(Load(R"Y(playbook: fe
+description: x
+rules:
+  - id: r
+    for_each: {a: one, b: two}
+    let: {id: "'${item}'"}
+    fact: "id"
+    finding: {when: "true", summary: "{{ r_a.value }}"}
+)Y").ok());
+  EXPECT_EQ(library_.playbooks[0].rules[0].lets[0].name, "id") << "a nested `id` key is not the rule's";
+  auto r = Run("fe");
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].summary, "one");
+}
+
 }  // namespace
 }  // namespace diagnose::dag

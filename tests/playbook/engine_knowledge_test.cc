@@ -14,6 +14,7 @@
 // a sweep signal or rule named after such a class is not knowledge in C++.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -55,6 +56,9 @@ std::vector<std::pair<int, std::string>> StringLiterals(const std::string& src) 
       ++i;
       continue;
     }
+    if (c == '\'' && i > 0 && std::isxdigit(static_cast<unsigned char>(src[i - 1])) && i + 1 < src.size() &&
+        std::isxdigit(static_cast<unsigned char>(src[i + 1])))
+      continue;   // a digit separator: 200'000
     if (c == '\'') {   // a character literal, e.g. '"'
       for (++i; i < src.size() && src[i] != '\''; ++i)
         if (src[i] == '\\') ++i;
@@ -173,10 +177,12 @@ TEST(EngineKnowledge, NoIdDefinedInTheDataIsWrittenInTheEngine) {
 }
 
 TEST(EngineKnowledge, TheScannerFindsLiteralsAndSkipsComments) {
-  auto lits = StringLiterals("int a; // \"tb_step\"\nauto s = \"hw_x\"; /* \"no\" */ char q = '\"';\nauto r = R\"(raw\")\";\n");
-  ASSERT_EQ(lits.size(), 2u);
+  auto lits = StringLiterals(
+      "int a; // \"tb_step\"\nauto s = \"hw_x\"; /* \"no\" */ char q = '\"';\nauto r = R\"(raw\")\";\nint n = 200'000; auto t = \"tb_y\";\n");
+  ASSERT_EQ(lits.size(), 3u);
   EXPECT_EQ(lits[0], (std::pair<int, std::string>{2, "hw_x"}));
   EXPECT_EQ(lits[1], (std::pair<int, std::string>{3, "raw\""}));
+  EXPECT_EQ(lits[2], (std::pair<int, std::string>{4, "tb_y"})) << "a digit separator is not a character literal";
 }
 
 }  // namespace
