@@ -187,6 +187,12 @@ int RunWatch(const WatchArgs& args) {
       std::fprintf(stderr, "diagnose watch: job %s: %s\n", result.event.job.id.c_str(),
                    result.status.message().c_str());
   };
+  if (!args.once) {
+    options.on_first_scan = [dir = options.outputs_dir](size_t followed, size_t skipped) {
+      std::fprintf(stderr, "diagnose watch: following %s: %zu running job(s), %zu already ended or decided (skipped)\n",
+                   dir.c_str(), followed, skipped);
+    };
+  }
   StatusOr<std::unique_ptr<Watcher>> watcher = Watcher::Create(std::move(options));
   if (!watcher.ok()) {
     PrintError("diagnose watch", watcher.status().message());

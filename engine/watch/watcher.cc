@@ -263,6 +263,7 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
     }
     followed_.emplace(job.id, std::move(f));
   }
+  if (first_scan_ && options_.on_first_scan) options_.on_first_scan(followed_.size(), handled_.size());
   first_scan_ = false;
 
   std::vector<std::string> finished;

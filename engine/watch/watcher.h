@@ -61,6 +61,9 @@ struct WatchOptions {
   const DecisionRules* rules = nullptr;    // required
   DiagnoseFn diagnose;                 // required
   ResultFn on_result;                  // optional
+  // Called once, after the first scan: how many jobs are followed and how many had already ended
+  // (skipped). Lets a caller say the watcher is live before any job ends.
+  std::function<void(size_t followed, size_t skipped)> on_first_scan;   // optional
   ListJobsFn list_jobs;                // default: ScanOutputsForJobLogs
   std::function<int64_t()> now;        // default: wall clock, seconds
 };

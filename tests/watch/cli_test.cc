@@ -84,11 +84,17 @@ TEST_F(CliTest, WatchStopsCleanlyOnSigterm) {
   auto child = ChildProcess::Spawn(spawn);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   // The watcher skips jobs that had ended before it started; a job ending afterwards is handled.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Wait for its first scan (slow under sanitizers) so that 9806 surely ends afterwards.
+  std::string text;
+  for (int i = 0; i < 600 && text.find("diagnose watch: following") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(out);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_NE(text.find("0 running job(s), 1 already ended or decided (skipped)"), std::string::npos) << text;
   WriteJob("9806", "grok-1", {"gpu102", "gpu103"}, 0,
            "1: jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2GiB.\n", kFailed);
-  std::string text;
-  for (int i = 0; i < 100 && text.find("job 9806") == std::string::npos; ++i) {
+  for (int i = 0; i < 600 && text.find("job 9806") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ifstream in(out);
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
