@@ -88,9 +88,9 @@ struct FleetImportArgs {
 void PrintImportLine(const JobImport& r) {
   std::string verdict = r.root_cause + " -> " + r.action;
   if (!r.excluded.empty()) verdict += " (exclude " + CompressHostlist(r.excluded) + ")";
-  const std::string series = r.series > 0 ? Thousands(r.series) + " series" : "";
+  const std::string series = r.series > 0 ? WithThousands(r.series) + " series" : "";
   std::printf("%-8s %-15s %12s samples %15s  %-58s %5.1f s\n", r.job.c_str(), r.outcome.c_str(),
-              Thousands(r.samples).c_str(), series.c_str(), verdict.c_str(), r.seconds);
+              WithThousands(r.samples).c_str(), series.c_str(), verdict.c_str(), r.seconds);
   if (r.outcome == "failed" || r.outcome == "record-only") std::printf("         %s\n", r.detail.c_str());
 }
 
@@ -159,7 +159,7 @@ int RunImport(const FleetImportArgs& args) {
     int64_t samples = 0;
     for (const auto& r : results) samples += r.samples;
     std::printf("%zu job(s): %zu imported or present, %d failed; %s samples written\n", results.size(),
-                results.size() - failed, failed, Thousands(samples).c_str());
+                results.size() - failed, failed, WithThousands(samples).c_str());
   }
   return failed > 0 ? 1 : 0;
 }

@@ -44,14 +44,20 @@ void PrintDecision(const Decision& d) {
   std::printf("\n");
 }
 
+// nodes judges throughput only; every output says so, so that a "healthy" row is not read as a
+// diagnosis of the job (diagnose may still find a cause that costs no throughput).
+constexpr const char* kScope =
+    "Throughput only, no diagnosis run: `diagnose JOB` names the cause of a slow or failed job.";
+
 void PrintNodeTable(const NodeHealthTable& t, const Decision& d) {
   std::printf("| Node | Job | TGS/device | vs. median | Status |\n|------|-----|------------|------------|--------|\n");
   for (const auto& r : t.rows) {
     const std::string status = r.status == "healthy" || r.status == "marginal" ? r.status : Upper(r.status);
     std::printf("| %s | %s | %s | %s | %s |\n", r.node.c_str(), r.job.c_str(),
-                r.tgs ? Thousands(*r.tgs).c_str() : "—", Pct(r.delta_pct).c_str(), status.c_str());
+                r.tgs ? WithThousands(*r.tgs).c_str() : "—", Pct(r.delta_pct).c_str(), status.c_str());
   }
-  if (t.median_tgs) std::printf("\nMedian steady TGS/device (steps 5-14): %s\n", Thousands(*t.median_tgs).c_str());
+  if (t.median_tgs) std::printf("\nMedian steady TGS/device (steps 5-14): %s\n", WithThousands(*t.median_tgs).c_str());
+  std::printf("%s\n", kScope);
   PrintDecision(d);
 }
 
@@ -60,16 +66,19 @@ void PrintBisection(const BisectionResult& r, const Decision& d) {
   for (const auto& g : r.rows) {
     const std::string status = g.status == "healthy" ? g.status : Upper(g.status);
     std::printf("| %s | %s | %s | %s | %s |\n", g.name.c_str(), g.nodelist.c_str(),
-                g.tgs ? Thousands(*g.tgs).c_str() : "—", Pct(g.delta_pct).c_str(), status.c_str());
+                g.tgs ? WithThousands(*g.tgs).c_str() : "—", Pct(g.delta_pct).c_str(), status.c_str());
   }
-  if (r.expected_tgs) std::printf("\nExpected TGS/device: %s\n", Thousands(*r.expected_tgs).c_str());
+  if (r.expected_tgs) std::printf("\nExpected TGS/device: %s\n", WithThousands(*r.expected_tgs).c_str());
   if (!r.degraded_groups.empty()) {
     std::string names;
     for (const auto& n : r.degraded_groups) names += (names.empty() ? "" : ", ") + n;
     std::printf("Degraded groups: %s\n", names.c_str());
   }
+  for (const auto& g : r.rows)
+    if (!g.reason.empty()) std::printf("  %s: %s\n", g.name.c_str(), g.reason.c_str());
   if (!r.bad_pair.empty()) std::printf("Isolated: %s\n", CompressHostlist(r.bad_pair).c_str());
   std::printf("Conclusion: %s\n", r.conclusion.c_str());
+  std::printf("%s\n", kScope);
   PrintDecision(d);
 }
 
@@ -114,7 +123,7 @@ int RunNodes(const NodesArgs& args) {
     const Decision d = DecisionFromBisection(result);
     if (format == "json") {
       nlohmann::json j{{"schema", "diagnose-nodes/v1"}, {"mode", "network-bisection"}, {"bisection", result},
-                       {"decision", ToJson(d)}};
+                       {"decision", ToJson(d)}, {"scope", kScope}};
       std::printf("%s\n", j.dump(2).c_str());
     } else {
       PrintBisection(result, d);
@@ -124,7 +133,8 @@ int RunNodes(const NodesArgs& args) {
   NodeHealthTable table = BuildNodeHealthTable(runs, rules->node_health);
   const Decision d = DecisionFromNodeHealth(table);
   if (format == "json") {
-    nlohmann::json j{{"schema", "diagnose-nodes/v1"}, {"mode", "node-perf"}, {"nodes", table}, {"decision", ToJson(d)}};
+    nlohmann::json j{{"schema", "diagnose-nodes/v1"}, {"mode", "node-perf"}, {"nodes", table}, {"decision", ToJson(d)},
+                     {"scope", kScope}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     PrintNodeTable(table, d);

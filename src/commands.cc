@@ -84,16 +84,6 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   add_everywhere(app);
 }
 
-std::string Thousands(double v) {
-  const auto n = static_cast<long long>(std::llround(v));
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return (n < 0 ? "-" : "") + out;
-}
-
 bool SplitHeader(const std::string& raw, std::string* name, std::string* value) {
   auto colon = raw.find(':');
   if (colon == std::string::npos || colon == 0) return false;

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/core/text.h"
+
 namespace diagnose::cli {
 
 class CommandRegistry {
@@ -38,9 +40,6 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry);
 
 // "Authorization: Bearer x" -> {"Authorization", "Bearer x"}; false when there is no name.
 bool SplitHeader(const std::string& raw, std::string* name, std::string* value);
-
-// 1234567.8 -> "1,234,568".
-std::string Thousands(double v);
 
 // "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a
 // newline, a server's binary answer).

@@ -1,8 +1,19 @@
 #include "engine/core/text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace diagnose {
+
+std::string WithThousands(double value) {
+  const auto n = static_cast<long long>(std::llround(value));
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return (n < 0 ? "-" : "") + out;
+}
 
 std::string FixedDecimal(double value, int precision) {
   char buf[64];

@@ -13,6 +13,9 @@ namespace diagnose {
 // printf("%.*f"): "12.5" for (12.49, 1).
 std::string FixedDecimal(double value, int precision);
 
+// 2520.4 -> "2,520", -1234 -> "-1,234": TGS as the sweep runbooks print it.
+std::string WithThousands(double value);
+
 // "a, b, c" (or any separator).
 std::string JoinStrings(const std::vector<std::string>& items, std::string_view separator = ", ");
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,9 +16,13 @@
 
 namespace diagnose::dag {
 
+enum class NodeHealth { kOk, kError, kSkipped };
+// "ok" | "error" | "skipped": the words of `not_evaluated` and a finding's status.
+std::string_view ToString(NodeHealth health);
+
 struct NodeOutcome {
   std::string id;
-  std::string health = "skipped";      // ok | error | skipped
+  NodeHealth health = NodeHealth::kSkipped;
   std::string reason;                  // why error/skipped
   nlohmann::json value;                // the rule's result fields (README §3)
   std::vector<Evidence> evidence;      // what it ran or read
@@ -33,19 +38,5 @@ struct EvaluationResult {
 };
 
 EvaluationResult Evaluate(const CompiledGraph& graph, const EvaluationContext& ctx);
-
-// Helpers shared with explain.
-// The host a series belongs to (README §3.1 host key): host label, else instance_hosts[instance],
-// else instance without :port, else instance_hosts[ip], else ip; "" when none.
-std::string HostOfSeries(const Labels& labels, const nlohmann::json& instance_hosts);
-// Built-in, shared (rules/common) and playbook windows resolved against the context: {name: {start, end}} (missing when
-// they cannot be computed; `problems` says why).
-nlohmann::json ResolveWindows(const playbook::Library& library, const playbook::PlaybookSpec* playbook,
-                              const EvaluationContext& ctx,
-                              const nlohmann::json& params, const nlohmann::json& thresholds,
-                              std::map<std::string, std::string>* problems);
-// A playbook's params evaluated (literals and expressions).
-nlohmann::json ResolveParams(const playbook::PlaybookSpec* playbook, const EvaluationContext& ctx,
-                             const nlohmann::json& thresholds, std::map<std::string, std::string>* problems);
 
 }  // namespace diagnose::dag

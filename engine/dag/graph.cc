@@ -6,6 +6,7 @@
 #include <boost/graph/topological_sort.hpp>
 
 #include "engine/dag/evaluate.h"
+#include "engine/dag/expression_roots.h"
 
 namespace diagnose::dag {
 namespace {
@@ -130,13 +131,9 @@ std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const E
       }
       if (t.always) why.push_back("always");
       if (match && t.when.present()) {
-        auto v = playbook::EvalExpr(*t.when.ast, [&](const std::string& root) -> const json* {
-          if (root == "facts") return &ctx.facts;
-          if (root == "baseline") return ctx.baseline_facts.is_null() ? nullptr : &ctx.baseline_facts;
-          if (root == "discovery") return ctx.discovery.is_null() ? nullptr : &ctx.discovery;
-          if (root == "baseline_discovery") return ctx.baseline_discovery.is_null() ? nullptr : &ctx.baseline_discovery;
-          if (root == "thresholds") return &library.thresholds;
-          return nullptr;
+        const ExpressionRoots roots{&ctx, &library.thresholds};
+        auto v = playbook::EvalExpr(*t.when.ast, [&roots](const std::string& root) {
+          return roots.Find(root).value_or(nullptr);
         });
         if (!v.ok()) {
           problems->push_back(pb.id + ": trigger " + t.when.pos.ToString() + ": " + v.status().message());

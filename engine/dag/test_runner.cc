@@ -11,6 +11,7 @@
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/limits.h"
 #include "engine/dag/evaluate.h"
+#include "engine/dag/query_result.h"
 #include "engine/discovery/discovery.h"
 #include "engine/dag/graph.h"
 #include "engine/dag/run_playbooks.h"

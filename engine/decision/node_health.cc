@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "engine/core/text.h"
+
 namespace diagnose {
 
 namespace {
@@ -38,6 +40,11 @@ NodeRun NodeRunFromFacts(const JobFacts& facts) {
   run.status = facts.status;
   run.soft_success = facts.soft_success;
   for (const auto& s : facts.steps) run.step_tgs.emplace_back(s.step, s.tokens_per_sec_per_device);
+  if (facts.tgs.degradation_onset_step && facts.tgs.steady_tgs > 0 && facts.tgs.recent_tgs > 0) {
+    run.steady_tgs = facts.tgs.steady_tgs;
+    run.recent_tgs = facts.tgs.recent_tgs;
+    run.degradation_onset_step = facts.tgs.degradation_onset_step;
+  }
   return run;
 }
 
@@ -193,6 +200,7 @@ std::string CompressHostlist(const std::vector<std::string>& hosts) {
 BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& t,
                                  std::optional<double> expected_tgs) {
   BisectionResult result;
+  const bool expected_given = expected_tgs.has_value();
   for (const auto& run : groups) {
     GroupRow row;
     row.job = run.job;
@@ -200,6 +208,11 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
     row.nodelist = CompressHostlist(run.hosts);
     row.name = run.name.empty() ? row.nodelist : run.name;
     if (!RunFailed(run)) row.tgs = SteadyTgs(run, t.first_step, 1 << 30, 1);
+    if (row.tgs && run.degradation_onset_step) {
+      row.steady_tgs = run.steady_tgs;
+      row.recent_tgs = run.recent_tgs;
+      row.degraded_from_step = run.degradation_onset_step;
+    }
     result.rows.push_back(std::move(row));
   }
   std::stable_sort(result.rows.begin(), result.rows.end(),
@@ -212,18 +225,38 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
   for (auto& row : result.rows) {
     if (!row.tgs) {
       row.status = "failed";
-    } else if (expected_tgs && *expected_tgs > 0) {
+      row.reason = "the job did not complete a measured step";
+      continue;
+    }
+    row.status = "healthy";
+    if (expected_tgs && *expected_tgs > 0) {
       row.delta_pct = (*row.tgs - *expected_tgs) / *expected_tgs * 100.0;
-      row.status = *row.delta_pct <= -t.degraded_below_pct ? "degraded" : "healthy";
-    } else {
-      row.status = "healthy";
+      if (*row.delta_pct <= -t.degraded_below_pct) {
+        row.status = "degraded";
+        row.reason = FixedDecimal(-*row.delta_pct, 1) + "% below the expected " + WithThousands(*expected_tgs) + " TGS";
+      }
+    }
+    // The same effect size, measured against the group's own healthy level: the best group (and a
+    // lone one) is the expectation, so only this shows a fabric that degraded mid-run.
+    if (row.status == "healthy" && row.steady_tgs && row.recent_tgs) {
+      const double drop_pct = (*row.steady_tgs - *row.recent_tgs) / *row.steady_tgs * 100.0;
+      if (drop_pct >= t.degraded_below_pct) {
+        row.status = "degraded";
+        row.reason = "its own TGS fell " + FixedDecimal(drop_pct, 1) + "% during the run (" +
+                     WithThousands(*row.steady_tgs) + " -> " + WithThousands(*row.recent_tgs) + " from step " +
+                     std::to_string(*row.degraded_from_step) + ")";
+      }
     }
   }
   auto bad = [](const GroupRow& r) { return r.status != "healthy"; };
   for (const auto& row : result.rows)
     if (bad(row)) result.degraded_groups.push_back(row.name);
   if (result.degraded_groups.empty()) {
-    result.conclusion = result.rows.empty() ? "no group jobs given" : "all groups healthy: no network issue found";
+    result.conclusion = result.rows.empty() ? "no group jobs given"
+                        : result.rows.size() == 1 && !expected_given
+                            ? "one group and no --expected-tgs: nothing to compare it with; it kept its own TGS "
+                              "through the run"
+                            : "all groups healthy: no network issue found";
     return result;
   }
 

@@ -21,6 +21,12 @@ struct NodeRun {
   std::string status;                  // triage status (completed, failed, hanging, ...)
   bool soft_success = false;
   std::vector<std::pair<int64_t, double>> step_tgs;   // (step, Tokens/s/device) of task 0
+  // Triage's healthy and last-10-step TGS, set when throughput left its healthy level during the
+  // run (facts.tgs.degradation_onset_step): a group can be slow against itself with no other
+  // group to compare with.
+  std::optional<double> steady_tgs;
+  std::optional<double> recent_tgs;
+  std::optional<int64_t> degradation_onset_step;
 };
 
 // From triage facts of one job.
@@ -61,8 +67,14 @@ struct GroupRow {
   std::optional<double> tgs;
   std::optional<double> delta_pct;     // vs expected
   std::string status;                  // healthy | degraded | failed
+  // Degraded during its own run: healthy TGS -> last-10-step TGS from this step (additive fields).
+  std::optional<double> steady_tgs;
+  std::optional<double> recent_tgs;
+  std::optional<int64_t> degraded_from_step;
+  std::string reason;                  // why degraded, in words
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GroupRow, name, job, hosts, nodelist, tgs, delta_pct, status)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GroupRow, name, job, hosts, nodelist, tgs, delta_pct, status,
+                                                steady_tgs, recent_tgs, degraded_from_step, reason)
 
 struct BisectionResult {
   std::vector<GroupRow> rows;                      // largest groups first

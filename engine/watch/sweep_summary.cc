@@ -1,3 +1,4 @@
+#include "engine/core/text.h"
 #include "engine/watch/sweep_summary.h"
 
 #include <sys/stat.h>

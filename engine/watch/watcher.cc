@@ -1,3 +1,4 @@
+#include "engine/core/text.h"
 #include "engine/watch/watcher.h"
 
 #include <algorithm>
@@ -88,17 +89,6 @@ std::string ShortCause(const DecisionRules& rules, const std::string& root_cause
 
 }  // namespace
 
-std::string WithThousands(double value) {
-  const auto n = static_cast<long long>(value + 0.5);
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
 StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outputs_dir) {
   std::vector<WatchedJob> jobs;
   std::error_code ec;
@@ -121,15 +111,18 @@ StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outpu
 }
 
 std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event, const std::string& root_cause,
-                             const std::string& hang_phase, const Decision& decision, bool passed) {
+                             const std::string& hang_phase, const Decision& decision, LineOutcome outcome,
+                             std::optional<double> recent_tgs) {
   const LogProgress& p = event.progress;
   std::string model = p.model.empty() ? event.job.name : p.model;
   const int nodes = p.nnodes > 0 ? p.nnodes : static_cast<int>(p.hosts.size());
   std::string line = model + (nodes > 0 ? " " + std::to_string(nodes) + "N" : "") + " (job " + event.job.id + "): ";
   const std::string dash = " \xE2\x80\x94 ";
-  if (passed) {
+  if (outcome != LineOutcome::kFail) {
     if (p.steady_steps > 0) {
-      line += WithThousands(p.steady_tgs_sum / p.steady_steps) + " TGS/device";
+      line += WithThousands(p.steady_tgs_sum / p.steady_steps);
+      if (recent_tgs) line += " \xE2\x86\x92 " + WithThousands(*recent_tgs);
+      line += " TGS/device";
       if (p.steady_mfu_steps > 0) {
         char mfu[32];
         std::snprintf(mfu, sizeof(mfu), "%.1f%% MFU", p.steady_mfu_sum / p.steady_mfu_steps);
@@ -138,10 +131,16 @@ std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event
     } else {
       line += p.last_step ? "completed step " + std::to_string(*p.last_step) : "completed";
     }
-    if (decision.action != "none") return line + dash + "PASS" + dash + decision.action;
-    return line + dash + "PASS";
+    if (outcome == LineOutcome::kPass) {
+      line += dash + "PASS";
+      if (decision.action == "none") return line;
+      line += dash + decision.action;
+    } else {
+      line += dash + ShortCause(rules, root_cause, hang_phase) + dash + "DEGRADED" + dash + decision.action;
+    }
+  } else {
+    line += ShortCause(rules, root_cause, hang_phase) + dash + "FAIL" + dash + decision.action;
   }
-  line += ShortCause(rules, root_cause, hang_phase) + dash + "FAIL" + dash + decision.action;
   if (decision.action == "retry-excluding-nodes") {
     std::string hosts;
     for (const auto& x : decision.exclude) hosts += (hosts.empty() ? "" : ",") + x.host;
@@ -179,37 +178,37 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
                        /*in_sweep=*/true};
 
   JobFacts facts = MinimalFacts(result.event);
-  const bool clean_success = trigger == "ended" && p.summary_status == "SUCCESS" && p.exit_code == 0;
-  if (clean_success) {
-    result.report.verdict.root_cause = "none";
-    result.report.verdict.domain = "none";
-    result.report.decision.action = "none";
-  } else {
-    Stage("watch: job {} {}; diagnosing", followed.job.id, trigger);
-    StatusOr<Report> report = options_.diagnose(result.event);
-    if (!report.ok()) {
-      result.status = report.status();
-      result.line = FormatResultLine(*options_.rules, result.event, "diagnosis failed: " + report.status().message(), "",
-                                     Decision{}, false);
-      return result;
-    }
-    result.diagnosed = true;
-    result.report = std::move(report).value();
-    if (result.report.incomplete) {
-      // diagnose could not read the metrics: no sweep decision is made from it, and none recorded.
-      result.line = FormatResultLine(*options_.rules, result.event, *result.report.incomplete, "", result.report.decision, false);
-      return result;
-    }
-    if (auto triaged = SubjectFactsOf(result.report)) {
-      // Triage is authoritative; the follower only fills what it left empty.
-      JobFacts followed_facts = std::move(facts);
-      facts = std::move(*triaged);
-      if (facts.id.empty()) facts.id = followed_facts.id;
-      if (facts.header.hosts.empty()) facts.header.hosts = followed_facts.header.hosts;
-      if (facts.header.model_name.empty()) facts.header.model_name = followed_facts.header.model_name;
-      if (facts.header.passthrough.empty()) facts.header.passthrough = followed_facts.header.passthrough;
-      if (!facts.progress.total_steps) facts.progress.total_steps = followed_facts.progress.total_steps;
-    }
+  // Every ended job is diagnosed, a clean SUCCESS too: a completed run can still have lost a
+  // quarter of its throughput to one bad link, and the line must say what `diagnose JOB` says.
+  const bool completed = trigger == "ended" && p.summary_status == "SUCCESS" && p.exit_code == 0;
+  Stage("watch: job {} {}; diagnosing", followed.job.id, trigger);
+  StatusOr<Report> report = options_.diagnose(result.event);
+  if (!report.ok()) {
+    result.status = report.status();
+    result.line = FormatResultLine(*options_.rules, result.event, "diagnosis failed: " + report.status().message(), "",
+                                   Decision{}, LineOutcome::kFail);
+    return result;
+  }
+  result.diagnosed = true;
+  result.report = std::move(report).value();
+  if (result.report.incomplete) {
+    // diagnose could not read the metrics: no sweep decision is made from it, and none recorded.
+    result.line = FormatResultLine(*options_.rules, result.event, *result.report.incomplete, "", result.report.decision,
+                                   LineOutcome::kFail);
+    return result;
+  }
+  if (auto triaged = SubjectFactsOf(result.report)) {
+    // Triage is authoritative; the follower only fills what it left empty.
+    JobFacts followed_facts = std::move(facts);
+    facts = std::move(*triaged);
+    if (facts.id.empty()) facts.id = followed_facts.id;
+    if (facts.header.hosts.empty()) facts.header.hosts = followed_facts.header.hosts;
+    if (facts.header.model_name.empty()) facts.header.model_name = followed_facts.header.model_name;
+    if (facts.header.passthrough.empty()) facts.header.passthrough = followed_facts.header.passthrough;
+    if (!facts.progress.total_steps) facts.progress.total_steps = followed_facts.progress.total_steps;
+    // A log silent for longer than a live hang lasts is a job that is gone, not one that hangs:
+    // triage's reading wins over the watcher's stall clock (a log first seen long after it stopped).
+    if (facts.status == "unknown-death") context.stalled = false;
   }
 
   SweepHistory history;
@@ -226,10 +225,22 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
                                          MakeHistoryEntry(facts, result.report, result.sweep, context));
     if (!appended.ok() && result.status.ok()) result.status = appended;
   }
-  const bool passed = result.sweep.decision.action == "none" &&
-                      (clean_success || result.sweep.root_cause == "none");
-  result.line = FormatResultLine(*options_.rules, result.event, result.sweep.root_cause, result.sweep.hang_phase,
-                                 result.sweep.decision, passed);
+  // A cause the diagnosis names is the line's, as `diagnose JOB` shows it. Where it names none
+  // (unknown, no telemetry), the sweep rules' reading is shown: diagnose's decision cites the same
+  // rule in its notes.
+  const std::vector<std::string>& no_mechanism = options_.rules->not_a_mechanism;
+  const std::string& verdict_cause = result.report.verdict.root_cause;
+  const bool names_mechanism = !verdict_cause.empty() &&
+                               std::find(no_mechanism.begin(), no_mechanism.end(), verdict_cause) == no_mechanism.end();
+  const std::string& root_cause = names_mechanism ? verdict_cause : result.sweep.root_cause;
+  const bool found_nothing = root_cause == "none";
+  const LineOutcome outcome = found_nothing && (completed || result.sweep.decision.action == "none") ? LineOutcome::kPass
+                              : completed                                                         ? LineOutcome::kDegraded
+                                                                                                  : LineOutcome::kFail;
+  std::optional<double> recent_tgs;
+  if (facts.tgs.degradation_onset_step && facts.tgs.recent_tgs > 0) recent_tgs = facts.tgs.recent_tgs;
+  result.line = FormatResultLine(*options_.rules, result.event, root_cause, result.sweep.hang_phase,
+                                 result.sweep.decision, outcome, recent_tgs);
   return result;
 }
 

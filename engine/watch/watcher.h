@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ struct WatchEvent {
 
 struct WatchResult {
   WatchEvent event;
-  bool diagnosed = false;          // false for a clean SUCCESS (recorded without a diagnosis)
+  bool diagnosed = false;          // false when the diagnosis could not run
   Status status;                   // diagnosis or history failure (the job still counts as handled)
   Report report;                   // report.decision is the refined sweep decision
   SweepDecision sweep;
@@ -72,12 +73,15 @@ struct WatchOptions {
 // up to the first '-' (k8s ids keep their "k8s-<date>-<time>-<hex>" form).
 StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outputs_dir);
 
-// 2520.4 -> "2,520": TGS as the sweep's lines print it.
-std::string WithThousands(double value);
+// How a job's line ends: PASS (completed, nothing found), DEGRADED (completed, but the diagnosis
+// found a cause: the same judgement `diagnose JOB` shows), FAIL (did not complete).
+enum class LineOutcome { kPass, kDegraded, kFail };
 
 // One line in the sweep's style; `rules` name the causes the way the sweep runbook does.
+// `recent_tgs`, when the job's throughput fell during the run, is shown after the steady TGS.
 std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event, const std::string& root_cause,
-                             const std::string& hang_phase, const Decision& decision, bool passed);
+                             const std::string& hang_phase, const Decision& decision, LineOutcome outcome,
+                             std::optional<double> recent_tgs = std::nullopt);
 
 class Watcher {
  public:

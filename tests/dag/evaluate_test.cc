@@ -1,4 +1,5 @@
 #include "engine/dag/evaluate.h"
+#include "engine/dag/query_result.h"
 
 #include <gtest/gtest.h>
 
@@ -135,11 +136,11 @@ TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
   EXPECT_EQ(client_.batches[1][0].promql, R"(avg by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3"}))");
   EXPECT_EQ(client_.batches[1][0].time, 10000 - 900);
   EXPECT_EQ(node("hb/util").value["values"], json({{"gpu-a7", 100.0}, {"gpu-b\"3", 99.0}}));
-  EXPECT_EQ(node("hb/broken").health, "error");
+  EXPECT_EQ(node("hb/broken").health, NodeHealth::kError);
   EXPECT_NE(node("hb/broken").reason.find("bad_data"), std::string::npos);
-  EXPECT_EQ(node("hb/after_broken").health, "skipped");
-  EXPECT_EQ(node("hb/uses_broken").health, "skipped");
-  EXPECT_EQ(node("hb/alive").health, "ok");
+  EXPECT_EQ(node("hb/after_broken").health, NodeHealth::kSkipped);
+  EXPECT_EQ(node("hb/uses_broken").health, NodeHealth::kSkipped);
+  EXPECT_EQ(node("hb/alive").health, NodeHealth::kOk);
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_EQ(r.candidates[0].root_cause, "heartbeat-false-positive");
   EXPECT_EQ(r.candidates[0].confidence, "confirmed");
@@ -166,9 +167,9 @@ TEST_F(EvaluateTest, WithoutATsdbQueriesAreSkippedAndVerdictsSayInsufficientEvid
   auto graph = CompiledGraph::Compile(library_, {"hb"});
   ASSERT_TRUE(graph.ok());
   auto r = Evaluate(*graph, ctx_);
-  EXPECT_EQ(r.nodes[graph->IndexOf("hb/power")].health, "skipped");
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/power")].health, NodeHealth::kSkipped);
   EXPECT_EQ(r.nodes[graph->IndexOf("hb/power")].reason, "no TSDB");
-  EXPECT_EQ(r.nodes[graph->IndexOf("hb/accused")].health, "ok");
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/accused")].health, NodeHealth::kOk);
   EXPECT_TRUE(r.candidates.empty());
   for (const auto& f : r.findings)
     if (f.id == "hb/alive") {
@@ -183,7 +184,7 @@ TEST_F(EvaluateTest, MissingWindowSkipsWithReason) {
   auto graph = CompiledGraph::Compile(library_, {"hb"});
   ASSERT_TRUE(graph.ok());
   auto r = Evaluate(*graph, ctx_);
-  EXPECT_EQ(r.nodes[graph->IndexOf("hb/util")].health, "skipped");
+  EXPECT_EQ(r.nodes[graph->IndexOf("hb/util")].health, NodeHealth::kSkipped);
   EXPECT_NE(r.nodes[graph->IndexOf("hb/util")].reason.find("heartbeat_stop"), std::string::npos);
 }
 

@@ -243,7 +243,7 @@ rules:
   auto r = Run("w");
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].summary, "1300-1390") << "end of step 10 to end of step 11, plus 60 s settle";
-  EXPECT_EQ(Node(r, "w/stop").health, "skipped");
+  EXPECT_EQ(Node(r, "w/stop").health, NodeHealth::kSkipped);
   EXPECT_NE(Node(r, "w/stop").reason.find("no heartbeat crash time and timeout"), std::string::npos) << Node(r, "w/stop").reason;
 }
 

@@ -34,6 +34,7 @@ struct FakeDiagnosis {
   std::mutex mu;
   std::vector<std::pair<std::string, std::string>> calls;   // (job, trigger)
   std::map<std::string, std::string> failure_class;         // scripted per job
+  std::map<std::string, Decision> found;                    // scripted root cause (verdict) per job
   std::map<std::string, int64_t> last_step_seen;
 
   DiagnoseFn Fn() {
@@ -49,7 +50,8 @@ struct FakeDiagnosis {
       f.id = e.job.id;
       f.header.model_name = e.progress.model;
       f.header.hosts = e.progress.hosts;
-      f.status = e.progress.summary_seen ? "failed" : "running";
+      const bool success = e.progress.summary_status == "SUCCESS";
+      f.status = !e.progress.summary_seen ? "running" : success ? "completed" : "failed";
       f.progress.last_step = e.progress.last_step;
       auto it = failure_class.find(e.job.id);
       if (it != failure_class.end()) {
@@ -63,7 +65,12 @@ struct FakeDiagnosis {
         if (it->second == "oom-gpu") f.oom_allocation = "12.5GiB";
       }
       r.facts[e.job.id] = f;
-      r.verdict.root_cause = "unknown";
+      r.verdict.root_cause = success ? "none" : "unknown";
+      if (auto cause = found.find(e.job.id); cause != found.end()) {
+        r.verdict.root_cause = cause->second.notes.at(0);
+        r.decision = cause->second;
+        r.decision.notes.clear();
+      }
       return r;
     };
   }
@@ -161,14 +168,15 @@ TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMomen
   EXPECT_EQ(watcher.followed_jobs(), 2u);
   checked(1);
 
-  // Phase 2: 9801 succeeded (PASS without a diagnosis); 9805 logged an OOM but has not ended yet.
+  // Phase 2: 9801 succeeded (diagnosed, nothing found: PASS); 9805 logged an OOM but has not ended yet.
   await_write(2);
   clock_ += 60;
   r = watcher.PollOnce();
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ((*r)[0].line, "llama2-70b 1N (job 9801): 2,036 TGS/device, 34.9% MFU \xE2\x80\x94 PASS");
-  EXPECT_FALSE((*r)[0].diagnosed);
+  EXPECT_TRUE((*r)[0].diagnosed);
+  EXPECT_EQ(fake.CallsFor("9801"), 1);
   EXPECT_EQ(fake.CallsFor("9805"), 0);
   checked(2);
 
@@ -220,7 +228,7 @@ TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMomen
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->empty());
   }
-  EXPECT_EQ(fake.calls.size(), 2u);
+  EXPECT_EQ(fake.calls.size(), 4u);
   EXPECT_EQ(fake.CallsFor("9805"), 1);
   EXPECT_EQ(fake.CallsFor("9807"), 1);
   EXPECT_EQ(watcher.followed_jobs(), 0u);   // per-job state released once handled
@@ -300,6 +308,29 @@ TEST_F(WatchTest, LogUntouchedForTheStallWindowStallsOnFirstSight) {
   EXPECT_EQ((*r)[0].event.job.id, "3001");
   EXPECT_EQ((*r)[0].event.trigger, "stalled");
   EXPECT_EQ(fake.CallsFor("3002"), 0);
+}
+
+// A run that completes is still diagnosed: when the diagnosis finds a cause (a degraded link cost
+// throughput), the line says so, as `diagnose JOB` would, instead of PASS.
+TEST_F(WatchTest, CompletedJobWithACauseIsDegradedNotPass) {
+  FakeDiagnosis fake;
+  Decision exclude;
+  exclude.action = "retry-excluding-nodes";
+  exclude.exclude.push_back({"gpu2", 1, "RDMA retransmits aligned with the slow phase"});
+  exclude.notes.push_back("rdma-link-degradation");
+  fake.found["4001"] = exclude;
+  auto w = Watcher::Create(Options(&fake));
+  ASSERT_TRUE(w.ok());
+  JobLog job(outputs_, "4001", "mixtral-8x22b", {"gpu1", "gpu2"});
+  ASSERT_TRUE((*w)->PollOnce().ok());
+  job.Steps(0, 20, 3293, 8.4);
+  job.Summary(true, 0);
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ(fake.CallsFor("4001"), 1);
+  EXPECT_EQ((*r)[0].line, "mixtral-8x22b 2N (job 4001): 3,293 TGS/device, 8.4% MFU \xE2\x80\x94 rdma-link-degradation "
+                          "\xE2\x80\x94 DEGRADED \xE2\x80\x94 retry-excluding-nodes gpu2");
 }
 
 TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {
@@ -383,7 +414,7 @@ TEST_F(WatchTest, RunLoopStopsCleanlyAndHandlesEachJobOnce) {
   EXPECT_TRUE(run_status.ok()) << run_status.ToString();
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(fake.CallsFor("2001"), 1);
-  EXPECT_EQ(fake.CallsFor("2002"), 0);
+  EXPECT_EQ(fake.CallsFor("2002"), 1);
   EXPECT_EQ(fake.CallsFor("2003"), 1);
   auto history = LoadSweepHistory(history_);
   ASSERT_TRUE(history.ok());

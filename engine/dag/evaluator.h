@@ -1,0 +1,117 @@
+// The evaluator's state and steps, shared by the files that implement them: evaluate.cc runs the
+// graph level by level (names, queries, facts, analyses) and evaluate_verdicts.cc judges verdicts
+// and builds findings. Internal to engine/dag.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/dag/evaluate.h"
+#include "engine/playbook/expr.h"
+
+namespace diagnose::dag::internal {
+
+using nlohmann::json;
+using playbook::CompiledExpr;
+using playbook::RuleKind;
+using playbook::RuleSpec;
+using playbook::Value;
+
+class Evaluator {
+ public:
+  Evaluator(const CompiledGraph& graph, const EvaluationContext& ctx) : graph_(graph), ctx_(ctx) {}
+  EvaluationResult Run();
+
+ private:
+  const std::string PlaybookOf(int idx) const;
+
+  bool DepsOk(int idx);
+
+  // One expression's view of names: node `idx`, `host` inside exclusion reasons, and the values of
+  // the bindings (let, macros) it has used so far. Bindings are evaluated on first use, in this
+  // scope, so a macro that reads `host` sees the host being excused.
+  struct NameScope {
+    int idx = -1;
+    const json* host = nullptr;
+    std::map<std::string, json> bound;
+    std::set<std::string> evaluating;
+    std::string error;   // the first binding that failed: the expression using it fails too
+  };
+
+  const playbook::Binding* FindBinding(int idx, const std::string& name) const;
+
+  const Value* Lookup(const std::shared_ptr<NameScope>& scope, const std::string& root);
+
+  // Name resolution for one expression of node `idx` (and `host` inside exclusion reasons).
+  std::pair<std::shared_ptr<NameScope>, playbook::NameResolver> Resolver(int idx, const json* host);
+
+  const Value* RootValue(int idx, const json* host, const std::string& root);
+
+  // `common.X` for node `idx`: the shared rules it depends on, built the first time one of its
+  // expressions asks (its dependencies are final by then) and kept, because copying every shared
+  // per-host series for each of a node's expressions cost more than all of its queries.
+  const json* CommonView(int idx);
+
+  StatusOr<json> Eval(int idx, const CompiledExpr& e, const json* host = nullptr);
+
+  StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr);
+
+  void Fail(int idx, NodeHealth health, const std::string& reason);
+
+  bool PrepareQuery(int idx, Query* q, QueryClient** client);
+
+  void RunBatches(const std::vector<int>& nodes, const std::vector<Query>& queries,
+                  const std::vector<QueryClient*>& clients);
+
+  void EvaluateNonQuery(int idx);
+
+  void EvaluateVerdict(int idx);
+
+  // Suppression (README §3.6): the keys of `times` (a map key -> time(s); a plain number or list is
+  // one key "") whose evidence times all lie inside one of the `during` windows, and the reason.
+  struct Suppression {
+    std::set<std::string> keys;            // the keys whose evidence is inside the windows
+    std::set<std::string> loud_keys;       // the keys with evidence outside them
+    std::string reason;
+
+    // Every key with evidence has all of it inside the windows.
+    bool All() const { return !keys.empty() && loud_keys.empty(); }
+
+    // Hosts (the part of a key before "/", e.g. host/gpu3) all of whose evidence is inside.
+    std::set<std::string> QuietHosts() const {
+      auto host_of = [](const std::string& k) { return k.substr(0, k.find('/')); };
+      std::set<std::string> loud, quiet;
+      for (const auto& k : loud_keys) loud.insert(host_of(k));
+      for (const auto& k : keys)
+        if (!loud.count(host_of(k))) quiet.insert(host_of(k));
+      return quiet;
+    }
+  };
+
+  StatusOr<Suppression> Suppressed(int idx, const playbook::SuppressSpec& spec);
+
+  // Evidence of a finding: its own, then that of the rules it directly references.
+  // Two dependencies citing the same log line or query add nothing the second time.
+  std::vector<Evidence> FindingEvidence(int idx);
+
+  void BuildFindings();
+
+  const CompiledGraph& graph_;
+  const EvaluationContext& ctx_;
+  EvaluationResult result_;
+  json thresholds_;
+  std::map<std::string, json> params_;
+  std::map<std::string, json> windows_;
+  std::map<std::string, std::map<std::string, std::string>> window_problems_;
+  std::map<int, verdict::Candidate> fired_;
+  std::map<int, std::string> suppressed_;   // verdict node -> why it did not fire
+  std::map<int, json> common_views_;
+};
+
+}  // namespace diagnose::dag::internal

@@ -1,0 +1,175 @@
+#include "engine/dag/query_result.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace diagnose::dag {
+namespace {
+
+using nlohmann::json;
+using playbook::RuleSpec;
+
+std::string StripPort(const std::string& instance) {
+  // "host:port" and "[v6]:port"; a bare value is returned as is.
+  if (!instance.empty() && instance[0] == '[') {
+    size_t close = instance.find(']');
+    return close == std::string::npos ? instance : instance.substr(1, close - 1);
+  }
+  size_t colon = instance.rfind(':');
+  if (colon == std::string::npos || instance.find(':') != colon) return instance;
+  return instance.substr(0, colon);
+}
+
+std::string Lookup(const json& map, const std::string& key) {
+  if (map.is_object()) {
+    auto it = map.find(key);
+    if (it != map.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
+std::string KeyOf(const Labels& labels, const std::vector<std::string>& by, const json& instance_hosts) {
+  std::string key;
+  for (size_t i = 0; i < by.size(); ++i) {
+    std::string part;
+    if (by[i] == "host") {
+      part = HostOfSeries(labels, instance_hosts);
+    } else {
+      auto it = labels.find(by[i]);
+      part = it == labels.end() ? "" : it->second;
+    }
+    key += (i ? "/" : "") + part;
+  }
+  return key;
+}
+
+double Reduce(const std::vector<Sample>& samples, const std::string& how) {
+  if (samples.empty()) return std::nan("");
+  if (how == "last") return samples.back().v;
+  if (how == "first") return samples.front().v;
+  if (how == "count") return static_cast<double>(samples.size());
+  double sum = 0, lo = samples[0].v, hi = samples[0].v;
+  for (const auto& s : samples) {
+    sum += s.v;
+    lo = std::min(lo, s.v);
+    hi = std::max(hi, s.v);
+  }
+  if (how == "sum") return sum;
+  if (how == "min") return lo;
+  if (how == "max") return hi;
+  double mean = sum / samples.size();
+  if (how == "avg") return mean;
+  double var = 0;
+  for (const auto& s : samples) var += (s.v - mean) * (s.v - mean);
+  return samples.size() > 1 ? std::sqrt(var / (samples.size() - 1)) : 0;   // stddev
+}
+
+// Series with the same key are combined: summed for sum/count, minimum for min, maximum otherwise.
+double Combine(double a, double b, const std::string& how) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  if (how == "sum" || how == "count") return a + b;
+  if (how == "min") return std::min(a, b);
+  return std::max(a, b);
+}
+
+}  // namespace
+
+json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json& instance_hosts,
+                     const std::string& promql, double start, double end) {
+  const auto& q = rule.query;
+  json values = json::object();
+  json reduced = json::object();
+  std::map<std::string, std::map<double, double>> series;
+  std::set<std::string> hosts;
+  for (const auto& s : result.series) {
+    std::string key = KeyOf(s.labels, q.by, instance_hosts);
+    std::string host = HostOfSeries(s.labels, instance_hosts);
+    if (!host.empty()) hosts.insert(host);
+    if (q.range && q.reductions.size() > 1) {
+      for (const auto& how : q.reductions) {
+        double v = Reduce(s.samples, how);
+        if (std::isnan(v)) continue;
+        auto& slot = reduced[how];
+        double prev = slot.contains(key) ? slot[key].get<double>() : std::nan("");
+        slot[key] = Combine(prev, v, how);
+      }
+    }
+    double v = q.range ? Reduce(s.samples, q.reduce) : (s.samples.empty() ? std::nan("") : s.samples.back().v);
+    if (std::isnan(v)) continue;
+    double prev = values.contains(key) ? values[key].get<double>() : std::nan("");
+    values[key] = Combine(prev, v, q.range ? q.reduce : "max");
+    if (q.range) {
+      auto& pts = series[key];
+      for (const auto& smp : s.samples) {
+        if (std::isnan(smp.v)) continue;
+        auto it = pts.find(smp.t);
+        pts[smp.t] = it == pts.end() ? smp.v : Combine(it->second, smp.v, q.reduce);
+      }
+    }
+  }
+  json out;
+  out["values"] = values;
+  if (q.range && q.reductions.size() > 1) {
+    for (const auto& how : q.reductions)
+      if (!reduced.contains(how)) reduced[how] = json::object();
+    out["reduced"] = std::move(reduced);
+  }
+  out["hosts"] = json(std::vector<std::string>(hosts.begin(), hosts.end()));
+  out["count"] = values.size();
+  out["query"] = promql;
+  out["window"] = {{"start", start}, {"end", end}};
+  if (!values.empty()) {
+    double lo = 1e300, hi = -1e300, sum = 0;
+    for (const auto& [k, v] : values.items()) {
+      double x = v.get<double>();
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      sum += x;
+    }
+    out["max"] = hi;
+    out["min"] = lo;
+    out["sum"] = sum;
+    out["avg"] = sum / values.size();
+  }
+  if (q.range) {
+    json sj = json::object();
+    for (const auto& [k, pts] : series) {
+      json list = json::array();
+      for (const auto& [t, v] : pts) list.push_back({t, v});
+      sj[k] = std::move(list);
+    }
+    out["series"] = std::move(sj);
+  }
+  return out;
+}
+
+
+std::string HostOfSeries(const Labels& labels, const json& instance_hosts) {
+  auto get = [&](const char* k) {
+    auto it = labels.find(k);
+    return it == labels.end() ? std::string() : it->second;
+  };
+  std::string host = get("host");
+  if (!host.empty()) return host;
+  std::string instance = get("instance");
+  if (!instance.empty()) {
+    std::string mapped = Lookup(instance_hosts, instance);
+    if (!mapped.empty()) return mapped;
+    std::string bare = StripPort(instance);
+    mapped = Lookup(instance_hosts, bare);
+    if (!mapped.empty()) return mapped;
+    if (!bare.empty() && bare != "localhost" && bare != "127.0.0.1") return bare;
+  }
+  std::string ip = get("ip");
+  if (!ip.empty()) {
+    std::string mapped = Lookup(instance_hosts, ip);
+    return mapped.empty() ? ip : mapped;
+  }
+  return "";
+}
+
+
+}  // namespace diagnose::dag

@@ -1,0 +1,126 @@
+// One job, one judgement: `diagnose watch --once`, `diagnose nodes` and `diagnose JOB` over every
+// bundled fixture job that has a log. The built binary is run, as a sweep driver runs it.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/core/json.h"
+#include "engine/core/subprocess.h"
+#include "engine/decision/decision_rules.h"
+
+namespace diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CommandAgreementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() / ("diagnose-agreement-" + std::to_string(::getpid()));
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(scratch_, ec);
+  }
+
+  // stdout of the command (stderr apart, so that JSON stays parseable).
+  std::string Stdout(const std::vector<std::string>& argv, int* exit_code) {
+    SpawnOptions spawn;
+    spawn.argv = argv;
+    spawn.stdout_path = (scratch_ / "out").string();
+    spawn.stderr_path = (scratch_ / "err").string();
+    auto child = ChildProcess::Spawn(spawn);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    if (!child.ok()) return "";
+    auto code = child->Wait(std::chrono::milliseconds(240000));
+    EXPECT_TRUE(code.ok());
+    *exit_code = code.ok() ? *code : -1;
+    std::ifstream in(scratch_ / "out");
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  fs::path scratch_;
+};
+
+TEST_F(CommandAgreementTest, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob) {
+  auto rules = LoadDecisionRules(DIAGNOSE_SOURCE_DIR);
+  ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+  const auto names_mechanism = [&](const std::string& cause) {
+    return std::find(rules->not_a_mechanism.begin(), rules->not_a_mechanism.end(), cause) ==
+           rules->not_a_mechanism.end();
+  };
+  int code = 0;
+  const std::string watch = Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, &code);
+  ASSERT_EQ(code, 0) << watch;
+  std::map<std::string, std::string> lines;   // job id -> the watch line
+  const std::regex job_of(R"(\(job ([^)]+)\): )");
+  std::istringstream in(watch);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, job_of)) lines[m[1]] = line;
+  }
+  ASSERT_GE(lines.size(), 20u) << watch;
+
+  int degraded_seen = 0, named_seen = 0;
+  for (const auto& [id, line] : lines) {
+    SCOPED_TRACE("job " + id + ": " + line);
+    const std::string out = Stdout({DIAGNOSE_BINARY, id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"}, &code);
+    const auto report = nlohmann::json::parse(out, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << out.substr(0, 400);
+    const std::string cause = report["verdict"].value("root_cause", "");
+    const nlohmann::json& decision = report["decision"];
+    const bool pass = line.find("\xE2\x80\x94 PASS") != std::string::npos;
+    const bool degraded = line.find("\xE2\x80\x94 DEGRADED") != std::string::npos;
+    degraded_seen += degraded;
+    if (names_mechanism(cause)) {
+      // The cause diagnose names is the one the line names (or its sweep label: "OOM").
+      ++named_seen;
+      const auto label = rules->progress_labels.find(cause);
+      const bool named = line.find(cause) != std::string::npos ||
+                         (label != rules->progress_labels.end() && line.find(label->second.label) != std::string::npos);
+      EXPECT_TRUE(named) << "diagnose: " << cause;
+      EXPECT_FALSE(pass) << "diagnose: " << cause;
+    } else if (pass) {
+      // Nothing found by either; a PASS line with an action carries diagnose's action.
+      EXPECT_TRUE(line.find(decision.value("action", "")) != std::string::npos || decision.value("action", "") == "none")
+          << decision.dump();
+    } else {
+      // diagnose named no mechanism; the line shows the sweep rule's reading, which diagnose's
+      // decision cites too.
+      bool cites_rule = false;
+      for (const auto& note : decision.value("notes", nlohmann::json::array()))
+        cites_rule = cites_rule || (note.is_string() && note.get<std::string>().find("[sweep rule ") != std::string::npos);
+      const bool same_words = line.find(cause) != std::string::npos;
+      EXPECT_TRUE(cites_rule || same_words) << decision.dump();
+    }
+
+    // nodes judges throughput only: it says so, and calls no group healthy whose own run lost
+    // throughput in diagnose's TGS analysis, nor a job that did not finish.
+    const std::string nodes = Stdout({DIAGNOSE_BINARY, "nodes", id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--mode",
+                                      "bisect", "--format", "json"}, &code);
+    const auto table = nlohmann::json::parse(nodes, nullptr, false);
+    ASSERT_FALSE(table.is_discarded()) << nodes.substr(0, 400);
+    EXPECT_NE(table.value("scope", "").find("no diagnosis run"), std::string::npos);
+    ASSERT_EQ(table["bisection"]["rows"].size(), 1u);
+    const std::string group = table["bisection"]["rows"][0].value("status", "");
+    ASSERT_EQ(report["facts"].size(), 1u);
+    const nlohmann::json& facts = report["facts"].begin().value();
+    const nlohmann::json& tgs = facts["tgs"];
+    const bool lost_throughput = tgs.contains("degradation_onset_step") && tgs["degradation_onset_step"].is_number() &&
+                                 tgs.value("degradation_pct", 0.0) >= rules->bisection.degraded_below_pct;
+    if (lost_throughput) EXPECT_NE(group, "healthy") << tgs.dump();
+    if (pass && facts.value("status", "") == "completed" && !lost_throughput) EXPECT_EQ(group, "healthy");
+  }
+  // The fixtures hold both kinds: a completed run with a cause, and named causes.
+  EXPECT_GT(degraded_seen, 0);
+  EXPECT_GT(named_seen, 0);
+}
+
+}  // namespace
+}  // namespace diagnose
