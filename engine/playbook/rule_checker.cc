@@ -1,0 +1,414 @@
+// Check stage: everything that needs more than one rule (names, bindings, rule references, query
+// placeholders, cycles), run once every rule of a file has been read so forward references work.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "engine/analysis/analysis.h"
+#include "engine/playbook/loader_internal.h"
+
+namespace diagnose::playbook::internal {
+namespace {
+
+// Name roots available to every expression (README §6).
+const std::set<std::string> kContextRoots = {"facts", "baseline", "discovery", "baseline_discovery"};
+
+// Result fields of each rule kind and their static types (README §3).
+std::map<std::string, std::string> FieldsOf(const RuleSpec& rule) {
+  switch (rule.kind) {
+    case RuleKind::kQuery:
+      if (rule.query.reductions.size() > 1)
+        return {{"values", "map"}, {"reduced", "map"}, {"hosts", "list"}, {"series", "map"}, {"count", "number"},
+                {"max", "number"}, {"min", "number"}, {"avg", "number"}, {"sum", "number"}, {"query", "string"}};
+      return {{"values", "map"}, {"hosts", "list"}, {"series", "map"}, {"count", "number"}, {"max", "number"},
+              {"min", "number"}, {"avg", "number"}, {"sum", "number"}, {"query", "string"}};
+    case RuleKind::kFact:
+      return {{"value", ""}, {"hosts", "list"}};
+    case RuleKind::kVerdict:
+      return {{"fired", "bool"}, {"hosts", "list"}, {"confidence", "string"}};
+    case RuleKind::kAnalysis: {
+      const auto* def = analysis::FindAnalysis(rule.analysis.name);
+      if (def) return def->fields;
+      return {};
+    }
+  }
+  return {};
+}
+
+// PromQL `{{ name }}` placeholders with their offsets.
+struct Placeholder {
+  std::string name;
+  size_t offset;
+};
+std::vector<Placeholder> FindPlaceholders(const FileCtx& ctx, const std::string& tpl, const CompiledExpr& where) {
+  std::vector<Placeholder> out;
+  size_t pos = 0;
+  while ((pos = tpl.find("{{", pos)) != std::string::npos) {
+    size_t close = tpl.find("}}", pos + 2);
+    if (close == std::string::npos) {
+      ctx.Add(LoadCode::kTemplateParam, where.At(pos), "query", fmt::format(fmt::runtime(msg::kTemplateUnterminated)));
+      break;
+    }
+    std::string inner = tpl.substr(pos + 2, close - pos - 2);
+    size_t b = inner.find_first_not_of(' ');
+    size_t e = inner.find_last_not_of(' ');
+    std::string name = b == std::string::npos ? "" : inner.substr(b, e - b + 1);
+    out.push_back({name, pos + 2 + (b == std::string::npos ? 0 : b)});
+    pos = close + 2;
+  }
+  return out;
+}
+
+const Binding* FindBinding(const Scope& scope, const std::string& name) {
+  if (!scope.allow_rules) return nullptr;
+  auto find = [&](const std::vector<Binding>* list, size_t visible) -> const Binding* {
+    if (!list) return nullptr;
+    for (size_t i = 0; i < list->size() && i < visible; ++i)
+      if ((*list)[i].name == name) return &(*list)[i];
+    return nullptr;
+  };
+  if (const Binding* b = find(scope.lets, scope.lets_visible)) return b;
+  if (scope.playbook)
+    if (const Binding* b = find(&scope.playbook->macros, scope.playbook_macros_visible)) return b;
+  return find(&scope.library->common_macros, scope.common_macros_visible);
+}
+
+const RuleSpec* FindIn(const std::vector<RuleSpec>& rules, const std::string& id) {
+  for (const auto& r : rules)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+std::string TypeOfParam(ParamType t) {
+  switch (t) {
+    case ParamType::kNumber: return "number";
+    case ParamType::kBool: return "bool";
+    case ParamType::kHosts:
+    case ParamType::kStrings: return "list";
+    default: return "string";
+  }
+}
+
+}  // namespace
+
+std::string CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr& e, const std::string& field,
+                      std::set<std::string>* deps, size_t base_offset,
+                      const std::function<SourcePos(size_t)>& locate) {
+  if (!e.ast) return "";
+  auto at = [&](size_t off) { return locate ? locate(base_offset + off) : e.At(base_offset + off); };
+  std::vector<NameRef> refs;
+  CollectNameRefs(*e.ast, &refs);
+  std::map<size_t, bool> reported;
+  // Resolve names and remember their types for the type pass.
+  auto resolve_type = [&](const std::vector<std::string>& path, size_t offset, bool report) -> std::string {
+    const std::string& root = path[0];
+    auto err = [&](LoadCode code, const std::string& message) {
+      if (report && !reported[offset]) {
+        reported[offset] = true;
+        ctx.Add(code, at(offset), field, message);
+      }
+      return std::string();
+    };
+    if (kContextRoots.count(root)) return "";
+    if (root == "host") {
+      if (!scope.allow_host) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownName), field, root));
+      return "string";
+    }
+    if (root == "params") {
+      if (!scope.playbook) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kSharedUsesPlaybook), field, "params"));
+      if (path.size() < 2) return "map";
+      auto it = scope.playbook->params.find(path[1]);
+      if (it == scope.playbook->params.end()) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownParam), field, path[1]));
+      return path.size() == 2 ? TypeOfParam(it->second.type) : "";
+    }
+    if (root == "thresholds") {
+      if (path.size() < 2) return "map";
+      if (!scope.library->thresholds.contains(path[1]))
+        return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownThreshold), field, path[1]));
+      return path.size() == 2 ? "number" : "";
+    }
+    if (root == "windows") {
+      if (path.size() < 2) return "map";
+      const WindowSpec* shared = scope.library->FindSharedWindow(path[1]);
+      if (shared && shared->is_list()) return path.size() == 2 ? "list" : "";
+      if (scope.playbook && scope.playbook->windows.count(path[1]) && scope.playbook->windows.at(path[1]).is_list())
+        return path.size() == 2 ? "list" : "";
+      bool known = IsBuiltinWindow(path[1]) || shared || (scope.playbook && scope.playbook->windows.count(path[1]));
+      if (!known) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownWindow), field, path[1]));
+      return path.size() == 3 ? "number" : "";
+    }
+    if (const Binding* b = FindBinding(scope, root)) {
+      if (report) deps->insert(b->needs.begin(), b->needs.end());
+      return path.size() == 1 ? b->static_type : "";
+    }
+    const RuleSpec* rule = nullptr;
+    size_t field_index = 1;
+    std::string shown = root;
+    if (root == "common") {
+      if (path.size() < 2) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownName), field, root));
+      rule = scope.library->FindCommonRule(path[1]);
+      if (!rule && !scope.playbook && scope.local_rules) rule = FindIn(*scope.local_rules, path[1]);
+      if (!rule) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownSharedRule), field, path[1]));
+      field_index = 2;
+      shown = "common." + path[1];
+    } else if (scope.allow_rules && scope.local_rules) {
+      rule = FindIn(*scope.local_rules, root);
+      if (!rule) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownRule), field, root));
+    } else {
+      return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownName), field, root));
+    }
+    if (!scope.allow_rules) return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownName), field, shown));
+    if (report) deps->insert(rule->qualified_id);
+    if (path.size() <= field_index) return "map";
+    auto fields = FieldsOf(*rule);
+    auto it = fields.find(path[field_index]);
+    if (it == fields.end()) {
+      std::set<std::string> names;
+      for (const auto& [k, v] : fields) names.insert(k);
+      std::string kind = RuleKindName(rule->kind);
+      if (rule->kind == RuleKind::kAnalysis) kind += " " + rule->analysis.name;
+      if (fields.empty()) return "";   // unknown analysis, already reported
+      return err(LoadCode::kTypeMismatch, fmt::format(fmt::runtime(msg::kUnknownField), field, shown, kind, path[field_index], JoinSet(names)));
+    }
+    return path.size() == field_index + 1 ? it->second : "";
+  };
+  for (const auto& ref : refs) resolve_type(ref.path, ref.offset, true);
+  std::vector<ExprSyntaxError> type_errors;
+  std::string type = StaticType(*e.ast, [&](const std::vector<std::string>& path) { return resolve_type(path, 0, false); }, &type_errors);
+  for (const auto& te : type_errors)
+    ctx.Add(LoadCode::kTypeMismatch, at(te.offset), field, fmt::format(fmt::runtime(msg::kTypeMismatch), field, te.message));
+  return type;
+}
+
+namespace {
+
+// A binding may not hide a name the language already gives a meaning to, nor a rule.
+const std::set<std::string> kReservedNames = {"facts", "baseline", "discovery", "baseline_discovery", "params",
+                                              "thresholds", "windows", "host", "common"};
+
+}  // namespace
+
+void CheckBindings(const FileCtx& ctx, const Scope& scope, std::vector<Binding>* list, size_t* visible,
+                   const std::string& field) {
+  for (size_t i = 0; i < list->size(); ++i) {
+    auto& b = (*list)[i];
+    bool shadows_rule = (scope.local_rules && FindIn(*scope.local_rules, b.name)) ||
+                        (!scope.playbook && scope.library->FindCommonRule(b.name));
+    // A name means one thing wherever it is read: bindings are resolved by name where they are used,
+    // so one may not hide another (a rule's let over a macro, a playbook macro over a shared one).
+    Scope outer = scope;
+    outer.lets_visible = list == scope.lets ? 0 : scope.lets_visible;
+    if (&scope.library->common_macros == list) outer.common_macros_visible = 0;
+    if (scope.playbook && &scope.playbook->macros == list) outer.playbook_macros_visible = 0;
+    const Binding* hidden = FindBinding(outer, b.name);
+    if (kReservedNames.count(b.name) || shadows_rule || hidden)
+      ctx.Add(LoadCode::kBadValue, b.expr.pos, field + "." + b.name,
+              fmt::format(fmt::runtime(msg::kBindingHides), field + "." + b.name, b.name,
+                          shadows_rule ? "the rule of that id"
+                          : hidden     ? "the binding of that name at " + hidden->expr.pos.ToString()
+                                       : "a name of the language (" + JoinSet(kReservedNames) + ")"));
+    *visible = i;
+    std::set<std::string> deps;
+    // `host` is the host being excused inside an exclusion reason, null elsewhere.
+    Scope with_host = scope;
+    with_host.allow_host = true;
+    b.static_type = CheckExpr(ctx, with_host, b.expr, field + "." + b.name, &deps);
+    b.needs.assign(deps.begin(), deps.end());
+  }
+  *visible = SIZE_MAX;
+}
+
+namespace {
+
+void CheckTemplate(const FileCtx& ctx, const Scope& scope, const Template& t, const std::string& field,
+                   std::set<std::string>* deps) {
+  for (const auto& piece : t.pieces) {
+    if (!piece.is_expr || !piece.expr) continue;
+    CompiledExpr e;
+    e.ast = piece.expr;
+    e.source = piece.text;
+    CheckExpr(ctx, scope, e, field, deps, piece.offset, t.locate);
+  }
+}
+
+}  // namespace
+
+void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
+  ctx.rule = rule->id;
+  Scope scope = outer_scope;
+  scope.lets = &rule->lets;
+  CheckBindings(ctx, scope, &rule->lets, &scope.lets_visible, "let");
+  std::set<std::string> deps;
+  // Explicit needs.
+  std::vector<std::string> explicit_needs;
+  for (const auto& n : rule->needs)
+    if (!n.empty() && n[0] == '?') explicit_needs.push_back(n.substr(1));
+  rule->needs.clear();
+  for (const auto& need : explicit_needs) {
+    const RuleSpec* target = nullptr;
+    if (need.rfind("common.", 0) == 0) target = scope.library->FindCommonRule(need.substr(7));
+    if (!target && scope.local_rules) target = FindIn(*scope.local_rules, need);
+    if (!target)
+      ctx.Add(LoadCode::kUnknownReference, rule->pos, "needs", fmt::format(fmt::runtime(msg::kUnknownRule), "needs", need));
+    else
+      deps.insert(target->qualified_id);
+  }
+  Scope host_scope = scope;
+  host_scope.allow_host = true;
+  switch (rule->kind) {
+    case RuleKind::kQuery: {
+      auto& q = rule->query;
+      CheckExpr(ctx, scope, q.at_expr, "at", &deps);
+      const WindowSpec* shared = scope.library->FindSharedWindow(q.window);
+      if (!IsBuiltinWindow(q.window) && !(shared && !shared->is_list()) &&
+          !(scope.playbook && scope.playbook->windows.count(q.window) && !scope.playbook->windows.at(q.window).is_list()))
+        ctx.Add(LoadCode::kUnknownReference, rule->pos, "window", fmt::format(fmt::runtime(msg::kUnknownWindow), "window", q.window));
+      CompiledExpr where;
+      where.pos = q.template_pos;
+      where.locate = nullptr;
+      for (auto& [name, arg] : q.args) CheckExpr(ctx, scope, arg.expr, "args." + name, &deps);
+      break;
+    }
+    case RuleKind::kFact:
+      CheckExpr(ctx, scope, rule->fact.value, "fact", &deps);
+      CheckExpr(ctx, scope, rule->fact.evidence, "evidence", &deps);
+      break;
+    case RuleKind::kAnalysis:
+      CheckExpr(ctx, scope, rule->analysis.input, "input", &deps);
+      CheckExpr(ctx, scope, rule->analysis.baseline_input, "baseline_input", &deps);
+      CheckExpr(ctx, scope, rule->analysis.phases, "phases", &deps);
+      CheckExpr(ctx, scope, rule->analysis.windows, "windows", &deps);
+      break;
+    case RuleKind::kVerdict: {
+      auto& v = rule->verdict;
+      CheckExpr(ctx, scope, v.when, "verdict.when", &deps);
+      for (auto& c : v.confidence) CheckExpr(ctx, scope, c.when, "verdict.confidence.when", &deps);
+      CheckTemplate(ctx, scope, v.summary, "verdict.summary", &deps);
+      CheckExpr(ctx, scope, v.hosts, "verdict.hosts", &deps);
+      CheckExpr(ctx, scope, v.onset, "verdict.onset", &deps);
+      for (auto& ex : v.exclude) {
+        CheckExpr(ctx, scope, ex.hosts, "verdict.exclude.hosts", &deps);
+        CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", &deps);
+      }
+      for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, &deps);
+      for (auto& note : v.notes) {
+        CheckTemplate(ctx, scope, note.text, "verdict.notes", &deps);
+        CheckExpr(ctx, scope, note.when, "verdict.notes.when", &deps);
+      }
+      rule->after.clear();
+      for (const auto& id : v.fallback_for) {
+        const RuleSpec* target = scope.local_rules ? FindIn(*scope.local_rules, id) : nullptr;
+        if (!target || target->kind != RuleKind::kVerdict || target == rule)
+          ctx.Add(LoadCode::kUnknownReference, rule->pos, "verdict.fallback_for",
+                  fmt::format(fmt::runtime(msg::kUnknownRule), "verdict.fallback_for", id + " (another verdict of this playbook)"));
+        else
+          rule->after.push_back(target->qualified_id);
+      }
+      if (v.suppress) {
+        CheckExpr(ctx, scope, v.suppress->times, "verdict.suppress.times", &deps);
+        CheckExpr(ctx, scope, v.suppress->during, "verdict.suppress.during", &deps);
+        CheckTemplate(ctx, scope, v.suppress->reason, "verdict.suppress.reason", &deps);
+      }
+      break;
+    }
+  }
+  if (rule->finding) {
+    // A finding reads its own rule's result (evaluated after it), so a self-reference is no cycle.
+    std::set<std::string> finding_deps;
+    CheckExpr(ctx, scope, rule->finding->when, "finding.when", &finding_deps);
+    CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &finding_deps);
+    CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps);
+    if (rule->finding->suppress) {
+      CheckExpr(ctx, scope, rule->finding->suppress->times, "finding.suppress.times", &finding_deps);
+      CheckExpr(ctx, scope, rule->finding->suppress->during, "finding.suppress.during", &finding_deps);
+      CheckTemplate(ctx, scope, rule->finding->suppress->reason, "finding.suppress.reason", &finding_deps);
+    }
+    finding_deps.erase(rule->qualified_id);
+    deps.insert(finding_deps.begin(), finding_deps.end());
+  }
+  rule->needs.assign(deps.begin(), deps.end());
+}
+
+void CheckQueryTemplate(const FileCtx& ctx, const Scope& scope, RuleSpec* rule, const YAML::Node& query_node) {
+  auto& q = rule->query;
+  CompiledExpr where;
+  where.source = q.promql_template;
+  where.pos = q.template_pos;
+  where.locate = ctx.Locator(query_node);
+  std::set<std::string> used;
+  for (const auto& ph : FindPlaceholders(ctx, q.promql_template, where)) {
+    bool known = q.args.count(ph.name) || (scope.playbook && scope.playbook->params.count(ph.name));
+    if (!known && ph.name == kWindowLengthPlaceholder) {
+      // The length of the query's own window, as if written out as an arg (so every renderer,
+      // export and lint included, sees an ordinary duration arg).
+      ParamSpec arg;
+      arg.name = ph.name;
+      arg.type = ParamType::kDuration;
+      arg.pos = where.At(ph.offset);
+      arg.expr.source = "windows." + q.window + ".end - windows." + q.window + ".start";
+      arg.expr.pos = arg.pos;
+      ExprSyntaxError err;
+      arg.expr.ast = std::shared_ptr<const Expr>(ParseExpr(arg.expr.source, &err));
+      if (!arg.expr.ast) {
+        ctx.Add(LoadCode::kTemplateParam, arg.pos, "query",
+                fmt::format(fmt::runtime(msg::kTemplateUnknown), ph.name + " (window '" + q.window + "' is not a name expressions can use)"));
+        continue;
+      }
+      std::set<std::string> no_rules;
+      CheckExpr(ctx, scope, arg.expr, "args." + ph.name, &no_rules);
+      q.args[ph.name] = std::move(arg);
+      known = true;
+    }
+    if (!known) {
+      ctx.Add(LoadCode::kTemplateParam, where.At(ph.offset), "query",
+              fmt::format(fmt::runtime(msg::kTemplateUnknown), ph.name));
+      continue;
+    }
+    used.insert(ph.name);
+    if (std::find(q.placeholders.begin(), q.placeholders.end(), ph.name) == q.placeholders.end())
+      q.placeholders.push_back(ph.name);
+  }
+  for (const auto& [name, arg] : q.args)
+    if (!used.count(name)) ctx.Add(LoadCode::kUnusedArg, arg.pos, "args." + name, fmt::format(fmt::runtime(msg::kUnusedArg), name));
+}
+
+void CheckCycles(FileCtx& ctx, const std::vector<RuleSpec>& rules) {
+  std::map<std::string, const RuleSpec*> by_id;
+  for (const auto& r : rules) by_id[r.qualified_id] = &r;
+  std::map<std::string, int> color;   // 0 white, 1 on stack, 2 done
+  std::vector<std::string> stack;
+  std::set<std::set<std::string>> reported;
+  std::function<void(const RuleSpec&)> dfs = [&](const RuleSpec& r) {
+    color[r.qualified_id] = 1;
+    stack.push_back(r.qualified_id);
+    std::vector<std::string> edges = r.needs;
+    edges.insert(edges.end(), r.after.begin(), r.after.end());
+    for (const auto& dep : edges) {
+      auto it = by_id.find(dep);
+      if (it == by_id.end()) continue;
+      if (color[dep] == 1) {
+        auto start = std::find(stack.begin(), stack.end(), dep);
+        std::set<std::string> members(start, stack.end());
+        if (reported.insert(members).second) {
+          std::string path;
+          for (auto s = start; s != stack.end(); ++s) path += by_id[*s]->id + " -> ";
+          path += it->second->id;
+          ctx.rule = it->second->id;
+          ctx.Add(LoadCode::kCycle, it->second->pos, "needs", fmt::format(fmt::runtime(msg::kCycle), path));
+        }
+      } else if (color[dep] == 0) {
+        dfs(*it->second);
+      }
+    }
+    stack.pop_back();
+    color[r.qualified_id] = 2;
+  };
+  for (const auto& r : rules)
+    if (color[r.qualified_id] == 0) dfs(r);
+}
+
+}  // namespace diagnose::playbook::internal
