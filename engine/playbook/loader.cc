@@ -365,16 +365,6 @@ nlohmann::json LoadResult::AsJson() const {
 void Loader::LoadCommonFile(const std::string& path) { LoadCommonFiles({path}); }
 
 void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
-  for (const auto& path : paths) {
-    try {
-      YAML::Node root = YAML::LoadFile(path);
-      if (root.IsMap() && root["thresholds"] && root["thresholds"].IsMap())
-        for (auto it = root["thresholds"].begin(); it != root["thresholds"].end(); ++it)
-          library_.thresholds[it->first.Scalar()] = it->second.as<double>();
-    } catch (const YAML::Exception&) {
-      // Reported with its position when the file is loaded below.
-    }
-  }
   std::vector<std::pair<internal::FileCtx, YAML::Node>> files;
   for (const auto& path : paths) {
     auto text = internal::ReadText(path, &result_);
@@ -385,6 +375,16 @@ void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
     ctx.result = &result_;
     YAML::Node root;
     if (internal::ParseYaml(ctx, &root)) files.emplace_back(std::move(ctx), root);
+  }
+  // Every file's thresholds first: a shared window or rule may use one another file defines.
+  for (auto& [ctx, root] : files) {
+    try {
+      if (root.IsMap() && root["thresholds"] && root["thresholds"].IsMap())
+        for (auto it = root["thresholds"].begin(); it != root["thresholds"].end(); ++it)
+          library_.thresholds[it->first.Scalar()] = it->second.as<double>();
+    } catch (const YAML::Exception&) {
+      // Reported with its position when the file's rules are loaded below.
+    }
   }
   for (auto& [ctx, root] : files)
     if (root.IsMap()) internal::LoadSharedWindows(ctx, root, &library_);
@@ -408,13 +408,9 @@ void Loader::LoadPlaybookText(const std::string& text, const std::string& name) 
 void Loader::LoadAnyFile(const std::string& path) {
   auto text = internal::ReadText(path, &result_);
   if (!text) return;
-  bool is_playbook = false;
-  try {
-    YAML::Node root = YAML::Load(*text);
-    is_playbook = root.IsMap() && root["playbook"];
-  } catch (const YAML::Exception&) {
-    is_playbook = true;   // reported by the playbook loader with its position
-  }
+  // Unparsable or past a limit: the playbook loader reports it with its position.
+  StatusOr<YAML::Node> root = LoadBoundedYaml(*text, path);
+  const bool is_playbook = !root.ok() || (root->IsMap() && (*root)["playbook"]);
   if (is_playbook) internal::LoadPlaybook(&result_, &library_, text, path);
   else internal::LoadCommon(&result_, &library_, text, path);
 }
@@ -441,12 +437,8 @@ std::vector<std::string> FindYamlFiles(const std::string& path, bool include_tes
 }
 
 bool LooksLikePlaybook(const std::string& path) {
-  try {
-    YAML::Node root = YAML::LoadFile(path);
-    return root.IsMap() && root["playbook"];
-  } catch (const YAML::Exception&) {
-    return true;
-  }
+  StatusOr<YAML::Node> root = LoadBoundedYamlFile(path);
+  return !root.ok() || (root->IsMap() && (*root)["playbook"]);
 }
 
 std::string PlaybookDataDir() { return DefaultDataDir(); }
