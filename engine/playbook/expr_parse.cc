@@ -148,6 +148,12 @@ class Parser {
     return e;
   }
 
+  std::unique_ptr<Expr> Unary(std::string op, size_t off, std::unique_ptr<Expr> operand) {
+    auto e = Node(ExprKind::kUnary, off, std::move(op));
+    e->children.push_back(std::move(operand));
+    return e;
+  }
+
   std::unique_ptr<Expr> Binary(std::string op, size_t off, std::unique_ptr<Expr> l, std::unique_ptr<Expr> r) {
     auto e = Node(ExprKind::kBinary, off, std::move(op));
     e->children.push_back(std::move(l));
@@ -183,9 +189,7 @@ class Parser {
       Advance();
       auto operand = ParseNot();
       if (!operand) return nullptr;
-      auto e = Node(ExprKind::kUnary, off, "not");
-      e->children.push_back(std::move(operand));
-      return e;
+      return Unary("not", off, std::move(operand));
     }
     return ParseCmp();
   }
@@ -216,10 +220,7 @@ class Parser {
       Advance();
       auto r = ParseAdd();
       if (!r) return nullptr;
-      auto in = Binary("in", off, std::move(l), std::move(r));
-      auto e = Node(ExprKind::kUnary, off, "not");
-      e->children.push_back(std::move(in));
-      return e;
+      return Unary("not", off, Binary("in", off, std::move(l), std::move(r)));
     }
     return l;
   }
@@ -253,9 +254,7 @@ class Parser {
       Advance();
       auto operand = ParseUnary();
       if (!operand) return nullptr;
-      auto e = Node(ExprKind::kUnary, off, "-");
-      e->children.push_back(std::move(operand));
-      return e;
+      return Unary("-", off, std::move(operand));
     }
     return ParsePostfix();
   }
