@@ -1,0 +1,447 @@
+// The built-in functions of the condition language (playbooks/README.md §6) and their registry.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "engine/playbook/expr.h"
+#include "engine/playbook/expr_internal.h"
+
+namespace diagnose::playbook {
+namespace {
+
+// Numbers of a list or a map's values; non-numbers are skipped.
+std::vector<double> Numbers(const Value& v) {
+  std::vector<double> out;
+  if (v.is_array()) {
+    for (const auto& x : v)
+      if (x.is_number()) out.push_back(x.get<double>());
+  } else if (v.is_object()) {
+    for (const auto& [k, x] : v.items())
+      if (x.is_number()) out.push_back(x.get<double>());
+  } else if (v.is_number()) {
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+std::set<std::string> AsSet(const Value& v) {
+  std::set<std::string> out;
+  if (v.is_array()) {
+    for (const auto& x : v) out.insert(x.is_string() ? x.get<std::string>() : x.dump());
+  } else if (v.is_object()) {
+    for (const auto& [k, x] : v.items()) out.insert(k);
+  } else if (v.is_string()) {
+    out.insert(v.get<std::string>());
+  }
+  return out;
+}
+
+Value SetToValue(const std::set<std::string>& s) {
+  Value out = Value::array();
+  for (const auto& x : s) out.push_back(x);
+  return out;
+}
+
+double Interpolate(const Value& step_times, double step, bool* ok) {
+  *ok = false;
+  if (!step_times.is_array() || step_times.empty()) return 0;
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& p : step_times)
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
+      pts.emplace_back(p[0].get<double>(), p[1].get<double>());
+  if (pts.empty()) return 0;
+  std::sort(pts.begin(), pts.end());
+  *ok = true;
+  if (pts.size() == 1) return pts[0].second;
+  size_t i = 1;
+  while (i + 1 < pts.size() && pts[i].first < step) ++i;
+  const auto& p0 = pts[i - 1];
+  const auto& p1 = pts[i];
+  if (p1.first == p0.first) return p0.second;
+  return p0.second + (step - p0.first) * (p1.second - p0.second) / (p1.first - p0.first);
+}
+
+// len and count.
+StatusOr<Value> Length(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (a.is_null()) return Value(0);
+  if (a.is_array() || a.is_object()) return Value(static_cast<double>(a.size()));
+  if (a.is_string()) return Value(static_cast<double>(a.get<std::string>().size()));
+  return EvalError(e, e.text + "() needs a list, map or string, got " + TypeName(a));
+}
+
+StatusOr<Value> Keys(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  Value out = Value::array();
+  if (a.is_object())
+    for (const auto& [k, x] : a.items()) out.push_back(k);
+  else if (!a.is_null())
+    return EvalError(e, "keys() needs a map, got " + TypeName(a));
+  return out;
+}
+
+StatusOr<Value> Values(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  Value out = Value::array();
+  if (a.is_object())
+    for (const auto& [k, x] : a.items()) out.push_back(x);
+  else if (a.is_array())
+    out = a;
+  return out;
+}
+
+StatusOr<Value> MaxOrMin(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  std::vector<double> xs;
+  for (const auto& arg : args) {
+    auto n = Numbers(arg);
+    xs.insert(xs.end(), n.begin(), n.end());
+  }
+  if (xs.empty()) return Value();
+  return Value(e.text == "max" ? *std::max_element(xs.begin(), xs.end()) : *std::min_element(xs.begin(), xs.end()));
+}
+
+StatusOr<Value> SumOrAvg(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const bool sum = e.text == "sum";
+  auto xs = Numbers(args[0]);
+  if (xs.empty()) return sum ? Value(0.0) : Value();
+  double s = 0;
+  for (double x : xs) s += x;
+  return Value(sum ? s : s / xs.size());
+}
+
+StatusOr<Value> Abs(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (a.is_null()) return Value();
+  if (!a.is_number()) return EvalError(e, "abs() needs a number, got " + TypeName(a));
+  return Value(std::fabs(a.get<double>()));
+}
+
+StatusOr<Value> Round(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (a.is_null()) return Value();
+  if (!a.is_number()) return EvalError(e, "round() needs a number, got " + TypeName(a));
+  int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 0;
+  double scale = std::pow(10.0, digits);
+  return Value(std::round(a.get<double>() * scale) / scale);
+}
+
+StatusOr<Value> UnionOrIntersect(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const bool is_union = e.text == "union";
+  std::set<std::string> acc = AsSet(args[0]);
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto s = AsSet(args[i]);
+    if (is_union) {
+      acc.insert(s.begin(), s.end());
+    } else {
+      std::set<std::string> both;
+      for (const auto& x : acc)
+        if (s.count(x)) both.insert(x);
+      acc = std::move(both);
+    }
+  }
+  return SetToValue(acc);
+}
+
+StatusOr<Value> Minus(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  auto acc = AsSet(args[0]);
+  for (const auto& x : AsSet(args[1])) acc.erase(x);
+  return SetToValue(acc);
+}
+
+StatusOr<Value> Contains(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  auto s = AsSet(args[0]);
+  const Value& x = args[1];
+  return Value(x.is_string() ? s.count(x.get<std::string>()) > 0 : s.count(x.dump()) > 0);
+}
+
+StatusOr<Value> Sort(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!a.is_array()) return a;
+  Value out = a;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+StatusOr<Value> Join(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  std::string sep = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : ", ";
+  std::string out;
+  bool firsts = true;
+  auto add = [&](const Value& x) {
+    if (!firsts) out += sep;
+    firsts = false;
+    out += ValueToText(x);
+  };
+  if (a.is_array())
+    for (const auto& x : a) add(x);
+  else if (a.is_object())
+    for (const auto& [k, x] : a.items()) add(Value(k));
+  else if (!a.is_null())
+    add(a);
+  return Value(out);
+}
+
+StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (a.is_null()) return Value("n/a");
+  if (!a.is_number()) return Value(ValueToText(a));
+  int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 2;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", std::clamp(digits, 0, 12), a.get<double>());
+  return Value(std::string(buf));
+}
+
+StatusOr<Value> Exists(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  return Value(!args[0].is_null());
+}
+
+StatusOr<Value> Default(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  return args[0].is_null() ? args[1] : args[0];
+}
+
+StatusOr<Value> FirstOrLast(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!a.is_array() || a.empty()) return Value();
+  return e.text == "first" ? a.front() : a.back();
+}
+
+StatusOr<Value> Pluck(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  Value out = Value::array();
+  if (!args[1].is_string()) return EvalError(e, "pluck() needs a field name string");
+  std::string field = args[1].get<std::string>();
+  if (a.is_array())
+    for (const auto& x : a)
+      out.push_back(x.is_object() && x.contains(field) ? x[field] : Value());
+  return out;
+}
+
+// where(list, "field", "<", value): the items whose field compares true.
+StatusOr<Value> Where(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!args[1].is_string() || !args[2].is_string() || !IsCmp(args[2].get<std::string>()))
+    return EvalError(e, "where() needs (list, \"field\", \"== != < <= > >=\", value)");
+  Value out = Value::array();
+  if (!a.is_array()) return out;
+  std::string field = args[1].get<std::string>();
+  for (const auto& item : a)
+    if (item.is_object() && item.contains(field) && !item[field].is_null() &&
+        Compare(args[2].get<std::string>(), item[field], args[3]))
+      out.push_back(item);
+  return out;
+}
+
+// times_above(series, threshold): per key of a range query's `series` map (key -> [[t, v], ...]),
+// the sample times (epoch seconds, ascending) at which the value exceeds the threshold, a number
+// or a map key -> number (keys missing from it never count); keys that never exceed it are left out.
+StatusOr<Value> TimesAbove(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
+    return EvalError(e, "times_above() needs (series, number or map), got " + TypeName(args[1]));
+  Value out = Value::object();
+  if (a.is_object()) {
+    for (const auto& [key, samples] : a.items()) {
+      const Value* limit = &args[1];
+      if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
+      if (!limit || !limit->is_number() || !samples.is_array()) continue;
+      std::set<double> times;
+      for (const auto& p : samples)
+        if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
+            p[1].get<double>() >= limit->get<double>())
+          times.insert(p[0].get<double>());
+      if (times.empty()) continue;
+      Value list = Value::array();
+      for (double t : times) list.push_back(t);
+      out[key] = std::move(list);
+    }
+  }
+  return out;
+}
+
+// sustained_level(series, seconds): per key of a range query's `series` map, the highest level
+// the series was at or above for at least `seconds` in total: its k-th largest sample, k the
+// number of samples that span `seconds` at the series' own (median) spacing. One loud scrape
+// does not make a level; five minutes of it does.
+StatusOr<Value> SustainedLevel(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!args[1].is_number()) return EvalError(e, "sustained_level() needs (series, seconds), got " + TypeName(args[1]));
+  const double seconds = args[1].get<double>();
+  Value out = Value::object();
+  if (a.is_null()) return Value();
+  if (!a.is_object()) return EvalError(e, "sustained_level() needs a series map, got " + TypeName(a));
+  for (const auto& [key, samples] : a.items()) {
+    if (!samples.is_array()) continue;
+    std::vector<double> times, values;
+    for (const auto& p : samples)
+      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
+        times.push_back(p[0].get<double>());
+        values.push_back(p[1].get<double>());
+      }
+    if (values.empty()) continue;
+    std::vector<double> gaps;
+    for (size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
+    double spacing = 0;
+    if (!gaps.empty()) {
+      std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+      spacing = gaps[gaps.size() / 2];
+    }
+    const size_t k = spacing > 0 ? static_cast<size_t>(std::ceil(seconds / spacing)) : values.size();
+    if (k == 0 || k > values.size()) {
+      out[key] = 0.0;   // never sustained that long: the series was not up for `seconds`
+      continue;
+    }
+    std::nth_element(values.begin(), values.begin() + static_cast<long>(k - 1), values.end(), std::greater<double>());
+    out[key] = values[k - 1];
+  }
+  return out;
+}
+
+// step_windows(steps, step_times, pad_seconds): for each listed step (once) that has a time in
+// step_times ([[step, epoch], ...]), the span from its end to the end of the next recorded step
+// (the step it slowed), plus pad_seconds: {step, start, end}. Steps without a time are left out.
+StatusOr<Value> StepWindows(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  if (!args[2].is_number()) return EvalError(e, "step_windows() needs (steps, step_times, seconds), got " + TypeName(args[2]));
+  Value out = Value::array();
+  if (!args[0].is_array() || !args[1].is_array()) return out;
+  std::map<double, double> end_of_step;
+  for (const auto& p : args[1])
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
+      end_of_step[p[0].get<double>()] = p[1].get<double>();
+  const double pad = args[2].get<double>();
+  std::set<double> seen;
+  for (const auto& s : args[0]) {
+    if (!s.is_number() || !seen.insert(s.get<double>()).second) continue;
+    auto at = end_of_step.find(s.get<double>());
+    if (at == end_of_step.end()) continue;
+    auto next = end_of_step.upper_bound(at->first);
+    out.push_back({{"step", s}, {"start", at->second}, {"end", (next != end_of_step.end() ? next->second : at->second) + pad}});
+  }
+  return out;
+}
+
+// count_outside(times, windows): per key of a times map (times_above's result; a plain list
+// counts as key ""), how many times lie outside every {start, end} window. Lets a rule measure
+// how long a disturbance lasted beyond the windows that explain it (checkpoint saves).
+StatusOr<Value> CountOutside(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!args[1].is_array() && !args[1].is_null())
+    return EvalError(e, "count_outside() needs (times, list of {start, end}), got " + TypeName(args[1]));
+  std::vector<std::pair<double, double>> windows;
+  if (args[1].is_array())
+    for (const auto& w : args[1])
+      if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() && w["end"].is_number())
+        windows.emplace_back(w["start"].get<double>(), w["end"].get<double>());
+  auto count = [&](const Value& times) {
+    double n = 0;
+    if (!times.is_array()) return n;
+    for (const auto& t : times) {
+      if (!t.is_number()) continue;
+      const double x = t.get<double>();
+      const bool inside = std::any_of(windows.begin(), windows.end(),
+                                      [&](const auto& w) { return x >= w.first && x <= w.second; });
+      if (!inside) ++n;
+    }
+    return n;
+  };
+  Value out = Value::object();
+  if (a.is_object()) {
+    for (const auto& [key, times] : a.items()) out[key] = count(times);
+  } else if (a.is_array()) {
+    out[""] = count(a);
+  } else if (!a.is_null()) {
+    return EvalError(e, "count_outside() needs a times map or list, got " + TypeName(a));
+  }
+  return out;
+}
+
+StatusOr<Value> StepTime(const Expr& e, const std::vector<Value>& args, const NameResolver& resolve) {
+  const Value& a = args[0];
+  if (a.is_null()) return Value();
+  if (!a.is_number()) return EvalError(e, "step_time() needs a step number, got " + TypeName(a));
+  const Value* discovery = resolve("discovery");
+  bool ok = false;
+  double t = Interpolate(discovery && discovery->is_object() && discovery->contains("step_times")
+                             ? (*discovery)["step_times"] : Value(),
+                         a.get<double>(), &ok);
+  return ok ? Value(t) : Value();
+}
+
+StatusOr<Value> HostsOfTasks(const Expr&, const std::vector<Value>& args, const NameResolver& resolve) {
+  const Value& a = args[0];
+  const Value* facts = resolve("facts");
+  Value hosts = Value::array();
+  const Value* host_list = nullptr;
+  if (facts && facts->is_object() && facts->contains("header") && (*facts)["header"].contains("hosts"))
+    host_list = &(*facts)["header"]["hosts"];
+  if (a.is_array() && host_list && host_list->is_array()) {
+    for (const auto& t : a) {
+      if (!t.is_number()) continue;
+      int i = t.get<int>();
+      if (i >= 0 && i < static_cast<int>(host_list->size())) hosts.push_back((*host_list)[i]);
+    }
+  }
+  return hosts;
+}
+
+// A result type is left "" when the function can return null (avg, max) or passes an argument
+// through (default, first, sort), so the loader does not reject what may type-check at run time.
+constexpr FunctionSpec kFunctions[] = {
+    {"len", 1, 1, "number", Length},
+    {"count", 1, 1, "number", Length},
+    {"keys", 1, 1, "list", Keys},
+    {"values", 1, 1, "list", Values},
+    {"max", 1, 2, "", MaxOrMin},
+    {"min", 1, 2, "", MaxOrMin},
+    {"sum", 1, 1, "number", SumOrAvg},
+    {"avg", 1, 1, "", SumOrAvg},
+    {"abs", 1, 1, "number", Abs},
+    {"round", 1, 2, "number", Round},
+    {"union", 2, -1, "list", UnionOrIntersect},
+    {"intersect", 2, -1, "list", UnionOrIntersect},
+    {"minus", 2, 2, "list", Minus},
+    {"contains", 2, 2, "bool", Contains},
+    {"sort", 1, 1, "", Sort},
+    {"join", 1, 2, "string", Join},
+    {"fmt", 1, 2, "string", Fmt},
+    {"exists", 1, 1, "bool", Exists},
+    {"default", 2, 2, "", Default},
+    {"first", 1, 1, "", FirstOrLast},
+    {"last", 1, 1, "", FirstOrLast},
+    {"pluck", 2, 2, "list", Pluck},
+    {"where", 4, 4, "list", Where},
+    {"times_above", 2, 2, "", TimesAbove},
+    {"sustained_level", 2, 2, "", SustainedLevel},
+    {"step_windows", 3, 3, "list", StepWindows},
+    {"count_outside", 2, 2, "", CountOutside},
+    {"step_time", 1, 1, "", StepTime},
+    {"hosts_of_tasks", 1, 1, "list", HostsOfTasks},
+    // Only the branch taken is evaluated, so Eval handles it before arguments exist.
+    {"if", 3, 3, "", nullptr},
+};
+
+}  // namespace
+
+const FunctionSpec* FindFunction(std::string_view name) {
+  for (const FunctionSpec& spec : kFunctions)
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+bool LookupFunction(const std::string& name, int* min_args, int* max_args) {
+  const FunctionSpec* spec = FindFunction(name);
+  if (spec == nullptr) return false;
+  *min_args = spec->min_args;
+  *max_args = spec->max_args;
+  return true;
+}
+
+StatusOr<Value> CallFunction(const Expr& call, const std::vector<Value>& args, const NameResolver& resolve) {
+  const FunctionSpec* spec = FindFunction(call.text);
+  if (spec == nullptr || spec->impl == nullptr) return EvalError(call, "unknown function '" + call.text + "'");
+  return spec->impl(call, args, resolve);
+}
+
+}  // namespace diagnose::playbook
