@@ -133,13 +133,16 @@ Knowledge DataIds(const std::string& data_dir) {
   }
 
   static const std::regex metric(R"(\b((hw|ray|tb)_[a-z0-9_]+))");
-  for (const auto& entry : fs::recursive_directory_iterator(data_dir)) {
-    if (entry.path().extension() != ".yaml") continue;
-    const std::string rel = fs::relative(entry.path(), data_dir).string();
-    if (rel.rfind("rules/", 0) != 0 && rel.rfind("playbooks/", 0) != 0) continue;
-    if (rel.find("/tests/") != std::string::npos) continue;
-    const std::string text = ReadAll(entry.path());
-    for (std::sregex_iterator m(text.begin(), text.end(), metric), end; m != end; ++m) add((*m)[1].str(), "metric in " + rel);
+  // Only rules/ and playbooks/: the data dir may be the source tree, whose build/ other tests
+  // write and delete in while this one walks.
+  for (const char* sub : {"rules", "playbooks"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(data_dir) / sub)) {
+      if (entry.path().extension() != ".yaml") continue;
+      const std::string rel = fs::relative(entry.path(), data_dir).string();
+      if (rel.find("/tests/") != std::string::npos) continue;
+      const std::string text = ReadAll(entry.path());
+      for (std::sregex_iterator m(text.begin(), text.end(), metric), end; m != end; ++m) add((*m)[1].str(), "metric in " + rel);
+    }
   }
   return k;
 }
