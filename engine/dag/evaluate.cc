@@ -186,10 +186,10 @@ StatusOr<json> Evaluator::Eval(int idx, const CompiledExpr& e, const json* host)
   return v;
 }
 
-StatusOr<std::string> Evaluator::Render(int idx, const playbook::Template& t, const json* host) {
+StatusOr<std::string> Evaluator::Render(int idx, const playbook::Template& t, const json* host, bool* rendered_empty) {
   if (!t.present()) return std::string();
   auto [scope, resolve] = Resolver(idx, host);
-  auto s = playbook::RenderTemplate(t.pieces, resolve);
+  auto s = playbook::RenderTemplate(t.pieces, resolve, rendered_empty);
   if (!s.ok()) return InvalidArgumentError(t.pos.ToString() + ": " + s.status().message());
   if (!scope->error.empty()) return InvalidArgumentError(t.pos.ToString() + ": uses " + scope->error);
   return s;

@@ -237,9 +237,12 @@ void Evaluator::BuildFindings() {
             if (h.is_string()) f.hosts.push_back(h.get<std::string>());
       }
     }
-    auto summary = Render(idx, rule.finding->summary);
+    // A summary is written for the finding firing; clear, with a hole where its hosts would be,
+    // it would be a false sentence ("OOM killer fired on  during the job"): say what was checked.
+    bool hole = false;
+    auto summary = Render(idx, rule.finding->summary, nullptr, &hole);
     f.summary = summary.ok() ? *summary : summary.status().message();
-    if (f.summary.empty()) f.summary = rule.description;
+    if (f.summary.empty() || (f.status == "clear" && hole)) f.summary = rule.description;
     if (f.status == "fired" && rule.finding->suppress) {
       auto sup = Suppressed(idx, *rule.finding->suppress);
       const std::set<std::string> quiet_hosts = sup.ok() ? sup->QuietHosts() : std::set<std::string>{};

@@ -60,7 +60,8 @@ class Evaluator {
 
   StatusOr<json> Eval(int idx, const CompiledExpr& e, const json* host = nullptr);
 
-  StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr);
+  StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr,
+                               bool* rendered_empty = nullptr);
 
   void Fail(int idx, NodeHealth health, const std::string& reason);
 

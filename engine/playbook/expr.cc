@@ -407,7 +407,8 @@ std::vector<TemplatePiece> ParseTemplate(const std::string& source, std::vector<
   return pieces;
 }
 
-StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, const NameResolver& resolve) {
+StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, const NameResolver& resolve,
+                                     bool* rendered_empty) {
   std::string out;
   for (const auto& p : pieces) {
     if (!p.is_expr) {
@@ -416,7 +417,9 @@ StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, c
     }
     if (!p.expr) return InvalidArgumentError("template expression '" + p.text + "' did not parse");
     ASSIGN_OR_RETURN(Value v, EvalExpr(*p.expr, resolve));
-    out += ValueToText(v);
+    std::string text = ValueToText(v);
+    if (rendered_empty && text.empty()) *rendered_empty = true;
+    out += text;
   }
   return out;
 }

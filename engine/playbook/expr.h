@@ -72,7 +72,10 @@ struct TemplatePiece {
 // Splits and parses; syntax errors come back with offsets into `source`.
 std::vector<TemplatePiece> ParseTemplate(const std::string& source, std::vector<ExprSyntaxError>* errors);
 // Renders: numbers as %g, strings as is, lists joined with ", ".
-StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, const NameResolver& resolve);
+// `rendered_empty`, when given, is set when a placeholder rendered nothing (an empty list, map or
+// string): a sentence with a hole in it.
+StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, const NameResolver& resolve,
+                                     bool* rendered_empty = nullptr);
 std::string ValueToText(const Value& v);
 
 }  // namespace diagnose::playbook

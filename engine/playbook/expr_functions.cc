@@ -184,6 +184,25 @@ StatusOr<Value> Join(const Expr&, const std::vector<Value>& args, const NameReso
   return Value(out);
 }
 
+// phrases([["retry exhaustion on", hosts], ["CQE errors on", other]], "; "): each label with its
+// items joined, the empty ones left out, so a sentence never names an empty list ("on []").
+StatusOr<Value> Phrases(const Expr& e, const std::vector<Value>& args, const NameResolver& resolve) {
+  const Value& pairs = args[0];
+  if (!pairs.is_array()) return EvalError(e, "phrases() needs a list of [label, items] pairs, got " + TypeName(pairs));
+  const std::string sep = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "; ";
+  std::string out;
+  for (const auto& pair : pairs) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string())
+      return EvalError(e, "phrases() needs [label, items] pairs, got " + pair.dump());
+    const Value& items = pair[1];
+    if (items.is_null() || ((items.is_array() || items.is_object()) && items.empty())) continue;
+    ASSIGN_OR_RETURN(Value joined, Join(e, {items}, resolve));
+    if (joined.get<std::string>().empty()) continue;
+    out += (out.empty() ? "" : sep) + pair[0].get<std::string>() + " " + joined.get<std::string>();
+  }
+  return Value(out);
+}
+
 StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResolver&) {
   const Value& a = args[0];
   if (a.is_null()) return Value("n/a");
@@ -405,6 +424,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"contains", 2, 2, "bool", Contains},
     {"sort", 1, 1, "", Sort},
     {"join", 1, 2, "string", Join},
+    {"phrases", 1, 2, "string", Phrases},
     {"fmt", 1, 2, "string", Fmt},
     {"exists", 1, 1, "bool", Exists},
     {"default", 2, 2, "", Default},
