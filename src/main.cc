@@ -1,10 +1,13 @@
 // diagnose: command-line entry. Parses arguments and dispatches to one subcommand; all logic lives
 // in engine/.
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <string>
@@ -16,6 +19,10 @@
 #include "src/commands.h"
 
 namespace {
+
+using diagnose::cli::ClosestName;
+using diagnose::cli::OptionNames;
+using diagnose::cli::SubcommandNames;
 
 // Exit status when diagnose itself failed (an exception, memory exhausted): distinct from every
 // answer about a job, so a sweep driver never mistakes it for one. sysexits' EX_SOFTWARE.
@@ -58,6 +65,21 @@ int FinishStdout(int rc) {
 
 }  // namespace
 
+// After CLI11's own message: "did you mean --format?" for each unknown option one typo away.
+void SuggestOptions(const CLI::App& app, int argc, char** argv) {
+  const std::vector<std::string> known = OptionNames(app);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
+    const std::string closest = ClosestName(arg, known);
+    if (!closest.empty())
+      std::fprintf(stderr, "diagnose: unknown option %s; did you mean %s?\n", diagnose::OneLine(arg).c_str(),
+                   closest.c_str());
+  }
+}
+
 int main(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the blocked termination signals.
   diagnose::InstallTerminationHandler();
@@ -74,7 +96,27 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       // --help and --version exit 0; every other parse error is a usage error, 2 as documented
       // (CLI11's own codes, 106 for a missing option and so on, mean nothing to a sweep driver).
-      return FinishStdout(app.exit(e) == 0 ? 0 : 2);
+      const int code = app.exit(e);
+      if (code != 0) SuggestOptions(app, argc, argv);
+      return FinishStdout(code == 0 ? 0 : 2);
+    }
+    // `diagnose lnit` parses as a job named "lnit": a word one typo from a subcommand, naming no
+    // file, is a usage error with a suggestion rather than a search for a job that does not exist.
+    if (app.get_subcommands().empty()) {
+      const CLI::Option* job = app.get_option_no_throw("job");
+      if (job != nullptr && job->count() == 1) {
+        const std::string word = job->as<std::string>();
+        std::error_code ec;
+        const bool alphabetic = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+          return std::isalpha(c) != 0;
+        });
+        const std::string closest = ClosestName(word, SubcommandNames(app));
+        if (alphabetic && !closest.empty() && !std::filesystem::exists(word, ec)) {
+          std::fprintf(stderr, "diagnose: '%s' is not a subcommand; did you mean `diagnose %s`?\n",
+                       diagnose::OneLine(word).c_str(), closest.c_str());
+          return FinishStdout(2);
+        }
+      }
     }
     rc = registry.Run(app);
   } catch (const std::bad_alloc&) {
