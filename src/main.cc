@@ -63,8 +63,6 @@ int FinishStdout(int rc) {
   return rc == 0 ? 1 : rc;
 }
 
-}  // namespace
-
 // After CLI11's own message: "did you mean --format?" for each unknown option one typo away.
 void SuggestOptions(const CLI::App& app, int argc, char** argv) {
   const std::vector<std::string> known = OptionNames(app);
@@ -79,6 +77,8 @@ void SuggestOptions(const CLI::App& app, int argc, char** argv) {
                    closest.c_str());
   }
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the blocked termination signals.

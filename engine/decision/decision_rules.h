@@ -4,6 +4,7 @@
 // contract vocabulary and reports errors as file:line:col.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <regex>
@@ -108,6 +109,9 @@ struct DecisionRules {
   // Root causes that name no failure mechanism: a metric-backed verdict with one of these leaves the
   // log's sweep rules in charge (each must be in the contract's vocabulary).
   std::vector<std::string> not_a_mechanism;
+  bool NamesMechanism(const std::string& root_cause) const {
+    return std::find(not_a_mechanism.begin(), not_a_mechanism.end(), root_cause) == not_a_mechanism.end();
+  }
   // How the sweep's progress line names a root cause (batch-sweep runbook: "grok-1 8N (job 9805):
   // OOM — FAIL"): the label, and the label when the job also hung ("{phase}" is the hang phase;
   // empty = "hang <phase> (<root cause>)"). Causes not listed are named by their id.

@@ -249,9 +249,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   const bool metric_backed = diagnosis.verdict.source == "playbooks" &&
                              (diagnosis.verdict.confidence == "confirmed" || diagnosis.verdict.confidence == "likely");
   // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
-  const bool names_mechanism =
-      std::find(rules.not_a_mechanism.begin(), rules.not_a_mechanism.end(), diagnosis.verdict.root_cause) ==
-      rules.not_a_mechanism.end();
+  const bool names_mechanism = rules.NamesMechanism(diagnosis.verdict.root_cause);
   // `refuted` is only ever set from a likely or confirmed refutation.
   const bool refuted = diagnosis.verdict.source == "playbooks" && !diagnosis.verdict.refuted.empty();
   const bool metric_backed_cause = (metric_backed && names_mechanism) || refuted;

@@ -1,4 +1,3 @@
-#include "engine/core/text.h"
 #include "engine/watch/watcher.h"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <thread>
 
 #include "engine/core/logging.h"
+#include "engine/core/text.h"
 #include "engine/decision/sweep_history.h"
 
 namespace diagnose {
@@ -228,11 +228,9 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   // A cause the diagnosis names is the line's, as `diagnose JOB` shows it. Where it names none
   // (unknown, no telemetry), the sweep rules' reading is shown: diagnose's decision cites the same
   // rule in its notes.
-  const std::vector<std::string>& no_mechanism = options_.rules->not_a_mechanism;
   const std::string& verdict_cause = result.report.verdict.root_cause;
-  const bool names_mechanism = !verdict_cause.empty() &&
-                               std::find(no_mechanism.begin(), no_mechanism.end(), verdict_cause) == no_mechanism.end();
-  const std::string& root_cause = names_mechanism ? verdict_cause : result.sweep.root_cause;
+  const std::string& root_cause =
+      !verdict_cause.empty() && options_.rules->NamesMechanism(verdict_cause) ? verdict_cause : result.sweep.root_cause;
   const bool found_nothing = root_cause == "none";
   const LineOutcome outcome = found_nothing && (completed || result.sweep.decision.action == "none") ? LineOutcome::kPass
                               : completed                                                         ? LineOutcome::kDegraded

@@ -99,10 +99,6 @@ TEST(EmptyListSentence, TheCheckSeesTheHolesThatWereShipped) {
 TEST_F(CommandAgreementTest, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob) {
   auto rules = LoadDecisionRules(DIAGNOSE_SOURCE_DIR);
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();
-  const auto names_mechanism = [&](const std::string& cause) {
-    return std::find(rules->not_a_mechanism.begin(), rules->not_a_mechanism.end(), cause) ==
-           rules->not_a_mechanism.end();
-  };
   int code = 0;
   const std::string watch = Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, &code);
   ASSERT_EQ(code, 0) << watch;
@@ -127,7 +123,7 @@ TEST_F(CommandAgreementTest, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob)
     const bool pass = line.find("\xE2\x80\x94 PASS") != std::string::npos;
     const bool degraded = line.find("\xE2\x80\x94 DEGRADED") != std::string::npos;
     degraded_seen += degraded;
-    if (names_mechanism(cause)) {
+    if (rules->NamesMechanism(cause)) {
       // The cause diagnose names is the one the line names (or its sweep label: "OOM").
       ++named_seen;
       const auto label = rules->progress_labels.find(cause);
