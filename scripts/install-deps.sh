@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev nlohmann-json3-dev libboost-graph-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   prometheus victoria-metrics
-  chromium chromium-driver python3
+  chromium chromium-driver python3 python3-jsonschema
   clang libclang-rt-14-dev
 )
 

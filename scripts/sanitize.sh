@@ -29,9 +29,10 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_su
 # Not under the sanitizers: the randomized variants (200 s natively; the same code paths as the
 # incident fixtures, which do run), the fleet store over every fixture (the same import and remote
 # paths as the five-job fleet test, which does run), the JSON form of the all-fixture summary (the
-# text form runs the same diagnoses) and the browser test (Chromium's memory, not ours).
+# text form runs the same diagnoses), the report schema check (the JSON of the same diagnoses the
+# agreement test runs) and the browser test (Chromium's memory, not ours).
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 \
-  -E '^(ScenarioVariants\.|Shards/FleetStoreEveryFixture\.|SummaryCli\.JsonIsAnArrayOfRows$|browser_reports$)'
+  -E '^(ScenarioVariants\.|Shards/FleetStoreEveryFixture\.|SummaryCli\.JsonIsAnArrayOfRows$|report_schema$|browser_reports$)'
 # Regression inputs must pass, and so must the 30 s of each target: every target ran 10 minutes
 # clean after the fixes in fuzz/regressions (README). A fixed seed makes a CI failure reproducible.
 FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_NEW_FINDINGS=${FUZZ_NEW_FINDINGS:-fail} bash scripts/fuzz.sh "$build" "${FUZZ_SECONDS:-30}"
