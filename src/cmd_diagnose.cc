@@ -26,18 +26,8 @@ struct DiagnoseArgs {
   std::vector<std::string> headers;
   std::string window;
   int64_t now = 0;
-  std::string color = "auto";
   bool verbose = false;
 };
-
-// https://no-color.org: NO_COLOR set and non-empty turns colour off unless asked for explicitly.
-bool UseColor(const std::string& mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  const char* no_color = std::getenv("NO_COLOR");
-  const char* term = std::getenv("TERM");
-  return isatty(STDOUT_FILENO) && !(no_color && *no_color) && !(term && std::string(term) == "dumb");
-}
 
 int RunDiagnose(DiagnoseArgs& args) {
   if (args.options.job_ref.empty()) {
@@ -91,7 +81,7 @@ int RunDiagnose(DiagnoseArgs& args) {
     return 1;
   }
   RenderOptions render_options;
-  render_options.color = format == "text" && UseColor(args.color);
+  render_options.color = format == "text" && WantsColor(RequestedColorMode(), STDOUT_FILENO);
   render_options.verbose = args.verbose;
   auto rendered = RenderReport(*report, format, render_options);
   if (!rendered.ok()) {
@@ -116,8 +106,6 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_option("--baseline", args.baseline, "a second job to compare against (restore vs fresh, before vs after)");
   app.add_option("--format", args.format, "text|md|json|html (default: text on a terminal, else json)");
   app.add_flag("--verbose", args.verbose, "text/md: after the first screen, every check with its evidence");
-  app.add_option("--color", args.color, "colour in text: auto (a terminal without NO_COLOR), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--prometheus", o.remote.url,
                  "query this Prometheus-compatible endpoint (live job, Thanos, Mimir, VictoriaMetrics) "
                  "instead of a private Prometheus on the job's snapshot");

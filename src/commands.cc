@@ -17,6 +17,7 @@ namespace {
 struct CommonArgs {
   int verbose = 0;
   std::string level;
+  std::string color = "auto";
   std::vector<std::string> limits;
 };
 
@@ -45,12 +46,18 @@ void AddCommonFlags(CLI::App& app) {
                                             "(default: info on a terminal, else off)")
       ->group("Logging");
   app.add_option("--limit", args.limits, LimitHelp())->group("Limits")->type_name("NAME=VALUE");
+  app.add_option("--color", args.color,
+                 "colour on a terminal: auto (unless NO_COLOR is set or TERM=dumb), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->group("Logging");
 }
 
 }  // namespace
 
+ColorMode RequestedColorMode() { return ParseColorMode(Common().color).value_or(ColorMode::kAuto); }
+
 int CommandRegistry::Run(CLI::App& app) {
-  if (Status configured = ConfigureLogging(LogSettingsForStderr(Common().level, Common().verbose));
+  if (Status configured = ConfigureLogging(LogSettingsForStderr(Common().level, Common().verbose, RequestedColorMode()));
       !configured.ok()) {
     PrintError("diagnose", configured.message());
     return 2;

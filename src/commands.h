@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/core/terminal.h"
 #include "engine/core/text.h"
 
 namespace diagnose::cli {
@@ -44,6 +45,9 @@ bool SplitHeader(const std::string& raw, std::string* name, std::string* value);
 // "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a
 // newline, a server's binary answer).
 void PrintError(const std::string& command, const std::string& message);
+
+// The common --color option (auto|always|never), for whatever a command writes to a terminal.
+ColorMode RequestedColorMode();
 
 // The name among `names` closest to `typo` by edit distance, "" when none is within 2 edits (or a
 // third of the typo's length, for short words): what a "did you mean" suggests.

@@ -5,8 +5,6 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include <spdlog/pattern_formatter.h>
@@ -82,15 +80,12 @@ StatusOr<spdlog::level::level_enum> ResolveLogLevel(const LogSettings& settings)
   return spdlog::level::off;
 }
 
-LogSettings LogSettingsForStderr(std::string level, int verbose) {
+LogSettings LogSettingsForStderr(std::string level, int verbose, ColorMode color) {
   LogSettings settings;
   settings.level = std::move(level);
   settings.verbose = verbose;
   settings.stderr_is_terminal = ::isatty(STDERR_FILENO) == 1;
-  const char* no_color = std::getenv("NO_COLOR");
-  const char* term = std::getenv("TERM");
-  settings.color = settings.stderr_is_terminal && (no_color == nullptr || *no_color == '\0') &&
-                   !(term != nullptr && std::strcmp(term, "dumb") == 0);
+  settings.color = WantsColor(color, STDERR_FILENO);
   return settings;
 }
 

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/core/status.h"
+#include "engine/core/terminal.h"
 
 namespace diagnose {
 
@@ -25,9 +26,9 @@ struct LogSettings {
 // (a sweep driver's or an epilog's stderr must carry only the one-line errors the contract allows).
 StatusOr<spdlog::level::level_enum> ResolveLogLevel(const LogSettings& settings);
 
-// The settings for this process's stderr: terminal or not, colour unless NO_COLOR is set
-// (no-color.org: present and not empty) or TERM is "dumb".
-LogSettings LogSettingsForStderr(std::string level, int verbose);
+// The settings for this process's stderr: terminal or not, and colour as `color` and the
+// environment decide (WantsColor: NO_COLOR, TERM=dumb).
+LogSettings LogSettingsForStderr(std::string level, int verbose, ColorMode color = ColorMode::kAuto);
 
 Status ConfigureLogging(const LogSettings& settings);
 
