@@ -189,6 +189,7 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
 void SetAction(SweepDecision* sd, const std::string& action, const std::string& why) {
   if (sd->decision.action == action) return;
   sd->decision.notes.push_back(why + ": " + sd->decision.action + " -> " + action);
+  sd->decision.overrides.push_back({sd->decision.action, action, why, sd->rule});
   sd->decision.action = action;
 }
 
@@ -263,8 +264,10 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
     if (out.exclude == "signal-hosts")
       for (const auto& h : match->hit.hosts) d.exclude.push_back({h, out.exclude_priority, note});
     d.notes.push_back(note + " [sweep rule " + rule->id + "]");
-    if (diagnosis.decision.action != d.action)
+    if (diagnosis.decision.action != d.action) {
       d.notes.push_back("diagnosis alone suggested " + diagnosis.decision.action);
+      d.overrides.push_back({diagnosis.decision.action, d.action, note, rule->id});
+    }
     for (const auto& n : diagnosis.decision.notes) d.notes.push_back(n);
     sd.decision = std::move(d);
     sd.rule = rule->id;
@@ -398,6 +401,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
                    [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
   if (!IsKnownAction(sd.decision.action)) {
     sd.decision.notes.push_back("diagnosis produced unknown action '" + sd.decision.action + "'");
+    sd.decision.overrides.push_back({sd.decision.action, "none", "not an action of the contract", sd.rule});
     sd.decision.action = "none";
   }
   for (const auto& e : history.entries) {

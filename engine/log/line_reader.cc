@@ -1,6 +1,7 @@
 #include "engine/log/line_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -140,6 +141,25 @@ StatusOr<int64_t> CountLinesBefore(const std::string& path, int64_t offset) {
   }
   ::close(fd);
   return lines;
+}
+
+StatusOr<std::optional<NumberedLine>> LastNonEmptyLine(const std::string& path, int64_t window) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return NotFoundError(path + ": " + std::strerror(errno));
+  LineReader reader;
+  RETURN_IF_ERROR(reader.Open(path, std::max<int64_t>(0, static_cast<int64_t>(st.st_size) - window)));
+  std::optional<NumberedLine> last;
+  int64_t last_offset = 0;
+  for (std::string_view line; reader.Next(&line);) {
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    last = NumberedLine{0, std::string(line)};
+    last_offset = reader.line_offset();
+  }
+  RETURN_IF_ERROR(reader.status());
+  if (!last) return last;
+  ASSIGN_OR_RETURN(int64_t before, CountLinesBefore(path, last_offset));
+  last->number = before + 1;
+  return last;
 }
 
 }  // namespace diagnose

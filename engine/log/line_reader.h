@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,5 +63,15 @@ class LineReader {
 
 // Counts '\n'-terminated lines in [0, offset) (for numbering lines of a range); bounded memory.
 StatusOr<int64_t> CountLinesBefore(const std::string& path, int64_t offset);
+
+struct NumberedLine {
+  int64_t number = 0;   // 1-based
+  std::string text;     // capped like every line the reader returns
+};
+
+// The last line of `path` with more than whitespace on it, looked for in its final `window` bytes:
+// where a log that stopped without a summary stops is the evidence of how it died. nullopt when
+// that window holds none.
+StatusOr<std::optional<NumberedLine>> LastNonEmptyLine(const std::string& path, int64_t window = 64 << 10);
 
 }  // namespace diagnose

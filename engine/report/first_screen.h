@@ -34,6 +34,7 @@ struct FirstScreen {
   std::string refuted;
   std::string action;
   std::vector<Exclusion> exclude;
+  std::string slurm_exclude;              // `exclude` for Slurm's --exclude, to paste
   std::vector<std::string> changes;       // "k=v"
   std::vector<std::string> notes;
   size_t notes_hidden = 0;

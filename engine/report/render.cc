@@ -286,6 +286,7 @@ std::string FirstScreenText(const FirstScreen& s, bool color, bool verbose) {
   out << "\n" << Paint("WHAT TO DO", "1", color) << "  " << Paint(s.action, "1", color) << "\n";
   for (const auto& x : s.exclude)
     out << "  exclude " << Paint(x.host, "1", color) << " (priority " << x.priority << "): " << ValidUtf8(x.reason, 240, true) << "\n";
+  if (!s.slurm_exclude.empty()) out << "  slurm: --exclude=" << s.slurm_exclude << "\n";
   for (const auto& c : s.changes) out << "  change " << c << "\n";
   for (const auto& n : s.notes) out << "  note: " << n << "\n";
   if (s.notes_hidden) out << "  (+" << s.notes_hidden << " more notes with --verbose)\n";
@@ -324,6 +325,7 @@ std::string FirstScreenMarkdown(const FirstScreen& s, bool verbose) {
     out << "\n| exclude | priority | reason |\n|---|---|---|\n";
     for (const auto& x : s.exclude)
       out << "| `" << x.host << "` | " << x.priority << " | " << MdEscape(ValidUtf8(x.reason, 200, true)) << " |\n";
+    if (!s.slurm_exclude.empty()) out << "\nslurm: `--exclude=" << s.slurm_exclude << "`\n";
   }
   for (const auto& c : s.changes) out << "- change `" << c << "`\n";
   for (const auto& n : s.notes) out << "- " << MdEscape(n) << "\n";

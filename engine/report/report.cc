@@ -1,6 +1,11 @@
 #include "engine/report/report.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 
@@ -92,8 +97,54 @@ nlohmann::json ToJson(const Finding& f) {
   return j;
 }
 
+std::string SlurmExcludeList(const Decision& decision) {
+  std::string out;
+  for (const auto& x : decision.exclude) {
+    const bool plain = !x.host.empty() && std::all_of(x.host.begin(), x.host.end(), [](unsigned char c) {
+      return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+    });
+    if (!plain) continue;
+    if (!out.empty()) out += ',';
+    out += x.host;
+  }
+  return out;
+}
+
+nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, text] : changes) {
+    const char* begin = text.data();
+    const char* end = begin + text.size();
+    int64_t integer = 0;
+    double real = 0;
+    if (auto [at, ec] = std::from_chars(begin, end, integer); ec == std::errc() && at == end && !text.empty()) {
+      out[key] = integer;
+    } else if (auto [at2, ec2] = std::from_chars(begin, end, real); ec2 == std::errc() && at2 == end &&
+               !text.empty() && std::isfinite(real)) {
+      out[key] = real;
+    } else if (text == "true" || text == "false") {
+      out[key] = text == "true";
+    } else {
+      out[key] = text;
+    }
+  }
+  return out;
+}
+
 nlohmann::json ToJson(const Decision& d) {
-  return {{"action", d.action}, {"exclude", d.exclude}, {"changes", d.changes}, {"notes", d.notes}};
+  nlohmann::json overrides = nlohmann::json::array();
+  for (const auto& o : d.overrides) {
+    nlohmann::json entry{{"from", o.from}, {"to", o.to}, {"reason", o.reason}};
+    if (!o.rule.empty()) entry["rule"] = o.rule;
+    overrides.push_back(std::move(entry));
+  }
+  return {{"action", d.action},
+          {"exclude", d.exclude},
+          {"slurm_exclude", SlurmExcludeList(d)},
+          {"changes", d.changes},
+          {"changes_typed", TypedChanges(d.changes)},
+          {"notes", d.notes},
+          {"overrides", overrides}};
 }
 
 nlohmann::json ToJson(const Report& r) {

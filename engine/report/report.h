@@ -77,12 +77,32 @@ struct Exclusion {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Exclusion, host, priority, reason)
 
+// A step of the sweep policy that replaced the action before it (extension `overrides`): a sweep
+// rule taking over from the diagnosis, a sweep limit, an escalation. Scripts read `reason` here
+// instead of parsing notes.
+struct ActionOverride {
+  std::string from;
+  std::string to;
+  std::string reason;
+  std::string rule;   // the rules/sweep/decisions.yaml rule in charge, "" when none was
+};
+
 struct Decision {
   std::string action = "none";
   std::vector<Exclusion> exclude;
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;
+  std::vector<ActionOverride> overrides;   // in the order they applied
 };
+
+// `exclude` as Slurm's --exclude takes it ("chi2822,chi2834"), priority order. A host name with a
+// character Slurm's hostlist syntax gives meaning to (`,[]` or space; it came from a metric label)
+// is left out rather than passed on to mean something else.
+std::string SlurmExcludeList(const Decision& decision);
+
+// `changes` with each value as JSON would type it: a decimal number, true/false, else the string.
+// `changes` itself stays string-valued (contract).
+nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes);
 
 // Where the metrics came from and what could not be asked (extension "tsdb").
 struct TsdbState {

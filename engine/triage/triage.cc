@@ -562,8 +562,15 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
              std::to_string(static_cast<int64_t>(f.tgs.degradation_pct)) + "% lower)";
     AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
   }
-  if (f.status == "unknown-death" && hits.empty() && job.log_path)
-    AddClass(&f, &hits, table, "unknown-death", last_step_ref, int64_t{1} << 50);
+  if (f.status == "unknown-death" && hits.empty() && job.log_path) {
+    // Without a step, the evidence is where the output stops: the log's last line.
+    LogRef where = last_step_ref;
+    if (where.empty()) {
+      if (auto last = LastNonEmptyLine(*job.log_path); last.ok() && last->has_value())
+        where = LogRef{DisplayPath(*job.log_path, job.outputs_dir), (*last)->number, SanitizeForQuote((*last)->text)};
+    }
+    AddClass(&f, &hits, table, "unknown-death", where, int64_t{1} << 50);
+  }
 
   // ---- Primary: highest priority (root of a cascade), ties broken by the earliest line.
   std::vector<ClassHit> ordered;

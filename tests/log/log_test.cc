@@ -112,6 +112,25 @@ TEST(LineReaderTest, RangesSplitAtAnyOffsetCoverEveryLineOnce) {
   }
 }
 
+TEST(LineReaderTest, LastNonEmptyLineSkipsTrailingBlanksAndNumbersFromTheFileStart) {
+  std::string content;
+  for (int i = 1; i <= 3000; ++i) content += "line " + std::to_string(i) + "\n";
+  content += "srun: error: node died\n  \n\n";
+  TempFile f(content);
+  // A window smaller than the file: the line number still counts from the file's first line.
+  auto last = LastNonEmptyLine(f.path(), 100);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  ASSERT_TRUE(last->has_value());
+  EXPECT_EQ((*last)->number, 3001);
+  EXPECT_EQ((*last)->text, "srun: error: node died");
+
+  TempFile blank("\n \n\t\n");
+  auto none = LastNonEmptyLine(blank.path());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(LastNonEmptyLine("/nonexistent/dir/x.log").status().code(), StatusCode::kNotFound);
+}
+
 TEST(LogLineTest, SrunLabelsOfAnyWidth) {
   std::string scratch;
   EXPECT_EQ(ParseLogLine("0: hello", &scratch).task, 0);

@@ -1,7 +1,7 @@
 // Golden first screens: `diagnose JOB --format text|md` on every published incident must print
 // exactly the checked-in screen (tests/pipeline/golden/). A change to wording, ordering or the line
 // budget shows up as a diff a reviewer reads. Regenerate deliberately with
-// DIAGNOSE_UPDATE_GOLDEN=1 build/tests/pipeline_tests --gtest_filter='FirstScreenGolden*'.
+// DIAGNOSE_UPDATE_GOLDEN=1 build/tests/pipeline_tests --gtest_filter='*FirstScreenGolden*'.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
