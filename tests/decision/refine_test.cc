@@ -101,6 +101,13 @@ TEST(SweepRules, SameGpuErrorOnADifferentNodeLaterInTheSweepIsConfigError) {
   SweepDecision d = Refine(second, history);
   EXPECT_EQ(d.decision.action, "stop-sweep");
   EXPECT_EQ(d.root_cause, "config-error");
+  // The escalation is a field a script reads, not only a note.
+  ASSERT_FALSE(d.decision.overrides.empty());
+  const ActionOverride& last = d.decision.overrides.back();
+  EXPECT_EQ(last.from, "retry-excluding-nodes");
+  EXPECT_EQ(last.to, "stop-sweep");
+  EXPECT_EQ(last.rule, d.rule);
+  EXPECT_NE(last.reason.find("different node"), std::string::npos) << last.reason;
 }
 
 TEST(SweepRules, EccInPreflightExcludesForTheWholeSweep) {

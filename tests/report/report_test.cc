@@ -1,0 +1,51 @@
+#include "engine/report/report.h"
+
+#include <gtest/gtest.h>
+
+namespace diagnose {
+namespace {
+
+TEST(DecisionJson, SlurmExcludeListKeepsPriorityOrderAndDropsNamesSlurmWouldReadAsSyntax) {
+  Decision d;
+  d.action = "retry-excluding-nodes";
+  d.exclude = {{"chi2822", 1, "ECC"}, {"gpu-07.rack2", 2, "RDMA"}, {"a,b", 2, "from a label"},
+               {"n[1-3]", 3, "from a label"}, {"x y", 3, "from a label"}, {"", 3, "empty"}};
+  EXPECT_EQ(SlurmExcludeList(d), "chi2822,gpu-07.rack2");
+  EXPECT_EQ(SlurmExcludeList(Decision{}), "");
+}
+
+TEST(DecisionJson, TypedChangesTypesNumbersAndBooleansAndLeavesTheRestStrings) {
+  const nlohmann::json typed = TypedChanges({{"timeout", "14400"},
+                                             {"ratio", "0.5"},
+                                             {"negative", "-3"},
+                                             {"flag", "true"},
+                                             {"name", "llama-70b"},
+                                             {"version", "1.2.3"},
+                                             {"not_a_number", "nan"},
+                                             {"blank", ""}});
+  EXPECT_EQ(typed["timeout"], 14400);
+  EXPECT_TRUE(typed["timeout"].is_number_integer());
+  EXPECT_DOUBLE_EQ(typed["ratio"].get<double>(), 0.5);
+  EXPECT_EQ(typed["negative"], -3);
+  EXPECT_EQ(typed["flag"], true);
+  EXPECT_EQ(typed["name"], "llama-70b");
+  EXPECT_EQ(typed["version"], "1.2.3");
+  EXPECT_EQ(typed["not_a_number"], "nan");
+  EXPECT_EQ(typed["blank"], "");
+}
+
+TEST(DecisionJson, OverridesSerializeWithTheirRuleOnlyWhenOneWasInCharge) {
+  Decision d;
+  d.action = "stop-sweep";
+  d.overrides = {{"retry-excluding-nodes", "stop-sweep", "4 nodes excluded (limit 2)", ""},
+                 {"none", "stop-sweep", "GPU abort on every node", "gpu-hardware-error-all-nodes"}};
+  const nlohmann::json j = ToJson(d);
+  ASSERT_EQ(j["overrides"].size(), 2u);
+  EXPECT_FALSE(j["overrides"][0].contains("rule"));
+  EXPECT_EQ(j["overrides"][1]["rule"], "gpu-hardware-error-all-nodes");
+  EXPECT_EQ(j["overrides"][0]["reason"], "4 nodes excluded (limit 2)");
+  EXPECT_EQ(ToJson(Decision{})["overrides"], nlohmann::json::array());
+}
+
+}  // namespace
+}  // namespace diagnose
