@@ -1,5 +1,6 @@
-// The diagnose/v1 report (shared/reference/diagnose-contract.md). Contract fields are required and
-// keep their meaning; extensions are additive (tsdb, causal_chain, facts, evaluation).
+// The diagnose/v1 report (docs/contract.md). Contract fields are required and keep their meaning;
+// extensions are additive (tsdb, causal_chain, not_evaluated, facts, timings, incomplete, and the
+// decision's slurm_exclude, changes_typed and overrides).
 #pragma once
 
 #include <map>
@@ -130,7 +131,7 @@ struct Report {
   std::vector<Finding> findings;
   Decision decision;
   // Extensions.
-  std::vector<TsdbState> tsdb;                 // one per job with a TSDB, in jobs[] order
+  std::vector<TsdbState> tsdb;                 // one per job, in jobs[] order (state says whether it had one)
   std::vector<std::string> causal_chain;       // root cause -> intermediate effects -> symptoms
   std::vector<std::string> not_evaluated;      // rules/playbooks that could not run, with why
   nlohmann::json facts;                        // per-job triage facts (JobFacts JSON), keyed by id
