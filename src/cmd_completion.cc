@@ -20,7 +20,7 @@ int Print(const std::string& text) {
 void RegisterCompletion(CLI::App& app, CommandRegistry& registry) {
   static std::string shell;
   CLI::App* completion = app.add_subcommand(
-      "completion", "print a shell completion script: diagnose completion bash > /etc/bash_completion.d/diagnose");
+      "completion", "print a shell completion script (bash: source <(diagnose completion bash))");
   completion->add_option("shell", shell, "the shell to complete for")->required()->check(CLI::IsMember({"bash", "zsh"}));
   CLI::App* root = &app;
   registry.Add(completion, [root] { return Print(shell == "zsh" ? ZshCompletion(*root) : BashCompletion(*root)); });
