@@ -10,14 +10,11 @@
 #include "engine/tsdb/job_scoped_client.h"
 #include "engine/report/render.h"
 #include "src/commands.h"
+#include "src/exit_status.h"
 
 namespace diagnose::cli {
 
 namespace {
-
-// A report was written, but diagnose could not read metrics it needed (a "failed" tsdb entry): the
-// decision is `none` and must not be read as the job's. Distinct from 1 (no report) and 2 (usage).
-constexpr int kDiagnosisIncompleteExit = 3;
 
 struct DiagnoseArgs {
   DiagnoseOptions options;
@@ -69,10 +66,6 @@ int RunDiagnose(DiagnoseArgs& args) {
   }
   std::string format = args.format;
   if (format.empty()) format = isatty(STDOUT_FILENO) ? "text" : "json";
-  if (format != "text" && format != "md" && format != "json" && format != "html") {
-    PrintError("diagnose", "--format '" + format + "' is not one of text, md, json, html");
-    return 2;
-  }
   if (args.options.data_dir.empty()) args.options.data_dir = DefaultDataDir();
 
   auto report = RunDiagnosis(args.options);
@@ -91,7 +84,7 @@ int RunDiagnose(DiagnoseArgs& args) {
   std::fwrite(rendered->data(), 1, rendered->size(), stdout);
   if (report->incomplete) {
     PrintError("diagnose", "job " + args.options.job_ref + ": " + *report->incomplete);
-    return kDiagnosisIncompleteExit;
+    return kExitIncomplete;
   }
   return 0;   // main checks that stdout was written and closed
 }
@@ -104,7 +97,9 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_option("job", o.job_ref, "Slurm/k8s/local job id, job directory or job log file");
   app.add_option("--outputs", o.outputs_dir, "where job outputs live (default: $DIAGNOSE_OUTPUTS, else ./outputs)");
   app.add_option("--baseline", args.baseline, "a second job to compare against (restore vs fresh, before vs after)");
-  app.add_option("--format", args.format, "text|md|json|html (default: text on a terminal, else json)");
+  // The check is also what shell completion and the man page offer as values.
+  app.add_option("--format", args.format, "text|md|json|html (default: text on a terminal, else json)")
+      ->check(CLI::IsMember({"text", "md", "json", "html"}));
   app.add_flag("--verbose", args.verbose, "text/md: after the first screen, every check with its evidence");
   app.add_option("--prometheus", o.remote.url,
                  "query this Prometheus-compatible endpoint (live job, Thanos, Mimir, VictoriaMetrics) "

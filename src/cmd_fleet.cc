@@ -59,12 +59,7 @@ StatusOr<RemoteEndpointOptions> EndpointOptions(const StoreEndpointArgs& args) {
 }
 
 // The endpoint of a fleet command, or nothing after saying what is wrong with its flags.
-std::optional<RemoteEndpointOptions> CheckedEndpoint(const std::string& command, const std::string& format,
-                                                     const StoreEndpointArgs& store) {
-  if (format != "text" && format != "json") {
-    PrintError(command, "--format '" + format + "' is not one of text, json");
-    return std::nullopt;
-  }
+std::optional<RemoteEndpointOptions> CheckedEndpoint(const std::string& command, const StoreEndpointArgs& store) {
   auto endpoint = EndpointOptions(store);
   if (!endpoint.ok()) {
     PrintError(command, endpoint.status().message());
@@ -96,7 +91,7 @@ void PrintImportLine(const JobImport& r) {
 
 int RunImport(const FleetImportArgs& args) {
   const std::string command = "diagnose fleet import";
-  auto endpoint = CheckedEndpoint(command, args.format, args.store);
+  auto endpoint = CheckedEndpoint(command, args.store);
   if (!endpoint) return 2;
   const std::string outputs = DefaultOutputsDir(args.outputs);
   std::vector<JobLocation> jobs;
@@ -226,7 +221,7 @@ void PrintFleetNodes(const FleetNodes& t) {
 
 int RunFleetNodes(const FleetNodesArgs& args) {
   const std::string command = "diagnose fleet nodes";
-  auto endpoint = CheckedEndpoint(command, args.format, args.store);
+  auto endpoint = CheckedEndpoint(command, args.store);
   if (!endpoint) return 2;
   const int64_t now = args.now > 0 ? args.now : static_cast<int64_t>(std::time(nullptr));
   StatusOr<int64_t> since = ParseSince(args.since, now);
@@ -277,7 +272,7 @@ void RegisterFleet(CLI::App& app, CommandRegistry& registry) {
   import->add_option("--job", import_args.jobs, "import only this job (id, dir or log; repeatable)");
   import->add_option("--job-label", import_args.job_label, "label naming the job on every series (default slurm_job_id)");
   import->add_flag("--force", import_args.force, "re-import jobs the store already holds completely");
-  import->add_option("--format", import_args.format, "text | json");
+  import->add_option("--format", import_args.format, "text | json")->check(CLI::IsMember({"text", "json"}));
   import->add_option("--deadline", import_args.deadline_seconds,
                      "per job: seconds its diagnosis may spend reaching metrics (default 120)");
   registry.Add(import, [] { return RunImport(import_args); });
@@ -289,7 +284,7 @@ void RegisterFleet(CLI::App& app, CommandRegistry& registry) {
   nodes->add_option("--job-label", nodes_args.job_label, "label naming the job (default slurm_job_id)");
   nodes->add_option("--since", nodes_args.since,
                     "jobs that ended at or after this: ISO-8601 or a duration before now (default 30d)");
-  nodes->add_option("--format", nodes_args.format, "text | json");
+  nodes->add_option("--format", nodes_args.format, "text | json")->check(CLI::IsMember({"text", "json"}));
   nodes->add_option("--repeat", nodes_args.repeat,
                     "exclusions in this many jobs make a host a repeat offender (default 2)")
       ->check(CLI::Range(1, 1000));

@@ -27,10 +27,6 @@ struct SummaryArgs {
 };
 
 int RunSummary(const SummaryArgs& args) {
-  if (args.format != "text" && args.format != "json") {
-    PrintError("diagnose summary", "--format '" + args.format + "' is not one of text, json");
-    return 2;
-  }
   SummaryOptions options;
   options.outputs_dir = DefaultOutputsDir(args.outputs);
   options.history_file = args.history.empty() ? DefaultSummaryHistory(options.outputs_dir) : args.history;
@@ -88,7 +84,8 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--since", args.since,
                   "only jobs whose log was last written at or after this: ISO-8601 (2026-02-24, "
                   "2026-02-24T19:21Z; UTC unless an offset is given) or a duration before now (6h, 2d, 1w)");
-  sub->add_option("--format", args.format, "text (one aligned line per job) | json (an array)");
+  sub->add_option("--format", args.format, "text (one aligned line per job) | json (an array)")
+      ->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--history", args.history,
                   "sweep history (JSON lines) to read decisions from (default $DIAGNOSE_SWEEP_HISTORY, else "
                   "OUTPUTS/../sweep-history.jsonl when it exists); never written");

@@ -85,6 +85,7 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterSummary(app, registry);
   RegisterFleet(app, registry);
   RegisterRules(app, registry);
+  RegisterCompletion(app, registry);
   // Nested commands (`fleet import`) take them too.
   std::function<void(CLI::App&)> add_everywhere = [&](CLI::App& a) {
     AddCommonFlags(a);

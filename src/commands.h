@@ -37,6 +37,8 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry);
 // Every command, then -v/--log-level/--limit on each of them.
 void RegisterFleet(CLI::App& app, CommandRegistry& registry);
 void RegisterRules(CLI::App& app, CommandRegistry& registry);
+// `completion bash|zsh` and `man`, rendered from `app` itself (src/cli_docs.h).
+void RegisterCompletion(CLI::App& app, CommandRegistry& registry);
 void RegisterAll(CLI::App& app, CommandRegistry& registry);
 
 // "Authorization: Bearer x" -> {"Authorization", "Bearer x"}; false when there is no name.

@@ -17,6 +17,7 @@
 #include "engine/core/cleanup_registry.h"
 #include "engine/core/utf8.h"
 #include "src/commands.h"
+#include "src/exit_status.h"
 
 namespace {
 
@@ -24,14 +25,10 @@ using diagnose::cli::ClosestName;
 using diagnose::cli::OptionNames;
 using diagnose::cli::SubcommandNames;
 
-// Exit status when diagnose itself failed (an exception, memory exhausted): distinct from every
-// answer about a job, so a sweep driver never mistakes it for one. sysexits' EX_SOFTWARE.
-constexpr int kInternalFailureExit = 70;
-
 [[noreturn]] void DieInternal(const std::string& what) {
   std::fprintf(stderr, "diagnose: internal failure: %s\n", diagnose::OneLine(what).c_str());
   diagnose::CleanupRegistry::Instance().RunAll();   // no orphaned Prometheus or temp copy
-  std::_Exit(kInternalFailureExit);
+  std::_Exit(diagnose::cli::kExitInternalFailure);
 }
 
 // An exception escaping a worker thread ends in std::terminate, not in main's handler.
@@ -98,7 +95,7 @@ int main(int argc, char** argv) {
       // (CLI11's own codes, 106 for a missing option and so on, mean nothing to a sweep driver).
       const int code = app.exit(e);
       if (code != 0) SuggestOptions(app, argc, argv);
-      return FinishStdout(code == 0 ? 0 : 2);
+      return FinishStdout(code == 0 ? 0 : diagnose::cli::kExitUsage);
     }
     // `diagnose lnit` parses as a job named "lnit": a word one typo from a subcommand, naming no
     // file, is a usage error with a suggestion rather than a search for a job that does not exist.
@@ -114,7 +111,7 @@ int main(int argc, char** argv) {
         if (alphabetic && !closest.empty() && !std::filesystem::exists(word, ec)) {
           std::fprintf(stderr, "diagnose: '%s' is not a subcommand; did you mean `diagnose %s`?\n",
                        diagnose::OneLine(word).c_str(), closest.c_str());
-          return FinishStdout(2);
+          return FinishStdout(diagnose::cli::kExitUsage);
         }
       }
     }

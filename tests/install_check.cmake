@@ -1,5 +1,6 @@
-# install_layout: `cmake --install` puts the CLI in <prefix>/bin and rules/ + playbooks/ (without
-# the playbook tests) in <prefix>/share/diagnose, and the installed binary reads its data there,
+# install_layout: `cmake --install` puts the CLI in <prefix>/bin, its man page and bash/zsh
+# completions where man and the shells look, and rules/ + playbooks/ (without the playbook tests)
+# in <prefix>/share/diagnose, and the installed binary reads its data there,
 # not from the source tree it was built from. Run as
 #   cmake -DBUILD=<build> -DPREFIX=<scratch prefix> -P install_check.cmake
 cmake_minimum_required(VERSION 3.16)
@@ -9,7 +10,9 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
 foreach(f bin/diagnose share/diagnose/rules/common/windows.yaml share/diagnose/rules/sweep/decisions.yaml
-          share/diagnose/playbooks/rdma-phase-correlation.yaml share/diagnose/playbooks/README.md)
+          share/diagnose/playbooks/rdma-phase-correlation.yaml share/diagnose/playbooks/README.md
+          share/man/man1/diagnose.1 share/bash-completion/completions/diagnose
+          share/zsh/vendor-completions/_diagnose)
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "not installed: ${f}")
   endif()

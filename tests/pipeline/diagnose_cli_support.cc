@@ -42,10 +42,15 @@ std::string TakeOutput(const std::string& path) {
 }  // namespace
 
 CliRun RunDiagnoseCli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {DIAGNOSE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv);
+}
+
+CliRun RunProgram(const std::vector<std::string>& argv) {
   std::string base = (fs::temp_directory_path() / ("diagnose-cli-" + std::to_string(getpid()))).string();
   SpawnOptions options;
-  options.argv = {DIAGNOSE_BINARY};
-  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.argv = argv;
   options.stdout_path = base + ".out";
   options.stderr_path = base + ".err";
   CliRun run;

@@ -27,6 +27,8 @@ std::string Slurp(const std::string& path);
 
 // `diagnose ARGS...`; stdout and stderr go to private files so stderr chatter cannot corrupt JSON.
 CliRun RunDiagnoseCli(const std::vector<std::string>& args);
+// Any program (argv[0] looked up in PATH), captured the same way.
+CliRun RunProgram(const std::vector<std::string>& argv);
 
 // `diagnose ARGS... --outputs fixtures/outputs --format json`, parsed. Records a test failure (and
 // returns null) when the binary fails or prints something that is not one JSON document.
