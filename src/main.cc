@@ -60,8 +60,8 @@ int FinishStdout(int rc) {
   return rc == 0 ? 1 : rc;
 }
 
-// After CLI11's own message: "did you mean --format?" for each unknown option one typo away.
-void SuggestOptions(const CLI::App& app, int argc, char** argv) {
+// "unknown option --formt; did you mean --format?" for the first unknown option one typo away, or "".
+std::string OptionSuggestion(const CLI::App& app, int argc, char** argv) {
   const std::vector<std::string> known = OptionNames(app);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -69,10 +69,9 @@ void SuggestOptions(const CLI::App& app, int argc, char** argv) {
     arg = arg.substr(0, arg.find('='));
     if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
     const std::string closest = ClosestName(arg, known);
-    if (!closest.empty())
-      std::fprintf(stderr, "diagnose: unknown option %s; did you mean %s?\n", diagnose::OneLine(arg).c_str(),
-                   closest.c_str());
+    if (!closest.empty()) return "unknown option " + diagnose::OneLine(arg) + "; did you mean " + closest + "?";
   }
+  return "";
 }
 
 }  // namespace
@@ -92,10 +91,13 @@ int main(int argc, char** argv) {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       // --help and --version exit 0; every other parse error is a usage error, 2 as documented
-      // (CLI11's own codes, 106 for a missing option and so on, mean nothing to a sweep driver).
-      const int code = app.exit(e);
-      if (code != 0) SuggestOptions(app, argc, argv);
-      return FinishStdout(code == 0 ? 0 : diagnose::cli::kExitUsage);
+      // (CLI11's own codes, 106 for a missing option and so on, mean nothing to a sweep driver),
+      // told in one line like every other error rather than CLI11's two.
+      if (e.get_exit_code() == 0) return FinishStdout(app.exit(e));
+      std::string message = OptionSuggestion(app, argc, argv);
+      if (message.empty()) message = diagnose::OneLine(e.what()) + " (see `diagnose --help`)";
+      std::fprintf(stderr, "diagnose: %s\n", message.c_str());
+      return FinishStdout(diagnose::cli::kExitUsage);
     }
     // `diagnose lnit` parses as a job named "lnit": a word one typo from a subcommand, naming no
     // file, is a usage error with a suggestion rather than a search for a job that does not exist.

@@ -1,5 +1,7 @@
 // Usage errors exit 2 with one message that says what was probably meant.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +24,18 @@ TEST(UsageCli, AMistypedOptionIsSuggested) {
   CliRun sub = RunDiagnoseCli({"nodes", "8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--expected-tsg", "1000"});
   EXPECT_EQ(sub.exit_code, 2) << sub.err;
   EXPECT_NE(sub.err.find("did you mean --expected-tgs?"), std::string::npos) << sub.err;
+}
+
+TEST(UsageCli, EveryParseErrorIsOneLineAndExitTwo) {
+  // A value outside a choice list, a missing required argument: CLI11 would print two lines.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "xml"}, {"nodes"}, {"8308", "--color", "rainbow"}}) {
+    CliRun run = RunDiagnoseCli(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_EQ(run.err.rfind("diagnose: ", 0), 0u) << run.err;
+    EXPECT_EQ(run.out, "");
+  }
 }
 
 TEST(UsageCli, JobIdsAndFarWordsAreNotTakenForTypos) {
