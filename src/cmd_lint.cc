@@ -10,6 +10,7 @@
 #include "engine/playbook/loader.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/json.h"
+#include "engine/playbook/metric_catalogue.h"
 #include "engine/playbook/promql_lint.h"
 #include "src/commands.h"
 
@@ -91,6 +92,16 @@ int RunLint(const LintArgs& args) {
       for (auto& d : *promql) result.Add(std::move(d));
     } else {
       PrintError("diagnose lint", "PromQL not checked: " + promql.status().message());
+    }
+  }
+  // Metric names Prometheus accepts but the TSDB never holds: warnings, as a catalogue can lag a new
+  // exporter (the query still runs and reports "no data").
+  if (result.ok()) {
+    auto catalogue = pb::MetricCatalogue::Load(data_dir + "/rules/metrics.yaml");
+    if (catalogue.ok()) {
+      for (auto& d : pb::CheckMetricNames(loader.library(), *catalogue, "rules/metrics.yaml")) result.Add(std::move(d));
+    } else {
+      PrintError("diagnose lint", "metric names not checked: " + catalogue.status().message());
     }
   }
   int errors = 0, warnings = 0;

@@ -45,9 +45,8 @@ bool SplitHeader(const std::string& raw, std::string* name, std::string* value);
 // newline, a server's binary answer).
 void PrintError(const std::string& command, const std::string& message);
 
-// The name among `names` closest to `typo` by edit distance, "" when none is within 2 edits (or a
-// third of the typo's length, for short words): what a "did you mean" suggests.
-std::string ClosestName(const std::string& typo, const std::vector<std::string>& names);
+// Lint's "did you mean" for a metric name uses it too, so it lives with the text helpers.
+using diagnose::ClosestName;
 
 // Every long option ("--format") and subcommand name of `app` and its subcommands.
 std::vector<std::string> OptionNames(const CLI::App& app);

@@ -8,8 +8,12 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "engine/core/json.h"
+#include "engine/core/text.h"
 #include "engine/core/subprocess.h"
+#include "engine/playbook/messages.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::playbook {
@@ -101,6 +105,32 @@ StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, 
   }
   if (out.empty() && run->exit_code != 0)
     return UnavailableError(promtool + " check rules failed without naming a rule: " + run->output.substr(0, 400));
+  return out;
+}
+
+std::vector<LoadDiagnostic> CheckMetricNames(const Library& library, const MetricCatalogue& catalogue,
+                                             const std::string& shown_as) {
+  std::vector<LoadDiagnostic> out;
+  const std::vector<std::string> names = catalogue.Names();
+  auto check = [&](const RuleSpec& r) {
+    if (r.kind != RuleKind::kQuery) return;
+    for (const auto& ref : ExtractMetricNames(r.query.promql_template)) {
+      if (catalogue.Contains(ref.name)) continue;
+      const std::string closest = ClosestName(ref.name, names);
+      LoadDiagnostic d;
+      d.code = LoadCode::kUnknownMetric;
+      d.pos = r.query.TemplateAt(ref.offset);
+      d.playbook = r.playbook;
+      d.rule = r.id;
+      d.field = "query";
+      d.message = fmt::format(fmt::runtime(msg::kUnknownMetric), ref.name, shown_as,
+                              closest.empty() ? "" : "; did you mean '" + closest + "'?");
+      out.push_back(std::move(d));
+    }
+  };
+  for (const auto& r : library.common_rules) check(r);
+  for (const auto& pb : library.playbooks)
+    for (const auto& r : pb.rules) check(r);
   return out;
 }
 

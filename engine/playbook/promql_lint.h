@@ -9,6 +9,7 @@
 
 #include "engine/core/status.h"
 #include "engine/playbook/loader.h"
+#include "engine/playbook/metric_catalogue.h"
 #include "engine/playbook/playbook.h"
 
 namespace diagnose::playbook {
@@ -21,5 +22,11 @@ std::string BindForSyntaxCheck(const RuleSpec& rule, const PlaybookSpec* playboo
 // Prometheus rejects.
 StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library,
                                                         const std::string& promtool = "promtool");
+
+// One warning per metric name a query selects that the catalogue does not hold, at the name's
+// file:line:col, with the closest catalogued name when one is a typo away. `shown_as` names the
+// catalogue in the message ("rules/metrics.yaml").
+std::vector<LoadDiagnostic> CheckMetricNames(const Library& library, const MetricCatalogue& catalogue,
+                                             const std::string& shown_as);
 
 }  // namespace diagnose::playbook
