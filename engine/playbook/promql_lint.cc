@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,23 +109,38 @@ StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, 
   return out;
 }
 
+std::vector<LoadDiagnostic> UnknownMetrics(const std::string& promql_template, const MetricCatalogue& catalogue,
+                                           const std::vector<std::string>& also_known, const std::string& shown_as,
+                                           const std::function<SourcePos(size_t)>& at) {
+  std::vector<LoadDiagnostic> out;
+  std::vector<std::string> names;
+  for (const auto& ref : ExtractMetricNames(promql_template)) {
+    if (catalogue.Contains(ref.name) || std::count(also_known.begin(), also_known.end(), ref.name)) continue;
+    if (names.empty()) {
+      names = catalogue.Names();
+      names.insert(names.end(), also_known.begin(), also_known.end());
+    }
+    const std::string closest = ClosestName(ref.name, names);
+    LoadDiagnostic d;
+    d.code = LoadCode::kUnknownMetric;
+    d.pos = at(ref.offset);
+    d.message = fmt::format(fmt::runtime(msg::kUnknownMetric), ref.name, shown_as,
+                            closest.empty() ? "" : "; did you mean '" + closest + "'?");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 std::vector<LoadDiagnostic> CheckMetricNames(const Library& library, const MetricCatalogue& catalogue,
                                              const std::string& shown_as) {
   std::vector<LoadDiagnostic> out;
-  const std::vector<std::string> names = catalogue.Names();
   auto check = [&](const RuleSpec& r) {
     if (r.kind != RuleKind::kQuery) return;
-    for (const auto& ref : ExtractMetricNames(r.query.promql_template)) {
-      if (catalogue.Contains(ref.name)) continue;
-      const std::string closest = ClosestName(ref.name, names);
-      LoadDiagnostic d;
-      d.code = LoadCode::kUnknownMetric;
-      d.pos = r.query.TemplateAt(ref.offset);
+    for (auto& d : UnknownMetrics(r.query.promql_template, catalogue, {}, shown_as,
+                                  [&](size_t offset) { return r.query.TemplateAt(offset); })) {
       d.playbook = r.playbook;
       d.rule = r.id;
       d.field = "query";
-      d.message = fmt::format(fmt::runtime(msg::kUnknownMetric), ref.name, shown_as,
-                              closest.empty() ? "" : "; did you mean '" + closest + "'?");
       out.push_back(std::move(d));
     }
   };
