@@ -10,6 +10,7 @@
 #include "engine/playbook/loader.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/json.h"
+#include "engine/playbook/metric_catalogue.h"
 #include "engine/playbook/promql_lint.h"
 #include "src/commands.h"
 
@@ -64,6 +65,11 @@ int RunLint(const LintArgs& args) {
     for (const auto& f : pb::FindYamlFiles(data_dir + "/playbooks", false))
       if (std::filesystem::path(f).parent_path() == std::filesystem::path(data_dir) / "playbooks") loader.LoadAnyFile(f);
   pb::LoadResult result = loader.result();
+  // Metric names Prometheus accepts but the TSDB never holds: warnings, as a catalogue can lag a new
+  // exporter (the query still runs and reports "no data").
+  const std::string catalogue_name = "rules/metrics.yaml";
+  const auto catalogue = pb::MetricCatalogue::Load(data_dir + "/" + catalogue_name);
+  if (!catalogue.ok()) PrintError("diagnose lint", "metric names not checked: " + catalogue.status().message());
   // Alerting rules read the playbooks and thresholds just loaded.
   if (result.ok() && !alerts.empty()) {
     alerting::AlertBook book;
@@ -82,6 +88,8 @@ int RunLint(const LintArgs& args) {
       } else {
         PrintError("diagnose lint", "alerting rules not checked by promtool: " + checked.status().message());
       }
+      if (catalogue.ok())
+        for (auto& d : alerting::CheckAlertMetricNames(book, *catalogue, catalogue_name)) result.Add(std::move(d));
     }
   }
   // PromQL through Prometheus's own parser, once the YAML itself is sound.
@@ -93,6 +101,8 @@ int RunLint(const LintArgs& args) {
       PrintError("diagnose lint", "PromQL not checked: " + promql.status().message());
     }
   }
+  if (result.ok() && catalogue.ok())
+    for (auto& d : pb::CheckMetricNames(loader.library(), *catalogue, catalogue_name)) result.Add(std::move(d));
   int errors = 0, warnings = 0;
   nlohmann::json json_files = nlohmann::json::array();
   std::set<std::string> reported(files.begin(), files.end());

@@ -51,10 +51,6 @@ void PrintError(const std::string& command, const std::string& message);
 // The common --color option (auto|always|never), for whatever a command writes to a terminal.
 ColorMode RequestedColorMode();
 
-// The name among `names` closest to `typo` by edit distance, "" when none is within 2 edits (or a
-// third of the typo's length, for short words): what a "did you mean" suggests.
-std::string ClosestName(const std::string& typo, const std::vector<std::string>& names);
-
 // Every long option ("--format") and subcommand name of `app` and its subcommands.
 std::vector<std::string> OptionNames(const CLI::App& app);
 std::vector<std::string> SubcommandNames(const CLI::App& app);

@@ -21,7 +21,7 @@
 
 namespace {
 
-using diagnose::cli::ClosestName;
+using diagnose::ClosestName;
 using diagnose::cli::OptionNames;
 using diagnose::cli::SubcommandNames;
 

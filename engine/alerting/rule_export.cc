@@ -13,6 +13,7 @@
 
 #include "engine/core/cleanup_registry.h"
 #include "engine/core/subprocess.h"
+#include "engine/playbook/promql_lint.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::alerting {
@@ -278,6 +279,23 @@ StatusOr<std::vector<pb::LoadDiagnostic>> CheckExportedRules(const AlertBook& bo
   }
   if (out.empty() && run->exit_code != 0)
     return UnavailableError(promtool + " check rules failed without naming a rule: " + run->output.substr(0, 400));
+  return out;
+}
+
+std::vector<pb::LoadDiagnostic> CheckAlertMetricNames(const AlertBook& book, const pb::MetricCatalogue& catalogue,
+                                                      const std::string& shown_as) {
+  std::vector<std::string> records;
+  for (const auto& r : book.records) records.push_back(r.record);
+  std::vector<pb::LoadDiagnostic> out;
+  auto check = [&](const std::string& expr, const pb::SourcePos& pos, const std::string& id) {
+    for (auto& d : pb::UnknownMetrics(expr, catalogue, records, shown_as, [&](size_t) { return pos; })) {
+      d.rule = id;
+      d.field = "expr";
+      out.push_back(std::move(d));
+    }
+  };
+  for (const auto& r : book.records) check(r.expr_template, r.expr_pos, r.record);
+  for (const auto& a : book.alerts) check(a.expr_template, a.expr_pos, a.alert);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "engine/alerting/alert_rules.h"
 #include "engine/core/status.h"
 #include "engine/playbook/loader.h"
+#include "engine/playbook/metric_catalogue.h"
 #include "engine/playbook/playbook.h"
 
 namespace diagnose::alerting {
@@ -73,5 +74,10 @@ std::vector<NotExportable> FindNotExportable(const AlertBook& book, const playbo
 // promtool cannot be run.
 StatusOr<std::vector<playbook::LoadDiagnostic>> CheckExportedRules(const AlertBook& book, const playbook::Library& library,
                                                                    const std::string& promtool = "promtool");
+
+// Unknown-metric warnings for the records' and alerts' `expr` (lint's catalogue check); a record's
+// name is known to every expression. At the `expr` field: its scalar carries no per-offset map.
+std::vector<playbook::LoadDiagnostic> CheckAlertMetricNames(const AlertBook& book, const playbook::MetricCatalogue& catalogue,
+                                                            const std::string& shown_as);
 
 }  // namespace diagnose::alerting

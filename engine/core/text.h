@@ -22,4 +22,8 @@ std::string JoinStrings(const std::vector<std::string>& items, std::string_view 
 // The number, or "?" when unknown.
 std::string OptionalInt(const std::optional<int64_t>& value);
 
+// The name among `names` closest to `typo` by edit distance, "" when none is within 2 edits (or a
+// third of the typo's length, for short words): what a "did you mean" suggests.
+std::string ClosestName(const std::string& typo, const std::vector<std::string>& names);
+
 }  // namespace diagnose

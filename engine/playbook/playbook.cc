@@ -84,12 +84,17 @@ const char* LoadCodeName(LoadCode code) {
     case LoadCode::kUnknownAnalysis: return "unknown-analysis";
     case LoadCode::kUnusedRule: return "unused-rule";
     case LoadCode::kUnusedArg: return "unused-arg";
+    case LoadCode::kUnknownMetric: return "unknown-metric";
+    case LoadCode::kEmptyListSentence: return "empty-list-sentence";
     case LoadCode::kPromqlSyntax: return "promql-syntax";
     case LoadCode::kLimit: return "limit";
   }
   return "?";
 }
 
-bool IsWarning(LoadCode code) { return code == LoadCode::kUnusedRule || code == LoadCode::kUnusedArg; }
+bool IsWarning(LoadCode code) {
+  return code == LoadCode::kUnusedRule || code == LoadCode::kUnusedArg || code == LoadCode::kUnknownMetric ||
+         code == LoadCode::kEmptyListSentence;
+}
 
 }  // namespace diagnose::playbook

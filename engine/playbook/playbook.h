@@ -76,6 +76,9 @@ inline constexpr const char* kWindowLengthPlaceholder = "window_length";
 struct QuerySpec {
   std::string promql_template;
   SourcePos template_pos;
+  // Maps a byte offset inside the template to its file:line:col (set by the loader).
+  std::function<SourcePos(size_t)> template_locate;
+  SourcePos TemplateAt(size_t offset) const { return template_locate ? template_locate(offset) : template_pos; }
   bool range = false;
   std::string window = "job";
   std::string at = "end";           // start | end | expression (instant only)

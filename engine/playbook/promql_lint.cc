@@ -2,14 +2,19 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "engine/core/json.h"
+#include "engine/core/text.h"
 #include "engine/core/subprocess.h"
+#include "engine/playbook/messages.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::playbook {
@@ -101,6 +106,47 @@ StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, 
   }
   if (out.empty() && run->exit_code != 0)
     return UnavailableError(promtool + " check rules failed without naming a rule: " + run->output.substr(0, 400));
+  return out;
+}
+
+std::vector<LoadDiagnostic> UnknownMetrics(const std::string& promql_template, const MetricCatalogue& catalogue,
+                                           const std::vector<std::string>& also_known, const std::string& shown_as,
+                                           const std::function<SourcePos(size_t)>& at) {
+  std::vector<LoadDiagnostic> out;
+  std::vector<std::string> names;
+  for (const auto& ref : ExtractMetricNames(promql_template)) {
+    if (catalogue.Contains(ref.name) || std::count(also_known.begin(), also_known.end(), ref.name)) continue;
+    if (names.empty()) {
+      names = catalogue.Names();
+      names.insert(names.end(), also_known.begin(), also_known.end());
+    }
+    const std::string closest = ClosestName(ref.name, names);
+    LoadDiagnostic d;
+    d.code = LoadCode::kUnknownMetric;
+    d.pos = at(ref.offset);
+    d.message = fmt::format(fmt::runtime(msg::kUnknownMetric), ref.name, shown_as,
+                            closest.empty() ? "" : "; did you mean '" + closest + "'?");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<LoadDiagnostic> CheckMetricNames(const Library& library, const MetricCatalogue& catalogue,
+                                             const std::string& shown_as) {
+  std::vector<LoadDiagnostic> out;
+  auto check = [&](const RuleSpec& r) {
+    if (r.kind != RuleKind::kQuery) return;
+    for (auto& d : UnknownMetrics(r.query.promql_template, catalogue, {}, shown_as,
+                                  [&](size_t offset) { return r.query.TemplateAt(offset); })) {
+      d.playbook = r.playbook;
+      d.rule = r.id;
+      d.field = "query";
+      out.push_back(std::move(d));
+    }
+  };
+  for (const auto& r : library.common_rules) check(r);
+  for (const auto& pb : library.playbooks)
+    for (const auto& r : pb.rules) check(r);
   return out;
 }
 

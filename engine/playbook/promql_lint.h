@@ -4,11 +4,13 @@
 // the template's file:line:col, with Prometheus's message (which names the position in the query).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "engine/core/status.h"
 #include "engine/playbook/loader.h"
+#include "engine/playbook/metric_catalogue.h"
 #include "engine/playbook/playbook.h"
 
 namespace diagnose::playbook {
@@ -21,5 +23,17 @@ std::string BindForSyntaxCheck(const RuleSpec& rule, const PlaybookSpec* playboo
 // Prometheus rejects.
 StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library,
                                                         const std::string& promtool = "promtool");
+
+// One unknown-metric warning (no playbook, rule or field set) per metric name `promql_template`
+// selects that is neither in the catalogue nor in `also_known` (recording rules), at `at(offset)`.
+std::vector<LoadDiagnostic> UnknownMetrics(const std::string& promql_template, const MetricCatalogue& catalogue,
+                                           const std::vector<std::string>& also_known, const std::string& shown_as,
+                                           const std::function<SourcePos(size_t)>& at);
+
+// One warning per metric name a query selects that the catalogue does not hold, at the name's
+// file:line:col, with the closest catalogued name when one is a typo away. `shown_as` names the
+// catalogue in the message ("rules/metrics.yaml").
+std::vector<LoadDiagnostic> CheckMetricNames(const Library& library, const MetricCatalogue& catalogue,
+                                             const std::string& shown_as);
 
 }  // namespace diagnose::playbook

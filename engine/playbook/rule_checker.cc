@@ -224,15 +224,113 @@ void CheckBindings(const FileCtx& ctx, const Scope& scope, std::vector<Binding>*
 
 namespace {
 
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a.kind != b.kind || a.text != b.text || a.literal != b.literal || a.keys != b.keys ||
+      a.children.size() != b.children.size())
+    return false;
+  for (size_t i = 0; i < a.children.size(); ++i)
+    if (!SameExpr(*a.children[i], *b.children[i])) return false;
+  return true;
+}
+
+// `list`, or the map it is the keys or values of: a non-empty map has non-empty keys().
+bool SameCollection(const Expr& e, const Expr& list) {
+  if (SameExpr(e, list)) return true;
+  return list.kind == ExprKind::kCall && (list.text == "keys" || list.text == "values") && list.children.size() == 1 &&
+         SameExpr(e, *list.children[0]);
+}
+
+bool IsLengthOf(const Expr& e, const Expr& list) {
+  return e.kind == ExprKind::kCall && (e.text == "len" || e.text == "count") && e.children.size() == 1 &&
+         SameCollection(*e.children[0], list);
+}
+
+std::optional<double> NumberLiteral(const Expr& e) {
+  if (e.kind == ExprKind::kLiteral && e.literal.is_number()) return e.literal.get<double>();
+  return std::nullopt;
+}
+
+// True when `cond` being true proves `list` non-empty: `list` itself (an empty list is false),
+// `len(list) > n` for n >= 0, `len(list) >= n` for n >= 1, `len(list) != 0`, mirrored forms, and
+// any of these as a term of `and` (or in every term of `or`). Anything subtler is not proof.
+bool ProvesNonEmpty(const Expr& cond, const Expr& list) {
+  if (SameCollection(cond, list) || IsLengthOf(cond, list)) return true;
+  if (cond.kind != ExprKind::kBinary || cond.children.size() != 2) return false;
+  const Expr& l = *cond.children[0];
+  const Expr& r = *cond.children[1];
+  const std::string& op = cond.text;
+  if (op == "and") return ProvesNonEmpty(l, list) || ProvesNonEmpty(r, list);
+  if (op == "or") return ProvesNonEmpty(l, list) && ProvesNonEmpty(r, list);
+  auto bound = [&](const Expr& len, const Expr& num, const std::string& o) {
+    auto n = NumberLiteral(num);
+    if (!IsLengthOf(len, list) || !n) return false;
+    return (o == ">" && *n >= 0) || (o == ">=" && *n >= 1) || (o == "!=" && *n == 0);
+  };
+  const std::string mirrored = op == "<" ? ">" : op == "<=" ? ">=" : op;
+  return bound(l, r, op) || bound(r, l, mirrored);
+}
+
+// Where a placeholder renders a list (or map) into the sentence without a condition in force that
+// proves it non-empty: the placeholder itself when statically list or map typed, or, for
+// if(c, a, b) of that type, each branch (c guards a). join() and phrases() are strings: a join's
+// list is often guarded by a sibling fact (`accused_tasks` for `accused_hosts`) no static check
+// can relate, so only what the type system sees as a list is judged.
+void FindListHoles(const Expr& e, bool list_typed, std::vector<const Expr*> guards, std::vector<const Expr*>* holes) {
+  if (!list_typed) return;
+  if (e.kind == ExprKind::kCall && e.text == "if" && e.children.size() == 3) {
+    std::vector<const Expr*> then_guards = guards;
+    then_guards.push_back(e.children[0].get());
+    FindListHoles(*e.children[1], list_typed, then_guards, holes);
+    FindListHoles(*e.children[2], list_typed, guards, holes);
+    return;
+  }
+  if (e.kind == ExprKind::kList && !e.children.empty()) return;
+  for (const Expr* g : guards)
+    if (ProvesNonEmpty(*g, e)) return;
+  holes->push_back(&e);
+}
+
+// Where an expression starts in its source (a field access's own offset is its field name's).
+size_t StartOffset(const Expr& e) {
+  size_t start = e.offset;
+  for (const auto& c : e.children) start = std::min(start, StartOffset(*c));
+  return start;
+}
+
+// What must hold for a sentence to be rendered, and where it is written ("finding.when").
+struct SentenceGuard {
+  std::vector<const Expr*> conditions;
+  std::string written_in;
+};
+
 void CheckTemplate(const FileCtx& ctx, const Scope& scope, const Template& t, const std::string& field,
-                   std::set<std::string>* deps) {
+                   std::set<std::string>* deps, const SentenceGuard* guard = nullptr) {
   for (const auto& piece : t.pieces) {
     if (!piece.is_expr || !piece.expr) continue;
     CompiledExpr e;
     e.ast = piece.expr;
     e.source = piece.text;
-    CheckExpr(ctx, scope, e, field, deps, piece.offset, t.locate);
+    const std::string type = CheckExpr(ctx, scope, e, field, deps, piece.offset, t.locate);
+    if (guard == nullptr) continue;
+    std::vector<const Expr*> holes;
+    FindListHoles(*piece.expr, type == "list" || type == "map", guard->conditions, &holes);
+    for (const Expr* hole : holes) {
+      std::string shown = piece.text;
+      shown.erase(0, shown.find_first_not_of(" \t\n"));
+      shown.erase(shown.find_last_not_of(" \t\n") + 1);
+      ctx.Add(LoadCode::kEmptyListSentence, t.At(piece.offset + StartOffset(*hole)), field,
+              fmt::format(fmt::runtime(msg::kEmptyListSentence), field, shown, type, guard->written_in));
+    }
   }
+}
+
+// The conditions in force where a sentence is rendered: each present one.
+SentenceGuard GuardOf(std::initializer_list<const CompiledExpr*> conditions, std::string written_in) {
+  SentenceGuard g;
+  for (const CompiledExpr* c : conditions)
+    if (c->ast) g.conditions.push_back(c->ast.get());
+  g.written_in = std::move(written_in);
+  return g;
 }
 
 }  // namespace
@@ -287,16 +385,18 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
       auto& v = rule->verdict;
       CheckExpr(ctx, scope, v.when, "verdict.when", &deps);
       for (auto& c : v.confidence) CheckExpr(ctx, scope, c.when, "verdict.confidence.when", &deps);
-      CheckTemplate(ctx, scope, v.summary, "verdict.summary", &deps);
+      const SentenceGuard verdict_guard = GuardOf({&v.when}, "verdict.when");
+      CheckTemplate(ctx, scope, v.summary, "verdict.summary", &deps, &verdict_guard);
       CheckExpr(ctx, scope, v.hosts, "verdict.hosts", &deps);
       CheckExpr(ctx, scope, v.onset, "verdict.onset", &deps);
       for (auto& ex : v.exclude) {
         CheckExpr(ctx, scope, ex.hosts, "verdict.exclude.hosts", &deps);
-        CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", &deps);
+        CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", &deps, &verdict_guard);
       }
-      for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, &deps);
+      for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, &deps, &verdict_guard);
       for (auto& note : v.notes) {
-        CheckTemplate(ctx, scope, note.text, "verdict.notes", &deps);
+        const SentenceGuard note_guard = GuardOf({&v.when, &note.when}, "the note's when");
+        CheckTemplate(ctx, scope, note.text, "verdict.notes", &deps, &note_guard);
         CheckExpr(ctx, scope, note.when, "verdict.notes.when", &deps);
       }
       rule->after.clear();
@@ -321,7 +421,10 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
     std::set<std::string> finding_deps;
     CheckExpr(ctx, scope, rule->finding->when, "finding.when", &finding_deps);
     CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &finding_deps);
-    CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps);
+    // A clear finding with a hole falls back to its description at run time; a fired one must not
+    // have one, so its `when` has to prove the list non-empty.
+    const SentenceGuard finding_guard = GuardOf({&rule->finding->when}, "finding.when");
+    CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps, &finding_guard);
     if (rule->finding->suppress) {
       CheckExpr(ctx, scope, rule->finding->suppress->times, "finding.suppress.times", &finding_deps);
       CheckExpr(ctx, scope, rule->finding->suppress->during, "finding.suppress.during", &finding_deps);

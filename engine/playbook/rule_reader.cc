@@ -212,6 +212,7 @@ void ParseQuery(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
   }
   q.promql_template = qn.Scalar();
   q.template_pos = ctx.Pos(qn);
+  q.template_locate = ctx.Locator(qn);
   if (n["range"]) GetBool(ctx, n["range"], "range", &q.range);
   if (n["window"]) GetScalar(ctx, n, "window", false, &q.window);
   if (n["at"]) {

@@ -35,6 +35,23 @@ Shipped LoadShipped() {
   return s;
 }
 
+// Lint's metric catalogue holds every series an alert or record reads; a record's own name counts.
+TEST(AlertMetricNames, ShippedAlertsNameOnlyCataloguedMetricsOrRecords) {
+  const Shipped s = LoadShipped();
+  auto catalogue = pb::MetricCatalogue::Load(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/metrics.yaml");
+  ASSERT_TRUE(catalogue.ok()) << catalogue.status().ToString();
+  ASSERT_FALSE(s.book.alerts.empty());
+  for (const auto& d : CheckAlertMetricNames(s.book, *catalogue, "rules/metrics.yaml")) ADD_FAILURE() << d.ToString();
+  AlertBook typo = s.book;
+  typo.alerts.front().expr_template = "rate(hw_tcp_retransmit_total[5m]) > 0";
+  const auto diags = CheckAlertMetricNames(typo, *catalogue, "rules/metrics.yaml");
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_TRUE(diags[0].warning());
+  EXPECT_EQ(diags[0].pos.line, typo.alerts.front().expr_pos.line);
+  EXPECT_EQ(diags[0].field, "expr");
+  EXPECT_THAT(diags[0].message, HasSubstr("did you mean 'hw_tcp_retransmits_total'?"));
+}
+
 std::vector<std::string> PlaybookTests() {
   return pb::FindYamlFiles(std::string(DIAGNOSE_SOURCE_DIR) + "/playbooks/tests", true);
 }

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "engine/playbook/metric_catalogue.h"
 #include "tools/fixturegen/generate.h"
 #include "tools/fixturegen/hostlist.h"
 #include "tools/fixturegen/log_writer.h"
@@ -455,6 +456,32 @@ TEST(Metrics, StaleRetryExhaustionIsLargeAndFlatAndSpreadsKeepDefaultsUntouched)
     if (series.labels.at("__name__") == "hw_gpu_power_watts" && series.labels.at("gpu") == "0")
       first_power[series.labels.at("host")] = series.samples.back().v;
   EXPECT_EQ(first_power.size(), 3u);
+}
+
+// The metric catalogue lint checks queries against (rules/metrics.yaml) holds every series name any
+// fixture scenario's TSDB gets, so a generator change that adds a family must add it there too.
+TEST(Metrics, EveryGeneratedNameIsInTheMetricCatalogue) {
+  auto catalogue = playbook::MetricCatalogue::Load(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/metrics.yaml");
+  ASSERT_TRUE(catalogue.ok()) << catalogue.status().ToString();
+  std::set<std::string> names;
+  int scenarios = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(DIAGNOSE_SOURCE_DIR) + "/fixtures/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto scenario = LoadScenario(entry.path().string());
+    ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+    if (!scenario->tsdb) continue;
+    auto timeline = BuildTimeline(*scenario);
+    ASSERT_TRUE(timeline.ok()) << entry.path();
+    ++scenarios;
+    auto stats = GenerateMetrics(*scenario, *timeline, [&](Series series) {
+      names.insert(series.labels.at("__name__"));
+      return Status::Ok();
+    });
+    ASSERT_TRUE(stats.ok()) << entry.path() << ": " << stats.status().ToString();
+  }
+  EXPECT_GT(scenarios, 0);
+  EXPECT_GT(names.size(), 50u);
+  for (const auto& name : names) EXPECT_TRUE(catalogue->Contains(name)) << name << " is generated but not in rules/metrics.yaml";
 }
 
 // ---- job directory
