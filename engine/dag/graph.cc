@@ -64,7 +64,7 @@ json RuleDefinition(const RuleSpec& r) {
       json conf = json::array();
       for (const auto& c : v.confidence) conf.push_back({{"level", c.level}, {"when", ExprJson(c.when)}});
       d["confidence"] = conf;
-      d["action"] = v.action;
+      d["action"] = ToString(v.action);
       json ex = json::array();
       for (const auto& e : v.exclude) ex.push_back({{"hosts", e.hosts.source}, {"priority", e.priority}, {"reason", e.reason.source}});
       d["exclude"] = ex;

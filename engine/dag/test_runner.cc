@@ -415,7 +415,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
     actual["root_cause"] = combined.verdict.root_cause;
     actual["domain"] = combined.verdict.domain;
     actual["confidence"] = combined.verdict.confidence;
-    actual["action"] = combined.decision.action;
+    actual["action"] = ToString(combined.decision.action);
     actual["exclude"] = combined.decision.exclude;
     actual["changes"] = combined.decision.changes;
     actual["selected"] = selected;

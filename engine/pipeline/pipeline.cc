@@ -321,7 +321,7 @@ void MarkIncomplete(const std::vector<JobContext>& jobs, Report& report) {
   report.verdict.summary = "Diagnosis incomplete (diagnose could not read the job's metrics); from the logs alone: " +
                            report.verdict.summary;
   Decision decision;
-  decision.action = "none";
+  decision.action = DecisionAction::kNone;
   decision.notes.push_back(*report.incomplete +
                            ". No action is taken on the logs alone; re-run diagnose once the metrics can be read.");
   report.decision = std::move(decision);

@@ -405,9 +405,13 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
   if (vn["hosts"]) v.hosts = ParseExprNode(ctx, vn["hosts"], "verdict.hosts");
   if (vn["onset"]) v.onset = ParseExprNode(ctx, vn["onset"], "verdict.onset");
   if (vn["explains"]) GetStringList(ctx, vn["explains"], "verdict.explains", &v.explains);
-  if (vn["action"] && GetScalar(ctx, vn, "action", false, &v.action) && !IsKnownAction(v.action))
-    ctx.Add(LoadCode::kBadValue, vn["action"], "verdict.action",
-            fmt::format(fmt::runtime(msg::kBadValue), "verdict.action", v.action, "the contract vocabulary"));
+  if (std::string action; vn["action"] && GetScalar(ctx, vn, "action", false, &action)) {
+    if (const std::optional<DecisionAction> parsed = ParseDecisionAction(action))
+      v.action = *parsed;
+    else
+      ctx.Add(LoadCode::kBadValue, vn["action"], "verdict.action",
+              fmt::format(fmt::runtime(msg::kBadValue), "verdict.action", action, "the contract vocabulary"));
+  }
   if (YAML::Node ex = vn["exclude"]) {
     if (!ex.IsSequence()) {
       ctx.Add(LoadCode::kFieldType, ex, "verdict.exclude", fmt::format(fmt::runtime(msg::kFieldType), "verdict.exclude", "a list"));

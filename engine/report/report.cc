@@ -49,12 +49,6 @@ std::string DomainOfRootCause(const std::string& root_cause) {
   return "none";
 }
 
-bool IsKnownAction(const std::string& id) {
-  static constexpr std::array<std::string_view, 6> kActions{
-      "none", "retry-same-nodes", "retry-excluding-nodes", "retry-with-changes", "no-retry", "stop-sweep"};
-  return OneOf(id, kActions);
-}
-
 bool IsKnownDomain(const std::string& id) {
   static constexpr std::array<std::string_view, 9> kDomains{
       "network", "gpu", "host", "software", "training", "observability", "infrastructure", "config", "none"};
@@ -93,7 +87,7 @@ nlohmann::json ToJson(const Finding& f) {
 }
 
 nlohmann::json ToJson(const Decision& d) {
-  return {{"action", d.action}, {"exclude", d.exclude}, {"changes", d.changes}, {"notes", d.notes}};
+  return {{"action", ToString(d.action)}, {"exclude", d.exclude}, {"changes", d.changes}, {"notes", d.notes}};
 }
 
 nlohmann::json ToJson(const Report& r) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/json.h"
+#include "engine/report/decision_action.h"
 
 namespace diagnose {
 
@@ -78,7 +79,7 @@ struct Exclusion {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Exclusion, host, priority, reason)
 
 struct Decision {
-  std::string action = "none";
+  DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;
@@ -136,7 +137,6 @@ nlohmann::json ToJson(const Report& r);
 
 // Contract vocabulary checks, used by tests and by the report writer before it prints.
 bool IsKnownRootCause(const std::string& id);
-bool IsKnownAction(const std::string& id);
 bool IsKnownDomain(const std::string& id);
 bool IsKnownConfidence(const std::string& id);
 bool IsKnownJobStatus(const std::string& id);
