@@ -81,7 +81,7 @@ struct FleetImportArgs {
 };
 
 void PrintImportLine(const JobImport& r) {
-  std::string verdict = r.root_cause + " -> " + r.action;
+  std::string verdict = r.root_cause + " -> " + std::string(ToString(r.action));
   if (!r.excluded.empty()) verdict += " (exclude " + CompressHostlist(r.excluded) + ")";
   const std::string series = r.series > 0 ? WithThousands(r.series) + " series" : "";
   std::printf("%-8s %-15s %12s samples %15s  %-58s %5.1f s\n", r.job.c_str(), r.outcome.c_str(),

@@ -38,7 +38,7 @@ std::string Upper(std::string s) {
 }
 
 void PrintDecision(const Decision& d) {
-  std::printf("\nDecision: %s", d.action.c_str());
+  std::printf("\nDecision: %s", std::string(ToString(d.action)).c_str());
   for (const auto& x : d.exclude) std::printf("\n  exclude %s (priority %d): %s", x.host.c_str(), x.priority, x.reason.c_str());
   for (const auto& n : d.notes) std::printf("\n  - %s", n.c_str());
   std::printf("\n");

@@ -59,13 +59,18 @@ EvaluationResult Evaluator::Run() {
   for (size_t i = 0; i < nodes.size(); ++i) result_.nodes[i].id = nodes[i].id;
   thresholds_ = graph_.library().thresholds;
   // The shared windows depend only on the context: resolved once, copied into each playbook's.
-  windows_[""] = ResolveSharedWindows(graph_.library(), ctx_, thresholds_, &window_problems_[""]);
+  const Resolved shared = ResolveSharedWindows(graph_.library(), ctx_, thresholds_);
+  windows_[""] = shared.values;
+  window_problems_[""] = shared.missing;
   params_[""] = json::object();
   for (const auto* pb : graph_.playbooks()) {
-    std::map<std::string, std::string> problems = window_problems_[""];
-    params_[pb->id] = ResolveParams(*pb, ctx_, thresholds_, &problems);
-    windows_[pb->id] = ResolvePlaybookWindows(*pb, ctx_, params_[pb->id], thresholds_, windows_[""], &problems);
-    window_problems_[pb->id] = std::move(problems);
+    Resolved params = ResolveParams(*pb, ctx_, thresholds_);
+    Resolved windows = ResolvePlaybookWindows(*pb, ctx_, params.values, thresholds_, shared);
+    // Param and window names cannot collide ("params." prefix), so the merge order is immaterial.
+    windows.missing.merge(params.missing);
+    params_[pb->id] = std::move(params.values);
+    windows_[pb->id] = std::move(windows.values);
+    window_problems_[pb->id] = std::move(windows.missing);
   }
 
   for (const auto& level : graph_.levels()) {

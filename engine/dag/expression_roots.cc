@@ -31,10 +31,10 @@ json RangeOf(const json& discovery) {
 }
 
 // Windows are resolved in order, each seeing those before it through `roots.windows` (== out).
-void ResolveWindow(const playbook::WindowSpec& w, const ExpressionRoots& roots, json* out,
-                   std::map<std::string, std::string>* problems) {
+void ResolveWindow(const playbook::WindowSpec& w, const ExpressionRoots& roots, Resolved* resolved) {
+  json* out = &resolved->values;
   auto resolve = [&roots](const std::string& root) -> const json* { return roots.Find(root).value_or(nullptr); };
-  auto missing = [&](const std::string& why) { (*problems)[w.name] = w.unavailable.empty() ? why : w.unavailable; };
+  auto missing = [&](const std::string& why) { resolved->missing[w.name] = w.unavailable.empty() ? why : w.unavailable; };
   if (w.is_list()) {
     auto l = playbook::EvalExpr(*w.list.ast, resolve);
     if (!l.ok()) return missing(l.status().message());
@@ -64,45 +64,42 @@ std::optional<const json*> ExpressionRoots::Find(const std::string& root) const 
   return std::nullopt;
 }
 
-json ResolveParams(const playbook::PlaybookSpec& pb, const EvaluationContext& ctx, const json& thresholds,
-                   std::map<std::string, std::string>* problems) {
-  json out = json::object();
+Resolved ResolveParams(const playbook::PlaybookSpec& pb, const EvaluationContext& ctx, const json& thresholds) {
+  Resolved out;
   const ExpressionRoots roots{&ctx, &thresholds};
   for (const auto& [name, p] : pb.params) {
     if (!p.expr.present()) {
-      out[name] = p.literal;
+      out.values[name] = p.literal;
       continue;
     }
     auto v = playbook::EvalExpr(*p.expr.ast,
                                 [&roots](const std::string& root) { return roots.Find(root).value_or(nullptr); });
-    if (v.ok()) out[name] = *v;
-    else (*problems)["params." + name] = v.status().message();
+    if (v.ok()) out.values[name] = *v;
+    else out.missing["params." + name] = v.status().message();
   }
   return out;
 }
 
-json ResolveSharedWindows(const playbook::Library& library, const EvaluationContext& ctx, const json& thresholds,
-                          std::map<std::string, std::string>* problems) {
-  json out = json::object();
+Resolved ResolveSharedWindows(const playbook::Library& library, const EvaluationContext& ctx, const json& thresholds) {
+  Resolved out;
   json job = RangeOf(ctx.discovery);
-  if (!job.is_null()) out["job"] = job;
-  else (*problems)["job"] = "the TSDB time range is unknown (" +
+  if (!job.is_null()) out.values["job"] = job;
+  else out.missing["job"] = "the TSDB time range is unknown (" +
                             (ctx.discovery_failure.empty() ? std::string("no discovery") : ctx.discovery_failure) + ")";
   json base = RangeOf(ctx.baseline_discovery);
-  if (!base.is_null()) out["baseline_job"] = base;
-  else (*problems)["baseline_job"] = "no baseline TSDB";
+  if (!base.is_null()) out.values["baseline_job"] = base;
+  else out.missing["baseline_job"] = "no baseline TSDB";
   const json no_params = json::object();
-  const ExpressionRoots roots{&ctx, &thresholds, &no_params, &out};
-  for (const auto& w : library.shared_windows) ResolveWindow(w, roots, &out, problems);
+  const ExpressionRoots roots{&ctx, &thresholds, &no_params, &out.values};
+  for (const auto& w : library.shared_windows) ResolveWindow(w, roots, &out);
   return out;
 }
 
-json ResolvePlaybookWindows(const playbook::PlaybookSpec& pb, const EvaluationContext& ctx, const json& params,
-                            const json& thresholds, const json& shared_windows,
-                            std::map<std::string, std::string>* problems) {
-  json out = shared_windows;
-  const ExpressionRoots roots{&ctx, &thresholds, &params, &out};
-  for (const auto& [name, w] : pb.windows) ResolveWindow(w, roots, &out, problems);
+Resolved ResolvePlaybookWindows(const playbook::PlaybookSpec& pb, const EvaluationContext& ctx, const json& params,
+                                const json& thresholds, const Resolved& shared_windows) {
+  Resolved out = shared_windows;
+  const ExpressionRoots roots{&ctx, &thresholds, &params, &out.values};
+  for (const auto& [name, w] : pb.windows) ResolveWindow(w, roots, &out);
   return out;
 }
 

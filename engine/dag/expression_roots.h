@@ -27,19 +27,25 @@ struct ExpressionRoots {
   std::optional<const nlohmann::json*> Find(const std::string& root) const;
 };
 
-// A playbook's params evaluated (literals and expressions); `problems` says why one is missing.
-nlohmann::json ResolveParams(const playbook::PlaybookSpec& playbook, const EvaluationContext& ctx,
-                             const nlohmann::json& thresholds, std::map<std::string, std::string>* problems);
+// Names that could be computed, and for each one that could not, why: a missing param or window
+// is not an error, the rules that need it are skipped with that reason.
+struct Resolved {
+  nlohmann::json values = nlohmann::json::object();
+  std::map<std::string, std::string> missing;   // name ("params.x", "job", a window) -> why
+};
+
+// A playbook's params evaluated (literals and expressions).
+Resolved ResolveParams(const playbook::PlaybookSpec& playbook, const EvaluationContext& ctx,
+                       const nlohmann::json& thresholds);
 
 // `job`, `baseline_job` and the shared windows (rules/common): {name: {start, end}} or a list of
-// them; a window that cannot be computed is missing and `problems` says why.
-nlohmann::json ResolveSharedWindows(const playbook::Library& library, const EvaluationContext& ctx,
-                                    const nlohmann::json& thresholds, std::map<std::string, std::string>* problems);
+// them.
+Resolved ResolveSharedWindows(const playbook::Library& library, const EvaluationContext& ctx,
+                              const nlohmann::json& thresholds);
 
 // The shared windows plus a playbook's own, resolved with its params.
-nlohmann::json ResolvePlaybookWindows(const playbook::PlaybookSpec& playbook, const EvaluationContext& ctx,
-                                      const nlohmann::json& params, const nlohmann::json& thresholds,
-                                      const nlohmann::json& shared_windows,
-                                      std::map<std::string, std::string>* problems);
+Resolved ResolvePlaybookWindows(const playbook::PlaybookSpec& playbook, const EvaluationContext& ctx,
+                                const nlohmann::json& params, const nlohmann::json& thresholds,
+                                const Resolved& shared_windows);
 
 }  // namespace diagnose::dag

@@ -64,7 +64,7 @@ json RuleDefinition(const RuleSpec& r) {
       json conf = json::array();
       for (const auto& c : v.confidence) conf.push_back({{"level", c.level}, {"when", ExprJson(c.when)}});
       d["confidence"] = conf;
-      d["action"] = v.action;
+      d["action"] = ToString(v.action);
       json ex = json::array();
       for (const auto& e : v.exclude) ex.push_back({{"hosts", e.hosts.source}, {"priority", e.priority}, {"reason", e.reason.source}});
       d["exclude"] = ex;
@@ -82,9 +82,8 @@ json RuleDefinition(const RuleSpec& r) {
 
 }  // namespace
 
-std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const EvaluationContext& ctx,
-                                       std::vector<std::string>* problems) {
-  std::vector<Selection> out;
+PlaybookSelection SelectPlaybooks(const playbook::Library& library, const EvaluationContext& ctx) {
+  PlaybookSelection out;
   std::vector<std::string> classes;
   if (ctx.facts.contains("classes") && ctx.facts["classes"].is_array())
     for (const auto& c : ctx.facts["classes"])
@@ -100,7 +99,7 @@ std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const E
   bool has_tsdb = ctx.subject != nullptr || !ctx.discovery.is_null();
   for (const auto& pb : library.playbooks) {
     if (Contains(ctx.requested_playbooks, pb.id)) {
-      out.push_back({pb.id, "explicitly requested"});
+      out.selected.push_back({pb.id, "explicitly requested"});
       continue;
     }
     for (const auto& t : pb.triggers) {
@@ -136,7 +135,7 @@ std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const E
           return roots.Find(root).value_or(nullptr);
         });
         if (!v.ok()) {
-          problems->push_back(pb.id + ": trigger " + t.when.pos.ToString() + ": " + v.status().message());
+          out.trigger_problems.push_back(pb.id + ": trigger " + t.when.pos.ToString() + ": " + v.status().message());
           match = false;
         } else {
           match &= playbook::Truthy(*v);
@@ -148,7 +147,7 @@ std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const E
       if (match && has_any_condition) {
         std::string reason;
         for (const auto& w : why) reason += (reason.empty() ? "" : ", ") + w;
-        out.push_back({pb.id, reason});
+        out.selected.push_back({pb.id, reason});
         break;
       }
     }

@@ -31,10 +31,15 @@ struct Selection {
   std::string reason;
 };
 
+// A trigger condition that fails to evaluate does not select its playbook; the run goes on and the
+// report says which trigger could not be judged and why.
+struct PlaybookSelection {
+  std::vector<Selection> selected;
+  std::vector<std::string> trigger_problems;   // "<playbook>: trigger <file:line:col>: <why>"
+};
+
 // Playbooks whose triggers match the context (README §2), in library order, plus explicit requests.
-// A trigger condition that fails to evaluate does not select and is reported in `problems`.
-std::vector<Selection> SelectPlaybooks(const playbook::Library& library, const EvaluationContext& ctx,
-                                       std::vector<std::string>* problems);
+PlaybookSelection SelectPlaybooks(const playbook::Library& library, const EvaluationContext& ctx);
 
 class CompiledGraph {
  public:

@@ -18,9 +18,9 @@ std::vector<std::string> FailureClassesOf(const nlohmann::json& facts) {
 
 StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const EvaluationContext& ctx) {
   PlaybookRun run;
-  run.selected = SelectPlaybooks(library, ctx, &run.problems);
+  run.selection = SelectPlaybooks(library, ctx);
   std::vector<std::string> ids;
-  for (const auto& s : run.selected) ids.push_back(s.playbook);
+  for (const auto& s : run.selection.selected) ids.push_back(s.playbook);
   auto graph = CompiledGraph::Compile(library, ids);
   if (!graph.ok()) return graph.status();
   run.evaluation = Evaluate(*graph, ctx);
@@ -28,13 +28,9 @@ StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const Evalu
   return run;
 }
 
-void FillReport(const PlaybookRun& run, Report* report) {
-  report->verdict = run.combined.verdict;
-  report->decision = run.combined.decision;
-  report->causal_chain = run.combined.causal_chain;
-  report->findings = run.evaluation.findings;
-  report->not_evaluated = run.evaluation.not_evaluated;
-  for (const auto& p : run.problems) report->not_evaluated.push_back("trigger: " + p);
+void AppendNotEvaluated(const PlaybookRun& run, std::vector<std::string>* not_evaluated) {
+  not_evaluated->insert(not_evaluated->end(), run.evaluation.not_evaluated.begin(), run.evaluation.not_evaluated.end());
+  for (const auto& p : run.selection.trigger_problems) not_evaluated->push_back("trigger: " + p);
 }
 
 }  // namespace diagnose::dag

@@ -1,6 +1,5 @@
 // One call for the pipeline: select playbooks by their triggers, compile them into one graph,
-// evaluate it and combine the verdicts. Fills the report's verdict, findings, decision,
-// causal_chain and not_evaluated.
+// evaluate it and combine the verdicts. The pipeline merges the run into its report.
 #pragma once
 
 #include <string>
@@ -17,10 +16,9 @@
 namespace diagnose::dag {
 
 struct PlaybookRun {
-  std::vector<Selection> selected;            // which playbooks ran and why
+  PlaybookSelection selection;                // which playbooks ran and why
   EvaluationResult evaluation;
   verdict::Combined combined;
-  std::vector<std::string> problems;          // trigger conditions that could not be evaluated
 };
 
 // Fails only when the selected playbooks cannot be compiled (a library that did not lint clean).
@@ -30,7 +28,7 @@ std::vector<std::string> FailureClassesOf(const nlohmann::json& facts);
 
 StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const EvaluationContext& ctx);
 
-// Copies the run into a report: verdict, decision, findings, causal_chain, not_evaluated.
-void FillReport(const PlaybookRun& run, Report* report);
+// What the run could not judge, in the report's `not_evaluated` words: the rules, then the triggers.
+void AppendNotEvaluated(const PlaybookRun& run, std::vector<std::string>* not_evaluated);
 
 }  // namespace diagnose::dag

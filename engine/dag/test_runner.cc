@@ -397,12 +397,11 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
     ctx.baseline = served_baseline ? served_baseline->client() : nullptr;
     if (t["requested"]) ctx.requested_playbooks = StringList(field("requested"));
     // Only the playbooks of this file take part; triggers decide which of them run.
-    std::vector<std::string> problems;
-    auto selections = SelectPlaybooks(library, ctx, &problems);
+    const PlaybookSelection selection = SelectPlaybooks(library, ctx);
     std::vector<std::string> selected;
-    for (const auto& s : selections)
+    for (const auto& s : selection.selected)
       if (std::find(ids.begin(), ids.end(), s.playbook) != ids.end()) selected.push_back(s.playbook);
-    for (const auto& p : problems) fail("trigger: " + p);
+    for (const auto& p : selection.trigger_problems) fail("trigger: " + p);
     auto graph = CompiledGraph::Compile(library, selected);
     if (!graph.ok()) {
       fail(graph.status().message());
@@ -415,7 +414,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
     actual["root_cause"] = combined.verdict.root_cause;
     actual["domain"] = combined.verdict.domain;
     actual["confidence"] = combined.verdict.confidence;
-    actual["action"] = combined.decision.action;
+    actual["action"] = ToString(combined.decision.action);
     actual["exclude"] = combined.decision.exclude;
     actual["changes"] = combined.decision.changes;
     actual["selected"] = selected;

@@ -87,11 +87,11 @@ class Reader {
     return Status::Ok();
   }
 
-  StatusOr<std::string> Action(const YAML::Node& node, const std::string& what) const {
-    ASSIGN_OR_RETURN(std::string action, String(node, what));
-    if (!IsKnownAction(action))
-      return Error(node, what + " '" + action + "' is not a contract decision action");
-    return action;
+  StatusOr<DecisionAction> Action(const YAML::Node& node, const std::string& what) const {
+    ASSIGN_OR_RETURN(std::string word, String(node, what));
+    const std::optional<DecisionAction> action = ParseDecisionAction(word);
+    if (!action) return Error(node, what + " '" + word + "' is not a contract decision action");
+    return *action;
   }
 
   StatusOr<std::string> RootCause(const YAML::Node& node, const std::string& what) const {
@@ -215,7 +215,7 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
     if (rule.decision.exclude == "signal-hosts" && rule.when.signal.empty())
       return r.Error(decision["exclude"], "exclude: signal-hosts needs a 'signal' in when");
   }
-  if (rule.decision.action == "retry-excluding-nodes" && rule.decision.exclude == "none")
+  if (rule.decision.action == DecisionAction::kRetryExcludingNodes && rule.decision.exclude == "none")
     return r.Error(decision, what + ": retry-excluding-nodes needs 'exclude: signal-hosts'");
   if (decision["exclude_priority"]) {
     ASSIGN_OR_RETURN(rule.decision.exclude_priority, r.Int(decision["exclude_priority"], "exclude_priority"));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/report/decision_action.h"
 
 namespace diagnose {
 
@@ -43,7 +44,7 @@ struct RuleCondition {
 };
 
 struct RuleOutcome {
-  std::string action;
+  DecisionAction action = DecisionAction::kNone;
   std::string exclude = "none";              // none | signal-hosts
   int exclude_priority = 1;
   std::string exclude_scope = "job";         // job | sweep
@@ -54,7 +55,7 @@ struct RuleOutcome {
 
 struct EscalationStep {
   int count = 0;
-  std::string then;                          // an action
+  DecisionAction then = DecisionAction::kNone;
   std::string root_cause;                    // optional override when it fires
 };
 
@@ -76,11 +77,11 @@ struct DecisionRule {
 
 struct SweepLimits {
   int max_retries_per_job = 2;
-  std::string retries_exceeded_action = "no-retry";
+  DecisionAction retries_exceeded_action = DecisionAction::kNoRetry;
   int max_excluded_nodes_per_sweep = 2;
-  std::string excluded_nodes_exceeded_action = "stop-sweep";
+  DecisionAction excluded_nodes_exceeded_action = DecisionAction::kStopSweep;
   int model_sweep_failing_models = 2;
-  std::string model_sweep_action = "stop-sweep";
+  DecisionAction model_sweep_action = DecisionAction::kStopSweep;
   std::string baseline_variant = "baseline";
 };
 

@@ -135,7 +135,7 @@ Decision DecisionFromNodeHealth(const NodeHealthTable& table) {
   }
   std::stable_sort(d.exclude.begin(), d.exclude.end(),
                    [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
-  d.action = d.exclude.empty() ? "none" : "retry-excluding-nodes";
+  d.action = d.exclude.empty() ? DecisionAction::kNone : DecisionAction::kRetryExcludingNodes;
   if (!table.monitor.empty()) d.notes.push_back("marginal (monitor, usable): " + CompressHostlist(table.monitor));
   if (!table.healthy.empty()) d.notes.push_back("recommended nodelist: " + CompressHostlist(table.healthy));
   for (const auto& n : table.notes) d.notes.push_back(n);
@@ -146,7 +146,7 @@ Decision DecisionFromBisection(const BisectionResult& result) {
   Decision d;
   for (const auto& h : result.bad_pair)
     d.exclude.push_back({h, 2, "network bisection isolated " + CompressHostlist(result.bad_pair)});
-  d.action = d.exclude.empty() ? "none" : "retry-excluding-nodes";
+  d.action = d.exclude.empty() ? DecisionAction::kNone : DecisionAction::kRetryExcludingNodes;
   for (const auto& split : result.next_splits)
     d.notes.push_back("next: run a " + std::to_string(split.size()) + "N group on " + CompressHostlist(split));
   if (!result.conclusion.empty()) d.notes.push_back(result.conclusion);

@@ -186,9 +186,10 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
   return v;
 }
 
-void SetAction(SweepDecision* sd, const std::string& action, const std::string& why) {
+void SetAction(SweepDecision* sd, DecisionAction action, const std::string& why) {
   if (sd->decision.action == action) return;
-  sd->decision.notes.push_back(why + ": " + sd->decision.action + " -> " + action);
+  sd->decision.notes.push_back(why + ": " + std::string(ToString(sd->decision.action)) + " -> " +
+                               std::string(ToString(action)));
   sd->decision.overrides.push_back({sd->decision.action, action, why, sd->rule});
   sd->decision.action = action;
 }
@@ -265,7 +266,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
       for (const auto& h : match->hit.hosts) d.exclude.push_back({h, out.exclude_priority, note});
     d.notes.push_back(note + " [sweep rule " + rule->id + "]");
     if (diagnosis.decision.action != d.action) {
-      d.notes.push_back("diagnosis alone suggested " + diagnosis.decision.action);
+      d.notes.push_back("diagnosis alone suggested " + std::string(ToString(diagnosis.decision.action)));
       d.overrides.push_back({diagnosis.decision.action, d.action, note, rule->id});
     }
     for (const auto& n : diagnosis.decision.notes) d.notes.push_back(n);
@@ -318,11 +319,11 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
     // "Escalate only if the hang recurs on the same nodes": the previous attempt hung too, on
     // exactly these hosts.
     if (lim.on_recurrence_same_nodes == "exclude-suspects" && predecessor && predecessor->status == "hanging" &&
-        Sorted(predecessor->nodes) == Sorted(nodes) && sd.decision.action != "stop-sweep") {
+        Sorted(predecessor->nodes) == Sorted(nodes) && sd.decision.action != DecisionAction::kStopSweep) {
       std::vector<Exclusion> suspects = HangSuspects(diagnosis, facts, rules, status);
       if (!suspects.empty()) {
         sd.decision.exclude = suspects;
-        SetAction(&sd, "retry-excluding-nodes",
+        SetAction(&sd, DecisionAction::kRetryExcludingNodes,
                   "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects");
       } else {
         sd.decision.notes.push_back("hang recurred on the same nodes as job " + predecessor->job +
@@ -333,7 +334,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
 
   // 3. Sweep-wide limits.
   const SweepLimits& limits = rules.limits;
-  if (IsRetryAction(sd.decision.action)) {
+  if (IsRetry(sd.decision.action)) {
     const int max_retries =
         rule && rule->limits.max_retries ? *rule->limits.max_retries : limits.max_retries_per_job;
     const int retries_done = static_cast<int>(chain.size());
@@ -342,11 +343,11 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
                 "this config was already retried " + std::to_string(retries_done) + " time(s) (limit " +
                     std::to_string(max_retries) + " per job)");
   }
-  if (sd.decision.action == "retry-excluding-nodes" && context.in_sweep) {
+  if (sd.decision.action == DecisionAction::kRetryExcludingNodes && context.in_sweep) {
     std::vector<std::string> excluded;
     for (const auto& e : history.entries) {
       if (e.sweep != context.sweep || e.job == facts.id) continue;
-      if (e.action != "retry-excluding-nodes" && e.exclude_scope != "sweep") continue;
+      if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != "sweep") continue;
       for (const auto& x : e.exclude)
         if (!Contains(excluded, x.host)) excluded.push_back(x.host);
     }
@@ -363,7 +364,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
     return status == "completed" || root_cause == "none";
   };
   const bool this_failed = !facts.soft_success && !passed(status, sd.root_cause);
-  if (this_failed && sd.decision.action != "stop-sweep" && !config.model.empty() &&
+  if (this_failed && sd.decision.action != DecisionAction::kStopSweep && !config.model.empty() &&
       context.variant != limits.baseline_variant) {
     std::set<std::string> baseline_passed;
     std::map<std::string, bool> latest_failed;   // candidate model -> its latest attempt failed
@@ -389,21 +390,16 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
 
   // 4. Contract hygiene: exclusions only accompany retry-excluding-nodes, and that action always
   // names someone to exclude.
-  if (sd.decision.action == "retry-excluding-nodes" && sd.decision.exclude.empty())
-    SetAction(&sd, "retry-same-nodes", "no host to exclude was identified");
-  if (sd.decision.action != "retry-excluding-nodes" && !sd.decision.exclude.empty()) {
+  if (sd.decision.action == DecisionAction::kRetryExcludingNodes && sd.decision.exclude.empty())
+    SetAction(&sd, DecisionAction::kRetrySameNodes, "no host to exclude was identified");
+  if (sd.decision.action != DecisionAction::kRetryExcludingNodes && !sd.decision.exclude.empty()) {
     sd.decision.notes.push_back("not excluding " + JoinStrings(ExcludedHosts(sd.decision)) + " (action is " +
-                                sd.decision.action + ")");
+                                std::string(ToString(sd.decision.action)) + ")");
     sd.decision.exclude.clear();
   }
-  if (sd.decision.action != "retry-with-changes") sd.decision.changes.clear();
+  if (sd.decision.action != DecisionAction::kRetryWithChanges) sd.decision.changes.clear();
   std::stable_sort(sd.decision.exclude.begin(), sd.decision.exclude.end(),
                    [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
-  if (!IsKnownAction(sd.decision.action)) {
-    sd.decision.notes.push_back("diagnosis produced unknown action '" + sd.decision.action + "'");
-    sd.decision.overrides.push_back({sd.decision.action, "none", "not an action of the contract", sd.rule});
-    sd.decision.action = "none";
-  }
   for (const auto& e : history.entries) {
     if (e.sweep != context.sweep || e.exclude_scope != "sweep" || e.job == facts.id) continue;
     for (const auto& x : e.exclude)

@@ -103,10 +103,6 @@ std::string DefaultSweepId(const std::string& history_path) {
   return std::filesystem::path(history_path).stem().string();
 }
 
-bool IsRetryAction(const std::string& action) {
-  return action == "retry-same-nodes" || action == "retry-excluding-nodes" || action == "retry-with-changes";
-}
-
 namespace {
 
 bool Overlaps(const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -141,7 +137,7 @@ const HistoryEntry* FindRetryPredecessor(const SweepHistory& history, const std:
   for (auto it = history.entries.rbegin(); it != history.entries.rend(); ++it) {
     const HistoryEntry& e = *it;
     if (e.sweep != sweep || e.job == job) continue;
-    if (!IsRetryAction(e.action) || claimed.count(e.job)) continue;
+    if (!IsRetry(e.action) || claimed.count(e.job)) continue;
     if (!SameConfigModuloChanges(e.config, e.changes, config)) continue;
     if (!Overlaps(e.nodes, nodes)) continue;
     return &e;

@@ -33,7 +33,7 @@ struct HistoryEntry {
   SweepConfig config;
   std::vector<std::string> nodes;        // hosts the job ran on
   std::string status;                    // job status at decision time
-  std::string action;                    // contract decision.action
+  DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   std::string exclude_scope = "job";     // job | sweep (sweep: never re-admit these hosts)
   std::map<std::string, std::string> changes;
@@ -73,8 +73,6 @@ std::mutex& HistoryAppendMutex();
 
 // The sweep id used when none is given: the history file's name without directory and extension.
 std::string DefaultSweepId(const std::string& history_path);
-
-bool IsRetryAction(const std::string& action);
 
 // The earlier decision this job is a retry of: the latest entry of the same sweep (other job) with
 // the same config, a retry action, a node set that overlaps this job's (or either unknown), and no

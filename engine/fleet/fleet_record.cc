@@ -41,7 +41,7 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
                        {"failure_class", subject->failure_class},
                        {"root_cause", report.verdict.root_cause},
                        {"confidence", report.verdict.confidence},
-                       {"action", report.decision.action}};
+                       {"action", std::string(ToString(report.decision.action))}};
   job_series.samples = {sample};
   out.push_back(std::move(job_series));
 

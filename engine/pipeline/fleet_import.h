@@ -10,6 +10,7 @@
 #include "engine/fleet/victoria_metrics.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/report/decision_action.h"
 
 namespace diagnose {
 
@@ -36,7 +37,7 @@ struct JobImport {
   int64_t non_finite_samples = 0;
   int metric_names = 0;
   std::string root_cause;
-  std::string action;
+  DecisionAction action = DecisionAction::kNone;
   std::vector<std::string> excluded;
   double seconds = 0;
 };

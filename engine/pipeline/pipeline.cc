@@ -251,8 +251,7 @@ bool NamesACause(const std::string& root_cause) { return root_cause != "none" &&
 // verdict stands (a GPU OOM stays a GPU OOM), and the playbooks' notes are kept.
 void MergePlaybookVerdict(const dag::PlaybookRun& run, Report& report) {
   for (const auto& finding : run.evaluation.findings) report.findings.push_back(finding);
-  for (const auto& item : run.evaluation.not_evaluated) report.not_evaluated.push_back(item);
-  for (const auto& problem : run.problems) report.not_evaluated.push_back("trigger: " + problem);
+  dag::AppendNotEvaluated(run, &report.not_evaluated);
   const auto& combined = run.combined;
   if (NamesACause(combined.verdict.root_cause) || !NamesACause(report.verdict.root_cause)) {
     bool log_named_cause = NamesACause(report.verdict.root_cause);
@@ -321,7 +320,7 @@ void MarkIncomplete(const std::vector<JobContext>& jobs, Report& report) {
   report.verdict.summary = "Diagnosis incomplete (diagnose could not read the job's metrics); from the logs alone: " +
                            report.verdict.summary;
   Decision decision;
-  decision.action = "none";
+  decision.action = DecisionAction::kNone;
   decision.notes.push_back(*report.incomplete +
                            ". No action is taken on the logs alone; re-run diagnose once the metrics can be read.");
   report.decision = std::move(decision);
@@ -462,7 +461,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     Stage("running playbooks");
     auto run = dag::RunPlaybooks(library, ctx);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
-    Stage("playbooks: {} selected, {} queries in {} batches, {} fired", run->selected.size(),
+    Stage("playbooks: {} selected, {} queries in {} batches, {} fired", run->selection.selected.size(),
           run->evaluation.queries_run, run->evaluation.batches,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
                         [](const Finding& f) { return f.status == "fired"; }));

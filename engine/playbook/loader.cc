@@ -30,8 +30,6 @@ namespace {
 const std::set<std::string> kPlaybookKeys = {"playbook", "description", "triggers", "params",
                                              "windows", "macros", "rules", "precedence"};
 const std::set<std::string> kRulesFileKeys = {"rules", "thresholds", "macros", "windows", "description"};
-const std::set<std::string> kTriggerKeys = {"failure_class", "tgs_pattern", "status", "baseline", "tsdb", "when", "always"};
-const std::set<std::string> kParamKeys = {"type", "default", "expr", "doc"};
 
 const std::regex& PlaybookIdPattern() {
   static const std::regex re("^[a-z0-9][a-z0-9-]*$");
@@ -180,14 +178,7 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
     return;
   }
   GetScalar(ctx, root, "description", true, &pb.description);
-  if (YAML::Node params = root["params"]) {
-    if (!params.IsMap()) {
-      ctx.Add(LoadCode::kFieldType, params, "params", fmt::format(fmt::runtime(msg::kFieldType), "params", "a map"));
-    } else {
-      for (auto it = params.begin(); it != params.end(); ++it)
-        pb.params[it->first.Scalar()] = ParseParam(ctx, it->first.Scalar(), it->second, "default", kParamKeys, "params.");
-    }
-  }
+  if (YAML::Node params = root["params"]) pb.params = ParseParams(ctx, params);
   if (YAML::Node windows = root["windows"]) {
     if (!windows.IsMap()) {
       ctx.Add(LoadCode::kFieldType, windows, "windows", fmt::format(fmt::runtime(msg::kFieldType), "windows", "a map"));
@@ -197,30 +188,7 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
     }
   }
   if (YAML::Node macros = root["macros"]) pb.macros = ParseBindings(ctx, macros, "macros");
-  if (YAML::Node triggers = root["triggers"]) {
-    if (!triggers.IsSequence()) {
-      ctx.Add(LoadCode::kFieldType, triggers, "triggers", fmt::format(fmt::runtime(msg::kFieldType), "triggers", "a list"));
-    } else {
-      for (const auto& tn : triggers) {
-        TriggerSpec t;
-        t.pos = ctx.Pos(tn);
-        if (!tn.IsMap()) {
-          ctx.Add(LoadCode::kFieldType, tn, "triggers", fmt::format(fmt::runtime(msg::kFieldType), "triggers[]", "a map"));
-          continue;
-        }
-        CheckKeys(ctx, tn, kTriggerKeys);
-        if (tn["failure_class"]) GetStringList(ctx, tn["failure_class"], "triggers.failure_class", &t.failure_class);
-        if (tn["tgs_pattern"]) GetStringList(ctx, tn["tgs_pattern"], "triggers.tgs_pattern", &t.tgs_pattern);
-        if (tn["status"]) GetStringList(ctx, tn["status"], "triggers.status", &t.status);
-        bool b = false;
-        if (tn["baseline"] && GetBool(ctx, tn["baseline"], "triggers.baseline", &b)) t.baseline = b;
-        if (tn["tsdb"] && GetBool(ctx, tn["tsdb"], "triggers.tsdb", &b)) t.tsdb = b;
-        if (tn["always"] && GetBool(ctx, tn["always"], "triggers.always", &b)) t.always = b;
-        if (tn["when"]) t.when = ParseExprNode(ctx, tn["when"], "triggers.when");
-        pb.triggers.push_back(std::move(t));
-      }
-    }
-  }
+  if (YAML::Node triggers = root["triggers"]) pb.triggers = ParseTriggers(ctx, triggers);
   YAML::Node rules = root["rules"];
   std::vector<RuleNode> rule_nodes;
   if (!rules) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -52,6 +53,9 @@ CompiledExpr ParseExprNode(const FileCtx& ctx, const YAML::Node& n, const std::s
 ParamSpec ParseParam(const FileCtx& ctx, const std::string& name, const YAML::Node& n, const std::string& value_key,
                      const std::set<std::string>& keys, const std::string& field_prefix);
 std::optional<WindowSpec> ParseWindow(const FileCtx& ctx, const std::string& name, const YAML::Node& n);
+// A playbook's `params:` map and `triggers:` list (README §2, §4).
+std::map<std::string, ParamSpec> ParseParams(const FileCtx& ctx, const YAML::Node& n);
+std::vector<TriggerSpec> ParseTriggers(const FileCtx& ctx, const YAML::Node& n);
 
 // `for_each` (README §3.7): a rule written once for several items. Each item (a scalar, or a map
 // of scalars) gives one copy of the rule, id `<id>_<key>`, with `${key}` and `${field}` replaced

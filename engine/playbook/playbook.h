@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/playbook/expr.h"
+#include "engine/report/decision_action.h"
 
 namespace diagnose::playbook {
 
@@ -146,7 +147,7 @@ struct VerdictSpec {
   CompiledExpr hosts;
   CompiledExpr onset;
   std::vector<std::string> explains;
-  std::string action = "none";
+  DecisionAction action = DecisionAction::kNone;
   std::vector<ExcludeSpec> exclude;
   std::map<std::string, Template> changes;
   std::vector<NoteSpec> notes;

@@ -29,6 +29,8 @@ const std::set<std::string> kFindingKeys = {"when", "hosts", "summary", "suppres
 const std::set<std::string> kSuppressKeys = {"times", "during", "reason"};
 const std::set<std::string> kArgKeys = {"type", "value", "expr"};
 const std::set<std::string> kWindowKeys = {"start", "end", "list", "unavailable"};
+const std::set<std::string> kTriggerKeys = {"failure_class", "tgs_pattern", "status", "baseline", "tsdb", "when", "always"};
+const std::set<std::string> kParamKeys = {"type", "default", "expr", "doc"};
 const std::set<std::string> kExcludeKeys = {"hosts", "priority", "reason"};
 const std::set<std::string> kConfidenceKeys = {"level", "when"};
 const std::set<std::string> kNoteKeys = {"text", "when"};
@@ -406,9 +408,13 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
   if (vn["hosts"]) v.hosts = ParseExprNode(ctx, vn["hosts"], "verdict.hosts");
   if (vn["onset"]) v.onset = ParseExprNode(ctx, vn["onset"], "verdict.onset");
   if (vn["explains"]) GetStringList(ctx, vn["explains"], "verdict.explains", &v.explains);
-  if (vn["action"] && GetScalar(ctx, vn, "action", false, &v.action) && !IsKnownAction(v.action))
-    ctx.Add(LoadCode::kBadValue, vn["action"], "verdict.action",
-            fmt::format(fmt::runtime(msg::kBadValue), "verdict.action", v.action, "the contract vocabulary"));
+  if (std::string action; vn["action"] && GetScalar(ctx, vn, "action", false, &action)) {
+    if (const std::optional<DecisionAction> parsed = ParseDecisionAction(action))
+      v.action = *parsed;
+    else
+      ctx.Add(LoadCode::kBadValue, vn["action"], "verdict.action",
+              fmt::format(fmt::runtime(msg::kBadValue), "verdict.action", action, "the contract vocabulary"));
+  }
   if (YAML::Node ex = vn["exclude"]) {
     if (!ex.IsSequence()) {
       ctx.Add(LoadCode::kFieldType, ex, "verdict.exclude", fmt::format(fmt::runtime(msg::kFieldType), "verdict.exclude", "a list"));
@@ -490,6 +496,44 @@ std::optional<WindowSpec> ParseWindow(const FileCtx& ctx, const std::string& nam
   if (n["end"]) w.end = ParseExprNode(ctx, n["end"], field + ".end");
   else ctx.Add(LoadCode::kMissingField, n, field, fmt::format(fmt::runtime(msg::kMissingField), "end"));
   return w;
+}
+
+std::map<std::string, ParamSpec> ParseParams(const FileCtx& ctx, const YAML::Node& n) {
+  std::map<std::string, ParamSpec> params;
+  if (!n.IsMap()) {
+    ctx.Add(LoadCode::kFieldType, n, "params", fmt::format(fmt::runtime(msg::kFieldType), "params", "a map"));
+    return params;
+  }
+  for (auto it = n.begin(); it != n.end(); ++it)
+    params[it->first.Scalar()] = ParseParam(ctx, it->first.Scalar(), it->second, "default", kParamKeys, "params.");
+  return params;
+}
+
+std::vector<TriggerSpec> ParseTriggers(const FileCtx& ctx, const YAML::Node& n) {
+  std::vector<TriggerSpec> triggers;
+  if (!n.IsSequence()) {
+    ctx.Add(LoadCode::kFieldType, n, "triggers", fmt::format(fmt::runtime(msg::kFieldType), "triggers", "a list"));
+    return triggers;
+  }
+  for (const auto& tn : n) {
+    TriggerSpec t;
+    t.pos = ctx.Pos(tn);
+    if (!tn.IsMap()) {
+      ctx.Add(LoadCode::kFieldType, tn, "triggers", fmt::format(fmt::runtime(msg::kFieldType), "triggers[]", "a map"));
+      continue;
+    }
+    CheckKeys(ctx, tn, kTriggerKeys);
+    if (tn["failure_class"]) GetStringList(ctx, tn["failure_class"], "triggers.failure_class", &t.failure_class);
+    if (tn["tgs_pattern"]) GetStringList(ctx, tn["tgs_pattern"], "triggers.tgs_pattern", &t.tgs_pattern);
+    if (tn["status"]) GetStringList(ctx, tn["status"], "triggers.status", &t.status);
+    bool b = false;
+    if (tn["baseline"] && GetBool(ctx, tn["baseline"], "triggers.baseline", &b)) t.baseline = b;
+    if (tn["tsdb"] && GetBool(ctx, tn["tsdb"], "triggers.tsdb", &b)) t.tsdb = b;
+    if (tn["always"] && GetBool(ctx, tn["always"], "triggers.always", &b)) t.always = b;
+    if (tn["when"]) t.when = ParseExprNode(ctx, tn["when"], "triggers.when");
+    triggers.push_back(std::move(t));
+  }
+  return triggers;
 }
 
 std::vector<RuleNode> ExpandForEach(FileCtx& ctx, const YAML::Node& rules) {

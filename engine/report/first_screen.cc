@@ -183,7 +183,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   if (r.causal_chain.size() > 1) s.causal_chain = JoinStrings(r.causal_chain, " -> ");
   s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);
   if (!r.verdict.refuted.empty()) s.refuted = JoinStrings(r.verdict.refuted, ", ");
-  s.action = r.decision.action;
+  s.action = ToString(r.decision.action);
   s.exclude = r.decision.exclude;
   s.slurm_exclude = SlurmExcludeList(r.decision);
   for (const auto& [k, v] : r.decision.changes) s.changes.push_back(k + "=" + v);

@@ -114,7 +114,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   if (!r.verdict.runner_up.empty()) s->KeyValue("runner-up", r.verdict.runner_up);
   if (!r.causal_chain.empty()) s->KeyValue("causal chain", JoinStrings(r.causal_chain, " -> "));
   s->Section("Decision");
-  s->KeyValue("action", r.decision.action, true);
+  s->KeyValue("action", std::string(ToString(r.decision.action)), true);
   for (const auto& x : r.decision.exclude)
     s->Bullet("exclude " + x.host + " (priority " + std::to_string(x.priority) + "): " + x.reason);
   for (const auto& [k, v] : r.decision.changes) s->Bullet("change " + k + "=" + v);

@@ -54,12 +54,6 @@ std::string DomainOfRootCause(const std::string& root_cause) {
   return "none";
 }
 
-bool IsKnownAction(const std::string& id) {
-  static constexpr std::array<std::string_view, 6> kActions{
-      "none", "retry-same-nodes", "retry-excluding-nodes", "retry-with-changes", "no-retry", "stop-sweep"};
-  return OneOf(id, kActions);
-}
-
 bool IsKnownDomain(const std::string& id) {
   static constexpr std::array<std::string_view, 9> kDomains{
       "network", "gpu", "host", "software", "training", "observability", "infrastructure", "config", "none"};
@@ -134,11 +128,11 @@ nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes) {
 nlohmann::json ToJson(const Decision& d) {
   nlohmann::json overrides = nlohmann::json::array();
   for (const auto& o : d.overrides) {
-    nlohmann::json entry{{"from", o.from}, {"to", o.to}, {"reason", o.reason}};
+    nlohmann::json entry{{"from", ToString(o.from)}, {"to", ToString(o.to)}, {"reason", o.reason}};
     if (!o.rule.empty()) entry["rule"] = o.rule;
     overrides.push_back(std::move(entry));
   }
-  return {{"action", d.action},
+  return {{"action", ToString(d.action)},
           {"exclude", d.exclude},
           {"slurm_exclude", SlurmExcludeList(d)},
           {"changes", d.changes},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/json.h"
+#include "engine/report/decision_action.h"
 
 namespace diagnose {
 
@@ -82,14 +83,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Exclusion, host, priority, reaso
 // rule taking over from the diagnosis, a sweep limit, an escalation. Scripts read `reason` here
 // instead of parsing notes.
 struct ActionOverride {
-  std::string from;
-  std::string to;
+  DecisionAction from = DecisionAction::kNone;
+  DecisionAction to = DecisionAction::kNone;
   std::string reason;
   std::string rule;   // the rules/sweep/decisions.yaml rule in charge, "" when none was
 };
 
 struct Decision {
-  std::string action = "none";
+  DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;
@@ -157,7 +158,6 @@ nlohmann::json ToJson(const Report& r);
 
 // Contract vocabulary checks, used by tests and by the report writer before it prints.
 bool IsKnownRootCause(const std::string& id);
-bool IsKnownAction(const std::string& id);
 bool IsKnownDomain(const std::string& id);
 bool IsKnownConfidence(const std::string& id);
 bool IsKnownJobStatus(const std::string& id);

@@ -115,7 +115,7 @@ Report LogOnlyReport(const JobFacts& f, const SignatureTable& table) {
                                                                  " (" + primary->host + ").";
     if (!f.oom_allocation.empty() && f.failure_class == "oom-gpu")
       r.verdict.summary += " The failed allocation was " + f.oom_allocation + ".";
-    if (r.decision.action == "retry-excluding-nodes" && primary && !primary->host.empty())
+    if (r.decision.action == DecisionAction::kRetryExcludingNodes && primary && !primary->host.empty())
       r.decision.exclude.push_back({primary->host, 1, f.failure_class + " at " + primary->where.file + ":" +
                                                           std::to_string(primary->where.line)});
   } else if (f.failure_class.empty() && f.status == "completed") {

@@ -107,12 +107,14 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
       if (const YAML::Node v = c["verdict"]) {
         LogOnlyVerdict lv;
         lv.root_cause = v["root_cause"] ? v["root_cause"].as<std::string>() : "";
-        lv.action = v["action"] ? v["action"].as<std::string>() : "";
+        const std::string action = v["action"] ? v["action"].as<std::string>() : "";
         lv.confidence = v["confidence"] ? v["confidence"].as<std::string>() : "";
         if (!IsKnownRootCause(lv.root_cause))
           return ParseError(Where(source, v) + ": class " + sig.id + ": unknown root_cause '" + lv.root_cause + "'");
-        if (!IsKnownAction(lv.action))
-          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown action '" + lv.action + "'");
+        const std::optional<DecisionAction> parsed_action = ParseDecisionAction(action);
+        if (!parsed_action)
+          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown action '" + action + "'");
+        lv.action = *parsed_action;
         if (!IsKnownConfidence(lv.confidence))
           return ParseError(Where(source, v) + ": class " + sig.id + ": unknown confidence '" + lv.confidence + "'");
         sig.verdict = lv;

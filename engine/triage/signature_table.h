@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/report/decision_action.h"
 
 namespace diagnose {
 
@@ -25,7 +26,7 @@ struct SignaturePattern {
 
 struct LogOnlyVerdict {
   std::string root_cause;   // contract vocabulary
-  std::string action;
+  DecisionAction action = DecisionAction::kNone;
   std::string confidence;
 };
 

@@ -149,7 +149,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
                               ? "The job is " + job_status + (classes.empty() ? "" : " (" + classes + ")") +
                                     " and no playbook could name a cause."
                               : "The evidence is insufficient to name a cause.";
-    out.decision.action = "none";
+    out.decision.action = DecisionAction::kNone;
     out.decision.notes.push_back("unexplained " + job_status + ": inspect the findings and the logs before retrying");
   } else {
     // A job that completed with no symptom is healthy: an anomaly no playbook could tie to a loss
@@ -165,7 +165,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     out.verdict.confidence = first_none ? first_none->confidence : "possible";
     out.verdict.summary = first_none ? first_none->summary : "No playbook found a problem.";
     if (first_none) out.verdict.finding = first_none->playbook + "/" + first_none->rule;
-    out.decision.action = "none";
+    out.decision.action = DecisionAction::kNone;
     for (const auto& c : neutral)
       if (c.root_cause == "unknown" && !c.summary.empty())
         out.decision.notes.push_back("noted, not a failure (the job completed with no symptom): " + c.summary);

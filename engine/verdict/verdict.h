@@ -24,7 +24,7 @@ struct Candidate {
   std::optional<double> onset;           // epoch seconds of the earliest anomaly it rests on
   std::vector<std::string> hosts;
   std::vector<std::string> explains;     // failure classes (symptoms) it accounts for
-  std::string action = "none";
+  DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;

@@ -198,7 +198,7 @@ std::string FormatSummaryText(const std::vector<SummaryRow>& rows) {
                          row.nodes > 0 ? std::to_string(row.nodes) + "N" : "-",
                          row.status.empty() ? "-" : OneLine(row.status),
                          row.tgs ? WithThousands(*row.tgs) + " TGS" : "-", OneLine(row.root_cause),
-                         OneLine(row.action), hosts});
+                         std::string(ToString(row.action)), hosts});
     }
     cells.push_back(std::move(c));
   }
@@ -233,7 +233,7 @@ nlohmann::json SummaryJson(const std::vector<SummaryRow>& rows) {
       j["status"] = row.status;
       j["tgs"] = row.tgs ? nlohmann::json(*row.tgs) : nullptr;
       j["root_cause"] = row.root_cause;
-      j["action"] = row.action;
+      j["action"] = ToString(row.action);
       j["exclude"] = row.exclude;
       if (!row.note.empty()) j["incomplete"] = ValidUtf8(row.note);
     }

@@ -31,7 +31,7 @@ struct SummaryRow {
   std::string status;              // contract job status
   std::optional<double> tgs;       // mean Tokens/s/device of steps 5-14 (the launcher's TGS tag)
   std::string root_cause;
-  std::string action;
+  DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   std::string source;              // history | diagnosis | unreadable
   std::string note;                // unreadable: why; diagnosis: why it is incomplete

@@ -118,6 +118,7 @@ std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event
   const int nodes = p.nnodes > 0 ? p.nnodes : static_cast<int>(p.hosts.size());
   std::string line = model + (nodes > 0 ? " " + std::to_string(nodes) + "N" : "") + " (job " + event.job.id + "): ";
   const std::string dash = " \xE2\x80\x94 ";
+  const std::string action(ToString(decision.action));
   if (outcome != LineOutcome::kFail) {
     if (p.steady_steps > 0) {
       line += WithThousands(p.steady_tgs_sum / p.steady_steps);
@@ -133,15 +134,15 @@ std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event
     }
     if (outcome == LineOutcome::kPass) {
       line += dash + "PASS";
-      if (decision.action == "none") return line;
-      line += dash + decision.action;
+      if (decision.action == DecisionAction::kNone) return line;
+      line += dash + action;
     } else {
-      line += dash + ShortCause(rules, root_cause, hang_phase) + dash + "DEGRADED" + dash + decision.action;
+      line += dash + ShortCause(rules, root_cause, hang_phase) + dash + "DEGRADED" + dash + action;
     }
   } else {
-    line += ShortCause(rules, root_cause, hang_phase) + dash + "FAIL" + dash + decision.action;
+    line += ShortCause(rules, root_cause, hang_phase) + dash + "FAIL" + dash + action;
   }
-  if (decision.action == "retry-excluding-nodes") {
+  if (decision.action == DecisionAction::kRetryExcludingNodes) {
     std::string hosts;
     for (const auto& x : decision.exclude) hosts += (hosts.empty() ? "" : ",") + x.host;
     line += " " + hosts;
@@ -232,7 +233,7 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   const std::string& root_cause =
       !verdict_cause.empty() && options_.rules->NamesMechanism(verdict_cause) ? verdict_cause : result.sweep.root_cause;
   const bool found_nothing = root_cause == "none";
-  const LineOutcome outcome = found_nothing && (completed || result.sweep.decision.action == "none") ? LineOutcome::kPass
+  const LineOutcome outcome = found_nothing && (completed || result.sweep.decision.action == DecisionAction::kNone) ? LineOutcome::kPass
                               : completed                                                         ? LineOutcome::kDegraded
                                                                                                   : LineOutcome::kFail;
   std::optional<double> recent_tgs;

@@ -189,14 +189,13 @@ TEST_F(EvaluateTest, MissingWindowSkipsWithReason) {
 }
 
 TEST_F(EvaluateTest, TriggersSelectPlaybooks) {
-  std::vector<std::string> problems;
-  auto sel = SelectPlaybooks(library_, ctx_, &problems);
+  auto sel = SelectPlaybooks(library_, ctx_).selected;
   ASSERT_EQ(sel.size(), 1u);
   EXPECT_EQ(sel[0].reason, "failure class heartbeat-timeout");
   ctx_.facts["failure_class"] = "oom-host";
-  EXPECT_TRUE(SelectPlaybooks(library_, ctx_, &problems).empty());
+  EXPECT_TRUE(SelectPlaybooks(library_, ctx_).selected.empty());
   ctx_.requested_playbooks = {"hb"};
-  EXPECT_EQ(SelectPlaybooks(library_, ctx_, &problems).size(), 1u);
+  EXPECT_EQ(SelectPlaybooks(library_, ctx_).selected.size(), 1u);
 }
 
 TEST(HostKeyTest, MapsEveryLabelShape) {

@@ -37,8 +37,7 @@ rules:
   }
   EvaluationContext ctx;
   ctx.facts = nlohmann::json(facts);
-  std::vector<std::string> problems;
-  auto sel = SelectPlaybooks(lib, ctx, &problems);
+  auto sel = SelectPlaybooks(lib, ctx).selected;
   ASSERT_EQ(sel.size(), 1u);
   auto graph = CompiledGraph::Compile(lib, {sel[0].playbook});
   ASSERT_TRUE(graph.ok());

@@ -80,7 +80,7 @@ void SetSummary(JobFacts* f, const std::string& status, int exit_code, const std
   f->summary.reason = reason;
 }
 
-Report MakeDiagnosis(const std::string& root_cause, const std::string& action) {
+Report MakeDiagnosis(const std::string& root_cause, DecisionAction action) {
   Report r;
   r.verdict.root_cause = root_cause;
   r.verdict.domain = DomainOfRootCause(root_cause);

@@ -25,7 +25,7 @@ void AddSteps(JobFacts* facts, int first, int last, double tgs = 1000);
 void AddNodeExit(JobFacts* facts, const std::string& host, int code);
 void SetSummary(JobFacts* facts, const std::string& status, int exit_code, const std::string& reason = "");
 
-Report MakeDiagnosis(const std::string& root_cause = "unknown", const std::string& action = "none");
+Report MakeDiagnosis(const std::string& root_cause = "unknown", DecisionAction action = DecisionAction::kNone);
 
 // Runs RefineDecision with a context for sweep "s1".
 SweepDecision Refine(const JobFacts& facts, const SweepHistory& history = {}, const Report& diagnosis = MakeDiagnosis(),

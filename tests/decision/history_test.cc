@@ -36,7 +36,7 @@ HistoryEntry Entry(const std::string& job) {
   e.config = {"grok-1", {{"per_device_batch_size", "8"}, {"_env_NOTE", "a \"quoted\"\nvalue"}}};
   e.nodes = {"gpu1", "gpu2"};
   e.status = "failed";
-  e.action = "retry-excluding-nodes";
+  e.action = DecisionAction::kRetryExcludingNodes;
   e.exclude = {{"gpu2", 1, "HSA abort"}};
   e.root_cause = "gpu-hardware-fault";
   e.failure_class = "gpu-hardware-fault";
@@ -111,6 +111,18 @@ TEST(SweepHistory, ANumberBeyondInt64IsAWrongTypeNotUndefinedBehaviour) {
   EXPECT_NE(h.warnings[0].find("h.jsonl:1:"), std::string::npos) << h.warnings[0];
 }
 
+// The action is parsed as the line is read: a word outside the contract skips the line with the
+// others of the wrong shape, so no later comparison ever sees it.
+TEST(SweepHistory, AnActionOutsideTheContractSkipsTheLine) {
+  std::istringstream in(R"({"time": 1, "job": "1", "action": "reboot"})" "\n"
+                        R"({"time": 2, "job": "2", "action": "retry-excluding-nodes"})" "\n");
+  SweepHistory h = ParseSweepHistory(in, "h.jsonl");
+  ASSERT_EQ(h.entries.size(), 1u);
+  EXPECT_EQ(h.entries[0].action, DecisionAction::kRetryExcludingNodes);
+  ASSERT_EQ(h.warnings.size(), 1u);
+  EXPECT_NE(h.warnings[0].find("reboot"), std::string::npos) << h.warnings[0];
+}
+
 // A writer killed mid-line leaves a tail without '\n'. The next append must start on a fresh line:
 // joined to the torn tail, it would be lost with it on the next read.
 TEST(SweepHistory, AppendAfterTornTailStartsOnAFreshLine) {
@@ -170,17 +182,17 @@ TEST(SweepHistory, ApplySweepDecisionRefinesAndAppends) {
   JobFacts f = testing::MakeFacts("9805", {"gpu1", "gpu2"});
   testing::AddClass(&f, "oom-gpu", "gpu1", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.00GiB");
   f.oom_allocation = "9.00GiB";
-  Report report = testing::MakeDiagnosis("gpu-oom", "none");
+  Report report = testing::MakeDiagnosis("gpu-oom", DecisionAction::kNone);
   SweepContext context;
   context.now = 1700000123;
   ASSERT_TRUE(ApplySweepDecision(testing::SweepRules(), path, context, f, &report).ok());
-  EXPECT_EQ(report.decision.action, "no-retry");
+  EXPECT_EQ(report.decision.action, DecisionAction::kNoRetry);
   auto h = LoadSweepHistory(path);
   ASSERT_TRUE(h.ok());
   ASSERT_EQ(h->entries.size(), 1u);
   EXPECT_EQ(h->entries[0].sweep, "apply");   // default sweep id = history file stem
   EXPECT_EQ(h->entries[0].oom_allocation, "9.00GiB");
-  EXPECT_EQ(h->entries[0].action, "no-retry");
+  EXPECT_EQ(h->entries[0].action, DecisionAction::kNoRetry);
   EXPECT_EQ(h->entries[0].time, 1700000123);
 }
 

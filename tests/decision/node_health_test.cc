@@ -173,26 +173,25 @@ TEST(NodeHealthDecision, ExcludesUnhealthyFirstThenDegraded) {
                                             OneNode("4", "d", 0, "hanging", 2), OneNode("5", "e", 970)},
                                            th);
   Decision d = DecisionFromNodeHealth(t);
-  EXPECT_EQ(d.action, "retry-excluding-nodes");
+  EXPECT_EQ(d.action, DecisionAction::kRetryExcludingNodes);
   ASSERT_EQ(d.exclude.size(), 2u);
   EXPECT_EQ(d.exclude[0].host, "d");
   EXPECT_EQ(d.exclude[0].priority, 1);
   EXPECT_EQ(d.exclude[1].host, "c");
   EXPECT_EQ(d.exclude[1].priority, 2);
-  EXPECT_TRUE(IsKnownAction(d.action));
   NodeHealthTable clean = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1001)}, th);
-  EXPECT_EQ(DecisionFromNodeHealth(clean).action, "none");
+  EXPECT_EQ(DecisionFromNodeHealth(clean).action, DecisionAction::kNone);
 }
 
 TEST(BisectionDecision, BadPairExcludedNextSplitNoted) {
   const auto& th = testing::SweepRules().bisection;
   BisectionResult pair = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 1200)}, th, std::nullopt);
   Decision d = DecisionFromBisection(pair);
-  EXPECT_EQ(d.action, "retry-excluding-nodes");
+  EXPECT_EQ(d.action, DecisionAction::kRetryExcludingNodes);
   EXPECT_EQ(d.exclude.size(), 2u);
   BisectionResult first = AnalyzeBisection({Group("all-8", kAll, 1320)}, th, 1393.0);
   Decision next = DecisionFromBisection(first);
-  EXPECT_EQ(next.action, "none");
+  EXPECT_EQ(next.action, DecisionAction::kNone);
   ASSERT_FALSE(next.notes.empty());
   EXPECT_NE(next.notes[0].find("node[001-004]"), std::string::npos) << next.notes[0];
 }

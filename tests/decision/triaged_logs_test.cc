@@ -91,7 +91,7 @@ TEST_F(TriagedLogTest, GpuOomNoRetryWithAllocation) {
       "FAILED (exit 1) " + kDash + " Training FAILED (exit=1)");
   JobFacts f = Triage(log);
   SweepDecision d = testing::Refine(f);
-  EXPECT_EQ(d.decision.action, "no-retry") << Describe(f);
+  EXPECT_EQ(d.decision.action, DecisionAction::kNoRetry) << Describe(f);
   EXPECT_EQ(d.rule, "gpu-oom");
   EXPECT_EQ(d.oom_allocation, "221.71GiB");
 }
@@ -107,7 +107,7 @@ TEST_F(TriagedLogTest, HsaAbortOnOneNodeExcludesIt) {
       "FAILED (exit 1) " + kDash + " Training FAILED (exit=134)");
   JobFacts f = Triage(log);
   SweepDecision d = testing::Refine(f);
-  EXPECT_EQ(d.decision.action, "retry-excluding-nodes") << Describe(f);
+  EXPECT_EQ(d.decision.action, DecisionAction::kRetryExcludingNodes) << Describe(f);
   ASSERT_EQ(d.decision.exclude.size(), 1u);
   EXPECT_EQ(d.decision.exclude[0].host, "gpu103");
 }
@@ -121,7 +121,7 @@ TEST_F(TriagedLogTest, HsaAbortOnEveryNodeIsConfigError) {
             "allocate the necessary resources. Available Free mem : 24 MB\n";
   JobFacts f = Triage(WriteLog("9811", hosts, body, "FAILED (exit 1) " + kDash + " Training FAILED (exit=134)"));
   SweepDecision d = testing::Refine(f);
-  EXPECT_EQ(d.decision.action, "stop-sweep") << Describe(f);
+  EXPECT_EQ(d.decision.action, DecisionAction::kStopSweep) << Describe(f);
   EXPECT_EQ(d.root_cause, "config-error");
 }
 
@@ -130,8 +130,8 @@ TEST_F(TriagedLogTest, CleanupExit143AfterFinalStepIsSuccess) {
   JobFacts f = Triage(WriteLog("9850", hosts,
                                Steps(2, 0, 14) + "0: NODE_EXIT host=gpu101 exit=143\n1: NODE_EXIT host=gpu102 exit=143\n",
                                "FAILED (exit 143) " + kDash + " CANCELLED (scancel / SIGTERM)"));
-  SweepDecision d = testing::Refine(f, {}, testing::MakeDiagnosis("unknown", "retry-same-nodes"));
-  EXPECT_EQ(d.decision.action, "none") << Describe(f);
+  SweepDecision d = testing::Refine(f, {}, testing::MakeDiagnosis("unknown", DecisionAction::kRetrySameNodes));
+  EXPECT_EQ(d.decision.action, DecisionAction::kNone) << Describe(f);
   EXPECT_EQ(d.root_cause, "none");
 }
 
@@ -146,7 +146,7 @@ TEST_F(TriagedLogTest, UnknownXlaFlagIsConfigError) {
   SweepDecision d = testing::Refine(f);
   EXPECT_EQ(d.rule, "unknown-xla-flag") << Describe(f);
   EXPECT_EQ(d.root_cause, "config-error");
-  EXPECT_EQ(d.decision.action, "no-retry");
+  EXPECT_EQ(d.decision.action, DecisionAction::kNoRetry);
 }
 
 TEST_F(TriagedLogTest, CoordinationDeadlineRetriesSameNodes) {
@@ -158,7 +158,7 @@ TEST_F(TriagedLogTest, CoordinationDeadlineRetriesSameNodes) {
                                "FAILED (exit 1) " + kDash + " Training FAILED (exit=1)"));
   SweepDecision d = testing::Refine(f);
   EXPECT_EQ(d.rule, "coordination-deadline-exceeded") << Describe(f);
-  EXPECT_EQ(d.decision.action, "retry-same-nodes");
+  EXPECT_EQ(d.decision.action, DecisionAction::kRetrySameNodes);
 }
 
 TEST_F(TriagedLogTest, NicCompletionErrorRetriesSameNodes) {
@@ -168,7 +168,7 @@ TEST_F(TriagedLogTest, NicCompletionErrorRetriesSameNodes) {
                                "FAILED (exit 1) " + kDash + " Training FAILED (exit=1)"));
   SweepDecision d = testing::Refine(f);
   EXPECT_EQ(d.rule, "nic-completion-error") << Describe(f);
-  EXPECT_EQ(d.decision.action, "retry-same-nodes");
+  EXPECT_EQ(d.decision.action, DecisionAction::kRetrySameNodes);
 }
 
 TEST_F(TriagedLogTest, StalledJobAfterStep0IsHangRetry) {
@@ -177,7 +177,7 @@ TEST_F(TriagedLogTest, StalledJobAfterStep0IsHangRetry) {
   JobFacts f = Triage(log);
   SweepDecision d = testing::Refine(f, {}, testing::MakeDiagnosis(), /*stalled=*/true);
   EXPECT_EQ(d.hang_phase, "after-step0") << Describe(f);
-  EXPECT_EQ(d.decision.action, "retry-same-nodes");
+  EXPECT_EQ(d.decision.action, DecisionAction::kRetrySameNodes);
 }
 
 TEST_F(TriagedLogTest, StalledJobBeforeMemstatsIsTransient) {
@@ -185,7 +185,7 @@ TEST_F(TriagedLogTest, StalledJobBeforeMemstatsIsTransient) {
   JobFacts f = Triage(WriteLog("9891", hosts, "0: Launching MaxText.train directly...\n", ""));
   SweepDecision d = testing::Refine(f, {}, testing::MakeDiagnosis(), /*stalled=*/true);
   EXPECT_EQ(d.hang_phase, "before-memstats") << Describe(f);
-  EXPECT_EQ(d.decision.action, "retry-same-nodes");
+  EXPECT_EQ(d.decision.action, DecisionAction::kRetrySameNodes);
 }
 
 TEST_F(TriagedLogTest, StalledAfterMemstatsBeforeStep0IsSilentOom) {
@@ -196,7 +196,7 @@ TEST_F(TriagedLogTest, StalledAfterMemstatsBeforeStep0IsSilentOom) {
                                ""));
   SweepDecision d = testing::Refine(f, {}, testing::MakeDiagnosis(), /*stalled=*/true);
   EXPECT_EQ(d.hang_phase, "after-memstats-before-step0") << Describe(f) << " memstats=" << f.memstats.size();
-  EXPECT_EQ(d.decision.action, "no-retry");
+  EXPECT_EQ(d.decision.action, DecisionAction::kNoRetry);
 }
 
 }  // namespace

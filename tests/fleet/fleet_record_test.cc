@@ -18,7 +18,7 @@ Report JobReport(const std::vector<std::string>& hosts, const std::vector<Exclus
   baseline.hosts = {"other-host"};
   r.jobs.push_back(baseline);
   r.verdict.root_cause = "rdma-link-degradation";
-  r.decision.action = "retry-excluding-nodes";
+  r.decision.action = DecisionAction::kRetryExcludingNodes;
   r.decision.exclude = exclude;
   Finding fired;
   fired.id = "network-health/network_anomalies";

@@ -53,7 +53,7 @@ void ExpectScenarioReport(const CliRun& run, const YAML::Node& root, const std::
   EXPECT_TRUE(IsKnownRootCause(report["verdict"]["root_cause"])) << report["verdict"];
   EXPECT_TRUE(IsKnownDomain(report["verdict"]["domain"]));
   EXPECT_TRUE(IsKnownConfidence(report["verdict"]["confidence"]));
-  EXPECT_TRUE(IsKnownAction(report["decision"]["action"])) << report["decision"];
+  EXPECT_TRUE(ParseDecisionAction(report["decision"]["action"].get<std::string>())) << report["decision"];
   EXPECT_TRUE(IsKnownJobStatus(report["jobs"][0]["status"]));
   for (const auto& f : report["findings"])
     if (f["status"] == "fired") EXPECT_FALSE(f["evidence"].empty()) << "fired finding without evidence: " << f["id"];

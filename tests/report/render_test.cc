@@ -39,7 +39,7 @@ Report SampleReport() {
   f.evidence.push_back({"log", "9101-JAX-x.log:812", std::nullopt, nullptr,
                         "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 221.71GiB & <more>"});
   r.findings.push_back(f);
-  r.decision.action = "no-retry";
+  r.decision.action = DecisionAction::kNoRetry;
   r.decision.notes = {"never retry an OOM at the same batch size"};
   JobFacts facts;
   facts.id = "9101";

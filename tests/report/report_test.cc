@@ -7,7 +7,7 @@ namespace {
 
 TEST(DecisionJson, SlurmExcludeListKeepsPriorityOrderAndDropsNamesSlurmWouldReadAsSyntax) {
   Decision d;
-  d.action = "retry-excluding-nodes";
+  d.action = DecisionAction::kRetryExcludingNodes;
   d.exclude = {{"chi2822", 1, "ECC"}, {"gpu-07.rack2", 2, "RDMA"}, {"a,b", 2, "from a label"},
                {"n[1-3]", 3, "from a label"}, {"x y", 3, "from a label"}, {"", 3, "empty"}};
   EXPECT_EQ(SlurmExcludeList(d), "chi2822,gpu-07.rack2");
@@ -36,14 +36,17 @@ TEST(DecisionJson, TypedChangesTypesNumbersAndBooleansAndLeavesTheRestStrings) {
 
 TEST(DecisionJson, OverridesSerializeWithTheirRuleOnlyWhenOneWasInCharge) {
   Decision d;
-  d.action = "stop-sweep";
-  d.overrides = {{"retry-excluding-nodes", "stop-sweep", "4 nodes excluded (limit 2)", ""},
-                 {"none", "stop-sweep", "GPU abort on every node", "gpu-hardware-error-all-nodes"}};
+  d.action = DecisionAction::kStopSweep;
+  d.overrides = {{DecisionAction::kRetryExcludingNodes, DecisionAction::kStopSweep, "4 nodes excluded (limit 2)", ""},
+                 {DecisionAction::kNone, DecisionAction::kStopSweep, "GPU abort on every node",
+                  "gpu-hardware-error-all-nodes"}};
   const nlohmann::json j = ToJson(d);
   ASSERT_EQ(j["overrides"].size(), 2u);
   EXPECT_FALSE(j["overrides"][0].contains("rule"));
   EXPECT_EQ(j["overrides"][1]["rule"], "gpu-hardware-error-all-nodes");
   EXPECT_EQ(j["overrides"][0]["reason"], "4 nodes excluded (limit 2)");
+  EXPECT_EQ(j["overrides"][0]["from"], "retry-excluding-nodes");
+  EXPECT_EQ(j["overrides"][1]["to"], "stop-sweep");
   EXPECT_EQ(ToJson(Decision{})["overrides"], nlohmann::json::array());
 }
 

@@ -131,7 +131,7 @@ Outcome Diagnose(const Excerpt& x, size_t index, const Variant& variant) {
   auto report = RunDiagnosis(options);
   if (!report.ok()) return {"error: " + report.status().message(), "", "", ""};
   return {report->jobs[0].status, report->jobs[0].failure_class, report->verdict.root_cause,
-          report->decision.action};
+          std::string(ToString(report->decision.action))};
 }
 
 TEST(RealErrors, CorpusClassRootCauseAndActionFromTheLogsAlone) {

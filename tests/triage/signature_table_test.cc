@@ -20,7 +20,7 @@ TEST(SignatureTableTest, ShippedTableLoadsAndCoversEveryClass) {
                          "cancelled-after-hang", "node-fail", "unknown-death", "stage-fail", "soft-success"})
     EXPECT_NE(t->Find(id), nullptr) << id;
   EXPECT_EQ(t->Find("oom-gpu")->verdict->root_cause, "gpu-oom");
-  EXPECT_EQ(t->Find("oom-gpu")->verdict->action, "no-retry");
+  EXPECT_EQ(t->Find("oom-gpu")->verdict->action, DecisionAction::kNoRetry);
   EXPECT_EQ(t->Find("container-pull-fail")->verdict->root_cause, "infrastructure-failure");
   EXPECT_EQ(t->Find("model-not-found")->verdict->root_cause, "config-error");
   EXPECT_FALSE(t->Find("heartbeat-timeout")->tsdb_questions.empty());

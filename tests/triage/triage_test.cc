@@ -532,7 +532,7 @@ TEST(LogAssessmentTest, OomDecidesFromLogsHeartbeatAsksTheTsdb) {
     Report r = LogOnlyReport(Triage(out, "9101"), *table);
     EXPECT_EQ(r.verdict.root_cause, "gpu-oom");
     EXPECT_EQ(r.verdict.domain, "gpu");
-    EXPECT_EQ(r.decision.action, "no-retry");
+    EXPECT_EQ(r.decision.action, DecisionAction::kNoRetry);
     ASSERT_FALSE(r.findings.empty());
     EXPECT_EQ(r.findings[0].id, "log-triage/oom-gpu");
     ASSERT_FALSE(r.findings[0].evidence.empty());

@@ -15,7 +15,7 @@ Candidate Make(const std::string& pb, const std::string& cause, const std::strin
   c.onset = onset;
   c.playbook_order = order;
   c.summary = cause + " summary";
-  c.action = cause == "rccl-hang" ? "retry-same-nodes" : "retry-with-changes";
+  c.action = cause == "rccl-hang" ? DecisionAction::kRetrySameNodes : DecisionAction::kRetryWithChanges;
   return c;
 }
 
@@ -28,7 +28,7 @@ TEST(CombineTest, EarliestOnsetWinsAtEqualConfidenceAndTheChainIsOrdered) {
   auto out = Combine({hb, hang, io}, "failed", {"heartbeat-timeout"});
   EXPECT_EQ(out.verdict.root_cause, "rccl-hang");
   EXPECT_EQ(out.verdict.domain, DomainOfRootCause("rccl-hang"));
-  EXPECT_EQ(out.decision.action, "retry-same-nodes");
+  EXPECT_EQ(out.decision.action, DecisionAction::kRetrySameNodes);
   ASSERT_EQ(out.causal_chain.size(), 4u);
   EXPECT_EQ(out.causal_chain[0], "rccl-hang (rccl-hang)");
   EXPECT_EQ(out.causal_chain[1], "checkpoint-io-stall (checkpoint-interference)");
@@ -63,7 +63,7 @@ TEST(CombineTest, NoneNeverHidesAFailure) {
   EXPECT_EQ(failed.decision.notes.back(), "checkpoint spikes are expected");
   auto ok = Combine({healthy}, "completed", {});
   EXPECT_EQ(ok.verdict.root_cause, "none");
-  EXPECT_EQ(ok.decision.action, "none");
+  EXPECT_EQ(ok.decision.action, DecisionAction::kNone);
   EXPECT_EQ(Combine({}, "hanging", {}).verdict.root_cause, "unknown");
   // `unknown` is for an unexplained failure or loss: with a symptom it stands...
   EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, "completed", {"tgs-degradation"}).verdict.root_cause,
@@ -81,7 +81,7 @@ TEST(CombineTest, AHealthyJobWithAnUnexplainedAnomalyIsNoneWithTheAnomalyNoted) 
     auto out = Combine({anomaly, clean}, "completed", classes);
     EXPECT_EQ(out.verdict.root_cause, "none");
     EXPECT_EQ(out.verdict.confidence, "likely");
-    EXPECT_EQ(out.decision.action, "none");
+    EXPECT_EQ(out.decision.action, DecisionAction::kNone);
     bool noted = false;
     for (const auto& n : out.decision.notes) noted = noted || n.find("RDMA anomalies on h3") != std::string::npos;
     EXPECT_TRUE(noted);
@@ -103,13 +103,13 @@ TEST(CombineTest, TheReportSaysWhyTheRunnerUpLost) {
 
 TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   auto still_training = Make("rccl-hang", "none", "likely", std::nullopt, 0);
-  still_training.action = "none";
+  still_training.action = DecisionAction::kNone;
   still_training.explains = {"hang"};
   auto out = Combine({still_training}, "hanging", {"hang"});
   EXPECT_EQ(out.verdict.root_cause, "none");
   EXPECT_EQ(out.verdict.confidence, "likely");
   EXPECT_EQ(out.verdict.refuted, (std::vector<std::string>{"hang"}));
-  EXPECT_EQ(out.decision.action, "none");
+  EXPECT_EQ(out.decision.action, DecisionAction::kNone);
 
   // Only possible: not enough to overrule the log.
   auto weak = still_training;
@@ -126,7 +126,7 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   // Broken telemetry next to it is the verdict, and the refutation stands.
   auto gap = Make("observability-gaps", "observability-gap", "possible", 5, 1);
   gap.yields = true;
-  gap.action = "none";
+  gap.action = DecisionAction::kNone;
   auto with_gap = Combine({still_training, gap}, "hanging", {"hang"});
   EXPECT_EQ(with_gap.verdict.root_cause, "observability-gap");
   EXPECT_EQ(with_gap.verdict.refuted, (std::vector<std::string>{"hang"}));
@@ -134,7 +134,7 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
 
 TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
   auto c = Make("rdma", "rdma-link-degradation", "likely", 1, 0);
-  c.action = "retry-excluding-nodes";
+  c.action = DecisionAction::kRetryExcludingNodes;
   c.exclude = {{"h9", 2, "retx"}, {"h1", 2, "retx"}, {"h5", 1, "retry exhaustion"}};
   auto out = Combine({c}, "completed", {});
   ASSERT_EQ(out.decision.exclude.size(), 3u);

@@ -53,7 +53,7 @@ class SweepSummaryTest : public OutputsDirTest {
     return log.path();
   }
 
-  void Decide(const std::string& job, const std::string& root_cause, const std::string& action,
+  void Decide(const std::string& job, const std::string& root_cause, DecisionAction action,
               const std::vector<std::string>& excluded) {
     HistoryEntry e;
     e.time = kNow;
@@ -82,7 +82,7 @@ class SweepSummaryTest : public OutputsDirTest {
       entry.status = "failed";
       r.jobs.push_back(entry);
       r.verdict.root_cause = "gpu-oom";
-      r.decision.action = "no-retry";
+      r.decision.action = DecisionAction::kNoRetry;
       return r;
     };
     return options;
@@ -102,7 +102,7 @@ class SweepSummaryTest : public OutputsDirTest {
 TEST_F(SweepSummaryTest, HistoryDecidesKnownJobsAndOnlyTheRestAreDiagnosed) {
   Job("4102", "mixtral-8x22b", {"n1", "n2", "n3"}, 2520.4, kNow - 3 * kDay);
   Job("4101", "grok-1", {"n4", "n5"}, 1800, kNow - 2 * kDay);
-  Decide("4102", "rdma-link-degradation", "retry-excluding-nodes", {"n2", "n3"});
+  Decide("4102", "rdma-link-degradation", DecisionAction::kRetryExcludingNodes, {"n2", "n3"});
   const auto before = Snapshot(dir_);
 
   auto summary = SummarizeSweep(Options());
@@ -120,7 +120,7 @@ TEST_F(SweepSummaryTest, HistoryDecidesKnownJobsAndOnlyTheRestAreDiagnosed) {
   ASSERT_TRUE(decided.tgs.has_value());
   EXPECT_NEAR(*decided.tgs, 2520.4, 1e-6);
   EXPECT_EQ(decided.root_cause, "rdma-link-degradation");
-  EXPECT_EQ(decided.action, "retry-excluding-nodes");
+  EXPECT_EQ(decided.action, DecisionAction::kRetryExcludingNodes);
   ASSERT_EQ(decided.exclude.size(), 2u);
   EXPECT_EQ(decided.exclude[1].host, "n3");
   EXPECT_EQ(decided.time, kNow - 3 * kDay);
@@ -128,7 +128,7 @@ TEST_F(SweepSummaryTest, HistoryDecidesKnownJobsAndOnlyTheRestAreDiagnosed) {
   const SummaryRow& fresh = Row(*summary, "4101");
   EXPECT_EQ(fresh.source, "diagnosis");
   EXPECT_EQ(fresh.root_cause, "gpu-oom");
-  EXPECT_EQ(fresh.action, "no-retry");
+  EXPECT_EQ(fresh.action, DecisionAction::kNoRetry);
   EXPECT_EQ(fresh.nodes, 2);
 
   EXPECT_EQ(Snapshot(dir_), before) << "a summary must not write into the outputs dir or the history";
@@ -136,8 +136,8 @@ TEST_F(SweepSummaryTest, HistoryDecidesKnownJobsAndOnlyTheRestAreDiagnosed) {
 
 TEST_F(SweepSummaryTest, LatestHistoryEntryOfAJobWins) {
   Job("4201", "grok-1", {"n1"}, 1000, kNow - kDay);
-  Decide("4201", "rccl-hang", "retry-same-nodes", {});
-  Decide("4201", "gpu-oom", "no-retry", {});
+  Decide("4201", "rccl-hang", DecisionAction::kRetrySameNodes, {});
+  Decide("4201", "gpu-oom", DecisionAction::kNoRetry, {});
   auto summary = SummarizeSweep(Options());
   ASSERT_TRUE(summary.ok());
   EXPECT_TRUE(diagnosed_.empty());
@@ -200,7 +200,7 @@ TEST_F(SweepSummaryTest, MissingOrDamagedHistoryIsAWarning) {
 
 TEST_F(SweepSummaryTest, TextAndJsonCarryEveryColumn) {
   Job("4601", "mixtral-8x22b", {"n1", "n2", "n3"}, 2520.4, kNow - kDay);
-  Decide("4601", "rdma-link-degradation", "retry-excluding-nodes", {"n2", "n3"});
+  Decide("4601", "rdma-link-degradation", DecisionAction::kRetryExcludingNodes, {"n2", "n3"});
   auto summary = SummarizeSweep(Options());
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(FormatSummaryText(summary->rows),

@@ -208,7 +208,7 @@ TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMomen
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ((*r)[0].event.trigger, "stalled");
   EXPECT_EQ(fake.last_step_seen["9807"], 5);
-  EXPECT_EQ((*r)[0].report.decision.action, "retry-same-nodes");
+  EXPECT_EQ((*r)[0].report.decision.action, DecisionAction::kRetrySameNodes);
   EXPECT_NE((*r)[0].line.find("hang after-step0"), std::string::npos) << (*r)[0].line;
   checked(5);
 
@@ -242,11 +242,10 @@ TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMomen
   for (const auto& e : history->entries) {
     by_job[e.job] = e;
     EXPECT_EQ(e.sweep, "sweep-a");
-    EXPECT_TRUE(IsKnownAction(e.action)) << e.action;
   }
-  EXPECT_EQ(by_job["9801"].action, "none");
+  EXPECT_EQ(by_job["9801"].action, DecisionAction::kNone);
   EXPECT_EQ(by_job["9801"].status, "completed");
-  EXPECT_EQ(by_job["9805"].action, "no-retry");
+  EXPECT_EQ(by_job["9805"].action, DecisionAction::kNoRetry);
   EXPECT_EQ(by_job["9805"].oom_allocation, "12.5GiB");
   EXPECT_EQ(by_job["9805"].config.model, "grok-1");
   EXPECT_EQ(by_job["9805"].config.args.at("steps"), "15");
@@ -315,7 +314,7 @@ TEST_F(WatchTest, LogUntouchedForTheStallWindowStallsOnFirstSight) {
 TEST_F(WatchTest, CompletedJobWithACauseIsDegradedNotPass) {
   FakeDiagnosis fake;
   Decision exclude;
-  exclude.action = "retry-excluding-nodes";
+  exclude.action = DecisionAction::kRetryExcludingNodes;
   exclude.exclude.push_back({"gpu2", 1, "RDMA retransmits aligned with the slow phase"});
   exclude.notes.push_back("rdma-link-degradation");
   fake.found["4001"] = exclude;
