@@ -3,8 +3,10 @@
 // which must pass with the shipped thresholds and fail when one of them is flipped.
 #include "engine/alerting/rule_export.h"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -175,26 +177,44 @@ TEST(RuleTests, GeneratedFromThePlaybookTestsTheyPassWithTheShippedThresholds) {
 }
 
 // Each flip makes a positive case miss its alert, or a near miss fire one: the generated tests
-// see thresholds, not only syntax.
-TEST(RuleTests, TheyFailWhenAThresholdIsFlipped) {
+// see thresholds, not only syntax. One ctest process per flip (each runs promtool over every
+// generated test), so that no process nears its time limit and two run at once.
+struct ThresholdFlip {
+  std::string name;
+  double value;
+};
+
+void PrintTo(const ThresholdFlip& flip, std::ostream* os) { *os << flip.name << " = " << flip.value; }
+
+class RuleTestsFlipped : public ::testing::TestWithParam<ThresholdFlip> {};
+
+TEST_P(RuleTestsFlipped, TheyFailWhenAThresholdIsFlipped) {
   if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
-  const std::vector<std::pair<std::string, double>> flips = {
-      {"rdma_error_rate_min_per_s", 1e9},       {"host_mem_exhausted_fraction", 1.5},
-      {"host_mem_exhausted_fraction", 0.01},    {"gpu_sclk_drop_fraction", 0.95},
-      {"gpu_power_busy_wait_max_w", 10},        {"gpu_util_busy_pct", 101},
-      {"counter_edge_s", 1},
-  };
-  for (const auto& [name, value] : flips) {
-    Shipped s = LoadShipped();
-    ASSERT_TRUE(s.library.thresholds.contains(name)) << name;
-    s.library.thresholds[name] = value;
-    auto exported = ExportRules(s.book, s.library, {});
-    ASSERT_TRUE(exported.ok()) << exported.status().message();
-    auto run = RunRuleTests(*exported, PlaybookTests());
-    ASSERT_TRUE(run.ok()) << run.status().message();
-    EXPECT_FALSE(run->passed) << name << " = " << value << " still passes";
-  }
+  const ThresholdFlip& flip = GetParam();
+  Shipped s = LoadShipped();
+  ASSERT_TRUE(s.library.thresholds.contains(flip.name)) << flip.name;
+  s.library.thresholds[flip.name] = flip.value;
+  auto exported = ExportRules(s.book, s.library, {});
+  ASSERT_TRUE(exported.ok()) << exported.status().message();
+  auto run = RunRuleTests(*exported, PlaybookTests());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_FALSE(run->passed) << flip.name << " = " << flip.value << " still passes";
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Flips, RuleTestsFlipped,
+    ::testing::Values(ThresholdFlip{"rdma_error_rate_min_per_s", 1e9}, ThresholdFlip{"host_mem_exhausted_fraction", 1.5},
+                      ThresholdFlip{"host_mem_exhausted_fraction", 0.01}, ThresholdFlip{"gpu_sclk_drop_fraction", 0.95},
+                      ThresholdFlip{"gpu_power_busy_wait_max_w", 10}, ThresholdFlip{"gpu_util_busy_pct", 101},
+                      ThresholdFlip{"counter_edge_s", 1}),
+    [](const ::testing::TestParamInfo<ThresholdFlip>& info) {
+      std::ostringstream value;
+      value << info.param.value;
+      std::string name = info.param.name + "_" + value.str();   // e.g. counter_edge_s_1, gpu_sclk_drop_fraction_0_95
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace diagnose::alerting

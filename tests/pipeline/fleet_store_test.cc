@@ -188,19 +188,20 @@ TEST(FleetImportUsage, APrometheusIsNotAFleetStoreAndAnUnreachableOneIsNamed) {
   EXPECT_NE(no_store.err.find("--vm"), std::string::npos) << no_store.err;
 }
 
-// Every fixture job with a TSDB through the store, in four shards so that each stays well inside
-// the per-test time limit and two run at once (main tree only: each job is diagnosed twice).
+// Every fixture job with a TSDB through the store, in shards so that each stays well inside a third
+// of the per-test time limit and two run at once (main tree only: each job is diagnosed twice).
+constexpr int kFleetShards = 8;
+
 class FleetStoreEveryFixture : public FleetStore, public ::testing::WithParamInterface<int> {};
 
 TEST_P(FleetStoreEveryFixture, DecidesAsItsPrivateCopy) {
-  constexpr int kShards = 4;
   auto listed = ListJobs(DIAGNOSE_FIXTURE_OUTPUTS);
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
   std::vector<std::string> all, jobs;
   for (const auto& job : *listed)
     if (job.prometheus_dir) all.push_back(job.id);
   ASSERT_GE(all.size(), 50u);
-  for (size_t i = GetParam(); i < all.size(); i += kShards) jobs.push_back(all[i]);
+  for (size_t i = GetParam(); i < all.size(); i += kFleetShards) jobs.push_back(all[i]);
   // A few jobs per command, so no one command nears the CLI runner's time limit.
   json results = json::array();
   for (size_t i = 0; i < jobs.size(); i += 3) {
@@ -219,7 +220,7 @@ TEST_P(FleetStoreEveryFixture, DecidesAsItsPrivateCopy) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shards, FleetStoreEveryFixture, ::testing::Range(0, 4));
+INSTANTIATE_TEST_SUITE_P(Shards, FleetStoreEveryFixture, ::testing::Range(0, kFleetShards));
 
 }  // namespace
 }  // namespace diagnose::e2e

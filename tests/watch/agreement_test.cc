@@ -96,7 +96,14 @@ TEST(EmptyListSentence, TheCheckSeesTheHolesThatWereShipped) {
     EXPECT_FALSE(HasHole(fine)) << fine;
 }
 
-TEST_F(CommandAgreementTest, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob) {
+// Sharded by job: each shard runs `watch --once` over every job (its judgement of one job must not
+// depend on which others it saw) and compares a third of them, so that no ctest process nears its
+// time limit and two shards run at once.
+constexpr int kAgreementShards = 3;
+
+class CommandAgreementShards : public CommandAgreementTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob) {
   auto rules = LoadDecisionRules(DIAGNOSE_SOURCE_DIR);
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();
   int code = 0;
@@ -111,8 +118,9 @@ TEST_F(CommandAgreementTest, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob)
   }
   ASSERT_GE(lines.size(), 20u) << watch;
 
-  int degraded_seen = 0, named_seen = 0;
+  int degraded_seen = 0, named_seen = 0, index = 0;
   for (const auto& [id, line] : lines) {
+    if (index++ % kAgreementShards != GetParam()) continue;
     SCOPED_TRACE("job " + id + ": " + line);
     const std::string out = Stdout({DIAGNOSE_BINARY, id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"}, &code);
     const auto report = nlohmann::json::parse(out, nullptr, false);
@@ -162,10 +170,12 @@ TEST_F(CommandAgreementTest, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJob)
     if (lost_throughput) EXPECT_NE(group, "healthy") << tgs.dump();
     if (pass && facts.value("status", "") == "completed" && !lost_throughput) EXPECT_EQ(group, "healthy");
   }
-  // The fixtures hold both kinds: a completed run with a cause, and named causes.
+  // Every share of the fixtures holds both kinds: a completed run with a cause, and named causes.
   EXPECT_GT(degraded_seen, 0);
   EXPECT_GT(named_seen, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Jobs, CommandAgreementShards, ::testing::Range(0, kAgreementShards));
 
 }  // namespace
 }  // namespace diagnose

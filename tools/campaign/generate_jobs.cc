@@ -30,12 +30,18 @@ Status WriteFile(const fs::path& path, const std::string& text) {
 
 Status GenerateCampaign(const GenerateCampaignOptions& options) {
   if (options.out_dir.empty()) return InvalidArgumentError("--out is required");
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards)
+    return InvalidArgumentError("--shard " + std::to_string(options.shard) + "/" + std::to_string(options.shards) +
+                                ": needs 0 <= K < N");
+  const bool sharded = options.shards > 1;
   ASSIGN_OR_RETURN(std::vector<PlannedJob> plan, PlanCampaign(options.seed, options.jobs));
   const fs::path out(options.out_dir);
+  // Shards run at once in one directory: each has its own scratch.
+  const fs::path scratch = out / (sharded ? "scratch-" + std::to_string(options.shard) : std::string("scratch"));
   std::error_code ec;
-  for (const char* sub : {"outputs", "scenarios", "scratch"}) {
-    fs::create_directories(out / sub, ec);
-    if (ec) return InternalError((out / sub).string() + ": cannot create: " + ec.message());
+  for (const fs::path& dir : {out / "outputs", out / "scenarios", scratch}) {
+    fs::create_directories(dir, ec);
+    if (ec) return InternalError(dir.string() + ": cannot create: " + ec.message());
   }
 
   // Parse every scenario before any generation: a planning bug fails in a second, not minutes in.
@@ -43,21 +49,27 @@ Status GenerateCampaign(const GenerateCampaignOptions& options) {
   std::vector<JobTruth> truths;
   for (const PlannedJob& job : plan) {
     const fs::path path = out / "scenarios" / (job.truth.job_id + ".yaml");
-    RETURN_IF_ERROR(WriteFile(path, job.scenario_yaml));
+    if (!sharded) RETURN_IF_ERROR(WriteFile(path, job.scenario_yaml));
     ASSIGN_OR_RETURN(fixturegen::Scenario scenario, fixturegen::ParseScenario(job.scenario_yaml, path.string()));
     scenarios.push_back(std::move(scenario));
     truths.push_back(job.truth);
   }
-  RETURN_IF_ERROR(WriteFile(out / "truth.json", TruthToJson(truths)));
+  if (!sharded) RETURN_IF_ERROR(WriteFile(out / "truth.json", TruthToJson(truths)));
+  if (options.plan_only) {
+    fs::remove_all(scratch, ec);
+    return Status::Ok();
+  }
 
-  // Heaviest first so the workers finish together.
-  std::vector<size_t> order(plan.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return plan[a].cost > plan[b].cost; });
+  // Heaviest first so the workers (and the shards) finish together.
+  std::vector<size_t> by_cost(plan.size());
+  for (size_t i = 0; i < by_cost.size(); ++i) by_cost[i] = i;
+  std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return plan[a].cost > plan[b].cost; });
+  std::vector<size_t> order;
+  for (size_t k = options.shard; k < by_cost.size(); k += options.shards) order.push_back(by_cost[k]);
 
   fixturegen::GenerateOptions generate;
   generate.out_dir = (out / "outputs").string();
-  generate.scratch_dir = (out / "scratch").string();
+  generate.scratch_dir = scratch.string();
   generate.write_tsdb = options.write_tsdb;
   std::atomic<size_t> next{0};
   std::mutex lock;
@@ -79,7 +91,7 @@ Status GenerateCampaign(const GenerateCampaignOptions& options) {
   std::vector<std::thread> threads;
   for (int t = 0; t < std::clamp(options.parallel, 1, 16); ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
-  fs::remove_all(out / "scratch", ec);
+  fs::remove_all(scratch, ec);
   return first_error;
 }
 

@@ -15,6 +15,12 @@ struct GenerateCampaignOptions {
   std::string out_dir;        // receives outputs/, scenarios/, truth.json (and a scratch dir it removes)
   int parallel = 2;
   bool write_tsdb = true;     // false: logs only (fast determinism checks)
+  // A share of the jobs, so that ctest can generate one campaign in several processes at once:
+  // shard k of n generates every n-th job of the cost-ordered plan, starting at the k-th, and
+  // writes neither scenarios/ nor truth.json (plan_only writes those, and generates nothing).
+  int shard = 0;
+  int shards = 1;
+  bool plan_only = false;
 };
 
 Status GenerateCampaign(const GenerateCampaignOptions& options);

@@ -4,6 +4,7 @@
 //   campaign alerts --diagnose BIN DIR [--json OUT]
 #include <cstdio>
 #include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -26,6 +27,11 @@ int main(int argc, char** argv) {
   gen->add_option("--out", generate.out_dir, "output directory; nothing is written outside it")->required();
   gen->add_option("--jobs-parallel", generate.parallel, "jobs generated in parallel")->check(CLI::Range(1, 16));
   gen->add_flag("--no-tsdb", no_tsdb, "logs only, no TSDB blocks (for quick checks)");
+  std::string shard;
+  gen->add_option("--shard", shard,
+                  "K/N: generate only the K-th of N shares of the jobs (0-based), no scenarios/ or truth.json; "
+                  "N processes with K = 0..N-1 plus one --plan-only make the whole campaign");
+  gen->add_flag("--plan-only", generate.plan_only, "write scenarios/ and truth.json, generate no job");
 
   ScoreOptions score;
   std::optional<double> min_rc, min_action, min_precision, min_recall, min_healthy;
@@ -53,6 +59,10 @@ int main(int argc, char** argv) {
 
   if (gen->parsed()) {
     generate.write_tsdb = !no_tsdb;
+    if (!shard.empty() && std::sscanf(shard.c_str(), "%d/%d", &generate.shard, &generate.shards) != 2) {
+      std::fprintf(stderr, "campaign: --shard %s: expected K/N, e.g. 0/4\n", shard.c_str());
+      return 2;
+    }
     Status status = GenerateCampaign(generate);
     if (!status.ok()) {
       std::fprintf(stderr, "campaign: %s\n", status.message().c_str());
