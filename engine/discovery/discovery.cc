@@ -154,9 +154,12 @@ DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<
       gap.kind = "outside-run-window";
       gap.from = held.start;
       gap.to = held.end;
+      const std::string run = std::isfinite(run_window->start) && std::isfinite(run_window->end)
+                                  ? FormatTime(run_window->start) + " to " + FormatTime(run_window->end)
+                              : std::isfinite(run_window->end) ? "ending " + FormatTime(run_window->end)
+                                                               : "starting " + FormatTime(run_window->start);
       gap.detail = "block " + block.ulid + " holds data from " + FormatTime(held.start) + " to " + FormatTime(held.end) +
-                   ", " + Days(off) + " days " + (after ? "after" : "before") + " the job's run in its log (" +
-                   FormatTime(run_window->start) + " to " + FormatTime(run_window->end) +
+                   ", " + Days(off) + " days " + (after ? "after" : "before") + " the job's run in its log (" + run +
                    "): clock skew when it was written, or a block of another job; not read as this job's data";
       inputs.gaps.push_back(std::move(gap));
       continue;

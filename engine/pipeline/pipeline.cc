@@ -103,11 +103,17 @@ std::optional<TimeRange> LogWindow(const JobFacts& facts) {
   return TimeRange{end - span, end + 600};
 }
 
-// When the log says the job ran, both ends known; what a TSDB's blocks are checked against.
+// When the log says the job ran, what a TSDB's blocks are checked against. A start counts only
+// when the log's text gives it (the artifact id's submit time): one derived from the log's mtime
+// moves to the copy time with every copy of the job dir, which leaves older blocks before it; no
+// block can hold data from after the log's last write, whatever the end rests on.
 std::optional<TimeRange> LoggedRun(const JobFacts& facts) {
   const RunWindow& w = facts.run_window;
-  if (!w.start || !w.end) return std::nullopt;
-  return TimeRange{static_cast<double>(*w.start), static_cast<double>(*w.end)};
+  TimeRange run{-INFINITY, INFINITY};
+  if (w.start && w.start_source == "artifact-id") run.start = static_cast<double>(*w.start);
+  if (w.end) run.end = static_cast<double>(*w.end);
+  if (!std::isfinite(run.start) && !std::isfinite(run.end)) return std::nullopt;
+  return run;
 }
 
 std::string FormatRange(const TimeRange& r) {

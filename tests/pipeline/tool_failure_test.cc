@@ -388,9 +388,56 @@ TEST(ToolFailure, AFifoNamedLikeAJobLogIsOneErrorLineNeverAHang) {
     ASSERT_FALSE(hung) << "diagnose blocked on the FIFO";
     EXPECT_NE(run.err.find("9999-JAX-fifo.log is a FIFO, not a regular file"), std::string::npos) << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-    if (args[0] != "watch") EXPECT_EQ(run.exit_code, 1) << run.err;
+    if (args[0] != "watch") {
+      EXPECT_EQ(run.exit_code, 1) << run.err;
+    }
   }
   fs::remove_all(outputs);
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// A job log alone (no TSDB) in a fresh outputs dir, with `damage` applied to its text.
+std::string LogOnlyCopy(const std::string& id, const std::string& tag, const std::function<void(std::string*)>& damage) {
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-damaged-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(outputs);
+  fs::create_directories(outputs);
+  for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(id + "-", 0) != 0 || entry.path().extension() != ".log" || !entry.is_regular_file()) continue;
+    std::string text = Slurp(entry.path().string());
+    damage(&text);
+    std::ofstream(outputs / name, std::ios::binary) << text;
+  }
+  return outputs.string();
+}
+
+// NUL bytes in a step line's loss (common in logs of nodes that crashed mid-write) must not become
+// a loss of 0.000 and with it a training-instability verdict: the line is skipped and counted.
+TEST(ToolFailure, ANulByteInALossFieldIsADamagedLineNotAValue) {
+  const std::string id = "7882";   // a completed run: its log's steps are all a verdict rests on
+  REQUIRE_FIXTURE(id);
+  const std::string clean = LogOnlyCopy(id, "clean", [](std::string*) {});
+  const std::string damaged = LogOnlyCopy(id, "nul", [](std::string* text) {
+    // One step line mid-run, its loss's first digit a NUL byte ("loss: \0.568").
+    const size_t at = text->find("loss: ", text->size() / 2);
+    ASSERT_NE(at, std::string::npos);
+    (*text)[at + 6] = '\0';
+  });
+  const json want = json::parse(RunDiagnoseCli({id, "--outputs", clean, "--format", "json"}).out, nullptr, false);
+  CliRun run = RunDiagnoseCli({id, "--outputs", damaged, "--format", "json"});
+  const json got = json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(want.is_object() && got.is_object()) << run.err;
+  EXPECT_NE(got["verdict"]["root_cause"], "training-instability") << Dump(got["verdict"]);
+  EXPECT_EQ(got["verdict"]["root_cause"], want["verdict"]["root_cause"]) << Dump(got["verdict"]);
+  EXPECT_EQ(got["decision"]["action"], want["decision"]["action"]);
+  EXPECT_NE(got.dump().find("damaged log line(s)"), std::string::npos) << "the skipped lines are not counted in a note";
+  fs::remove_all(clean);
+  fs::remove_all(damaged);
 }
 
 }  // namespace
