@@ -107,7 +107,10 @@ std::string AuthRefusal(long http, bool sent_authorization) {
 size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
   auto* body = static_cast<std::string*>(user);
   const size_t n = size * nmemb;
-  if (static_cast<int64_t>(body->size() + n) > GetLimit(LimitId::kHttpResponseBytes)) return 0;
+  const auto limit = static_cast<size_t>(GetLimit(LimitId::kHttpResponseBytes));
+  if (body->size() + n > limit) return 0;
+  // Grown by doubling but never past the limit: a 256 MiB bound must not cost 512 MiB.
+  if (body->size() + n > body->capacity()) body->reserve(std::min(limit, std::max(body->size() + n, 2 * body->capacity())));
   body->append(data, n);
   return n;
 }

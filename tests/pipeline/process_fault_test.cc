@@ -148,9 +148,12 @@ TEST(ProcessFaults, ASignalIsNamedInOneStderrLine) {
                     "--format", "json"};
     options.stdout_path = (dir / "out").string();
     options.stderr_path = (dir / "err").string();
+    const int asked_before = slow.requests();
     auto child = ChildProcess::Spawn(options);
     ASSERT_TRUE(child.ok()) << child.status().message();
-    for (int i = 0; i < 100 && slow.requests() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Once this run has asked the endpoint, its handler is surely installed.
+    for (int i = 0; i < 500 && slow.requests() == asked_before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(::kill(child->pid(), sig), 0);
     auto code = child->Wait(std::chrono::seconds(30));
     ASSERT_TRUE(code.ok());
