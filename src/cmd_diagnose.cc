@@ -127,6 +127,9 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
                "serve only the completed blocks of a live job's TSDB (the newest ~2h are missing)");
   app.add_option("--playbook", o.forced_playbooks, "run this playbook whatever its triggers say (repeatable)");
   app.add_option("--data-dir", o.data_dir, "where rules/ and playbooks/ live (default: $DIAGNOSE_DATA_DIR or the source tree)");
+  app.add_option("--playbooks", o.playbook_dirs,
+                 "a directory of playbooks of one's own, run on top of the data dir's (repeatable)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--history", o.history_file, "sweep history (JSON lines): decisions honour its limits and the decision is appended");
   app.add_option("--now", args.now, "treat this epoch second as now (running/hanging decisions; for tests)");
   registry.Add(nullptr, [] { return RunDiagnose(args); });

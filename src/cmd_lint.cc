@@ -20,13 +20,18 @@ namespace {
 struct LintArgs {
   std::vector<std::string> paths;
   std::string format = "text";
+  std::string data_dir;                    // as `diagnose JOB --data-dir`
+  std::vector<std::string> playbook_dirs;  // as `diagnose JOB --playbooks`: linted with the data dir's
 };
 
 int RunLint(const LintArgs& args) {
   namespace pb = diagnose::playbook;
-  std::string data_dir = pb::PlaybookDataDir();
+  const std::string data_dir = args.data_dir.empty() ? pb::PlaybookDataDir() : args.data_dir;
   std::vector<std::string> paths = args.paths;
   if (paths.empty()) paths = {data_dir + "/rules/common", data_dir + "/playbooks"};
+  // An overlay is linted as diagnose loads it: on top of the data dir's playbooks, so an id that
+  // clashes with a shipped one is reported.
+  paths.insert(paths.end(), args.playbook_dirs.begin(), args.playbook_dirs.end());
   std::vector<std::string> files;
   // Directories hold other YAML too (rules/triage, rules/sweep, rules/discovery.yaml with their own
   // schemas): from a directory only playbooks and rules/common files are linted; a file named
@@ -145,6 +150,12 @@ void RegisterLint(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sub = app.add_subcommand("lint", "validate playbooks and shared rules (file:line:col errors)");
   sub->add_option("paths", args.paths, "files or directories (default: rules/common and playbooks/ of the data dir)");
   sub->add_option("--format", args.format, "text|json")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--data-dir", args.data_dir,
+                  "where rules/ and playbooks/ live (default: $DIAGNOSE_DATA_DIR or the source tree)")
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--playbooks", args.playbook_dirs,
+                  "a directory of playbooks of one's own, linted on top of the data dir's (repeatable)")
+      ->check(CLI::ExistingDirectory);
   registry.Add(sub, [] { return RunLint(args); });
 }
 

@@ -13,6 +13,7 @@
 #include "engine/alerting/alert_rules.h"
 #include "engine/alerting/rule_export.h"
 #include "engine/core/cleanup_registry.h"
+#include "engine/core/utf8.h"
 #include "engine/report/render.h"
 #include "engine/tsdb/http_query_client.h"
 #include "engine/decision/decision_rules.h"
@@ -43,7 +44,15 @@ struct WatchArgs {
 std::atomic<bool> g_stop{false};
 
 StatusOr<std::vector<WatchedJob>> ListWithJobLocation(const std::string& outputs_dir) {
-  ASSIGN_OR_RETURN(std::vector<JobLocation> jobs, ListJobs(outputs_dir));
+  std::vector<RefusedJob> refused;
+  ASSIGN_OR_RETURN(std::vector<JobLocation> jobs, ListJobs(outputs_dir, &refused));
+  // What cannot be a job (a FIFO or device named like a log, a link leading outside the dir) is
+  // said once, on the scan that first meets it, and never read.
+  static std::set<std::string> reported;
+  for (const auto& r : refused)
+    if (reported.insert(r.name).second)
+      std::fprintf(stderr, "diagnose watch: job %s not followed: %s\n", OneLine(r.name).c_str(),
+                   OneLine(r.status.message()).c_str());
   std::vector<WatchedJob> out;
   for (const auto& j : jobs) {
     if (!j.log_path) continue;   // no log (yet): nothing to follow
@@ -212,13 +221,16 @@ int RunWatch(const WatchArgs& args) {
   // new one from starting, so the history stays whole lines; per-job state needs no saving (jobs in
   // the history are skipped on restart, jobs that end meanwhile are picked up from their mtime).
   Watcher* running = watcher->get();
-  const CleanupRegistry::Id stop_cleanup = CleanupRegistry::Instance().Register("watch: stop", [running] {
+  const CleanupRegistry::Id stop_cleanup = CleanupRegistry::Instance().Register("watch: stop", [] {
     g_stop.store(true);
     HistoryAppendMutex().lock();   // released by _exit
-    std::fprintf(stderr, "diagnose watch: stopped by signal (%zu result(s))\n", running->results());
+  });
+  SetTerminationLine([running](const std::string& signal_name) {
+    return "diagnose watch: stopped by " + signal_name + " (" + std::to_string(running->results()) + " result(s))";
   });
   Status run = (*watcher)->Run(g_stop);
   CleanupRegistry::Instance().Unregister(stop_cleanup);
+  SetTerminationLine(nullptr);
   if (!run.ok()) {
     PrintError("diagnose watch", run.message());
     return 1;

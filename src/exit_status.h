@@ -30,8 +30,9 @@ inline constexpr ExitStatus kExitStatuses[] = {
     {kExitIncomplete,
      "Diagnosis incomplete: a report is on standard output, but diagnose could not read metrics it needed "
      "through its own failure (endpoint unreachable or answering garbage, TLS or credentials refused, private "
-     "Prometheus died twice, no prometheus on PATH, temporary filesystem full, --deadline passed). Its decision "
-     "is none, with no exclusions."},
+     "Prometheus died twice, no prometheus on PATH, temporary filesystem full, --deadline passed, an answer past "
+     "one of its own limits, named with how to raise it). Its decision is none, with no exclusions, and nothing "
+     "is written to the history."},
     {kExitInternalFailure,
      "diagnose itself failed (uncaught exception, out of memory): \"diagnose: internal failure: ...\" on "
      "standard error, never a report."},

@@ -74,6 +74,32 @@ std::string OptionSuggestion(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// "'sumary' is not a subcommand; did you mean `diagnose summary`?" for the first word, among those
+// before any option, that stands where a subcommand may (`diagnose WORD`, `diagnose rules WORD`),
+// is one typo from one there and names no file; or "". A job id or a path is never taken for one.
+std::string SubcommandSuggestion(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  std::string command = "diagnose";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') return "";
+    const std::vector<std::string> names = SubcommandNames(*level);
+    if (names.empty()) return "";
+    if (std::find(names.begin(), names.end(), word) != names.end()) {
+      for (const CLI::App* sub : level->get_subcommands([](const CLI::App*) { return true; }))
+        if (sub->get_name() == word) level = sub;
+      command += " " + word;
+      continue;
+    }
+    const bool alphabetic = std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isalpha(c) != 0; });
+    const std::string closest = ClosestName(word, names);
+    std::error_code ec;
+    if (!alphabetic || closest.empty() || std::filesystem::exists(word, ec)) return "";
+    return "'" + diagnose::OneLine(word) + "' is not a subcommand; did you mean `" + command + " " + closest + "`?";
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,28 +120,18 @@ int main(int argc, char** argv) {
       // (CLI11's own codes, 106 for a missing option and so on, mean nothing to a sweep driver),
       // told in one line like every other error rather than CLI11's two.
       if (e.get_exit_code() == 0) return FinishStdout(app.exit(e));
-      std::string message = OptionSuggestion(app, argc, argv);
+      std::string message = SubcommandSuggestion(app, argc, argv);
+      if (message.empty()) message = OptionSuggestion(app, argc, argv);
       if (message.empty()) message = diagnose::OneLine(e.what()) + " (see `diagnose --help`)";
       std::fprintf(stderr, "diagnose: %s\n", message.c_str());
       return FinishStdout(diagnose::cli::kExitUsage);
     }
-    // `diagnose lnit` parses as a job named "lnit": a word one typo from a subcommand, naming no
-    // file, is a usage error with a suggestion rather than a search for a job that does not exist.
-    if (app.get_subcommands().empty()) {
-      const CLI::Option* job = app.get_option_no_throw("job");
-      if (job != nullptr && job->count() == 1) {
-        const std::string word = job->as<std::string>();
-        std::error_code ec;
-        const bool alphabetic = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
-          return std::isalpha(c) != 0;
-        });
-        const std::string closest = ClosestName(word, SubcommandNames(app));
-        if (alphabetic && !closest.empty() && !std::filesystem::exists(word, ec)) {
-          std::fprintf(stderr, "diagnose: '%s' is not a subcommand; did you mean `diagnose %s`?\n",
-                       diagnose::OneLine(word).c_str(), closest.c_str());
-          return FinishStdout(diagnose::cli::kExitUsage);
-        }
-      }
+    // `diagnose lnit` parses as a job named "lnit", `diagnose rules exprot` as `rules` with a stray
+    // word: a word one typo from a subcommand, naming no file, is a usage error with a suggestion
+    // rather than a search for a job that does not exist.
+    if (const std::string message = SubcommandSuggestion(app, argc, argv); !message.empty()) {
+      std::fprintf(stderr, "diagnose: %s\n", message.c_str());
+      return FinishStdout(diagnose::cli::kExitUsage);
     }
     rc = registry.Run(app);
   } catch (const std::bad_alloc&) {

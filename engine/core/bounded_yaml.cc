@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "engine/core/limits.h"
+#include "engine/core/regular_file.h"
 
 namespace diagnose {
 namespace {
@@ -42,6 +43,7 @@ std::string Position(const std::string& source, const YAML::Mark& mark) {
 }  // namespace
 
 StatusOr<std::string> ReadYamlFile(const std::string& path) {
+  RETURN_IF_ERROR(RequireRegularFile(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

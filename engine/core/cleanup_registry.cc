@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -30,7 +31,26 @@ std::recursive_mutex& AcquisitionMutex() {
   return *mutex;
 }
 
+std::function<std::string(const std::string&)>& TerminationLine() {
+  static auto* line = new std::function<std::string(const std::string&)>();   // read at exit
+  return *line;
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
 }  // namespace
+
+void SetTerminationLine(std::function<std::string(const std::string& signal_name)> line) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  TerminationLine() = std::move(line);
+}
 
 AcquisitionScope::AcquisitionScope() { AcquisitionMutex().lock(); }
 AcquisitionScope::~AcquisitionScope() { AcquisitionMutex().unlock(); }
@@ -84,6 +104,18 @@ void InstallTerminationHandler() {
       }
       AcquisitionMutex().lock();   // kept until _exit: see AcquisitionScope
       CleanupRegistry::Instance().RunAll();
+      // A run that ends without a report says why: an epilog's log otherwise shows only 143.
+      std::function<std::string(const std::string&)> line;
+      {
+        std::lock_guard<std::mutex> lock(RegistryMutex());
+        line = TerminationLine();
+      }
+      const std::string name = SignalName(sig);
+      const std::string text = (line ? line(name)
+                                     : "diagnose: stopped by " + name +
+                                           "; its child processes and temporary files were removed") + "\n";
+      ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
+      (void)ignored;
       // Not exit(): static destructors would race the threads still running.
       _exit(128 + sig);
     }).detach();

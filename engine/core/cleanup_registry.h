@@ -1,7 +1,7 @@
 // Process-wide registry of cleanups that must run however the process ends: private Prometheus
 // servers to stop, temp dirs to remove. Normal exits run them through RAII owners (which then
 // unregister); SIGINT/SIGTERM/SIGHUP are taken by a dedicated sigwait thread that runs every
-// registered cleanup (newest first) and exits with 128+signal.
+// registered cleanup (newest first), says on stderr what stopped the run, and exits with 128+signal.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,11 @@ class AcquisitionScope {
   AcquisitionScope(const AcquisitionScope&) = delete;
   AcquisitionScope& operator=(const AcquisitionScope&) = delete;
 };
+
+// The one stderr line the termination thread prints after the cleanups ran, given the signal's
+// name ("SIGTERM"); by default "diagnose: stopped by SIGTERM; its child processes and temporary
+// files were removed". A command with more to say (watch: how many jobs it handled) replaces it.
+void SetTerminationLine(std::function<std::string(const std::string& signal_name)> line);
 
 // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread it creates later)
 // and starts the thread that sigwaits for them. Call it from main before starting other threads.

@@ -1,10 +1,16 @@
 // JSON that others wrote: a sweep history, a block's meta.json, an endpoint's answer.
 #pragma once
 
+#include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "engine/core/limits.h"
+#include "engine/core/status.h"
 
 namespace diagnose {
 
@@ -21,5 +27,19 @@ inline nlohmann::json ParseUntrustedJson(std::string_view text) {
   };
   return nlohmann::json::parse(text.begin(), text.end(), tame, /*allow_exceptions=*/false);
 }
+
+// What a parse of a large answer may spend: an answer parsed after the run's deadline would hold an
+// epilog for as long as the parse takes (minutes for 10^6 values), and an array longer than a limit
+// is refused as it is read, not once it is all in memory.
+struct JsonParseBounds {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::optional<LimitId> array_limit;   // no array may hold more elements than this limit allows
+  std::string what = "the answer";      // names the document in the errors
+};
+
+// ParseUntrustedJson within `bounds`: the document (discarded on a syntax error, as there), or
+// kDeadlineExceeded once the deadline passes mid-parse, or kResourceExhausted (LimitExceeded) for an
+// array past `array_limit`.
+StatusOr<nlohmann::json> ParseUntrustedJsonBounded(std::string_view text, const JsonParseBounds& bounds);
 
 }  // namespace diagnose

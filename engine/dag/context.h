@@ -3,6 +3,9 @@
 // everything and keeps it alive during Evaluate().
 #pragma once
 
+#include <chrono>
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -30,6 +33,9 @@ struct EvaluationContext {
   QueryClient* baseline = nullptr;
   // Playbooks requested explicitly (--playbook ID): selected whatever their triggers say.
   std::vector<std::string> requested_playbooks;
+  // The run's --deadline: rules not evaluated by then are skipped with that reason (an expression
+  // over a million hosts an endpoint returned must not hold an epilog past it).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 }  // namespace diagnose::dag

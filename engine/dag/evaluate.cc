@@ -78,6 +78,10 @@ EvaluationResult Evaluator::Run() {
     std::vector<Query> batch;
     std::vector<QueryClient*> clients;
     for (int idx : level) {
+      if (DeadlinePassed()) {
+        Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before it was evaluated");
+        continue;
+      }
       if (!DepsOk(idx)) continue;
       const auto& node = nodes[idx];
       if (node.rule->kind == RuleKind::kQuery) {
@@ -191,6 +195,12 @@ StatusOr<json> Evaluator::Eval(int idx, const CompiledExpr& e, const json* host)
   return v;
 }
 
+std::string Evaluator::DescriptionOf(int idx, const playbook::RuleSpec& rule) {
+  if (!rule.description_text.present()) return rule.description;
+  StatusOr<std::string> text = Render(idx, rule.description_text);
+  return text.ok() ? *text : rule.description;
+}
+
 StatusOr<std::string> Evaluator::Render(int idx, const playbook::Template& t, const json* host, bool* rendered_empty) {
   if (!t.present()) return std::string();
   auto [scope, resolve] = Resolver(idx, host);
@@ -198,6 +208,10 @@ StatusOr<std::string> Evaluator::Render(int idx, const playbook::Template& t, co
   if (!s.ok()) return InvalidArgumentError(t.pos.ToString() + ": " + s.status().message());
   if (!scope->error.empty()) return InvalidArgumentError(t.pos.ToString() + ": uses " + scope->error);
   return s;
+}
+
+bool Evaluator::DeadlinePassed() const {
+  return ctx_.deadline && std::chrono::steady_clock::now() >= *ctx_.deadline;
 }
 
 void Evaluator::Fail(int idx, NodeHealth health, const std::string& reason) {

@@ -191,6 +191,8 @@ void Evaluator::BuildFindings() {
     Finding f;
     f.id = node.id;
     f.playbook = node.playbook ? node.playbook->id : "common";
+    if (out.health == NodeHealth::kOk && DeadlinePassed())
+      Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before its finding was judged");
     if (out.health != NodeHealth::kOk) {
       f.status = ToString(out.health);
       f.summary = (out.health == NodeHealth::kSkipped ? "insufficient evidence: " : "could not evaluate: ") + out.reason;
@@ -213,7 +215,7 @@ void Evaluator::BuildFindings() {
         f.summary = it->second.summary;
         f.onset = it->second.onset;
       } else {
-        f.summary = rule.description;
+        f.summary = DescriptionOf(idx, rule);
       }
       f.evidence = FindingEvidence(idx);
       result_.findings.push_back(std::move(f));
@@ -242,7 +244,7 @@ void Evaluator::BuildFindings() {
     bool hole = false;
     auto summary = Render(idx, rule.finding->summary, nullptr, &hole);
     f.summary = summary.ok() ? *summary : summary.status().message();
-    if (f.summary.empty() || (f.status == "clear" && hole)) f.summary = rule.description;
+    if (f.summary.empty() || (f.status == "clear" && hole)) f.summary = DescriptionOf(idx, rule);
     if (f.status == "fired" && rule.finding->suppress) {
       auto sup = Suppressed(idx, *rule.finding->suppress);
       const std::set<std::string> quiet_hosts = sup.ok() ? sup->QuietHosts() : std::set<std::string>{};

@@ -63,7 +63,11 @@ class Evaluator {
   StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr,
                                bool* rendered_empty = nullptr);
 
+  // What a finding that did not fire says: the rule's description, its placeholders rendered.
+  std::string DescriptionOf(int idx, const playbook::RuleSpec& rule);
+
   void Fail(int idx, NodeHealth health, const std::string& reason);
+  bool DeadlinePassed() const;
 
   bool PrepareQuery(int idx, Query* q, QueryClient** client);
 

@@ -395,6 +395,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   if (sd.decision.action != DecisionAction::kRetryExcludingNodes && !sd.decision.exclude.empty()) {
     sd.decision.notes.push_back("not excluding " + JoinStrings(ExcludedHosts(sd.decision)) + " (action is " +
                                 std::string(ToString(sd.decision.action)) + ")");
+    sd.found = std::move(sd.decision.exclude);
     sd.decision.exclude.clear();
   }
   if (sd.decision.action != DecisionAction::kRetryWithChanges) sd.decision.changes.clear();
@@ -422,6 +423,7 @@ HistoryEntry MakeHistoryEntry(const JobFacts& facts, const Report& diagnosis, co
   e.action = decision.decision.action;
   e.exclude = decision.decision.exclude;
   e.exclude_scope = decision.exclude_scope;
+  e.found = decision.found;
   e.changes = decision.decision.changes;
   e.root_cause = decision.root_cause;
   e.failure_class = facts.failure_class;

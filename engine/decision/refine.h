@@ -33,6 +33,7 @@ struct SweepDecision {
   std::string rule;                   // sweep rule that gave the base decision ("" = the diagnosis's)
   std::string root_cause;             // the rule's cause when it names one, else the verdict's
   std::string exclude_scope = "job";  // job | sweep
+  std::vector<Exclusion> found;       // exclusions dropped because the action is not retry-excluding-nodes
   std::string hang_phase;             // computed phase when the job hung ("" otherwise)
   std::optional<std::string> retry_of;    // earlier job of the same sweep this one retried
   std::string oom_allocation;

@@ -1,7 +1,9 @@
-// Sweep history: one JSON object per decision, one per line (JSON lines), appended by the engine.
-// Appends are a single O_APPEND write() of one complete line followed by fsync, so a reader never
-// sees half a record from a writer killed mid-append; a reader skips a malformed line (e.g. a torn
-// tail from a crashed non-conforming writer) with a warning instead of failing.
+// Sweep history: one JSON object per decision, one line per (sweep, job) (JSON lines), written by
+// the engine. A new job's line is a single O_APPEND write() of one complete line followed by fsync;
+// a re-run of a job already in the history replaces its line (the file rewritten beside it and
+// renamed over it), so an epilog run twice does not count the job twice against the sweep's retry
+// and exclusion limits. Either way a reader never sees half a record; a reader skips a malformed
+// line (e.g. a torn tail from a crashed non-conforming writer) with a warning instead of failing.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,10 @@ struct HistoryEntry {
   DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   std::string exclude_scope = "job";     // job | sweep (sweep: never re-admit these hosts)
+  // Hosts the decision found at fault but did not exclude because the action is not
+  // retry-excluding-nodes (e.g. stop-sweep once the sweep's exclusion limit is passed): a driver
+  // reading the history still learns which hosts were bad.
+  std::vector<Exclusion> found;
   std::map<std::string, std::string> changes;
   std::string root_cause;
   std::string failure_class;
@@ -45,7 +51,7 @@ struct HistoryEntry {
   std::string oom_allocation;            // "221.71GiB" when an OOM named it
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(HistoryEntry, time, sweep, job, config, nodes, status, action,
-                                                exclude, exclude_scope, changes, root_cause, failure_class,
+                                                exclude, exclude_scope, found, changes, root_cause, failure_class,
                                                 rule, retry_of, variant, oom_allocation)
 
 struct SweepHistory {
@@ -62,8 +68,12 @@ SweepHistory ParseSweepHistory(std::istream& in, const std::string& source);
 // One line, no embedded newline, terminated by '\n'.
 std::string EncodeHistoryLine(const HistoryEntry& entry);
 
-// Appends one entry: open(O_APPEND|O_CREAT), one write() of the whole line, fsync, close. Creates
-// the file (0644) if needed; never truncates.
+// Records one entry under an exclusive flock of the file (other diagnose processes, a sweep's
+// parallel epilogs, write the same history). When the file holds no line of the entry's (sweep,
+// job): open(O_APPEND|O_CREAT), one write() of the whole line, fsync, close. When it does, the file
+// is rewritten without those lines plus this one into PATH.tmp.<pid> and renamed over PATH, so a
+// reader sees the old file or the new one, never a mix. Malformed lines are kept as they are.
+// Creates the file (0644) if needed.
 Status AppendHistoryEntry(const std::string& path, const HistoryEntry& entry);
 
 // Held by AppendHistoryEntry for the duration of an append. A shutdown path (the termination

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "engine/core/bounded_yaml.h"
@@ -125,11 +126,53 @@ StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
   return rules;
 }
 
-DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window) {
+namespace {
+
+// How far outside the logged run a block may lie and still be the job's: log stamps without a
+// zone, and a TSDB kept running a while after the job, move it by hours, never by days.
+constexpr double kRunWindowToleranceSeconds = 86400;
+
+std::string Days(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", seconds / 86400);
+  return buf;
+}
+
+}  // namespace
+
+DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window,
+                                  std::optional<TimeRange> run_window) {
   DiscoveryInputs inputs;
   std::optional<TimeRange> blocks;
-  if (!inventory.blocks.empty()) {
-    blocks = TimeRange{inventory.min_time_ms() / 1000.0, (inventory.max_time_ms() - 1) / 1000.0};
+  for (const auto& block : inventory.blocks) {
+    const TimeRange held{block.min_time_ms / 1000.0, (block.max_time_ms - 1) / 1000.0};
+    if (run_window && (held.start > run_window->end + kRunWindowToleranceSeconds ||
+                       held.end < run_window->start - kRunWindowToleranceSeconds)) {
+      const bool after = held.start > run_window->end;
+      const double off = after ? held.start - run_window->end : run_window->start - held.end;
+      ObservabilityGap gap;
+      gap.kind = "outside-run-window";
+      gap.from = held.start;
+      gap.to = held.end;
+      const std::string run = std::isfinite(run_window->start) && std::isfinite(run_window->end)
+                                  ? FormatTime(run_window->start) + " to " + FormatTime(run_window->end)
+                              : std::isfinite(run_window->end) ? "ending " + FormatTime(run_window->end)
+                                                               : "starting " + FormatTime(run_window->start);
+      gap.detail = "block " + block.ulid + " holds data from " + FormatTime(held.start) + " to " + FormatTime(held.end) +
+                   ", " + Days(off) + " days " + (after ? "after" : "before") + " the job's run in its log (" + run +
+                   "): clock skew when it was written, or a block of another job; not read as this job's data";
+      inputs.gaps.push_back(std::move(gap));
+      continue;
+    }
+    if (!blocks) blocks = held;
+    blocks->start = std::min(blocks->start, held.start);
+    blocks->end = std::max(blocks->end, held.end);
+  }
+  if (!blocks && !inputs.gaps.empty() && !inventory.has_wal) {   // a WAL may still hold the run: searched below
+    inputs.untrusted = "every block of the TSDB lies outside the job's run as its log tells it (" +
+                       inputs.gaps.front().detail + (inputs.gaps.size() > 1 ? "; and " + std::to_string(inputs.gaps.size() - 1) + " more" : "") +
+                       "); missing samples are not taken for a healthy job";
+    return inputs;
   }
   if (!inventory.has_wal && blocks) {
     inputs.known_range = blocks;
@@ -199,6 +242,8 @@ class Discoverer {
 
   StatusOr<Discovery> Run() {
     const auto started = Clock::now();
+    if (!inputs_.untrusted.empty()) return FailedPreconditionError(inputs_.untrusted);
+    d_.gaps = inputs_.gaps;
     RETURN_IF_ERROR(FindRange());
     const double s = d_.range.start, e = d_.range.end;
     auto names = Ask(client_.LabelValues("__name__", {}, s, e));

@@ -55,6 +55,16 @@ struct TimeRange {
 // start before the end. The message names what is wrong, not the flag.
 StatusOr<TimeRange> ParseTimeRange(const std::string& text);
 
+struct ObservabilityGap {
+  std::string kind;     // missing-family | host-missing | host-missing-family | silent-interval | query-failed |
+                        // outside-run-window
+  std::string host;     // when about one node
+  std::string family;   // family id, when about one family
+  double from = 0, to = 0;   // silent-interval only
+  std::string detail;   // one readable sentence
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ObservabilityGap, kind, host, family, from, to, detail)
+
 struct DiscoveryInputs {
   // Exact range from the blocks' meta.json (private copy); when unset, found by queries inside
   // `search_window`, which is then required (a remote endpoint is never asked about "now").
@@ -62,21 +72,17 @@ struct DiscoveryInputs {
   std::optional<TimeRange> search_window{};
   std::vector<std::string> expected_hosts{};   // the job's nodelist, from its log
   std::optional<int64_t> log_last_step{};      // last completed step in the log
+  // Found before asking (blocks outside the job's run): added to the discovery's gaps.
+  std::vector<ObservabilityGap> gaps{};
+  // Set when nothing the source holds can be the job's (every block lies outside its run): discovery
+  // fails with this, so no rule reads an absence of samples as a clean bill of health.
+  std::string untrusted{};
 };
 
 struct StepTime {
   int64_t step = 0;
   double time = 0;
 };
-
-struct ObservabilityGap {
-  std::string kind;     // missing-family | host-missing | host-missing-family | silent-interval | query-failed
-  std::string host;     // when about one node
-  std::string family;   // family id, when about one family
-  double from = 0, to = 0;   // silent-interval only
-  std::string detail;   // one readable sentence
-};
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ObservabilityGap, kind, host, family, from, to, detail)
 
 struct WrongDatabaseGuard {
   std::string status = "unverifiable";   // match | mismatch | unverifiable
@@ -118,7 +124,14 @@ StatusOr<Discovery> Discover(QueryClient& client, const DiscoveryInputs& inputs,
 // Inputs for a private copy: the exact range from block metadata, unless a WAL extends the data
 // past the blocks; then the range is searched in the blocks' span widened by the log's window (or
 // by the ~3 h a head can hold when the log gives none).
-DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window = std::nullopt);
+//
+// `run_window` is when the job's log says it ran (either end may be unbounded, +-infinity, when the
+// log cannot tell it). A block lying wholly more than a day outside it
+// (a node clock that was wrong when it was written, a block of another job) is named as an
+// `outside-run-window` gap and left out of the range; when every block is, the inputs are
+// `untrusted`: missing samples must never pass for a healthy job.
+DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window = std::nullopt,
+                                  std::optional<TimeRange> run_window = std::nullopt);
 
 // "chi2822:9400" -> "chi2822", "[fe80::1]:9100" -> "fe80::1", "chi2822" -> "chi2822".
 std::string InstanceHost(const std::string& instance);

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "engine/core/limits.h"
+#include "engine/core/regular_file.h"
 
 namespace diagnose {
 
@@ -81,6 +82,10 @@ void CollectDirFiles(JobLocation* job, const fs::path& outputs) {
   for (const auto& e : fs::directory_iterator(dir, fs::directory_options::skip_permission_denied, ec)) {
     std::string name = e.path().filename().string();
     if (name.rfind("rank-", 0) != 0 || !EndsWith(name, ".log")) continue;
+    if (const std::string kind = NonRegularKind(e.path().string()); !kind.empty()) {
+      job->notes.push_back(e.path().string() + " is " + kind + ", not a regular file; not read");
+      continue;
+    }
     if (IsWithin(e.path(), outputs)) ranks.emplace_back(RankOf(name), e.path().string());
     else ++outside;
   }
@@ -175,6 +180,7 @@ StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
                                  outputs.string() + " (" + target.string() + "); refusing to follow");
   }
   if (fs::exists(resolved, ec)) {
+    RETURN_IF_ERROR(RequireRegularFile(resolved.string()).WithContext("job log"));
     job.log_path = resolved.lexically_normal().string();
   } else {
     // Fall back to the sibling <JOB_DIR>.log (TGS tagging may have renamed it before the link).
@@ -189,6 +195,7 @@ StatusOr<JobLocation> FromDir(const fs::path& dir, const fs::path& outputs) {
 
 StatusOr<JobLocation> FromLog(const fs::path& log, const fs::path& outputs) {
   if (!IsWithin(log, outputs)) return PermissionDeniedError("job log " + OutsideNote(log, outputs));
+  RETURN_IF_ERROR(RequireRegularFile(log.string()).WithContext("job log"));
   JobLocation job;
   std::string base = log.filename().string();
   job.name = EndsWith(base, ".log") ? base.substr(0, base.size() - 4) : base;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "engine/core/limits.h"
+#include "engine/core/regular_file.h"
 
 namespace diagnose {
 
@@ -25,14 +26,8 @@ LineReader::~LineReader() {
 Status LineReader::Open(const std::string& path, int64_t begin, int64_t end) {
   if (fd_ >= 0) ::close(fd_);
   path_ = path;
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    int err = errno;
-    std::string msg = path + ": " + std::strerror(err);
-    if (err == EACCES || err == EPERM) return PermissionDeniedError(msg);
-    if (err == ENOENT) return NotFoundError(msg);
-    return UnavailableError(msg);
-  }
+  fd_ = -1;
+  ASSIGN_OR_RETURN(fd_, OpenRegularFileForReading(path));
 #ifdef POSIX_FADV_SEQUENTIAL
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -127,8 +122,7 @@ bool LineReader::Next(std::string_view* line) {
 }
 
 StatusOr<int64_t> CountLinesBefore(const std::string& path, int64_t offset) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFoundError(path + ": " + std::strerror(errno));
+  ASSIGN_OR_RETURN(const int fd, OpenRegularFileForReading(path));
   std::vector<char> buf(1 << 20);
   int64_t done = 0, lines = 0;
   while (done < offset) {

@@ -86,6 +86,7 @@ StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& 
   TriageOptions triage_options;
   triage_options.signatures = &options.rulebook->signatures;
   triage_options.now = options.now;
+  triage_options.deadline = options.remote.deadline;
   auto facts = TriageJob(job.location, triage_options);
   if (!facts.ok()) return facts.status().WithContext("job " + ref);
   job.facts = std::move(facts).value();
@@ -100,6 +101,19 @@ std::optional<TimeRange> LogWindow(const JobFacts& facts) {
   double end = static_cast<double>(facts.heartbeat.crash_time->epoch);
   double span = facts.progress.sum_step_seconds + 3600;
   return TimeRange{end - span, end + 600};
+}
+
+// When the log says the job ran, what a TSDB's blocks are checked against. A start counts only
+// when the log's text gives it (the artifact id's submit time): one derived from the log's mtime
+// moves to the copy time with every copy of the job dir, which leaves older blocks before it; no
+// block can hold data from after the log's last write, whatever the end rests on.
+std::optional<TimeRange> LoggedRun(const JobFacts& facts) {
+  const RunWindow& w = facts.run_window;
+  TimeRange run{-INFINITY, INFINITY};
+  if (w.start && w.start_source == "artifact-id") run.start = static_cast<double>(*w.start);
+  if (w.end) run.end = static_cast<double>(*w.end);
+  if (!std::isfinite(run.start) && !std::isfinite(run.end)) return std::nullopt;
+  return run;
 }
 
 std::string FormatRange(const TimeRange& r) {
@@ -241,7 +255,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   job.client = job.recorder.get();
   job.tsdb.state = "served";
   for (const auto& caveat : job.server->caveats()) job.tsdb.gaps.push_back(caveat);
-  Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts)));
+  Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts), LoggedRun(job.facts)));
   return Status::Ok();
 }
 
@@ -335,7 +349,7 @@ StatusOr<DiagnoseOptions> Resolved(const DiagnoseOptions& raw_options) {
   DiagnoseOptions options = raw_options;
   if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
   if (!options.rulebook) {
-    ASSIGN_OR_RETURN(options.rulebook, LoadRulebook(options.data_dir));
+    ASSIGN_OR_RETURN(options.rulebook, LoadRulebook(options.data_dir, options.playbook_dirs));
   }
   return options;
 }
@@ -450,6 +464,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     ctx.facts = jobs.front().facts;
     ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
     ctx.requested_playbooks = options.forced_playbooks;
+    ctx.deadline = options.remote.deadline;
     if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);
     else ctx.discovery_failure = jobs.front().discovery_failure;
     ctx.subject = jobs.front().client;
@@ -470,12 +485,14 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
 
     bool restarted = false;
     for (auto& job : jobs) {
-      if (!job.SourceFailed()) continue;
-      std::string reason = SourceFailureReason(job);
+      // Past the deadline the evaluation skipped what it had not reached: as incomplete as a failure.
+      const bool out_of_time = deadline_passed() && job.client != nullptr;
+      if (!job.SourceFailed() && !out_of_time) continue;
+      std::string reason = job.SourceFailed() ? SourceFailureReason(job) : "rules of its playbooks were left unevaluated";
       if (deadline_passed()) {
         reason = "the run's deadline of " + std::to_string(static_cast<int64_t>(options.deadline_seconds)) +
                  " s (--deadline) passed before the metrics were read; " + reason;
-      } else if (job.server && !job.server_restarted) {
+      } else if (job.server && !job.server_restarted && !job.recorder->limit_hit()) {
         Log().warn("the private Prometheus of job {} failed ({}); restarting it and asking again", job.facts.id, reason);
         job.CloseTsdb();
         job.server_restarted = true;

@@ -31,6 +31,9 @@ struct DiagnoseOptions {
   // from data_dir when null.
   std::shared_ptr<const Rulebook> rulebook;
   std::vector<std::string> forced_playbooks;    // --playbook ID
+  // --playbooks DIR: playbooks of one's own, loaded on top of data_dir's (an id the data dir
+  // already has is an error, not a silent replacement).
+  std::vector<std::string> playbook_dirs;
   std::optional<int64_t> now;
   std::string history_file;                 // --history (sweep decisions)
   // --window: the subject's time range on an endpoint (--prometheus) instead of the log's run window.

@@ -6,7 +6,8 @@
 
 namespace diagnose {
 
-StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir) {
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir,
+                                                      const std::vector<std::string>& playbook_dirs) {
   namespace fs = std::filesystem;
   const fs::path rules = fs::path(data_dir) / "rules";
   auto book = std::make_shared<Rulebook>();
@@ -15,7 +16,9 @@ StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_d
   ASSIGN_OR_RETURN(book->signatures, LoadSignatureTable((rules / "triage" / "failure-signatures.yaml").string()));
   ASSIGN_OR_RETURN(book->discovery, LoadDiscoveryRules((rules / "discovery.yaml").string()));
   playbook::LoadResult load;
-  book->library = playbook::LoadLibraryDir(data_dir, &load);
+  for (const auto& dir : playbook_dirs)
+    if (std::error_code ec; !fs::is_directory(dir, ec)) return NotFoundError("--playbooks " + dir + ": not a directory");
+  book->library = playbook::LoadLibraryDir(data_dir, &load, playbook_dirs);
   for (const auto& d : load.diagnostics())
     if (!d.warning()) return InvalidArgumentError("invalid playbook: " + d.ToString());
   return std::shared_ptr<const Rulebook>(std::move(book));

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/core/status.h"
 #include "engine/decision/decision_rules.h"
@@ -23,6 +24,8 @@ struct Rulebook {
 };
 
 // Fails on the first file that does not load, naming it; playbook warnings are not failures.
-StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir);
+// `playbook_dirs` add playbooks of one's own to the data dir's (`--playbooks DIR`).
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir,
+                                                      const std::vector<std::string>& playbook_dirs = {});
 
 }  // namespace diagnose

@@ -411,7 +411,7 @@ bool LooksLikePlaybook(const std::string& path) {
 
 std::string PlaybookDataDir() { return DefaultDataDir(); }
 
-Library LoadLibraryDir(const std::string& data_dir, LoadResult* result) {
+Library LoadLibraryDir(const std::string& data_dir, LoadResult* result, const std::vector<std::string>& overlay_dirs) {
   Loader loader;
   std::error_code ec;
   auto list = [&](const std::string& dir) {
@@ -426,6 +426,8 @@ Library LoadLibraryDir(const std::string& data_dir, LoadResult* result) {
   };
   loader.LoadCommonFiles(list(data_dir + "/rules/common"));
   for (const auto& f : list(data_dir + "/playbooks")) loader.LoadPlaybookFile(f);
+  for (const auto& dir : overlay_dirs)
+    for (const auto& f : list(dir)) loader.LoadPlaybookFile(f);
   for (const auto& d : loader.result().diagnostics()) result->Add(d);
   return loader.TakeLibrary();
 }

@@ -63,7 +63,9 @@ class Loader {
 
 // Loads <data_dir>/rules/common/*.yaml then <data_dir>/playbooks/*.yaml (not recursive: tests and
 // examples live in subdirectories). Files sorted by name so order is deterministic.
-Library LoadLibraryDir(const std::string& data_dir, LoadResult* result);
+// `overlay_dirs`: more playbooks, loaded after the data dir's (`--playbooks DIR`).
+Library LoadLibraryDir(const std::string& data_dir, LoadResult* result,
+                       const std::vector<std::string>& overlay_dirs = {});
 
 // True when the file's top level has a `playbook:` key (or is not valid YAML: the playbook loader
 // then reports the parse error with its position).

@@ -81,6 +81,7 @@ struct Scope {
   // rules/common `macros:`. While a binding list is being checked only its earlier entries count.
   const std::vector<Binding>* lets = nullptr;
   size_t lets_visible = SIZE_MAX;
+  std::set<std::string>* lets_used = nullptr;   // names of `lets` read so far (unused ones are warned of)
   size_t playbook_macros_visible = SIZE_MAX;
   size_t common_macros_visible = SIZE_MAX;
 };

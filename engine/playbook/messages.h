@@ -29,6 +29,7 @@ enum class LoadCode {
   kUnusedArg,
   kUnknownMetric,       // a query's metric name is not in the metric catalogue (rules/metrics.yaml)
   kEmptyListSentence,   // a template renders a list that may be empty into a sentence
+  kUnusedBinding,       // a rule's `let:` name that nothing of the rule reads
 };
 
 // "unknown-key", ...: stable identifiers for --format json and tests.
@@ -69,6 +70,7 @@ inline constexpr const char* kAnalysisInput = "field '{}': analysis '{}' needs i
 inline constexpr const char* kPrecedenceNotVerdict = "field 'precedence': '{}' is not a verdict rule of this playbook";
 inline constexpr const char* kUnusedRule = "rule '{}' is not used by any other rule and reports no finding";
 inline constexpr const char* kUnusedArg = "arg '{}' is not used in the query template";
+inline constexpr const char* kUnusedBinding = "let '{}' is not used by rule '{}' (a leftover, or a typo where it is read)";
 inline constexpr const char* kUnknownMetric = "unknown metric '{}' (not in {}{})";
 inline constexpr const char* kEmptyListSentence =
     "field '{}': '{{{{ {} }}}}' renders a {} that may be empty into the sentence; test it in {} (len(...) > 0), "

@@ -84,6 +84,7 @@ const char* LoadCodeName(LoadCode code) {
     case LoadCode::kUnknownAnalysis: return "unknown-analysis";
     case LoadCode::kUnusedRule: return "unused-rule";
     case LoadCode::kUnusedArg: return "unused-arg";
+    case LoadCode::kUnusedBinding: return "unused-binding";
     case LoadCode::kUnknownMetric: return "unknown-metric";
     case LoadCode::kEmptyListSentence: return "empty-list-sentence";
     case LoadCode::kPromqlSyntax: return "promql-syntax";
@@ -94,7 +95,7 @@ const char* LoadCodeName(LoadCode code) {
 
 bool IsWarning(LoadCode code) {
   return code == LoadCode::kUnusedRule || code == LoadCode::kUnusedArg || code == LoadCode::kUnknownMetric ||
-         code == LoadCode::kEmptyListSentence;
+         code == LoadCode::kEmptyListSentence || code == LoadCode::kUnusedBinding;
 }
 
 }  // namespace diagnose::playbook

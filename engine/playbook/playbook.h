@@ -168,6 +168,9 @@ struct RuleSpec {
   std::string playbook;             // "" for shared rules
   RuleKind kind = RuleKind::kFact;
   std::string description;
+  // The description as a template when it has placeholders (`{params.margin_c}`): shown for a
+  // finding that did not fire, rendered, never with its placeholders as they were written.
+  Template description_text;
   SourcePos pos;
   std::vector<std::string> needs;   // qualified ids, explicit and from references
   std::vector<Binding> lets;        // in definition order; a binding sees the ones before it

@@ -71,7 +71,10 @@ const Binding* FindBinding(const Scope& scope, const std::string& name) {
       if ((*list)[i].name == name) return &(*list)[i];
     return nullptr;
   };
-  if (const Binding* b = find(scope.lets, scope.lets_visible)) return b;
+  if (const Binding* b = find(scope.lets, scope.lets_visible)) {
+    if (scope.lets_used) scope.lets_used->insert(b->name);
+    return b;
+  }
   if (scope.playbook)
     if (const Binding* b = find(&scope.playbook->macros, scope.playbook_macros_visible)) return b;
   return find(&scope.library->common_macros, scope.common_macros_visible);
@@ -339,6 +342,8 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
   ctx.rule = rule->id;
   Scope scope = outer_scope;
   scope.lets = &rule->lets;
+  std::set<std::string> lets_used;
+  scope.lets_used = &lets_used;
   CheckBindings(ctx, scope, &rule->lets, &scope.lets_visible, "let");
   std::set<std::string> deps;
   // Explicit needs.
@@ -357,6 +362,13 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
   }
   Scope host_scope = scope;
   host_scope.allow_host = true;
+  // A description stands in for a finding that did not fire, when no rule may have a result: it
+  // reads only what is known before anything is asked (params, thresholds, windows).
+  Scope static_scope = scope;
+  static_scope.allow_rules = false;
+  static_scope.lets = nullptr;
+  std::set<std::string> description_deps;
+  CheckTemplate(ctx, static_scope, rule->description_text, "description", &description_deps);
   switch (rule->kind) {
     case RuleKind::kQuery: {
       auto& q = rule->query;
@@ -434,6 +446,10 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
     deps.insert(finding_deps.begin(), finding_deps.end());
   }
   rule->needs.assign(deps.begin(), deps.end());
+  for (const auto& b : rule->lets)
+    if (!lets_used.count(b.name))
+      ctx.Add(LoadCode::kUnusedBinding, b.expr.pos, "let." + b.name,
+              fmt::format(fmt::runtime(msg::kUnusedBinding), b.name, rule->id));
 }
 
 void CheckQueryTemplate(const FileCtx& ctx, const Scope& scope, RuleSpec* rule, const YAML::Node& query_node) {

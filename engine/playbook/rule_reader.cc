@@ -680,7 +680,11 @@ bool ParseRule(FileCtx& ctx, const YAML::Node& n, const std::string& playbook_id
   }
   for (size_t i = 1; i < kinds.size(); ++i) allowed.insert(kinds[i]);   // already reported
   CheckKeys(ctx, n, allowed);
-  if (n["description"] && n["description"].IsScalar()) rule->description = n["description"].Scalar();
+  if (n["description"] && n["description"].IsScalar()) {
+    rule->description = n["description"].Scalar();
+    if (rule->description.find("{{") != std::string::npos)
+      rule->description_text = ParseTemplateNode(ctx, n["description"], "description");
+  }
   if (n["needs"]) {
     std::vector<std::string> needs;
     GetStringList(ctx, n["needs"], "needs", &needs);

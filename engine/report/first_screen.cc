@@ -248,4 +248,12 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   return s;
 }
 
+std::string FindingTally(const FirstScreen& s) {
+  std::string out = std::to_string(s.fired_total) + " fired, " + std::to_string(s.clear) + " clear";
+  if (s.suppressed) out += ", " + std::to_string(s.suppressed) + " suppressed";
+  if (s.skipped) out += ", " + std::to_string(s.skipped) + " skipped (insufficient evidence)";
+  if (s.errors) out += ", " + std::to_string(s.errors) + " could not be evaluated";
+  return out;
+}
+
 }  // namespace diagnose

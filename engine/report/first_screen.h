@@ -48,6 +48,10 @@ struct FirstScreen {
 // `max_lines` bounds the text rendering; lists that do not fit are cut with a count of the rest.
 FirstScreen BuildFirstScreen(const Report& report, size_t max_lines = 40);
 
+// "13 fired, 67 clear, 1 suppressed, 2 skipped (insufficient evidence), 1 could not be evaluated"
+// (the zero counts after `clear` left out): one tally, so text and markdown never count apart.
+std::string FindingTally(const FirstScreen& screen);
+
 // The strongest piece of a finding's evidence: PromQL that names its hosts, then any windowed
 // PromQL, then a log line, then a derived value.
 std::optional<ScreenEvidence> StrongestEvidence(const Finding& finding);

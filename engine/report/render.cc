@@ -297,11 +297,7 @@ std::string FirstScreenText(const FirstScreen& s, bool color, bool verbose) {
       if (w.evidence) out << "    evidence: " << w.evidence->where << "\n    " << std::string(10, ' ') << w.evidence->detail << "\n";
     }
   }
-  out << "\n" << Paint("FINDINGS", "1", color) << "  " << s.fired_total << " fired, " << s.clear << " clear";
-  if (s.suppressed) out << ", " << s.suppressed << " suppressed";
-  if (s.skipped) out << ", " << s.skipped << " skipped (insufficient evidence)";
-  if (s.errors) out << ", " << s.errors << " could not be evaluated";
-  out << "\n";
+  out << "\n" << Paint("FINDINGS", "1", color) << "  " << FindingTally(s) << "\n";
   for (const auto& f : s.fired) out << "  ! " << f << "\n";
   if (s.fired_hidden) out << "  (+" << s.fired_hidden << " more fired)\n";
   if (!verbose) out << "Every check with its evidence: --verbose; charts: --format html\n";
@@ -336,10 +332,7 @@ std::string FirstScreenMarkdown(const FirstScreen& s, bool verbose) {
       if (w.evidence) out << "  - " << MdEscape(w.evidence->where) << ": " << MdEscape(w.evidence->detail) << "\n";
     }
   }
-  out << "\n**Findings:** " << s.fired_total << " fired, " << s.clear << " clear";
-  if (s.skipped) out << ", " << s.skipped << " skipped";
-  if (s.errors) out << ", " << s.errors << " errors";
-  out << "\n\n";
+  out << "\n**Findings:** " << FindingTally(s) << "\n\n";
   for (const auto& f : s.fired) out << "- " << MdEscape(f) << "\n";
   if (s.fired_hidden) out << "- +" << s.fired_hidden << " more\n";
   if (!verbose) out << "\n_Every check with its evidence: `--verbose`; charts: `--format html`._\n";

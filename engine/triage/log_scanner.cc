@@ -34,6 +34,19 @@ bool NumberAfter(std::string_view s, std::string_view key, Number* out) {
   return r.ec == std::errc();
 }
 
+enum class Field { kAbsent, kRead, kDamaged };
+
+// NumberAfter for a field a step line must carry as a number when it carries it at all: a key
+// followed by anything but a number is a damaged line, not a zero.
+template <typename Number>
+Field FieldAfter(std::string_view s, std::string_view key, Number* out) {
+  if (s.find(key) == std::string_view::npos) return Field::kAbsent;
+  Number value{};
+  if (!NumberAfter(s, key, &value)) return Field::kDamaged;
+  *out = value;
+  return Field::kRead;
+}
+
 bool ParseInt(std::string_view s, int64_t* out) {
   s = Trim(s);
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -156,7 +169,19 @@ LogRef LogScanner::Ref(const LogLine& line, std::string_view text) const {
   return LogRef{file_, line.line_number, SanitizeForQuote(text)};
 }
 
+void LogScanner::NoteDamaged(int64_t line_number) {
+  if (result_.damaged_lines++ == 0) result_.first_damaged = LogRef{file_, line_number, ""};
+}
+
 void LogScanner::Feed(std::string_view raw, int64_t line_number) {
+  if (std::memchr(raw.data(), '\0', raw.size()) != nullptr) {
+    raw.remove_prefix(std::min(raw.size(), raw.find_first_not_of('\0')));
+    if (std::memchr(raw.data(), '\0', raw.size()) != nullptr) {
+      ++result_.lines;
+      NoteDamaged(line_number);
+      return;
+    }
+  }
   if (FeedRepeatedStep(raw)) return;
   LogLine line = ParseLogLine(raw, &scratch_);
   line.line_number = line_number;
@@ -407,15 +432,25 @@ bool LogScanner::HandleStep(const LogLine& line, std::string_view text) {
   StepRecord s;
   s.step = step;
   s.task = line.task;
-  NumberAfter(rest, "seconds:", &s.seconds);
-  NumberAfter(rest, "TFLOP/s/device:", &s.tflops_per_device);
-  double mfu;
-  if (NumberAfter(rest, "MFU:", &mfu)) s.mfu_pct = mfu;
-  NumberAfter(rest, "Tokens/s/device:", &s.tokens_per_sec_per_device);
-  NumberAfter(rest, "total_weights:", &s.total_weights);
-  NumberAfter(rest, " loss:", &s.loss);
-  double mtp;
-  if (NumberAfter(rest, "mtp_loss:", &mtp)) s.mtp_loss = mtp;
+  double mfu = 0, mtp = 0;
+  const Field fields[] = {
+      FieldAfter(rest, "seconds:", &s.seconds),
+      FieldAfter(rest, "TFLOP/s/device:", &s.tflops_per_device),
+      FieldAfter(rest, "MFU:", &mfu),
+      FieldAfter(rest, "Tokens/s/device:", &s.tokens_per_sec_per_device),
+      FieldAfter(rest, "total_weights:", &s.total_weights),
+      FieldAfter(rest, " loss:", &s.loss),
+      FieldAfter(rest, "mtp_loss:", &mtp),
+  };
+  if (std::find(std::begin(fields), std::end(fields), Field::kDamaged) != std::end(fields)) {
+    // Its step was seen (the number parsed), but none of its values is trusted.
+    last_recorded_step_ = -1;
+    last_recorded_step_digits_.clear();
+    NoteDamaged(line.line_number);
+    return true;
+  }
+  if (fields[2] == Field::kRead) s.mfu_pct = mfu;
+  if (fields[6] == Field::kRead) s.mtp_loss = mtp;
   // No quoted text: every step is kept, and its fields already say what the line said.
   s.where = LogRef{file_, line.line_number, ""};
   result_.steps.emplace_hint(at, step, std::move(s));
@@ -585,6 +620,7 @@ void ScanResult::ShiftLines(int64_t delta) {
   }
   for (auto& kv : events)
     for (auto& e : kv.second) shift(e.where);
+  shift(first_damaged);
 }
 
 void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
@@ -651,6 +687,8 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   labelled_lines += later.labelled_lines;
   lines_after_last_step = later_has_steps ? later.lines_after_last_step : lines_after_last_step + later.lines;
   truncated_lines += later.truncated_lines;
+  if (damaged_lines == 0) first_damaged = later.first_damaged;
+  damaged_lines += later.damaged_lines;
 }
 
 }  // namespace diagnose

@@ -81,6 +81,11 @@ struct ScanResult {
   int64_t labelled_lines = 0;                          // carried an srun task label
   int64_t lines_after_last_step = 0;
   int64_t truncated_lines = 0;
+  // Lines holding NUL bytes past a leading pad, or a step line whose field does not parse as a
+  // number ("loss: x.568"): skipped, never read as values. NUL padding at a line's start (a node
+  // crash leaves the unflushed tail as zeros) is dropped and the text after it read.
+  int64_t damaged_lines = 0;
+  LogRef first_damaged;
 
   // Renumbers every line reference by `delta` (a byte range scanned with lines counted from 1).
   void ShiftLines(int64_t delta);
@@ -105,6 +110,7 @@ class LogScanner {
  private:
   bool FeedRepeatedStep(std::string_view raw);
   bool HandleStep(const LogLine& line, std::string_view text);
+  void NoteDamaged(int64_t line_number);
   void NoteStepSeen(int task, int64_t step);
   int64_t& LastStepOf(int task);
   void HandleHeader(const LogLine& line, std::string_view text);

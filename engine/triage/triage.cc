@@ -120,12 +120,19 @@ RunWindow RunWindowOf(const JobFacts& f, int64_t artifact_epoch, std::optional<i
 
 Status ScanRange(const std::string& path, int64_t begin, int64_t end, const std::string& display, int default_task,
                  int file_index, const SignatureTable& table, const SignatureMatcher& matcher,
-                 const ScanLimits& limits, ScanResult* out, int64_t* lines) {
+                 const ScanLimits& limits, std::optional<std::chrono::steady_clock::time_point> deadline,
+                 ScanResult* out, int64_t* lines) {
   LineReader reader;
   RETURN_IF_ERROR(reader.Open(path, begin, end));
   LogScanner scanner(table, matcher, limits, display, default_task, file_index);
   std::string_view line;
-  while (reader.Next(&line)) scanner.Feed(line, reader.line_number());
+  while (reader.Next(&line)) {
+    scanner.Feed(line, reader.line_number());
+    // The clock every 64Ki lines: a few milliseconds of scanning between reads of it.
+    if (deadline && (reader.line_number() & 0xffff) == 0 && std::chrono::steady_clock::now() >= *deadline)
+      return DeadlineExceededError("the run's deadline passed while reading " + display + " (at line " +
+                                   std::to_string(reader.line_number()) + ")");
+  }
   RETURN_IF_ERROR(reader.status());
   scanner.result().truncated_lines += reader.truncated_lines();
   *out = std::move(scanner.result());
@@ -159,7 +166,8 @@ Status ScanFile(const std::string& path, const std::string& display, int default
   if (!split) {
     ScanResult r;
     int64_t lines = 0;
-    RETURN_IF_ERROR(ScanRange(path, 0, -1, display, default_task, file_index, table, matcher, limits, &r, &lines));
+    RETURN_IF_ERROR(ScanRange(path, 0, -1, display, default_task, file_index, table, matcher, limits,
+                              options.deadline, &r, &lines));
     out->Merge(std::move(r), limits);
     return Status::Ok();
   }
@@ -167,13 +175,15 @@ Status ScanFile(const std::string& path, const std::string& display, int default
   int64_t second_lines = 0;
   Status second_status;
   std::thread worker([&] {
-    second_status = ScanRange(path, *split, -1, display, default_task, file_index, table, matcher, limits, &second,
+    second_status = ScanRange(path, *split, -1, display, default_task, file_index, table, matcher, limits,
+                              options.deadline, &second,
                               &second_lines);
   });
   ScanResult first;
   int64_t first_lines = 0;
   Status first_status =
-      ScanRange(path, 0, *split, display, default_task, file_index, table, matcher, limits, &first, &first_lines);
+      ScanRange(path, 0, *split, display, default_task, file_index, table, matcher, limits, options.deadline, &first,
+                &first_lines);
   worker.join();
   RETURN_IF_ERROR(first_status);
   RETURN_IF_ERROR(second_status);
@@ -257,6 +267,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     int rank = static_cast<int>(AsInt(name.substr(5)).value_or(-1));
     Status s = ScanFile(job.rank_logs[i], DisplayPath(job.rank_logs[i], job.outputs_dir), rank,
                         static_cast<int>(i) + 1, table, matcher, limits, options, &scan);
+    if (s.code() == StatusCode::kDeadlineExceeded) return s.WithContext("job " + job.id);
     if (!s.ok()) f.notes.push_back("rank log unreadable: " + s.message());
   }
 
@@ -331,6 +342,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     int64_t before = scan.steps.empty() ? -1 : scan.steps.rbegin()->first;
     Status s = ScanFile(w, DisplayPath(w, job.outputs_dir), task, static_cast<int>(1000 + i), table, matcher,
                         limits, options, &scan);
+    if (s.code() == StatusCode::kDeadlineExceeded) return s.WithContext("job " + job.id);
     if (!s.ok()) {
       f.notes.push_back("worker log unreadable: " + s.message());
       continue;
@@ -373,6 +385,11 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     f.notes.push_back(std::to_string(scan.truncated_lines) + " line(s) longer than the limit log.line_bytes (" +
                       FormatLimitValue(LimitId::kLogLineBytes, GetLimit(LimitId::kLogLineBytes)) +
                       ") were cut there; raise it with --limit log.line_bytes=N");
+  if (scan.damaged_lines > 0)
+    f.notes.push_back(std::to_string(scan.damaged_lines) +
+                      " damaged log line(s) (NUL bytes, or a step field that is not a number) were skipped, "
+                      "not read as values; the first at " + scan.first_damaged.file + ":" +
+                      std::to_string(scan.first_damaged.line));
 
   auto param = [&](const std::string& k) -> std::string {
     auto it = h.passthrough.find(k);

@@ -2,6 +2,7 @@
 // follows the number of steps, not the log size.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,9 @@ struct TriageOptions {
   // 0 = automatic (2 when the machine has 2+ cores). Logs below split_min_bytes use one thread.
   int scan_threads = 0;
   int64_t split_min_bytes = int64_t{64} << 20;
+  // The run's --deadline: reading logs stops there with kDeadlineExceeded (a log of many GB on a
+  // slow file server must not hold an epilog past it).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options);

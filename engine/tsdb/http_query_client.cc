@@ -107,7 +107,10 @@ std::string AuthRefusal(long http, bool sent_authorization) {
 size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
   auto* body = static_cast<std::string*>(user);
   const size_t n = size * nmemb;
-  if (static_cast<int64_t>(body->size() + n) > GetLimit(LimitId::kHttpResponseBytes)) return 0;
+  const auto limit = static_cast<size_t>(GetLimit(LimitId::kHttpResponseBytes));
+  if (body->size() + n > limit) return 0;
+  // Grown by doubling but never past the limit: a 256 MiB bound must not cost 512 MiB.
+  if (body->size() + n > body->capacity()) body->reserve(std::min(limit, std::max(body->size() + n, 2 * body->capacity())));
   body->append(data, n);
   return n;
 }
@@ -233,6 +236,7 @@ struct Endpoint {
   std::string label;        // the description and/or URL naming the endpoint
   std::string base_url;
   bool sent_authorization = false;
+  std::optional<Clock::time_point> deadline;   // the run's: reading an answer stops there too
 };
 
 // Maps a finished transfer to a Status; sets `retryable` for transient failures.
@@ -254,6 +258,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
   endpoint.label = description_.empty() || description_.find(base_url_) != std::string::npos
                        ? base_url_
                        : description_ + " " + base_url_;
+  endpoint.deadline = options_.deadline;
   endpoint.sent_authorization = std::any_of(header_lines_.begin(), header_lines_.end(), [](const std::string& h) {
     return h.size() > 14 && strncasecmp(h.c_str(), "Authorization:", 14) == 0;
   });
@@ -403,15 +408,22 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
     }
   }
   req.streamed.reset();
+  if (endpoint.deadline && Clock::now() >= *endpoint.deadline)
+    return DeadlineExceededError("the run's deadline passed before the answer could be read" + where);
   if (req.query_answer && http >= 200 && http < 300) {
-    StreamedQueryAnswer answer = ParseQueryAnswer(req.response);
+    StreamedQueryAnswer answer = ParseQueryAnswer(req.response, endpoint.deadline);
     if (!answer.fallback) {
       req.warnings = std::move(answer.warnings);
       req.streamed = std::move(answer.result);
       return Status::Ok();
     }
   }
-  ApiEnvelope envelope = ParseApiEnvelope(req.response);
+  // A label-values or series answer is one array of values: refused as soon as it is longer than
+  // allowed, not after all of it became a tree.
+  JsonParseBounds bounds{endpoint.deadline, std::nullopt, "the answer to " + req.subject};
+  if (!req.query_answer) bounds.array_limit = LimitId::kHttpSeriesPerQuery;
+  ApiEnvelope envelope = ParseApiEnvelope(req.response, bounds);
+  if (envelope.stopped) return Status(envelope.stopped->code(), envelope.stopped->message() + where);
   req.warnings = std::move(envelope.warnings);
   if (envelope.present && envelope.status == "success" && http >= 200 && http < 300) {
     req.data = std::move(envelope.data);

@@ -45,9 +45,14 @@ std::string QuoteAnswer(std::string_view body) {
   return ValidUtf8(body, 200, /*strip_controls=*/true);
 }
 
-ApiEnvelope ParseApiEnvelope(std::string_view body) {
+ApiEnvelope ParseApiEnvelope(std::string_view body, const JsonParseBounds& bounds) {
   ApiEnvelope envelope;
-  json parsed = ParseUntrustedJson(body);
+  StatusOr<json> bounded = ParseUntrustedJsonBounded(body, bounds);
+  if (!bounded.ok()) {
+    envelope.stopped = bounded.status();
+    return envelope;
+  }
+  json parsed = std::move(bounded).value();
   if (!parsed.is_object() || !parsed.contains("status") || !parsed["status"].is_string()) return envelope;
   envelope.present = true;
   envelope.status = parsed["status"].get<std::string>();
@@ -128,7 +133,9 @@ namespace {
 // keys nobody reads.
 class QueryAnswerHandler : public nlohmann::json_sax<json> {
  public:
-  QueryAnswerHandler(int64_t max_series, int64_t max_points) : max_series_(max_series), max_points_(max_points) {}
+  QueryAnswerHandler(int64_t max_series, int64_t max_points,
+                     std::optional<std::chrono::steady_clock::time_point> deadline)
+      : max_series_(max_series), max_points_(max_points), deadline_(deadline) {}
 
   bool null() override { return Scalar(Atom::kOther, 0, nullptr); }
   bool boolean(bool) override { return Scalar(Atom::kOther, 0, nullptr); }
@@ -209,6 +216,7 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
     return true;
   }
   bool key(string_t& k) override {
+    if (!Tick()) return false;
     key_ = std::move(k);
     const Frame f = Top();
     if (f == Frame::kRoot && (key_ == "status" || key_ == "errorType" || key_ == "error")) return Once(Seen(key_));
@@ -219,6 +227,7 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
 
   bool fallback = false;
   std::optional<Status> limit;
+  std::optional<Status> deadline_passed;
   std::string status, result_type;
   std::vector<std::string> warnings, infos;
   std::vector<Series> series_;
@@ -271,7 +280,16 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
   }
   bool PairDone() const { return pair_.ok && pair_.items == 2; }
 
+  // The clock is read every few thousand events: often enough to stop within milliseconds.
+  bool Tick() {
+    if ((++events_ & 0xfff) != 0 || !deadline_ || std::chrono::steady_clock::now() < *deadline_) return true;
+    deadline_passed = DeadlineExceededError("the run's deadline passed while a query answer was being read (" +
+                                            std::to_string(series_.size()) + " series in)");
+    return false;
+  }
+
   bool Scalar(Atom atom, double number, const std::string* text) {
+    if (!Tick()) return false;
     switch (Top()) {
       case Frame::kNone:
         return Fallback();
@@ -332,6 +350,8 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
   }
 
   const int64_t max_series_, max_points_;
+  const std::optional<std::chrono::steady_clock::time_point> deadline_;
+  uint64_t events_ = 0;
   std::vector<Frame> stack_;
   std::string key_;
   Element element_;
@@ -343,11 +363,16 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
 
 }  // namespace
 
-StreamedQueryAnswer ParseQueryAnswer(std::string_view body) {
+StreamedQueryAnswer ParseQueryAnswer(std::string_view body,
+                                     std::optional<std::chrono::steady_clock::time_point> deadline) {
   StreamedQueryAnswer answer;
-  QueryAnswerHandler handler(GetLimit(LimitId::kHttpSeriesPerQuery), GetLimit(LimitId::kHttpPointsPerQuery));
+  QueryAnswerHandler handler(GetLimit(LimitId::kHttpSeriesPerQuery), GetLimit(LimitId::kHttpPointsPerQuery), deadline);
   const bool parsed = nlohmann::json::sax_parse(body.begin(), body.end(), &handler, nlohmann::json::input_format_t::json,
                                                 /*strict=*/true, /*ignore_comments=*/false);
+  if (handler.deadline_passed) {
+    answer.result = *handler.deadline_passed;
+    return answer;
+  }
   const bool success_shape = handler.status == "success" && !handler.result_type.empty();
   if (handler.limit && !handler.fallback && success_shape) {
     answer.result = *handler.limit;

@@ -3,6 +3,8 @@
 // string). Pure functions: the HTTP client calls them on every answer and fuzz/ feeds them directly.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
+#include "engine/core/untrusted_json.h"
 #include "engine/tsdb/query_client.h"
 
 namespace diagnose {
@@ -21,6 +24,7 @@ struct ApiEnvelope {
   std::string error_type = "unknown";
   std::string error;
   std::vector<std::string> warnings; // "warnings", then "infos" prefixed "info: "
+  std::optional<Status> stopped;     // the parse was cut short by `bounds` (deadline, array limit)
 };
 
 // A server's answer (or part of one) quoted in an error: bounded, one line, valid UTF-8 whatever
@@ -28,7 +32,8 @@ struct ApiEnvelope {
 std::string QuoteAnswer(std::string_view body);
 
 // Never throws; a body that is not an envelope (proxies, HTML error pages) has present == false.
-ApiEnvelope ParseApiEnvelope(std::string_view body);
+// A parse that `bounds` cut short sets `stopped` and nothing else.
+ApiEnvelope ParseApiEnvelope(std::string_view body, const JsonParseBounds& bounds = {});
 
 // A query's `data`. kParseError says what was malformed; the caller adds the query and endpoint.
 StatusOr<QueryResult> DecodeQueryData(const nlohmann::json& data);
@@ -44,7 +49,9 @@ struct StreamedQueryAnswer {
   std::vector<std::string> warnings;  // as ApiEnvelope::warnings
   StatusOr<QueryResult> result = QueryResult{};
 };
-StreamedQueryAnswer ParseQueryAnswer(std::string_view body);
+// A deadline that passes mid-parse ends it: `result` is then kDeadlineExceeded.
+StreamedQueryAnswer ParseQueryAnswer(std::string_view body,
+                                     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // Label sets of /api/v1/series (`data` must be an array of objects; non-string values are dropped).
 StatusOr<std::vector<Labels>> DecodeSeriesData(const nlohmann::json& data);

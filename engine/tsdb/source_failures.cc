@@ -12,6 +12,9 @@ bool IsSourceFailure(const Status& status) {
     case StatusCode::kFailedPrecondition:
     case StatusCode::kDataLoss:
     case StatusCode::kInternal:
+    // One of diagnose's own bounds (an answer past http.response_bytes, more series or points than
+    // allowed): the answer was not read, so nothing it would have said is known about the job.
+    case StatusCode::kResourceExhausted:
       return true;
     default:
       return false;
@@ -21,6 +24,7 @@ bool IsSourceFailure(const Status& status) {
 void SourceFailureRecorder::Record(const Status& status) {
   ++requests_;
   if (status.ok() || !IsSourceFailure(status)) return;
+  if (status.code() == StatusCode::kResourceExhausted) limit_hit_ = true;
   if (failures_++ == 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     first_failure_ = status.message();

@@ -14,8 +14,8 @@
 
 namespace diagnose {
 
-// Unreachable, timed out, refused credentials, a wrong path, a body that is not the API's JSON:
-// the source failed. kInvalidArgument (bad_data, execution errors) is the query's own fault.
+// Unreachable, timed out, refused credentials, a wrong path, a body that is not the API's JSON,
+// an answer past one of diagnose's own limits (engine/core/limits.h): the source failed. kInvalidArgument (bad_data, execution errors) is the query's own fault.
 bool IsSourceFailure(const Status& status);
 
 // After the first source failure it stops asking (a circuit breaker): the diagnosis is incomplete
@@ -36,6 +36,8 @@ class SourceFailureRecorder : public QueryClient {
   int requests() const { return requests_.load(); }
   int failures() const { return failures_.load(); }
   std::string first_failure() const;   // empty when none
+  // A failure was one of diagnose's own limits: asking again (a restarted server) would hit it again.
+  bool limit_hit() const { return limit_hit_.load(); }
   // "3 of 41 requests to <source> failed; first: <message>"
   std::string Summary() const;
 
@@ -46,6 +48,7 @@ class SourceFailureRecorder : public QueryClient {
   QueryClient& inner_;
   std::atomic<int> requests_{0};
   std::atomic<int> failures_{0};
+  std::atomic<bool> limit_hit_{false};
   mutable std::mutex mutex_;
   std::string first_failure_;
 };

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/core/regular_file.h"
 #include "engine/triage/hostlist.h"
 
 namespace diagnose {
@@ -163,11 +164,13 @@ bool LogFollower::ConsumeLine(const std::string& raw) {
 }
 
 StatusOr<bool> LogFollower::Poll() {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NotFoundError("job log " + path_ + " disappeared");
-    return PermissionDeniedError("cannot read job log " + path_ + ": " + std::strerror(errno));
+  StatusOr<int> opened = OpenRegularFileForReading(path_);
+  if (!opened.ok()) {
+    if (opened.status().code() == StatusCode::kNotFound) return NotFoundError("job log " + path_ + " disappeared");
+    if (opened.status().code() == StatusCode::kFailedPrecondition) return opened.status();
+    return PermissionDeniedError("cannot read job log " + opened.status().message());
   }
+  const int fd = *opened;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);

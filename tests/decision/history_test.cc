@@ -6,8 +6,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -194,6 +196,91 @@ TEST(SweepHistory, ApplySweepDecisionRefinesAndAppends) {
   EXPECT_EQ(h->entries[0].oom_allocation, "9.00GiB");
   EXPECT_EQ(h->entries[0].action, DecisionAction::kNoRetry);
   EXPECT_EQ(h->entries[0].time, 1700000123);
+}
+
+// An epilog run twice for one job (a requeue, a retried epilog, a user re-running it by hand) must
+// not count the job twice against the sweep's limits: its line is replaced, at the end, and every
+// other line (a malformed one too) is kept as it was.
+TEST(SweepHistory, ARerunReplacesTheJobsLineInsteadOfAppendingASecond) {
+  const std::string path = TempPath("rerun.jsonl");
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("1")).ok());
+  { std::ofstream(path, std::ios::app) << "{not json\n"; }
+  ASSERT_TRUE(AppendHistoryEntry(path, Entry("2")).ok());
+  HistoryEntry again = Entry("1");
+  again.action = DecisionAction::kNoRetry;
+  again.exclude.clear();
+  ASSERT_TRUE(AppendHistoryEntry(path, again).ok());
+  HistoryEntry other_sweep = Entry("1");
+  other_sweep.sweep = "s2";   // the same job id in another sweep is another line
+  ASSERT_TRUE(AppendHistoryEntry(path, other_sweep).ok());
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->entries.size(), 3u);
+  EXPECT_EQ(h->entries[0].job, "2");
+  EXPECT_EQ(h->entries[1].job, "1");
+  EXPECT_EQ(h->entries[1].action, DecisionAction::kNoRetry);
+  EXPECT_EQ(h->entries[2].sweep, "s2");
+  EXPECT_EQ(h->warnings.size(), 1u) << "the malformed line is kept, not dropped";
+  for (const auto& entry : fs::directory_iterator(fs::path(path).parent_path()))
+    EXPECT_EQ(entry.path().filename().string().find("rerun.jsonl.tmp"), std::string::npos) << entry.path();
+}
+
+// Twelve processes at once, each job written by two of them: whatever the interleaving of appends
+// and rewrites, the file ends with one whole line per job and no temp file beside it.
+TEST(SweepHistory, ConcurrentWritersOfOneHistoryLeaveOneWholeLinePerJob) {
+  const std::string path = TempPath("concurrent.jsonl");
+  constexpr int kWriters = 12;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kWriters; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      HistoryEntry e = Entry(std::to_string(i % (kWriters / 2)));
+      e.config.args["padding"] = std::string(5000, 'p');   // multi-KiB lines widen the window
+      for (int round = 0; round < 5; ++round)
+        if (!AppendHistoryEntry(path, e).ok()) ::_exit(3);
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int wstatus = 0;
+    ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+    EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  }
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(h->warnings.empty()) << h->warnings.front();
+  std::set<std::string> jobs;
+  for (const auto& e : h->entries) {
+    EXPECT_TRUE(jobs.insert(e.job).second) << "job " << e.job << " recorded twice";
+    EXPECT_EQ(e.config.args.at("padding").size(), 5000u);
+  }
+  EXPECT_EQ(jobs.size(), static_cast<size_t>(kWriters / 2));
+  for (const auto& entry : fs::directory_iterator(fs::path(path).parent_path()))
+    EXPECT_EQ(entry.path().filename().string().find("concurrent.jsonl.tmp"), std::string::npos) << entry.path();
+}
+
+// The sweep's exclusion limit turns "exclude these hosts" into stop-sweep: the history line still
+// names the hosts found, so a driver reading only the history learns which were bad.
+TEST(SweepHistory, AStopSweepLineRecordsTheHostsTheDecisionFound) {
+  const std::string path = TempPath("found.jsonl");
+  JobFacts f = testing::MakeFacts("8308", {"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"});
+  Report report = testing::MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  report.verdict.source = "playbooks";
+  report.verdict.confidence = "likely";
+  for (const char* host : {"gpu2", "gpu3", "gpu4"}) report.decision.exclude.push_back({host, 1, "RDMA link degraded"});
+  SweepContext context;
+  context.now = 1700000123;
+  ASSERT_TRUE(ApplySweepDecision(testing::SweepRules(), path, context, f, &report).ok());
+  ASSERT_EQ(report.decision.action, DecisionAction::kStopSweep) << "3 hosts against the sweep's limit of 2";
+  auto h = LoadSweepHistory(path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->entries.size(), 1u);
+  EXPECT_TRUE(h->entries[0].exclude.empty());
+  std::vector<std::string> found;
+  for (const auto& x : h->entries[0].found) found.push_back(x.host);
+  EXPECT_EQ(found, (std::vector<std::string>{"gpu2", "gpu3", "gpu4"}));
 }
 
 TEST(SweepHistory, SubjectFactsComeFromTheReportExtension) {

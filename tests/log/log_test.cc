@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -91,6 +95,33 @@ TEST(LineReaderTest, MissingFileIsNotFound) {
   Status s = r.Open("/nonexistent/dir/x.log");
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find("/nonexistent/dir/x.log"), std::string::npos);
+}
+
+// Opening a FIFO for reading blocks until a writer appears: one FIFO named like a job log would
+// wedge an epilog. It is refused by its type, without being opened for reading.
+TEST(LineReaderTest, AFifoOrDeviceIsRefusedNotOpened) {
+  const std::string fifo = "/tmp/diagnose-log-fifo-" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    SCOPED_TRACE(path);
+    auto opened = std::async(std::launch::async, [&] {
+      LineReader reader;
+      return reader.Open(path);
+    });
+    if (opened.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      ADD_FAILURE() << "Open blocked on " << path;
+      const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);   // lets the blocked open return
+      opened.wait();
+      if (writer >= 0) ::close(writer);
+      continue;
+    }
+    const Status status = opened.get();
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.ToString();
+    EXPECT_NE(status.message().find("not a regular file"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find(path), std::string::npos) << status.message();
+  }
+  ::unlink(fifo.c_str());
 }
 
 TEST(LineReaderTest, RangesSplitAtAnyOffsetCoverEveryLineOnce) {

@@ -91,3 +91,55 @@ TEST(ClockSkew, FutureMtimesGiveTheSameDiagnosisAndSaySoInTheReport) {
 
 }  // namespace
 }  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// The fixture copied to a fresh outputs dir with every block's meta.json moved `days` later (as a
+// node whose clock was a year off writes it): its samples then lie outside what the blocks claim.
+std::string CopyWithBlocksMoved(const std::string& id, int days) {
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-moved-" + id + "-" + std::to_string(::getpid()));
+  fs::remove_all(outputs);
+  fs::create_directories(outputs);
+  for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(id + "-", 0) != 0) continue;
+    fs::copy(entry.path(), outputs / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+  const int64_t shift_ms = int64_t{days} * 86400 * 1000;
+  for (const auto& entry : fs::recursive_directory_iterator(outputs)) {
+    if (entry.path().filename() != "meta.json") continue;
+    nlohmann::json meta = nlohmann::json::parse(Slurp(entry.path().string()));
+    meta["minTime"] = meta["minTime"].get<int64_t>() + shift_ms;
+    meta["maxTime"] = meta["maxTime"].get<int64_t>() + shift_ms;
+    std::ofstream(entry.path()) << meta.dump();
+  }
+  return outputs.string();
+}
+
+// Data the blocks place 400 days after the job's run is named (clock skew, or another job's), and
+// the absence of samples in the run never reads as a clean bill of health.
+TEST(ClockSkew, BlocksFarOutsideTheLoggedRunAreNamedAndMissingDataIsNeverHealthy) {
+  const std::string id = "8308";
+  REQUIRE_FIXTURE(id);
+  const std::string outputs = CopyWithBlocksMoved(id, 400);
+  CliRun run = RunDiagnoseCli({id, "--outputs", outputs, "--format", "json"});
+  const nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.err << run.out.substr(0, 500);
+  const std::string tsdb = report["tsdb"].dump();
+  EXPECT_NE(tsdb.find(" days after the job's run in its log"), std::string::npos) << Dump(report["tsdb"]);
+  EXPECT_NE(tsdb.find("clock skew"), std::string::npos) << Dump(report["tsdb"]);
+  // Nothing of the metrics was read, so nothing from them is clean (the old answer was "RDMA
+  // healthy on all 24 hosts", root cause none).
+  for (const auto& finding : report["findings"]) {
+    const std::string summary = finding.value("summary", "");
+    EXPECT_EQ(summary.find("healthy on all"), std::string::npos) << Dump(finding);
+  }
+  EXPECT_EQ(report["verdict"]["summary"].get<std::string>().find("healthy on all"), std::string::npos)
+      << Dump(report["verdict"]);
+  EXPECT_NE(report["verdict"]["root_cause"], "none") << Dump(report["verdict"]);
+  fs::remove_all(outputs);
+}
+
+}  // namespace
+}  // namespace diagnose::e2e

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 
 #include "engine/core/subprocess.h"
 #include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/testing/fake_http_server.h"
 
 namespace diagnose {
 namespace {
@@ -126,6 +128,43 @@ TEST(ProcessFaults, ASignalAtTenRandomMomentsLeavesNoChildNoTempDirAndTheJobDirU
   fs::remove_all(tmp);
 }
 
+// Stopped by a signal, the run still exits 128+signal after its cleanups, and one stderr line says
+// what stopped it: an epilog's log otherwise shows a bare 143.
+TEST(ProcessFaults, ASignalIsNamedInOneStderrLine) {
+  REQUIRE_FIXTURE("8043");
+  // An endpoint that holds every request, so the run is surely in flight when the signal lands.
+  testing::FakeHttpServer slow([](const testing::FakeRequest&) {
+    testing::FakeResponse r;
+    r.stall = std::chrono::milliseconds(1500);
+    r.drop_connection = true;
+    return r;
+  });
+  const fs::path dir = FreshDir("signal-line");
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    const std::string name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+    SCOPED_TRACE(name);
+    SpawnOptions options;
+    options.argv = {DIAGNOSE_BINARY, "8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", slow.url(),
+                    "--format", "json"};
+    options.stdout_path = (dir / "out").string();
+    options.stderr_path = (dir / "err").string();
+    const int asked_before = slow.requests();
+    auto child = ChildProcess::Spawn(options);
+    ASSERT_TRUE(child.ok()) << child.status().message();
+    // Once this run has asked the endpoint, its handler is surely installed.
+    for (int i = 0; i < 500 && slow.requests() == asked_before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(::kill(child->pid(), sig), 0);
+    auto code = child->Wait(std::chrono::seconds(30));
+    ASSERT_TRUE(code.ok());
+    EXPECT_EQ(*code, 128 + sig);
+    const std::string err = e2e::Slurp(options.stderr_path);
+    EXPECT_NE(err.find("diagnose: stopped by " + name), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(ProcessFaults, ConcurrentRunsAppendingToOneHistoryLoseNoLineAndTearNone) {
   REQUIRE_FIXTURE("8308");
   REQUIRE_FIXTURE("8043");
@@ -158,7 +197,10 @@ TEST(ProcessFaults, ConcurrentRunsAppendingToOneHistoryLoseNoLineAndTearNone) {
     ASSERT_FALSE(entry.is_discarded()) << "line " << lines << " is not JSON: " << line.substr(0, 300);
     EXPECT_TRUE(entry.contains("job") && entry.contains("action")) << line.substr(0, 300);
   }
-  EXPECT_EQ(lines, kRounds * static_cast<int>(jobs.size())) << "a decision was lost";
+  // Twelve runs of two jobs: one line per job, each run replacing the job's line (a re-run must not
+  // count twice against the sweep's limits), none lost, none torn.
+  EXPECT_EQ(lines, static_cast<int>(std::set<std::string>(jobs.begin(), jobs.end()).size()))
+      << "a decision was lost or a job recorded twice";
   fs::remove_all(dir);
 }
 

@@ -3,9 +3,11 @@
 // different decision: either the undisturbed answer, or the documented "diagnosis incomplete"
 // (exit 3, decision none, a `failed` tsdb entry). Run as a sweep driver runs it: the real binary.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -278,6 +280,164 @@ TEST(ToolFailure, AnEndpointThatNeverAnswersEndsAtTheDeadline) {
     if (text.find("deadline") != std::string::npos && text.find('/') < text.find(':')) ++named;
   }
   EXPECT_GT(named, 5) << "rules the deadline left unevaluated are not named with it: " << report["not_evaluated"].dump().substr(0, 600);
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// An answer past one of diagnose's own limits (engine/core/limits.h) is the tool's failure, like a
+// closed port: not "the TSDB is missing or empty", and never a decision in the history.
+struct LimitCase {
+  std::string limit;         // what --limit sets, e.g. "http.series_per_query=100"
+  std::string name;          // the limit the stderr line must name
+  std::function<std::string(const testing::FakeRequest&)> body;
+};
+
+// An answer of `n` label values (or, for a query, `n` empty series).
+std::string ManyValues(const testing::FakeRequest& request, int n) {
+  std::string values;
+  const bool labels = request.target.find("/label/") != std::string::npos;
+  for (int i = 0; i < n; ++i) {
+    if (i) values += ',';
+    values += labels ? "\"host-" + std::to_string(i) + "\"" : R"({"metric":{"host":"h)" + std::to_string(i) + R"("},"values":[]})";
+  }
+  return labels ? R"({"status":"success","data":[)" + values + "]}"
+                : R"({"status":"success","data":{"resultType":"matrix","result":[)" + values + "]}}";
+}
+
+TEST(ToolFailure, AnAnswerPastOneOfDiagnosesLimitsIsAnIncompleteDiagnosisNamingTheLimit) {
+  REQUIRE_FIXTURE("8043");
+  const std::vector<LimitCase> cases = {
+      {"http.series_per_query=100", "http.series_per_query",
+       [](const testing::FakeRequest& r) { return ManyValues(r, 1000); }},
+      // 4 MiB answers against a 64 KiB bound: cut off at the bound, never held whole.
+      {"http.response_bytes=64KiB", "http.response_bytes",
+       [](const testing::FakeRequest& r) { return ManyValues(r, 200000); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.limit);
+    testing::FakeHttpServer server([&](const testing::FakeRequest& request) {
+      testing::FakeResponse r;
+      r.body = c.body(request);
+      return r;
+    });
+    const fs::path history = fs::temp_directory_path() / ("diagnose-limit-history-" + std::to_string(getpid()));
+    fs::remove(history);
+    CliRun run = RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", server.url(),
+                                 "--limit", c.limit, "--history", history.string(), "--format", "json"});
+    ExpectIncomplete({run.exit_code, json::parse(run.out, nullptr, false), run.err, 0}, c.limit);
+    EXPECT_NE(run.err.find("limit " + c.name), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("--limit " + c.name + "="), std::string::npos) << "how to raise it: " << run.err;
+    EXPECT_FALSE(fs::exists(history)) << "an incomplete diagnosis wrote to the history";
+    fs::remove(history);
+  }
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// `diagnose ARGS`, killed if it has not exited within `limit` (a hang is the failure looked for).
+CliRun RunBounded(const std::vector<std::string>& args, std::chrono::seconds limit, bool* hung) {
+  const std::string base = (fs::temp_directory_path() / ("diagnose-bounded-" + std::to_string(getpid()))).string();
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.stdout_path = base + ".out";
+  options.stderr_path = base + ".err";
+  CliRun run;
+  auto child = ChildProcess::Spawn(options);
+  EXPECT_TRUE(child.ok()) << child.status().message();
+  if (!child.ok()) return run;
+  auto code = child->Wait(limit);
+  *hung = !code.ok();
+  if (*hung) {
+    ::kill(child->pid(), SIGKILL);
+    (void)child->Wait(std::chrono::seconds(10));
+  }
+  run.exit_code = code.ok() ? *code : -1;
+  run.out = Slurp(options.stdout_path);
+  run.err = Slurp(options.stderr_path);
+  fs::remove(options.stdout_path);
+  fs::remove(options.stderr_path);
+  return run;
+}
+
+// A FIFO where a job log belongs (by id, by path, in a watched dir) is refused by its type in one
+// line; reading it would block until someone writes to it, wedging an epilog or a watcher.
+TEST(ToolFailure, AFifoNamedLikeAJobLogIsOneErrorLineNeverAHang) {
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-fifo-outputs-" + std::to_string(getpid()));
+  fs::remove_all(outputs);
+  fs::create_directories(outputs);
+  const fs::path fifo = outputs / "9999-JAX-fifo.log";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::vector<std::string>> runs = {
+      {"9999", "--outputs", outputs.string(), "--format", "json"},
+      {fifo.string(), "--format", "json"},
+      {"watch", outputs.string(), "--once"},
+  };
+  for (const auto& args : runs) {
+    SCOPED_TRACE(args[0]);
+    bool hung = false;
+    CliRun run = RunBounded(args, std::chrono::seconds(20), &hung);
+    ASSERT_FALSE(hung) << "diagnose blocked on the FIFO";
+    EXPECT_NE(run.err.find("9999-JAX-fifo.log is a FIFO, not a regular file"), std::string::npos) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    if (args[0] != "watch") {
+      EXPECT_EQ(run.exit_code, 1) << run.err;
+    }
+  }
+  fs::remove_all(outputs);
+}
+
+}  // namespace
+}  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// A job log alone (no TSDB) in a fresh outputs dir, with `damage` applied to its text.
+std::string LogOnlyCopy(const std::string& id, const std::string& tag, const std::function<void(std::string*)>& damage) {
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-damaged-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(outputs);
+  fs::create_directories(outputs);
+  for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(id + "-", 0) != 0 || entry.path().extension() != ".log" || !entry.is_regular_file()) continue;
+    std::string text = Slurp(entry.path().string());
+    damage(&text);
+    std::ofstream(outputs / name, std::ios::binary) << text;
+  }
+  return outputs.string();
+}
+
+// NUL bytes in a step line's loss (common in logs of nodes that crashed mid-write) must not become
+// a loss of 0.000 and with it a training-instability verdict: the line is skipped and counted.
+TEST(ToolFailure, ANulByteInALossFieldIsADamagedLineNotAValue) {
+  const std::string id = "7882";   // a completed run: its log's steps are all a verdict rests on
+  REQUIRE_FIXTURE(id);
+  const std::string clean = LogOnlyCopy(id, "clean", [](std::string*) {});
+  const std::string damaged = LogOnlyCopy(id, "nul", [](std::string* text) {
+    // One step line mid-run, its loss's first digit a NUL byte ("loss: \0.568").
+    const size_t at = text->find("loss: ", text->size() / 2);
+    ASSERT_NE(at, std::string::npos);
+    (*text)[at + 6] = '\0';
+  });
+  const json want = json::parse(RunDiagnoseCli({id, "--outputs", clean, "--format", "json"}).out, nullptr, false);
+  CliRun run = RunDiagnoseCli({id, "--outputs", damaged, "--format", "json"});
+  const json got = json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(want.is_object() && got.is_object()) << run.err;
+  EXPECT_NE(got["verdict"]["root_cause"], "training-instability") << Dump(got["verdict"]);
+  EXPECT_EQ(got["verdict"]["root_cause"], want["verdict"]["root_cause"]) << Dump(got["verdict"]);
+  EXPECT_EQ(got["decision"]["action"], want["decision"]["action"]);
+  EXPECT_NE(got.dump().find("damaged log line(s)"), std::string::npos) << "the skipped lines are not counted in a note";
+  fs::remove_all(clean);
+  fs::remove_all(damaged);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Usage errors exit 2 with one message that says what was probably meant.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +16,26 @@ TEST(UsageCli, AMistypedSubcommandIsSuggestedNotSearchedForAsAJob) {
   EXPECT_EQ(run.exit_code, 2) << run.err;
   EXPECT_NE(run.err.find("'lnit' is not a subcommand; did you mean `diagnose lint`?"), std::string::npos) << run.err;
   EXPECT_EQ(run.out, "");
+}
+
+// Every subcommand, at every level, followed by its arguments or not: the typo is what is named,
+// not CLI11's complaint about the words after it.
+TEST(UsageCli, EveryMistypedSubcommandIsSuggested) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"sumary", DIAGNOSE_FIXTURE_OUTPUTS}, "diagnose summary"},
+      {{"wacth", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, "diagnose watch"},
+      {{"rules", "exprot"}, "diagnose rules export"},
+      {{"fleet", "nodez"}, "diagnose fleet nodes"},
+      {{"fleet", "nodez", "--prometheus", "http://127.0.0.1:9"}, "diagnose fleet nodes"},
+  };
+  for (const auto& [args, meant] : cases) {
+    SCOPED_TRACE(args[0] + " " + args[1]);
+    CliRun run = RunDiagnoseCli(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("is not a subcommand; did you mean `" + meant + "`?"), std::string::npos) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_EQ(run.out, "");
+  }
 }
 
 TEST(UsageCli, AMistypedOptionIsSuggested) {

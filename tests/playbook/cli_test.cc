@@ -97,5 +97,51 @@ TEST(PlaybookCliTest, TestFailuresAreReportedAndRunFilters) {
   std::filesystem::remove_all(dir);
 }
 
+// A playbook of one's own, written into `dir` as `file`.
+std::string WriteOverlay(const std::filesystem::path& dir, const std::string& file, const std::string& id) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / file) << "playbook: " << id << R"yaml(
+description: hosts hotter than their peers (a user's own playbook, run on top of the shipped set)
+triggers:
+  - tsdb: true
+params:
+  margin_c: {type: number, default: 5}
+rules:
+  - id: hot
+    description: "hosts {{ params.margin_c }} C above the peer median"
+    query: 'max by (host) (hw_gpu_temperature_celsius)'
+    window: job
+    by: [host]
+    finding:
+      when: "count(hot.values > 1000) > 0"
+      hosts: "keys(hot.values > 1000)"
+      summary: "GPUs above 1000 C on {{ join(keys(hot.values > 1000), ', ') }}"
+)yaml";
+  return (dir / file).string();
+}
+
+// `lint --data-dir` reads the data dir `diagnose JOB --data-dir` reads; `--playbooks DIR` lints
+// one's own playbooks on top of the shipped ones, as `diagnose JOB --playbooks DIR` loads them.
+TEST(PlaybookCliTest, LintTakesADataDirAndAnOverlayOfOnesOwnPlaybooks) {
+  const auto dir = std::filesystem::temp_directory_path() / ("diagnose-overlay-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto data_dir = Cli({"lint", "--data-dir", kSource});
+  EXPECT_EQ(data_dir.exit_code, 0) << data_dir.output;
+  EXPECT_NE(data_dir.output.find(kSource + "/playbooks/network-health.yaml: Ok"), std::string::npos) << data_dir.output;
+
+  const std::string mine = WriteOverlay(dir / "good", "hot.yaml", "my-hot-hosts");
+  auto overlay = Cli({"lint", "--playbooks", (dir / "good").string()});
+  EXPECT_EQ(overlay.exit_code, 0) << overlay.output;
+  EXPECT_NE(overlay.output.find(mine + ": Ok"), std::string::npos) << overlay.output;
+  EXPECT_NE(overlay.output.find("/playbooks/network-health.yaml: Ok"), std::string::npos) << overlay.output;
+
+  // An id the shipped set already has is an error, not a silent replacement.
+  const std::string clash = WriteOverlay(dir / "clash", "hot.yaml", "network-health");
+  auto clashing = Cli({"lint", "--playbooks", (dir / "clash").string()});
+  EXPECT_EQ(clashing.exit_code, 1) << clashing.output;
+  EXPECT_NE(clashing.output.find("duplicate id 'network-health'"), std::string::npos) << clashing.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace diagnose

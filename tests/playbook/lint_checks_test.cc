@@ -183,5 +183,78 @@ TEST(LintEmptyListSentence, ShippedPlaybooksHaveNone) {
   EXPECT_TRUE(EmptyListWarnings(result).empty()) << Dump(EmptyListWarnings(result));
 }
 
+std::vector<LoadDiagnostic> WithCode(const LoadResult& r, LoadCode code) {
+  std::vector<LoadDiagnostic> out;
+  for (const auto& d : r.diagnostics())
+    if (d.code == code) out.push_back(d);
+  return out;
+}
+
+// A `let:` nothing of its rule reads is a leftover or the other half of a typo where it is read.
+TEST(LintUnusedBinding, ALetItsRuleNeverReadsWarnsWhereItIsWritten) {
+  Loader loader;
+  loader.LoadPlaybookText(R"yaml(playbook: p
+description: d
+triggers:
+  - failure_class: [oom-host]
+rules:
+  - id: oom
+    query: 'increase(hw_oom_kills_total[5m]) > 0'
+  - id: many
+    let:
+      hosts: "oom.hosts"
+      counted: "len(hosts)"
+      forgotten: "count(oom.values)"
+    fact: "counted"
+    finding:
+      when: "counted > 1"
+      summary: "OOM on several hosts"
+)yaml",
+                          "pb.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  const auto diags = WithCode(loader.result(), LoadCode::kUnusedBinding);
+  ASSERT_EQ(diags.size(), 1u) << Dump(diags);   // `hosts` is read by `counted`
+  EXPECT_TRUE(diags[0].warning());
+  EXPECT_EQ(diags[0].field, "let.forgotten");
+  EXPECT_EQ(diags[0].pos.line, 12);
+  EXPECT_THAT(diags[0].message, HasSubstr("let 'forgotten' is not used by rule 'many'"));
+}
+
+TEST(LintUnusedBinding, ShippedPlaybooksHaveNone) {
+  LoadResult result;
+  LoadLibraryDir(DIAGNOSE_SOURCE_DIR, &result);
+  ASSERT_TRUE(result.ok()) << result.AsJson().dump(2);
+  EXPECT_TRUE(WithCode(result, LoadCode::kUnusedBinding).empty()) << Dump(WithCode(result, LoadCode::kUnusedBinding));
+}
+
+// A description stands in for a finding that did not fire: its placeholders may read only what
+// is known before anything is asked, so it always renders.
+TEST(LintDescription, PlaceholdersReadParamsThresholdsAndWindowsNotRuleResults) {
+  auto load = [](const std::string& description) {
+    Loader loader;
+    loader.LoadPlaybookText(R"yaml(playbook: p
+description: d
+triggers:
+  - failure_class: [oom-host]
+params:
+  margin_c: {type: number, default: 5}
+rules:
+  - id: hot
+    description: ")yaml" + description + R"yaml("
+    query: 'max by (host) (hw_gpu_temperature_celsius)'
+    finding:
+      when: "count(hot.values > 100) > 0"
+      summary: "hot GPUs on {{ keys(hot.values > 100) }}"
+)yaml",
+                            "pb.yaml");
+    return loader.result();
+  };
+  EXPECT_TRUE(load("hosts {{ params.margin_c }} C above the peer median").ok());
+  const LoadResult reads_a_result = load("hosts {{ keys(hot.values) }} above the peer median");
+  EXPECT_FALSE(reads_a_result.ok());
+  ASSERT_FALSE(reads_a_result.diagnostics().empty());
+  EXPECT_EQ(reads_a_result.diagnostics()[0].field, "description") << Dump(reads_a_result.diagnostics());
+}
+
 }  // namespace
 }  // namespace diagnose::playbook

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,16 +12,28 @@
 namespace diagnose {
 namespace {
 
+// A scanner of "job.log" with the project's signature table, as triage builds one.
+class LogScannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto table = LoadSignatureTable(testing::RulesDir() + "/triage/failure-signatures.yaml");
+    ASSERT_TRUE(table.ok()) << table.status().ToString();
+    table_ = std::make_unique<SignatureTable>(std::move(table).value());
+    auto limits = ScanLimitsFromTable(*table_);
+    ASSERT_TRUE(limits.ok()) << limits.status().ToString();
+    matcher_ = std::make_unique<SignatureMatcher>(*table_, LogScanner::Triggers());
+    scanner_ = std::make_unique<LogScanner>(*table_, *matcher_, *limits, "job.log", -1, 0);
+  }
+  std::unique_ptr<SignatureTable> table_;
+  std::unique_ptr<SignatureMatcher> matcher_;
+  std::unique_ptr<LogScanner> scanner_;
+};
+
 // Step lines that repeat the step just recorded take a short path in the scanner; lines that only
 // look like repeats (more digits, an ANSI code that joins digits once stripped, leading zeros, an
 // absl prefix) must come out exactly as the full parse reads them.
-TEST(LogScannerTest, RepeatedStepLinesAgreeWithTheFullParse) {
-  auto table = LoadSignatureTable(testing::RulesDir() + "/triage/failure-signatures.yaml");
-  ASSERT_TRUE(table.ok()) << table.status().ToString();
-  auto limits = ScanLimitsFromTable(*table);
-  ASSERT_TRUE(limits.ok()) << limits.status().ToString();
-  SignatureMatcher matcher(*table, LogScanner::Triggers());
-  LogScanner scanner(*table, matcher, *limits, "job.log", -1, 0);
+TEST_F(LogScannerTest, RepeatedStepLinesAgreeWithTheFullParse) {
+  LogScanner& scanner = *scanner_;
   const std::vector<std::string> lines = {
       " 0: \x1b[36m(MaxTextTrainerActor pid=11)\x1b[0m completed step: 5, seconds: 1.5, loss: 2.0",
       " 1: \x1b[36m(MaxTextTrainerActor pid=12)\x1b[0m completed step: 5, seconds: 1.5, loss: 2.0",
@@ -45,6 +58,33 @@ TEST(LogScannerTest, RepeatedStepLinesAgreeWithTheFullParse) {
   EXPECT_EQ(r.lines, static_cast<int64_t>(lines.size()));
   EXPECT_EQ(r.lines_after_last_step, 0);
   EXPECT_TRUE(r.ray);
+}
+
+// A node that crashed mid-write leaves NUL bytes in the log; a field garbled another way leaves a
+// key without a number. Neither may become a value (a loss of 0.000 reads as a collapsed loss):
+// the line is skipped and counted. NUL padding before a line is dropped and the line read.
+TEST_F(LogScannerTest, DamagedStepLinesAreSkippedAndCountedNeverReadAsValues) {
+  LogScanner& scanner = *scanner_;
+  using namespace std::string_literals;
+  const std::vector<std::string> lines = {
+      "completed step: 1, seconds: 1.5, loss: 2.5"s,
+      "completed step: 2, seconds: 1.5, loss: \0.568"s,
+      "completed step: 3, seconds: 1.5, loss: x.568"s,
+      "\0\0\0\0completed step: 4, seconds: 1.5, loss: 2.25"s,
+      "completed step: 5, seconds: 1.\0\0\0"s,
+      "\0\0\0\0"s,
+      "completed step: 6, seconds: 1.5, loss: 2.0"s,
+  };
+  for (size_t i = 0; i < lines.size(); ++i) scanner.Feed(lines[i], static_cast<int64_t>(i) + 1);
+  const ScanResult& r = scanner.result();
+  std::vector<int64_t> steps;
+  for (const auto& kv : r.steps) steps.push_back(kv.first);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 4, 6}));
+  for (const auto& kv : r.steps) EXPECT_GT(kv.second.loss, 1.0) << "step " << kv.first;
+  EXPECT_EQ(r.damaged_lines, 3);   // the all-NUL line is padding: nothing to read, nothing damaged
+  EXPECT_EQ(r.first_damaged.file, "job.log");
+  EXPECT_EQ(r.first_damaged.line, 2);
+  EXPECT_EQ(r.lines, static_cast<int64_t>(lines.size()));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "engine/tsdb/http_query_client.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -284,6 +285,42 @@ TEST(HttpQueryClientTest, LabelValuesAndSeriesSendMatchersAndRange) {
   EXPECT_EQ(FormValue(Body(got[0]), "start"), "10.000");
   EXPECT_EQ(FormValue(Body(got[1]), "match[]"), R"(up{job="ray"})");
   EXPECT_EQ(FormValue(Body(got[1]), "end"), "20.000");
+}
+
+// An answer that arrives just before the run's deadline is not read past it: parsing 10^6 label
+// values takes most of a second here and minutes for the answers a 10^6-series store gives.
+TEST(HttpQueryClientTest, AnAnswerArrivingAtTheDeadlineIsNotReadPastIt) {
+  ScopedLimit values(LimitId::kHttpSeriesPerQuery, 2000000);
+  std::string huge = R"({"status":"success","data":[)";
+  for (int i = 0; i < 1000000; ++i) huge += (i ? ",\"host-" : "\"host-") + std::to_string(i) + "\"";
+  huge += "]}";
+  FakeHttpServer server([&](const FakeRequest&) {
+    FakeResponse r{200, huge};
+    r.stall = std::chrono::milliseconds(250);
+    return r;
+  });
+  RemoteEndpointOptions options;
+  options.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  auto client = Client(server.url(), options);
+  auto values_of = client->LabelValues("host", {}, 0, 60);
+  ASSERT_FALSE(values_of.ok()) << values_of->size() << " values read past the deadline";
+  EXPECT_EQ(values_of.status().code(), StatusCode::kDeadlineExceeded) << values_of.status().ToString();
+  EXPECT_NE(values_of.status().message().find("deadline"), std::string::npos) << values_of.status().message();
+}
+
+// A label-values answer longer than http.series_per_query is refused while it is read, naming the
+// limit and how to raise it.
+TEST(HttpQueryClientTest, ALabelValuesAnswerPastTheSeriesLimitNamesIt) {
+  ScopedLimit values(LimitId::kHttpSeriesPerQuery, 100);
+  std::string body = R"({"status":"success","data":[)";
+  for (int i = 0; i < 1000; ++i) body += (i ? ",\"h" : "\"h") + std::to_string(i) + "\"";
+  body += "]}";
+  FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{200, body}; });
+  auto client = Client(server.url());
+  auto r = client->LabelValues("host", {}, 0, 60);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("--limit http.series_per_query="), std::string::npos) << r.status().message();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "engine/tsdb/tsdb_dir.h"
 #include "engine/core/untrusted_json.h"
 
+#include <chrono>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -177,6 +178,22 @@ TEST(PrometheusApi, StreamedAnswersKeepTheSeriesAndPointLimits) {
   }
   ScopedLimit enough(LimitId::kHttpPointsPerQuery, 9);
   EXPECT_TRUE(ExpectSameAsTree(body).result.ok());
+}
+
+// A query answer read after the run's deadline stops at once: parsing 10^6 series is minutes.
+TEST(PrometheusApi, AQueryAnswerStopsBeingReadAtTheDeadline) {
+  std::string body = R"({"status":"success","data":{"resultType":"vector","result":[)";
+  for (int i = 0; i < 20000; ++i)
+    body += (i ? "," : "") + std::string(R"({"metric":{"host":"h)") + std::to_string(i) + R"("},"value":[1,"1"]})";
+  body += "]}}";
+  EXPECT_TRUE(ParseQueryAnswer(body).result.ok());
+  StreamedQueryAnswer late = ParseQueryAnswer(body, std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_FALSE(late.fallback);
+  ASSERT_FALSE(late.result.ok());
+  EXPECT_EQ(late.result.status().code(), StatusCode::kDeadlineExceeded) << late.result.status().ToString();
+  ApiEnvelope envelope = ParseApiEnvelope(body, JsonParseBounds{std::chrono::steady_clock::now() - std::chrono::seconds(1)});
+  ASSERT_TRUE(envelope.stopped.has_value());
+  EXPECT_EQ(envelope.stopped->code(), StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST_F(CliTest, WatchStopsCleanlyOnSigterm) {
   text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("grok-1 2N (job 9806): OOM"), std::string::npos) << text;
   EXPECT_EQ(text.find("job 9805"), std::string::npos) << text;
-  EXPECT_NE(text.find("stopped by signal (1 result(s))"), std::string::npos) << text;
+  EXPECT_NE(text.find("stopped by SIGTERM (1 result(s))"), std::string::npos) << text;
   auto h = LoadSweepHistory((dir_ / "h.jsonl").string());
   ASSERT_TRUE(h.ok());
   EXPECT_TRUE(h->warnings.empty());
