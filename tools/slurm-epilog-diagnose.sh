@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Example Slurm epilog: when a job ends unsuccessfully, run `diagnose` on it and append the sweep
-# decision to a sweep history file (JSON lines), so an unattended sweep driver can read
-# decision.action / decision.exclude from the history instead of parsing logs.
+# Example Slurm epilog: when a job ends, run `diagnose` on it and record the sweep decision in a
+# sweep history file (JSON lines, one line per job), so an unattended sweep driver can read
+# decision.action / decision.exclude from the history instead of parsing logs. A job that exited
+# 0:0 is diagnosed too: a run can complete and still have lost a quarter of its throughput to a bad
+# link (8308), and diagnose answers `none` quickly for a healthy one.
 #
 # Install as EpilogSlurmctld (runs once per job on the controller; has SLURM_JOB_EXIT_CODE2) or as
 # the node Epilog (runs on every node; only the job's first node acts, see below). Configure with
@@ -10,8 +12,18 @@
 #   DIAGNOSE_OUTPUTS        the sweep's outputs directory         (required: where <jobid>-*.log live)
 #   DIAGNOSE_SWEEP_HISTORY  history file to append decisions to   (default: $DIAGNOSE_OUTPUTS/../sweep-history.jsonl)
 #   DIAGNOSE_REPORT_DIR     where to keep each job's JSON report  (default: none)
-#   DIAGNOSE_TIMEOUT        seconds before giving up              (default: 600)
+#   DIAGNOSE_TIMEOUT        seconds the whole epilog may take: waiting for the history lock,
+#                           diagnose and its one retry            (default: 600)
+#   DIAGNOSE_RETRY_DELAY    seconds before the one retry of a run that could not read the
+#                           metrics (diagnose exit 3)             (default: 15)
+#   DIAGNOSE_SKIP_SUCCESS   1 = leave jobs that exited 0:0 alone  (default: 0)
 #   DIAGNOSE_LOGS_ONLY      1 = skip the TSDB (fast path)         (default: 0)
+#
+# Who runs it: EpilogSlurmctld runs as SlurmUser on the controller, the node Epilog as root (or
+# SlurmdUser). That user must be able to read DIAGNOSE_OUTPUTS (logs, job dirs, prometheus/), to
+# write the history's directory (the history, its .lock, a temp file renamed over the history)
+# and DIAGNOSE_REPORT_DIR, and to use a temp dir (the private Prometheus's copy). diagnose never
+# writes into the job's directory. Run it as an unprivileged SlurmUser where you can.
 #
 # Never fails the epilog: Slurm drains a node whose epilog exits non-zero, and a diagnosis problem
 # must not take nodes out of service. Everything is quoted; nothing is eval'd.
@@ -33,9 +45,9 @@ if [[ -n "${SLURM_JOB_NODELIST:-}" && -z "${SLURM_JOB_EXIT_CODE2:-}" ]] && comma
   fi
 fi
 
-# "exit:signal" (EpilogSlurmctld) or a raw wait status; 0:0 is success: nothing to diagnose.
+# "exit:signal" (EpilogSlurmctld) or a raw wait status; 0:0 is success, diagnosed unless asked not to.
 exit_spec="${SLURM_JOB_EXIT_CODE2:-${SLURM_JOB_EXIT_CODE:-}}"
-if [[ "$exit_spec" == "0:0" || "$exit_spec" == "0" ]]; then
+if [[ "${DIAGNOSE_SKIP_SUCCESS:-0}" == "1" && ( "$exit_spec" == "0:0" || "$exit_spec" == "0" ) ]]; then
   exit 0
 fi
 
@@ -50,8 +62,12 @@ if [[ -z "$outputs" || ! -d "$outputs" ]]; then
   exit 0
 fi
 history="${DIAGNOSE_SWEEP_HISTORY:-$(dirname -- "$outputs")/sweep-history.jsonl}"
-timeout_s="${DIAGNOSE_TIMEOUT:-600}"
-[[ "$timeout_s" =~ ^[0-9]+$ ]] || timeout_s=600
+budget="${DIAGNOSE_TIMEOUT:-600}"
+[[ "$budget" =~ ^[0-9]+$ ]] || budget=600
+retry_delay="${DIAGNOSE_RETRY_DELAY:-15}"
+[[ "$retry_delay" =~ ^[0-9]+$ ]] || retry_delay=15
+started=$SECONDS
+seconds_left() { echo $(( budget - (SECONDS - started) )); }
 
 args=("$job_id" --outputs "$outputs" --history "$history" --format json)
 if [[ "${DIAGNOSE_LOGS_ONLY:-0}" == "1" ]]; then
@@ -66,17 +82,42 @@ if [[ -n "${DIAGNOSE_REPORT_DIR:-}" && -d "${DIAGNOSE_REPORT_DIR}" ]]; then
 fi
 
 # Concurrent epilogs of one sweep serialise on the history file's lock, so each decision sees the
-# ones before it (retry counts, exclusion budget).
+# ones before it (retry counts, exclusion budget). The wait counts against the one budget: an
+# epilog never holds Slurm for longer than DIAGNOSE_TIMEOUT, however long the queue.
 lock="${history}.lock"
-run=(timeout --kill-after=30 "$timeout_s" "$bin" "${args[@]}")
 if command -v flock >/dev/null 2>&1; then
-  run=(flock --timeout "$timeout_s" "$lock" "${run[@]}")
+  if ! exec 9>>"$lock"; then
+    log "cannot open the history lock ${lock}; not diagnosed"
+    exit 0
+  fi
+  if ! flock --wait "$budget" 9; then
+    log "the history lock ${lock} was not free within ${budget} s; not diagnosed"
+    exit 0
+  fi
 fi
 
-if "${run[@]}" >"$report_file" 2>"$err_file"; then
-  log "diagnosed (exit spec ${exit_spec:-unknown}); decision appended to ${history}"
-else
-  rc=$?
-  log "diagnose failed with status ${rc}; see ${err_file}"
-fi
+# diagnose exits 3 when it could not read the job's metrics (a dead server, an endpoint down): a
+# fault of the tool, not of the job, so it is tried once more after a pause if time is left.
+for attempt in 1 2; do
+  left=$(seconds_left)
+  if (( left < 10 )); then
+    log "the ${budget} s budget ran out before diagnose could run (attempt ${attempt}); not diagnosed"
+    break
+  fi
+  # diagnose stops itself at --deadline; timeout is the backstop, inside the same budget.
+  if timeout --kill-after=5 "$(( left - 5 ))" "$bin" "${args[@]}" --deadline "$(( left - 10 > 0 ? left - 10 : 1 ))" \
+       >"$report_file" 2>"$err_file"; then
+    log "diagnosed (exit spec ${exit_spec:-unknown}, attempt ${attempt}); decision recorded in ${history}"
+    break
+  else
+    rc=$?
+  fi
+  if (( rc == 3 && attempt == 1 && $(seconds_left) > retry_delay + 20 )); then
+    log "diagnose could not read the metrics (status 3); trying once more in ${retry_delay} s"
+    sleep "$retry_delay"
+    continue
+  fi
+  log "diagnose failed with status ${rc} (attempt ${attempt}); see ${err_file}"
+  break
+done
 exit 0

@@ -158,40 +158,110 @@ TEST_F(CliTest, NodesUnknownJobIsOneLineError) {
 
 class EpilogTest : public CliTest {
  protected:
-  // A stand-in diagnose that records its argv, one per line.
+  // A stand-in diagnose that records its argv (one per line) and each call, and exits with the
+  // next status of FAKE_EXITS ("3 0": the first call fails as a tool failure, the second succeeds).
   std::string FakeDiagnose() {
     const fs::path fake = dir_ / "fake-diagnose";
-    std::ofstream(fake) << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGS_FILE\"\necho '{}'\n";
+    std::ofstream(fake) << "#!/bin/sh\n"
+                           "printf '%s\\n' \"$@\" > \"$ARGS_FILE\"\n"
+                           "echo call >> \"$ARGS_FILE.calls\"\n"
+                           "n=$(wc -l < \"$ARGS_FILE.calls\")\n"
+                           "code=$(echo \"${FAKE_EXITS:-0}\" | cut -d' ' -f\"$n\")\n"
+                           "echo '{}'\n"
+                           "exit \"${code:-0}\"\n";
     fs::permissions(fake, fs::perms::owner_all);
     return fake.string();
   }
-  StatusOr<RunResult> Epilog(const std::string& exit_spec) {
-    return RunCommand({"env", "SLURM_JOB_ID=8308", "SLURM_JOB_EXIT_CODE2=" + exit_spec, "DIAGNOSE_BIN=" + FakeDiagnose(),
-                       "DIAGNOSE_OUTPUTS=" + outputs_.string(), "DIAGNOSE_LOGS_ONLY=1",
-                       "ARGS_FILE=" + (dir_ / "args").string(), "bash",
-                       std::string(DIAGNOSE_SOURCE_DIR) + "/tools/slurm-epilog-diagnose.sh"},
-                      std::chrono::milliseconds(60000));
+  StatusOr<RunResult> Epilog(const std::string& exit_spec, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv{"env", "SLURM_JOB_ID=8308", "SLURM_JOB_EXIT_CODE2=" + exit_spec,
+                                  "DIAGNOSE_BIN=" + FakeDiagnose(), "DIAGNOSE_OUTPUTS=" + outputs_.string(),
+                                  "DIAGNOSE_LOGS_ONLY=1", "DIAGNOSE_RETRY_DELAY=0",
+                                  "ARGS_FILE=" + (dir_ / "args").string()};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {"bash", std::string(DIAGNOSE_SOURCE_DIR) + "/tools/slurm-epilog-diagnose.sh"});
+    return RunCommand(argv, std::chrono::milliseconds(60000));
   }
+  std::vector<std::string> Lines(const fs::path& path) {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  }
+  size_t Calls() { return Lines(dir_ / "args.calls").size(); }
 };
 
 TEST_F(EpilogTest, FailedJobRunsDiagnoseWithHistory) {
   auto run = Epilog("1:0");
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->exit_code, 0) << run->output;
-  std::ifstream in(dir_ / "args");
-  std::vector<std::string> args;
-  for (std::string l; std::getline(in, l);) args.push_back(l);
+  std::vector<std::string> args = Lines(dir_ / "args");
+  ASSERT_EQ(args.size(), 10u);
+  // The deadline is what is left of the 600 s budget, less a margin for the timeout backstop.
+  const int deadline = std::stoi(args.back());
+  EXPECT_GT(deadline, 500);
+  EXPECT_LE(deadline, 590);
+  args.pop_back();
   const std::vector<std::string> expected{"8308",    "--outputs", outputs_.string(),
                                           "--history", (dir_ / "sweep-history.jsonl").string(),
-                                          "--format", "json",      "--logs-only"};
+                                          "--format", "json",      "--logs-only", "--deadline"};
   EXPECT_EQ(args, expected);
+  EXPECT_EQ(Calls(), 1u);
 }
 
-TEST_F(EpilogTest, SuccessfulJobIsLeftAlone) {
+// A run that completed can still have lost throughput to a bad host (8308 exited 0:0).
+TEST_F(EpilogTest, SuccessfulJobIsDiagnosedToo) {
   auto run = Epilog("0:0");
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->exit_code, 0);
+  EXPECT_EQ(Calls(), 1u);
+}
+
+TEST_F(EpilogTest, SuccessfulJobIsLeftAloneWhenAskedTo) {
+  auto run = Epilog("0:0", {"DIAGNOSE_SKIP_SUCCESS=1"});
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 0);
   EXPECT_FALSE(fs::exists(dir_ / "args"));
+}
+
+// Exit 3 is diagnose's own failure to read the metrics: tried once more, never more.
+TEST_F(EpilogTest, ToolFailureIsRetriedOnce) {
+  auto run = Epilog("1:0", {"FAKE_EXITS=3 0"});
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 0);
+  EXPECT_EQ(Calls(), 2u);
+  auto again = Epilog("1:0", {"FAKE_EXITS=3 3 3 3"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->exit_code, 0);
+  EXPECT_EQ(Calls(), 4u);   // two more: one retry, then the epilog gives up (and still exits 0)
+}
+
+TEST_F(EpilogTest, JobVerdictIsNotRetried) {
+  auto run = Epilog("1:0", {"FAKE_EXITS=1"});
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 0);
+  EXPECT_EQ(Calls(), 1u);
+}
+
+// Waiting for another epilog's lock counts against the one budget: the lock is freed after 3 s of
+// an 11 s budget, which leaves less than diagnose needs (10 s), so the epilog gives up (exit 0,
+// nothing run) instead of holding Slurm for the wait plus a whole diagnosis.
+TEST_F(EpilogTest, WaitingForTheHistoryLockCountsAgainstTheBudget) {
+  const std::string lock = (dir_ / "sweep-history.jsonl.lock").string();
+  SpawnOptions holder;
+  holder.argv = {"flock", "--no-fork", lock, "sleep", "3"};   // no fork: ending it frees the lock
+  auto held = ChildProcess::Spawn(holder);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  bool locked = false;
+  for (int i = 0; i < 100 && !locked; ++i) {
+    auto probe = RunCommand({"flock", "--nonblock", lock, "true"}, std::chrono::milliseconds(5000));
+    locked = probe.ok() && probe->exit_code != 0;
+    if (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(locked) << "the holder never took " << lock;
+  auto run = Epilog("1:0", {"DIAGNOSE_TIMEOUT=11"});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "args")) << "diagnose ran after the lock wait had used the budget";
 }
 
 TEST_F(EpilogTest, HostileJobIdIsRejectedWithoutRunning) {
