@@ -22,6 +22,7 @@
 #include "engine/fleet/fleet_record.h"
 #include "engine/playbook/loader.h"
 #include "engine/job/job_location.h"
+#include "engine/pipeline/assemble_report.h"
 #include "engine/triage/log_assessment.h"
 #include "engine/triage/signature_table.h"
 #include "engine/triage/triage.h"
@@ -245,31 +246,6 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   return Status::Ok();
 }
 
-bool NamesACause(const std::string& root_cause) { return root_cause != "none" && root_cause != "unknown"; }
-
-// Playbook verdicts refine the log-only verdict: a cause named from metrics wins; otherwise the log
-// verdict stands (a GPU OOM stays a GPU OOM), and the playbooks' notes are kept.
-void MergePlaybookVerdict(const dag::PlaybookRun& run, Report& report) {
-  for (const auto& finding : run.evaluation.findings) report.findings.push_back(finding);
-  dag::AppendNotEvaluated(run, &report.not_evaluated);
-  const auto& combined = run.combined;
-  if (NamesACause(combined.verdict.root_cause) || !NamesACause(report.verdict.root_cause)) {
-    bool log_named_cause = NamesACause(report.verdict.root_cause);
-    bool playbooks_spoke = !run.evaluation.candidates.empty();
-    if (NamesACause(combined.verdict.root_cause) || (playbooks_spoke && !log_named_cause)) {
-      std::vector<std::string> log_notes = report.decision.notes;
-      report.verdict = combined.verdict;
-      report.verdict.source = "playbooks";
-      report.decision = combined.decision;
-      report.causal_chain = combined.causal_chain;
-      for (auto& note : log_notes)
-        if (note.rfind("ask the TSDB: ", 0) != 0) report.decision.notes.push_back(std::move(note));
-      return;
-    }
-  }
-  for (const auto& note : combined.decision.notes) report.decision.notes.push_back(note);
-}
-
 // The subject, then the baseline when there is one, located and triaged.
 StatusOr<std::vector<JobContext>> LocateAndTriageAll(const DiagnoseOptions& options) {
   const std::string outputs = DefaultOutputsDir(options.outputs_dir);
@@ -307,23 +283,16 @@ std::string SourceFailureReason(JobContext& job) {
 }
 
 // diagnose could not read metrics it needed: the log-only view must not drive a sweep as if the
-// metrics had been seen. The verdict stays the logs' own, the decision is none, and the report says
-// what failed and that a re-run is the remedy.
-void MarkIncomplete(const std::vector<JobContext>& jobs, Report& report) {
+// metrics had been seen. Which jobs' metrics failed, and why; nullopt when none did.
+std::optional<Incompleteness> IncompletenessOf(const std::vector<JobContext>& jobs) {
   std::string why;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].tsdb.state != "failed") continue;
+  for (const auto& job : jobs) {
+    if (job.tsdb.state != "failed") continue;
     if (!why.empty()) why += "; ";
-    why += "metrics of job " + report.jobs[i].id + ": " + jobs[i].tsdb.reason;
+    why += "metrics of job " + job.facts.id + ": " + job.tsdb.reason;
   }
-  report.incomplete = "diagnosis incomplete: " + why;
-  report.verdict.summary = "Diagnosis incomplete (diagnose could not read the job's metrics); from the logs alone: " +
-                           report.verdict.summary;
-  Decision decision;
-  decision.action = DecisionAction::kNone;
-  decision.notes.push_back(*report.incomplete +
-                           ". No action is taken on the logs alone; re-run diagnose once the metrics can be read.");
-  report.decision = std::move(decision);
+  if (why.empty()) return std::nullopt;
+  return Incompleteness{why};
 }
 
 }  // namespace
@@ -397,24 +366,28 @@ StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions
 // A store of many jobs (--job-label) also holds what diagnose concluded about the earlier ones
 // (`diagnose fleet import`): the decision cites their exclusions of this job's hosts. The store is
 // asked outside the job's scope, and a failure to ask costs a note, never the report.
-void CiteFleetRecord(JobContext& subject, const DiagnoseOptions& options, Report* report) {
-  if (options.job_label.empty() || !subject.remote || !subject.discovery) return;
+FleetCitation CiteFleetRecord(JobContext& subject, const DiagnoseOptions& options, const Decision& decision) {
+  FleetCitation citation;
+  if (options.job_label.empty() || !subject.remote || !subject.discovery) return citation;
   constexpr double kLookbackSeconds = 90 * 86400;
   std::vector<std::string> excluded;
-  for (const auto& x : report->decision.exclude) excluded.push_back(x.host);
-  std::vector<std::string> hosts;
-  for (const auto& job : report->jobs)
-    if (job.role == "subject") hosts = job.hosts;
-  auto notes = FleetRecordNotes(*subject.remote, options.job_label, subject.facts.id, hosts, excluded,
-                                subject.discovery->range.end, kLookbackSeconds);
+  for (const auto& x : decision.exclude) excluded.push_back(x.host);
+  auto notes = FleetRecordNotes(*subject.remote, options.job_label, subject.facts.id, subject.facts.header.hosts,
+                                excluded, subject.discovery->range.end, kLookbackSeconds);
   if (!notes.ok()) {
-    report->decision.notes.push_back("fleet record not read: " + notes.status().message());
-    return;
+    citation.notes.push_back("fleet record not read: " + notes.status().message());
+    return citation;
   }
-  for (auto& note : *notes) report->decision.notes.push_back(std::move(note));
+  citation.notes = std::move(notes).value();
+  return citation;
 }
 
-StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
+StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options) {
+  ASSIGN_OR_RETURN(DecidedReport decided, RunDecidedDiagnosis(options));
+  return std::move(decided.report);
+}
+
+StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
   if (options.deadline_seconds > 0)
@@ -423,13 +396,9 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   const SignatureTable& signatures = options.rulebook->signatures;
   const playbook::Library& library = options.rulebook->library;
   ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
+  std::vector<LogAssessment> assessments;
+  for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, signatures, job.role));
   double triage_seconds = SecondsSince(started);
-
-  Report report = LogOnlyReport(jobs.front().facts, signatures);
-  for (size_t i = 1; i < jobs.size(); ++i) {
-    report.jobs.push_back(JobEntryFromFacts(jobs[i].facts, jobs[i].role));
-    report.facts[report.jobs.back().id] = jobs[i].facts;
-  }
 
   for (const auto& id : options.forced_playbooks)
     if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
@@ -437,7 +406,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   // Metrics, then playbooks. A private server that died under us (killed, crashed) is restarted
   // once and everything asked again; a second failure, or any failure of a remote endpoint, makes
   // the diagnosis incomplete rather than letting missing answers pass for facts about the job.
-  const Report log_report = report;
+  ReportParts parts;
   double tsdb_seconds = 0, playbooks_seconds = 0;
   while (true) {
     auto tsdb_started = Clock::now();
@@ -445,7 +414,6 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     tsdb_seconds += SecondsSince(tsdb_started);
 
     auto playbooks_started = Clock::now();
-    report = log_report;
     dag::EvaluationContext ctx;
     ctx.facts = jobs.front().facts;
     ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
@@ -465,7 +433,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
           run->evaluation.queries_run, run->evaluation.batches,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
                         [](const Finding& f) { return f.status == "fired"; }));
-    MergePlaybookVerdict(*run, report);
+    parts.playbooks = dag::OutcomeOf(*run);
     playbooks_seconds += SecondsSince(playbooks_started);
 
     bool restarted = false;
@@ -489,35 +457,27 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
 
   for (size_t i = 0; i < jobs.size(); ++i) {
     NoteClockSkew(jobs[i]);
-    report.tsdb.push_back(jobs[i].tsdb);
+    AssessedJob assessed{jobs[i].facts, std::move(assessments[i]), jobs[i].tsdb, {}};
     if (jobs[i].discovery)
-      for (const auto& st : jobs[i].discovery->step_times) report.step_times[report.jobs[i].id].emplace_back(st.step, st.time);
-    if (jobs[i].tsdb.mode == "remote" && jobs[i].tsdb.state == "remote") report.graph_endpoint = jobs[i].tsdb.source;
-    for (const auto& note : jobs[i].tsdb.notes) report.decision.notes.push_back(note);
-    if (jobs[i].tsdb.state == "unavailable")
-      report.decision.notes.push_back("TSDB of job " + report.jobs[i].id + " unavailable: " +
-                                      jobs[i].tsdb.reason + "; conclusions rest on the logs only");
+      for (const auto& st : jobs[i].discovery->step_times) assessed.step_times.emplace_back(st.step, st.time);
+    parts.jobs.push_back(std::move(assessed));
+  }
+  parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
+  parts.incompleteness = IncompletenessOf(jobs);
+  if (!parts.incompleteness) {
+    SweepContext sweep_context = options.sweep.value_or(SweepContext{});
+    if (!options.sweep) sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
+    ASSIGN_OR_RETURN(parts.sweep, DecideSweep(options.rulebook->decisions, options.history_file, sweep_context,
+                                              parts.diagnosis, jobs.front().facts));
+    parts.fleet = CiteFleetRecord(jobs.front(), options, parts.sweep->decision);
   }
 
-  const bool incomplete = std::any_of(jobs.begin(), jobs.end(), [](const JobContext& job) {
-    return job.tsdb.state == "failed";
-  });
-  if (incomplete) {
-    MarkIncomplete(jobs, report);
-  } else {
-    const DecisionRules& decision_rules = options.rulebook->decisions;
-    SweepContext sweep_context;
-    sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
-    RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,
-                                       jobs.front().facts, &report));
-    CiteFleetRecord(jobs.front(), options, &report);
-  }
-
-  report.timings = {{"triage", triage_seconds},
-                    {"tsdb", tsdb_seconds},
-                    {"playbooks", playbooks_seconds},
-                    {"total", SecondsSince(started)}};
-  return report;
+  DecidedReport decided{AssembleReport(parts), std::move(parts.sweep)};
+  decided.report.timings = {{"triage", triage_seconds},
+                            {"tsdb", tsdb_seconds},
+                            {"playbooks", playbooks_seconds},
+                            {"total", SecondsSince(started)}};
+  return decided;
 }
 
 }  // namespace diagnose

@@ -132,13 +132,15 @@ nlohmann::json ToJson(const Decision& d) {
     if (!o.rule.empty()) entry["rule"] = o.rule;
     overrides.push_back(std::move(entry));
   }
-  return {{"action", ToString(d.action)},
-          {"exclude", d.exclude},
-          {"slurm_exclude", SlurmExcludeList(d)},
-          {"changes", d.changes},
-          {"changes_typed", TypedChanges(d.changes)},
-          {"notes", d.notes},
-          {"overrides", overrides}};
+  nlohmann::json out{{"action", ToString(d.action)},
+                     {"exclude", d.exclude},
+                     {"slurm_exclude", SlurmExcludeList(d)},
+                     {"changes", d.changes},
+                     {"changes_typed", TypedChanges(d.changes)},
+                     {"notes", d.notes},
+                     {"overrides", overrides}};
+  if (!d.root_cause.empty()) out["root_cause"] = d.root_cause;
+  return out;
 }
 
 nlohmann::json ToJson(const Report& r) {
@@ -178,18 +180,27 @@ nlohmann::json ToJson(const Report& r) {
   if (!r.verdict.refuted.empty()) out["verdict"]["refuted"] = r.verdict.refuted;
   if (!r.verdict.runner_up.empty()) out["verdict"]["runner_up"] = r.verdict.runner_up;
   if (!r.verdict.finding.empty()) out["verdict"]["finding"] = r.verdict.finding;
-  if (!r.facts.is_null()) out["facts"] = r.facts;
+  if (!r.facts.empty()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
   if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }
 
-const nlohmann::json& FactsOf(const Report& report, const std::string& id) {
-  static const nlohmann::json kNone;
-  const auto& facts = report.facts;
-  if (!facts.is_object()) return kNone;
-  auto it = facts.find(id);
-  return it != facts.end() && it->is_object() ? *it : kNone;
+const std::string& ActedOnRootCause(const Report& report) {
+  return report.decision.root_cause.empty() ? report.verdict.root_cause : report.decision.root_cause;
+}
+
+const JobFacts* FactsOf(const Report& report, const std::string& id) {
+  auto it = report.facts.find(id);
+  return it == report.facts.end() ? nullptr : &it->second;
+}
+
+const JobFacts* SubjectFacts(const Report& report) {
+  if (report.jobs.empty()) return nullptr;
+  std::string id = report.jobs.front().id;
+  for (const auto& job : report.jobs)
+    if (job.role == "subject") id = job.id;
+  return FactsOf(report, id);
 }
 
 }  // namespace diagnose

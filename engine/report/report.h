@@ -11,6 +11,7 @@
 
 #include "engine/core/json.h"
 #include "engine/report/decision_action.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose {
 
@@ -95,6 +96,18 @@ struct Decision {
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;
   std::vector<ActionOverride> overrides;   // in the order they applied
+  // The cause the sweep policy acted on where a sweep rule named one and the verdict did not
+  // (verdict.root_cause `unknown`); "" otherwise. The verdict stays the diagnosis's own (extension
+  // `decision.root_cause`, in JSON only when set).
+  std::string root_cause;
+};
+
+// The diagnosis's own reading of the subject before the sweep policy acts on it: the logs' verdict,
+// refined by the playbooks, and the action that reading alone suggests.
+struct Diagnosis {
+  Verdict verdict;
+  Decision decision;
+  std::vector<std::string> causal_chain;   // root cause -> intermediate effects -> symptoms
 };
 
 // `exclude` as Slurm's --exclude takes it ("chi2822,chi2834"), priority order. A host name with a
@@ -135,7 +148,7 @@ struct Report {
   std::vector<TsdbState> tsdb;                 // one per job, in jobs[] order (state says whether it had one)
   std::vector<std::string> causal_chain;       // root cause -> intermediate effects -> symptoms
   std::vector<std::string> not_evaluated;      // rules/playbooks that could not run, with why
-  nlohmann::json facts;                        // per-job triage facts (JobFacts JSON), keyed by id
+  std::map<std::string, JobFacts> facts;       // per-job triage facts, keyed by job id (JSON `facts`)
   nlohmann::json timings;                      // stage timings in seconds
   // Set when diagnose itself failed to read metrics it needed (a tsdb entry is "failed"): the
   // verdict then rests on the logs alone, the decision is `none`, and the exit status says so.
@@ -148,8 +161,14 @@ struct Report {
   std::string graph_endpoint;
 };
 
-// The triage facts of job `id`, or null when the report has none for it.
-const nlohmann::json& FactsOf(const Report& report, const std::string& id);
+// The cause the report's decision acts on: the sweep policy's (decision.root_cause) where it named
+// one the verdict did not, else the verdict's.
+const std::string& ActedOnRootCause(const Report& report);
+
+// The triage facts of job `id`, or nullptr when the report has none for it.
+const JobFacts* FactsOf(const Report& report, const std::string& id);
+// The triage facts of the subject job (the first job when none is marked), or nullptr.
+const JobFacts* SubjectFacts(const Report& report);
 
 nlohmann::json ToJson(const Evidence& e);
 nlohmann::json ToJson(const Finding& f);

@@ -177,16 +177,18 @@ TEST(SweepHistory, ValidJsonLinesAfterSigtermMidAppend) {
   for (const auto& e : h->entries) EXPECT_EQ(e.config.args.at("padding").size(), 3000u);
 }
 
-TEST(SweepHistory, ApplySweepDecisionRefinesAndAppends) {
+TEST(SweepHistory, DecideSweepRefinesAndAppends) {
   const std::string path = TempPath("apply.jsonl");
   JobFacts f = testing::MakeFacts("9805", {"gpu1", "gpu2"});
   testing::AddClass(&f, "oom-gpu", "gpu1", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.00GiB");
   f.oom_allocation = "9.00GiB";
-  Report report = testing::MakeDiagnosis("gpu-oom", DecisionAction::kNone);
+  const Diagnosis diagnosis = testing::MakeDiagnosis("gpu-oom", DecisionAction::kNone);
   SweepContext context;
   context.now = 1700000123;
-  ASSERT_TRUE(ApplySweepDecision(testing::SweepRules(), path, context, f, &report).ok());
-  EXPECT_EQ(report.decision.action, DecisionAction::kNoRetry);
+  StatusOr<SweepDecision> decided = DecideSweep(testing::SweepRules(), path, context, diagnosis, f);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+  EXPECT_EQ(decided->decision.action, DecisionAction::kNoRetry);
+  EXPECT_EQ(decided->decision.root_cause, "");   // the diagnosis named the cause itself
   auto h = LoadSweepHistory(path);
   ASSERT_TRUE(h.ok());
   ASSERT_EQ(h->entries.size(), 1u);
@@ -196,16 +198,21 @@ TEST(SweepHistory, ApplySweepDecisionRefinesAndAppends) {
   EXPECT_EQ(h->entries[0].time, 1700000123);
 }
 
-TEST(SweepHistory, SubjectFactsComeFromTheReportExtension) {
-  Report report;
-  report.jobs.push_back({"77", "subject", "", "failed", "oom-gpu", {"h1"}, {}, {}, {}});
-  JobFacts f = testing::MakeFacts("77", {"h1"});
-  report.facts["77"] = f;
-  auto got = SubjectFactsOf(report);
-  ASSERT_TRUE(got);
-  EXPECT_EQ(got->header.hosts, std::vector<std::string>{"h1"});
-  report.facts = nlohmann::json::object();
-  EXPECT_FALSE(SubjectFactsOf(report));
+// A sweep rule naming a cause the diagnosis did not: the decision carries it beside the verdict,
+// which stays the diagnosis's own.
+TEST(SweepHistory, DecideSweepShowsThePolicysCauseBesideAnUnknownVerdict) {
+  JobFacts f = testing::MakeFacts("9806", {"gpu1", "gpu2"});
+  testing::AddClass(&f, "oom-gpu", "gpu1", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.00GiB");
+  const Diagnosis unknown = testing::MakeDiagnosis("unknown", DecisionAction::kNone);
+  StatusOr<SweepDecision> decided = DecideSweep(testing::SweepRules(), "", SweepContext{}, unknown, f);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+  EXPECT_FALSE(decided->rule.empty());
+  EXPECT_EQ(decided->decision.root_cause, "gpu-oom");
+  EXPECT_EQ(PolicyRootCause(*decided, unknown.verdict), "gpu-oom");
+  EXPECT_EQ(PolicyRootCause(*decided, testing::MakeDiagnosis("observability-gap").verdict), "");
+  SweepDecision no_rule = *decided;
+  no_rule.rule.clear();
+  EXPECT_EQ(PolicyRootCause(no_rule, unknown.verdict), "");
 }
 
 }  // namespace

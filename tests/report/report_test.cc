@@ -50,5 +50,28 @@ TEST(DecisionJson, OverridesSerializeWithTheirRuleOnlyWhenOneWasInCharge) {
   EXPECT_EQ(ToJson(Decision{})["overrides"], nlohmann::json::array());
 }
 
+TEST(ReportFacts, SubjectFactsAreTheSubjectJobsTypedFacts) {
+  Report report;
+  JobEntry baseline;
+  baseline.id = "76";
+  baseline.role = "baseline";
+  JobEntry subject;
+  subject.id = "77";
+  report.jobs = {baseline, subject};
+  EXPECT_EQ(SubjectFacts(report), nullptr);
+  JobFacts facts;
+  facts.id = "77";
+  facts.header.hosts = {"h1"};
+  report.facts["76"].id = "76";
+  report.facts["77"] = facts;
+  ASSERT_NE(SubjectFacts(report), nullptr);
+  EXPECT_EQ(SubjectFacts(report)->header.hosts, std::vector<std::string>{"h1"});
+  EXPECT_EQ(FactsOf(report, "76")->id, "76");
+  EXPECT_EQ(FactsOf(report, "78"), nullptr);
+  EXPECT_EQ(ToJson(report)["facts"]["77"]["header"]["hosts"], nlohmann::json::array({"h1"}));
+  report.facts.clear();
+  EXPECT_FALSE(ToJson(report).contains("facts"));
+}
+
 }  // namespace
 }  // namespace diagnose
