@@ -248,8 +248,7 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
   // playbooks established from metrics (likely or confirmed) outranks the log-pattern sweep rules:
   // e.g. every node exiting non-zero after a heartbeat false positive is the kill, not a config error.
   // Likewise a symptom the metrics refuted (a "hang" whose GPUs kept training) is no reason to act.
-  const bool metric_backed = diagnosis.verdict.source == "playbooks" &&
-                             (diagnosis.verdict.confidence == "confirmed" || diagnosis.verdict.confidence == "likely");
+  const bool metric_backed = diagnosis.verdict.source == "playbooks" && diagnosis.verdict.confidence >= Confidence::kLikely;
   // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
   const bool names_mechanism = rules.NamesMechanism(diagnosis.verdict.root_cause);
   // `refuted` is only ever set from a likely or confirmed refutation.
@@ -347,7 +346,7 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
     std::vector<std::string> excluded;
     for (const auto& e : history.entries) {
       if (e.sweep != context.sweep || e.job == facts.id) continue;
-      if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != "sweep") continue;
+      if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != ExcludeScope::kSweep) continue;
       for (const auto& x : e.exclude)
         if (!Contains(excluded, x.host)) excluded.push_back(x.host);
     }
@@ -401,7 +400,7 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
   std::stable_sort(sd.decision.exclude.begin(), sd.decision.exclude.end(),
                    [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
   for (const auto& e : history.entries) {
-    if (e.sweep != context.sweep || e.exclude_scope != "sweep" || e.job == facts.id) continue;
+    if (e.sweep != context.sweep || e.exclude_scope != ExcludeScope::kSweep || e.job == facts.id) continue;
     for (const auto& x : e.exclude)
       if (Contains(nodes, x.host))
         sd.decision.notes.push_back(x.host + " was excluded for the whole sweep by job " + e.job + " (" + x.reason +

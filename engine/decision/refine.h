@@ -13,6 +13,7 @@
 
 #include "engine/core/status.h"
 #include "engine/decision/decision_rules.h"
+#include "engine/decision/exclude_scope.h"
 #include "engine/decision/sweep_history.h"
 #include "engine/report/report.h"
 #include "engine/report/job_facts.h"
@@ -33,7 +34,7 @@ struct SweepDecision {
   Decision decision;                  // contract decision; action always from the vocabulary
   std::string rule;                   // sweep rule that gave the base decision ("" = the diagnosis's)
   std::string root_cause;             // the rule's cause when it names one, else the verdict's
-  std::string exclude_scope = "job";  // job | sweep
+  ExcludeScope exclude_scope = ExcludeScope::kJob;
   std::string hang_phase;             // computed phase when the job hung ("" otherwise)
   std::optional<std::string> retry_of;    // earlier job of the same sweep this one retried
   std::string oom_allocation;

@@ -14,6 +14,7 @@
 
 #include "engine/core/json.h"
 #include "engine/core/status.h"
+#include "engine/decision/exclude_scope.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
@@ -35,7 +36,7 @@ struct HistoryEntry {
   std::string status;                    // job status at decision time
   DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
-  std::string exclude_scope = "job";     // job | sweep (sweep: never re-admit these hosts)
+  ExcludeScope exclude_scope = ExcludeScope::kJob;   // kSweep: never re-admit these hosts
   std::map<std::string, std::string> changes;
   std::string root_cause;
   std::string failure_class;

@@ -40,7 +40,7 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
                        {"status", subject->status},
                        {"failure_class", subject->failure_class},
                        {"root_cause", ActedOnRootCause(report)},
-                       {"confidence", report.verdict.confidence},
+                       {"confidence", std::string(ToString(report.verdict.confidence))},
                        {"action", std::string(ToString(report.decision.action))}};
   job_series.samples = {sample};
   out.push_back(std::move(job_series));

@@ -53,7 +53,7 @@ std::vector<std::string> MetricsNotes(const std::vector<AssessedJob>& jobs) {
   std::vector<std::string> notes;
   for (const auto& job : jobs) {
     Append(&notes, job.tsdb.notes);
-    if (job.tsdb.state == "unavailable")
+    if (job.tsdb.state == TsdbAvailability::kUnavailable)
       notes.push_back("TSDB of job " + job.logs.job.id + " unavailable: " + job.tsdb.reason +
                       "; conclusions rest on the logs only");
   }
@@ -79,7 +79,7 @@ Report AssembleReport(const ReportParts& parts) {
   for (const auto& job : parts.jobs) {
     report.tsdb.push_back(job.tsdb);
     if (!job.step_times.empty()) report.step_times[job.logs.job.id] = job.step_times;
-    if (job.tsdb.mode == "remote" && job.tsdb.state == "remote") report.graph_endpoint = job.tsdb.source;
+    if (job.tsdb.mode == TsdbMode::kRemote && job.tsdb.state == TsdbAvailability::kRemote) report.graph_endpoint = job.tsdb.source;
   }
 
   if (parts.incompleteness) {

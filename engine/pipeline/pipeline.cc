@@ -174,7 +174,7 @@ bool IsServerStartFailure(const Status& status) {
 
 // What discovery found through a failing source is not about the job: drop it with the state.
 void MarkFailed(JobContext& job, std::string reason) {
-  job.tsdb.state = "failed";
+  job.tsdb.state = TsdbAvailability::kFailed;
   job.tsdb.reason = std::move(reason);
   job.tsdb.discovery = nullptr;
   job.tsdb.gaps.clear();
@@ -187,7 +187,7 @@ void MarkFailed(JobContext& job, std::string reason) {
 // Returns an error only for what the user must fix first (a malformed URL, a missing CA file).
 Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (!options.remote.url.empty()) {
-    job.tsdb.mode = "remote";
+    job.tsdb.mode = TsdbMode::kRemote;
     job.tsdb.source = options.remote.url;
     Stage("querying {} for job {}", options.remote.url, job.facts.id);
     auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
@@ -202,16 +202,16 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     }
     job.recorder = std::make_unique<SourceFailureRecorder>(*source);
     job.client = job.recorder.get();
-    job.tsdb.state = "remote";
+    job.tsdb.state = TsdbAvailability::kRemote;
     std::string provenance;
     std::optional<TimeRange> window = RemoteSearchWindow(job, options, &provenance);
     job.tsdb.window = provenance;
     Discover(job, rules, DiscoveryInputs{.search_window = window});
     return Status::Ok();
   }
-  job.tsdb.mode = "private-copy";
+  job.tsdb.mode = TsdbMode::kPrivateCopy;
   if (!job.location.prometheus_dir) {
-    job.tsdb.state = "unavailable";
+    job.tsdb.state = TsdbAvailability::kUnavailable;
     job.tsdb.reason = "no prometheus/ directory in " +
                       job.location.job_dir.value_or(job.location.log_path.value_or(job.location.id)) +
                       " (RAY=0 job, or the TSDB was never written)";
@@ -232,7 +232,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     if (IsServerStartFailure(server.status())) {
       MarkFailed(job, "the private Prometheus failed after one restart: " + server.status().message());
     } else {
-      job.tsdb.state = "unavailable";
+      job.tsdb.state = TsdbAvailability::kUnavailable;
       job.tsdb.reason = server.status().message();
     }
     return Status::Ok();
@@ -240,7 +240,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   job.server = std::move(server).value();
   job.recorder = std::make_unique<SourceFailureRecorder>(job.server->client());
   job.client = job.recorder.get();
-  job.tsdb.state = "served";
+  job.tsdb.state = TsdbAvailability::kServed;
   for (const auto& caveat : job.server->caveats()) job.tsdb.gaps.push_back(caveat);
   Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts)));
   return Status::Ok();
@@ -263,14 +263,14 @@ StatusOr<std::vector<JobContext>> LocateAndTriageAll(const DiagnoseOptions& opti
 Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) {
   if (options.logs_only) {
     for (auto& job : jobs) {
-      job.tsdb.state = "not-requested";
+      job.tsdb.state = TsdbAvailability::kNotRequested;
       job.tsdb.reason = "--logs-only";
     }
     return Status::Ok();
   }
   for (auto& job : jobs)
     // Only jobs never opened, or closed for a restart: a job without a TSDB is not asked twice.
-    if (job.tsdb.mode == TsdbState{}.mode) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
+    if (job.tsdb.mode == TsdbMode::kNone) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
   return Status::Ok();
 }
 
@@ -287,7 +287,7 @@ std::string SourceFailureReason(JobContext& job) {
 std::optional<Incompleteness> IncompletenessOf(const std::vector<JobContext>& jobs) {
   std::string why;
   for (const auto& job : jobs) {
-    if (job.tsdb.state != "failed") continue;
+    if (job.tsdb.state != TsdbAvailability::kFailed) continue;
     if (!why.empty()) why += "; ";
     why += "metrics of job " + job.facts.id + ": " + job.tsdb.reason;
   }
@@ -319,8 +319,8 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
     for (auto& job : jobs) {
       RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
       if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
-      if (job.tsdb.state == "unavailable" || job.tsdb.state == "failed")
-        inputs.notes.push_back(job.role + " TSDB " + job.tsdb.state + ": " + job.tsdb.reason);
+      if (job.tsdb.state == TsdbAvailability::kUnavailable || job.tsdb.state == TsdbAvailability::kFailed)
+        inputs.notes.push_back(job.role + " TSDB " + std::string(ToString(job.tsdb.state)) + ": " + job.tsdb.reason);
     }
   }
   inputs.facts = jobs[0].facts;
@@ -336,7 +336,7 @@ namespace {
 class OpenedJob : public OpenedJobMetrics {
  public:
   explicit OpenedJob(JobContext job) : job_(std::move(job)) {}
-  QueryClient* client() override { return job_.discovery && job_.tsdb.state != "failed" ? job_.client : nullptr; }
+  QueryClient* client() override { return job_.discovery && job_.tsdb.state != TsdbAvailability::kFailed ? job_.client : nullptr; }
   std::optional<TimeRange> range() const override {
     if (!job_.discovery) return std::nullopt;
     return job_.discovery->range;
@@ -344,7 +344,7 @@ class OpenedJob : public OpenedJobMetrics {
   std::string unavailable_reason() const override {
     if (!job_.tsdb.reason.empty()) return job_.tsdb.reason;
     if (!job_.discovery_failure.empty()) return job_.discovery_failure;
-    return "no TSDB (" + job_.tsdb.state + ")";
+    return "no TSDB (" + std::string(ToString(job_.tsdb.state)) + ")";
   }
   std::string source() const override { return job_.tsdb.source; }
   const JobFacts& facts() const override { return job_.facts; }

@@ -169,7 +169,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
     for (const auto& n : t.notes)
       if (caveats.insert(n).second) s.job_details.push_back("caveat: " + ValidUtf8(n, kLineChars, true));
   s.incomplete = r.incomplete;
-  s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + r.verdict.confidence + ")";
+  s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + std::string(ToString(r.verdict.confidence)) + ")";
   s.summary = ValidUtf8(r.verdict.summary, 600, true);
   if (r.causal_chain.size() > 1) s.causal_chain = JoinStrings(r.causal_chain, " -> ");
   s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);

@@ -92,7 +92,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   s->Section("Verdict");
   s->KeyValue("root cause", r.verdict.root_cause, true);
   s->KeyValue("domain", r.verdict.domain);
-  s->KeyValue("confidence", r.verdict.confidence);
+  s->KeyValue("confidence", std::string(ToString(r.verdict.confidence)));
   if (!r.verdict.summary.empty()) s->KeyValue("summary", r.verdict.summary);
   if (!r.verdict.refuted.empty())
     s->KeyValue("refuted", JoinStrings(r.verdict.refuted, ", ") + " (the log suggested it; the metrics contradict it)");

@@ -1,5 +1,7 @@
 #include "engine/report/report.h"
 
+#include "engine/core/vocabulary.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -60,11 +62,7 @@ bool IsKnownDomain(const std::string& id) {
   return OneOf(id, kDomains);
 }
 
-bool IsKnownConfidence(const std::string& id) {
-  static constexpr std::array<std::string_view, 4> kConf{"confirmed", "likely", "possible",
-                                                         "insufficient-evidence"};
-  return OneOf(id, kConf);
-}
+bool IsKnownConfidence(const std::string& id) { return ParseConfidence(id).has_value(); }
 
 bool IsKnownJobStatus(const std::string& id) {
   static constexpr std::array<std::string_view, 6> kStatus{"completed", "failed", "cancelled",
@@ -154,7 +152,7 @@ nlohmann::json ToJson(const Report& r) {
   for (const auto& f : r.findings) findings.push_back(ToJson(f));
   nlohmann::json tsdb = nlohmann::json::array();
   for (const auto& t : r.tsdb) {
-    nlohmann::json entry{{"mode", t.mode},           {"source", t.source}, {"state", t.state},
+    nlohmann::json entry{{"mode", ToString(t.mode)}, {"source", t.source}, {"state", ToString(t.state)},
                          {"reason", t.reason},       {"discovery", t.discovery}, {"gaps", t.gaps}};
     if (!t.window.empty()) entry["window"] = t.window;
     if (!t.scope.empty()) entry["scope"] = t.scope;
@@ -185,6 +183,27 @@ nlohmann::json ToJson(const Report& r) {
   if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }
+
+namespace {
+
+constexpr Vocabulary<TsdbMode, 3> kTsdbModeWords{{{
+    {TsdbMode::kNone, "none"},
+    {TsdbMode::kPrivateCopy, "private-copy"},
+    {TsdbMode::kRemote, "remote"},
+}}};
+
+constexpr Vocabulary<TsdbAvailability, 5> kTsdbAvailabilityWords{{{
+    {TsdbAvailability::kServed, "served"},
+    {TsdbAvailability::kRemote, "remote"},
+    {TsdbAvailability::kUnavailable, "unavailable"},
+    {TsdbAvailability::kFailed, "failed"},
+    {TsdbAvailability::kNotRequested, "not-requested"},
+}}};
+
+}  // namespace
+
+std::string_view ToString(TsdbMode mode) { return kTsdbModeWords.Word(mode); }
+std::string_view ToString(TsdbAvailability state) { return kTsdbAvailabilityWords.Word(state); }
 
 const std::string& ActedOnRootCause(const Report& report) {
   return report.decision.root_cause.empty() ? report.verdict.root_cause : report.decision.root_cause;

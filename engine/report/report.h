@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/json.h"
+#include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
 #include "engine/report/job_facts.h"
 
@@ -59,7 +60,7 @@ struct JobEntry {
 struct Verdict {
   std::string root_cause = "unknown";
   std::string domain = "none";
-  std::string confidence = "insufficient-evidence";
+  Confidence confidence = Confidence::kInsufficientEvidence;
   std::string summary;
   // Extension: "logs" when the log signatures alone decided, "playbooks" when a playbook's
   // metric-backed verdict did. Sweep rules defer to the latter.
@@ -119,13 +120,22 @@ std::string SlurmExcludeList(const Decision& decision);
 // `changes` itself stays string-valued (contract).
 nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes);
 
+// How a job's metrics were sought (JSON `tsdb[].mode`): a private Prometheus on a copy of the
+// snapshot, a --prometheus endpoint, or not at all.
+enum class TsdbMode { kNone, kPrivateCopy, kRemote };
+std::string_view ToString(TsdbMode mode);
+
+// What came of it (JSON `tsdb[].state`): served (private copy) | remote | unavailable (the job has
+// none we can read: a fact about the job) | failed (diagnose could not reach or serve it: a fact
+// about the tool) | not-requested (--logs-only).
+enum class TsdbAvailability { kServed, kRemote, kUnavailable, kFailed, kNotRequested };
+std::string_view ToString(TsdbAvailability state);
+
 // Where the metrics came from and what could not be asked (extension "tsdb").
 struct TsdbState {
-  std::string mode = "none";      // private-copy | remote | none
+  TsdbMode mode = TsdbMode::kNone;
   std::string source;             // dir or URL
-  // served | remote | unavailable (the job has none we can read: a fact about the job) |
-  // failed (diagnose could not reach or serve it: a fact about the tool) | not-requested
-  std::string state = "unavailable";
+  TsdbAvailability state = TsdbAvailability::kUnavailable;
   std::string reason;             // why unavailable or failed, when it is
   nlohmann::json discovery;       // metric families, hosts, range, step map summary, guard
   std::vector<std::string> gaps;  // observability gaps found

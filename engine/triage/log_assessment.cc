@@ -119,11 +119,11 @@ LogAssessment AssessLogs(const JobFacts& f, const SignatureTable& table, const s
                                                           std::to_string(primary->where.line)});
   } else if (f.failure_class.empty() && f.status == "completed") {
     verdict.root_cause = "none";
-    verdict.confidence = "likely";
+    verdict.confidence = Confidence::kLikely;
     verdict.summary = "The job completed and its logs show no failure or throughput loss.";
   } else {
     verdict.root_cause = "unknown";
-    verdict.confidence = "insufficient-evidence";
+    verdict.confidence = Confidence::kInsufficientEvidence;
     verdict.summary = f.failure_class.empty()
                           ? "The job is " + f.status + "; the logs alone do not name a cause."
                           : (sig ? sig->summary : f.failure_class) + " The logs alone do not decide the root cause.";

@@ -215,5 +215,23 @@ TEST(SweepHistory, DecideSweepShowsThePolicysCauseBesideAnUnknownVerdict) {
   EXPECT_EQ(PolicyRootCause(no_rule, unknown.verdict), "");
 }
 
+// The exclusion scope is one vocabulary: written as its word, read back as the enum, and a line
+// with a word outside it is skipped with a warning like any other malformed line.
+TEST(SweepHistory, ExcludeScopeRoundTripsAndAnUnknownScopeIsAMalformedLine) {
+  HistoryEntry entry;
+  entry.job = "1";
+  entry.exclude_scope = ExcludeScope::kSweep;
+  const std::string line = EncodeHistoryLine(entry);
+  EXPECT_NE(line.find("\"exclude_scope\":\"sweep\""), std::string::npos) << line;
+  std::string bad = line;
+  bad.replace(bad.find("\"sweep\"", bad.find("exclude_scope")), 7, "\"fleet\"");
+  std::istringstream in(line + bad);
+  const SweepHistory history = ParseSweepHistory(in, "h.jsonl");
+  ASSERT_EQ(history.entries.size(), 1u);
+  EXPECT_EQ(history.entries[0].exclude_scope, ExcludeScope::kSweep);
+  ASSERT_EQ(history.warnings.size(), 1u);
+  EXPECT_NE(history.warnings[0].find("h.jsonl:2"), std::string::npos) << history.warnings[0];
+}
+
 }  // namespace
 }  // namespace diagnose

@@ -116,7 +116,7 @@ TEST(SweepRules, EccInPreflightExcludesForTheWholeSweep) {
   EXPECT_EQ(d.rule, "ecc-errors-in-preflight");
   EXPECT_EQ(d.decision.action, DecisionAction::kRetryExcludingNodes);
   EXPECT_EQ(Hosts(d.decision), std::vector<std::string>{"gpu102"});
-  EXPECT_EQ(d.exclude_scope, "sweep");
+  EXPECT_EQ(d.exclude_scope, ExcludeScope::kSweep);
   ExpectContractValid(d);
 }
 
@@ -367,7 +367,7 @@ TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
   AddSteps(&f, 0, 120);
   Diagnosis still_training = MakeDiagnosis("none", DecisionAction::kNone);
   still_training.verdict.source = "playbooks";
-  still_training.verdict.confidence = "likely";
+  still_training.verdict.confidence = Confidence::kLikely;
   still_training.verdict.refuted = {"hang"};
   SweepDecision d = Refine(f, {}, still_training);
   EXPECT_EQ(d.rule, "");
@@ -375,7 +375,7 @@ TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
   // A telemetry-gap verdict of any confidence that carries the refutation stands down the same way.
   Diagnosis gap = still_training;
   gap.verdict.root_cause = "observability-gap";
-  gap.verdict.confidence = "possible";
+  gap.verdict.confidence = Confidence::kPossible;
   EXPECT_EQ(Refine(f, {}, gap).decision.action, DecisionAction::kNone);
   // The same verdict without the refutation leaves the hang rule in charge.
   Diagnosis plain_none = still_training;
@@ -389,7 +389,7 @@ TEST(SweepRules, BrokenTelemetryLeavesTheLogRulesInCharge) {
   for (const auto& h : kEight) AddNodeExit(&f, h, 1);
   Diagnosis gap = MakeDiagnosis("observability-gap", DecisionAction::kNone);
   gap.verdict.source = "playbooks";
-  gap.verdict.confidence = "likely";
+  gap.verdict.confidence = Confidence::kLikely;
   SweepDecision d = Refine(f, {}, gap);
   EXPECT_EQ(d.rule, "all-nodes-crash");
   EXPECT_EQ(d.decision.action, DecisionAction::kStopSweep);

@@ -30,7 +30,7 @@ Report SampleReport() {
   j.last_step = 20;
   j.total_steps = 400;
   r.jobs.push_back(j);
-  r.verdict = {"gpu-oom", "gpu", "confirmed", "GPU memory exhausted on task 1 <script>alert(1)</script>."};
+  r.verdict = {"gpu-oom", "gpu", Confidence::kConfirmed, "GPU memory exhausted on task 1 <script>alert(1)</script>."};
   Finding f;
   f.id = "log-triage/oom-gpu";
   f.playbook = "log-triage";
