@@ -178,7 +178,8 @@ int RunWatch(const WatchArgs& args) {
   options.list_jobs = ListWithJobLocation;
   // By value: `options` is moved into the watcher below, and a reference would then read it empty.
   options.diagnose = [&args, outputs_dir = options.outputs_dir, data_dir,
-                      book = *rulebook](const WatchEvent& event) -> StatusOr<Report> {
+                      book = *rulebook](const WatchEvent& event, const SweepContext& sweep,
+                                        const std::string& history_file) -> StatusOr<DecidedReport> {
     DiagnoseOptions d;
     d.job_ref = event.job.log_path;
     d.outputs_dir = outputs_dir;
@@ -186,8 +187,10 @@ int RunWatch(const WatchArgs& args) {
     d.rulebook = book;
     d.remote.url = args.prometheus;
     d.logs_only = args.logs_only;
-    // history_file stays empty: the watcher refines and appends itself, exactly once per job.
-    return RunDiagnosis(d);
+    // The diagnosis decides with the watcher's sweep context and appends to the history, once per job.
+    d.sweep = sweep;
+    d.history_file = history_file;
+    return RunDecidedDiagnosis(d);
   };
   options.on_result = [](const WatchResult& result) {
     std::printf("%s\n", result.line.c_str());

@@ -55,7 +55,7 @@ void Evaluator::EvaluateVerdict(int idx) {
       c.confidence = level.level;
       break;
     }
-    c.confidence = "possible";
+    c.confidence = Confidence::kPossible;
   }
   auto summary = Render(idx, v.summary);
   if (!summary.ok()) return Fail(idx, NodeHealth::kError, summary.status().message());

@@ -28,9 +28,17 @@ StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const Evalu
   return run;
 }
 
-void AppendNotEvaluated(const PlaybookRun& run, std::vector<std::string>* not_evaluated) {
-  not_evaluated->insert(not_evaluated->end(), run.evaluation.not_evaluated.begin(), run.evaluation.not_evaluated.end());
-  for (const auto& p : run.selection.trigger_problems) not_evaluated->push_back("trigger: " + p);
+PlaybookOutcome OutcomeOf(const PlaybookRun& run) {
+  PlaybookOutcome out;
+  out.findings = run.evaluation.findings;
+  out.not_evaluated = run.evaluation.not_evaluated;
+  for (const auto& p : run.selection.trigger_problems) out.not_evaluated.push_back("trigger: " + p);
+  out.verdict = run.combined.verdict;
+  out.verdict.source = "playbooks";
+  out.decision = run.combined.decision;
+  out.causal_chain = run.combined.causal_chain;
+  out.explained = !run.evaluation.candidates.empty();
+  return out;
 }
 
 }  // namespace diagnose::dag

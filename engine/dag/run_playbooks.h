@@ -1,5 +1,5 @@
 // One call for the pipeline: select playbooks by their triggers, compile them into one graph,
-// evaluate it and combine the verdicts. The pipeline merges the run into its report.
+// evaluate it and combine the verdicts. The pipeline takes the run's PlaybookOutcome into the report.
 #pragma once
 
 #include <string>
@@ -28,7 +28,19 @@ std::vector<std::string> FailureClassesOf(const nlohmann::json& facts);
 
 StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const EvaluationContext& ctx);
 
-// What the run could not judge, in the report's `not_evaluated` words: the rules, then the triggers.
-void AppendNotEvaluated(const PlaybookRun& run, std::vector<std::string>* not_evaluated);
+// What the playbooks concluded, as the report takes it.
+struct PlaybookOutcome {
+  std::vector<Finding> findings;
+  // What the run could not judge, in the report's `not_evaluated` words: the rules, then the triggers.
+  std::vector<std::string> not_evaluated;
+  // The combined verdict (source `playbooks`), its decision and causal chain.
+  Verdict verdict;
+  Decision decision;
+  std::vector<std::string> causal_chain;
+  // Whether any rule offered an explanation (a candidate), naming a cause or not.
+  bool explained = false;
+};
+
+PlaybookOutcome OutcomeOf(const PlaybookRun& run);
 
 }  // namespace diagnose::dag

@@ -17,7 +17,7 @@
 #include "engine/dag/run_playbooks.h"
 #include "engine/playbook/loader.h"
 #include "engine/playbook/series_notation.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "engine/verdict/verdict.h"
 
 namespace diagnose::dag {

@@ -223,9 +223,10 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
       return r.Error(decision["exclude_priority"], "exclude_priority must be 1..4 (contract priority table)");
   }
   if (decision["exclude_scope"]) {
-    ASSIGN_OR_RETURN(rule.decision.exclude_scope, r.String(decision["exclude_scope"], "exclude_scope"));
-    if (rule.decision.exclude_scope != "job" && rule.decision.exclude_scope != "sweep")
-      return r.Error(decision["exclude_scope"], "exclude_scope must be job|sweep");
+    ASSIGN_OR_RETURN(const std::string scope, r.String(decision["exclude_scope"], "exclude_scope"));
+    const std::optional<ExcludeScope> parsed = ParseExcludeScope(scope);
+    if (!parsed) return r.Error(decision["exclude_scope"], "exclude_scope must be job|sweep");
+    rule.decision.exclude_scope = *parsed;
   }
   if (decision["root_cause"]) { ASSIGN_OR_RETURN(rule.decision.root_cause, r.RootCause(decision["root_cause"], "root_cause")); }
   if (decision["record_allocation"]) { ASSIGN_OR_RETURN(rule.decision.record_allocation, r.Bool(decision["record_allocation"], "record_allocation")); }

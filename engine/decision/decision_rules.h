@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/decision/exclude_scope.h"
 #include "engine/report/decision_action.h"
 
 namespace diagnose {
@@ -47,7 +48,7 @@ struct RuleOutcome {
   DecisionAction action = DecisionAction::kNone;
   std::string exclude = "none";              // none | signal-hosts
   int exclude_priority = 1;
-  std::string exclude_scope = "job";         // job | sweep
+  ExcludeScope exclude_scope = ExcludeScope::kJob;
   std::string root_cause;                    // "" = keep the diagnosis's
   bool record_allocation = false;
   std::string note;                          // template: {hosts} {last_step} {exit_code} ...

@@ -10,7 +10,7 @@
 #include "engine/core/json.h"
 #include "engine/decision/decision_rules.h"
 #include "engine/report/report.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose {
 

@@ -196,7 +196,7 @@ void SetAction(SweepDecision* sd, DecisionAction action, const std::string& why)
 
 // Suspects for an escalated hang: the diagnosis's own exclusions first (playbooks that localised
 // the hang), else the hosts where RCCL/NIC trouble or crashes were logged, if not every host.
-std::vector<Exclusion> HangSuspects(const Report& diagnosis, const JobFacts& facts, const DecisionRules& rules,
+std::vector<Exclusion> HangSuspects(const Diagnosis& diagnosis, const JobFacts& facts, const DecisionRules& rules,
                                     const std::string& status) {
   if (!diagnosis.decision.exclude.empty()) return diagnosis.decision.exclude;
   std::vector<Exclusion> out;
@@ -228,7 +228,7 @@ SweepConfig SweepConfigOf(const JobFacts& facts) {
   return config;
 }
 
-SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, const SweepHistory& history,
+SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, const SweepHistory& history,
                              const DecisionRules& rules, const SweepContext& context) {
   SweepDecision sd;
   sd.decision = diagnosis.decision;
@@ -248,8 +248,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   // playbooks established from metrics (likely or confirmed) outranks the log-pattern sweep rules:
   // e.g. every node exiting non-zero after a heartbeat false positive is the kill, not a config error.
   // Likewise a symptom the metrics refuted (a "hang" whose GPUs kept training) is no reason to act.
-  const bool metric_backed = diagnosis.verdict.source == "playbooks" &&
-                             (diagnosis.verdict.confidence == "confirmed" || diagnosis.verdict.confidence == "likely");
+  const bool metric_backed = diagnosis.verdict.source == "playbooks" && diagnosis.verdict.confidence >= Confidence::kLikely;
   // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
   const bool names_mechanism = rules.NamesMechanism(diagnosis.verdict.root_cause);
   // `refuted` is only ever set from a likely or confirmed refutation.
@@ -347,7 +346,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
     std::vector<std::string> excluded;
     for (const auto& e : history.entries) {
       if (e.sweep != context.sweep || e.job == facts.id) continue;
-      if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != "sweep") continue;
+      if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != ExcludeScope::kSweep) continue;
       for (const auto& x : e.exclude)
         if (!Contains(excluded, x.host)) excluded.push_back(x.host);
     }
@@ -402,7 +401,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   std::stable_sort(sd.decision.exclude.begin(), sd.decision.exclude.end(),
                    [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
   for (const auto& e : history.entries) {
-    if (e.sweep != context.sweep || e.exclude_scope != "sweep" || e.job == facts.id) continue;
+    if (e.sweep != context.sweep || e.exclude_scope != ExcludeScope::kSweep || e.job == facts.id) continue;
     for (const auto& x : e.exclude)
       if (Contains(nodes, x.host))
         sd.decision.notes.push_back(x.host + " was excluded for the whole sweep by job " + e.job + " (" + x.reason +
@@ -411,8 +410,7 @@ SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, con
   return sd;
 }
 
-HistoryEntry MakeHistoryEntry(const JobFacts& facts, const Report& diagnosis, const SweepDecision& decision,
-                              const SweepContext& context) {
+HistoryEntry MakeHistoryEntry(const JobFacts& facts, const SweepDecision& decision, const SweepContext& context) {
   HistoryEntry e;
   e.time = context.now;
   e.sweep = context.sweep;
@@ -431,46 +429,32 @@ HistoryEntry MakeHistoryEntry(const JobFacts& facts, const Report& diagnosis, co
   e.retry_of = decision.retry_of;
   e.variant = context.variant;
   e.oom_allocation = decision.oom_allocation;
-  (void)diagnosis;
   return e;
 }
 
-std::optional<JobFacts> SubjectFactsOf(const Report& report) {
-  if (!report.facts.is_object() || report.jobs.empty()) return std::nullopt;
-  std::string id;
-  for (const auto& j : report.jobs)
-    if (j.role == "subject") id = j.id;
-  if (id.empty()) id = report.jobs.front().id;
-  auto it = report.facts.find(id);
-  if (it == report.facts.end()) return std::nullopt;
-  try {
-    return it->get<JobFacts>();
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
-  }
-}
-
-Status ApplySweepDecision(const DecisionRules& rules, const std::string& history_path, SweepContext context,
-                          const JobFacts& facts, Report* report) {
+StatusOr<SweepDecision> DecideSweep(const DecisionRules& rules, const std::string& history_path, SweepContext context,
+                                    const Diagnosis& diagnosis, const JobFacts& facts) {
   SweepHistory history;
   if (!history_path.empty()) {
     ASSIGN_OR_RETURN(history, LoadSweepHistory(history_path));
     if (context.sweep.empty()) context.sweep = DefaultSweepId(history_path);
     context.in_sweep = true;
   }
-  SweepDecision sd = RefineDecision(*report, facts, history, rules, context);
+  // A log silent for longer than a live hang lasts is a job that is gone, not one that hangs:
+  // triage's reading wins over a watcher's stall clock (a log first seen long after it stopped).
+  if (facts.status == "unknown-death") context.stalled = false;
+  SweepDecision sd = RefineDecision(diagnosis, facts, history, rules, context);
   for (const auto& w : history.warnings) sd.decision.notes.push_back("history: " + w);
-  report->decision = sd.decision;
-  // One answer: the cause a sweep rule named is the report's too (watch and history read it).
-  // Only where the diagnosis named none: a cause it did name (even broken telemetry) stays its own.
-  if (!sd.rule.empty() && report->verdict.root_cause == "unknown" && sd.root_cause != "unknown" &&
-      IsKnownRootCause(sd.root_cause)) {
-    report->verdict.root_cause = sd.root_cause;
-    report->verdict.domain = DomainOfRootCause(sd.root_cause);
-    if (report->verdict.confidence == "insufficient-evidence") report->verdict.confidence = "possible";
-  }
-  if (history_path.empty()) return Status::Ok();
-  return AppendHistoryEntry(history_path, MakeHistoryEntry(facts, *report, sd, context));
+  sd.decision.root_cause = PolicyRootCause(sd, diagnosis.verdict);
+  if (!history_path.empty()) RETURN_IF_ERROR(AppendHistoryEntry(history_path, MakeHistoryEntry(facts, sd, context)));
+  return sd;
+}
+
+std::string PolicyRootCause(const SweepDecision& decision, const Verdict& verdict) {
+  // Only where the diagnosis named none: a cause it did name (even broken telemetry) is the answer.
+  const bool differs = !decision.rule.empty() && verdict.root_cause == "unknown" &&
+                       decision.root_cause != "unknown" && IsKnownRootCause(decision.root_cause);
+  return differs ? decision.root_cause : "";
 }
 
 }  // namespace diagnose

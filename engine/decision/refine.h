@@ -1,8 +1,9 @@
-// Sweep decision refinement: turns a diagnosis (report + triage facts) into the action a sweep driver
-// takes, using the rules in rules/sweep/decisions.yaml and the sweep's history (retry limits,
-// node-exclusion budget, hang escalation, model-sweep early stop).
+// Sweep decision refinement: turns a diagnosis (verdict + decision + triage facts) into the action a
+// sweep driver takes, using the rules in rules/sweep/decisions.yaml and the sweep's history (retry
+// limits, node-exclusion budget, hang escalation, model-sweep early stop).
 //
-// The pipeline calls ApplySweepDecision after the verdict; `watch` and the epilog go through it too.
+// The pipeline calls DecideSweep after the diagnosis (`watch` through the pipeline); the report
+// takes the SweepDecision's decision as it is, and never has its verdict rewritten by it.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,10 @@
 
 #include "engine/core/status.h"
 #include "engine/decision/decision_rules.h"
+#include "engine/decision/exclude_scope.h"
 #include "engine/decision/sweep_history.h"
 #include "engine/report/report.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose {
 
@@ -32,11 +34,18 @@ struct SweepDecision {
   Decision decision;                  // contract decision; action always from the vocabulary
   std::string rule;                   // sweep rule that gave the base decision ("" = the diagnosis's)
   std::string root_cause;             // the rule's cause when it names one, else the verdict's
-  std::string exclude_scope = "job";  // job | sweep
+  ExcludeScope exclude_scope = ExcludeScope::kJob;
   std::vector<Exclusion> found;       // exclusions dropped because the action is not retry-excluding-nodes
   std::string hang_phase;             // computed phase when the job hung ("" otherwise)
   std::optional<std::string> retry_of;    // earlier job of the same sweep this one retried
   std::string oom_allocation;
+};
+
+// A report and the sweep decision its decision is; no sweep decision when the diagnosis was
+// incomplete (no action is decided from the logs alone).
+struct DecidedReport {
+  Report report;
+  std::optional<SweepDecision> sweep;
 };
 
 // Which phase a hung job stopped in: after-step0 when any step completed, else after Memstats, else
@@ -46,20 +55,19 @@ std::string HangPhaseOf(const JobFacts& facts);
 // The model and passthrough args of the job (the identity used for retry accounting).
 SweepConfig SweepConfigOf(const JobFacts& facts);
 
-SweepDecision RefineDecision(const Report& diagnosis, const JobFacts& facts, const SweepHistory& history,
+SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, const SweepHistory& history,
                              const DecisionRules& rules, const SweepContext& context);
 
-HistoryEntry MakeHistoryEntry(const JobFacts& facts, const Report& diagnosis, const SweepDecision& decision,
-                              const SweepContext& context);
+HistoryEntry MakeHistoryEntry(const JobFacts& facts, const SweepDecision& decision, const SweepContext& context);
 
-// The one call for the pipeline: loads `history_path` (may not exist yet), refines report->decision
-// in place (notes explain every step), and appends the decision to the history. `facts` is the
+// The one call for the pipeline: loads `history_path` (may not exist yet), refines the diagnosis's
+// decision (notes explain every step), and appends the decision to the history. `facts` is the
 // subject job's triage output. Warnings about skipped history lines go into decision notes.
-Status ApplySweepDecision(const DecisionRules& rules, const std::string& history_path, SweepContext context,
-                          const JobFacts& facts, Report* report);
+StatusOr<SweepDecision> DecideSweep(const DecisionRules& rules, const std::string& history_path, SweepContext context,
+                                    const Diagnosis& diagnosis, const JobFacts& facts);
 
-// JobFacts of the subject job from a report's `facts` extension (keyed by job id); nullopt when the
-// report carries none or it does not parse.
-std::optional<JobFacts> SubjectFactsOf(const Report& report);
+// The cause the sweep policy acted on where it differs from the verdict: a sweep rule's cause where
+// the verdict named none (`unknown`); "" otherwise (report extension `decision.root_cause`).
+std::string PolicyRootCause(const SweepDecision& decision, const Verdict& verdict);
 
 }  // namespace diagnose

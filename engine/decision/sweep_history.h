@@ -16,6 +16,7 @@
 
 #include "engine/core/json.h"
 #include "engine/core/status.h"
+#include "engine/decision/exclude_scope.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
@@ -37,7 +38,7 @@ struct HistoryEntry {
   std::string status;                    // job status at decision time
   DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
-  std::string exclude_scope = "job";     // job | sweep (sweep: never re-admit these hosts)
+  ExcludeScope exclude_scope = ExcludeScope::kJob;   // kSweep: never re-admit these hosts
   // Hosts the decision found at fault but did not exclude because the action is not
   // retry-excluding-nodes (e.g. stop-sweep once the sweep's exclusion limit is passed): a driver
   // reading the history still learns which hosts were bad.

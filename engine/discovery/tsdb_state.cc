@@ -13,9 +13,9 @@ void AttachDiscovery(TsdbState& state, const Discovery& discovery) {
 
 TsdbState ServedTsdbState(const PrivatePrometheus& server, const Discovery& discovery) {
   TsdbState state;
-  state.mode = "private-copy";
+  state.mode = TsdbMode::kPrivateCopy;
   state.source = server.inventory().dir;
-  state.state = "served";
+  state.state = TsdbAvailability::kServed;
   AttachDiscovery(state, discovery);
   for (const auto& caveat : server.caveats()) state.gaps.push_back(caveat);
   return state;
@@ -23,18 +23,18 @@ TsdbState ServedTsdbState(const PrivatePrometheus& server, const Discovery& disc
 
 TsdbState RemoteTsdbState(const std::string& description, const Discovery& discovery) {
   TsdbState state;
-  state.mode = "remote";
+  state.mode = TsdbMode::kRemote;
   state.source = description;
-  state.state = "remote";
+  state.state = TsdbAvailability::kRemote;
   AttachDiscovery(state, discovery);
   return state;
 }
 
-TsdbState UnavailableTsdbState(const std::string& mode, const std::string& source, const Status& why) {
+TsdbState UnavailableTsdbState(TsdbMode mode, const std::string& source, const Status& why) {
   TsdbState state;
   state.mode = mode;
   state.source = source;
-  state.state = "unavailable";
+  state.state = TsdbAvailability::kUnavailable;
   state.reason = why.message();
   state.gaps.push_back("no TSDB evidence: " + why.message() + "; only log evidence was used");
   return state;

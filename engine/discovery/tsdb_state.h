@@ -13,7 +13,7 @@ namespace diagnose {
 
 TsdbState ServedTsdbState(const PrivatePrometheus& server, const Discovery& discovery);
 TsdbState RemoteTsdbState(const std::string& description, const Discovery& discovery);
-// `mode` is private-copy or remote (what was attempted); `why` says what failed.
-TsdbState UnavailableTsdbState(const std::string& mode, const std::string& source, const Status& why);
+// `mode` is what was attempted (a private copy or a remote endpoint); `why` says what failed.
+TsdbState UnavailableTsdbState(TsdbMode mode, const std::string& source, const Status& why);
 
 }  // namespace diagnose

@@ -39,8 +39,8 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
   job_series.labels = {{"__name__", kJobVerdictMetric},
                        {"status", subject->status},
                        {"failure_class", subject->failure_class},
-                       {"root_cause", report.verdict.root_cause},
-                       {"confidence", report.verdict.confidence},
+                       {"root_cause", ActedOnRootCause(report)},
+                       {"confidence", std::string(ToString(report.verdict.confidence))},
                        {"action", std::string(ToString(report.decision.action))}};
   job_series.samples = {sample};
   out.push_back(std::move(job_series));
@@ -53,7 +53,7 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
   for (const auto& x : report.decision.exclude) hosts.insert(x.host);
   for (const auto& host : hosts) {
     Series s;
-    s.labels = {{"__name__", kHostVerdictMetric}, {"host", host}, {"root_cause", report.verdict.root_cause}};
+    s.labels = {{"__name__", kHostVerdictMetric}, {"host", host}, {"root_cause", ActedOnRootCause(report)}};
     auto excluded = std::find_if(report.decision.exclude.begin(), report.decision.exclude.end(),
                                  [&](const Exclusion& x) { return x.host == host; });
     std::string findings;

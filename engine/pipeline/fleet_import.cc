@@ -71,15 +71,9 @@ StatusOr<int64_t> SnapshotSampleCount(QueryClient& source, TimeRange range) {
 }
 
 void Record(JobImport& out, const Report& report) {
-  out.root_cause = report.verdict.root_cause;
+  out.root_cause = ActedOnRootCause(report);
   out.action = report.decision.action;
   for (const auto& x : report.decision.exclude) out.excluded.push_back(x.host);
-}
-
-std::optional<JobFacts> FactsOfJob(const Report& report, const std::string& id) {
-  const nlohmann::json& facts = FactsOf(report, id);
-  if (!facts.is_object()) return std::nullopt;
-  return facts.get<JobFacts>();
 }
 
 // Stamped with the end of the job's samples when it has a TSDB, else with the end its log shows.
@@ -88,7 +82,7 @@ StatusOr<int64_t> WriteRecord(VictoriaMetricsStore& store, const Report& report,
                               const Labels& job_labels, std::optional<double> samples_end) {
   double at = samples_end.value_or(0);
   if (!(at > 0)) {
-    if (auto facts = FactsOfJob(report, id)) at = static_cast<double>(facts->run_window.end.value_or(0));
+    if (const JobFacts* facts = FactsOf(report, id)) at = static_cast<double>(facts->run_window.end.value_or(0));
   }
   if (!(at > 0)) return FailedPreconditionError("job " + id + ": its end time is unknown, so its record has no time");
   int64_t written = 0;
@@ -130,7 +124,7 @@ JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const s
   PrivatePrometheusOptions server_options;
   server_options.prometheus_binary = options.prometheus_binary;
   server_options.deadline = options.diagnose.remote.deadline;
-  if (auto facts = FactsOfJob(*report, job.id)) server_options.job_finished = LogShowsFinished(*facts);
+  if (const JobFacts* facts = FactsOf(*report, job.id)) server_options.job_finished = LogShowsFinished(*facts);
   auto server = PrivatePrometheus::Start(*job.prometheus_dir, server_options);
   if (!server.ok() && server.status().code() == StatusCode::kNotFound) {   // a TSDB dir with nothing in it
     auto record = WriteRecord(store, *report, job.id, job_labels, std::nullopt);

@@ -22,6 +22,7 @@
 #include "engine/fleet/fleet_record.h"
 #include "engine/playbook/loader.h"
 #include "engine/job/job_location.h"
+#include "engine/pipeline/assemble_report.h"
 #include "engine/triage/log_assessment.h"
 #include "engine/triage/signature_table.h"
 #include "engine/triage/triage.h"
@@ -187,7 +188,7 @@ bool IsServerStartFailure(const Status& status) {
 
 // What discovery found through a failing source is not about the job: drop it with the state.
 void MarkFailed(JobContext& job, std::string reason) {
-  job.tsdb.state = "failed";
+  job.tsdb.state = TsdbAvailability::kFailed;
   job.tsdb.reason = std::move(reason);
   job.tsdb.discovery = nullptr;
   job.tsdb.gaps.clear();
@@ -200,7 +201,7 @@ void MarkFailed(JobContext& job, std::string reason) {
 // Returns an error only for what the user must fix first (a malformed URL, a missing CA file).
 Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (!options.remote.url.empty()) {
-    job.tsdb.mode = "remote";
+    job.tsdb.mode = TsdbMode::kRemote;
     job.tsdb.source = options.remote.url;
     Stage("querying {} for job {}", options.remote.url, job.facts.id);
     auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
@@ -215,16 +216,16 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     }
     job.recorder = std::make_unique<SourceFailureRecorder>(*source);
     job.client = job.recorder.get();
-    job.tsdb.state = "remote";
+    job.tsdb.state = TsdbAvailability::kRemote;
     std::string provenance;
     std::optional<TimeRange> window = RemoteSearchWindow(job, options, &provenance);
     job.tsdb.window = provenance;
     Discover(job, rules, DiscoveryInputs{.search_window = window});
     return Status::Ok();
   }
-  job.tsdb.mode = "private-copy";
+  job.tsdb.mode = TsdbMode::kPrivateCopy;
   if (!job.location.prometheus_dir) {
-    job.tsdb.state = "unavailable";
+    job.tsdb.state = TsdbAvailability::kUnavailable;
     job.tsdb.reason = "no prometheus/ directory in " +
                       job.location.job_dir.value_or(job.location.log_path.value_or(job.location.id)) +
                       " (RAY=0 job, or the TSDB was never written)";
@@ -245,7 +246,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     if (IsServerStartFailure(server.status())) {
       MarkFailed(job, "the private Prometheus failed after one restart: " + server.status().message());
     } else {
-      job.tsdb.state = "unavailable";
+      job.tsdb.state = TsdbAvailability::kUnavailable;
       job.tsdb.reason = server.status().message();
     }
     return Status::Ok();
@@ -253,35 +254,10 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   job.server = std::move(server).value();
   job.recorder = std::make_unique<SourceFailureRecorder>(job.server->client());
   job.client = job.recorder.get();
-  job.tsdb.state = "served";
+  job.tsdb.state = TsdbAvailability::kServed;
   for (const auto& caveat : job.server->caveats()) job.tsdb.gaps.push_back(caveat);
   Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts), LoggedRun(job.facts)));
   return Status::Ok();
-}
-
-bool NamesACause(const std::string& root_cause) { return root_cause != "none" && root_cause != "unknown"; }
-
-// Playbook verdicts refine the log-only verdict: a cause named from metrics wins; otherwise the log
-// verdict stands (a GPU OOM stays a GPU OOM), and the playbooks' notes are kept.
-void MergePlaybookVerdict(const dag::PlaybookRun& run, Report& report) {
-  for (const auto& finding : run.evaluation.findings) report.findings.push_back(finding);
-  dag::AppendNotEvaluated(run, &report.not_evaluated);
-  const auto& combined = run.combined;
-  if (NamesACause(combined.verdict.root_cause) || !NamesACause(report.verdict.root_cause)) {
-    bool log_named_cause = NamesACause(report.verdict.root_cause);
-    bool playbooks_spoke = !run.evaluation.candidates.empty();
-    if (NamesACause(combined.verdict.root_cause) || (playbooks_spoke && !log_named_cause)) {
-      std::vector<std::string> log_notes = report.decision.notes;
-      report.verdict = combined.verdict;
-      report.verdict.source = "playbooks";
-      report.decision = combined.decision;
-      report.causal_chain = combined.causal_chain;
-      for (auto& note : log_notes)
-        if (note.rfind("ask the TSDB: ", 0) != 0) report.decision.notes.push_back(std::move(note));
-      return;
-    }
-  }
-  for (const auto& note : combined.decision.notes) report.decision.notes.push_back(note);
 }
 
 // The subject, then the baseline when there is one, located and triaged.
@@ -301,14 +277,14 @@ StatusOr<std::vector<JobContext>> LocateAndTriageAll(const DiagnoseOptions& opti
 Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) {
   if (options.logs_only) {
     for (auto& job : jobs) {
-      job.tsdb.state = "not-requested";
+      job.tsdb.state = TsdbAvailability::kNotRequested;
       job.tsdb.reason = "--logs-only";
     }
     return Status::Ok();
   }
   for (auto& job : jobs)
     // Only jobs never opened, or closed for a restart: a job without a TSDB is not asked twice.
-    if (job.tsdb.mode == TsdbState{}.mode) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
+    if (job.tsdb.mode == TsdbMode::kNone) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
   return Status::Ok();
 }
 
@@ -321,23 +297,16 @@ std::string SourceFailureReason(JobContext& job) {
 }
 
 // diagnose could not read metrics it needed: the log-only view must not drive a sweep as if the
-// metrics had been seen. The verdict stays the logs' own, the decision is none, and the report says
-// what failed and that a re-run is the remedy.
-void MarkIncomplete(const std::vector<JobContext>& jobs, Report& report) {
+// metrics had been seen. Which jobs' metrics failed, and why; nullopt when none did.
+std::optional<Incompleteness> IncompletenessOf(const std::vector<JobContext>& jobs) {
   std::string why;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].tsdb.state != "failed") continue;
+  for (const auto& job : jobs) {
+    if (job.tsdb.state != TsdbAvailability::kFailed) continue;
     if (!why.empty()) why += "; ";
-    why += "metrics of job " + report.jobs[i].id + ": " + jobs[i].tsdb.reason;
+    why += "metrics of job " + job.facts.id + ": " + job.tsdb.reason;
   }
-  report.incomplete = "diagnosis incomplete: " + why;
-  report.verdict.summary = "Diagnosis incomplete (diagnose could not read the job's metrics); from the logs alone: " +
-                           report.verdict.summary;
-  Decision decision;
-  decision.action = DecisionAction::kNone;
-  decision.notes.push_back(*report.incomplete +
-                           ". No action is taken on the logs alone; re-run diagnose once the metrics can be read.");
-  report.decision = std::move(decision);
+  if (why.empty()) return std::nullopt;
+  return Incompleteness{why};
 }
 
 }  // namespace
@@ -364,8 +333,8 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
     for (auto& job : jobs) {
       RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
       if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
-      if (job.tsdb.state == "unavailable" || job.tsdb.state == "failed")
-        inputs.notes.push_back(job.role + " TSDB " + job.tsdb.state + ": " + job.tsdb.reason);
+      if (job.tsdb.state == TsdbAvailability::kUnavailable || job.tsdb.state == TsdbAvailability::kFailed)
+        inputs.notes.push_back(job.role + " TSDB " + std::string(ToString(job.tsdb.state)) + ": " + job.tsdb.reason);
     }
   }
   inputs.facts = jobs[0].facts;
@@ -381,7 +350,7 @@ namespace {
 class OpenedJob : public OpenedJobMetrics {
  public:
   explicit OpenedJob(JobContext job) : job_(std::move(job)) {}
-  QueryClient* client() override { return job_.discovery && job_.tsdb.state != "failed" ? job_.client : nullptr; }
+  QueryClient* client() override { return job_.discovery && job_.tsdb.state != TsdbAvailability::kFailed ? job_.client : nullptr; }
   std::optional<TimeRange> range() const override {
     if (!job_.discovery) return std::nullopt;
     return job_.discovery->range;
@@ -389,7 +358,7 @@ class OpenedJob : public OpenedJobMetrics {
   std::string unavailable_reason() const override {
     if (!job_.tsdb.reason.empty()) return job_.tsdb.reason;
     if (!job_.discovery_failure.empty()) return job_.discovery_failure;
-    return "no TSDB (" + job_.tsdb.state + ")";
+    return "no TSDB (" + std::string(ToString(job_.tsdb.state)) + ")";
   }
   std::string source() const override { return job_.tsdb.source; }
   const JobFacts& facts() const override { return job_.facts; }
@@ -411,24 +380,28 @@ StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions
 // A store of many jobs (--job-label) also holds what diagnose concluded about the earlier ones
 // (`diagnose fleet import`): the decision cites their exclusions of this job's hosts. The store is
 // asked outside the job's scope, and a failure to ask costs a note, never the report.
-void CiteFleetRecord(JobContext& subject, const DiagnoseOptions& options, Report* report) {
-  if (options.job_label.empty() || !subject.remote || !subject.discovery) return;
+FleetCitation CiteFleetRecord(JobContext& subject, const DiagnoseOptions& options, const Decision& decision) {
+  FleetCitation citation;
+  if (options.job_label.empty() || !subject.remote || !subject.discovery) return citation;
   constexpr double kLookbackSeconds = 90 * 86400;
   std::vector<std::string> excluded;
-  for (const auto& x : report->decision.exclude) excluded.push_back(x.host);
-  std::vector<std::string> hosts;
-  for (const auto& job : report->jobs)
-    if (job.role == "subject") hosts = job.hosts;
-  auto notes = FleetRecordNotes(*subject.remote, options.job_label, subject.facts.id, hosts, excluded,
-                                subject.discovery->range.end, kLookbackSeconds);
+  for (const auto& x : decision.exclude) excluded.push_back(x.host);
+  auto notes = FleetRecordNotes(*subject.remote, options.job_label, subject.facts.id, subject.facts.header.hosts,
+                                excluded, subject.discovery->range.end, kLookbackSeconds);
   if (!notes.ok()) {
-    report->decision.notes.push_back("fleet record not read: " + notes.status().message());
-    return;
+    citation.notes.push_back("fleet record not read: " + notes.status().message());
+    return citation;
   }
-  for (auto& note : *notes) report->decision.notes.push_back(std::move(note));
+  citation.notes = std::move(notes).value();
+  return citation;
 }
 
-StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
+StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options) {
+  ASSIGN_OR_RETURN(DecidedReport decided, RunDecidedDiagnosis(options));
+  return std::move(decided.report);
+}
+
+StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
   if (options.deadline_seconds > 0)
@@ -437,13 +410,9 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   const SignatureTable& signatures = options.rulebook->signatures;
   const playbook::Library& library = options.rulebook->library;
   ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
+  std::vector<LogAssessment> assessments;
+  for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, signatures, job.role));
   double triage_seconds = SecondsSince(started);
-
-  Report report = LogOnlyReport(jobs.front().facts, signatures);
-  for (size_t i = 1; i < jobs.size(); ++i) {
-    report.jobs.push_back(JobEntryFromFacts(jobs[i].facts, jobs[i].role));
-    report.facts[report.jobs.back().id] = jobs[i].facts;
-  }
 
   for (const auto& id : options.forced_playbooks)
     if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
@@ -451,7 +420,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
   // Metrics, then playbooks. A private server that died under us (killed, crashed) is restarted
   // once and everything asked again; a second failure, or any failure of a remote endpoint, makes
   // the diagnosis incomplete rather than letting missing answers pass for facts about the job.
-  const Report log_report = report;
+  ReportParts parts;
   double tsdb_seconds = 0, playbooks_seconds = 0;
   while (true) {
     auto tsdb_started = Clock::now();
@@ -459,7 +428,6 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
     tsdb_seconds += SecondsSince(tsdb_started);
 
     auto playbooks_started = Clock::now();
-    report = log_report;
     dag::EvaluationContext ctx;
     ctx.facts = jobs.front().facts;
     ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
@@ -480,7 +448,7 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
           run->evaluation.queries_run, run->evaluation.batches,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
                         [](const Finding& f) { return f.status == "fired"; }));
-    MergePlaybookVerdict(*run, report);
+    parts.playbooks = dag::OutcomeOf(*run);
     playbooks_seconds += SecondsSince(playbooks_started);
 
     bool restarted = false;
@@ -506,35 +474,27 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& raw_options) {
 
   for (size_t i = 0; i < jobs.size(); ++i) {
     NoteClockSkew(jobs[i]);
-    report.tsdb.push_back(jobs[i].tsdb);
+    AssessedJob assessed{jobs[i].facts, std::move(assessments[i]), jobs[i].tsdb, {}};
     if (jobs[i].discovery)
-      for (const auto& st : jobs[i].discovery->step_times) report.step_times[report.jobs[i].id].emplace_back(st.step, st.time);
-    if (jobs[i].tsdb.mode == "remote" && jobs[i].tsdb.state == "remote") report.graph_endpoint = jobs[i].tsdb.source;
-    for (const auto& note : jobs[i].tsdb.notes) report.decision.notes.push_back(note);
-    if (jobs[i].tsdb.state == "unavailable")
-      report.decision.notes.push_back("TSDB of job " + report.jobs[i].id + " unavailable: " +
-                                      jobs[i].tsdb.reason + "; conclusions rest on the logs only");
+      for (const auto& st : jobs[i].discovery->step_times) assessed.step_times.emplace_back(st.step, st.time);
+    parts.jobs.push_back(std::move(assessed));
+  }
+  parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
+  parts.incompleteness = IncompletenessOf(jobs);
+  if (!parts.incompleteness) {
+    SweepContext sweep_context = options.sweep.value_or(SweepContext{});
+    if (!options.sweep) sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
+    ASSIGN_OR_RETURN(parts.sweep, DecideSweep(options.rulebook->decisions, options.history_file, sweep_context,
+                                              parts.diagnosis, jobs.front().facts));
+    parts.fleet = CiteFleetRecord(jobs.front(), options, parts.sweep->decision);
   }
 
-  const bool incomplete = std::any_of(jobs.begin(), jobs.end(), [](const JobContext& job) {
-    return job.tsdb.state == "failed";
-  });
-  if (incomplete) {
-    MarkIncomplete(jobs, report);
-  } else {
-    const DecisionRules& decision_rules = options.rulebook->decisions;
-    SweepContext sweep_context;
-    sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
-    RETURN_IF_ERROR(ApplySweepDecision(decision_rules, options.history_file, sweep_context,
-                                       jobs.front().facts, &report));
-    CiteFleetRecord(jobs.front(), options, &report);
-  }
-
-  report.timings = {{"triage", triage_seconds},
-                    {"tsdb", tsdb_seconds},
-                    {"playbooks", playbooks_seconds},
-                    {"total", SecondsSince(started)}};
-  return report;
+  DecidedReport decided{AssembleReport(parts), std::move(parts.sweep)};
+  decided.report.timings = {{"triage", triage_seconds},
+                            {"tsdb", tsdb_seconds},
+                            {"playbooks", playbooks_seconds},
+                            {"total", SecondsSince(started)}};
+  return decided;
 }
 
 }  // namespace diagnose

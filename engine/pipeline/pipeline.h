@@ -10,10 +10,11 @@
 #include "engine/core/data_dir.h"
 #include "engine/core/json.h"
 #include "engine/core/status.h"
+#include "engine/decision/refine.h"
 #include "engine/discovery/discovery.h"  // TimeRange
 #include "engine/pipeline/rulebook.h"
 #include "engine/report/report.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "engine/tsdb/endpoint_options.h"  // RemoteEndpointOptions
 #include "engine/tsdb/query_client.h"
 
@@ -36,6 +37,9 @@ struct DiagnoseOptions {
   std::vector<std::string> playbook_dirs;
   std::optional<int64_t> now;
   std::string history_file;                 // --history (sweep decisions)
+  // The sweep this job belongs to, as `watch` follows it (sweep id, variant, stalled, its clock);
+  // unset for a standalone diagnosis (its `now` then stamps the history entry).
+  std::optional<SweepContext> sweep;
   // --window: the subject's time range on an endpoint (--prometheus) instead of the log's run window.
   std::optional<TimeRange> window;
   // --job-label: the label that tells this job's series from other jobs' in a fleet store; every
@@ -47,6 +51,9 @@ struct DiagnoseOptions {
 };
 
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options);
+// The same, with the sweep decision the report's decision is (for `watch`, whose line names the
+// sweep rules' cause and the hang phase).
+StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& options);
 
 // What playbooks read about a job, without evaluating them (`diagnose explain PLAYBOOK JOB`):
 // the triage facts and, unless logs_only, the discovery of each TSDB (null when there is none).

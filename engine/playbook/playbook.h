@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/playbook/expr.h"
+#include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
 
 namespace diagnose::playbook {
@@ -110,7 +111,7 @@ struct AnalysisSpec {
 };
 
 struct ConfidenceLevel {
-  std::string level;
+  Confidence level = Confidence::kLikely;
   CompiledExpr when;                // absent = always
 };
 

@@ -35,7 +35,12 @@ const std::set<std::string> kExcludeKeys = {"hosts", "priority", "reason"};
 const std::set<std::string> kConfidenceKeys = {"level", "when"};
 const std::set<std::string> kNoteKeys = {"text", "when"};
 const std::set<std::string> kReduce = {"max", "min", "avg", "sum", "last", "first", "count", "stddev"};
-const std::set<std::string> kConfidenceLevels = {"confirmed", "likely", "possible", "insufficient-evidence"};
+// The contract words, for the message that names what a misspelt level should have been.
+const std::set<std::string> kConfidenceLevels = [] {
+  std::set<std::string> words;
+  for (const Confidence c : kAllConfidences) words.insert(std::string(ToString(c)));
+  return words;
+}();
 
 const std::regex& IdPattern() {
   static const std::regex re("^[a-z_][a-z0-9_]*$");
@@ -381,9 +386,8 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
             fmt::format(fmt::runtime(msg::kBadValue), "verdict.root_cause", v.root_cause, "the contract vocabulary"));
   if (YAML::Node c = vn["confidence"]) {
     if (c.IsScalar()) {
-      v.confidence.push_back({c.Scalar(), {}});
-      if (!kConfidenceLevels.count(c.Scalar()))
-        ctx.Add(LoadCode::kBadValue, c, "verdict.confidence", fmt::format(fmt::runtime(msg::kBadValue), "verdict.confidence", c.Scalar(), JoinSet(kConfidenceLevels)));
+      if (const std::optional<Confidence> level = ParseConfidence(c.Scalar())) v.confidence.push_back({*level, {}});
+      else ctx.Add(LoadCode::kBadValue, c, "verdict.confidence", fmt::format(fmt::runtime(msg::kBadValue), "verdict.confidence", c.Scalar(), JoinSet(kConfidenceLevels)));
     } else if (c.IsSequence()) {
       for (const auto& item : c) {
         if (!item.IsMap()) {
@@ -392,9 +396,12 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
         }
         CheckKeys(ctx, item, kConfidenceKeys);
         ConfidenceLevel level;
-        if (GetScalar(ctx, item, "level", true, &level.level) && !kConfidenceLevels.count(level.level))
-          ctx.Add(LoadCode::kBadValue, item["level"], "verdict.confidence.level",
-                  fmt::format(fmt::runtime(msg::kBadValue), "verdict.confidence.level", level.level, JoinSet(kConfidenceLevels)));
+        std::string word;
+        if (GetScalar(ctx, item, "level", true, &word)) {
+          if (const std::optional<Confidence> parsed = ParseConfidence(word)) level.level = *parsed;
+          else ctx.Add(LoadCode::kBadValue, item["level"], "verdict.confidence.level",
+                       fmt::format(fmt::runtime(msg::kBadValue), "verdict.confidence.level", word, JoinSet(kConfidenceLevels)));
+        }
         if (item["when"]) level.when = ParseExprNode(ctx, item["when"], "verdict.confidence.when");
         v.confidence.push_back(std::move(level));
       }
@@ -402,7 +409,7 @@ void ParseVerdict(const FileCtx& ctx, const YAML::Node& vn, RuleSpec* rule) {
       ctx.Add(LoadCode::kFieldType, c, "verdict.confidence", fmt::format(fmt::runtime(msg::kFieldType), "verdict.confidence", "a level or a list"));
     }
   } else {
-    v.confidence.push_back({"likely", {}});
+    v.confidence.push_back({Confidence::kLikely, {}});
   }
   if (vn["summary"]) v.summary = ParseTemplateNode(ctx, vn["summary"], "verdict.summary");
   if (vn["hosts"]) v.hosts = ParseExprNode(ctx, vn["hosts"], "verdict.hosts");

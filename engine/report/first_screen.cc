@@ -22,19 +22,15 @@ std::string Number(double v) {
 }
 
 // "2026-02-24T19:21:00Z (log 0224 19:21:00.000000)": UTC for comparing, the stamp for grepping.
-std::string LogTimeText(const nlohmann::json& t) {
-  if (!t.is_object()) return "";
-  const std::string iso = t.value("iso", std::string());
-  const std::string text = t.value("text", std::string());
-  if (iso.empty()) return text;
-  return text.empty() || text == iso ? iso : iso + " (log " + text + ")";
+std::string LogTimeText(const LogTime& t) {
+  const std::string iso = IsoOf(t);
+  if (iso.empty()) return t.text;
+  return t.text.empty() || t.text == iso ? iso : iso + " (log " + t.text + ")";
 }
 
-std::string JobHeadline(const JobEntry& job, const nlohmann::json& facts) {
+std::string JobHeadline(const JobEntry& job, const JobFacts* facts) {
   std::string line = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
-  const auto& header = facts.is_object() ? facts.value("header", nlohmann::json::object()) : nlohmann::json::object();
-  std::string model = header.value("model_name", std::string());
-  if (!model.empty()) line += ", " + model;
+  if (facts != nullptr && !facts->header.model_name.empty()) line += ", " + facts->header.model_name;
   if (!job.hosts.empty()) line += ", " + std::to_string(job.hosts.size()) + (job.hosts.size() == 1 ? " host" : " hosts");
   line += ": " + job.status;
   if (!job.failure_class.empty()) line += " (" + job.failure_class + ")";
@@ -43,41 +39,36 @@ std::string JobHeadline(const JobEntry& job, const nlohmann::json& facts) {
   return line;
 }
 
-void JobDetails(const JobEntry& job, const nlohmann::json& facts, std::vector<std::string>* out) {
-  if (!facts.is_object()) return;
+void JobDetails(const JobEntry& job, const JobFacts* facts, std::vector<std::string>* out) {
+  if (facts == nullptr) return;
   const std::string who = "job " + job.id + " ";
-  const auto& tgs = facts.value("tgs", nlohmann::json::object());
-  const std::string pattern = tgs.value("pattern", std::string());
-  if (!pattern.empty() && pattern != "insufficient-data") {
-    std::string line = who + "TGS " + pattern;
-    if (tgs.value("steady_tgs", 0.0) > 0)
-      line += ": healthy " + FixedDecimal(tgs.value("steady_tgs", 0.0), 0) + ", last " + FixedDecimal(tgs.value("recent_tgs", 0.0), 0) +
+  const TgsAnalysis& tgs = facts->tgs;
+  if (!tgs.pattern.empty() && tgs.pattern != "insufficient-data") {
+    std::string line = who + "TGS " + tgs.pattern;
+    if (tgs.steady_tgs > 0)
+      line += ": healthy " + FixedDecimal(tgs.steady_tgs, 0) + ", last " + FixedDecimal(tgs.recent_tgs, 0) +
               " tokens/s/device";
-    const double drop = tgs.value("degradation_pct", 0.0);
-    if (std::fabs(drop) >= 0.5) line += " (" + FixedDecimal(drop, 1) + "% lower)";
-    const auto& onset = tgs.contains("degradation_onset_step") ? tgs["degradation_onset_step"] : nlohmann::json();
-    if (onset.is_number()) line += ", down from step " + onset.dump();
-    const auto& phases = tgs.value("phases", nlohmann::json::array());
-    if (phases.size() > 1) {
+    if (std::fabs(tgs.degradation_pct) >= 0.5) line += " (" + FixedDecimal(tgs.degradation_pct, 1) + "% lower)";
+    if (tgs.degradation_onset_step) line += ", down from step " + std::to_string(*tgs.degradation_onset_step);
+    if (tgs.phases.size() > 1) {
       std::vector<std::string> parts;
-      for (const auto& ph : phases) {
+      for (const auto& ph : tgs.phases) {
         if (parts.size() == 6) {
-          parts.push_back("+" + std::to_string(phases.size() - 6));
+          parts.push_back("+" + std::to_string(tgs.phases.size() - 6));
           break;
         }
-        parts.push_back(ph.value("first_step", nlohmann::json(0)).dump() + "-" +
-                        ph.value("last_step", nlohmann::json(0)).dump() + " " + FixedDecimal(ph.value("mean_tgs", 0.0), 0));
+        parts.push_back(std::to_string(ph.first_step) + "-" + std::to_string(ph.last_step) + " " +
+                        FixedDecimal(ph.mean_tgs, 0));
       }
       line += "; phases " + JoinStrings(parts, " | ");
     }
     out->push_back(line);
   }
-  const auto& hb = facts.value("heartbeat", nlohmann::json::object());
-  if (hb.value("present", false)) {
-    std::string line = who + "heartbeat timeout accused " + hb.value("accused_hosts", nlohmann::json::array()).dump();
-    if (hb.contains("crash_time") && hb["crash_time"].is_object()) line += ", killed at " + LogTimeText(hb["crash_time"]);
-    if (hb.contains("heartbeat_stop_time") && hb["heartbeat_stop_time"].is_object())
-      line += ", heartbeats stopped ~" + hb["heartbeat_stop_time"].value("iso", std::string());
+  const HeartbeatFacts& hb = facts->heartbeat;
+  if (hb.present) {
+    std::string line = who + "heartbeat timeout accused " + nlohmann::json(hb.accused_hosts).dump();
+    if (hb.crash_time) line += ", killed at " + LogTimeText(*hb.crash_time);
+    if (hb.heartbeat_stop_time) line += ", heartbeats stopped ~" + IsoOf(*hb.heartbeat_stop_time);
     out->push_back(line);
   }
 }
@@ -178,7 +169,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
     for (const auto& n : t.notes)
       if (caveats.insert(n).second) s.job_details.push_back("caveat: " + ValidUtf8(n, kLineChars, true));
   s.incomplete = r.incomplete;
-  s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + r.verdict.confidence + ")";
+  s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + std::string(ToString(r.verdict.confidence)) + ")";
   s.summary = ValidUtf8(r.verdict.summary, 600, true);
   if (r.causal_chain.size() > 1) s.causal_chain = JoinStrings(r.causal_chain, " -> ");
   s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);

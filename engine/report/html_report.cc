@@ -90,15 +90,15 @@ svg::Band BandOf(const std::vector<const json*>& lists, const std::string& label
   return b;
 }
 
-std::vector<svg::Shade> PhaseShades(const json& facts, const StepMap& steps) {
+std::vector<svg::Shade> PhaseShades(const JobFacts* facts, const StepMap& steps) {
   std::vector<svg::Shade> out;
-  if (!facts.is_object() || steps.size() < 2) return out;
-  const auto& phases = facts.value("tgs", json::object()).value("phases", json::array());
+  if (facts == nullptr || steps.size() < 2) return out;
+  const auto& phases = facts->tgs.phases;
   if (phases.size() < 2) return out;
   double best = 0;
-  for (const auto& ph : phases) best = std::max(best, ph.value("mean_tgs", 0.0));
+  for (const auto& ph : phases) best = std::max(best, ph.mean_tgs);
   for (const auto& ph : phases) {
-    const double a = ph.value("first_step", 0.0), b = ph.value("last_step", 0.0), mean = ph.value("mean_tgs", 0.0);
+    const double a = static_cast<double>(ph.first_step), b = static_cast<double>(ph.last_step), mean = ph.mean_tgs;
     auto t0 = TimeOfStep(steps, a - 1), t1 = TimeOfStep(steps, b);
     if (!t0 || !t1) continue;
     char label[160];
@@ -118,8 +118,8 @@ std::string ChartFigure(const std::string& kind, const std::vector<std::pair<std
 }
 
 std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double> onset_time) {
-  const json& facts = FactsOf(r, job.id);
-  if (!facts.is_object()) return "";
+  const JobFacts* facts = FactsOf(r, job.id);
+  if (facts == nullptr) return "";
   svg::LineChart c;
   c.title = "TGS, job " + job.id;
   c.y_label = "tokens/s/device";
@@ -129,27 +129,26 @@ std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double>
   line.label = "TGS";
   line.css_class = "tgs-line";
   line.data["job"] = job.id;
-  for (const auto& st : facts.value("steps", json::array()))
-    line.points.push_back({st.value("step", 0.0), st.value("tokens_per_sec_per_device", 0.0)});
+  for (const auto& st : facts->steps) line.points.push_back({static_cast<double>(st.step), st.tokens_per_sec_per_device});
   if (line.points.size() < 2) return "";
   c.lines.push_back(std::move(line));
-  const auto& tgs = facts.value("tgs", json::object());
-  const auto& phases = tgs.value("phases", json::array());
+  const TgsAnalysis& tgs = facts->tgs;
+  const auto& phases = tgs.phases;
   double best = 0;
-  for (const auto& ph : phases) best = std::max(best, ph.value("mean_tgs", 0.0));
+  for (const auto& ph : phases) best = std::max(best, ph.mean_tgs);
   if (phases.size() > 1)
     for (const auto& ph : phases) {
-      const double a = ph.value("first_step", 0.0), b = ph.value("last_step", 0.0), mean = ph.value("mean_tgs", 0.0);
+      const double a = static_cast<double>(ph.first_step), b = static_cast<double>(ph.last_step), mean = ph.mean_tgs;
       char label[160];
       std::snprintf(label, sizeof label, "steps %.0f-%.0f: mean TGS %.0f", a, b, mean);
       c.shades.push_back({a - 0.5, b + 0.5, mean < best * kDegradedShadeFraction ? "phase degraded" : "phase", label});
     }
-  for (const auto& s : facts.value("checkpoint_saves", json::array()))
-    if (s.is_number()) c.markers.push_back({s.get<double>(), "checkpoint", "checkpoint saved at step " + s.dump()});
+  for (const int64_t saved : facts->checkpoint_saves)
+    c.markers.push_back({static_cast<double>(saved), "checkpoint", "checkpoint saved at step " + std::to_string(saved)});
   auto steps = r.step_times.find(job.id);
-  if (tgs.contains("degradation_onset_step") && tgs["degradation_onset_step"].is_number()) {
-    c.markers.push_back({tgs["degradation_onset_step"].get<double>(), "onset",
-                         "throughput left its healthy level at step " + tgs["degradation_onset_step"].dump()});
+  if (tgs.degradation_onset_step) {
+    c.markers.push_back({static_cast<double>(*tgs.degradation_onset_step), "onset",
+                         "throughput left its healthy level at step " + std::to_string(*tgs.degradation_onset_step)});
   } else if (onset_time && steps != r.step_times.end()) {
     // The verdict's earliest anomaly, placed on the step axis through the step map.
     for (const auto& [step, t] : steps->second)
@@ -382,8 +381,8 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
       l.label = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
       l.css_class = "series";
       l.data["job"] = job.id;
-      for (const auto& st : FactsOf(r, job.id).value("steps", json::array()))
-        l.points.push_back({st.value("step", 0.0), st.value("tokens_per_sec_per_device", 0.0)});
+      if (const JobFacts* facts = FactsOf(r, job.id))
+        for (const auto& st : facts->steps) l.points.push_back({static_cast<double>(st.step), st.tokens_per_sec_per_device});
       c.lines.push_back(std::move(l));
     }
     out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");

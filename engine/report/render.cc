@@ -26,18 +26,54 @@ class Sink {
 
 std::string Num(double v, int prec = 1) { return FixedDecimal(v, prec); }
 
-std::string Str(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return "";
-  const auto& v = j[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "";
-  return v.dump();
-}
-
 std::string EvidenceLine(const Evidence& e) {
   std::string where = e.role == "baseline" ? "(baseline) " + e.query : e.query;
   if (e.kind == "promql" && e.window) where += " " + IsoWindow(*e.window);
   return where;
+}
+
+// What triage measured about one job, beneath its headline.
+void JobFactLines(const JobEntry& job, const JobFacts& facts, Sink* s) {
+  const Progress& p = facts.progress;
+  if (p.step_time_seconds > 0) {
+    std::string line = "step time " + Num(p.step_time_seconds, 2) + " s, sum of step times " +
+                       Num(p.sum_step_seconds, 0) + " s";
+    // The gap is wall - sum(step seconds) - setup allowance: at or below zero the wall is explained.
+    if (p.unexplained_gap_seconds) {
+      const double gap = *p.unexplained_gap_seconds;
+      line += gap > 0 ? ", unexplained gap " + Num(gap, 0) + " s" : ", no unexplained stall";
+    }
+    // Progress lost and time remaining only mean something for a job that did not finish.
+    const bool finished = job.status == "completed";
+    if (!finished && p.last_checkpoint_step)
+      line += ", last checkpoint " + std::to_string(*p.last_checkpoint_step) + " (lost " +
+              (p.progress_lost_steps ? std::to_string(*p.progress_lost_steps) : "null") + " steps)";
+    if (!finished && p.remaining_seconds) line += ", remaining " + Num(*p.remaining_seconds / 3600.0, 1) + " h";
+    s->KeyValue("progress", line);
+  }
+  const TgsAnalysis& tgs = facts.tgs;
+  std::string head = tgs.pattern + ", steady " + Num(tgs.steady_tgs, 0) + ", recent " + Num(tgs.recent_tgs, 0) + " (" +
+                     Num(tgs.degradation_pct, 1) + "% lower)";
+  if (tgs.decline_onset_step) head += ", decline from step " + std::to_string(*tgs.decline_onset_step);
+  s->KeyValue("TGS", head);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& ph : tgs.phases)
+    rows.push_back({std::to_string(ph.first_step) + "-" + std::to_string(ph.last_step), Num(ph.mean_tgs, 1),
+                    Num(ph.stddev_tgs, 1)});
+  if (!rows.empty()) s->Table({"steps", "mean TGS", "stddev"}, rows);
+  if (!tgs.spike_steps.empty()) s->KeyValue("step-time spikes", nlohmann::json(tgs.spike_steps).dump());
+  const HeartbeatFacts& hb = facts.heartbeat;
+  if (hb.present) {
+    std::string line = "accused tasks " + nlohmann::json(hb.accused_tasks).dump() + " on " +
+                       nlohmann::json(hb.accused_hosts).dump() + ", self-reported death " +
+                       nlohmann::json(hb.self_reported_death_tasks).dump();
+    if (hb.crash_time)
+      line += ", crash " + IsoOf(*hb.crash_time) + " (log " + hb.crash_time->text + ", year from " +
+              hb.crash_time->year_source + ")";
+    if (hb.heartbeat_stop_time) line += ", heartbeats stopped ~" + IsoOf(*hb.heartbeat_stop_time);
+    s->KeyValue("heartbeat", line);
+  }
+  for (const auto& n : facts.notes) s->Bullet("note: " + n);
 }
 
 void Walk(const Report& r, Sink* s, bool with_title = true) {
@@ -51,63 +87,12 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
     if (!job.dir.empty()) s->KeyValue("dir", job.dir);
     if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + JoinStrings(job.hosts));
     s->KeyValue("steps", OptionalInt(job.first_step) + " .. " + OptionalInt(job.last_step) + " of " + OptionalInt(job.total_steps));
-    const nlohmann::json& facts = FactsOf(r, job.id);
-    if (facts.is_object()) {
-      const auto& p = facts.value("progress", nlohmann::json::object());
-      if (p.value("step_time_seconds", 0.0) > 0) {
-        std::string line = "step time " + Num(p.value("step_time_seconds", 0.0), 2) + " s, sum of step times " +
-                           Num(p.value("sum_step_seconds", 0.0), 0) + " s";
-        // The gap is wall - sum(step seconds) - setup allowance: at or below zero the wall is explained.
-        if (p.contains("unexplained_gap_seconds") && !p["unexplained_gap_seconds"].is_null()) {
-          double gap = p["unexplained_gap_seconds"].get<double>();
-          line += gap > 0 ? ", unexplained gap " + Num(gap, 0) + " s" : ", no unexplained stall";
-        }
-        // Progress lost and time remaining only mean something for a job that did not finish.
-        const bool finished = job.status == "completed";
-        if (!finished && p.contains("last_checkpoint_step") && !p["last_checkpoint_step"].is_null())
-          line += ", last checkpoint " + p["last_checkpoint_step"].dump() + " (lost " +
-                  p.value("progress_lost_steps", nlohmann::json(0)).dump() + " steps)";
-        if (!finished && p.contains("remaining_seconds") && !p["remaining_seconds"].is_null())
-          line += ", remaining " + Num(p["remaining_seconds"].get<double>() / 3600.0, 1) + " h";
-        s->KeyValue("progress", line);
-      }
-      const auto& tgs = facts.value("tgs", nlohmann::json::object());
-      if (tgs.is_object() && tgs.contains("pattern")) {
-        std::string head = Str(tgs, "pattern") + ", steady " + Num(tgs.value("steady_tgs", 0.0), 0) + ", recent " +
-                           Num(tgs.value("recent_tgs", 0.0), 0) + " (" + Num(tgs.value("degradation_pct", 0.0), 1) +
-                           "% lower)";
-        if (tgs.contains("decline_onset_step") && !tgs["decline_onset_step"].is_null())
-          head += ", decline from step " + tgs["decline_onset_step"].dump();
-        s->KeyValue("TGS", head);
-        std::vector<std::vector<std::string>> rows;
-        for (const auto& ph : tgs.value("phases", nlohmann::json::array()))
-          rows.push_back({ph.value("first_step", nlohmann::json(0)).dump() + "-" +
-                              ph.value("last_step", nlohmann::json(0)).dump(),
-                          Num(ph.value("mean_tgs", 0.0), 1), Num(ph.value("stddev_tgs", 0.0), 1)});
-        if (!rows.empty()) s->Table({"steps", "mean TGS", "stddev"}, rows);
-        const auto& spikes = tgs.value("spike_steps", nlohmann::json::array());
-        if (!spikes.empty()) s->KeyValue("step-time spikes", spikes.dump());
-      }
-      const auto& hb = facts.value("heartbeat", nlohmann::json::object());
-      if (hb.value("present", false)) {
-        std::string line = "accused tasks " + hb.value("accused_tasks", nlohmann::json::array()).dump() + " on " +
-                           hb.value("accused_hosts", nlohmann::json::array()).dump() + ", self-reported death " +
-                           hb.value("self_reported_death_tasks", nlohmann::json::array()).dump();
-        if (hb.contains("crash_time") && hb["crash_time"].is_object())
-          line += ", crash " + Str(hb["crash_time"], "iso") + " (log " + Str(hb["crash_time"], "text") + ", year from " +
-                  Str(hb["crash_time"], "year_source") + ")";
-        if (hb.contains("heartbeat_stop_time") && hb["heartbeat_stop_time"].is_object())
-          line += ", heartbeats stopped ~" + Str(hb["heartbeat_stop_time"], "iso");
-        s->KeyValue("heartbeat", line);
-      }
-      for (const auto& n : facts.value("notes", nlohmann::json::array()))
-        if (n.is_string()) s->Bullet("note: " + n.get<std::string>());
-    }
+    if (const JobFacts* facts = FactsOf(r, job.id)) JobFactLines(job, *facts, s);
   }
   s->Section("Verdict");
   s->KeyValue("root cause", r.verdict.root_cause, true);
   s->KeyValue("domain", r.verdict.domain);
-  s->KeyValue("confidence", r.verdict.confidence);
+  s->KeyValue("confidence", std::string(ToString(r.verdict.confidence)));
   if (!r.verdict.summary.empty()) s->KeyValue("summary", r.verdict.summary);
   if (!r.verdict.refuted.empty())
     s->KeyValue("refuted", JoinStrings(r.verdict.refuted, ", ") + " (the log suggested it; the metrics contradict it)");
@@ -115,6 +100,8 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   if (!r.causal_chain.empty()) s->KeyValue("causal chain", JoinStrings(r.causal_chain, " -> "));
   s->Section("Decision");
   s->KeyValue("action", std::string(ToString(r.decision.action)), true);
+  if (!r.decision.root_cause.empty())
+    s->KeyValue("acted on", r.decision.root_cause + " (the sweep rules' cause; the diagnosis names none)");
   for (const auto& x : r.decision.exclude)
     s->Bullet("exclude " + x.host + " (priority " + std::to_string(x.priority) + "): " + x.reason);
   for (const auto& [k, v] : r.decision.changes) s->Bullet("change " + k + "=" + v);

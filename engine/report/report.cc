@@ -1,5 +1,7 @@
 #include "engine/report/report.h"
 
+#include "engine/core/vocabulary.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -60,11 +62,7 @@ bool IsKnownDomain(const std::string& id) {
   return OneOf(id, kDomains);
 }
 
-bool IsKnownConfidence(const std::string& id) {
-  static constexpr std::array<std::string_view, 4> kConf{"confirmed", "likely", "possible",
-                                                         "insufficient-evidence"};
-  return OneOf(id, kConf);
-}
+bool IsKnownConfidence(const std::string& id) { return ParseConfidence(id).has_value(); }
 
 bool IsKnownJobStatus(const std::string& id) {
   static constexpr std::array<std::string_view, 6> kStatus{"completed", "failed", "cancelled",
@@ -132,13 +130,15 @@ nlohmann::json ToJson(const Decision& d) {
     if (!o.rule.empty()) entry["rule"] = o.rule;
     overrides.push_back(std::move(entry));
   }
-  return {{"action", ToString(d.action)},
-          {"exclude", d.exclude},
-          {"slurm_exclude", SlurmExcludeList(d)},
-          {"changes", d.changes},
-          {"changes_typed", TypedChanges(d.changes)},
-          {"notes", d.notes},
-          {"overrides", overrides}};
+  nlohmann::json out{{"action", ToString(d.action)},
+                     {"exclude", d.exclude},
+                     {"slurm_exclude", SlurmExcludeList(d)},
+                     {"changes", d.changes},
+                     {"changes_typed", TypedChanges(d.changes)},
+                     {"notes", d.notes},
+                     {"overrides", overrides}};
+  if (!d.root_cause.empty()) out["root_cause"] = d.root_cause;
+  return out;
 }
 
 nlohmann::json ToJson(const Report& r) {
@@ -152,7 +152,7 @@ nlohmann::json ToJson(const Report& r) {
   for (const auto& f : r.findings) findings.push_back(ToJson(f));
   nlohmann::json tsdb = nlohmann::json::array();
   for (const auto& t : r.tsdb) {
-    nlohmann::json entry{{"mode", t.mode},           {"source", t.source}, {"state", t.state},
+    nlohmann::json entry{{"mode", ToString(t.mode)}, {"source", t.source}, {"state", ToString(t.state)},
                          {"reason", t.reason},       {"discovery", t.discovery}, {"gaps", t.gaps}};
     if (!t.window.empty()) entry["window"] = t.window;
     if (!t.scope.empty()) entry["scope"] = t.scope;
@@ -178,18 +178,48 @@ nlohmann::json ToJson(const Report& r) {
   if (!r.verdict.refuted.empty()) out["verdict"]["refuted"] = r.verdict.refuted;
   if (!r.verdict.runner_up.empty()) out["verdict"]["runner_up"] = r.verdict.runner_up;
   if (!r.verdict.finding.empty()) out["verdict"]["finding"] = r.verdict.finding;
-  if (!r.facts.is_null()) out["facts"] = r.facts;
+  if (!r.facts.empty()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
   if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }
 
-const nlohmann::json& FactsOf(const Report& report, const std::string& id) {
-  static const nlohmann::json kNone;
-  const auto& facts = report.facts;
-  if (!facts.is_object()) return kNone;
-  auto it = facts.find(id);
-  return it != facts.end() && it->is_object() ? *it : kNone;
+namespace {
+
+constexpr Vocabulary<TsdbMode, 3> kTsdbModeWords{{{
+    {TsdbMode::kNone, "none"},
+    {TsdbMode::kPrivateCopy, "private-copy"},
+    {TsdbMode::kRemote, "remote"},
+}}};
+
+constexpr Vocabulary<TsdbAvailability, 5> kTsdbAvailabilityWords{{{
+    {TsdbAvailability::kServed, "served"},
+    {TsdbAvailability::kRemote, "remote"},
+    {TsdbAvailability::kUnavailable, "unavailable"},
+    {TsdbAvailability::kFailed, "failed"},
+    {TsdbAvailability::kNotRequested, "not-requested"},
+}}};
+
+}  // namespace
+
+std::string_view ToString(TsdbMode mode) { return kTsdbModeWords.Word(mode); }
+std::string_view ToString(TsdbAvailability state) { return kTsdbAvailabilityWords.Word(state); }
+
+const std::string& ActedOnRootCause(const Report& report) {
+  return report.decision.root_cause.empty() ? report.verdict.root_cause : report.decision.root_cause;
+}
+
+const JobFacts* FactsOf(const Report& report, const std::string& id) {
+  auto it = report.facts.find(id);
+  return it == report.facts.end() ? nullptr : &it->second;
+}
+
+const JobFacts* SubjectFacts(const Report& report) {
+  if (report.jobs.empty()) return nullptr;
+  std::string id = report.jobs.front().id;
+  for (const auto& job : report.jobs)
+    if (job.role == "subject") id = job.id;
+  return FactsOf(report, id);
 }
 
 }  // namespace diagnose

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "engine/core/json.h"
+#include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose {
 
@@ -58,7 +60,7 @@ struct JobEntry {
 struct Verdict {
   std::string root_cause = "unknown";
   std::string domain = "none";
-  std::string confidence = "insufficient-evidence";
+  Confidence confidence = Confidence::kInsufficientEvidence;
   std::string summary;
   // Extension: "logs" when the log signatures alone decided, "playbooks" when a playbook's
   // metric-backed verdict did. Sweep rules defer to the latter.
@@ -95,6 +97,18 @@ struct Decision {
   std::map<std::string, std::string> changes;
   std::vector<std::string> notes;
   std::vector<ActionOverride> overrides;   // in the order they applied
+  // The cause the sweep policy acted on where a sweep rule named one and the verdict did not
+  // (verdict.root_cause `unknown`); "" otherwise. The verdict stays the diagnosis's own (extension
+  // `decision.root_cause`, in JSON only when set).
+  std::string root_cause;
+};
+
+// The diagnosis's own reading of the subject before the sweep policy acts on it: the logs' verdict,
+// refined by the playbooks, and the action that reading alone suggests.
+struct Diagnosis {
+  Verdict verdict;
+  Decision decision;
+  std::vector<std::string> causal_chain;   // root cause -> intermediate effects -> symptoms
 };
 
 // `exclude` as Slurm's --exclude takes it ("chi2822,chi2834"), priority order. A host name with a
@@ -106,13 +120,22 @@ std::string SlurmExcludeList(const Decision& decision);
 // `changes` itself stays string-valued (contract).
 nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes);
 
+// How a job's metrics were sought (JSON `tsdb[].mode`): a private Prometheus on a copy of the
+// snapshot, a --prometheus endpoint, or not at all.
+enum class TsdbMode { kNone, kPrivateCopy, kRemote };
+std::string_view ToString(TsdbMode mode);
+
+// What came of it (JSON `tsdb[].state`): served (private copy) | remote | unavailable (the job has
+// none we can read: a fact about the job) | failed (diagnose could not reach or serve it: a fact
+// about the tool) | not-requested (--logs-only).
+enum class TsdbAvailability { kServed, kRemote, kUnavailable, kFailed, kNotRequested };
+std::string_view ToString(TsdbAvailability state);
+
 // Where the metrics came from and what could not be asked (extension "tsdb").
 struct TsdbState {
-  std::string mode = "none";      // private-copy | remote | none
+  TsdbMode mode = TsdbMode::kNone;
   std::string source;             // dir or URL
-  // served | remote | unavailable (the job has none we can read: a fact about the job) |
-  // failed (diagnose could not reach or serve it: a fact about the tool) | not-requested
-  std::string state = "unavailable";
+  TsdbAvailability state = TsdbAvailability::kUnavailable;
   std::string reason;             // why unavailable or failed, when it is
   nlohmann::json discovery;       // metric families, hosts, range, step map summary, guard
   std::vector<std::string> gaps;  // observability gaps found
@@ -135,7 +158,7 @@ struct Report {
   std::vector<TsdbState> tsdb;                 // one per job, in jobs[] order (state says whether it had one)
   std::vector<std::string> causal_chain;       // root cause -> intermediate effects -> symptoms
   std::vector<std::string> not_evaluated;      // rules/playbooks that could not run, with why
-  nlohmann::json facts;                        // per-job triage facts (JobFacts JSON), keyed by id
+  std::map<std::string, JobFacts> facts;       // per-job triage facts, keyed by job id (JSON `facts`)
   nlohmann::json timings;                      // stage timings in seconds
   // Set when diagnose itself failed to read metrics it needed (a tsdb entry is "failed"): the
   // verdict then rests on the logs alone, the decision is `none`, and the exit status says so.
@@ -148,8 +171,14 @@ struct Report {
   std::string graph_endpoint;
 };
 
-// The triage facts of job `id`, or null when the report has none for it.
-const nlohmann::json& FactsOf(const Report& report, const std::string& id);
+// The cause the report's decision acts on: the sweep policy's (decision.root_cause) where it named
+// one the verdict did not, else the verdict's.
+const std::string& ActedOnRootCause(const Report& report);
+
+// The triage facts of job `id`, or nullptr when the report has none for it.
+const JobFacts* FactsOf(const Report& report, const std::string& id);
+// The triage facts of the subject job (the first job when none is marked), or nullptr.
+const JobFacts* SubjectFacts(const Report& report);
 
 nlohmann::json ToJson(const Evidence& e);
 nlohmann::json ToJson(const Finding& f);

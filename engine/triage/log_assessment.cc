@@ -98,42 +98,40 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
   return out;
 }
 
-Report LogOnlyReport(const JobFacts& f, const SignatureTable& table) {
-  Report r;
-  r.jobs.push_back(JobEntryFromFacts(f));
-  r.findings = LogFindings(f, table);
-  r.facts = nlohmann::json::object();
-  r.facts[f.id] = nlohmann::json(f);
+LogAssessment AssessLogs(const JobFacts& f, const SignatureTable& table, const std::string& role) {
+  LogAssessment a;
+  a.job = JobEntryFromFacts(f, role);
+  a.findings = LogFindings(f, table);
   const FailureSignature* sig = f.failure_class.empty() ? nullptr : table.Find(f.failure_class);
   const ClassMatch* primary = f.classes.empty() ? nullptr : &f.classes.front();
+  Verdict& verdict = a.verdict;
   if (sig && sig->verdict) {
-    r.verdict.root_cause = sig->verdict->root_cause;
-    r.verdict.confidence = sig->verdict->confidence;
-    r.decision.action = sig->verdict->action;
-    r.verdict.summary = sig->summary;
-    if (primary && !primary->host.empty()) r.verdict.summary += " First seen on task " + std::to_string(primary->task) +
-                                                                 " (" + primary->host + ").";
+    verdict.root_cause = sig->verdict->root_cause;
+    verdict.confidence = sig->verdict->confidence;
+    a.decision.action = sig->verdict->action;
+    verdict.summary = sig->summary;
+    if (primary && !primary->host.empty()) verdict.summary += " First seen on task " + std::to_string(primary->task) +
+                                                              " (" + primary->host + ").";
     if (!f.oom_allocation.empty() && f.failure_class == "oom-gpu")
-      r.verdict.summary += " The failed allocation was " + f.oom_allocation + ".";
-    if (r.decision.action == DecisionAction::kRetryExcludingNodes && primary && !primary->host.empty())
-      r.decision.exclude.push_back({primary->host, 1, f.failure_class + " at " + primary->where.file + ":" +
+      verdict.summary += " The failed allocation was " + f.oom_allocation + ".";
+    if (a.decision.action == DecisionAction::kRetryExcludingNodes && primary && !primary->host.empty())
+      a.decision.exclude.push_back({primary->host, 1, f.failure_class + " at " + primary->where.file + ":" +
                                                           std::to_string(primary->where.line)});
   } else if (f.failure_class.empty() && f.status == "completed") {
-    r.verdict.root_cause = "none";
-    r.verdict.confidence = "likely";
-    r.verdict.summary = "The job completed and its logs show no failure or throughput loss.";
+    verdict.root_cause = "none";
+    verdict.confidence = Confidence::kLikely;
+    verdict.summary = "The job completed and its logs show no failure or throughput loss.";
   } else {
-    r.verdict.root_cause = "unknown";
-    r.verdict.confidence = "insufficient-evidence";
-    r.verdict.summary = f.failure_class.empty()
-                            ? "The job is " + f.status + "; the logs alone do not name a cause."
-                            : (sig ? sig->summary : f.failure_class) + " The logs alone do not decide the root cause.";
-    if (sig)
-      for (const auto& q : sig->tsdb_questions) r.decision.notes.push_back("ask the TSDB: " + q);
+    verdict.root_cause = "unknown";
+    verdict.confidence = Confidence::kInsufficientEvidence;
+    verdict.summary = f.failure_class.empty()
+                          ? "The job is " + f.status + "; the logs alone do not name a cause."
+                          : (sig ? sig->summary : f.failure_class) + " The logs alone do not decide the root cause.";
+    if (sig) a.tsdb_questions = sig->tsdb_questions;
   }
-  r.verdict.domain = DomainOfRootCause(r.verdict.root_cause);
-  for (const auto& n : f.notes) r.decision.notes.push_back(n);
-  return r;
+  verdict.domain = DomainOfRootCause(verdict.root_cause);
+  a.decision.notes = f.notes;
+  return a;
 }
 
 }  // namespace diagnose

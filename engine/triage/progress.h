@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose {
 

@@ -108,15 +108,17 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
         LogOnlyVerdict lv;
         lv.root_cause = v["root_cause"] ? v["root_cause"].as<std::string>() : "";
         const std::string action = v["action"] ? v["action"].as<std::string>() : "";
-        lv.confidence = v["confidence"] ? v["confidence"].as<std::string>() : "";
+        const std::string confidence = v["confidence"] ? v["confidence"].as<std::string>() : "";
         if (!IsKnownRootCause(lv.root_cause))
           return ParseError(Where(source, v) + ": class " + sig.id + ": unknown root_cause '" + lv.root_cause + "'");
         const std::optional<DecisionAction> parsed_action = ParseDecisionAction(action);
         if (!parsed_action)
           return ParseError(Where(source, v) + ": class " + sig.id + ": unknown action '" + action + "'");
         lv.action = *parsed_action;
-        if (!IsKnownConfidence(lv.confidence))
-          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown confidence '" + lv.confidence + "'");
+        const std::optional<Confidence> parsed_confidence = ParseConfidence(confidence);
+        if (!parsed_confidence)
+          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown confidence '" + confidence + "'");
+        lv.confidence = *parsed_confidence;
         sig.verdict = lv;
       }
       if (const YAML::Node q = c["tsdb_questions"]) {

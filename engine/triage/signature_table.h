@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
 
 namespace diagnose {
@@ -27,7 +28,7 @@ struct SignaturePattern {
 struct LogOnlyVerdict {
   std::string root_cause;   // contract vocabulary
   DecisionAction action = DecisionAction::kNone;
-  std::string confidence;
+  Confidence confidence = Confidence::kInsufficientEvidence;
 };
 
 struct FailureSignature {

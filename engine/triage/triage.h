@@ -8,7 +8,7 @@
 
 #include "engine/core/status.h"
 #include "engine/job/job_location.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "engine/triage/signature_table.h"
 
 namespace diagnose {

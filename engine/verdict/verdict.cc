@@ -19,7 +19,7 @@ const Candidate* FindRefuter(const std::vector<Candidate>& neutral, const std::s
                              const std::vector<std::string>& failure_classes) {
   if (failure_classes.empty() || (job_status != "hanging" && job_status != "running")) return nullptr;
   for (const auto& c : neutral) {
-    if (c.root_cause != "none" || ConfidenceRank(c.confidence) < 2) continue;
+    if (c.root_cause != "none" || c.confidence < Confidence::kLikely) continue;
     const bool explains_all = std::all_of(failure_classes.begin(), failure_classes.end(), [&](const std::string& fc) {
       return std::find(c.explains.begin(), c.explains.end(), fc) != c.explains.end();
     });
@@ -29,7 +29,7 @@ const Candidate* FindRefuter(const std::vector<Candidate>& neutral, const std::s
 }
 
 std::string Describe(const Candidate& c) {
-  return c.playbook + "/" + c.rule + ": " + c.root_cause + " (" + c.confidence + ")";
+  return c.playbook + "/" + c.rule + ": " + c.root_cause + " (" + std::string(ToString(c.confidence)) + ")";
 }
 
 // A symptom is a failure class other than the healthy ones: a completed job with no class has
@@ -42,8 +42,8 @@ bool HasSymptom(const std::vector<std::string>& failure_classes) {
 // Why `loser` ranks below `winner`, in the order the ranking applies its criteria.
 std::string WhyLost(const Candidate& winner, const Candidate& loser) {
   if (loser.yields && !winner.yields) return "a gap in what can be seen yields to a failure mechanism";
-  const int rw = ConfidenceRank(winner.confidence), rl = ConfidenceRank(loser.confidence);
-  if (rw != rl) return "lower confidence (" + loser.confidence + " vs " + winner.confidence + ")";
+  if (winner.confidence != loser.confidence)
+    return "lower confidence (" + std::string(ToString(loser.confidence)) + " vs " + std::string(ToString(winner.confidence)) + ")";
   const double ow = winner.onset.value_or(1e300), ol = loser.onset.value_or(1e300);
   if (ow != ol) {
     if (ol >= 1e300) return "its onset could not be placed in time; the winner's anomaly came first";
@@ -53,13 +53,6 @@ std::string WhyLost(const Candidate& winner, const Candidate& loser) {
 }
 
 }  // namespace
-
-int ConfidenceRank(const std::string& level) {
-  if (level == "confirmed") return 3;
-  if (level == "likely") return 2;
-  if (level == "possible") return 1;
-  return 0;
-}
 
 Combined Combine(std::vector<Candidate> candidates, const std::string& job_status,
                  const std::vector<std::string>& failure_classes) {
@@ -72,8 +65,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   // is what moved first), then the playbook order, so the result never depends on evaluation timing.
   std::stable_sort(causes.begin(), causes.end(), [](const Candidate& a, const Candidate& b) {
     if (a.yields != b.yields) return b.yields;
-    int ra = ConfidenceRank(a.confidence), rb = ConfidenceRank(b.confidence);
-    if (ra != rb) return ra > rb;
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
     double oa = a.onset.value_or(1e300), ob = b.onset.value_or(1e300);
     if (oa != ob) return oa < ob;
     return a.playbook_order < b.playbook_order;
@@ -142,7 +134,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     // Never let "nothing found" hide a failure.
     out.verdict.root_cause = "unknown";
     out.verdict.domain = "none";
-    out.verdict.confidence = "insufficient-evidence";
+    out.verdict.confidence = Confidence::kInsufficientEvidence;
     std::string classes;
     for (const auto& fc : failure_classes) classes += (classes.empty() ? "" : ", ") + fc;
     out.verdict.summary = IsUnexplainedStatus(job_status)
@@ -162,7 +154,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
         first_none = &c;
         break;
       }
-    out.verdict.confidence = first_none ? first_none->confidence : "possible";
+    out.verdict.confidence = first_none ? first_none->confidence : Confidence::kPossible;
     out.verdict.summary = first_none ? first_none->summary : "No playbook found a problem.";
     if (first_none) out.verdict.finding = first_none->playbook + "/" + first_none->rule;
     out.decision.action = DecisionAction::kNone;

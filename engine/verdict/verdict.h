@@ -19,7 +19,7 @@ struct Candidate {
   std::string rule;                      // local verdict rule id
   int playbook_order = 0;                // position of the playbook in the run (tie-break)
   std::string root_cause;
-  std::string confidence = "likely";
+  Confidence confidence = Confidence::kLikely;
   std::string summary;
   std::optional<double> onset;           // epoch seconds of the earliest anomaly it rests on
   std::vector<std::string> hosts;
@@ -39,9 +39,6 @@ struct Combined {
   std::vector<std::string> causal_chain;   // root cause -> intermediate effects -> symptoms
   std::vector<std::string> ranking;        // "<playbook>/<rule>: <root_cause> (<confidence>)", best first
 };
-
-// Rank of a confidence level: confirmed 3, likely 2, possible 1, anything else 0.
-int ConfidenceRank(const std::string& level);
 
 // `job_status` and `failure_classes` are the subject's (contract vocabulary); a failed, hanging or
 // unknown-death job without a cause-naming candidate gets `unknown`, never `none`.

@@ -58,14 +58,14 @@ void FillFromHistory(const HistoryEntry& entry, SummaryRow* row) {
 void FillFromReport(const Report& report, SummaryRow* row) {
   row->source = "diagnosis";
   if (!report.jobs.empty()) row->status = report.jobs.front().status;
-  row->root_cause = report.verdict.root_cause;
+  row->root_cause = ActedOnRootCause(report);
   row->action = report.decision.action;
   row->exclude = report.decision.exclude;
   if (report.incomplete) row->note = *report.incomplete;
   // Triage reads what the follower does not (k8s rank logs, Ray worker logs).
   if (!row->model.empty() && row->nodes > 0 && row->tgs) return;
-  std::optional<JobFacts> facts = SubjectFactsOf(report);
-  if (!facts) return;
+  const JobFacts* facts = SubjectFacts(report);
+  if (facts == nullptr) return;
   if (row->model.empty()) row->model = facts->header.model_name;
   if (row->nodes == 0)
     row->nodes = facts->header.nnodes > 0 ? facts->header.nnodes : static_cast<int>(facts->header.hosts.size());

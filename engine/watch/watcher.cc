@@ -39,40 +39,6 @@ std::string JobIdFromName(const std::string& name) {
   return dash == std::string::npos ? name : name.substr(0, dash);
 }
 
-// Facts the follower can vouch for, used when the diagnosis report carries no triage facts.
-JobFacts MinimalFacts(const WatchEvent& event) {
-  const LogProgress& p = event.progress;
-  JobFacts f;
-  f.id = event.job.id;
-  f.log_path = event.job.log_path;
-  f.header.job_id = p.job_id.empty() ? event.job.id : p.job_id;
-  f.header.job_name = p.job_name;
-  f.header.model_name = p.model;
-  f.header.nnodes = p.nnodes;
-  f.header.nodelist = p.nodelist;
-  f.header.hosts = p.hosts;
-  for (const auto& [k, v] : SplitPassthrough(p.passthrough)) f.header.passthrough[k] = v;
-  f.progress.last_step = p.last_step;
-  if (auto it = f.header.passthrough.find("steps"); it != f.header.passthrough.end()) {
-    try {
-      f.progress.total_steps = std::stoll(it->second);
-    } catch (...) {
-    }
-  }
-  if (p.summary_seen) {
-    f.summary.present = true;
-    f.summary.status = p.summary_status;
-    f.summary.exit_code = p.exit_code;
-    f.summary.reason = p.reason;
-    if (p.summary_status == "SUCCESS") f.status = "completed";
-    else if (p.exit_code == 130 || p.exit_code == 143) f.status = "cancelled";
-    else f.status = "failed";
-  } else {
-    f.status = "running";
-  }
-  return f;
-}
-
 std::string ShortCause(const DecisionRules& rules, const std::string& root_cause, const std::string& hang_phase) {
   auto named = rules.progress_labels.find(root_cause);
   if (named != rules.progress_labels.end()) {
@@ -175,57 +141,30 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   WatchResult result;
   result.event = {followed.job, trigger, followed.follower.progress()};
   const LogProgress& p = result.event.progress;
-  SweepContext context{options_.sweep, options_.variant, options_.now(), trigger == "stalled",
-                       /*in_sweep=*/true};
+  const SweepContext context{options_.sweep, options_.variant, options_.now(), trigger == "stalled",
+                             /*in_sweep=*/true};
 
-  JobFacts facts = MinimalFacts(result.event);
   // Every ended job is diagnosed, a clean SUCCESS too: a completed run can still have lost a
   // quarter of its throughput to one bad link, and the line must say what `diagnose JOB` says.
   const bool completed = trigger == "ended" && p.summary_status == "SUCCESS" && p.exit_code == 0;
   Stage("watch: job {} {}; diagnosing", followed.job.id, trigger);
-  StatusOr<Report> report = options_.diagnose(result.event);
-  if (!report.ok()) {
-    result.status = report.status();
-    result.line = FormatResultLine(*options_.rules, result.event, "diagnosis failed: " + report.status().message(), "",
+  StatusOr<DecidedReport> decided = options_.diagnose(result.event, context, options_.history_file);
+  if (!decided.ok()) {
+    result.status = decided.status();
+    result.line = FormatResultLine(*options_.rules, result.event, "diagnosis failed: " + decided.status().message(), "",
                                    Decision{}, LineOutcome::kFail);
     return result;
   }
   result.diagnosed = true;
-  result.report = std::move(report).value();
-  if (result.report.incomplete) {
-    // diagnose could not read the metrics: no sweep decision is made from it, and none recorded.
-    result.line = FormatResultLine(*options_.rules, result.event, *result.report.incomplete, "", result.report.decision,
-                                   LineOutcome::kFail);
+  result.report = std::move(decided->report);
+  if (!decided->sweep) {
+    // diagnose could not read the metrics: no sweep decision was made from it, and none recorded.
+    result.line = FormatResultLine(*options_.rules, result.event,
+                                   result.report.incomplete.value_or("no sweep decision was made"), "",
+                                   result.report.decision, LineOutcome::kFail);
     return result;
   }
-  if (auto triaged = SubjectFactsOf(result.report)) {
-    // Triage is authoritative; the follower only fills what it left empty.
-    JobFacts followed_facts = std::move(facts);
-    facts = std::move(*triaged);
-    if (facts.id.empty()) facts.id = followed_facts.id;
-    if (facts.header.hosts.empty()) facts.header.hosts = followed_facts.header.hosts;
-    if (facts.header.model_name.empty()) facts.header.model_name = followed_facts.header.model_name;
-    if (facts.header.passthrough.empty()) facts.header.passthrough = followed_facts.header.passthrough;
-    if (!facts.progress.total_steps) facts.progress.total_steps = followed_facts.progress.total_steps;
-    // A log silent for longer than a live hang lasts is a job that is gone, not one that hangs:
-    // triage's reading wins over the watcher's stall clock (a log first seen long after it stopped).
-    if (facts.status == "unknown-death") context.stalled = false;
-  }
-
-  SweepHistory history;
-  if (!options_.history_file.empty()) {
-    StatusOr<SweepHistory> loaded = LoadSweepHistory(options_.history_file);
-    if (loaded.ok()) history = std::move(loaded).value();
-    else result.status = loaded.status();
-  }
-  result.sweep = RefineDecision(result.report, facts, history, *options_.rules, context);
-  for (const auto& w : history.warnings) result.sweep.decision.notes.push_back("history: " + w);
-  result.report.decision = result.sweep.decision;
-  if (!options_.history_file.empty()) {
-    Status appended = AppendHistoryEntry(options_.history_file,
-                                         MakeHistoryEntry(facts, result.report, result.sweep, context));
-    if (!appended.ok() && result.status.ok()) result.status = appended;
-  }
+  result.sweep = std::move(*decided->sweep);
   // A cause the diagnosis names is the line's, as `diagnose JOB` shows it. Where it names none
   // (unknown, no telemetry), the sweep rules' reading is shown: diagnose's decision cites the same
   // rule in its notes.
@@ -233,13 +172,15 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   const std::string& root_cause =
       !verdict_cause.empty() && options_.rules->NamesMechanism(verdict_cause) ? verdict_cause : result.sweep.root_cause;
   const bool found_nothing = root_cause == "none";
-  const LineOutcome outcome = found_nothing && (completed || result.sweep.decision.action == DecisionAction::kNone) ? LineOutcome::kPass
-                              : completed                                                         ? LineOutcome::kDegraded
-                                                                                                  : LineOutcome::kFail;
+  const LineOutcome outcome = found_nothing && (completed || result.report.decision.action == DecisionAction::kNone) ? LineOutcome::kPass
+                              : completed                                                          ? LineOutcome::kDegraded
+                                                                                                   : LineOutcome::kFail;
   std::optional<double> recent_tgs;
-  if (facts.tgs.degradation_onset_step && facts.tgs.recent_tgs > 0) recent_tgs = facts.tgs.recent_tgs;
+  if (const JobFacts* facts = SubjectFacts(result.report);
+      facts != nullptr && facts->tgs.degradation_onset_step && facts->tgs.recent_tgs > 0)
+    recent_tgs = facts->tgs.recent_tgs;
   result.line = FormatResultLine(*options_.rules, result.event, root_cause, result.sweep.hang_phase,
-                                 result.sweep.decision, outcome, recent_tgs);
+                                 result.report.decision, outcome, recent_tgs);
   return result;
 }
 

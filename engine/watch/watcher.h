@@ -1,7 +1,7 @@
 // The watch loop as a library: follows an outputs directory, notices new jobs, follows their logs
 // incrementally, and when a job ends (JOB SUMMARY) or stalls (no new step for `stall_seconds` while
-// its log still exists) hands it once to an injected diagnosis, refines the decision against the
-// sweep history, appends it, and reports one result line. Memory is per-job follower state plus the
+// its log still exists) hands it once to an injected diagnosis, which decides against the sweep
+// history (and appends to it) as `diagnose JOB --history` does, and reports one result line. Memory is per-job follower state plus the
 // ids of jobs already handled; nothing is re-read from the start of a log.
 #pragma once
 
@@ -39,13 +39,16 @@ struct WatchResult {
   WatchEvent event;
   bool diagnosed = false;          // false when the diagnosis could not run
   Status status;                   // diagnosis or history failure (the job still counts as handled)
-  Report report;                   // report.decision is the refined sweep decision
-  SweepDecision sweep;
+  Report report;                   // report.decision is the sweep decision
+  SweepDecision sweep;             // the sweep decision with its rule, cause and hang phase
   std::string line;                // "grok-1 8N (job 9805): OOM — FAIL — no-retry"
 };
 
 using ListJobsFn = std::function<StatusOr<std::vector<WatchedJob>>(const std::string& outputs_dir)>;
-using DiagnoseFn = std::function<StatusOr<Report>(const WatchEvent& event)>;
+// Diagnoses the job and makes its sweep decision with `sweep` against `history_file` ("" = none),
+// appending it there: the decision is made once, by the diagnosis (the pipeline in `diagnose watch`).
+using DiagnoseFn = std::function<StatusOr<DecidedReport>(const WatchEvent& event, const SweepContext& sweep,
+                                                         const std::string& history_file)>;
 using ResultFn = std::function<void(const WatchResult& result)>;
 
 struct WatchOptions {

@@ -96,8 +96,10 @@ int main(int argc, char** argv) {
   options.outputs_dir = (dir / "outputs").string();
   options.rules = &*rules;
   options.include_already_ended = true;
-  options.diagnose = [](const diagnose::WatchEvent&) -> diagnose::StatusOr<diagnose::Report> {
-    return diagnose::Report{};
+  // No diagnosis and no sweep decision: the bench measures discovery and following, not the pipeline.
+  options.diagnose = [](const diagnose::WatchEvent&, const diagnose::SweepContext&,
+                        const std::string&) -> diagnose::StatusOr<diagnose::DecidedReport> {
+    return diagnose::DecidedReport{};
   };
   auto watcher = diagnose::Watcher::Create(options);
   if (!watcher.ok()) return 1;

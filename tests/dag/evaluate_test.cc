@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/playbook/loader.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "tests/testing/table_query_client.h"
 
 namespace diagnose::dag {
@@ -143,7 +143,7 @@ TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
   EXPECT_EQ(node("hb/alive").health, NodeHealth::kOk);
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_EQ(r.candidates[0].root_cause, "heartbeat-false-positive");
-  EXPECT_EQ(r.candidates[0].confidence, "confirmed");
+  EXPECT_EQ(r.candidates[0].confidence, Confidence::kConfirmed);
   EXPECT_EQ(r.candidates[0].changes.at("jax_distributed_heartbeat_timeout_seconds"), "14400");
   EXPECT_EQ(r.candidates[0].onset, 9100);
   EXPECT_EQ(r.candidates[0].summary, "accused gpu-a7, gpu-b\"3 were alive");

@@ -5,7 +5,7 @@
 
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/loader.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "tests/testing/table_query_client.h"
 
 namespace diagnose::dag {

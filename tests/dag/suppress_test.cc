@@ -6,7 +6,7 @@
 
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/loader.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose::dag {
 namespace {

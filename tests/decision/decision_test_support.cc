@@ -80,28 +80,26 @@ void SetSummary(JobFacts* f, const std::string& status, int exit_code, const std
   f->summary.reason = reason;
 }
 
-Report MakeDiagnosis(const std::string& root_cause, DecisionAction action) {
-  Report r;
+Diagnosis MakeDiagnosis(const std::string& root_cause, DecisionAction action) {
+  Diagnosis r;
   r.verdict.root_cause = root_cause;
   r.verdict.domain = DomainOfRootCause(root_cause);
   r.decision.action = action;
   return r;
 }
 
-SweepDecision Refine(const JobFacts& facts, const SweepHistory& history, const Report& diagnosis, bool stalled,
+SweepDecision Refine(const JobFacts& facts, const SweepHistory& history, const Diagnosis& diagnosis, bool stalled,
                      const std::string& variant) {
   SweepContext context{"s1", variant, 1700000000, stalled, /*in_sweep=*/true};
   return RefineDecision(diagnosis, facts, history, SweepRules(), context);
 }
 
-SweepDecision DecideAndRecord(const JobFacts& facts, SweepHistory* history, const Report& diagnosis, bool stalled,
+SweepDecision DecideAndRecord(const JobFacts& facts, SweepHistory* history, const Diagnosis& diagnosis, bool stalled,
                               const std::string& variant) {
   SweepContext context{"s1", variant, 1700000000 + static_cast<int64_t>(history->entries.size()), stalled,
                        /*in_sweep=*/true};
   SweepDecision d = RefineDecision(diagnosis, facts, *history, SweepRules(), context);
-  Report report = diagnosis;
-  report.decision = d.decision;
-  history->entries.push_back(MakeHistoryEntry(facts, report, d, context));
+  history->entries.push_back(MakeHistoryEntry(facts, d, context));
   return d;
 }
 

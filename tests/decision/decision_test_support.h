@@ -8,7 +8,7 @@
 #include "engine/decision/refine.h"
 #include "engine/decision/sweep_history.h"
 #include "engine/report/report.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose::testing {
 
@@ -25,14 +25,14 @@ void AddSteps(JobFacts* facts, int first, int last, double tgs = 1000);
 void AddNodeExit(JobFacts* facts, const std::string& host, int code);
 void SetSummary(JobFacts* facts, const std::string& status, int exit_code, const std::string& reason = "");
 
-Report MakeDiagnosis(const std::string& root_cause = "unknown", DecisionAction action = DecisionAction::kNone);
+Diagnosis MakeDiagnosis(const std::string& root_cause = "unknown", DecisionAction action = DecisionAction::kNone);
 
 // Runs RefineDecision with a context for sweep "s1".
-SweepDecision Refine(const JobFacts& facts, const SweepHistory& history = {}, const Report& diagnosis = MakeDiagnosis(),
+SweepDecision Refine(const JobFacts& facts, const SweepHistory& history = {}, const Diagnosis& diagnosis = MakeDiagnosis(),
                      bool stalled = false, const std::string& variant = "");
 
 // Appends the decision for `facts` to `history` as the engine would.
-SweepDecision DecideAndRecord(const JobFacts& facts, SweepHistory* history, const Report& diagnosis = MakeDiagnosis(),
+SweepDecision DecideAndRecord(const JobFacts& facts, SweepHistory* history, const Diagnosis& diagnosis = MakeDiagnosis(),
                               bool stalled = false, const std::string& variant = "");
 
 }  // namespace diagnose::testing

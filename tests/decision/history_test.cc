@@ -179,16 +179,18 @@ TEST(SweepHistory, ValidJsonLinesAfterSigtermMidAppend) {
   for (const auto& e : h->entries) EXPECT_EQ(e.config.args.at("padding").size(), 3000u);
 }
 
-TEST(SweepHistory, ApplySweepDecisionRefinesAndAppends) {
+TEST(SweepHistory, DecideSweepRefinesAndAppends) {
   const std::string path = TempPath("apply.jsonl");
   JobFacts f = testing::MakeFacts("9805", {"gpu1", "gpu2"});
   testing::AddClass(&f, "oom-gpu", "gpu1", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.00GiB");
   f.oom_allocation = "9.00GiB";
-  Report report = testing::MakeDiagnosis("gpu-oom", DecisionAction::kNone);
+  const Diagnosis diagnosis = testing::MakeDiagnosis("gpu-oom", DecisionAction::kNone);
   SweepContext context;
   context.now = 1700000123;
-  ASSERT_TRUE(ApplySweepDecision(testing::SweepRules(), path, context, f, &report).ok());
-  EXPECT_EQ(report.decision.action, DecisionAction::kNoRetry);
+  StatusOr<SweepDecision> decided = DecideSweep(testing::SweepRules(), path, context, diagnosis, f);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+  EXPECT_EQ(decided->decision.action, DecisionAction::kNoRetry);
+  EXPECT_EQ(decided->decision.root_cause, "");   // the diagnosis named the cause itself
   auto h = LoadSweepHistory(path);
   ASSERT_TRUE(h.ok());
   ASSERT_EQ(h->entries.size(), 1u);
@@ -266,14 +268,15 @@ TEST(SweepHistory, ConcurrentWritersOfOneHistoryLeaveOneWholeLinePerJob) {
 TEST(SweepHistory, AStopSweepLineRecordsTheHostsTheDecisionFound) {
   const std::string path = TempPath("found.jsonl");
   JobFacts f = testing::MakeFacts("8308", {"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"});
-  Report report = testing::MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
-  report.verdict.source = "playbooks";
-  report.verdict.confidence = "likely";
-  for (const char* host : {"gpu2", "gpu3", "gpu4"}) report.decision.exclude.push_back({host, 1, "RDMA link degraded"});
+  Diagnosis diagnosis = testing::MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  diagnosis.verdict.source = "playbooks";
+  diagnosis.verdict.confidence = Confidence::kLikely;
+  for (const char* host : {"gpu2", "gpu3", "gpu4"}) diagnosis.decision.exclude.push_back({host, 1, "RDMA link degraded"});
   SweepContext context;
   context.now = 1700000123;
-  ASSERT_TRUE(ApplySweepDecision(testing::SweepRules(), path, context, f, &report).ok());
-  ASSERT_EQ(report.decision.action, DecisionAction::kStopSweep) << "3 hosts against the sweep's limit of 2";
+  StatusOr<SweepDecision> decided = DecideSweep(testing::SweepRules(), path, context, diagnosis, f);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+  ASSERT_EQ(decided->decision.action, DecisionAction::kStopSweep) << "3 hosts against the sweep's limit of 2";
   auto h = LoadSweepHistory(path);
   ASSERT_TRUE(h.ok());
   ASSERT_EQ(h->entries.size(), 1u);
@@ -283,16 +286,39 @@ TEST(SweepHistory, AStopSweepLineRecordsTheHostsTheDecisionFound) {
   EXPECT_EQ(found, (std::vector<std::string>{"gpu2", "gpu3", "gpu4"}));
 }
 
-TEST(SweepHistory, SubjectFactsComeFromTheReportExtension) {
-  Report report;
-  report.jobs.push_back({"77", "subject", "", "failed", "oom-gpu", {"h1"}, {}, {}, {}});
-  JobFacts f = testing::MakeFacts("77", {"h1"});
-  report.facts["77"] = f;
-  auto got = SubjectFactsOf(report);
-  ASSERT_TRUE(got);
-  EXPECT_EQ(got->header.hosts, std::vector<std::string>{"h1"});
-  report.facts = nlohmann::json::object();
-  EXPECT_FALSE(SubjectFactsOf(report));
+// A sweep rule naming a cause the diagnosis did not: the decision carries it beside the verdict,
+// which stays the diagnosis's own.
+TEST(SweepHistory, DecideSweepShowsThePolicysCauseBesideAnUnknownVerdict) {
+  JobFacts f = testing::MakeFacts("9806", {"gpu1", "gpu2"});
+  testing::AddClass(&f, "oom-gpu", "gpu1", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9.00GiB");
+  const Diagnosis unknown = testing::MakeDiagnosis("unknown", DecisionAction::kNone);
+  StatusOr<SweepDecision> decided = DecideSweep(testing::SweepRules(), "", SweepContext{}, unknown, f);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+  EXPECT_FALSE(decided->rule.empty());
+  EXPECT_EQ(decided->decision.root_cause, "gpu-oom");
+  EXPECT_EQ(PolicyRootCause(*decided, unknown.verdict), "gpu-oom");
+  EXPECT_EQ(PolicyRootCause(*decided, testing::MakeDiagnosis("observability-gap").verdict), "");
+  SweepDecision no_rule = *decided;
+  no_rule.rule.clear();
+  EXPECT_EQ(PolicyRootCause(no_rule, unknown.verdict), "");
+}
+
+// The exclusion scope is one vocabulary: written as its word, read back as the enum, and a line
+// with a word outside it is skipped with a warning like any other malformed line.
+TEST(SweepHistory, ExcludeScopeRoundTripsAndAnUnknownScopeIsAMalformedLine) {
+  HistoryEntry entry;
+  entry.job = "1";
+  entry.exclude_scope = ExcludeScope::kSweep;
+  const std::string line = EncodeHistoryLine(entry);
+  EXPECT_NE(line.find("\"exclude_scope\":\"sweep\""), std::string::npos) << line;
+  std::string bad = line;
+  bad.replace(bad.find("\"sweep\"", bad.find("exclude_scope")), 7, "\"fleet\"");
+  std::istringstream in(line + bad);
+  const SweepHistory history = ParseSweepHistory(in, "h.jsonl");
+  ASSERT_EQ(history.entries.size(), 1u);
+  EXPECT_EQ(history.entries[0].exclude_scope, ExcludeScope::kSweep);
+  ASSERT_EQ(history.warnings.size(), 1u);
+  EXPECT_NE(history.warnings[0].find("h.jsonl:2"), std::string::npos) << history.warnings[0];
 }
 
 }  // namespace

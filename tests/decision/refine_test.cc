@@ -116,7 +116,7 @@ TEST(SweepRules, EccInPreflightExcludesForTheWholeSweep) {
   EXPECT_EQ(d.rule, "ecc-errors-in-preflight");
   EXPECT_EQ(d.decision.action, DecisionAction::kRetryExcludingNodes);
   EXPECT_EQ(Hosts(d.decision), std::vector<std::string>{"gpu102"});
-  EXPECT_EQ(d.exclude_scope, "sweep");
+  EXPECT_EQ(d.exclude_scope, ExcludeScope::kSweep);
   ExpectContractValid(d);
 }
 
@@ -220,7 +220,7 @@ TEST(SweepRules, HangRecurringOnSameNodesExcludesSuspects) {
   JobFacts second = first;
   second.id = "2";
   // The diagnosis (e.g. the hang playbook's stuck-GPU-set outlier) names a suspect.
-  Report diagnosis = MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes);
+  Diagnosis diagnosis = MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes);
   diagnosis.decision.exclude.push_back({"gpu105", 2, "stuck GPU index set differs from the majority"});
   SweepDecision d = Refine(second, history, diagnosis);
   EXPECT_EQ(d.decision.action, DecisionAction::kRetryExcludingNodes);
@@ -246,7 +246,7 @@ TEST(SweepRules, HangOnDifferentNodesIsNotARecurrence) {
   JobFacts first = MakeFacts("1", kEight);
   first.status = "hanging";
   AddSteps(&first, 0, 50);
-  Report diagnosis = MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes);
+  Diagnosis diagnosis = MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes);
   diagnosis.decision.exclude.push_back({"gpu108", 2, "suspect"});
   // First hang excluded gpu108 via escalation? No: first occurrence always retries on the same nodes.
   EXPECT_EQ(DecideAndRecord(first, &history, diagnosis).decision.action, DecisionAction::kRetrySameNodes);
@@ -365,20 +365,20 @@ TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
   JobFacts f = MakeFacts("1", kEight);
   f.status = "hanging";
   AddSteps(&f, 0, 120);
-  Report still_training = MakeDiagnosis("none", DecisionAction::kNone);
+  Diagnosis still_training = MakeDiagnosis("none", DecisionAction::kNone);
   still_training.verdict.source = "playbooks";
-  still_training.verdict.confidence = "likely";
+  still_training.verdict.confidence = Confidence::kLikely;
   still_training.verdict.refuted = {"hang"};
   SweepDecision d = Refine(f, {}, still_training);
   EXPECT_EQ(d.rule, "");
   EXPECT_EQ(d.decision.action, DecisionAction::kNone);
   // A telemetry-gap verdict of any confidence that carries the refutation stands down the same way.
-  Report gap = still_training;
+  Diagnosis gap = still_training;
   gap.verdict.root_cause = "observability-gap";
-  gap.verdict.confidence = "possible";
+  gap.verdict.confidence = Confidence::kPossible;
   EXPECT_EQ(Refine(f, {}, gap).decision.action, DecisionAction::kNone);
   // The same verdict without the refutation leaves the hang rule in charge.
-  Report plain_none = still_training;
+  Diagnosis plain_none = still_training;
   plain_none.verdict.refuted.clear();
   EXPECT_EQ(Refine(f, {}, plain_none).decision.action, DecisionAction::kRetrySameNodes);
 }
@@ -387,9 +387,9 @@ TEST(SweepRules, BrokenTelemetryLeavesTheLogRulesInCharge) {
   JobFacts f = MakeFacts("1", kEight);
   AddSteps(&f, 0, 50);
   for (const auto& h : kEight) AddNodeExit(&f, h, 1);
-  Report gap = MakeDiagnosis("observability-gap", DecisionAction::kNone);
+  Diagnosis gap = MakeDiagnosis("observability-gap", DecisionAction::kNone);
   gap.verdict.source = "playbooks";
-  gap.verdict.confidence = "likely";
+  gap.verdict.confidence = Confidence::kLikely;
   SweepDecision d = Refine(f, {}, gap);
   EXPECT_EQ(d.rule, "all-nodes-crash");
   EXPECT_EQ(d.decision.action, DecisionAction::kStopSweep);
@@ -400,7 +400,7 @@ TEST(SweepRules, NoRuleMatchingPassesThePlaybookDecisionThrough) {
   f.status = "completed";
   AddSteps(&f, 0, 400);
   SetSummary(&f, "SUCCESS", 0);
-  Report diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu104", 2, "sustained RDMA retransmits"}, {"gpu102", 1, "retry exhaustion"}};
   SweepDecision d = Refine(f, {}, diagnosis);
   EXPECT_EQ(d.rule, "");
@@ -417,7 +417,7 @@ TEST(SweepLimits, PlaybookExclusionBeyondTheSweepBudgetStopsTheSweep) {
   DecideAndRecord(a, &history);
   JobFacts b = MakeFacts("2", kEight, "grok-1", {{"per_device_batch_size", "16"}});
   b.status = "completed";
-  Report diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu102", 2, "retx"}, {"gpu103", 2, "retx"}};
   SweepDecision d = Refine(b, history, diagnosis);
   EXPECT_EQ(d.decision.action, DecisionAction::kStopSweep);
@@ -433,7 +433,7 @@ TEST(SweepLimits, TwoExclusionsPerSweepAreAllowed) {
   AddEvent(&a, "hsa", "gpu101", "HSA_STATUS_ERROR");
   EXPECT_EQ(DecideAndRecord(a, &history).decision.action, DecisionAction::kRetryExcludingNodes);
   JobFacts b = MakeFacts("2", kEight, "grok-1", {{"per_device_batch_size", "16"}});
-  Report diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu102", 1, "retry exhaustion"}};
   b.status = "completed";
   EXPECT_EQ(Refine(b, history, diagnosis).decision.action, DecisionAction::kRetryExcludingNodes);
@@ -444,7 +444,7 @@ TEST(SweepLimits, NoThirdRetryOfTheSameJob) {
   auto transient = [](const std::string& id) {
     JobFacts f = MakeFacts(id, kEight, "llama2-70b", {{"steps", "15"}});
     f.status = "failed";
-    Report diagnosis = MakeDiagnosis("heartbeat-false-positive", DecisionAction::kRetryWithChanges);
+    Diagnosis diagnosis = MakeDiagnosis("heartbeat-false-positive", DecisionAction::kRetryWithChanges);
     diagnosis.decision.changes["jax_distributed_heartbeat_timeout_seconds"] = "14400";
     return std::make_pair(f, diagnosis);
   };

@@ -1,7 +1,7 @@
 // Golden first screens: `diagnose JOB --format text|md` on every published incident must print
 // exactly the checked-in screen (tests/pipeline/golden/). A change to wording, ordering or the line
 // budget shows up as a diff a reviewer reads. Regenerate deliberately with
-// DIAGNOSE_UPDATE_GOLDEN=1 build/tests/pipeline_tests --gtest_filter='*FirstScreenGolden*'.
+// DIAGNOSE_UPDATE_GOLDEN=1 (tests/testing/golden.h) build/tests/pipeline_tests --gtest_filter='*FirstScreenGolden*'.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/testing/golden.h"
 
 namespace diagnose {
 namespace {
@@ -47,7 +48,10 @@ class FirstScreenGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(FirstScreenGolden, MatchesTheCheckedInScreenAndFitsFortyLines) {
   const std::string format = GetParam();
   const fs::path dir = fs::path(DIAGNOSE_SOURCE_DIR) / "tests" / "pipeline" / "golden";
-  const bool update = std::getenv("DIAGNOSE_UPDATE_GOLDEN") != nullptr;
+  std::string problem;
+  const std::optional<testing::GoldenMode> mode = testing::GoldenModeFromEnvironment(&problem);
+  ASSERT_TRUE(mode) << problem;
+  const bool update = *mode == testing::GoldenMode::kUpdate;
   for (const auto& incident : Incidents()) {
     REQUIRE_FIXTURE(incident.args.front());
     std::vector<std::string> args = incident.args;

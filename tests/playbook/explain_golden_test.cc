@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/core/subprocess.h"
+#include "tests/testing/golden.h"
 
 namespace diagnose {
 namespace {
@@ -26,8 +27,10 @@ std::string Explain(const std::vector<std::string>& extra) {
 
 void CheckGolden(const std::string& name, const std::string& actual) {
   std::string path = kSourceDir + "/tests/playbook/golden/" + name;
-  const char* update = std::getenv("DIAGNOSE_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
+  std::string problem;
+  const std::optional<testing::GoldenMode> mode = testing::GoldenModeFromEnvironment(&problem);
+  ASSERT_TRUE(mode) << problem;
+  if (*mode == testing::GoldenMode::kUpdate) {
     std::ofstream(path) << actual;
     GTEST_SKIP() << "updated " << path;
   }

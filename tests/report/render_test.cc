@@ -6,7 +6,7 @@
 #include <memory>
 #include <sstream>
 
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 
 namespace diagnose {
 namespace {
@@ -30,7 +30,7 @@ Report SampleReport() {
   j.last_step = 20;
   j.total_steps = 400;
   r.jobs.push_back(j);
-  r.verdict = {"gpu-oom", "gpu", "confirmed", "GPU memory exhausted on task 1 <script>alert(1)</script>."};
+  r.verdict = {"gpu-oom", "gpu", Confidence::kConfirmed, "GPU memory exhausted on task 1 <script>alert(1)</script>."};
   Finding f;
   f.id = "log-triage/oom-gpu";
   f.playbook = "log-triage";
@@ -88,7 +88,7 @@ TEST(RenderTest, FirstScreenStaysWithinFortyLinesWhateverTheReportHolds) {
 
 TEST(RenderTest, TimesPrintAsIsoUtcWithTheLogStamp) {
   Report r = SampleReport();
-  JobFacts facts = r.facts["9101"].get<JobFacts>();
+  JobFacts facts = r.facts.at("9101");
   facts.heartbeat.crash_time = LogTime{1771960860, "0224 19:21:00.000000", "artifact-id"};
   r.facts["9101"] = facts;
   std::string t = RenderText(r);
@@ -124,7 +124,7 @@ TEST(RenderTest, HtmlIsSelfContainedAndEscaped) {
 TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) {
   Report r = SampleReport();
   r.step_times["9101"] = {{0, 1000.0}, {216, 1000.0 + 216 * 30}};
-  JobFacts facts = r.facts["9101"].get<JobFacts>();
+  JobFacts facts = r.facts.at("9101");
   for (int s = 0; s <= 216; ++s) facts.steps.push_back({.step = s, .seconds = 30, .tokens_per_sec_per_device = s < 97 ? 3293.0 : 2620.0});
   r.facts["9101"] = facts;
   auto series = std::make_shared<nlohmann::json>(nlohmann::json::object());

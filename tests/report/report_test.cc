@@ -50,5 +50,55 @@ TEST(DecisionJson, OverridesSerializeWithTheirRuleOnlyWhenOneWasInCharge) {
   EXPECT_EQ(ToJson(Decision{})["overrides"], nlohmann::json::array());
 }
 
+TEST(ReportFacts, SubjectFactsAreTheSubjectJobsTypedFacts) {
+  Report report;
+  JobEntry baseline;
+  baseline.id = "76";
+  baseline.role = "baseline";
+  JobEntry subject;
+  subject.id = "77";
+  report.jobs = {baseline, subject};
+  EXPECT_EQ(SubjectFacts(report), nullptr);
+  JobFacts facts;
+  facts.id = "77";
+  facts.header.hosts = {"h1"};
+  report.facts["76"].id = "76";
+  report.facts["77"] = facts;
+  ASSERT_NE(SubjectFacts(report), nullptr);
+  EXPECT_EQ(SubjectFacts(report)->header.hosts, std::vector<std::string>{"h1"});
+  EXPECT_EQ(FactsOf(report, "76")->id, "76");
+  EXPECT_EQ(FactsOf(report, "78"), nullptr);
+  EXPECT_EQ(ToJson(report)["facts"]["77"]["header"]["hosts"], nlohmann::json::array({"h1"}));
+  report.facts.clear();
+  EXPECT_FALSE(ToJson(report).contains("facts"));
+}
+
+TEST(ReportVocabulary, ConfidenceRanksAndKeepsItsContractWords) {
+  for (const Confidence c : kAllConfidences) EXPECT_EQ(ParseConfidence(ToString(c)), c);
+  EXPECT_LT(Confidence::kPossible, Confidence::kLikely);
+  EXPECT_LT(Confidence::kLikely, Confidence::kConfirmed);
+  EXPECT_FALSE(ParseConfidence("Likely"));
+  EXPECT_THROW(nlohmann::json("sure").get<Confidence>(), nlohmann::json::exception);
+  Report report;
+  report.verdict.confidence = Confidence::kPossible;
+  EXPECT_EQ(ToJson(report)["verdict"]["confidence"], "possible");
+}
+
+TEST(ReportVocabulary, TsdbModeAndStateAreWrittenAsTheirContractWords) {
+  Report report;
+  report.tsdb.push_back(TsdbState{});
+  TsdbState remote;
+  remote.mode = TsdbMode::kRemote;
+  remote.state = TsdbAvailability::kFailed;
+  report.tsdb.push_back(remote);
+  const nlohmann::json tsdb = ToJson(report)["tsdb"];
+  EXPECT_EQ(tsdb[0]["mode"], "none");
+  EXPECT_EQ(tsdb[0]["state"], "unavailable");
+  EXPECT_EQ(tsdb[1]["mode"], "remote");
+  EXPECT_EQ(tsdb[1]["state"], "failed");
+  EXPECT_EQ(ToString(TsdbMode::kPrivateCopy), "private-copy");
+  EXPECT_EQ(ToString(TsdbAvailability::kNotRequested), "not-requested");
+}
+
 }  // namespace
 }  // namespace diagnose

@@ -130,7 +130,8 @@ Outcome Diagnose(const Excerpt& x, size_t index, const Variant& variant) {
   options.rulebook = *rulebook;
   auto report = RunDiagnosis(options);
   if (!report.ok()) return {"error: " + report.status().message(), "", "", ""};
-  return {report->jobs[0].status, report->jobs[0].failure_class, report->verdict.root_cause,
+  // The cause the report acts on: the verdict's, or the sweep rules' where the logs alone name none.
+  return {report->jobs[0].status, report->jobs[0].failure_class, ActedOnRootCause(*report),
           std::string(ToString(report->decision.action))};
 }
 

@@ -186,15 +186,15 @@ TEST_F(DiscoveryTest, TsdbStateCarriesDiscoveryGapsAndGuard) {
   auto d = Discover(server_->client(), inputs, Rules());
   ASSERT_TRUE(d.ok());
   TsdbState served = ServedTsdbState(*server_, *d);
-  EXPECT_EQ(served.mode, "private-copy");
-  EXPECT_EQ(served.state, "served");
+  EXPECT_EQ(served.mode, TsdbMode::kPrivateCopy);
+  EXPECT_EQ(served.state, TsdbAvailability::kServed);
   EXPECT_EQ(served.source, SharedJobFixture().tsdb_dir);
   ASSERT_FALSE(served.gaps.empty());
   EXPECT_NE(served.gaps.front().find("another job"), std::string::npos);
   EXPECT_EQ(served.discovery["hosts"].size(), 24u);
-  TsdbState none = UnavailableTsdbState("private-copy", "/x/prometheus",
+  TsdbState none = UnavailableTsdbState(TsdbMode::kPrivateCopy, "/x/prometheus",
                                         NotFoundError("TSDB dir /x/prometheus does not exist"));
-  EXPECT_EQ(none.state, "unavailable");
+  EXPECT_EQ(none.state, TsdbAvailability::kUnavailable);
   EXPECT_NE(none.reason.find("/x/prometheus"), std::string::npos);
 }
 

@@ -11,7 +11,7 @@ Candidate Make(const std::string& pb, const std::string& cause, const std::strin
   c.playbook = pb;
   c.rule = "v";
   c.root_cause = cause;
-  c.confidence = confidence;
+  c.confidence = ParseConfidence(confidence).value();
   c.onset = onset;
   c.playbook_order = order;
   c.summary = cause + " summary";
@@ -39,7 +39,7 @@ TEST(CombineTest, ConfidenceBeatsOnset) {
   auto out = Combine({Make("a", "thermal-throttle", "possible", 10, 0), Make("b", "rdma-link-degradation", "confirmed", 99, 1)},
                      "completed", {});
   EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
-  EXPECT_EQ(out.verdict.confidence, "confirmed");
+  EXPECT_EQ(out.verdict.confidence, Confidence::kConfirmed);
 }
 
 TEST(CombineTest, BrokenTelemetryNeverHidesAFailureMechanism) {
@@ -58,7 +58,7 @@ TEST(CombineTest, NoneNeverHidesAFailure) {
   healthy.notes = {"checkpoint spikes are expected"};
   auto failed = Combine({healthy}, "failed", {"python-exception"});
   EXPECT_EQ(failed.verdict.root_cause, "unknown");
-  EXPECT_EQ(failed.verdict.confidence, "insufficient-evidence");
+  EXPECT_EQ(failed.verdict.confidence, Confidence::kInsufficientEvidence);
   EXPECT_NE(failed.verdict.summary.find("python-exception"), std::string::npos);
   EXPECT_EQ(failed.decision.notes.back(), "checkpoint spikes are expected");
   auto ok = Combine({healthy}, "completed", {});
@@ -80,7 +80,7 @@ TEST(CombineTest, AHealthyJobWithAnUnexplainedAnomalyIsNoneWithTheAnomalyNoted) 
   for (const auto& classes : {std::vector<std::string>{}, std::vector<std::string>{"none"}}) {
     auto out = Combine({anomaly, clean}, "completed", classes);
     EXPECT_EQ(out.verdict.root_cause, "none");
-    EXPECT_EQ(out.verdict.confidence, "likely");
+    EXPECT_EQ(out.verdict.confidence, Confidence::kLikely);
     EXPECT_EQ(out.decision.action, DecisionAction::kNone);
     bool noted = false;
     for (const auto& n : out.decision.notes) noted = noted || n.find("RDMA anomalies on h3") != std::string::npos;
@@ -107,13 +107,13 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   still_training.explains = {"hang"};
   auto out = Combine({still_training}, "hanging", {"hang"});
   EXPECT_EQ(out.verdict.root_cause, "none");
-  EXPECT_EQ(out.verdict.confidence, "likely");
+  EXPECT_EQ(out.verdict.confidence, Confidence::kLikely);
   EXPECT_EQ(out.verdict.refuted, (std::vector<std::string>{"hang"}));
   EXPECT_EQ(out.decision.action, DecisionAction::kNone);
 
   // Only possible: not enough to overrule the log.
   auto weak = still_training;
-  weak.confidence = "possible";
+  weak.confidence = Confidence::kPossible;
   EXPECT_EQ(Combine({weak}, "hanging", {"hang"}).verdict.root_cause, "unknown");
   // Every symptom must be explained, and only a job still alive can be found healthy.
   EXPECT_EQ(Combine({still_training}, "hanging", {"hang", "oom-host"}).verdict.root_cause, "unknown");

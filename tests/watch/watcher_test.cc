@@ -29,7 +29,8 @@ const DecisionRules& Rules() {
   return rules;
 }
 
-// A diagnosis stand-in: records each call and answers with a report carrying triage-like facts.
+// A diagnosis stand-in: records each call and answers with a report carrying triage-like facts,
+// whose decision the sweep policy makes against the history, as the pipeline does.
 struct FakeDiagnosis {
   std::mutex mu;
   std::vector<std::pair<std::string, std::string>> calls;   // (job, trigger)
@@ -38,7 +39,8 @@ struct FakeDiagnosis {
   std::map<std::string, int64_t> last_step_seen;
 
   DiagnoseFn Fn() {
-    return [this](const WatchEvent& e) -> StatusOr<Report> {
+    return [this](const WatchEvent& e, const SweepContext& sweep,
+                  const std::string& history_file) -> StatusOr<DecidedReport> {
       std::lock_guard<std::mutex> lock(mu);
       calls.emplace_back(e.job.id, e.trigger);
       last_step_seen[e.job.id] = e.progress.last_step.value_or(-1);
@@ -50,6 +52,9 @@ struct FakeDiagnosis {
       f.id = e.job.id;
       f.header.model_name = e.progress.model;
       f.header.hosts = e.progress.hosts;
+      for (const auto& [k, v] : SplitPassthrough(e.progress.passthrough)) f.header.passthrough[k] = v;
+      if (auto steps = f.header.passthrough.find("steps"); steps != f.header.passthrough.end())
+        f.progress.total_steps = std::stoll(steps->second);
       const bool success = e.progress.summary_status == "SUCCESS";
       f.status = !e.progress.summary_seen ? "running" : success ? "completed" : "failed";
       f.progress.last_step = e.progress.last_step;
@@ -65,13 +70,18 @@ struct FakeDiagnosis {
         if (it->second == "oom-gpu") f.oom_allocation = "12.5GiB";
       }
       r.facts[e.job.id] = f;
-      r.verdict.root_cause = success ? "none" : "unknown";
+      Diagnosis diagnosis;
+      diagnosis.verdict.root_cause = success ? "none" : "unknown";
       if (auto cause = found.find(e.job.id); cause != found.end()) {
-        r.verdict.root_cause = cause->second.notes.at(0);
-        r.decision = cause->second;
-        r.decision.notes.clear();
+        diagnosis.verdict.root_cause = cause->second.notes.at(0);
+        diagnosis.decision = cause->second;
+        diagnosis.decision.notes.clear();
       }
-      return r;
+      r.verdict = diagnosis.verdict;
+      StatusOr<SweepDecision> decided = DecideSweep(Rules(), history_file, sweep, diagnosis, f);
+      if (!decided.ok()) return decided.status();
+      r.decision = decided->decision;
+      return DecidedReport{std::move(r), std::move(decided).value()};
     };
   }
   int CallsFor(const std::string& id) {
@@ -336,7 +346,7 @@ TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {
   FakeDiagnosis fake;
   auto o = Options(&fake);
   int calls = 0;
-  o.diagnose = [&](const WatchEvent&) -> StatusOr<Report> {
+  o.diagnose = [&](const WatchEvent&, const SweepContext&, const std::string&) -> StatusOr<DecidedReport> {
     ++calls;
     return NotFoundError("no TSDB for job 77");
   };
