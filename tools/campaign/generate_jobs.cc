@@ -30,7 +30,7 @@ Status WriteFile(const fs::path& path, const std::string& text) {
 
 Status GenerateCampaign(const GenerateCampaignOptions& options) {
   if (options.out_dir.empty()) return InvalidArgumentError("--out is required");
-  ASSIGN_OR_RETURN(std::vector<PlannedJob> plan, PlanCampaign(options.seed, options.jobs));
+  ASSIGN_OR_RETURN(std::vector<PlannedJob> plan, PlanCampaign(options.seed, options.jobs, options.wide));
   const fs::path out(options.out_dir);
   std::error_code ec;
   for (const char* sub : {"outputs", "scenarios", "scratch"}) {

@@ -15,6 +15,7 @@ struct GenerateCampaignOptions {
   std::string out_dir;        // receives outputs/, scenarios/, truth.json (and a scratch dir it removes)
   int parallel = 2;
   bool write_tsdb = true;     // false: logs only (fast determinism checks)
+  bool wide = false;          // the widened job shapes and families (PlanCampaign)
 };
 
 Status GenerateCampaign(const GenerateCampaignOptions& options);

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   gen->add_option("--out", generate.out_dir, "output directory; nothing is written outside it")->required();
   gen->add_option("--jobs-parallel", generate.parallel, "jobs generated in parallel")->check(CLI::Range(1, 16));
   gen->add_flag("--no-tsdb", no_tsdb, "logs only, no TSDB blocks (for quick checks)");
+  gen->add_flag("--wide", generate.wide,
+                "widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s scrapes) plus overlapping faults, short/long dips, "
+                "dips under checkpoint spikes and modest-cost throttling");
 
   ScoreOptions score;
   std::optional<double> min_rc, min_action, min_precision, min_recall, min_healthy;
