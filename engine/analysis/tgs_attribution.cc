@@ -231,18 +231,27 @@ StatusOr<Json> TgsAttribution(const AnalysisInput& in) {
   };
   std::map<size_t, Contrast> contrasted;
   {
+    // Medians and MADs: a group can hold steps another kind of fault slowed (a throttling GPU is
+    // no column here), and those must not drag its level or inflate its spread.
     struct Group {
-      double n = 0, sum = 0, sum2 = 0;
-      double Mean() const { return sum / n; }
-      double Var() const { return n > 1 ? std::max(0.0, (sum2 - sum * sum / n) / (n - 1)) : 0; }
+      std::vector<double> v;
+      double n = 0, centre = 0, var = 0;
+      void Finish() {
+        n = static_cast<double>(v.size());
+        centre = Median(v);
+        const double mad = 1.4826 * Mad(v, centre);
+        var = 1.5708 * mad * mad;   // (pi/2) sigma^2: the sampling variance of a median is that over n
+      }
+      double Mean() const { return centre; }
+      double Var() const { return var; }
     };
     std::map<std::vector<bool>, Group> groups;
     for (size_t k = 0; k < used.size(); ++k) {
       std::vector<bool> key(hosts.size());
       for (size_t h = 0; h < hosts.size(); ++h) key[h] = col[h][k] > 0;
-      Group& g = groups[key];
-      g.n += 1, g.sum += y[k], g.sum2 += y[k] * y[k];
+      groups[key].v.push_back(y[k]);
     }
+    for (auto& [key, g] : groups) g.Finish();
     for (const auto& [key, with] : groups) {
       if (with.n < static_cast<double>(min_points)) continue;
       for (size_t h = 0; h < hosts.size(); ++h) {
@@ -253,7 +262,8 @@ StatusOr<Json> TgsAttribution(const AnalysisInput& in) {
         if (it == groups.end() || it->second.n < static_cast<double>(min_points)) continue;
         const Group& without = it->second;
         const double diff = without.Mean() - with.Mean();
-        const double se = std::sqrt(with.Var() / with.n + without.Var() / without.n + noise * noise * (1 / with.n + 1 / without.n));
+        const double floor = 1.5708 * noise * noise;
+        const double se = std::sqrt(std::max(with.Var(), floor) / with.n + std::max(without.Var(), floor) / without.n);
         const Contrast c{1 - std::exp(-diff), diff / std::max(se, 1e-12)};
         if (c.effect >= min_effect && c.t >= min_t && c.t > contrasted[h].t) contrasted[h] = c;
       }

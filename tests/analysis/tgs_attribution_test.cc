@@ -77,6 +77,18 @@ TEST(TgsAttribution, ASmallerFaultBetweenTwoLargerOnesIsCreditedWhereItIsTheSlow
   for (const char* host : {"hostA", "hostB", "hostC"}) EXPECT_TRUE(Lists((*r)["explains"], host)) << host << ": " << r->dump();
 }
 
+TEST(TgsAttribution, ASlowStretchNoHostColumnExplainsDoesNotHideTheOthers) {
+  // Steps 200-240 are 16 % slow from a fault of another kind (a throttling GPU: no burst here);
+  // hostA's own 7 % over 30-90 must still be credited.
+  Json st;
+  Json steps = AttributionSteps(
+      320, [](int s) { return s >= 30 && s <= 90 ? 2232.0 : s >= 200 && s <= 240 ? 2016.0 : 2400.0; }, 0, &st);
+  Json bursts = {{"hostA", RateBurst(30, 90)}};
+  auto r = TgsAttribution(AttributionInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(Lists((*r)["explains"], "hostA")) << r->dump();
+}
+
 TEST(TgsAttribution, HostsWithTheSameIntervalShareTheExplanation) {
   Json st;
   Json steps = AttributionSteps(120, [](int s) { return s >= 40 && s <= 80 ? 2000.0 : 2400.0; }, 10, &st);
