@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/analysis/robust_statistics.h"
+#include "engine/analysis/tgs_attribution.h"
 
 namespace diagnose::analysis {
 namespace {
@@ -214,6 +215,12 @@ void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* r) {
       {{"recovered", "list"}, {"failed", "list"}, {"ongoing", "list"}, {"no_effect", "list"}, {"untested", "list"},
        {"details", "map"}, {"step_seconds", "number"}},
       {"input", "baseline_input"}, RecoveryAfterBursts};
+  (*r)["tgs_attribution"] = {
+      "tgs_attribution", "the set of hosts whose error intervals jointly explain the TGS series (overlapping faults)",
+      {{"smear", {"duration", 150, {}}}, {"min_effect_pct", {"number", 3, {}}}, {"min_t", {"number", 8, {}}},
+       {"min_points", {"number", 3, {}}}},
+      {{"explains", "list"}, {"no_effect", "list"}, {"untested", "list"}, {"details", "map"}, {"explained_text", "list"}},
+      {"input", "baseline_input"}, TgsAttribution};
   (*r)["task_neighbours"] = {
       "task_neighbours", "a non-accused task adjacent to an accused one, for liveness comparison",
       {},

@@ -148,6 +148,20 @@ struct TgsPhase {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TgsPhase, first_step, last_step, mean_tgs, stddev_tgs)
 
+// A stretch of steps clearly below the job's healthy level: a run of adjacent phases each at least
+// the material-dip rule's depth below `healthy_tgs` (tgs_analysis.h states the rule).
+struct TgsDip {
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+  double mean_tgs = 0;      // checkpoint spikes excluded
+  double depth_pct = 0;     // below healthy_tgs
+  int64_t steps = 0;        // non-spike steps inside
+  double seconds = 0;       // wall time of its steps
+  double t_stat = 0;        // depth against the job's own step noise: depth / (noise / sqrt(steps))
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TgsDip, first_step, last_step, mean_tgs, depth_pct, steps, seconds,
+                                                t_stat)
+
 struct TgsAnalysis {
   // stable | constant-drop | phased | gradual-decline | periodic-checkpoint-spikes | one-time-drop |
   // insufficient-data
@@ -162,10 +176,16 @@ struct TgsAnalysis {
   // in time without depending on which pattern label triage chose.
   std::optional<int64_t> degradation_onset_step;
   std::vector<int64_t> spike_steps;            // steps whose step time spiked (checkpoints etc.)
+  // The level the job ran at when nothing slowed it (the best phase) and its step-to-step noise (%
+  // of that level, robust: checkpoint spikes and level shifts do not inflate it).
+  double healthy_tgs = 0;
+  double noise_pct = 0;
+  // Every material dip, whatever the pattern: a completed job with one had a symptom.
+  std::vector<TgsDip> dips;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TgsAnalysis, pattern, phases, steady_tgs, recent_tgs,
                                                 degradation_pct, decline_onset_step, degradation_onset_step,
-                                                spike_steps)
+                                                spike_steps, healthy_tgs, noise_pct, dips)
 
 struct Progress {
   std::optional<int64_t> first_step;

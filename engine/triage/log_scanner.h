@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/log/log_line.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "engine/triage/signature_table.h"
 
 namespace diagnose {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <set>
 
 namespace diagnose {
 
@@ -65,14 +67,77 @@ size_t BestSplit(const Prefix& p, size_t a, size_t b, size_t min_len) {
   return best_k;
 }
 
+// Best dip-shaped split of [a,b): a middle piece [k1,k2) at another level than the rest. A short dip
+// inside a long series barely moves the best single split (both sides keep most of the healthy
+// steps), so binary segmentation alone misses it; the pair isolates it. Exhaustive for up to ~1,000
+// points, on a grid refined around the best pair beyond.
+struct PairSplit {
+  size_t k1 = 0, k2 = 0;
+};
+// `dip_len`: the shortest middle (a dip of a few steps); `edge_len`: the shortest piece on either
+// side (a dip that ends a few steps before the job does).
+PairSplit BestPair(const Prefix& p, size_t a, size_t b, size_t dip_len, size_t edge_len) {
+  PairSplit best;
+  if (b - a < dip_len + 2 * edge_len) return best;
+  double best_cost = -1;
+  auto search = [&](size_t lo1, size_t hi1, size_t lo2, size_t hi2, size_t step) {
+    for (size_t k1 = std::max(lo1, a + edge_len); k1 <= hi1 && k1 + dip_len + edge_len <= b; k1 += step)
+      for (size_t k2 = std::max(lo2, k1 + dip_len); k2 <= hi2 && k2 + edge_len <= b; k2 += step) {
+        const double cost = p.Sse(a, k1) + p.Sse(k1, k2) + p.Sse(k2, b);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = {k1, k2};
+      }
+  };
+  const size_t stride = std::max<size_t>(1, (b - a) / 1000);
+  search(a, b, a, b, stride);
+  if (stride > 1 && best.k1) {
+    const PairSplit c = best;
+    search(c.k1 > stride ? c.k1 - stride : a, c.k1 + stride, c.k2 > stride ? c.k2 - stride : a, c.k2 + stride, 1);
+  }
+  return best;
+}
+
+// Is the middle of a pair split a real level change against the rest of [a,b)?
+bool SignificantPair(const Prefix& p, size_t a, PairSplit s, size_t b, const TgsOptions& o) {
+  const double n_mid = static_cast<double>(s.k2 - s.k1), n_out = static_cast<double>((s.k1 - a) + (b - s.k2));
+  const double mid = p.Mean(s.k1, s.k2);
+  const double out = ((p.s[s.k1] - p.s[a]) + (p.s[b] - p.s[s.k2])) / n_out;
+  const double hi = std::max(std::abs(mid), std::abs(out));
+  if (hi <= 0 || std::abs(mid - out) / hi * 100.0 < o.min_shift_pct) return false;
+  const double var = (p.Sse(a, s.k1) + p.Sse(s.k1, s.k2) + p.Sse(s.k2, b)) / std::max(1.0, n_mid + n_out - 3);
+  const double se = std::sqrt(std::max(var, 1e-12) * (1 / n_mid + 1 / n_out));
+  return std::abs(mid - out) / se >= o.min_shift_t;
+}
+
 void Segment(const Prefix& p, size_t a, size_t b, const TgsOptions& o, std::vector<size_t>* cuts) {
   if (static_cast<int>(cuts->size()) + 1 >= o.max_phases) return;
   size_t min_len = static_cast<size_t>(std::max(1, o.min_phase_steps));
   size_t k = BestSplit(p, a, b, min_len);
-  if (k == 0 || !SignificantSplit(p, a, k, b, o)) return;
-  cuts->push_back(k);
-  Segment(p, a, k, o, cuts);
-  Segment(p, k, b, o, cuts);
+  if (k != 0 && SignificantSplit(p, a, k, b, o)) {
+    cuts->push_back(k);
+    Segment(p, a, k, o, cuts);
+    Segment(p, k, b, o, cuts);
+    return;
+  }
+  if (static_cast<int>(cuts->size()) + 2 >= o.max_phases) return;
+  const size_t dip_len = static_cast<size_t>(std::clamp(o.min_dip_steps, 1, o.min_phase_steps));
+  const PairSplit pair = BestPair(p, a, b, dip_len, dip_len);
+  if (pair.k1 == 0 || !SignificantPair(p, a, pair, b, o)) return;
+  cuts->push_back(pair.k1);
+  cuts->push_back(pair.k2);
+  Segment(p, a, pair.k1, o, cuts);
+  Segment(p, pair.k1, pair.k2, o, cuts);
+  Segment(p, pair.k2, b, o, cuts);
+}
+
+// Robust step-to-step noise of a series: the MAD of first differences (a level shift moves one
+// difference, a spike was removed before), scaled to a standard deviation of one point.
+double StepNoise(const std::vector<double>& y) {
+  if (y.size() < 3) return 0;
+  std::vector<double> d;
+  for (size_t i = 1; i < y.size(); ++i) d.push_back(y[i] - y[i - 1]);
+  const double med = Median(d);
+  for (double& v : d) v = std::abs(v - med);
+  return 1.4826 * Median(d) / std::sqrt(2.0);
 }
 
 // Ramp model: constant until onset c1, linear until c2, constant after (c2 == n: no plateau). A
@@ -154,10 +219,14 @@ StatusOr<TgsOptions> TgsOptionsFromTable(const SignatureTable& t) {
   RETURN_IF_ERROR(get("tgs_min_shift_t", &o.min_shift_t));
   RETURN_IF_ERROR(get("tgs_max_phases", &v)); o.max_phases = static_cast<int>(v);
   RETURN_IF_ERROR(get("tgs_degradation_pct", &o.degradation_pct));
+  RETURN_IF_ERROR(get("tgs_min_dip_steps", &v)); o.min_dip_steps = static_cast<int>(v);
+  RETURN_IF_ERROR(get("tgs_min_dip_seconds", &o.min_dip_seconds));
   return o;
 }
 
-TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
+namespace {
+
+TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
                        const TgsOptions& o) {
   TgsAnalysis out;
   const size_t n_all = steps.size();
@@ -165,16 +234,23 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
   std::vector<double> tgs(n_all);
   for (size_t i = 0; i < n_all; ++i) tgs[i] = steps[i].tokens_per_sec_per_device;
 
-  // 1. Spikes: isolated departures from the local median (checkpoint saves, GC pauses).
+  // 1. Spikes: isolated departures from the steps on both sides (checkpoint saves, GC pauses). Each
+  // side's median is its own reference: a step next to a level change matches the side it belongs
+  // to, even when a checkpoint spike shares its window (one window across both would flag it).
   std::vector<bool> spike(n_all, false);
   std::vector<bool> outlier(n_all, false);
   std::vector<double> w;   // one buffer for every window: no allocation per step
-  for (size_t i = warm; i < n_all; ++i) {
-    size_t lo = i >= warm + o.spike_window ? i - o.spike_window : warm;
-    size_t hi = std::min(n_all, i + o.spike_window + 1);
+  auto departs = [&](size_t i, size_t lo, size_t hi) {
+    if (lo >= hi) return std::optional<bool>();
     w.assign(tgs.begin() + lo, tgs.begin() + hi);
-    double med = Median(w);
-    if (med > 0 && std::abs(tgs[i] - med) / med * 100.0 > o.spike_pct) outlier[i] = true;
+    const double med = Median(w);
+    return std::optional<bool>(med > 0 && std::abs(tgs[i] - med) / med * 100.0 > o.spike_pct);
+  };
+  for (size_t i = warm; i < n_all; ++i) {
+    const size_t lo = i >= warm + o.spike_window ? i - o.spike_window : warm;
+    const size_t hi = std::min(n_all, i + o.spike_window + 1);
+    const auto left = departs(i, lo, i), right = departs(i, i + 1, hi);
+    outlier[i] = left.value_or(true) && right.value_or(true) && (left || right);
   }
   for (size_t i = warm; i < n_all;) {
     if (!outlier[i]) { ++i; continue; }
@@ -228,7 +304,8 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
     for (size_t c = 0; c < cuts.size(); ++c) {
       size_t a = c == 0 ? 0 : cuts[c - 1];
       size_t b = c + 1 == cuts.size() ? s.y.size() : cuts[c + 1];
-      size_t k = BestSplit(p, a, b, min_len);
+      // A piece a dip-shaped pair split left shorter than min_len may stay that short.
+      size_t k = BestSplit(p, a, b, std::min({min_len, cuts[c] - a, b - cuts[c]}));
       if (k) cuts[c] = k;
     }
     for (size_t c = 0; c < cuts.size();) {
@@ -304,6 +381,60 @@ TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64
   } else {
     out.pattern = "constant-drop";
   }
+  return out;
+}
+
+// The material dips of an analysed series (the rule in tgs_analysis.h).
+void FindDips(const std::vector<StepRecord>& steps, const TgsOptions& o, TgsAnalysis* out) {
+  if (out->phases.size() < 2) return;
+  const size_t warm = std::min(steps.size(), static_cast<size_t>(std::max(0, o.warmup_steps)));
+  const std::set<int64_t> spikes(out->spike_steps.begin(), out->spike_steps.end());
+  std::vector<double> y;
+  for (size_t i = warm; i < steps.size(); ++i)
+    if (!spikes.count(steps[i].step)) y.push_back(steps[i].tokens_per_sec_per_device);
+  double healthy = 0;
+  for (const auto& ph : out->phases) healthy = std::max(healthy, ph.mean_tgs);
+  if (healthy <= 0) return;
+  out->healthy_tgs = healthy;
+  out->noise_pct = StepNoise(y) / healthy * 100.0;
+  auto low = [&](const TgsPhase& ph) { return (healthy - ph.mean_tgs) / healthy * 100.0 >= o.min_shift_pct; };
+  for (size_t i = 0; i < out->phases.size();) {
+    if (!low(out->phases[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < out->phases.size() && low(out->phases[j])) ++j;
+    TgsDip dip;
+    dip.first_step = out->phases[i].first_step;
+    dip.last_step = out->phases[j - 1].last_step;
+    double sum = 0;
+    for (size_t k = warm; k < steps.size(); ++k) {
+      if (steps[k].step < dip.first_step || steps[k].step > dip.last_step) continue;
+      dip.seconds += steps[k].seconds;
+      if (spikes.count(steps[k].step)) continue;
+      sum += steps[k].tokens_per_sec_per_device;
+      ++dip.steps;
+    }
+    i = j;
+    if (dip.steps == 0) continue;
+    dip.mean_tgs = sum / static_cast<double>(dip.steps);
+    dip.depth_pct = (healthy - dip.mean_tgs) / healthy * 100.0;
+    const double se_pct = out->noise_pct / std::sqrt(static_cast<double>(dip.steps));
+    dip.t_stat = se_pct > 0 ? dip.depth_pct / se_pct : 1e9;
+    if (dip.depth_pct >= o.min_shift_pct && dip.t_stat >= o.min_shift_t && dip.steps >= o.min_dip_steps &&
+        dip.seconds >= o.min_dip_seconds)
+      out->dips.push_back(dip);
+  }
+  if (!out->dips.empty() && !out->degradation_onset_step) out->degradation_onset_step = out->dips.front().first_step;
+}
+
+}  // namespace
+
+TgsAnalysis AnalyzeTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
+                       const TgsOptions& o) {
+  TgsAnalysis out = SegmentTgs(steps, checkpoint_period, o);
+  FindDips(steps, o, &out);
   return out;
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
-#include "engine/triage/job_facts.h"
+#include "engine/report/job_facts.h"
 #include "engine/triage/signature_table.h"
 
 namespace diagnose {
@@ -26,7 +26,16 @@ struct TgsOptions {
   double min_shift_t = 0;        // and its minimum t statistic
   int max_phases = 0;
   double degradation_pct = 0;    // recent vs steady drop that counts as degradation
+  int min_dip_steps = 0;         // the material-dip rule (below)
+  double min_dip_seconds = 0;
 };
+
+// The material-dip rule. Phases come from change points on the spike-free step series (a single
+// split, or a dip-shaped pair of splits when a short dip inside a long series moves no single split
+// enough). A dip is a run of adjacent phases each below the healthy level (the best phase) by at
+// least min_shift_pct, whose mean depth is also at least min_shift_t standard errors of the job's
+// own step noise (depth >= t * noise / sqrt(steps)), and which lasts at least min_dip_steps steps
+// and min_dip_seconds of wall time. Every such dip is reported, whatever the pattern label.
 
 // Reads tgs_* thresholds; kNotFound naming the table file when one is missing.
 StatusOr<TgsOptions> TgsOptionsFromTable(const SignatureTable& table);

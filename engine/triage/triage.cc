@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "engine/core/clock_skew.h"
 #include "engine/core/iso_time.h"
 #include "engine/core/limits.h"
+#include "engine/core/text.h"
 #include "engine/log/line_reader.h"
 #include "engine/log/log_line.h"
 #include "engine/triage/hostlist.h"
@@ -577,6 +579,24 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     r.text = "recent TGS " + std::to_string(static_cast<int64_t>(f.tgs.recent_tgs)) + " vs steady " +
              std::to_string(static_cast<int64_t>(f.tgs.steady_tgs)) + " (" +
              std::to_string(static_cast<int64_t>(f.tgs.degradation_pct)) + "% lower)";
+    AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
+  } else if (!f.tgs.dips.empty()) {
+    // A material dip is a symptom wherever it lies (a dip that recovered before the end, a dip
+    // among checkpoint spikes): the recent-vs-steady comparison alone sees neither.
+    const TgsDip& deepest = *std::max_element(f.tgs.dips.begin(), f.tgs.dips.end(), [](const TgsDip& a, const TgsDip& b) {
+      return a.depth_pct * std::sqrt(static_cast<double>(a.steps)) < b.depth_pct * std::sqrt(static_cast<double>(b.steps));
+    });
+    LogRef r = last_step_ref;
+    for (const auto& st : f.steps)
+      if (st.step == deepest.first_step) {
+        r = st.where;
+        break;
+      }
+    r.text = "TGS dip at steps " + std::to_string(deepest.first_step) + "-" + std::to_string(deepest.last_step) + ": " +
+             std::to_string(static_cast<int64_t>(deepest.mean_tgs)) + " vs healthy " +
+             std::to_string(static_cast<int64_t>(f.tgs.healthy_tgs)) + " (" + FixedDecimal(deepest.depth_pct, 1) +
+             "% lower over " + std::to_string(deepest.steps) + " steps, " + FixedDecimal(deepest.seconds / 60.0, 1) +
+             " min; step noise " + FixedDecimal(f.tgs.noise_pct, 2) + "%)";
     AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
   }
   if (f.status == "unknown-death" && hits.empty() && job.log_path) {

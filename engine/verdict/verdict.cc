@@ -115,6 +115,32 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
         out.causal_chain.push_back(e->root_cause + " (" + e->playbook + ")");
       out.decision.notes.push_back("also found: " + e->summary + " [" + Describe(*e) + "]");
     }
+    // Several faults of different kinds slowing one job (a bad link and a throttling GPU): each
+    // established at least `likely`, explaining the same symptom and calling for exclusion, has
+    // its hosts excluded too; the root's own entry wins for a host both name.
+    if (root.action == DecisionAction::kRetryExcludingNodes) {
+      std::set<std::string> excluded;
+      for (const auto& x : out.decision.exclude) excluded.insert(x.host);
+      for (const auto* e : effects) {
+        if (e->action != DecisionAction::kRetryExcludingNodes || e->confidence < Confidence::kLikely || e->yields) continue;
+        const bool same_symptom = std::any_of(e->explains.begin(), e->explains.end(), [&](const std::string& fc) {
+          return std::find(root.explains.begin(), root.explains.end(), fc) != root.explains.end();
+        });
+        if (!same_symptom) continue;
+        std::string added;
+        for (const auto& x : e->exclude)
+          if (excluded.insert(x.host).second) {
+            out.decision.exclude.push_back(x);
+            added += (added.empty() ? "" : ", ") + x.host;
+          }
+        if (!added.empty())
+          out.decision.notes.push_back("also excluded for " + e->root_cause + " (" + e->playbook + ", " + std::string(ToString(e->confidence)) +
+                                       "), a second fault during the same slowdown: " + added);
+      }
+      std::stable_sort(out.decision.exclude.begin(), out.decision.exclude.end(), [](const Exclusion& a, const Exclusion& b) {
+        return a.priority != b.priority ? a.priority < b.priority : a.host < b.host;
+      });
+    }
     std::set<std::string> explained(root.explains.begin(), root.explains.end());
     for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
     for (const auto& fc : failure_classes)

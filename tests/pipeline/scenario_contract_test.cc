@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -49,6 +50,30 @@ TEST_P(ScenarioContractTest, ReportMatchesExpectations) {
   const Scenario& scenario = GetParam();
   e2e::CliRun run = e2e::RunDiagnoseCli(e2e::ScenarioCliArgs(scenario.root, DIAGNOSE_FIXTURE_OUTPUTS));
   e2e::ExpectScenarioReport(run, scenario.root, scenario.file);
+}
+
+// The readability invariant can fail: the sentences issue 35 found in reports, and a finding whose
+// only per-host table shows zeros for the hosts it blames.
+TEST(ReadableReport, FlagsSentencesWithHolesAndZeroOnlyEvidence) {
+  const json holes = json::parse(R"js({
+    "verdict": {"summary": "RDMA retransmits on a, b slow every collective, and the bursts line up with the TGS phases on "},
+    "decision": {"notes": [], "exclude": []}, "findings": []})js");
+  EXPECT_NONFATAL_FAILURE(e2e::ExpectReadableReport(holes, "holes"), "ends in 'on'");
+  const json clause = json::parse(R"js({"verdict": {"summary": "Cause found."},
+    "decision": {"notes": ["retransmits continued on ; recovery not observable"], "exclude": []}, "findings": []})js");
+  EXPECT_NONFATAL_FAILURE(e2e::ExpectReadableReport(clause, "clause"), "'on' followed by ';'");
+  const json zeros = json::parse(R"js({
+    "verdict": {"summary": "Thermal throttling on gx1."}, "decision": {"notes": [], "exclude": []},
+    "findings": [{"id": "p/r", "status": "fired", "hosts": ["gx1"], "summary": "hot GPUs on gx1",
+                  "evidence": [{"query": "max by (host) (x)", "value": {"gx1": 0, "gx2": 3}}]}]})js");
+  EXPECT_NONFATAL_FAILURE(e2e::ExpectReadableReport(zeros, "zeros"), "only as 0");
+  const json whole = json::parse(R"js({
+    "verdict": {"summary": "Memory on node01: 1376 GB five steps in, peak 2986 GB."}, "decision": {"notes": [], "exclude": []},
+    "findings": [{"id": "p/r", "status": "fired", "hosts": ["gx1"], "summary": "ports down on gx1",
+                  "evidence": [{"query": "min by (host) (x) == 0", "value": {"gx1": 0}}]},
+                 {"id": "p/s", "status": "fired", "hosts": ["gx1"], "summary": "errors on gx1",
+                  "evidence": [{"query": "a", "value": {"gx1": 0}}, {"query": "b", "value": {"gx1/0": 4}}]}]})js");
+  e2e::ExpectReadableReport(whole, "whole");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ScenarioContractTest, ::testing::ValuesIn(LoadScenarios()),

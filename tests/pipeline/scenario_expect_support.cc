@@ -1,5 +1,8 @@
 #include "tests/pipeline/scenario_expect_support.h"
 
+#include <cctype>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "engine/report/report.h"
@@ -8,6 +11,86 @@
 namespace diagnose::e2e {
 
 using nlohmann::json;
+
+namespace {
+
+// Words that promise something after them: a sentence that ends on one, or a clause that does
+// (";" right after it), had an empty list rendered into it ("... line up with the TGS phases on ").
+// Commas and colons after such a word are left alone: "five steps in, peak ..." reads whole.
+bool IsConnective(const std::string& word) {
+  static const std::set<std::string> kConnectives = {
+      "on", "of", "in", "with", "and", "or", "for", "to", "by", "from", "at", "than", "vs", "the", "a", "an",
+      "between", "during", "while", "after", "before", "including", "excluding", "over", "under", "across"};
+  std::string lower;
+  for (char c : word) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return kConnectives.count(lower) > 0;
+}
+
+// The first hole in `text`, or "" when it reads whole.
+std::string SentenceHole(const std::string& text) {
+  std::string word;
+  auto punct = [](char c) { return c == ';'; };
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const char c = i < text.size() ? text[i] : '\0';
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '\'') {
+      word += c;
+      continue;
+    }
+    if (!word.empty() && IsConnective(word)) {
+      size_t j = i;
+      while (j < text.size() && text[j] == ' ') ++j;
+      if (j == text.size()) return "ends in '" + word + "'";
+      if (punct(text[j])) return "'" + word + "' followed by '" + std::string(1, text[j]) + "'";
+    }
+    word.clear();
+  }
+  return "";
+}
+
+}  // namespace
+
+void ExpectReadableReport(const json& report, const std::string& file) {
+  auto check = [&](const std::string& where, const json& text) {
+    if (!text.is_string()) return;
+    const std::string hole = SentenceHole(text.get<std::string>());
+    EXPECT_TRUE(hole.empty()) << file << ": " << where << " has a hole (" << hole << "): " << text;
+  };
+  check("verdict.summary", report["verdict"].value("summary", json()));
+  for (const auto& n : report["decision"].value("notes", json::array())) check("decision note", n);
+  for (const auto& e : report["decision"].value("exclude", json::array())) check("exclusion reason", e.value("reason", json()));
+  for (const auto& f : report.value("findings", json::array())) {
+    if (f.value("status", "") != "fired") continue;
+    check("finding " + f.value("id", std::string()) + " summary", f.value("summary", json()));
+    // The per-host evidence tables that list the finding's hosts must not all show only zeros for
+    // them (a finding may carry context queries that are zero for its hosts, e.g. the RDMA counters
+    // of a hang, but some table has to show what it blames them for).
+    std::set<std::string> blamed;
+    for (const auto& h : f.value("hosts", json::array())) blamed.insert(h.get<std::string>());
+    if (blamed.empty()) continue;
+    int tables = 0, zero_tables = 0;
+    std::string queries;
+    for (const auto& ev : f.value("evidence", json::array())) {
+      const json value = ev.value("value", json());
+      if (!value.is_object()) continue;
+      // Zero is the finding when the query asks for it: a selection of zeros (a port state == 0)
+      // or the changes of a series that should move (a flatlined exporter).
+      const std::string query = ev.value("query", std::string());
+      if (query.find("== 0") != std::string::npos || query.find("changes(") != std::string::npos) continue;
+      int listed = 0, zero = 0;
+      for (const auto& [key, v] : value.items()) {
+        const std::string host = key.substr(0, key.find('/'));
+        if (!blamed.count(host) || !v.is_number()) continue;
+        ++listed;
+        zero += v.get<double>() == 0;
+      }
+      if (listed == 0) continue;
+      ++tables;
+      if (zero == listed) ++zero_tables, queries += "\n  " + ev.value("query", std::string());
+    }
+    EXPECT_FALSE(tables > 0 && zero_tables == tables)
+        << file << ": finding " << f.value("id", std::string()) << " blames hosts its evidence shows only as 0:" << queries;
+  }
+}
 
 std::set<std::string> StringSet(const YAML::Node& node) {
   std::set<std::string> out;
@@ -57,6 +140,7 @@ void ExpectScenarioReport(const CliRun& run, const YAML::Node& root, const std::
   EXPECT_TRUE(IsKnownJobStatus(report["jobs"][0]["status"]));
   for (const auto& f : report["findings"])
     if (f["status"] == "fired") EXPECT_FALSE(f["evidence"].empty()) << "fired finding without evidence: " << f["id"];
+  ExpectReadableReport(report, file);
 
   const json& job = report["jobs"][0];
   if (expect["status"]) EXPECT_EQ(job["status"], expect["status"].as<std::string>()) << file;

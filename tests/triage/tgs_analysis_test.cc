@@ -145,6 +145,57 @@ TEST(TgsAnalysisTest, SharpDropsWithJitterStayPhasedAndPlaceTheFirstDrop) {
   EXPECT_NEAR(*a.degradation_onset_step, 100, 3);
 }
 
+// The material-dip rule (issue 35): every dip the job's own step noise makes clear is found,
+// whatever its length against the job and whatever the pattern label says.
+TEST(TgsAnalysisTest, ShortDipInALongJobIsADip) {
+  // 39 steps at -9 % in 690: no single split of the whole series passes, the dip-shaped pair does.
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    TgsAnalysis a = AnalyzeTgs(Series({{0, 401, 2480}, {402, 440, 2257}, {441, 689, 2480}}, 1.0, seed), std::nullopt, Options());
+    ASSERT_EQ(a.dips.size(), 1u) << "seed " << seed << ", pattern " << a.pattern;
+    EXPECT_NEAR(a.dips[0].first_step, 402, 2);
+    EXPECT_NEAR(a.dips[0].last_step, 440, 2);
+    EXPECT_NEAR(a.dips[0].depth_pct, 9, 1);
+    EXPECT_GE(a.dips[0].t_stat, Options().min_shift_t);
+  }
+}
+
+TEST(TgsAnalysisTest, ThreeStepDipIsADipWhenTheNoiseIsSmall) {
+  TgsAnalysis a = AnalyzeTgs(Series({{0, 199, 3000}, {200, 202, 2700}, {203, 999, 3000}}, 0.3, 4), std::nullopt, Options());
+  ASSERT_EQ(a.dips.size(), 1u) << a.pattern;
+  EXPECT_EQ(a.dips[0].steps, 3);
+  EXPECT_NEAR(a.dips[0].first_step, 200, 1);
+}
+
+TEST(TgsAnalysisTest, LongDipInAShortJobThatRecovers) {
+  // Steps 15-58 of 71 at -17 %: the last ten steps look like the first ten (no recent-vs-steady drop).
+  TgsAnalysis a = AnalyzeTgs(Series({{0, 14, 2050}, {15, 58, 1700}, {59, 70, 2050}}, 1.0, 6), std::nullopt, Options());
+  EXPECT_LT(a.degradation_pct, 3);
+  ASSERT_EQ(a.dips.size(), 1u) << a.pattern;
+  EXPECT_NEAR(a.dips[0].first_step, 15, 1);
+  EXPECT_NEAR(a.dips[0].last_step, 58, 1);
+  EXPECT_NEAR(a.dips[0].depth_pct, 17, 1);
+}
+
+TEST(TgsAnalysisTest, DipAmongCheckpointSpikesIsADip) {
+  // A checkpoint every 5 steps: the steps next to a spike and a level change are not spikes.
+  std::vector<int64_t> spikes;
+  for (int64_t s = 6; s <= 42; s += 5) spikes.push_back(s);
+  TgsAnalysis a = AnalyzeTgs(Series({{0, 17, 2050}, {18, 37, 1740}, {38, 42, 2050}}, 0.8, 8, spikes), 5, Options());
+  EXPECT_EQ(a.spike_steps, spikes);
+  ASSERT_EQ(a.dips.size(), 1u) << a.pattern;
+  EXPECT_NEAR(a.dips[0].first_step, 18, 1);
+  EXPECT_NEAR(a.dips[0].last_step, 37, 1);
+}
+
+TEST(TgsAnalysisTest, NoisyHealthyJobsHaveNoDip) {
+  for (uint32_t seed : {21u, 22u, 23u, 24u, 25u, 26u}) {
+    const int64_t last = seed % 2 ? 2999 : 60;
+    TgsAnalysis a = AnalyzeTgs(Series({{0, last, 2400}}, 2.0, seed, {100, 200, 300, 400}), 100, Options());
+    EXPECT_TRUE(a.dips.empty()) << "seed " << seed << ": " << a.dips.size() << " dips, first at "
+                                << (a.dips.empty() ? -1 : a.dips[0].first_step);
+  }
+}
+
 TEST(TgsAnalysisTest, TooFewSteps) {
   TgsAnalysis a = AnalyzeTgs(Series({{0, 4, 3000}}, 1.0, 1), std::nullopt, Options());
   EXPECT_EQ(a.pattern, "insufficient-data");

@@ -143,5 +143,30 @@ TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
   EXPECT_EQ(out.decision.exclude[2].host, "h9");
 }
 
+TEST(CombineTest, ASecondFaultOfAnotherKindDuringTheSameSlowdownHasItsHostsExcludedToo) {
+  auto rdma = Make("rdma", "rdma-link-degradation", "confirmed", 100, 0);
+  rdma.action = DecisionAction::kRetryExcludingNodes;
+  rdma.explains = {"tgs-degradation"};
+  rdma.exclude = {{"h4", 2, "retx"}};
+  auto thermal = Make("thermal", "thermal-throttle", "likely", 400, 1);
+  thermal.action = DecisionAction::kRetryExcludingNodes;
+  thermal.explains = {"tgs-degradation"};
+  thermal.exclude = {{"h7", 2, "throttling"}, {"h4", 2, "throttling"}};
+  // Only possible: named in the notes, nobody excluded for it.
+  auto weak = Make("gpu", "gpu-hardware-fault", "possible", 50, 2);
+  weak.action = DecisionAction::kRetryExcludingNodes;
+  weak.explains = {"tgs-degradation"};
+  weak.exclude = {{"h9", 1, "ras"}};
+  auto out = Combine({thermal, weak, rdma}, "completed", {"tgs-degradation"});
+  EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
+  ASSERT_EQ(out.decision.exclude.size(), 2u);
+  EXPECT_EQ(out.decision.exclude[0].host, "h4");
+  EXPECT_EQ(out.decision.exclude[0].reason, "retx");   // the root's entry wins
+  EXPECT_EQ(out.decision.exclude[1].host, "h7");
+  bool noted = false;
+  for (const auto& n : out.decision.notes) noted = noted || n.find("also excluded for thermal-throttle") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace diagnose::verdict

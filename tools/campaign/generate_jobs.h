@@ -21,6 +21,7 @@ struct GenerateCampaignOptions {
   int shard = 0;
   int shards = 1;
   bool plan_only = false;
+  bool wide = false;          // the widened job shapes and families (PlanCampaign)
 };
 
 Status GenerateCampaign(const GenerateCampaignOptions& options);

@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
                   "K/N: generate only the K-th of N shares of the jobs (0-based), no scenarios/ or truth.json; "
                   "N processes with K = 0..N-1 plus one --plan-only make the whole campaign");
   gen->add_flag("--plan-only", generate.plan_only, "write scenarios/ and truth.json, generate no job");
+  gen->add_flag("--wide", generate.wide,
+                "widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s scrapes) plus overlapping faults, short/long dips, "
+                "dips under checkpoint spikes and modest-cost throttling");
 
   ScoreOptions score;
   std::optional<double> min_rc, min_action, min_precision, min_recall, min_healthy;

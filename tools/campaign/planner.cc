@@ -235,10 +235,37 @@ class JobPlanner {
 
   // Cluster, model, size, speed and telemetry: everything the fault does not decide.
   void Shape(bool need_moe, bool need_retx_counters, int min_steps = 100) {
+    if (wide_) return WideShape(need_moe, need_retx_counters, min_steps);
     scheme_ = Int(0, 7);
     double r = rng_.Uniform();
     int nodes = r < 0.7 ? Int(4, 12) : r < 0.93 ? Int(13, 24) : Int(25, 64);
     spec_.hosts = Canonical(HostPool(rng_, scheme_, nodes));
+    Speed(need_moe);
+    steps_ = nodes > 24 ? Int(100, 180) : Int(std::max(100, min_steps), 400);
+    steps_ = std::max(steps_, min_steps);
+    Telemetry(nodes, need_retx_counters, {5, 10, 15, 20, 30}, {5, 10, 15, 30});
+  }
+
+  // The widened campaign (issue 35): 20-3,000 steps (log-uniform), 4-512 nodes, node_hw and Ray
+  // scraped at independent 5-60 s intervals.
+  void WideShape(bool need_moe, bool need_retx_counters, int min_steps) {
+    scheme_ = Int(0, 7);
+    double r = rng_.Uniform();
+    int nodes = r < 0.55 ? Int(4, 12) : r < 0.8 ? Int(13, 32) : r < 0.93 ? Int(33, 128) : Int(129, 512);
+    Speed(need_moe);
+    steps_ = std::clamp(static_cast<int>(std::lround(std::exp(U(std::log(20.0), std::log(3000.0))))), min_steps,
+                        std::max(min_steps, 3000));
+    // A long job on many nodes would not fit the sample budget even at 60 s scrapes (or the log,
+    // which grows with nodes x steps): the node count gives way, never below 4.
+    const double coarsest = (need_retx_counters ? 365 : 210) / 60.0 + 30 / 60.0;
+    const double duration = 300 + steps_ * step_seconds_;
+    nodes = std::max(4, std::min({nodes, static_cast<int>(kSamplesBudget / (duration * coarsest)), 200000 / steps_}));
+    spec_.hosts = Canonical(HostPool(rng_, scheme_, nodes));
+    Telemetry(nodes, need_retx_counters, {5, 10, 15, 20, 30, 45, 60}, {5, 10, 15, 30, 45, 60});
+  }
+
+  // Model, throughput, sequence length, batch and so the step time.
+  void Speed(bool need_moe) {
     const Model& m = need_moe ? kModels[Int(3, 4)] : kModels[Int(0, 4)];
     spec_.model = m.name;
     spec_.moe = m.moe;
@@ -246,20 +273,23 @@ class JobPlanner {
     spec_.seq_len = Chance(0.5) ? 4096 : 8192;
     pdbs_ = std::clamp(static_cast<int>(std::lround(U(6, 18) * tgs_ / spec_.seq_len)), 1, 16);
     step_seconds_ = spec_.seq_len * static_cast<double>(pdbs_) / tgs_;
-    steps_ = nodes > 24 ? Int(100, 180) : Int(std::max(100, min_steps), 400);
-    steps_ = std::max(steps_, min_steps);
+  }
+
+  // Noise, NIC, scrape intervals (drawn from `hw` / `ray` separately, then coarsened so a job stays
+  // within the sample budget), hardware spreads and the start date.
+  void Telemetry(int nodes, bool need_retx_counters, const std::vector<double>& hw, const std::vector<double>& ray) {
     spec_.tflops_per_tgs = U(600, 1100) / tgs_;
     spec_.step_jitter_pct = std::round(U(0.2, 2.0) * 100) / 100;
-    const double hw[] = {5, 10, 15, 20, 30}, ray[] = {5, 10, 15, 30};
-    int hw_i = Int(0, 4), ray_i = Int(0, 3);
+    const size_t hw_last = hw.size() - 1, ray_last = ray.size() - 1;
+    size_t hw_i = static_cast<size_t>(Int(0, static_cast<int>(hw_last))), ray_i = static_cast<size_t>(Int(0, static_cast<int>(ray_last)));
     spec_.nic_vendor = need_retx_counters ? "ionic" : std::vector<std::string>{"ionic", "ionic", "bnxt_re", "mlx5"}[Int(0, 3)];
     auto cost = [&] {
       double duration = 300 + steps_ * step_seconds_;
       double per_host = (spec_.nic_vendor == "ionic" ? 365 : 210) / hw[hw_i] + 30 / ray[ray_i];
       return nodes * duration * per_host;
     };
-    while (cost() > kSamplesBudget && hw_i < 4) ++hw_i;
-    while (cost() > kSamplesBudget && ray_i < 3) ++ray_i;
+    while (cost() > kSamplesBudget && hw_i < hw_last) ++hw_i;
+    while (cost() > kSamplesBudget && ray_i < ray_last) ++ray_i;
     spec_.node_hw_interval = hw[hw_i];
     spec_.ray_interval = ray[ray_i];
     spec_.power_spread_w = std::round(U(3, 25));
@@ -293,9 +323,17 @@ class JobPlanner {
     spec_.last_step = n - 1;
   }
 
+  // At most `n` steps (and steps= in the passthrough agrees).
+  void CapSteps(int64_t n) {
+    if (spec_.last_step + 1 <= n) return;
+    steps_ = static_cast<int>(n);
+    spec_.last_step = n - 1;
+  }
+
   // Steps spanning at least `seconds` of training.
   int64_t StepsFor(double seconds) const { return static_cast<int64_t>(std::ceil(seconds / step_seconds_)); }
   double StepSeconds() const { return step_seconds_; }
+  double JitterPct() const { return spec_.step_jitter_pct; }
 
   const std::string& HostAt(size_t i) const { return spec_.hosts[i]; }
   size_t Nodes() const { return spec_.hosts.size(); }
@@ -401,6 +439,11 @@ class JobPlanner {
   int pdbs_ = 4, steps_ = 200;
   int64_t checkpoint_period_ = 0, total_steps_ = 0;
   int heartbeat_timeout_ = 14400;
+  bool wide_ = false;
+
+ public:
+  void set_wide(bool w) { wide_ = w; }
+  bool wide() const { return wide_; }
 };
 
 void Verdict(JobPlanner& p, const std::string& kind, const std::string& root_cause, const std::string& action) {
@@ -696,6 +739,184 @@ void Healthy(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, p.spec().last_step - 5));
 }
 
+// --- widened kinds (issue 35) ----------------------------------------------------------------
+
+// One injected slowdown: its fault costs `drop` of the throughput over steps [first, last].
+struct Slowdown {
+  int64_t first = 0, last = 0;
+  double drop = 0;
+};
+
+// Piecewise-constant phases of overlapping slowdowns: a step runs at tgs x (1 - the largest drop
+// active on it). Every collective waits for the slowest participant, so two slow hosts cost what the
+// slower one costs: a later fault can start, or an earlier one end, without TGS moving.
+std::vector<PhaseSpec> OverlapPhases(int64_t first, int64_t last, double tgs, const std::vector<Slowdown>& slow) {
+  std::set<int64_t> cuts = {first, last + 1};
+  for (const auto& d : slow) {
+    cuts.insert(std::clamp(d.first, first, last + 1));
+    cuts.insert(std::clamp(d.last + 1, first, last + 1));
+  }
+  std::vector<PhaseSpec> phases;
+  for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+    const int64_t a = *it, b = *std::next(it) - 1;
+    double drop = 0;
+    for (const auto& d : slow)
+      if (d.first <= a && a <= d.last) drop = std::max(drop, d.drop);
+    phases.push_back({a, b, std::round(tgs * (1 - drop)), 0});
+  }
+  return phases;
+}
+
+// Sustained retransmits + ACK timeouts on `host` over steps [a, b]; with retry exhaustion
+// (permanent loss, priority 1) when `exhausted`.
+void RdmaHostFault(JobPlanner& p, const std::string& host, int64_t a, int64_t b, bool exhausted) {
+  auto devices = p.Devices(p.Int(1, 2), 8);
+  p.Fault("rdma_retx", {host}, p.Steps(a, b), std::round(p.U(300, 1500)), devices);
+  p.Fault("rdma_ack_timeout", {host}, p.Steps(a, b), std::round(p.U(3, 25)), devices);
+  if (exhausted) p.Fault("rdma_retry_exceeded", {host}, p.Steps(a, b), std::round(p.U(0.2, 0.6) * 100) / 100, {devices[0]});
+  p.Exclude(host, exhausted ? 1 : 2);
+}
+
+// Smallest drop the job's own step noise lets a careful reader see over `len` steps: ten standard
+// errors of the mean, never below 3 %.
+double VisibleDrop(const JobPlanner& p, int64_t len) {
+  return std::max(0.03, 10 * p.JitterPct() / 100 / std::sqrt(static_cast<double>(std::max<int64_t>(1, len))));
+}
+
+// 2-4 faults whose windows overlap (one of them sometimes a throttling GPU): each host's onset and
+// end move TGS, the later ones while TGS is already down.
+void RdmaOverlap(JobPlanner& p) {
+  p.Shape(false, true, 60);
+  p.MaybeCheckpoint(0.3);
+  JobSpec& s = p.spec();
+  // Window i runs [a_i, b_i] with a_0 < a_1 < b_0 < a_2 < b_1 < ... < b_(k-1): each overlaps the
+  // next, and between b_(i-1) and a_(i+1) it is the only fault on, so its own cost shows in TGS
+  // there (hidden entirely under a larger fault, its truth would be a matter of opinion).
+  const int64_t gap = std::max<int64_t>(5, p.StepsFor(240));
+  const int k = std::min<int>(p.Int(2, 4), std::max<int>(2, static_cast<int>(p.Nodes()) / 2));
+  p.EnsureSteps(12 + gap * (2 * k + 2));
+  const int64_t last = s.last_step;
+  const int64_t first = std::max<int64_t>(12, static_cast<int64_t>(static_cast<double>(last) * p.U(0.05, 0.2)));
+  // 2k boundaries at least `gap` apart, spread over [first, last] (the last one at the end sometimes).
+  const bool to_end = p.Chance(0.25);
+  const int64_t span = last - first - (to_end ? 0 : gap);
+  std::vector<int64_t> cuts(static_cast<size_t>(2 * k));
+  const int64_t slack = span - gap * (2 * k - 1);
+  std::vector<int64_t> extra(static_cast<size_t>(2 * k), 0);
+  for (auto& e : extra) e = p.Int(0, static_cast<int>(std::max<int64_t>(0, slack / (2 * k))));
+  int64_t at = first;
+  for (int c = 0; c < 2 * k; ++c) {
+    at += (c ? gap : 0) + extra[static_cast<size_t>(c)];
+    cuts[static_cast<size_t>(c)] = std::min(at, last);
+  }
+  if (to_end) cuts.back() = last;
+  auto start_of = [&](int i) { return cuts[static_cast<size_t>(i == 0 ? 0 : 2 * i - 1)]; };
+  auto end_of = [&](int i) { return cuts[static_cast<size_t>(i + 1 == k ? 2 * k - 1 : 2 * i + 2)] - (i + 1 == k ? 0 : 1); };
+  const bool thermal = p.Chance(0.25);
+  std::vector<Slowdown> slow;
+  std::vector<std::string> hosts;
+  for (int i = 0; i < k; ++i) {
+    const int64_t a = start_of(i), b = end_of(i);
+    Slowdown d{a, b, std::round(p.U(std::max(0.05, VisibleDrop(p, gap)), 0.2) * 1000) / 1000};
+    const std::string host = p.TakeHost();
+    if (thermal && i == k - 1) {
+      p.Fault("thermal_throttle", {host}, p.Steps(d.first, d.last), std::round(p.U(18, 26)));
+      p.Exclude(host, std::nullopt);
+    } else {
+      RdmaHostFault(p, host, d.first, d.last, p.Chance(0.25));
+    }
+    slow.push_back(d);
+    hosts.push_back(host + " " + std::to_string(d.first) + "-" + std::to_string(d.last) + " -" +
+                    std::to_string(static_cast<int>(d.drop * 100)) + "%");
+  }
+  s.phases = OverlapPhases(0, last, p.tgs(), slow);
+  Verdict(p, "rdma-overlap", "rdma-link-degradation", "retry-excluding-nodes");
+  std::string list;
+  for (const auto& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  p.notes() = "Overlapping faults (" + list + ")" + (thermal ? ", the last a throttling GPU" : "") + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, first - 5));
+}
+
+// A dip covering most of a short job (20-120 steps) or a few steps of a long one (400-3,000):
+// 1-2 hosts with sustained RDMA errors over the dip; retry exhaustion on them when the dip is too
+// short in wall time for a sustained rate (permanent loss inside the job is excluded regardless).
+void RdmaDipSpan(JobPlanner& p) {
+  const bool long_job = p.Chance(0.5);
+  p.Shape(false, true, long_job ? 400 : 20);
+  JobSpec& s = p.spec();
+  if (!long_job) p.CapSteps(p.Int(20, 120));
+  const int64_t n = s.last_step + 1;
+  int64_t len = long_job ? p.Int(3, 40) : std::max<int64_t>(3, static_cast<int64_t>(static_cast<double>(n) * p.U(0.4, 0.9)));
+  const int64_t onset = std::max<int64_t>(std::max<int64_t>(6, n / 10), p.Int(static_cast<int>(n / 10), static_cast<int>(std::max<int64_t>(n / 10, n - len - 1))));
+  len = std::min(len, n - onset);
+  const bool recovers = onset + len < n && p.Chance(0.8);
+  const int64_t end = recovers ? onset + len - 1 : s.last_step;
+  const bool short_in_time = static_cast<double>(end - onset + 1) * p.StepSeconds() < 360;
+  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  const double drop = std::round(p.U(VisibleDrop(p, end - onset + 1), 0.25) * 1000) / 1000;
+  s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, end, drop}});
+  for (int i = 0; i < nbad; ++i) RdmaHostFault(p, p.TakeHost(), onset, end, short_in_time || p.Chance(0.3));
+  Verdict(p, long_job ? "rdma-short-dip-long-job" : "rdma-long-dip-short-job", "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = std::to_string(n) + "-step job, TGS -" + std::to_string(static_cast<int>(drop * 1000) / 10.0).substr(0, 4) +
+              "% over steps " + std::to_string(onset) + "-" + std::to_string(end) + " on " + std::to_string(nbad) +
+              " RDMA host(s)" + (short_in_time ? " (too short for a sustained rate: retry exhaustion)" : "") + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(3, onset - 3));
+}
+
+// A dip among frequent checkpoint-save spikes in a short job.
+void RdmaDipUnderCheckpoints(JobPlanner& p) {
+  p.Shape(false, true, 40);
+  JobSpec& s = p.spec();
+  p.CapSteps(p.Int(40, 250));
+  p.set_checkpoint_period(p.Int(5, 15));
+  s.checkpoint_save_seconds = std::round(p.U(60, 240));
+  const int64_t n = s.last_step + 1;
+  const int64_t len = std::max<int64_t>(6, static_cast<int64_t>(static_cast<double>(n) * p.U(0.3, 0.6)));
+  const int64_t onset = p.Int(static_cast<int>(std::max<int64_t>(8, n / 8)), static_cast<int>(std::max<int64_t>(8, n - len - 2)));
+  const int64_t end = std::min(s.last_step, onset + len - 1);
+  const bool short_in_time = static_cast<double>(end - onset + 1) * p.StepSeconds() < 360;
+  const int nbad = std::min<int>(static_cast<int>(p.Nodes()) / 2, p.Int(1, 3));
+  const double drop = std::round(p.U(std::max(0.08, VisibleDrop(p, end - onset + 1)), 0.25) * 1000) / 1000;
+  s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, end, drop}});
+  for (int i = 0; i < nbad; ++i) RdmaHostFault(p, p.TakeHost(), onset, end, short_in_time || p.Chance(0.5));
+  Verdict(p, "rdma-dip-under-checkpoints", "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = "Checkpoint every " + std::to_string(p.checkpoint_period()) + " steps; TGS -" +
+              std::to_string(static_cast<int>(drop * 100)) + "% over steps " + std::to_string(onset) + "-" +
+              std::to_string(end) + " on " + std::to_string(nbad) + " RDMA host(s)." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(3, onset - 3));
+}
+
+// 1-2 throttling hosts costing only 3-8 % of TGS between them (staggered onsets, sometimes a recovery).
+void ThermalModest(JobPlanner& p) {
+  p.Shape(false, false, 80);
+  JobSpec& s = p.spec();
+  const int64_t min_len = std::max<int64_t>(40, p.StepsFor(900));
+  p.EnsureSteps(20 + 2 * min_len);
+  const int64_t last = s.last_step;
+  const int k = p.Nodes() >= 6 ? p.Int(1, 2) : 1;
+  std::vector<Slowdown> slow;
+  std::string list;
+  int64_t a = std::max<int64_t>(15, static_cast<int64_t>(static_cast<double>(last) * p.U(0.15, 0.35)));
+  for (int i = 0; i < k; ++i) {
+    const int64_t b = p.Chance(0.3) ? std::min(last, a + std::max(min_len, (last - a) * 2 / 3)) : last;
+    Slowdown d{a, b, std::round(p.U(std::max(0.03, VisibleDrop(p, b - a + 1)), 0.08) * 1000) / 1000};
+    const std::string host = p.TakeHost();
+    p.Fault("thermal_throttle", {host}, p.Steps(d.first, d.last), std::round(p.U(18, 26)));
+    p.Exclude(host, std::nullopt);
+    slow.push_back(d);
+    list += (list.empty() ? "" : ", ") + host + " " + std::to_string(d.first) + "-" + std::to_string(d.last);
+    a = std::min(last - min_len, a + p.Int(3, static_cast<int>(std::max<int64_t>(3, min_len / 2))));
+  }
+  s.phases = OverlapPhases(0, last, p.tgs(), slow);
+  Verdict(p, "thermal-modest-cost", "thermal-throttle", "retry-excluding-nodes");
+  p.notes() = "Throttling (>100 C, low sclk) on " + list + "; each costs 3-8 % of TGS." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, slow.front().first - 5));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
@@ -705,7 +926,7 @@ StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::st
 
 class CampaignPlanner {
  public:
-  CampaignPlanner(uint64_t seed) : seed_(seed) {}
+  CampaignPlanner(uint64_t seed, bool wide) : seed_(seed), wide_(wide) {}
 
   std::string NextId() { return std::to_string(700000 + (seed_ % 100) * 1000 + next_index_++); }
 
@@ -738,6 +959,7 @@ class CampaignPlanner {
   Status Restore(uint64_t job_seed, int index, std::vector<PlannedJob>* out) {
     std::string stream = "campaign/job/" + std::to_string(index);
     JobPlanner base(job_seed, stream + "/baseline", NextId());
+    base.set_wide(wide_);
     base.Shape(false, false);
     int64_t period = base.Int(20, 60);
     bool cancelled = base.Chance(0.4);
@@ -806,8 +1028,11 @@ class CampaignPlanner {
     static const std::vector<std::string> kFamilies = {"rdma",    "rdma-burst", "rccl",     "heartbeat",
                                                        "oom",     "thermal",    "gpu",      "restore",
                                                        "moe",     "moe-rdma",   "healthy",  "skew"};
-    const int block = index / static_cast<int>(kFamilies.size());
-    std::vector<std::string> order = kFamilies;
+    static const std::vector<std::string> kWideFamilies = {"rdma-overlap", "dip-span", "dip-checkpoint", "thermal-modest"};
+    std::vector<std::string> families = kFamilies;
+    if (wide_) families.insert(families.end(), kWideFamilies.begin(), kWideFamilies.end());
+    const int block = index / static_cast<int>(families.size());
+    std::vector<std::string> order = families;
     Rng shuffle(seed_, "campaign/kinds/" + std::to_string(block));
     for (size_t i = order.size(); i > 1; --i)
       std::swap(order[i - 1], order[static_cast<size_t>(shuffle.Uniform() * static_cast<double>(i))]);
@@ -816,7 +1041,12 @@ class CampaignPlanner {
     const uint64_t job_seed = seed_;
     if (family == "restore") return Restore(job_seed, index, out);
     JobPlanner p(job_seed, "campaign/job/" + std::to_string(index), NextId());
+    p.set_wide(wide_);
     if (family == "rdma") RdmaDegradation(p, false);
+    else if (family == "rdma-overlap") RdmaOverlap(p);
+    else if (family == "dip-span") RdmaDipSpan(p);
+    else if (family == "dip-checkpoint") RdmaDipUnderCheckpoints(p);
+    else if (family == "thermal-modest") ThermalModest(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);
@@ -847,15 +1077,16 @@ class CampaignPlanner {
 
  private:
   uint64_t seed_;
+  bool wide_ = false;
   int next_index_ = 0;
   double job_end_ = 0;
 };
 
 }  // namespace
 
-StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs) {
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide) {
   if (jobs < 1 || jobs > 900) return InvalidArgumentError("--jobs must be between 1 and 900");
-  CampaignPlanner planner(seed);
+  CampaignPlanner planner(seed, wide);
   std::vector<PlannedJob> out;
   for (int i = 0; i < jobs; ++i) RETURN_IF_ERROR(planner.Job(i, &out));
   return out;

@@ -18,6 +18,10 @@ struct PlannedJob {
 };
 
 // `jobs` scored jobs; a restore case adds its baseline job (truth.scored = false) before it.
-StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs);
+// `wide` (issue 35) draws every job from the widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s
+// scrapes) and adds four families: overlapping faults, dips short or long against the job,
+// dips under checkpoint spikes, throttling with a modest TGS cost. Without it a seed plans exactly
+// the jobs it planned before, so earlier campaigns stay reproducible.
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false);
 
 }  // namespace diagnose::campaign
