@@ -226,6 +226,13 @@ StatusOr<TgsOptions> TgsOptionsFromTable(const SignatureTable& t) {
 
 namespace {
 
+// Steps before the runbooks' steady window are the job's start (compile, autotuning, warm caches):
+// a slow stretch that ends there is the ramp to the healthy level, not a fall from it.
+bool EndsInStartRamp(const TgsPhase& phase, const std::vector<StepRecord>& steps, const TgsOptions& o) {
+  const size_t steady_first = static_cast<size_t>(std::max(0, o.steady_first));
+  return steady_first < steps.size() && phase.last_step < steps[steady_first].step;
+}
+
 TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
                        const TgsOptions& o) {
   TgsAnalysis out;
@@ -357,7 +364,8 @@ TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64
   for (const auto& ph : out.phases) baseline = std::max(baseline, ph.mean_tgs);
   std::vector<size_t> drops;
   for (size_t i = 0; i < out.phases.size(); ++i)
-    if ((baseline - out.phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct) drops.push_back(i);
+    if ((baseline - out.phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct && !EndsInStartRamp(out.phases[i], steps, o))
+      drops.push_back(i);
   // Drops separated by a recovery count as distinct phases; adjacent drop phases as one episode.
   if (!drops.empty()) out.degradation_onset_step = out.phases[drops.front()].first_step;
   int episodes = 0;
@@ -422,7 +430,7 @@ void FindDips(const std::vector<StepRecord>& steps, const TgsOptions& o, TgsAnal
     dip.depth_pct = (healthy - dip.mean_tgs) / healthy * 100.0;
     const double se_pct = out->noise_pct / std::sqrt(static_cast<double>(dip.steps));
     dip.t_stat = se_pct > 0 ? dip.depth_pct / se_pct : 1e9;
-    if (dip.depth_pct >= o.min_shift_pct && dip.t_stat >= o.min_shift_t && dip.steps >= o.min_dip_steps &&
+    if (!EndsInStartRamp(TgsPhase{dip.first_step, dip.last_step, dip.mean_tgs, 0}, steps, o) && dip.depth_pct >= o.min_shift_pct && dip.t_stat >= o.min_shift_t && dip.steps >= o.min_dip_steps &&
         dip.seconds >= o.min_dip_seconds)
       out->dips.push_back(dip);
   }

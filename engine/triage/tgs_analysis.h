@@ -35,7 +35,9 @@ struct TgsOptions {
 // enough). A dip is a run of adjacent phases each below the healthy level (the best phase) by at
 // least min_shift_pct, whose mean depth is also at least min_shift_t standard errors of the job's
 // own step noise (depth >= t * noise / sqrt(steps)), and which lasts at least min_dip_steps steps
-// and min_dip_seconds of wall time. Every such dip is reported, whatever the pattern label.
+// and min_dip_seconds of wall time. A slow stretch that ends before the steady window
+// (steady_first) is the start's ramp, not a dip. Every such dip is reported, whatever the pattern
+// label.
 
 // Reads tgs_* thresholds; kNotFound naming the table file when one is missing.
 StatusOr<TgsOptions> TgsOptionsFromTable(const SignatureTable& table);

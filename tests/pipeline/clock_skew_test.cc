@@ -22,9 +22,8 @@ constexpr double kSkewSeconds = 6 * 3600;
 
 // The fixture's log and job dir copied to a fresh outputs dir (symlinks kept as symlinks), with a
 // WAL segment as a job's Prometheus leaves it, and every mtime shifted `skew_seconds` ahead of now.
-std::string SkewedCopy(const std::string& id, double skew_seconds) {
-  const fs::path outputs = fs::temp_directory_path() / ("diagnose-skew-" + id + "-" + std::to_string(::getpid()) + "-" +
-                                                          std::to_string(static_cast<long>(skew_seconds)));
+// A fresh outputs dir holding only the fixture job's files (its log and job dir), copied.
+void CopyFixtureJob(const std::string& id, const fs::path& outputs) {
   fs::remove_all(outputs);
   fs::create_directories(outputs);
   for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
@@ -32,6 +31,12 @@ std::string SkewedCopy(const std::string& id, double skew_seconds) {
     if (name.rfind(id + "-", 0) != 0) continue;
     fs::copy(entry.path(), outputs / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   }
+}
+
+std::string SkewedCopy(const std::string& id, double skew_seconds) {
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-skew-" + id + "-" + std::to_string(::getpid()) + "-" +
+                                                          std::to_string(static_cast<long>(skew_seconds)));
+  CopyFixtureJob(id, outputs);
   for (const auto& entry : fs::recursive_directory_iterator(outputs)) {
     if (entry.is_directory() && !entry.is_symlink() && entry.path().filename() == "prometheus") {
       fs::create_directories(entry.path() / "wal");
@@ -99,13 +104,7 @@ namespace {
 // node whose clock was a year off writes it): its samples then lie outside what the blocks claim.
 std::string CopyWithBlocksMoved(const std::string& id, int days) {
   const fs::path outputs = fs::temp_directory_path() / ("diagnose-moved-" + id + "-" + std::to_string(::getpid()));
-  fs::remove_all(outputs);
-  fs::create_directories(outputs);
-  for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(id + "-", 0) != 0) continue;
-    fs::copy(entry.path(), outputs / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  }
+  CopyFixtureJob(id, outputs);
   const int64_t shift_ms = int64_t{days} * 86400 * 1000;
   for (const auto& entry : fs::recursive_directory_iterator(outputs)) {
     if (entry.path().filename() != "meta.json") continue;
