@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 #include "engine/core/untrusted_json.h"
 #include "engine/core/limits.h"
@@ -163,6 +164,7 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
         series_.emplace_back();
         vector_values_.emplace_back();
         element_ = {};
+        element_keys_.clear();
         return Push(Frame::kElement);
       case Frame::kElement:
         if (key_ == "metric") return Once(element_.metric) && Push(Frame::kMetric);
@@ -219,6 +221,9 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
     if (!Tick()) return false;
     key_ = std::move(k);
     const Frame f = Top();
+    // A key we read, repeated with a value of any type (an object, then an array), means whatever
+    // a tree parser keeps of it (the last); leave that to one.
+    if (std::set<std::string>* seen = ReadKeysOf(f); seen && !seen->insert(key_).second) return Fallback();
     if (f == Frame::kRoot && (key_ == "status" || key_ == "errorType" || key_ == "error")) return Once(Seen(key_));
     if (f == Frame::kData && key_ == "resultType") return Once(seen_result_type_);
     return true;
@@ -272,6 +277,18 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
     if (seen) return Fallback();
     seen = true;
     return true;
+  }
+  // The keys whose values this parser reads, per frame; nullptr where every key is skipped.
+  std::set<std::string>* ReadKeysOf(Frame f) {
+    static const std::set<std::string> kRootKeys = {"status", "errorType", "error", "data", "warnings", "infos"};
+    static const std::set<std::string> kDataKeys = {"resultType", "result"};
+    static const std::set<std::string> kElementKeys = {"metric", "value", "values"};
+    switch (f) {
+      case Frame::kRoot: return kRootKeys.count(key_) ? &root_keys_ : nullptr;
+      case Frame::kData: return kDataKeys.count(key_) ? &data_keys_ : nullptr;
+      case Frame::kElement: return kElementKeys.count(key_) ? &element_keys_ : nullptr;
+      default: return nullptr;
+    }
   }
   bool& Seen(const std::string& k) { return k == "status" ? seen_status_ : k == "errorType" ? seen_error_type_ : seen_error_; }
   bool CountPoint() {
@@ -357,6 +374,7 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
   Element element_;
   Pair pair_;
   int64_t points_ = 0;
+  std::set<std::string> root_keys_, data_keys_, element_keys_;
   bool seen_data_ = false, seen_warnings_ = false, seen_infos_ = false, seen_result_type_ = false;
   bool seen_status_ = false, seen_error_type_ = false, seen_error_ = false;
 };

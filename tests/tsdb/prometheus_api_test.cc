@@ -159,6 +159,21 @@ TEST(PrometheusApi, OddAnswersFallBackToTheTreePath) {
   }
 }
 
+// A key we read, repeated with a value of another shape: a tree keeps the last value, so the stream
+// must not answer with the first (found by fuzz/prometheus_response in CI).
+TEST(PrometheusApi, AKeyRepeatedWithAnotherShapeFallsBackToTheTreePath) {
+  for (const char* body : {
+           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"x"},"metric":[],"value":[1,"1"]}]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[]},"data":[]})",
+           R"({"status":"success","data":{"resultType":"vector","result":[],"result":{}}})",
+           R"({"status":"success","warnings":["w"],"warnings":{},"data":{"resultType":"vector","result":[]}})",
+           R"({"status":"success","infos":["i"],"infos":{},"data":{"resultType":"vector","result":[]}})",
+           R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1"]],"values":{}}]}})",
+       }) {
+    EXPECT_TRUE(ExpectSameAsTree(body).fallback) << body;
+  }
+}
+
 TEST(PrometheusApi, StreamedAnswersKeepTheSeriesAndPointLimits) {
   const std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[
       {"metric":{"host":"a"},"values":[[1,"1"],[2,"2"],[3,"3"]]},
