@@ -39,9 +39,29 @@ bool HasSymptom(const std::vector<std::string>& failure_classes) {
                      [](const std::string& fc) { return !fc.empty() && fc != "none" && fc != "completed"; });
 }
 
+// A slowdown is a symptom; it ends no job.
+bool IsSlowdownClass(const std::string& fc) { return fc == "tgs-degradation"; }
+
+bool Explains(const Candidate& c, const std::string& fc) {
+  return std::find(c.explains.begin(), c.explains.end(), fc) != c.explains.end();
+}
+
+// A job that did not complete ended for a reason (a hang, a dead node, a crash, a kill). A cause
+// established at least `likely` that explains how it ended is the root cause of the failure, above
+// a cause that explains only a slowdown earlier in the run, whatever their confidences: a link that
+// cost 7 % of TGS did not stop the job a node's death stopped.
+bool ExplainsTheEnd(const Candidate& c, const std::string& job_status, const std::vector<std::string>& failure_classes) {
+  if (job_status == "completed" || job_status == "running" || c.confidence < Confidence::kLikely) return false;
+  return std::any_of(failure_classes.begin(), failure_classes.end(),
+                     [&](const std::string& fc) { return !IsSlowdownClass(fc) && Explains(c, fc); });
+}
+
 // Why `loser` ranks below `winner`, in the order the ranking applies its criteria.
-std::string WhyLost(const Candidate& winner, const Candidate& loser) {
+std::string WhyLost(const Candidate& winner, const Candidate& loser, const std::string& job_status,
+                    const std::vector<std::string>& failure_classes) {
   if (loser.yields && !winner.yields) return "a gap in what can be seen yields to a failure mechanism";
+  if (ExplainsTheEnd(winner, job_status, failure_classes) && !ExplainsTheEnd(loser, job_status, failure_classes))
+    return "it explains a slowdown during the run, not how the job ended";
   if (winner.confidence != loser.confidence)
     return "lower confidence (" + std::string(ToString(loser.confidence)) + " vs " + std::string(ToString(winner.confidence)) + ")";
   const double ow = winner.onset.value_or(1e300), ol = loser.onset.value_or(1e300);
@@ -61,10 +81,13 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
   // A failure mechanism outranks a candidate that `yields` (broken telemetry says what cannot be
   // concluded), which is the verdict only when no other cause was found (a ghost exporter on one
-  // host must not hide a node that died). Then confidence, then the earliest onset (the root cause
-  // is what moved first), then the playbook order, so the result never depends on evaluation timing.
-  std::stable_sort(causes.begin(), causes.end(), [](const Candidate& a, const Candidate& b) {
+  // host must not hide a node that died). Then what explains how a failed job ended, then
+  // confidence, then the earliest onset (the root cause is what moved first), then the playbook
+  // order, so the result never depends on evaluation timing.
+  std::stable_sort(causes.begin(), causes.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.yields != b.yields) return b.yields;
+    const bool a_end = ExplainsTheEnd(a, job_status, failure_classes), b_end = ExplainsTheEnd(b, job_status, failure_classes);
+    if (a_end != b_end) return a_end;
     if (a.confidence != b.confidence) return a.confidence > b.confidence;
     double oa = a.onset.value_or(1e300), ob = b.onset.value_or(1e300);
     if (oa != ob) return oa < ob;
@@ -74,7 +97,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   for (const auto& c : neutral) out.ranking.push_back(Describe(c));
   for (size_t i = 1; i < causes.size(); ++i) {
     if (causes[i].root_cause == causes[0].root_cause) continue;
-    out.verdict.runner_up = Describe(causes[i]) + ": " + WhyLost(causes[0], causes[i]);
+    out.verdict.runner_up = Describe(causes[i]) + ": " + WhyLost(causes[0], causes[i], job_status, failure_classes);
     break;
   }
 
@@ -115,18 +138,19 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
         out.causal_chain.push_back(e->root_cause + " (" + e->playbook + ")");
       out.decision.notes.push_back("also found: " + e->summary + " [" + Describe(*e) + "]");
     }
-    // Several faults of different kinds slowing one job (a bad link and a throttling GPU): each
-    // established at least `likely`, explaining the same symptom and calling for exclusion, has
-    // its hosts excluded too; the root's own entry wins for a host both name.
+    // Several faults of different kinds in one job (a bad link and a throttling GPU slowing it, or
+    // a link that slowed it before a node died and hung it): each established at least `likely`,
+    // explaining the root's symptom or another symptom the job showed, and calling for exclusion,
+    // has its hosts excluded too; the root's own entry wins for a host both name.
     if (root.action == DecisionAction::kRetryExcludingNodes) {
       std::set<std::string> excluded;
       for (const auto& x : out.decision.exclude) excluded.insert(x.host);
       for (const auto* e : effects) {
         if (e->action != DecisionAction::kRetryExcludingNodes || e->confidence < Confidence::kLikely || e->yields) continue;
-        const bool same_symptom = std::any_of(e->explains.begin(), e->explains.end(), [&](const std::string& fc) {
-          return std::find(root.explains.begin(), root.explains.end(), fc) != root.explains.end();
+        const bool shown_symptom = std::any_of(e->explains.begin(), e->explains.end(), [&](const std::string& fc) {
+          return Explains(root, fc) || std::find(failure_classes.begin(), failure_classes.end(), fc) != failure_classes.end();
         });
-        if (!same_symptom) continue;
+        if (!shown_symptom) continue;
         std::string added;
         for (const auto& x : e->exclude)
           if (excluded.insert(x.host).second) {
@@ -135,7 +159,7 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
           }
         if (!added.empty())
           out.decision.notes.push_back("also excluded for " + e->root_cause + " (" + e->playbook + ", " + std::string(ToString(e->confidence)) +
-                                       "), a second fault during the same slowdown: " + added);
+                                       "), a second fault in the same job: " + added);
       }
       std::stable_sort(out.decision.exclude.begin(), out.decision.exclude.end(), [](const Exclusion& a, const Exclusion& b) {
         return a.priority != b.priority ? a.priority < b.priority : a.host < b.host;

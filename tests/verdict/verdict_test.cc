@@ -19,6 +19,14 @@ Candidate Make(const std::string& pb, const std::string& cause, const std::strin
   return c;
 }
 
+// A candidate that calls for excluding `exclude`, explaining `explains`.
+Candidate Excluding(Candidate c, std::vector<std::string> explains, std::vector<Exclusion> exclude) {
+  c.action = DecisionAction::kRetryExcludingNodes;
+  c.explains = std::move(explains);
+  c.exclude = std::move(exclude);
+  return c;
+}
+
 TEST(CombineTest, EarliestOnsetWinsAtEqualConfidenceAndTheChainIsOrdered) {
   auto hb = Make("heartbeat-false-positive", "heartbeat-false-positive", "likely", 2000, 0);
   hb.explains = {"heartbeat-timeout"};
@@ -144,19 +152,11 @@ TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
 }
 
 TEST(CombineTest, ASecondFaultOfAnotherKindDuringTheSameSlowdownHasItsHostsExcludedToo) {
-  auto rdma = Make("rdma", "rdma-link-degradation", "confirmed", 100, 0);
-  rdma.action = DecisionAction::kRetryExcludingNodes;
-  rdma.explains = {"tgs-degradation"};
-  rdma.exclude = {{"h4", 2, "retx"}};
-  auto thermal = Make("thermal", "thermal-throttle", "likely", 400, 1);
-  thermal.action = DecisionAction::kRetryExcludingNodes;
-  thermal.explains = {"tgs-degradation"};
-  thermal.exclude = {{"h7", 2, "throttling"}, {"h4", 2, "throttling"}};
+  auto rdma = Excluding(Make("rdma", "rdma-link-degradation", "confirmed", 100, 0), {"tgs-degradation"}, {{"h4", 2, "retx"}});
+  auto thermal = Excluding(Make("thermal", "thermal-throttle", "likely", 400, 1), {"tgs-degradation"},
+                           {{"h7", 2, "throttling"}, {"h4", 2, "throttling"}});
   // Only possible: named in the notes, nobody excluded for it.
-  auto weak = Make("gpu", "gpu-hardware-fault", "possible", 50, 2);
-  weak.action = DecisionAction::kRetryExcludingNodes;
-  weak.explains = {"tgs-degradation"};
-  weak.exclude = {{"h9", 1, "ras"}};
+  auto weak = Excluding(Make("gpu", "gpu-hardware-fault", "possible", 50, 2), {"tgs-degradation"}, {{"h9", 1, "ras"}});
   auto out = Combine({thermal, weak, rdma}, "completed", {"tgs-degradation"});
   EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
   ASSERT_EQ(out.decision.exclude.size(), 2u);
@@ -166,6 +166,26 @@ TEST(CombineTest, ASecondFaultOfAnotherKindDuringTheSameSlowdownHasItsHostsExclu
   bool noted = false;
   for (const auto& n : out.decision.notes) noted = noted || n.find("also excluded for thermal-throttle") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+// A link slowed the job (confirmed), then a node died and the job hung until it was cancelled
+// (likely): the death ended the job, so it is the root cause, and both hosts are excluded.
+TEST(CombineTest, WhatEndedAFailedJobOutranksAnEarlierSlowdownAndBothFaultsAreExcluded) {
+  auto rdma = Excluding(Make("rdma", "rdma-link-degradation", "confirmed", 100, 0), {"tgs-degradation"}, {{"h2", 2, "retx"}});
+  auto dead = Excluding(Make("rccl-hang", "gpu-hardware-fault", "likely", 900, 1), {"hang", "cancelled-after-hang", "cancelled"},
+                        {{"h5", 2, "died"}});
+  auto out = Combine({rdma, dead}, "cancelled", {"tgs-degradation", "cancelled"});
+  EXPECT_EQ(out.verdict.root_cause, "gpu-hardware-fault");
+  ASSERT_EQ(out.decision.exclude.size(), 2u);
+  EXPECT_EQ(out.decision.exclude[0].host, "h2");
+  EXPECT_EQ(out.decision.exclude[1].host, "h5");
+  EXPECT_NE(out.verdict.runner_up.find("not how the job ended"), std::string::npos) << out.verdict.runner_up;
+
+  // The same two findings on a job that completed: the slowdown is all that happened to it.
+  EXPECT_EQ(Combine({rdma, dead}, "completed", {"tgs-degradation"}).verdict.root_cause, "rdma-link-degradation");
+  // A merely possible death does not take the verdict from a confirmed cause.
+  dead.confidence = Confidence::kPossible;
+  EXPECT_EQ(Combine({rdma, dead}, "cancelled", {"tgs-degradation", "cancelled"}).verdict.root_cause, "rdma-link-degradation");
 }
 
 }  // namespace

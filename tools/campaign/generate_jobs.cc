@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "tools/campaign/planner.h"
@@ -26,6 +27,21 @@ Status WriteFile(const fs::path& path, const std::string& text) {
   return Status::Ok();
 }
 
+// The jobs of the listed kinds (prefixes) and the unscored baselines they name.
+std::vector<PlannedJob> OfKinds(std::vector<PlannedJob> plan, const std::vector<std::string>& kinds) {
+  auto wanted = [&](const JobTruth& t) {
+    return std::any_of(kinds.begin(), kinds.end(), [&](const std::string& k) { return t.kind.rfind(k, 0) == 0; });
+  };
+  std::set<std::string> keep;
+  for (const PlannedJob& job : plan) {
+    if (!job.truth.scored || !wanted(job.truth)) continue;
+    keep.insert(job.truth.job_id);
+    if (job.truth.baseline) keep.insert(*job.truth.baseline);
+  }
+  std::erase_if(plan, [&](const PlannedJob& job) { return !keep.count(job.truth.job_id); });
+  return plan;
+}
+
 }  // namespace
 
 Status GenerateCampaign(const GenerateCampaignOptions& options) {
@@ -35,6 +51,7 @@ Status GenerateCampaign(const GenerateCampaignOptions& options) {
                                 ": needs 0 <= K < N");
   const bool sharded = options.shards > 1;
   ASSIGN_OR_RETURN(std::vector<PlannedJob> plan, PlanCampaign(options.seed, options.jobs, options.wide));
+  if (!options.kinds.empty()) plan = OfKinds(std::move(plan), options.kinds);
   const fs::path out(options.out_dir);
   // Shards run at once in one directory: each has its own scratch.
   const fs::path scratch = out / (sharded ? "scratch-" + std::to_string(options.shard) : std::string("scratch"));

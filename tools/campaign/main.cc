@@ -34,7 +34,11 @@ int main(int argc, char** argv) {
   gen->add_flag("--plan-only", generate.plan_only, "write scenarios/ and truth.json, generate no job");
   gen->add_flag("--wide", generate.wide,
                 "widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s scrapes) plus overlapping faults, short/long dips, "
-                "dips under checkpoint spikes and modest-cost throttling");
+                "dips under checkpoint spikes, modest-cost throttling and nodes dying mid-job");
+  gen->add_option("--kinds", generate.kinds,
+                  "only jobs whose truth kind starts with one of these (e.g. node-death,thermal), with their baselines; "
+                  "the seed plans the same jobs as without it")
+      ->delimiter(',');
 
   ScoreOptions score;
   std::optional<double> min_rc, min_action, min_precision, min_recall, min_healthy;

@@ -55,6 +55,8 @@ struct JobSpec {
   double lb_base = 0.0104, lb_after = 0.0104;
   std::optional<double> heartbeat_time;
   std::vector<int> heartbeat_accused;
+  bool heartbeat_accused_died = false;   // a true positive: the accused tasks never log their own death
+  std::string silence_activity;          // what the hosts do after the last step: "", hang or train
   double node_hw_interval = 30, ray_interval = 30;
   std::string nic_vendor = "ionic";
   double power_spread_w = 0, temperature_spread_c = 0, clock_spread_mhz = 0;
@@ -113,6 +115,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (s.checkpoint_writers) y << "  checkpoint_writers: " << *s.checkpoint_writers << "\n";
   if (s.extra_nccl_waves) y << "  extra_nccl_waves: " << s.extra_nccl_waves << "\n";
   if (s.hang_seconds > 0) y << "  hang_seconds: " << Num(s.hang_seconds) << "\n";
+  if (!s.silence_activity.empty()) y << "  silence_activity: " << s.silence_activity << "\n";
   if (s.moe)
     y << "  moe_lb_loss: {base: " << Num(s.lb_base)
       << (s.lb_change_step ? ", change_at: " + std::to_string(*s.lb_change_step) + ", after: " + Num(s.lb_after) : "")
@@ -125,8 +128,8 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   }
   if (s.heartbeat_time) {
     std::string accused = FlowList(s.heartbeat_accused, [](int t) { return std::to_string(t); });
-    y << "heartbeat: {time: " << Iso(*s.heartbeat_time) << ", accused: " << accused << ", own_death: " << accused
-      << ", coordinator: 0}\n";
+    y << "heartbeat: {time: " << Iso(*s.heartbeat_time) << ", accused: " << accused
+      << ", own_death: " << (s.heartbeat_accused_died ? "[]" : accused) << ", coordinator: 0}\n";
   }
   y << "metrics:\n  tsdb: true\n  node_hw_interval: " << Num(s.node_hw_interval)
     << "\n  ray_interval: " << Num(s.ray_interval) << "\n  nic_vendor: " << s.nic_vendor << "\n";
@@ -917,6 +920,64 @@ void ThermalModest(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, slow.front().first - 5));
 }
 
+// A node dies mid-job (9102, 9123 generalised): its exporters go dark after a random step, the
+// survivors wait in the collective until a user cancels or the coordinator's heartbeat timeout
+// kills the job; sometimes a link on another host degraded earlier (two faults of two kinds, both
+// hosts to exclude).
+void NodeDeath(JobPlanner& p) {
+  p.Shape(false, true, 60);
+  p.set_total_steps(5000);
+  JobSpec& s = p.spec();
+  const int64_t planned = s.last_step;
+  s.last_step = p.Int(static_cast<int>(std::max<int64_t>(25, planned * 15 / 100)),
+                      static_cast<int>(std::max<int64_t>(30, planned * 85 / 100)));
+  // Task 0 hosts the coordinator: the dead node is any other.
+  const size_t dead_index = static_cast<size_t>(p.Int(1, static_cast<int>(p.Nodes()) - 1));
+  const std::string dead = p.HostAt(dead_index);
+  p.Exclude(dead, 2);
+  std::string earlier;
+  const int64_t min_len = std::max<int64_t>(8, p.StepsFor(420));
+  if (p.Chance(0.4) && s.last_step > 20 + 2 * min_len) {
+    const int64_t a = p.Int(10, static_cast<int>(s.last_step - 2 * min_len));
+    const int64_t b = p.Chance(0.5) ? s.last_step : p.Int(static_cast<int>(a + min_len), static_cast<int>(s.last_step - 5));
+    const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, b - a + 1)), 0.2) * 1000) / 1000;
+    s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{a, b, drop}});
+    const std::string link = p.TakeHost();
+    RdmaHostFault(p, link, a, b, p.Chance(0.3));
+    earlier = " Earlier, RDMA degradation on " + link + " over steps " + std::to_string(a) + "-" + std::to_string(b) +
+              " (-" + std::to_string(static_cast<int>(drop * 100)) + "% TGS).";
+  } else {
+    p.Flat();
+  }
+  p.Fault("node_death", {dead}, "after_step: " + std::to_string(s.last_step), 0);
+  s.silence_activity = "hang";
+  const bool heartbeat_kill = p.Chance(0.5);
+  if (heartbeat_kill) {
+    const int timeout = p.Int(300, 900);
+    p.set_heartbeat_timeout(timeout);
+    s.hang_seconds = timeout;
+    s.heartbeat_accused = {static_cast<int>(dead_index)};
+    s.heartbeat_accused_died = true;
+    s.heartbeat_time = 0;   // placed once the timeline is known (Finish)
+    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=1)\"}";
+    AllExit(s, 1);
+  } else {
+    p.set_heartbeat_timeout(99999);
+    s.hang_seconds = std::round(p.U(900, 3600));
+    s.summary = CancelEvents(&s.events);
+    AllExit(s, 143);
+  }
+  s.node_exits.erase(static_cast<int>(dead_index));
+  Verdict(p, earlier.empty() ? "node-death" : "node-death-after-link-fault", "gpu-hardware-fault", "retry-excluding-nodes");
+  p.notes() = dead + " died after step " + std::to_string(s.last_step) + "; " +
+              (heartbeat_kill ? "the heartbeat timeout killed the job " + std::to_string(static_cast<int>(s.hang_seconds)) + " s later."
+                              : "the survivors hung " + std::to_string(static_cast<int>(s.hang_seconds)) + " s until scancel.") +
+              earlier + p.notes();
+  p.Passthrough();
+  const int64_t quiet_end = s.phases.size() > 1 ? s.phases[1].first - 3 : s.last_step - 3;
+  p.Noise(std::pair<int64_t, int64_t>(5, quiet_end));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
@@ -1028,7 +1089,8 @@ class CampaignPlanner {
     static const std::vector<std::string> kFamilies = {"rdma",    "rdma-burst", "rccl",     "heartbeat",
                                                        "oom",     "thermal",    "gpu",      "restore",
                                                        "moe",     "moe-rdma",   "healthy",  "skew"};
-    static const std::vector<std::string> kWideFamilies = {"rdma-overlap", "dip-span", "dip-checkpoint", "thermal-modest"};
+    static const std::vector<std::string> kWideFamilies = {"rdma-overlap", "dip-span", "dip-checkpoint", "thermal-modest",
+                                                           "node-death"};
     std::vector<std::string> families = kFamilies;
     if (wide_) families.insert(families.end(), kWideFamilies.begin(), kWideFamilies.end());
     const int block = index / static_cast<int>(families.size());
@@ -1047,6 +1109,7 @@ class CampaignPlanner {
     else if (family == "dip-span") RdmaDipSpan(p);
     else if (family == "dip-checkpoint") RdmaDipUnderCheckpoints(p);
     else if (family == "thermal-modest") ThermalModest(p);
+    else if (family == "node-death") NodeDeath(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);
