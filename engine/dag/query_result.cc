@@ -5,22 +5,13 @@
 #include <map>
 #include <set>
 
+#include "engine/core/scrape_target.h"
+
 namespace diagnose::dag {
 namespace {
 
 using nlohmann::json;
 using playbook::RuleSpec;
-
-std::string StripPort(const std::string& instance) {
-  // "host:port" and "[v6]:port"; a bare value is returned as is.
-  if (!instance.empty() && instance[0] == '[') {
-    size_t close = instance.find(']');
-    return close == std::string::npos ? instance : instance.substr(1, close - 1);
-  }
-  size_t colon = instance.rfind(':');
-  if (colon == std::string::npos || instance.find(':') != colon) return instance;
-  return instance.substr(0, colon);
-}
 
 std::string Lookup(const json& map, const std::string& key) {
   if (map.is_object()) {
@@ -153,12 +144,16 @@ std::string HostOfSeries(const Labels& labels, const json& instance_hosts) {
     return it == labels.end() ? std::string() : it->second;
   };
   std::string host = get("host");
-  if (!host.empty()) return host;
+  if (!host.empty()) {
+    // An exporter that reports an FQDN: discovery maps it to the nodelist's name.
+    std::string mapped = Lookup(instance_hosts, host);
+    return mapped.empty() ? host : mapped;
+  }
   std::string instance = get("instance");
   if (!instance.empty()) {
     std::string mapped = Lookup(instance_hosts, instance);
     if (!mapped.empty()) return mapped;
-    std::string bare = StripPort(instance);
+    std::string bare = InstanceHost(instance);
     mapped = Lookup(instance_hosts, bare);
     if (!mapped.empty()) return mapped;
     if (!bare.empty() && bare != "localhost" && bare != "127.0.0.1") return bare;

@@ -68,16 +68,6 @@ T Required(const YAML::Node& node, const std::string& key, const std::string& pa
 
 }  // namespace
 
-std::string InstanceHost(const std::string& instance) {
-  if (!instance.empty() && instance.front() == '[') {
-    const size_t close = instance.find(']');
-    return close == std::string::npos ? instance : instance.substr(1, close - 1);
-  }
-  const size_t colon = instance.rfind(':');
-  if (colon == std::string::npos || instance.find(':') != colon) return instance;  // bare IPv6 stays
-  return instance.substr(0, colon);
-}
-
 StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
   DiscoveryRules rules;
   ASSIGN_OR_RETURN(const YAML::Node root, LoadBoundedYamlFile(path));
@@ -238,7 +228,10 @@ namespace {
 class Discoverer {
  public:
   Discoverer(QueryClient& client, const DiscoveryInputs& inputs, const DiscoveryRules& rules)
-      : client_(client), inputs_(inputs), rules_(rules) {}
+      : client_(client),
+        inputs_(inputs),
+        rules_(rules),
+        expected_(inputs.expected_hosts.begin(), inputs.expected_hosts.end()) {}
 
   StatusOr<Discovery> Run() {
     const auto started = Clock::now();
@@ -329,6 +322,20 @@ class Discoverer {
                             rules_.ignored_instance_hosts.end();
   }
 
+  // The node as the job's nodelist names it. An exporter started with `hostname` reports an FQDN
+  // (node07.cluster.example) where Slurm, the log and the decision say `hostname -s` (node07); the
+  // first label names the node only when the nodelist holds it, so no other host is renamed. The
+  // alias is kept for the query results, which carry what the exporters reported.
+  std::string NodeName(const std::string& reported) {
+    if (reported.empty() || expected_.count(reported)) return reported;
+    const size_t dot = reported.find('.');
+    if (dot == std::string::npos || dot == 0) return reported;
+    const std::string short_name = reported.substr(0, dot);
+    if (!expected_.count(short_name)) return reported;
+    d_.instance_to_host.emplace(reported, short_name);
+    return short_name;
+  }
+
   void AddHost(const std::string& host, const std::string& source) {
     if (IgnoredHost(host)) return;
     d_.host_source.emplace(host, source);
@@ -337,13 +344,13 @@ class Discoverer {
   void FindHosts() {
     const double s = d_.range.start, e = d_.range.end;
     if (auto hosts = Ask(client_.LabelValues("host", {}, s, e)); hosts.ok()) {
-      for (const auto& h : *hosts) AddHost(h, "host label");
+      for (const auto& h : *hosts) AddHost(NodeName(h), "host label");
     } else {
       QueryFailed("the host label values", hosts.status());
     }
     // Series without a host label (Ray's) name their node through instance, or ip alone.
     if (auto inst = Ask(client_.LabelValues("instance", {R"({host="",instance!=""})"}, s, e)); inst.ok()) {
-      for (const auto& i : *inst) AddHost(InstanceHost(i), "instance");
+      for (const auto& i : *inst) AddHost(NodeName(InstanceHost(i)), "instance");
     } else {
       QueryFailed("instances of series without a host label", inst.status());
     }
@@ -369,12 +376,12 @@ class Discoverer {
       }
       for (const auto& series : results[i]->series) {
         auto inst = series.labels.find("instance"), host = series.labels.find("host");
-        if (inst != series.labels.end() && host != series.labels.end()) d_.instance_to_host[inst->second] = host->second;
+        if (inst != series.labels.end() && host != series.labels.end()) d_.instance_to_host[inst->second] = NodeName(host->second);
       }
     }
     if (auto all = Ask(client_.LabelValues("instance", {}, s, e)); all.ok()) {
       for (const auto& i : *all) {
-        const std::string host = InstanceHost(i);
+        const std::string host = NodeName(InstanceHost(i));
         if (!d_.instance_to_host.count(i) && !IgnoredHost(host)) d_.instance_to_host[i] = host;
       }
     } else {
@@ -404,7 +411,7 @@ class Discoverer {
       }
       if (!fam.per_host) continue;
       std::set<std::string> covered;
-      for (const auto& v : *values) covered.insert(fam.hosts_from == "host" ? v : InstanceHost(v));
+      for (const auto& v : *values) covered.insert(NodeName(fam.hosts_from == "host" ? v : InstanceHost(v)));
       for (const auto& h : d_.hosts) {
         if (!covered.count(h)) {
           Gap("host-missing-family", h, fam.id, "host " + h + " has no " + fam.id + " series (" + fam.selector + ")");
@@ -479,7 +486,7 @@ class Discoverer {
     for (const auto& series : result.series) {
       auto it = series.labels.find(hb.hosts_from);
       if (it == series.labels.end()) continue;
-      const std::string host = hb.hosts_from == "host" ? it->second : InstanceHost(it->second);
+      const std::string host = NodeName(hb.hosts_from == "host" ? it->second : InstanceHost(it->second));
       if (IgnoredHost(host)) continue;
       auto report = [&](double from, double to) {
         if (to - from < threshold) return;
@@ -529,6 +536,7 @@ class Discoverer {
 
   QueryClient& client_;
   const DiscoveryInputs& inputs_;
+  const std::set<std::string> expected_;
   const DiscoveryRules& rules_;
   Discovery d_;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/json.h"
+#include "engine/core/scrape_target.h"
 #include "engine/core/status.h"
 #include "engine/tsdb/private_prometheus.h"
 #include "engine/tsdb/query_client.h"
@@ -132,8 +133,5 @@ StatusOr<Discovery> Discover(QueryClient& client, const DiscoveryInputs& inputs,
 // `untrusted`: missing samples must never pass for a healthy job.
 DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window = std::nullopt,
                                   std::optional<TimeRange> run_window = std::nullopt);
-
-// "chi2822:9400" -> "chi2822", "[fe80::1]:9100" -> "fe80::1", "chi2822" -> "chi2822".
-std::string InstanceHost(const std::string& instance);
 
 }  // namespace diagnose

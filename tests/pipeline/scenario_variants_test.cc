@@ -1,6 +1,6 @@
 // The fault scenarios again, under another allocation: other host names, job ids and seeds (so
-// other noise), and the launcher's real scrape intervals (node_hw 10 s, Ray 5 s instead of the
-// fixtures' 30 s). Their expectations, renamed the same way, must still hold: nothing in the engine
+// other noise), exporters that report FQDNs (two in three), and the launcher's real scrape
+// intervals (node_hw 10 s, Ray 5 s instead of the fixtures' 30 s). Their expectations, renamed the same way, must still hold: nothing in the engine
 // may lean on the bundled fixtures' names, ids, noise or sampling.
 #include <unistd.h>
 
@@ -54,7 +54,14 @@ std::string Variant(const std::string& text, int index) {
     out = std::regex_replace(out, std::regex("baseline: \"" + base + "\""),
                              "baseline: \"" + std::to_string(std::stoi(base) + kIdOffset) + "\"");
   }
-  out = std::regex_replace(out, std::regex(R"(node_hw_interval: [0-9]+)"), "node_hw_interval: 10");
+  // Two in three allocations have exporters that report FQDNs: the targets, and in every other one
+  // of those the node_hw host label too, while the log and the expectations keep the short names.
+  const bool flow = std::regex_search(out, std::regex(R"(metrics: \{[^}]*node_hw_interval)"));
+  const std::string sep = flow ? ", " : "\n  ";
+  std::string hw = "node_hw_interval: 10";
+  if (index % 3 != 0) hw += sep + "instance_domain: v" + std::to_string(index) + ".cluster.example";
+  if (index % 3 == 2) hw += sep + "host_label_fqdn: true";
+  out = std::regex_replace(out, std::regex(R"(node_hw_interval: [0-9]+)"), hw);
   out = std::regex_replace(out, std::regex(R"(ray_interval: [0-9]+)"), "ray_interval: 5");
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,22 @@ DiscoveryRules Rules() {
   auto rules = LoadDiscoveryRules(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/discovery.yaml");
   EXPECT_TRUE(rules.ok()) << rules.status().ToString();
   return rules.ok() ? *rules : DiscoveryRules{};
+}
+
+// `labels` sampled every 10 s for ten minutes at `value`.
+Series TenMinutes(Labels labels, double value) {
+  Series s;
+  s.labels = std::move(labels);
+  for (int i = 0; i < 60; ++i) s.samples.push_back({1771891200.0 + i * 10, value});
+  return s;
+}
+
+// A private server on blocks written from `series` under `dir`.
+StatusOr<std::unique_ptr<PrivatePrometheus>> ServeSeries(const std::vector<Series>& series, const std::string& dir) {
+  BlockWriteOptions options;
+  options.output_dir = dir + "/prometheus";
+  RETURN_IF_ERROR(WriteBlocks(series, options).status());
+  return PrivatePrometheus::Start(dir + "/prometheus");
 }
 
 class DiscoveryTest : public ::testing::Test {
@@ -120,22 +137,13 @@ TEST(DiscoveryRayOnlyTest, HostsComeFromInstanceWhenSeriesHaveNoHostLabel) {
   testing::ScopedTempDir dir_scope("discovery-ray-");
   const std::string& dir = dir_scope.path;
   std::vector<Series> series;
-  for (int h = 0; h < 3; ++h) {
-    Series s;
-    s.labels = {{"__name__", "ray_node_mem_used"}, {"instance", "gpu-node-" + std::to_string(h) + ":55080"},
-                {"ip", "10.9.0." + std::to_string(h)}, {"job", "ray"}};
-    for (int i = 0; i < 60; ++i) s.samples.push_back({1771891200.0 + i * 10, 1e9});
-    series.push_back(s);
-  }
-  Series lone;  // only an ip names this node
-  lone.labels = {{"__name__", "ray_node_cpu_count"}, {"ip", "10.9.0.77"}};
-  for (int i = 0; i < 60; ++i) lone.samples.push_back({1771891200.0 + i * 10, 1});
-  series.push_back(lone);
-  BlockWriteOptions options;
-  options.output_dir = dir + "/prometheus";
-  ASSERT_TRUE(WriteBlocks(series, options).ok());
+  for (int h = 0; h < 3; ++h)
+    series.push_back(TenMinutes({{"__name__", "ray_node_mem_used"}, {"instance", "gpu-node-" + std::to_string(h) + ":55080"},
+                                 {"ip", "10.9.0." + std::to_string(h)}, {"job", "ray"}},
+                                1e9));
+  series.push_back(TenMinutes({{"__name__", "ray_node_cpu_count"}, {"ip", "10.9.0.77"}}, 1));   // only an ip names this node
   {
-    auto server = PrivatePrometheus::Start(dir + "/prometheus");
+    auto server = ServeSeries(series, dir);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     auto d = Discover((*server)->client(), InputsForSnapshot((*server)->inventory()), Rules());
     ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -149,6 +157,37 @@ TEST(DiscoveryRayOnlyTest, HostsComeFromInstanceWhenSeriesHaveNoHostLabel) {
     EXPECT_TRUE(gpu_family_missing);
   }
   fs::remove_all(dir);
+}
+
+// Exporters started with `hostname` report FQDNs; the job's nodelist (and so every decision) uses
+// `hostname -s`. A name whose first label is in the nodelist is that node; any other stays as is.
+TEST(DiscoveryFqdnTest, ExportersReportingFqdnsAreTheNodelistsNodes) {
+  testing::ScopedTempDir dir_scope("discovery-fqdn-");
+  std::vector<Series> series;
+  for (int h = 0; h < 3; ++h) {
+    const std::string fqdn = "gpu-node-" + std::to_string(h) + ".rack2.example.org";
+    series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"host", fqdn},
+                                 {"instance", fqdn + ":9400"}, {"job", "node_hw"}},
+                                700));
+    series.push_back(TenMinutes({{"__name__", "ray_node_mem_used"}, {"instance", fqdn + ":55080"},
+                                 {"ip", "10.9.0." + std::to_string(h)}, {"job", "ray"}},
+                                1e9));
+  }
+  // A node outside the job's nodelist keeps its reported name.
+  series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"host", "login1.example.org"},
+                               {"instance", "login1.example.org:9400"}, {"job", "node_hw"}},
+                              100));
+  auto server = ServeSeries(series, dir_scope.path);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  DiscoveryInputs inputs = InputsForSnapshot((*server)->inventory());
+  inputs.expected_hosts = {"gpu-node-0", "gpu-node-1", "gpu-node-2"};
+  auto d = Discover((*server)->client(), inputs, Rules());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->hosts, (std::vector<std::string>{"gpu-node-0", "gpu-node-1", "gpu-node-2", "login1.example.org"}));
+  EXPECT_EQ(d->instance_to_host.at("gpu-node-1.rack2.example.org:55080"), "gpu-node-1");
+  EXPECT_EQ(d->instance_to_host.at("gpu-node-2.rack2.example.org:9400"), "gpu-node-2");
+  EXPECT_EQ(d->instance_to_host.at("gpu-node-0.rack2.example.org"), "gpu-node-0");   // the host label's alias
+  for (const auto& g : d->gaps) EXPECT_NE(g.kind, "host-missing") << g.detail;
 }
 
 TEST(DiscoveryRulesTest, BadRulesNameTheFile) {

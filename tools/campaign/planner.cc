@@ -60,6 +60,8 @@ struct JobSpec {
   double node_hw_interval = 30, ray_interval = 30;
   std::string nic_vendor = "ionic";
   double power_spread_w = 0, temperature_spread_c = 0, clock_spread_mhz = 0;
+  std::string instance_domain;   // exporters report FQDNs (targets; the host label too with host_label_fqdn)
+  bool host_label_fqdn = false;
   std::vector<FaultSpec> faults;
   std::vector<std::string> events;   // rendered flow mappings
   std::map<int, int> node_exits;
@@ -135,6 +137,8 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
     << "\n  ray_interval: " << Num(s.ray_interval) << "\n  nic_vendor: " << s.nic_vendor << "\n";
   y << "  power_spread_w: " << Num(s.power_spread_w) << "\n  temperature_spread_c: " << Num(s.temperature_spread_c)
     << "\n  clock_spread_mhz: " << Num(s.clock_spread_mhz) << "\n";
+  if (!s.instance_domain.empty()) y << "  instance_domain: " << s.instance_domain << "\n";
+  if (s.host_label_fqdn) y << "  host_label_fqdn: true\n";
   if (!s.faults.empty()) {
     y << "faults:\n";
     for (const FaultSpec& f : s.faults) {
@@ -265,6 +269,11 @@ class JobPlanner {
     nodes = std::max(4, std::min({nodes, static_cast<int>(kSamplesBudget / (duration * coarsest)), 200000 / steps_}));
     spec_.hosts = Canonical(HostPool(rng_, scheme_, nodes));
     Telemetry(nodes, need_retx_counters, {5, 10, 15, 20, 30, 45, 60}, {5, 10, 15, 30, 45, 60});
+    // One cluster in four runs exporters that report FQDNs (`hostname`, not `hostname -s`).
+    if (Chance(0.25)) {
+      spec_.instance_domain = std::vector<std::string>{"cluster.local", "hpc.example.org", "ib.dc2.example"}[Int(0, 2)];
+      spec_.host_label_fqdn = Chance(0.5);
+    }
   }
 
   // Model, throughput, sequence length, batch and so the step time.

@@ -185,8 +185,14 @@ class MetricModel {
     return st.activity;
   }
 
+  // The names the exporters report: the target (instance) and node_hw's host label.
+  std::string TargetName(const std::string& host) const {
+    return s_.instance_domain.empty() ? host : host + "." + s_.instance_domain;
+  }
+  std::string HostLabel(const std::string& host) const { return s_.host_label_fqdn ? TargetName(host) : host; }
+
   Labels Base(int task, const std::string& job, int port) const {
-    return {{"job", job}, {"instance", s_.hosts[task] + ":" + std::to_string(port)}};
+    return {{"job", job}, {"instance", TargetName(s_.hosts[task]) + ":" + std::to_string(port)}};
   }
 
   std::vector<double> ScrapeTimes(int task, const std::string& target, double interval) const {
@@ -273,7 +279,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   std::vector<Gpu> gpus;
   static const char* kRasBlocks[] = {"umc", "xgmi", "gfx", "mmhub", "sdma"};
   for (int g = 0; g < s_.gpus_per_node; ++g) {
-    Labels gl = With(base, {{"gpu", std::to_string(g)}, {"host", host}});
+    Labels gl = With(base, {{"gpu", std::to_string(g)}, {"host", HostLabel(host)}});
     Gpu gpu;
     gpu.temp = set.Add(With(gl, {{"__name__", "hw_gpu_temperature_celsius"}}));
     gpu.power = set.Add(With(gl, {{"__name__", "hw_gpu_power_watts"}}));
@@ -297,7 +303,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   struct Net { size_t rx_b, tx_b, rx_e, tx_e, rx_d, tx_d; };
   std::vector<Net> nets;
   for (const auto& dev : s_.net_devices) {
-    Labels nl = With(base, {{"device", dev}, {"host", host}});
+    Labels nl = With(base, {{"device", dev}, {"host", HostLabel(host)}});
     Net n;
     n.rx_b = set.Add(With(nl, {{"__name__", "hw_net_rx_bytes_total"}}), lifetime(4e14));
     n.tx_b = set.Add(With(nl, {{"__name__", "hw_net_tx_bytes_total"}}), lifetime(4e14));
@@ -315,7 +321,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   std::vector<Rdma> rdmas;
   const bool ionic = s_.nic_vendor == "ionic";
   for (int d = 0; d < s_.rdma_devices; ++d) {
-    Labels rl = With(base, {{"device", RdmaDeviceName(s_.nic_vendor, d)}, {"port", "1"}, {"host", host}});
+    Labels rl = With(base, {{"device", RdmaDeviceName(s_.nic_vendor, d)}, {"port", "1"}, {"host", HostLabel(host)}});
     auto add = [&](const char* name, double start) { return set.Add(With(rl, {{"__name__", name}}), start); };
     Rdma r;
     r.rx_b = add("hw_rdma_rx_bytes_total", lifetime(3e16));
@@ -351,7 +357,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     rdmas.push_back(r);
   }
 
-  Labels hl = With(base, {{"host", host}});
+  Labels hl = With(base, {{"host", HostLabel(host)}});
   auto host_series = [&](const char* name, double start = -1) { return set.Add(With(hl, {{"__name__", name}}), start); };
   size_t tcp_retx = host_series("hw_tcp_retransmits_total", lifetime(2e7));
   size_t listen_ovf = host_series("hw_tcp_listen_overflows_total", lifetime(300));
@@ -625,7 +631,7 @@ Status MetricModel::Tensorboard(const SeriesSink& sink, MetricStats* stats) {
   if (t_.steps.empty()) return Status::Ok();
   const std::string& host = s_.hosts[0];
   Labels base = Base(0, "node_hw", 9400);
-  base["host"] = host;
+  base["host"] = HostLabel(host);
   SeriesSet set;
   std::vector<std::string> names = {"tb_step",
                                     "tb_learning_loss",

@@ -433,7 +433,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (YAML::Node m = root["metrics"]) {
     RETURN_IF_ERROR(r.CheckKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
                                     "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
-                                    "clock_spread_mhz"},
+                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn"},
                                 "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "node_hw_interval", &s.node_hw_interval));
@@ -447,6 +447,10 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     RETURN_IF_ERROR(r.Get(m, "power_spread_w", &s.power_spread_w));
     RETURN_IF_ERROR(r.Get(m, "temperature_spread_c", &s.temperature_spread_c));
     RETURN_IF_ERROR(r.Get(m, "clock_spread_mhz", &s.clock_spread_mhz));
+    RETURN_IF_ERROR(r.Get(m, "instance_domain", &s.instance_domain));
+    RETURN_IF_ERROR(r.Get(m, "host_label_fqdn", &s.host_label_fqdn));
+    if (s.host_label_fqdn && s.instance_domain.empty())
+      return r.Error(m["host_label_fqdn"], "host_label_fqdn needs an instance_domain");
     if (s.power_spread_w < 0 || s.temperature_spread_c < 0 || s.clock_spread_mhz < 0)
       return r.Error(m, "spreads must not be negative");
     if (m["tb_gap"]) {

@@ -158,6 +158,11 @@ struct Scenario {
   double temperature_spread_c = 0;
   double clock_spread_mhz = 0;
   std::vector<std::string> net_devices = {"eth0", "ens9np0"};
+  // Exporters that report FQDNs: targets (instance labels) <host>.<instance_domain>:<port>, and with
+  // host_label_fqdn the node_hw `host` label too (an exporter started with `hostname`, not
+  // `hostname -s`). The log keeps the short names Slurm uses.
+  std::string instance_domain;
+  bool host_label_fqdn = false;
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   std::vector<Fault> faults;
   std::vector<LogEvent> events;
