@@ -175,6 +175,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);
   if (!r.verdict.refuted.empty()) s.refuted = JoinStrings(r.verdict.refuted, ", ");
   s.action = ToString(r.decision.action);
+  s.policy = ValidUtf8(PolicyLine(r.decision), 2 * kLineChars, true);
   s.exclude = r.decision.exclude;
   s.slurm_exclude = SlurmExcludeList(r.decision);
   for (const auto& [k, v] : r.decision.changes) s.changes.push_back(k + "=" + v);
@@ -212,7 +213,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   // Fit the lists into the line budget: the answer first, then notes, then the fired findings.
   size_t used = 2 + s.jobs.size() + s.job_details.size() + (s.incomplete ? 1 : 0);   // title, blank
   used += 3 + (s.causal_chain.empty() ? 0 : 1) + (s.runner_up.empty() ? 0 : 1) + (s.refuted.empty() ? 0 : 1);
-  used += 3 + s.exclude.size() + (s.slurm_exclude.empty() ? 0 : 1) + s.changes.size();
+  used += 3 + (s.policy.empty() ? 0 : 1) + s.exclude.size() + (s.slurm_exclude.empty() ? 0 : 1) + s.changes.size();
   for (const auto& w : s.why) used += 1 + (w.evidence ? 2 : 0);
   used += s.why.empty() ? 0 : 2;
   used += 4;   // findings header, blank, closing hint

@@ -33,6 +33,7 @@ struct FirstScreen {
   std::string runner_up;
   std::string refuted;
   std::string action;
+  std::string policy;                     // PolicyLine: the sweep policy's part in the action
   std::vector<Exclusion> exclude;
   std::string slurm_exclude;              // `exclude` for Slurm's --exclude, to paste
   std::vector<std::string> changes;       // "k=v"

@@ -318,6 +318,7 @@ std::string Header(const Report& r, const FirstScreen& s) {
   if (!s.refuted.empty()) out << "<p class=\"muted\">refuted: " << Esc(s.refuted) << "</p>";
   if (!s.runner_up.empty()) out << "<p class=\"muted\">runner-up: " << Esc(s.runner_up) << "</p>";
   out << "<h2>What to do</h2><p class=\"verdict\">" << Esc(s.action) << "</p>";
+  if (!s.policy.empty()) out << "<p class=\"policy\">sweep policy: " << Esc(s.policy) << "</p>";
   if (!r.decision.exclude.empty()) {
     out << "<table class=\"exclusions\"><tr><th>exclude</th><th>priority</th><th>reason</th></tr>";
     for (const auto& x : r.decision.exclude)
