@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string_view>
 
 #include "engine/core/iso_time.h"
 #include "engine/core/text.h"
@@ -120,6 +121,46 @@ std::string IsoWindow(const TimeWindow& w) {
   return "over " + a + ".." + (a.substr(0, 11) == b.substr(0, 11) ? b.substr(11) : b);
 }
 
+namespace {
+
+// Epoch seconds under a key that names an instant ("crash_time", "onset", "window_start").
+bool IsInstant(const std::string& key, double value) {
+  static constexpr std::string_view kTimeWords[] = {"time", "onset", "start", "end", "epoch", "_at"};
+  const bool plausible = value >= 946684800.0 && value < 4102444800.0;   // 2000..2100
+  if (!plausible) return false;
+  for (std::string_view word : kTimeWords)
+    if (key.find(word) != std::string::npos) return true;
+  return false;
+}
+
+std::string FormatNumber(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  if (v == std::trunc(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  if (std::fabs(v) >= 100) return WithThousands(v);
+  return FixedDecimal(v, std::fabs(v) >= 1 ? 1 : 3);
+}
+
+std::string FormatValueUnder(const std::string& key, const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number()) {
+    const double v = value.get<double>();
+    return IsInstant(key, v) ? IsoUtc(v) : FormatNumber(v);
+  }
+  std::vector<std::string> parts;
+  if (value.is_object()) {
+    for (const auto& [k, v] : value.items()) parts.push_back(k + " " + FormatValueUnder(k, v));
+  } else {
+    for (const auto& v : value) parts.push_back(FormatValueUnder(key, v));
+  }
+  return JoinStrings(parts, ", ");
+}
+
+}  // namespace
+
+std::string FormatEvidenceValue(const nlohmann::json& value) { return FormatValueUnder("", value); }
+
 std::optional<ScreenEvidence> StrongestEvidence(const Finding& f) {
   const Evidence* best = nullptr;
   auto pick = [&](auto&& pred) {
@@ -150,7 +191,7 @@ std::optional<ScreenEvidence> StrongestEvidence(const Finding& f) {
     out.detail = ValidUtf8(best->text, 140, true);
   } else {
     out.where = ValidUtf8(best->text.empty() ? best->query : best->text, 110, true);
-    out.detail = ValidUtf8(best->value.is_string() ? best->value.get<std::string>() : best->value.dump(), 120, true);
+    out.detail = ValidUtf8(FormatEvidenceValue(best->value), 120, true);
   }
   if (best->role == "baseline") out.where = "baseline " + out.where;
   return out;

@@ -57,6 +57,11 @@ std::string FindingTally(const FirstScreen& screen);
 // PromQL, then a log line, then a derived value.
 std::optional<ScreenEvidence> StrongestEvidence(const Finding& finding);
 
+// A derived evidence value as a reader wants it, never raw JSON: a number rounded by one rule (an
+// integer as is, 100 and above to the unit with thousands separators, else 1 decimal, below 1 three),
+// a time-named key's epoch seconds as ISO-8601 UTC, an object as "key value, ...", a list joined.
+std::string FormatEvidenceValue(const nlohmann::json& value);
+
 // "over 2026-02-24T18:01:00Z..19:21:00Z" (the end's date dropped when it is the start's), or
 // "at 2026-02-24T19:21:00Z" for an instant.
 std::string IsoWindow(const TimeWindow& window);

@@ -117,7 +117,7 @@ std::string ChartFigure(const std::string& kind, const std::vector<std::pair<std
   return out + "</figure>\n";
 }
 
-std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double> onset_time) {
+std::string TgsChart(const Report& r, const JobEntry& job) {
   const JobFacts* facts = FactsOf(r, job.id);
   if (facts == nullptr) return "";
   svg::LineChart c;
@@ -146,24 +146,20 @@ std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double>
   for (const int64_t saved : facts->checkpoint_saves)
     c.markers.push_back({static_cast<double>(saved), "checkpoint", "checkpoint saved at step " + std::to_string(saved)});
   auto steps = r.step_times.find(job.id);
-  if (tgs.degradation_onset_step) {
-    c.markers.push_back({static_cast<double>(*tgs.degradation_onset_step), "onset",
-                         "throughput left its healthy level at step " + std::to_string(*tgs.degradation_onset_step)});
-  } else if (onset_time && steps != r.step_times.end()) {
-    // The verdict's earliest anomaly, placed on the step axis through the step map.
-    for (const auto& [step, t] : steps->second)
-      if (t >= *onset_time) {
-        c.markers.push_back({static_cast<double>(step), "onset", "earliest anomaly " + IsoUtc(*onset_time)});
-        break;
-      }
-  }
+  // The red line says throughput left its healthy level: only where triage found it did (a drop, or
+  // a material dip). Another finding's onset on a steady TGS line would read as a slowdown.
+  std::optional<int64_t> left_healthy = tgs.degradation_onset_step;
+  if (!left_healthy && !tgs.dips.empty()) left_healthy = tgs.dips.front().first_step;
+  if (left_healthy)
+    c.markers.push_back({static_cast<double>(*left_healthy), "onset",
+                         "throughput left its healthy level at step " + std::to_string(*left_healthy)});
   if (steps != r.step_times.end() && steps->second.size() >= 2) {
     const double lo = c.lines[0].points.front().x, hi = c.lines[0].points.back().x;
     for (double s : svg::NiceTicks(lo, hi, 6))
       if (auto t = TimeOfStep(steps->second, s)) c.secondary_ticks.emplace_back(s, IsoUtc(*t).substr(11, 5));
   }
-  std::string caption = "Shaded: TGS phases (orange: below the best phase); dotted: checkpoints; red dashed: where "
-                        "throughput first left its healthy level.";
+  std::string caption = "Shaded: TGS phases (orange: below the best phase); dotted: checkpoints";
+  caption += left_healthy ? "; red dashed: where throughput first left its healthy level." : ".";
   if (c.secondary_ticks.empty()) caption += " No step map in the TSDB: wall time not shown.";
   return ChartFigure("tgs", {{"job", job.id}}, svg::RenderLineChart(c), caption);
 }
@@ -260,14 +256,9 @@ std::string Heatmap(const Report& r, const Finding& f, const Evidence& e, const 
     return a.second > b.second;
   });
   for (const auto& [host, peak] : order) {
-    std::vector<double> row(cols, std::nan(""));
-    for (const auto& [t, v] : per_host[host]) {
-      size_t c = std::min(cols - 1, static_cast<size_t>((t - t0) / h.column_width));
-      row[c] = std::isnan(row[c]) ? v : std::max(row[c], v);
-    }
     h.rows.push_back(host);
     h.highlighted.push_back(blamed.count(host) > 0);
-    h.cells.push_back(std::move(row));
+    h.cells.push_back(svg::BinSamples(per_host[host], t0, h.column_width, cols));
   }
   if (!r.jobs.empty()) {
     auto steps = r.step_times.find(r.jobs.front().id);
@@ -297,7 +288,7 @@ std::string EvidenceList(const Report& r, const Finding& f) {
       out << "<code>" << Esc(e.query) << "</code> <span class=\"quote\">" << Esc(ValidUtf8(e.text, 400, true)) << "</span>";
     } else {
       out << Esc(e.text.empty() ? e.query : e.text);
-      if (!e.value.is_null()) out << " <span class=\"muted\">" << Esc(ValidUtf8(e.value.dump(), 300, true)) << "</span>";
+      if (!e.value.is_null()) out << " <span class=\"muted\">" << Esc(ValidUtf8(FormatEvidenceValue(e.value), 300, true)) << "</span>";
     }
     out << "</li>";
   }
@@ -388,11 +379,8 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
     }
     out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");
   }
-  std::optional<double> verdict_onset;
-  for (const auto& f : r.findings)
-    if (f.id == r.verdict.finding && f.status == "fired") verdict_onset = f.onset;
   for (const auto& job : r.jobs) {
-    std::string chart = TgsChart(r, job, job.role == "baseline" ? std::nullopt : verdict_onset);
+    std::string chart = TgsChart(r, job);
     out << (chart.empty() ? "<p class=\"muted\">Job " + Esc(job.id) + ": too few step lines for a TGS timeline.</p>\n" : chart);
   }
 
