@@ -117,6 +117,27 @@ std::string ChartFigure(const std::string& kind, const std::vector<std::pair<std
   return out + "</figure>\n";
 }
 
+// Whether a chart sets its blamed hosts apart: every blamed host's peak lies beyond the others'
+// (above their 90th percentile by half again, or below their 10th by a third). A chart where the
+// blamed hosts sit inside the crowd shows nothing about why they were blamed.
+bool SeparatesBlamedHosts(const Evidence& e, const std::set<std::string>& blamed) {
+  std::map<std::string, double> peaks;
+  for (const auto& [key, list] : e.series->items()) {
+    double& peak = peaks.try_emplace(HostOfKey(key), -INFINITY).first->second;
+    for (const auto& p : PointsOf(list)) peak = std::max(peak, p.y);
+  }
+  std::vector<double> in, out;
+  for (const auto& [host, peak] : peaks)
+    if (std::isfinite(peak)) (blamed.count(host) ? in : out).push_back(peak);
+  if (in.empty() || out.empty()) return true;
+  std::sort(out.begin(), out.end());
+  const double high = out[std::min(out.size() - 1, out.size() * 9 / 10)];
+  const double low = out[out.size() / 10];
+  const double lowest_blamed = *std::min_element(in.begin(), in.end());
+  const double highest_blamed = *std::max_element(in.begin(), in.end());
+  return lowest_blamed > std::max(high * 1.5, high + 1e-9) || highest_blamed < low / 1.5;
+}
+
 std::string TgsChart(const Report& r, const JobEntry& job) {
   const JobFacts* facts = FactsOf(r, job.id);
   if (facts == nullptr) return "";
@@ -449,10 +470,15 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
       return nullptr;
     };
     // Blamed hosts beside the others show the contrast; blamed hosts alone show only their shape.
+    // A finding that puts hosts up for exclusion is shown by the charts that set them apart; one
+    // where they overlap the rest (congestion every host saw) comes last and only if nothing else does.
+    const bool excludes = std::any_of(blamed.begin(), blamed.end(), [&](const std::string& h) { return excluded.count(h) > 0; });
+    constexpr int kNoContrast = 4;
     auto rank = [&](const Evidence& e) {
       if (e.role == "subject" && partner_of(e)) return 0;
       bool some_blamed = false, some_other = false;
       for (const auto& [key, list] : e.series->items()) (blamed.count(HostOfKey(key)) ? some_blamed : some_other) = true;
+      if (some_blamed && some_other && excludes && !SeparatesBlamedHosts(e, blamed)) return kNoContrast;
       return some_blamed && some_other ? 1 : some_blamed ? 2 : 3;
     };
     std::vector<const Evidence*> candidates;
@@ -471,7 +497,7 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
         if (citing[chart_key(e)].front() != f) drawn_before.push_back(citing[chart_key(e)].front()->id);
         continue;
       }
-      if (charts >= kMaxChartsPerFinding) {
+      if (charts >= kMaxChartsPerFinding || (charts > 0 && rank(e) == kNoContrast)) {
         charted.erase(chart_key(e));   // left for a later finding that cites it
         continue;
       }

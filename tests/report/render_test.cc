@@ -198,6 +198,38 @@ TEST(RenderTest, EvidenceValuesAreFormattedNumbersAndTimes) {
   EXPECT_NE(h.find("recovery_tgs 3,292"), std::string::npos);
 }
 
+// Hosts put up for exclusion are shown by the charts that set them apart; congestion every host
+// saw alike (8308's CNP chart) is not among a finding's charts when others show the contrast.
+TEST(RenderTest, ChartsThatDoNotSetTheExcludedHostsApartAreLeftOut) {
+  Report r = SampleReport();
+  r.decision.action = DecisionAction::kRetryExcludingNodes;
+  r.decision.exclude = {{"gpu413", 2, "retx"}};
+  auto series_of = [](bool apart) {
+    auto series = std::make_shared<nlohmann::json>(nlohmann::json::object());
+    for (int h = 0; h < 20; ++h) {
+      nlohmann::json pts = nlohmann::json::array();
+      for (int t = 0; t < 30; ++t) pts.push_back({1000.0 + t * 60, apart && h == 3 ? 900.0 : 40.0 + (h + t) % 7});
+      (*series)["gpu4" + std::to_string(10 + h)] = pts;
+    }
+    return series;
+  };
+  Finding f;
+  f.id = "rdma/bad_hosts";
+  f.status = "fired";
+  f.hosts = {"gpu413"};
+  for (const auto& [name, apart] : {std::pair{"retransmits", true}, std::pair{"congestion everywhere", false},
+                                    std::pair{"ack timeouts", true}}) {
+    Evidence e{"promql", std::string("rate(") + name + "[2m])", TimeWindow{1000, 2800}, nlohmann::json::object(), name};
+    e.series = series_of(apart);
+    f.evidence.push_back(e);
+  }
+  r.findings.push_back(f);
+  const std::string h = RenderHtml(r);
+  EXPECT_NE(h.find("aria-label=\"retransmits\""), std::string::npos);
+  EXPECT_NE(h.find("aria-label=\"ack timeouts\""), std::string::npos);
+  EXPECT_EQ(h.find("aria-label=\"congestion everywhere\""), std::string::npos);
+}
+
 TEST(RenderTest, FormatDispatch) {
   Report r = SampleReport();
   ASSERT_TRUE(RenderReport(r, "json").ok());
