@@ -46,8 +46,8 @@ void JobDetails(const JobEntry& job, const JobFacts* facts, std::vector<std::str
   const TgsAnalysis& tgs = facts->tgs;
   if (!tgs.pattern.empty() && tgs.pattern != "insufficient-data") {
     std::string line = who + "TGS " + tgs.pattern;
-    if (tgs.steady_tgs > 0)
-      line += ": healthy " + FixedDecimal(tgs.steady_tgs, 0) + ", last " + FixedDecimal(tgs.recent_tgs, 0) +
+    if (HealthyTgs(tgs) > 0)
+      line += ": healthy " + FixedDecimal(HealthyTgs(tgs), 0) + ", last " + FixedDecimal(tgs.recent_tgs, 0) +
               " tokens/s/device";
     if (std::fabs(tgs.degradation_pct) >= 0.5) line += " (" + FixedDecimal(tgs.degradation_pct, 1) + "% lower)";
     if (tgs.degradation_onset_step) line += ", down from step " + std::to_string(*tgs.degradation_onset_step);

@@ -218,7 +218,7 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
     // failed after measured steps included), and no comparison of a lone group with itself.
     const nlohmann::json& row = table["bisection"]["rows"][0];
     EXPECT_EQ(row.value("job", ""), id);
-    const double healthy = tgs.value("healthy_tgs", 0.0) > 0 ? tgs.value("healthy_tgs", 0.0) : tgs.value("steady_tgs", 0.0);
+    const double healthy = tgs.value("steady_tgs", 0.0) > 0 ? tgs.value("steady_tgs", 0.0) : tgs.value("healthy_tgs", 0.0);
     if (healthy > 0) {
       ASSERT_TRUE(row.contains("tgs") && row["tgs"].is_number()) << row.dump();
       EXPECT_NEAR(row["tgs"].get<double>(), healthy, 1e-6) << row.dump();
