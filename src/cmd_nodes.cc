@@ -57,18 +57,27 @@ void PrintNodeTable(const NodeHealthTable& t, const Decision& d) {
                 r.tgs ? WithThousands(*r.tgs).c_str() : "—", Pct(r.delta_pct).c_str(), status.c_str());
   }
   if (t.median_tgs) std::printf("\nMedian steady TGS/device (steps 5-14): %s\n", WithThousands(*t.median_tgs).c_str());
+  else
+    for (const auto& [model, median] : t.median_by_model)
+      std::printf("\nMedian steady TGS/device (steps 5-14) of %s: %s", model.c_str(), WithThousands(median).c_str());
+  if (!t.median_tgs && !t.median_by_model.empty()) std::printf("\n");
   std::printf("%s\n", kScope);
   PrintDecision(d);
 }
 
 void PrintBisection(const BisectionResult& r, const Decision& d) {
-  std::printf("| Group | Nodes | TGS/device | vs. expected | Status |\n|-------|-------|------------|-------------|--------|\n");
+  std::printf("| Group | Job | Model | Nodes | TGS/device | vs. expected | Status |\n"
+              "|-------|-----|-------|-------|------------|--------------|--------|\n");
   for (const auto& g : r.rows) {
     const std::string status = g.status == "healthy" ? g.status : Upper(g.status);
-    std::printf("| %s | %s | %s | %s | %s |\n", g.name.c_str(), g.nodelist.c_str(),
-                g.tgs ? WithThousands(*g.tgs).c_str() : "—", Pct(g.delta_pct).c_str(), status.c_str());
+    std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", g.name.c_str(), g.job.c_str(), g.model.c_str(),
+                g.nodelist.c_str(), g.tgs ? WithThousands(*g.tgs).c_str() : "—", Pct(g.delta_pct).c_str(),
+                status.c_str());
   }
-  if (r.expected_tgs) std::printf("\nExpected TGS/device: %s\n", WithThousands(*r.expected_tgs).c_str());
+  std::printf("\n");
+  for (const auto& [model, expected] : r.expected_by_model)
+    std::printf("Expected TGS/device%s: %s\n", r.expected_by_model.size() > 1 ? (" of " + model).c_str() : "",
+                WithThousands(expected).c_str());
   if (!r.degraded_groups.empty()) {
     std::string names;
     for (const auto& n : r.degraded_groups) names += (names.empty() ? "" : ", ") + n;

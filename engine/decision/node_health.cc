@@ -30,12 +30,33 @@ std::vector<std::string> SortedHosts(std::vector<std::string> v) {
   return v;
 }
 
+// The model a job ran, from its log's header, else from its name ("JAX-llama2-70b" -> "llama2-70b"),
+// so that jobs of different models are never held to one figure.
+std::string ModelOf(const JobHeader& header) {
+  if (!header.model_name.empty()) return header.model_name;
+  std::string name = !header.job_name.empty() ? header.job_name : header.model_alias;
+  if (name.starts_with("JAX-")) name = name.substr(4);
+  return name;
+}
+
+std::vector<std::string> ModelsOf(const std::map<std::string, double>& by_model) {
+  std::vector<std::string> models;
+  for (const auto& [model, value] : by_model) models.push_back(model.empty() ? "(model unknown)" : model);
+  return models;
+}
+
+std::string DifferentModelsNote(const std::map<std::string, double>& by_model, const std::string& compared) {
+  return "the jobs ran different models (" + JoinStrings(ModelsOf(by_model), ", ") + "): each job is compared with " +
+         compared + " of its own model only";
+}
+
 }  // namespace
 
 NodeRun NodeRunFromFacts(const JobFacts& facts) {
   NodeRun run;
   run.job = facts.id;
   run.name = !facts.header.job_name.empty() ? facts.header.job_name : facts.header.model_alias;
+  run.model = ModelOf(facts.header);
   run.hosts = facts.header.hosts;
   run.status = facts.status;
   run.soft_success = facts.soft_success;
@@ -45,6 +66,8 @@ NodeRun NodeRunFromFacts(const JobFacts& facts) {
     run.recent_tgs = facts.tgs.recent_tgs;
     run.degradation_onset_step = facts.tgs.degradation_onset_step;
   }
+  if (HealthyTgs(facts.tgs) > 0) run.healthy_tgs = HealthyTgs(facts.tgs);
+  if (!facts.steps.empty()) run.last_step = facts.steps.back().step;
   return run;
 }
 
@@ -69,10 +92,11 @@ bool RunFailed(const NodeRun& run) {
 
 NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const NodeHealthThresholds& t) {
   NodeHealthTable table;
-  std::vector<double> values;
+  std::map<std::string, std::vector<double>> values;   // model -> steady TGS of its nodes
   for (const auto& run : runs) {
     NodeHealthRow row;
     row.job = run.job;
+    row.model = run.model;
     row.node = run.hosts.empty() ? "(unknown host)" : run.hosts.front();
     if (run.hosts.size() > 1)
       table.notes.push_back("job " + run.job + " ran on " + std::to_string(run.hosts.size()) +
@@ -83,7 +107,7 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
     } else {
       row.tgs = SteadyTgs(run, t.steady_first_step, t.steady_last_step, t.min_steady_steps);
       if (row.tgs) {
-        values.push_back(*row.tgs);
+        values[row.model].push_back(*row.tgs);
       } else {
         row.status = "insufficient-data";
         row.reason = "fewer than " + std::to_string(t.min_steady_steps) + " steps in " +
@@ -93,10 +117,13 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
     }
     table.rows.push_back(std::move(row));
   }
-  table.median_tgs = Median(values);
+  for (const auto& [model, tgs] : values) table.median_by_model[model] = *Median(tgs);
+  if (table.median_by_model.size() == 1) table.median_tgs = table.median_by_model.begin()->second;
+  if (table.median_by_model.size() > 1) table.notes.push_back(DifferentModelsNote(table.median_by_model, "the median"));
   for (auto& row : table.rows) {
-    if (!row.tgs || !table.median_tgs || *table.median_tgs <= 0) continue;
-    const double delta = (*row.tgs - *table.median_tgs) / *table.median_tgs * 100.0;
+    const auto median = table.median_by_model.find(row.model);
+    if (!row.tgs || median == table.median_by_model.end() || median->second <= 0) continue;
+    const double delta = (*row.tgs - median->second) / median->second * 100.0;
     row.delta_pct = delta;
     if (delta <= -t.degraded_below_pct) {
       row.status = "degraded";
@@ -111,9 +138,13 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
       if (delta > t.healthy_within_pct) row.reason = "faster than the median by more than the healthy band";
     }
   }
-  if (values.size() < 3)
-    table.notes.push_back("median of " + std::to_string(values.size()) +
-                          " node(s) only: comparisons are weak with fewer than 3 measured nodes");
+  for (const auto& [model, tgs] : values)
+    if (tgs.size() < 3)
+      table.notes.push_back("median of " + std::to_string(tgs.size()) + " node(s) only" +
+                            (values.size() > 1 ? " for " + model : "") +
+                            ": comparisons are weak with fewer than 3 measured nodes");
+  if (values.empty())
+    table.notes.push_back("median of 0 node(s) only: comparisons are weak with fewer than 3 measured nodes");
   for (const auto& row : table.rows) {
     if (std::find(t.exclude_statuses.begin(), t.exclude_statuses.end(), row.status) != t.exclude_statuses.end())
       table.exclude.push_back(row.node);
@@ -147,6 +178,7 @@ Decision DecisionFromBisection(const BisectionResult& result) {
   for (const auto& h : result.bad_pair)
     d.exclude.push_back({h, 2, "network bisection isolated " + CompressHostlist(result.bad_pair)});
   d.action = d.exclude.empty() ? DecisionAction::kNone : DecisionAction::kRetryExcludingNodes;
+  for (const auto& n : result.notes) d.notes.push_back(n);
   for (const auto& split : result.next_splits)
     d.notes.push_back("next: run a " + std::to_string(split.size()) + "N group on " + CompressHostlist(split));
   if (!result.conclusion.empty()) d.notes.push_back(result.conclusion);
@@ -201,13 +233,22 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
                                  std::optional<double> expected_tgs) {
   BisectionResult result;
   const bool expected_given = expected_tgs.has_value();
+  std::map<std::string, int> name_uses;
+  for (const auto& run : groups) ++name_uses[run.name.empty() ? CompressHostlist(run.hosts) : run.name];
+  std::set<std::string> failed_jobs;
+  std::map<std::string, std::optional<int64_t>> last_steps;   // job -> last measured step
   for (const auto& run : groups) {
     GroupRow row;
     row.job = run.job;
+    row.model = run.model;
     row.hosts = run.hosts;
     row.nodelist = CompressHostlist(run.hosts);
     row.name = run.name.empty() ? row.nodelist : run.name;
-    if (!RunFailed(run)) row.tgs = SteadyTgs(run, t.first_step, 1 << 30, 1);
+    if (name_uses[row.name] > 1 && !run.job.empty()) row.name += " (job " + run.job + ")";
+    // The job's healthy level, the figure `diagnose` reports; a job that failed keeps what it measured.
+    row.tgs = run.healthy_tgs ? run.healthy_tgs : SteadyTgs(run, t.first_step, 1 << 30, 1);
+    if (RunFailed(run)) failed_jobs.insert(run.job);
+    last_steps[run.job] = run.last_step;
     if (row.tgs && run.degradation_onset_step) {
       row.steady_tgs = run.steady_tgs;
       row.recent_tgs = run.recent_tgs;
@@ -217,23 +258,46 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
   }
   std::stable_sort(result.rows.begin(), result.rows.end(),
                    [](const GroupRow& a, const GroupRow& b) { return a.hosts.size() > b.hosts.size(); });
-  if (!expected_tgs) {
-    for (const auto& row : result.rows)
-      if (row.tgs && (!expected_tgs || *row.tgs > *expected_tgs)) expected_tgs = row.tgs;
+  // Each model's expectation: the given one, else its best group that ran through.
+  std::map<std::string, int> measured_per_model;
+  for (const auto& row : result.rows) {
+    if (!row.tgs || failed_jobs.count(row.job)) continue;
+    ++measured_per_model[row.model];
+    double& best = result.expected_by_model[row.model];
+    best = expected_given ? *expected_tgs : std::max(best, *row.tgs);
   }
-  result.expected_tgs = expected_tgs;
+  if (result.expected_by_model.size() == 1) result.expected_tgs = result.expected_by_model.begin()->second;
+  if (result.expected_by_model.size() > 1)
+    result.notes.push_back(expected_given ? "the jobs ran different models (" +
+                                                JoinStrings(ModelsOf(result.expected_by_model), ", ") +
+                                                "): --expected-tgs " + WithThousands(*expected_tgs) +
+                                                " is held against every one of them"
+                                          : DifferentModelsNote(result.expected_by_model, "the best group"));
+  if (!expected_given && result.rows.size() > 1)
+    for (const auto& [model, count] : measured_per_model)
+      if (count == 1)
+        result.notes.push_back("one measured group of " + (model.empty() ? "its model" : model) +
+                               ": no other group to compare it with, it is judged against its own healthy level");
   for (auto& row : result.rows) {
-    if (!row.tgs) {
+    if (failed_jobs.count(row.job) || !row.tgs) {
       row.status = "failed";
-      row.reason = "the job did not complete a measured step";
+      const auto& last = last_steps[row.job];
+      row.reason = !row.tgs || !last ? "the job did not complete a measured step"
+                                     : "the job failed after step " + std::to_string(*last) + " (TGS " +
+                                           WithThousands(*row.tgs) + " until then): `diagnose " + row.job +
+                                           "` names why";
       continue;
     }
     row.status = "healthy";
-    if (expected_tgs && *expected_tgs > 0) {
-      row.delta_pct = (*row.tgs - *expected_tgs) / *expected_tgs * 100.0;
+    const auto expected = result.expected_by_model.find(row.model);
+    // A group that is its model's only measurement is no comparison: it is judged against itself.
+    const bool compared = expected != result.expected_by_model.end() && expected->second > 0 &&
+                          (expected_given || measured_per_model[row.model] > 1);
+    if (compared) {
+      row.delta_pct = (*row.tgs - expected->second) / expected->second * 100.0;
       if (*row.delta_pct <= -t.degraded_below_pct) {
         row.status = "degraded";
-        row.reason = FixedDecimal(-*row.delta_pct, 1) + "% below the expected " + WithThousands(*expected_tgs) + " TGS";
+        row.reason = FixedDecimal(-*row.delta_pct, 1) + "% below the expected " + WithThousands(expected->second) + " TGS";
       }
     }
     // The same effect size, measured against the group's own healthy level: the best group (and a
@@ -305,7 +369,7 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
       std::vector<std::string> a(sorted.begin(), sorted.begin() + half), b(sorted.begin() + half, sorted.end());
       for (auto* split : {&a, &b})
         if (!tested(*split)) result.next_splits.push_back(*split);
-      conclusions.push_back(g->name + " is degraded: bisect it into " + CompressHostlist(a) + " and " +
+      conclusions.push_back(g->name + " is " + g->status + ": bisect it into " + CompressHostlist(a) + " and " +
                             CompressHostlist(b));
       continue;
     }

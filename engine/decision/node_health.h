@@ -3,6 +3,7 @@
 // measurements; the CLI builds NodeRun values from triage facts.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ namespace diagnose {
 struct NodeRun {
   std::string job;
   std::string name;                    // job name / alias (group label in a bisection)
+  // What ran: jobs of different models run at different TGS and are never compared with each other.
+  std::string model;
   std::vector<std::string> hosts;
   std::string status;                  // triage status (completed, failed, hanging, ...)
   bool soft_success = false;
@@ -27,6 +30,10 @@ struct NodeRun {
   std::optional<double> steady_tgs;
   std::optional<double> recent_tgs;
   std::optional<int64_t> degradation_onset_step;
+  // The level the job ran at when nothing slowed it (HealthyTgs of its facts, the figure `diagnose`
+  // reports), and the last step it measured: a failed job's throughput until it failed is shown too.
+  std::optional<double> healthy_tgs;
+  std::optional<int64_t> last_step;
 };
 
 // From triage facts of one job.
@@ -40,32 +47,37 @@ bool RunFailed(const NodeRun& run);   // failed/hung/cancelled/unknown-death, no
 struct NodeHealthRow {
   std::string node;
   std::string job;
+  std::string model;
   std::optional<double> tgs;
-  std::optional<double> delta_pct;     // vs median
+  std::optional<double> delta_pct;     // vs the median of the nodes that ran the same model
   std::string status;                  // healthy | marginal | degraded | unhealthy | insufficient-data
   std::string reason;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthRow, node, job, tgs, delta_pct, status, reason)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthRow, node, job, model, tgs, delta_pct, status, reason)
 
 struct NodeHealthTable {
   std::vector<NodeHealthRow> rows;     // input order
-  std::optional<double> median_tgs;
+  std::optional<double> median_tgs;    // when every measured node ran one model
+  std::map<std::string, double> median_by_model;
   std::vector<std::string> exclude;    // degraded + unhealthy
   std::vector<std::string> monitor;    // marginal
   std::vector<std::string> healthy;    // recommended nodelist
   std::vector<std::string> notes;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthTable, rows, median_tgs, exclude, monitor, healthy, notes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthTable, rows, median_tgs, median_by_model, exclude, monitor,
+                                                healthy, notes)
 
 NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const NodeHealthThresholds& thresholds);
 
 struct GroupRow {
-  std::string name;
+  std::string name;                    // unique: a name shared by several jobs carries the job id
   std::string job;
+  std::string model;
   std::vector<std::string> hosts;
   std::string nodelist;                // compressed
-  std::optional<double> tgs;
-  std::optional<double> delta_pct;     // vs expected
+  std::optional<double> tgs;           // its healthy level (a failed job's: until it failed)
+  // vs the expectation for its model; absent when the group is that expectation's only source
+  std::optional<double> delta_pct;
   std::string status;                  // healthy | degraded | failed
   // Degraded during its own run: healthy TGS -> last-10-step TGS from this step (additive fields).
   std::optional<double> steady_tgs;
@@ -73,21 +85,23 @@ struct GroupRow {
   std::optional<int64_t> degraded_from_step;
   std::string reason;                  // why degraded, in words
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GroupRow, name, job, hosts, nodelist, tgs, delta_pct, status,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GroupRow, name, job, model, hosts, nodelist, tgs, delta_pct, status,
                                                 steady_tgs, recent_tgs, degraded_from_step, reason)
 
 struct BisectionResult {
   std::vector<GroupRow> rows;                      // largest groups first
-  std::optional<double> expected_tgs;
+  std::optional<double> expected_tgs;              // when every group ran one model
+  std::map<std::string, double> expected_by_model;
   std::vector<std::string> degraded_groups;        // names
   std::vector<std::vector<std::string>> next_splits;   // host sets to submit next
   std::vector<std::string> bad_pair;               // isolated pair (or single node)
   std::string conclusion;
+  std::vector<std::string> notes;                  // caveats: models that differ, a lone group
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BisectionResult, rows, expected_tgs, degraded_groups, next_splits,
-                                                bad_pair, conclusion)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BisectionResult, rows, expected_tgs, expected_by_model, degraded_groups,
+                                                next_splits, bad_pair, conclusion, notes)
 
-// `expected_tgs` unset: the best group's TGS is taken as the healthy expectation.
+// `expected_tgs` unset: the best group's TGS of each model is taken as that model's healthy expectation.
 BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& thresholds,
                                  std::optional<double> expected_tgs);
 

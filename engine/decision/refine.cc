@@ -186,11 +186,13 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
   return v;
 }
 
-void SetAction(SweepDecision* sd, DecisionAction action, const std::string& why) {
+// `limit` names the rules/sweep/decisions.yaml limit behind the step ("" for contract hygiene), so
+// that every view of the decision can say which policy changed the action and with what numbers.
+void SetAction(SweepDecision* sd, DecisionAction action, const std::string& why, const std::string& limit) {
   if (sd->decision.action == action) return;
   sd->decision.notes.push_back(why + ": " + std::string(ToString(sd->decision.action)) + " -> " +
                                std::string(ToString(action)));
-  sd->decision.overrides.push_back({sd->decision.action, action, why, sd->rule});
+  sd->decision.overrides.push_back({sd->decision.action, action, why, sd->rule, limit});
   sd->decision.action = action;
 }
 
@@ -213,6 +215,16 @@ std::vector<Exclusion> HangSuspects(const Diagnosis& diagnosis, const JobFacts& 
 }
 
 }  // namespace
+
+std::optional<ActionOverride> InSweepStep(const Diagnosis& diagnosis, const JobFacts& facts, const DecisionRules& rules,
+                                          SweepContext context, const Decision& standalone) {
+  context.in_sweep = true;
+  const SweepDecision swept = RefineDecision(diagnosis, facts, SweepHistory{}, rules, context);
+  if (swept.decision.action == standalone.action) return std::nullopt;
+  for (auto it = swept.decision.overrides.rbegin(); it != swept.decision.overrides.rend(); ++it)
+    if (it->to == swept.decision.action) return ActionOverride{standalone.action, it->to, it->reason, it->rule, it->limit};
+  return std::nullopt;
+}
 
 std::string HangPhaseOf(const JobFacts& facts) {
   if (!facts.steps.empty() || facts.progress.last_step) return kHangAfterStep0;
@@ -287,7 +299,9 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
           configs.push_back(e.config);
       if (static_cast<int>(configs.size()) >= lim.repeat_on_configs->count) {
         SetAction(&sd, lim.repeat_on_configs->then,
-                  "'" + rule->id + "' fired on " + std::to_string(configs.size()) + " configs of this sweep");
+                  "'" + rule->id + "' fired on " + std::to_string(configs.size()) + " configs of this sweep (limit " +
+                      std::to_string(lim.repeat_on_configs->count) + ")",
+                  rule->id + ".limits.repeat_on_configs");
         if (!lim.repeat_on_configs->root_cause.empty()) sd.root_cause = lim.repeat_on_configs->root_cause;
       }
     }
@@ -300,7 +314,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
         if (!disjoint) continue;
         SetAction(&sd, lim.repeat_on_other_nodes->then,
                   "same error ('" + rule->id + "') earlier on a different node (job " + e.job + ": " +
-                      e.exclude.front().host + ") - a configuration problem, not one bad node");
+                      e.exclude.front().host + ") - a configuration problem, not one bad node",
+                  rule->id + ".limits.repeat_on_other_nodes");
         if (!lim.repeat_on_other_nodes->root_cause.empty()) sd.root_cause = lim.repeat_on_other_nodes->root_cause;
         break;
       }
@@ -311,7 +326,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
       if (run >= lim.consecutive->count) {
         SetAction(&sd, lim.consecutive->then,
                   "'" + rule->id + "' " + std::to_string(run) + " times in a row on this config (limit " +
-                      std::to_string(lim.consecutive->count) + ")");
+                      std::to_string(lim.consecutive->count) + ")",
+                  rule->id + ".limits.consecutive");
         if (!lim.consecutive->root_cause.empty()) sd.root_cause = lim.consecutive->root_cause;
       }
     }
@@ -323,7 +339,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
       if (!suspects.empty()) {
         sd.decision.exclude = suspects;
         SetAction(&sd, DecisionAction::kRetryExcludingNodes,
-                  "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects");
+                  "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects",
+                  rule->id + ".limits.on_recurrence_same_nodes");
       } else {
         sd.decision.notes.push_back("hang recurred on the same nodes as job " + predecessor->job +
                                     " but no suspect node was identified; next time try _env_NCCL_DEBUG=INFO");
@@ -340,7 +357,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
     if (retries_done >= max_retries)
       SetAction(&sd, limits.retries_exceeded_action,
                 "this config was already retried " + std::to_string(retries_done) + " time(s) (limit " +
-                    std::to_string(max_retries) + " per job)");
+                    std::to_string(max_retries) + " per job)",
+                rule && rule->limits.max_retries ? rule->id + ".limits.max_retries" : "limits.max_retries_per_job");
   }
   if (sd.decision.action == DecisionAction::kRetryExcludingNodes && context.in_sweep) {
     std::vector<std::string> excluded;
@@ -355,7 +373,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
     if (static_cast<int>(excluded.size()) > limits.max_excluded_nodes_per_sweep)
       SetAction(&sd, limits.excluded_nodes_exceeded_action,
                 std::to_string(excluded.size()) + " nodes excluded in this sweep (" + JoinStrings(excluded) + "; limit " +
-                    std::to_string(limits.max_excluded_nodes_per_sweep) + "): the cluster is unhealthy");
+                    std::to_string(limits.max_excluded_nodes_per_sweep) + "): the cluster is unhealthy",
+                "limits.max_excluded_nodes_per_sweep");
   }
   // Model sweep early stop: models whose latest attempt in this sweep failed while the same model
   // passed on the baseline (a baseline-variant entry, or any earlier sweep).
@@ -384,13 +403,14 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
         static_cast<int>(regressed.size()) >= limits.model_sweep_failing_models)
       SetAction(&sd, limits.model_sweep_action,
                 std::to_string(regressed.size()) + " models fail on this commit but passed on the baseline (" +
-                    JoinStrings(regressed) + "): the commit is broken, stop early");
+                    JoinStrings(regressed) + "): the commit is broken, stop early",
+                "limits.model_sweep_failing_models");
   }
 
   // 4. Contract hygiene: exclusions only accompany retry-excluding-nodes, and that action always
   // names someone to exclude.
   if (sd.decision.action == DecisionAction::kRetryExcludingNodes && sd.decision.exclude.empty())
-    SetAction(&sd, DecisionAction::kRetrySameNodes, "no host to exclude was identified");
+    SetAction(&sd, DecisionAction::kRetrySameNodes, "no host to exclude was identified", "");
   if (sd.decision.action != DecisionAction::kRetryExcludingNodes && !sd.decision.exclude.empty()) {
     sd.decision.notes.push_back("not excluding " + JoinStrings(ExcludedHosts(sd.decision)) + " (action is " +
                                 std::string(ToString(sd.decision.action)) + ")");
@@ -444,6 +464,7 @@ StatusOr<SweepDecision> DecideSweep(const DecisionRules& rules, const std::strin
   // triage's reading wins over a watcher's stall clock (a log first seen long after it stopped).
   if (facts.status == "unknown-death") context.stalled = false;
   SweepDecision sd = RefineDecision(diagnosis, facts, history, rules, context);
+  if (!context.in_sweep) sd.decision.in_sweep = InSweepStep(diagnosis, facts, rules, context, sd.decision);
   for (const auto& w : history.warnings) sd.decision.notes.push_back("history: " + w);
   sd.decision.root_cause = PolicyRootCause(sd, diagnosis.verdict);
   if (!history_path.empty()) RETURN_IF_ERROR(AppendHistoryEntry(history_path, MakeHistoryEntry(facts, sd, context)));

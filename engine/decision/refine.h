@@ -58,6 +58,12 @@ SweepConfig SweepConfigOf(const JobFacts& facts);
 SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, const SweepHistory& history,
                              const DecisionRules& rules, const SweepContext& context);
 
+// What a sweep with the default policy and no history yet would make of `standalone` (the decision of
+// a diagnosis outside a sweep, which skips the sweep-wide limits): the step that changes its action,
+// or nullopt when a sweep would act the same.
+std::optional<ActionOverride> InSweepStep(const Diagnosis& diagnosis, const JobFacts& facts, const DecisionRules& rules,
+                                          SweepContext context, const Decision& standalone);
+
 HistoryEntry MakeHistoryEntry(const JobFacts& facts, const SweepDecision& decision, const SweepContext& context);
 
 // The one call for the pipeline: loads `history_path` (may not exist yet), refines the diagnosis's

@@ -237,7 +237,9 @@ class Discoverer {
     const auto started = Clock::now();
     if (!inputs_.untrusted.empty()) return FailedPreconditionError(inputs_.untrusted);
     d_.gaps = inputs_.gaps;
+    RETURN_IF_ERROR(StillInTime("finding the data range"));
     RETURN_IF_ERROR(FindRange());
+    RETURN_IF_ERROR(StillInTime("listing the metric names"));
     const double s = d_.range.start, e = d_.range.end;
     auto names = Ask(client_.LabelValues("__name__", {}, s, e));
     if (!names.ok()) return names.status().WithContext("discovering metric names on " + client_.Describe());
@@ -246,15 +248,29 @@ class Discoverer {
     if (d_.metric_names.empty()) {
       Gap("missing-family", "", "", "the TSDB holds no series between " + FormatTime(s) + " and " + FormatTime(e));
     }
+    RETURN_IF_ERROR(StillInTime("finding the hosts"));
     FindHosts();
+    RETURN_IF_ERROR(StillInTime("checking the metric families"));
     CheckFamilies();
+    RETURN_IF_ERROR(StillInTime("checking the families"));
     FindSilentIntervalsAndSteps();
+    RETURN_IF_ERROR(StillInTime("mapping steps to time"));
     Guard();
     d_.elapsed_seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return std::move(d_);
   }
 
  private:
+  bool PastDeadline() const { return inputs_.deadline && Clock::now() >= *inputs_.deadline; }
+
+  // Between stages, and where a loop over families or answers stopped early at the deadline: what
+  // was found is not a discovery to decide on.
+  Status StillInTime(const std::string& stage) const {
+    if (!PastDeadline()) return Status::Ok();
+    return DeadlineExceededError("the run's deadline passed while " + stage + " on " + client_.Describe() + " (" +
+                                 std::to_string(d_.queries) + " queries asked)");
+  }
+
   template <typename T>
   StatusOr<T> Ask(StatusOr<T> r) {
     ++d_.queries;
@@ -398,6 +414,7 @@ class Discoverer {
   void CheckFamilies() {
     const double s = d_.range.start, e = d_.range.end;
     for (const auto& fam : rules_.families) {
+      if (PastDeadline()) return;
       const std::string label = fam.hosts_from == "host" ? "host" : "instance";
       auto values = Ask(client_.LabelValues(fam.per_host ? label : "__name__", {fam.selector}, s, e));
       if (!values.ok()) {
@@ -445,6 +462,7 @@ class Discoverer {
     auto results = client_.RunBatch(batch);
     d_.queries += static_cast<int>(batch.size());
     for (size_t i = 0; i < heartbeat_queries; ++i) {
+      if (PastDeadline()) return;
       if (!results[i].ok()) {
         QueryFailed("heartbeat " + rules_.heartbeats[i].selector, results[i].status());
         continue;
@@ -455,6 +473,7 @@ class Discoverer {
     std::map<std::string, double> fills;          // label key + ms -> fill value
     std::map<std::string, Sample> steps;          // label key + ms -> step sample (dedupes chunk edges)
     for (size_t i = heartbeat_queries; i < results.size(); ++i) {
+      if (PastDeadline()) return;
       if (!results[i].ok()) {
         QueryFailed(batch[i].promql, results[i].status());
         continue;
@@ -484,6 +503,7 @@ class Discoverer {
     const double s = d_.range.start, e = d_.range.end, res = rules_.gap_resolution_seconds;
     const double threshold = rules_.gap_threshold_seconds;
     for (const auto& series : result.series) {
+      if (PastDeadline()) return;
       auto it = series.labels.find(hb.hosts_from);
       if (it == series.labels.end()) continue;
       const std::string host = NodeName(hb.hosts_from == "host" ? it->second : InstanceHost(it->second));

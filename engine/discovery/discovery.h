@@ -5,6 +5,7 @@
 // read?). Expectations and tolerances come from rules/discovery.yaml.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -78,6 +79,9 @@ struct DiscoveryInputs {
   // Set when nothing the source holds can be the job's (every block lies outside its run): discovery
   // fails with this, so no rule reads an absence of samples as a clean bill of health.
   std::string untrusted{};
+  // The run's deadline (--deadline): discovery asks nothing more and walks no more answers past it,
+  // and fails kDeadlineExceeded saying how far it got, so the pipeline reports the run incomplete.
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
 };
 
 struct StepTime {

@@ -146,8 +146,10 @@ std::optional<TimeRange> RemoteSearchWindow(const JobContext& job, const Diagnos
   return range;
 }
 
-void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInputs& base_inputs) {
+void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInputs& base_inputs,
+              std::optional<std::chrono::steady_clock::time_point> deadline) {
   DiscoveryInputs inputs = base_inputs;
+  inputs.deadline = deadline;
   inputs.expected_hosts = job.facts.header.hosts;
   inputs.log_last_step = job.facts.progress.last_step;
   auto discovery = diagnose::Discover(*job.client, inputs, rules);
@@ -220,7 +222,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     std::string provenance;
     std::optional<TimeRange> window = RemoteSearchWindow(job, options, &provenance);
     job.tsdb.window = provenance;
-    Discover(job, rules, DiscoveryInputs{.search_window = window});
+    Discover(job, rules, DiscoveryInputs{.search_window = window}, options.remote.deadline);
     return Status::Ok();
   }
   job.tsdb.mode = TsdbMode::kPrivateCopy;
@@ -256,7 +258,8 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   job.client = job.recorder.get();
   job.tsdb.state = TsdbAvailability::kServed;
   for (const auto& caveat : job.server->caveats()) job.tsdb.gaps.push_back(caveat);
-  Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts), LoggedRun(job.facts)));
+  Discover(job, rules, InputsForSnapshot(job.server->inventory(), LogWindow(job.facts), LoggedRun(job.facts)),
+           options.remote.deadline);
   return Status::Ok();
 }
 

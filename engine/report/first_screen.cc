@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string_view>
 
 #include "engine/core/iso_time.h"
 #include "engine/core/text.h"
@@ -45,8 +46,8 @@ void JobDetails(const JobEntry& job, const JobFacts* facts, std::vector<std::str
   const TgsAnalysis& tgs = facts->tgs;
   if (!tgs.pattern.empty() && tgs.pattern != "insufficient-data") {
     std::string line = who + "TGS " + tgs.pattern;
-    if (tgs.steady_tgs > 0)
-      line += ": healthy " + FixedDecimal(tgs.steady_tgs, 0) + ", last " + FixedDecimal(tgs.recent_tgs, 0) +
+    if (HealthyTgs(tgs) > 0)
+      line += ": healthy " + FixedDecimal(HealthyTgs(tgs), 0) + ", last " + FixedDecimal(tgs.recent_tgs, 0) +
               " tokens/s/device";
     if (std::fabs(tgs.degradation_pct) >= 0.5) line += " (" + FixedDecimal(tgs.degradation_pct, 1) + "% lower)";
     if (tgs.degradation_onset_step) line += ", down from step " + std::to_string(*tgs.degradation_onset_step);
@@ -120,6 +121,46 @@ std::string IsoWindow(const TimeWindow& w) {
   return "over " + a + ".." + (a.substr(0, 11) == b.substr(0, 11) ? b.substr(11) : b);
 }
 
+namespace {
+
+// Epoch seconds under a key that names an instant ("crash_time", "onset", "window_start").
+bool IsInstant(const std::string& key, double value) {
+  static constexpr std::string_view kTimeWords[] = {"time", "onset", "start", "end", "epoch", "_at"};
+  const bool plausible = value >= 946684800.0 && value < 4102444800.0;   // 2000..2100
+  if (!plausible) return false;
+  for (std::string_view word : kTimeWords)
+    if (key.find(word) != std::string::npos) return true;
+  return false;
+}
+
+std::string FormatNumber(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  if (v == std::trunc(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  if (std::fabs(v) >= 100) return WithThousands(v);
+  return FixedDecimal(v, std::fabs(v) >= 1 ? 1 : 3);
+}
+
+std::string FormatValueUnder(const std::string& key, const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number()) {
+    const double v = value.get<double>();
+    return IsInstant(key, v) ? IsoUtc(v) : FormatNumber(v);
+  }
+  std::vector<std::string> parts;
+  if (value.is_object()) {
+    for (const auto& [k, v] : value.items()) parts.push_back(k + " " + FormatValueUnder(k, v));
+  } else {
+    for (const auto& v : value) parts.push_back(FormatValueUnder(key, v));
+  }
+  return JoinStrings(parts, ", ");
+}
+
+}  // namespace
+
+std::string FormatEvidenceValue(const nlohmann::json& value) { return FormatValueUnder("", value); }
+
 std::optional<ScreenEvidence> StrongestEvidence(const Finding& f) {
   const Evidence* best = nullptr;
   auto pick = [&](auto&& pred) {
@@ -150,7 +191,7 @@ std::optional<ScreenEvidence> StrongestEvidence(const Finding& f) {
     out.detail = ValidUtf8(best->text, 140, true);
   } else {
     out.where = ValidUtf8(best->text.empty() ? best->query : best->text, 110, true);
-    out.detail = ValidUtf8(best->value.is_string() ? best->value.get<std::string>() : best->value.dump(), 120, true);
+    out.detail = ValidUtf8(FormatEvidenceValue(best->value), 120, true);
   }
   if (best->role == "baseline") out.where = "baseline " + out.where;
   return out;
@@ -175,6 +216,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   s.runner_up = ValidUtf8(r.verdict.runner_up, kLineChars, true);
   if (!r.verdict.refuted.empty()) s.refuted = JoinStrings(r.verdict.refuted, ", ");
   s.action = ToString(r.decision.action);
+  s.policy = ValidUtf8(PolicyLine(r.decision), 2 * kLineChars, true);
   s.exclude = r.decision.exclude;
   s.slurm_exclude = SlurmExcludeList(r.decision);
   for (const auto& [k, v] : r.decision.changes) s.changes.push_back(k + "=" + v);
@@ -212,7 +254,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   // Fit the lists into the line budget: the answer first, then notes, then the fired findings.
   size_t used = 2 + s.jobs.size() + s.job_details.size() + (s.incomplete ? 1 : 0);   // title, blank
   used += 3 + (s.causal_chain.empty() ? 0 : 1) + (s.runner_up.empty() ? 0 : 1) + (s.refuted.empty() ? 0 : 1);
-  used += 3 + s.exclude.size() + (s.slurm_exclude.empty() ? 0 : 1) + s.changes.size();
+  used += 3 + (s.policy.empty() ? 0 : 1) + s.exclude.size() + (s.slurm_exclude.empty() ? 0 : 1) + s.changes.size();
   for (const auto& w : s.why) used += 1 + (w.evidence ? 2 : 0);
   used += s.why.empty() ? 0 : 2;
   used += 4;   // findings header, blank, closing hint

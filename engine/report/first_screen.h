@@ -33,6 +33,7 @@ struct FirstScreen {
   std::string runner_up;
   std::string refuted;
   std::string action;
+  std::string policy;                     // PolicyLine: the sweep policy's part in the action
   std::vector<Exclusion> exclude;
   std::string slurm_exclude;              // `exclude` for Slurm's --exclude, to paste
   std::vector<std::string> changes;       // "k=v"
@@ -55,6 +56,11 @@ std::string FindingTally(const FirstScreen& screen);
 // The strongest piece of a finding's evidence: PromQL that names its hosts, then any windowed
 // PromQL, then a log line, then a derived value.
 std::optional<ScreenEvidence> StrongestEvidence(const Finding& finding);
+
+// A derived evidence value as a reader wants it, never raw JSON: a number rounded by one rule (an
+// integer as is, 100 and above to the unit with thousands separators, else 1 decimal, below 1 three),
+// a time-named key's epoch seconds as ISO-8601 UTC, an object as "key value, ...", a list joined.
+std::string FormatEvidenceValue(const nlohmann::json& value);
 
 // "over 2026-02-24T18:01:00Z..19:21:00Z" (the end's date dropped when it is the start's), or
 // "at 2026-02-24T19:21:00Z" for an instant.

@@ -117,7 +117,28 @@ std::string ChartFigure(const std::string& kind, const std::vector<std::pair<std
   return out + "</figure>\n";
 }
 
-std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double> onset_time) {
+// Whether a chart sets its blamed hosts apart: every blamed host's peak lies beyond the others'
+// (above their 90th percentile by half again, or below their 10th by a third). A chart where the
+// blamed hosts sit inside the crowd shows nothing about why they were blamed.
+bool SeparatesBlamedHosts(const Evidence& e, const std::set<std::string>& blamed) {
+  std::map<std::string, double> peaks;
+  for (const auto& [key, list] : e.series->items()) {
+    double& peak = peaks.try_emplace(HostOfKey(key), -INFINITY).first->second;
+    for (const auto& p : PointsOf(list)) peak = std::max(peak, p.y);
+  }
+  std::vector<double> in, out;
+  for (const auto& [host, peak] : peaks)
+    if (std::isfinite(peak)) (blamed.count(host) ? in : out).push_back(peak);
+  if (in.empty() || out.empty()) return true;
+  std::sort(out.begin(), out.end());
+  const double high = out[std::min(out.size() - 1, out.size() * 9 / 10)];
+  const double low = out[out.size() / 10];
+  const double lowest_blamed = *std::min_element(in.begin(), in.end());
+  const double highest_blamed = *std::max_element(in.begin(), in.end());
+  return lowest_blamed > std::max(high * 1.5, high + 1e-9) || highest_blamed < low / 1.5;
+}
+
+std::string TgsChart(const Report& r, const JobEntry& job) {
   const JobFacts* facts = FactsOf(r, job.id);
   if (facts == nullptr) return "";
   svg::LineChart c;
@@ -146,24 +167,20 @@ std::string TgsChart(const Report& r, const JobEntry& job, std::optional<double>
   for (const int64_t saved : facts->checkpoint_saves)
     c.markers.push_back({static_cast<double>(saved), "checkpoint", "checkpoint saved at step " + std::to_string(saved)});
   auto steps = r.step_times.find(job.id);
-  if (tgs.degradation_onset_step) {
-    c.markers.push_back({static_cast<double>(*tgs.degradation_onset_step), "onset",
-                         "throughput left its healthy level at step " + std::to_string(*tgs.degradation_onset_step)});
-  } else if (onset_time && steps != r.step_times.end()) {
-    // The verdict's earliest anomaly, placed on the step axis through the step map.
-    for (const auto& [step, t] : steps->second)
-      if (t >= *onset_time) {
-        c.markers.push_back({static_cast<double>(step), "onset", "earliest anomaly " + IsoUtc(*onset_time)});
-        break;
-      }
-  }
+  // The red line says throughput left its healthy level: only where triage found it did (a drop, or
+  // a material dip). Another finding's onset on a steady TGS line would read as a slowdown.
+  std::optional<int64_t> left_healthy = tgs.degradation_onset_step;
+  if (!left_healthy && !tgs.dips.empty()) left_healthy = tgs.dips.front().first_step;
+  if (left_healthy)
+    c.markers.push_back({static_cast<double>(*left_healthy), "onset",
+                         "throughput left its healthy level at step " + std::to_string(*left_healthy)});
   if (steps != r.step_times.end() && steps->second.size() >= 2) {
     const double lo = c.lines[0].points.front().x, hi = c.lines[0].points.back().x;
     for (double s : svg::NiceTicks(lo, hi, 6))
       if (auto t = TimeOfStep(steps->second, s)) c.secondary_ticks.emplace_back(s, IsoUtc(*t).substr(11, 5));
   }
-  std::string caption = "Shaded: TGS phases (orange: below the best phase); dotted: checkpoints; red dashed: where "
-                        "throughput first left its healthy level.";
+  std::string caption = "Shaded: TGS phases (orange: below the best phase); dotted: checkpoints";
+  caption += left_healthy ? "; red dashed: where throughput first left its healthy level." : ".";
   if (c.secondary_ticks.empty()) caption += " No step map in the TSDB: wall time not shown.";
   return ChartFigure("tgs", {{"job", job.id}}, svg::RenderLineChart(c), caption);
 }
@@ -260,14 +277,9 @@ std::string Heatmap(const Report& r, const Finding& f, const Evidence& e, const 
     return a.second > b.second;
   });
   for (const auto& [host, peak] : order) {
-    std::vector<double> row(cols, std::nan(""));
-    for (const auto& [t, v] : per_host[host]) {
-      size_t c = std::min(cols - 1, static_cast<size_t>((t - t0) / h.column_width));
-      row[c] = std::isnan(row[c]) ? v : std::max(row[c], v);
-    }
     h.rows.push_back(host);
     h.highlighted.push_back(blamed.count(host) > 0);
-    h.cells.push_back(std::move(row));
+    h.cells.push_back(svg::BinSamples(per_host[host], t0, h.column_width, cols));
   }
   if (!r.jobs.empty()) {
     auto steps = r.step_times.find(r.jobs.front().id);
@@ -297,7 +309,7 @@ std::string EvidenceList(const Report& r, const Finding& f) {
       out << "<code>" << Esc(e.query) << "</code> <span class=\"quote\">" << Esc(ValidUtf8(e.text, 400, true)) << "</span>";
     } else {
       out << Esc(e.text.empty() ? e.query : e.text);
-      if (!e.value.is_null()) out << " <span class=\"muted\">" << Esc(ValidUtf8(e.value.dump(), 300, true)) << "</span>";
+      if (!e.value.is_null()) out << " <span class=\"muted\">" << Esc(ValidUtf8(FormatEvidenceValue(e.value), 300, true)) << "</span>";
     }
     out << "</li>";
   }
@@ -318,6 +330,7 @@ std::string Header(const Report& r, const FirstScreen& s) {
   if (!s.refuted.empty()) out << "<p class=\"muted\">refuted: " << Esc(s.refuted) << "</p>";
   if (!s.runner_up.empty()) out << "<p class=\"muted\">runner-up: " << Esc(s.runner_up) << "</p>";
   out << "<h2>What to do</h2><p class=\"verdict\">" << Esc(s.action) << "</p>";
+  if (!s.policy.empty()) out << "<p class=\"policy\">sweep policy: " << Esc(s.policy) << "</p>";
   if (!r.decision.exclude.empty()) {
     out << "<table class=\"exclusions\"><tr><th>exclude</th><th>priority</th><th>reason</th></tr>";
     for (const auto& x : r.decision.exclude)
@@ -387,11 +400,8 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
     }
     out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");
   }
-  std::optional<double> verdict_onset;
-  for (const auto& f : r.findings)
-    if (f.id == r.verdict.finding && f.status == "fired") verdict_onset = f.onset;
   for (const auto& job : r.jobs) {
-    std::string chart = TgsChart(r, job, job.role == "baseline" ? std::nullopt : verdict_onset);
+    std::string chart = TgsChart(r, job);
     out << (chart.empty() ? "<p class=\"muted\">Job " + Esc(job.id) + ": too few step lines for a TGS timeline.</p>\n" : chart);
   }
 
@@ -460,10 +470,15 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
       return nullptr;
     };
     // Blamed hosts beside the others show the contrast; blamed hosts alone show only their shape.
+    // A finding that puts hosts up for exclusion is shown by the charts that set them apart; one
+    // where they overlap the rest (congestion every host saw) comes last and only if nothing else does.
+    const bool excludes = std::any_of(blamed.begin(), blamed.end(), [&](const std::string& h) { return excluded.count(h) > 0; });
+    constexpr int kNoContrast = 4;
     auto rank = [&](const Evidence& e) {
       if (e.role == "subject" && partner_of(e)) return 0;
       bool some_blamed = false, some_other = false;
       for (const auto& [key, list] : e.series->items()) (blamed.count(HostOfKey(key)) ? some_blamed : some_other) = true;
+      if (some_blamed && some_other && excludes && !SeparatesBlamedHosts(e, blamed)) return kNoContrast;
       return some_blamed && some_other ? 1 : some_blamed ? 2 : 3;
     };
     std::vector<const Evidence*> candidates;
@@ -482,7 +497,7 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
         if (citing[chart_key(e)].front() != f) drawn_before.push_back(citing[chart_key(e)].front()->id);
         continue;
       }
-      if (charts >= kMaxChartsPerFinding) {
+      if (charts >= kMaxChartsPerFinding || (charts > 0 && rank(e) == kNoContrast)) {
         charted.erase(chart_key(e));   // left for a later finding that cites it
         continue;
       }

@@ -187,6 +187,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TgsAnalysis, pattern, phases, st
                                                 degradation_pct, decline_onset_step, degradation_onset_step,
                                                 spike_steps, healthy_tgs, noise_pct, dips)
 
+// The one figure every view calls a job's healthy TGS: the steady window's mean, which the job line
+// of `diagnose`, the watch line and degradation_pct are reckoned from; the best phase where the
+// steady window measured nothing; 0 when neither was measured.
+inline double HealthyTgs(const TgsAnalysis& tgs) { return tgs.steady_tgs > 0 ? tgs.steady_tgs : tgs.healthy_tgs; }
+
 struct Progress {
   std::optional<int64_t> first_step;
   std::optional<int64_t> last_step;

@@ -100,6 +100,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   if (!r.causal_chain.empty()) s->KeyValue("causal chain", JoinStrings(r.causal_chain, " -> "));
   s->Section("Decision");
   s->KeyValue("action", std::string(ToString(r.decision.action)), true);
+  if (const std::string policy = PolicyLine(r.decision); !policy.empty()) s->KeyValue("sweep policy", policy);
   if (!r.decision.root_cause.empty())
     s->KeyValue("acted on", r.decision.root_cause + " (the sweep rules' cause; the diagnosis names none)");
   for (const auto& x : r.decision.exclude)
@@ -271,6 +272,7 @@ std::string FirstScreenText(const FirstScreen& s, bool color, bool verbose) {
   if (!s.refuted.empty()) out << "  refuted: " << s.refuted << " (the log suggested it; the metrics contradict it)\n";
   if (!s.runner_up.empty()) out << "  runner-up: " << s.runner_up << "\n";
   out << "\n" << Paint("WHAT TO DO", "1", color) << "  " << Paint(s.action, "1", color) << "\n";
+  if (!s.policy.empty()) out << "  sweep policy: " << s.policy << "\n";
   for (const auto& x : s.exclude)
     out << "  exclude " << Paint(x.host, "1", color) << " (priority " << x.priority << "): " << ValidUtf8(x.reason, 240, true) << "\n";
   if (!s.slurm_exclude.empty()) out << "  slurm: --exclude=" << s.slurm_exclude << "\n";
@@ -304,6 +306,7 @@ std::string FirstScreenMarkdown(const FirstScreen& s, bool verbose) {
   if (!s.refuted.empty()) out << "- refuted: " << MdEscape(s.refuted) << "\n";
   if (!s.runner_up.empty()) out << "- runner-up: " << MdEscape(s.runner_up) << "\n";
   out << "\n**What to do:** `" << s.action << "`\n";
+  if (!s.policy.empty()) out << "\n- sweep policy: " << MdEscape(s.policy) << "\n";
   if (!s.exclude.empty()) {
     out << "\n| exclude | priority | reason |\n|---|---|---|\n";
     for (const auto& x : s.exclude)

@@ -123,13 +123,40 @@ nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes) {
   return out;
 }
 
+const ActionOverride* DecidingLimit(const Decision& decision) {
+  if (decision.overrides.empty()) return nullptr;
+  const ActionOverride& last = decision.overrides.back();
+  return !last.limit.empty() && last.to == decision.action ? &last : nullptr;
+}
+
+std::string PolicyStepText(const ActionOverride& step) {
+  return step.limit.empty() ? step.reason : step.reason + " [" + step.limit + "]";
+}
+
+std::string PolicyLine(const Decision& decision) {
+  if (decision.in_sweep)
+    return "in a sweep this would be " + std::string(ToString(decision.in_sweep->to)) + ": " +
+           PolicyStepText(*decision.in_sweep);
+  if (const ActionOverride* limit = DecidingLimit(decision))
+    return std::string(ToString(limit->to)) + " by the sweep policy (the diagnosis alone: " +
+           std::string(ToString(limit->from)) + "): " + PolicyStepText(*limit);
+  return "";
+}
+
+namespace {
+
+nlohmann::json OverrideJson(const ActionOverride& o) {
+  nlohmann::json entry{{"from", ToString(o.from)}, {"to", ToString(o.to)}, {"reason", o.reason}};
+  if (!o.rule.empty()) entry["rule"] = o.rule;
+  if (!o.limit.empty()) entry["limit"] = o.limit;
+  return entry;
+}
+
+}  // namespace
+
 nlohmann::json ToJson(const Decision& d) {
   nlohmann::json overrides = nlohmann::json::array();
-  for (const auto& o : d.overrides) {
-    nlohmann::json entry{{"from", ToString(o.from)}, {"to", ToString(o.to)}, {"reason", o.reason}};
-    if (!o.rule.empty()) entry["rule"] = o.rule;
-    overrides.push_back(std::move(entry));
-  }
+  for (const auto& o : d.overrides) overrides.push_back(OverrideJson(o));
   nlohmann::json out{{"action", ToString(d.action)},
                      {"exclude", d.exclude},
                      {"slurm_exclude", SlurmExcludeList(d)},
@@ -138,6 +165,7 @@ nlohmann::json ToJson(const Decision& d) {
                      {"notes", d.notes},
                      {"overrides", overrides}};
   if (!d.root_cause.empty()) out["root_cause"] = d.root_cause;
+  if (d.in_sweep) out["in_sweep"] = OverrideJson(*d.in_sweep);
   return out;
 }
 

@@ -89,6 +89,9 @@ struct ActionOverride {
   DecisionAction to = DecisionAction::kNone;
   std::string reason;
   std::string rule;   // the rules/sweep/decisions.yaml rule in charge, "" when none was
+  // The rules/sweep/decisions.yaml limit that made this step ("limits.max_excluded_nodes_per_sweep",
+  // "<rule>.limits.consecutive"); "" when a rule took over or the contract required the step.
+  std::string limit;
 };
 
 struct Decision {
@@ -101,7 +104,20 @@ struct Decision {
   // (verdict.root_cause `unknown`); "" otherwise. The verdict stays the diagnosis's own (extension
   // `decision.root_cause`, in JSON only when set).
   std::string root_cause;
+  // A diagnosis made outside a sweep skips the sweep-wide limits; this is the step the sweep policy
+  // (rules/sweep/decisions.yaml, no history yet) would take on this decision inside a sweep, where
+  // it changes the action (extension `decision.in_sweep`, in JSON only when set).
+  std::optional<ActionOverride> in_sweep;
 };
+
+// The limit step that set the decision's final action, or nullptr when none did (the diagnosis's
+// action stood, or a rule took over: the cause shown names that rule's reading).
+const ActionOverride* DecidingLimit(const Decision& decision);
+// One sentence for a policy step, the same wherever it is shown: "<reason> [<limit>]".
+std::string PolicyStepText(const ActionOverride& step);
+// The sweep policy's part in the decision, for every report format: what a sweep would do with a
+// standalone decision (`in_sweep`), or which limit set the action; "" when the policy changed nothing.
+std::string PolicyLine(const Decision& decision);
 
 // The diagnosis's own reading of the subject before the sweep policy acts on it: the logs' verdict,
 // refined by the playbooks, and the action that reading alone suggests.

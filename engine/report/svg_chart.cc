@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "engine/core/text.h"
@@ -240,6 +241,37 @@ std::string RenderLineChart(const LineChart& chart) {
   return out.str();
 }
 
+std::vector<double> BinSamples(const std::map<double, double>& samples, double start, double width, size_t columns) {
+  std::vector<double> row(columns, std::nan(""));
+  if (samples.empty() || columns == 0 || !(width > 0)) return row;
+  for (const auto& [t, v] : samples) {
+    const double at = std::floor((t - start) / width);
+    if (at < 0) continue;
+    const size_t c = std::min(columns - 1, static_cast<size_t>(at));
+    row[c] = std::isnan(row[c]) ? v : std::max(row[c], v);
+  }
+  std::vector<double> spacing;
+  for (auto it = samples.begin(), next = std::next(it); next != samples.end(); ++it, ++next)
+    spacing.push_back(next->first - it->first);
+  if (spacing.empty()) return row;
+  std::nth_element(spacing.begin(), spacing.begin() + static_cast<std::ptrdiff_t>(spacing.size() / 2), spacing.end());
+  const double interval = spacing[spacing.size() / 2];
+  for (size_t c = 0; c < columns; ++c) {
+    if (!std::isnan(row[c])) continue;
+    const double middle = start + width * (static_cast<double>(c) + 0.5);
+    auto after = samples.lower_bound(middle);
+    double best_distance = interval + width / 2;   // a sample this close would have shared the column's scrape
+    std::optional<double> nearest;
+    if (after != samples.end() && after->first - middle <= best_distance) {
+      best_distance = after->first - middle;
+      nearest = after->second;
+    }
+    if (after != samples.begin() && middle - std::prev(after)->first <= best_distance) nearest = std::prev(after)->second;
+    if (nearest) row[c] = *nearest;
+  }
+  return row;
+}
+
 std::string RenderHeatmap(const Heatmap& h) {
   constexpr double kLabel = 120;
   const size_t rows = h.rows.size(), cols = h.column_start.size();
@@ -263,7 +295,7 @@ std::string RenderHeatmap(const Heatmap& h) {
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << h.width << " " << Fixed(height, 0) << "\" width=\""
       << h.width << "\" height=\"" << Fixed(height, 0) << "\" role=\"img\" aria-label=\"" << HtmlEscape(h.title) << "\">";
   out << "<text class=\"title\" x=\"" << kLabel << "\" y=\"16\">" << HtmlEscape(h.title) << " (peak "
-      << HtmlEscape(Compact(peak)) << " " << HtmlEscape(h.value_label) << ")</text>";
+      << HtmlEscape(Compact(peak) + (h.value_label.empty() ? "" : " " + h.value_label)) << ")</text>";
   const double t0 = cols ? h.column_start.front() : 0, t1 = cols ? h.column_start.back() + h.column_width : 1;
   auto px = [&](double t) { return kLabel + (t - t0) / std::max(t1 - t0, 1e-9) * plot_w; };
   for (size_t r = 0; r < rows; ++r) {

@@ -81,6 +81,13 @@ std::string RenderHeatmap(const Heatmap& heatmap);
 // survive, so a burst of retransmits one scrape long stays visible after thinning.
 std::vector<Point> Thin(const std::vector<Point>& points, size_t max_points);
 
+// One heatmap row: `samples` (time -> value) binned into `columns` columns of `width` seconds from
+// `start`, the largest sample of a column kept. A column that no sample falls in (the grid is finer
+// than the scrape interval, or not aligned to it) takes the nearest sample within one scrape
+// interval (the median spacing of the samples), so a steady series draws no empty stripes; real
+// gaps in the data longer than that stay empty (NaN).
+std::vector<double> BinSamples(const std::map<double, double>& samples, double start, double width, size_t columns);
+
 // Round axis ticks covering [lo, hi]: about `count` values at 1/2/5 x 10^k steps.
 std::vector<double> NiceTicks(double lo, double hi, int count);
 

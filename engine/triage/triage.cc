@@ -576,9 +576,10 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   if (f.soft_success) AddClass(&f, &hits, table, "soft-success", f.summary.where, int64_t{1} << 50);
   if (f.tgs.degradation_pct > tgs_options.degradation_pct && f.tgs.pattern != "periodic-checkpoint-spikes") {
     LogRef r = last_step_ref;
-    r.text = "recent TGS " + std::to_string(static_cast<int64_t>(f.tgs.recent_tgs)) + " vs steady " +
-             std::to_string(static_cast<int64_t>(f.tgs.steady_tgs)) + " (" +
-             std::to_string(static_cast<int64_t>(f.tgs.degradation_pct)) + "% lower)";
+    // Rounded as every report rounds them (TGS to the unit, percentages to 1 decimal): the log's
+    // evidence must not say 3292 and 23 % where the report says 3293 and 23.5 %.
+    r.text = "recent TGS " + FixedDecimal(f.tgs.recent_tgs, 0) + " vs steady " + FixedDecimal(f.tgs.steady_tgs, 0) +
+             " (" + FixedDecimal(f.tgs.degradation_pct, 1) + "% lower)";
     AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
   } else if (!f.tgs.dips.empty()) {
     // A material dip is a symptom wherever it lies (a dip that recovered before the end, a dip
@@ -593,8 +594,8 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
         break;
       }
     r.text = "TGS dip at steps " + std::to_string(deepest.first_step) + "-" + std::to_string(deepest.last_step) + ": " +
-             std::to_string(static_cast<int64_t>(deepest.mean_tgs)) + " vs healthy " +
-             std::to_string(static_cast<int64_t>(f.tgs.healthy_tgs)) + " (" + FixedDecimal(deepest.depth_pct, 1) +
+             FixedDecimal(deepest.mean_tgs, 0) + " vs healthy " + FixedDecimal(f.tgs.healthy_tgs, 0) + " (" +
+             FixedDecimal(deepest.depth_pct, 1) +
              "% lower over " + std::to_string(deepest.steps) + " steps, " + FixedDecimal(deepest.seconds / 60.0, 1) +
              " min; step noise " + FixedDecimal(f.tgs.noise_pct, 2) + "%)";
     AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);

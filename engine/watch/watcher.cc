@@ -113,6 +113,8 @@ std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event
     for (const auto& x : decision.exclude) hosts += (hosts.empty() ? "" : ",") + x.host;
     line += " " + hosts;
   }
+  // A sweep limit that changed the action is the line's reason: the cause alone does not stop a sweep.
+  if (const ActionOverride* limit = DecidingLimit(decision)) line += dash + "why: " + PolicyStepText(*limit);
   return line;
 }
 

@@ -160,6 +160,78 @@ TEST(Bisection, FailedGroupIsBad) {
   EXPECT_EQ(r.bad_pair, Slice(2, 4));
 }
 
+NodeRun ModelGroup(const std::string& job, const std::string& model, std::vector<std::string> hosts, double tgs,
+                   const std::string& status = "completed") {
+  NodeRun run = Group("JAX-" + model, std::move(hosts), tgs, status);
+  run.job = job;
+  run.model = model;
+  run.healthy_tgs = tgs;
+  run.last_step = 71;
+  return run;
+}
+
+// A job whose throughput fell mid-run is measured at its healthy level, like `diagnose` reports it,
+// and a lone group is not "compared" with itself.
+TEST(Bisection, AGroupIsMeasuredAtItsHealthyLevelAndNotComparedWithItself) {
+  const auto& th = testing::SweepRules().bisection;
+  NodeRun slow = ModelGroup("8308", "mixtral-8x22b", Slice(0, 4), 3293);
+  slow.step_tgs = {{0, 3293}, {100, 2520}, {200, 2520}};   // whole-run mean well below the healthy level
+  slow.steady_tgs = 3293;
+  slow.recent_tgs = 2520;
+  slow.degradation_onset_step = 97;
+  BisectionResult r = AnalyzeBisection({slow}, th, std::nullopt);
+  ASSERT_EQ(r.rows.size(), 1u);
+  ASSERT_TRUE(r.rows[0].tgs);
+  EXPECT_NEAR(*r.rows[0].tgs, 3293, 1e-9);
+  EXPECT_FALSE(r.rows[0].delta_pct.has_value());
+  EXPECT_EQ(r.rows[0].status, "degraded");   // its own drop, said in its reason
+  EXPECT_NE(r.rows[0].reason.find("23.5%"), std::string::npos) << r.rows[0].reason;
+}
+
+TEST(Bisection, AFailedGroupKeepsTheThroughputItMeasured) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({ModelGroup("8308", "mixtral-8x22b", Slice(0, 4), 3293),
+                                        ModelGroup("8043", "mixtral-8x22b", Slice(4, 8), 3242, "failed")},
+                                       th, std::nullopt);
+  const GroupRow& failed = r.rows[1];
+  EXPECT_EQ(failed.job, "8043");
+  EXPECT_EQ(failed.status, "failed");
+  ASSERT_TRUE(failed.tgs);
+  EXPECT_NEAR(*failed.tgs, 3242, 1e-9);
+  EXPECT_EQ(failed.reason.find("did not complete a measured step"), std::string::npos) << failed.reason;
+  EXPECT_NE(failed.reason.find("step 71"), std::string::npos) << failed.reason;
+  // Two jobs of one name are told apart by their ids.
+  EXPECT_NE(r.rows[0].name, r.rows[1].name);
+  EXPECT_NE(r.rows[0].name.find("8308"), std::string::npos);
+}
+
+TEST(Bisection, EachModelHasItsOwnExpectationAndTheDifferenceIsSaid) {
+  const auto& th = testing::SweepRules().bisection;
+  BisectionResult r = AnalyzeBisection({ModelGroup("1", "mixtral-8x22b", Slice(0, 4), 3290),
+                                        ModelGroup("2", "mixtral-8x22b", Slice(4, 8), 3280),
+                                        ModelGroup("3", "llama2-70b", Slice(0, 2), 1340),
+                                        ModelGroup("4", "llama2-70b", Slice(2, 4), 1338)},
+                                       th, std::nullopt);
+  for (const auto& row : r.rows) EXPECT_EQ(row.status, "healthy") << row.name << ": " << row.reason;
+  EXPECT_EQ(r.expected_by_model.at("llama2-70b"), 1340);
+  EXPECT_EQ(r.expected_by_model.at("mixtral-8x22b"), 3290);
+  EXPECT_FALSE(r.expected_tgs.has_value());
+  bool warned = false;
+  for (const auto& n : r.notes) warned = warned || n.find("different models") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+TEST(NodeHealth, EachModelHasItsOwnMedian) {
+  const auto& th = testing::SweepRules().node_health;
+  std::vector<NodeRun> runs{OneNode("1", "a", 1840), OneNode("2", "b", 1838), OneNode("3", "c", 1842),
+                            OneNode("4", "d", 900), OneNode("5", "e", 905), OneNode("6", "f", 902)};
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].model = i < 3 ? "llama2-70b" : "mixtral-8x22b";
+  NodeHealthTable t = BuildNodeHealthTable(runs, th);
+  for (const auto& row : t.rows) EXPECT_EQ(row.status, "healthy") << row.node;
+  EXPECT_TRUE(t.exclude.empty());
+  EXPECT_EQ(t.median_by_model.size(), 2u);
+}
+
 TEST(Bisection, AllHealthy) {
   const auto& th = testing::SweepRules().bisection;
   BisectionResult r = AnalyzeBisection({Group("all", kAll, 1390)}, th, 1392.0);

@@ -427,6 +427,44 @@ TEST(SweepLimits, PlaybookExclusionBeyondTheSweepBudgetStopsTheSweep) {
   EXPECT_TRUE(named);
 }
 
+TEST(SweepLimits, TheLimitThatStoppedTheSweepIsNamedWithItsNumbers) {
+  JobFacts f = MakeFacts("2", kEight);
+  f.status = "completed";
+  Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  diagnosis.decision.exclude = {{"gpu102", 2, "retx"}, {"gpu103", 2, "retx"}, {"gpu104", 2, "retx"}};
+  SweepDecision d = Refine(f, {}, diagnosis);
+  ASSERT_EQ(d.decision.action, DecisionAction::kStopSweep);
+  const ActionOverride* limit = DecidingLimit(d.decision);
+  ASSERT_NE(limit, nullptr);
+  EXPECT_EQ(limit->limit, "limits.max_excluded_nodes_per_sweep");
+  EXPECT_NE(limit->reason.find("3 nodes excluded"), std::string::npos) << limit->reason;
+  EXPECT_NE(limit->reason.find("limit 2"), std::string::npos) << limit->reason;
+  EXPECT_NE(PolicyLine(d.decision).find("limits.max_excluded_nodes_per_sweep"), std::string::npos);
+}
+
+// Outside a sweep the exclusion budget does not apply, but the report says what a sweep would do.
+TEST(SweepLimits, AStandaloneDiagnosisSaysWhatASweepWouldDoWithIt) {
+  JobFacts f = MakeFacts("2", kEight);
+  f.status = "completed";
+  Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
+  diagnosis.decision.exclude = {{"gpu102", 2, "retx"}, {"gpu103", 2, "retx"}, {"gpu104", 2, "retx"}};
+  auto alone = DecideSweep(testing::SweepRules(), "", SweepContext{}, diagnosis, f);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(alone->decision.action, DecisionAction::kRetryExcludingNodes);
+  ASSERT_TRUE(alone->decision.in_sweep.has_value());
+  EXPECT_EQ(alone->decision.in_sweep->from, DecisionAction::kRetryExcludingNodes);
+  EXPECT_EQ(alone->decision.in_sweep->to, DecisionAction::kStopSweep);
+  EXPECT_EQ(alone->decision.in_sweep->limit, "limits.max_excluded_nodes_per_sweep");
+  EXPECT_NE(PolicyLine(alone->decision).find("in a sweep this would be stop-sweep"), std::string::npos);
+  EXPECT_EQ(ToJson(alone->decision)["in_sweep"]["to"], "stop-sweep");
+  // Two exclusions fit the budget: nothing to add.
+  diagnosis.decision.exclude.pop_back();
+  auto fits = DecideSweep(testing::SweepRules(), "", SweepContext{}, diagnosis, f);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_FALSE(fits->decision.in_sweep.has_value());
+  EXPECT_FALSE(ToJson(fits->decision).contains("in_sweep"));
+}
+
 TEST(SweepLimits, TwoExclusionsPerSweepAreAllowed) {
   SweepHistory history;
   JobFacts a = MakeFacts("1", kEight);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "engine/report/first_screen.h"
 #include "engine/report/job_facts.h"
 
 namespace diagnose {
@@ -151,6 +152,82 @@ TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) 
   EXPECT_NE(h.find("data-blamed-host=\"gpu413\""), std::string::npos);
   EXPECT_NE(h.find("<pre class=\"promql\">sum by (host, device) (rate(x_total[2m]))</pre>"), std::string::npos);
   EXPECT_NE(h.find("href=\"http://prom.example:9090/graph?g0.expr=sum%20by%20%28host%2C%20device%29"), std::string::npos);
+}
+
+// A finding's onset on a steady TGS line is no place where throughput left its healthy level.
+TEST(RenderTest, TgsChartDrawsTheOnsetOnlyWhereTheFactsFoundADropOrDip) {
+  Report r = SampleReport();
+  r.step_times["9101"] = {{0, 1000.0}, {71, 1000.0 + 71 * 30}};
+  JobFacts facts = r.facts.at("9101");
+  facts.tgs.pattern = "stable";
+  facts.tgs.phases = {{0, 71, 3242.0, 3.0}};
+  for (int s = 1; s <= 71; ++s) facts.steps.push_back({.step = s, .seconds = 30, .tokens_per_sec_per_device = 3242.0});
+  r.facts["9101"] = facts;
+  r.verdict.finding = "log-triage/oom-gpu";
+  r.findings[0].onset = 1000.0 + 42 * 30;
+  std::string stable = RenderHtml(r);
+  const size_t tgs_chart = stable.find("data-chart=\"tgs\"");
+  ASSERT_NE(tgs_chart, std::string::npos);
+  const std::string tgs_figure = stable.substr(tgs_chart, stable.find("</figure>", tgs_chart) - tgs_chart);
+  EXPECT_EQ(tgs_figure.find("class=\"onset\""), std::string::npos) << tgs_figure;
+  EXPECT_EQ(tgs_figure.find("red dashed"), std::string::npos);
+  facts.tgs.dips = {{.first_step = 40, .last_step = 60, .mean_tgs = 2800, .depth_pct = 13.6, .steps = 21}};
+  r.facts["9101"] = facts;
+  std::string dipped = RenderHtml(r);
+  EXPECT_NE(dipped.find("throughput left its healthy level at step 40"), std::string::npos);
+}
+
+// Evidence values read as numbers and times, not as JSON with float noise.
+TEST(RenderTest, EvidenceValuesAreFormattedNumbersAndTimes) {
+  const nlohmann::json value{{"recovery_tgs", 3291.7780000000002}, {"burst_end_time", 1771960860.25}, {"ratio", 0.123456},
+                             {"steps", 2}};
+  const std::string text = FormatEvidenceValue(value);
+  EXPECT_NE(text.find("recovery_tgs 3,292"), std::string::npos) << text;
+  EXPECT_NE(text.find("burst_end_time 2026-02-24T19:21:00"), std::string::npos) << text;
+  EXPECT_NE(text.find("ratio 0.123"), std::string::npos) << text;
+  EXPECT_NE(text.find("steps 2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+  Report r = SampleReport();
+  Finding f;
+  f.id = "pb/recovery";
+  f.status = "fired";
+  f.evidence.push_back({"derived", "recovery", std::nullopt, value, "recovery test"});
+  r.findings.push_back(f);
+  const std::string h = RenderHtml(r);
+  EXPECT_EQ(h.find("3291.778"), std::string::npos);
+  EXPECT_NE(h.find("recovery_tgs 3,292"), std::string::npos);
+}
+
+// Hosts put up for exclusion are shown by the charts that set them apart; congestion every host
+// saw alike (8308's CNP chart) is not among a finding's charts when others show the contrast.
+TEST(RenderTest, ChartsThatDoNotSetTheExcludedHostsApartAreLeftOut) {
+  Report r = SampleReport();
+  r.decision.action = DecisionAction::kRetryExcludingNodes;
+  r.decision.exclude = {{"gpu413", 2, "retx"}};
+  auto series_of = [](bool apart) {
+    auto series = std::make_shared<nlohmann::json>(nlohmann::json::object());
+    for (int h = 0; h < 20; ++h) {
+      nlohmann::json pts = nlohmann::json::array();
+      for (int t = 0; t < 30; ++t) pts.push_back({1000.0 + t * 60, apart && h == 3 ? 900.0 : 40.0 + (h + t) % 7});
+      (*series)["gpu4" + std::to_string(10 + h)] = pts;
+    }
+    return series;
+  };
+  Finding f;
+  f.id = "rdma/bad_hosts";
+  f.status = "fired";
+  f.hosts = {"gpu413"};
+  for (const auto& [name, apart] : {std::pair{"retransmits", true}, std::pair{"congestion everywhere", false},
+                                    std::pair{"ack timeouts", true}}) {
+    Evidence e{"promql", std::string("rate(") + name + "[2m])", TimeWindow{1000, 2800}, nlohmann::json::object(), name};
+    e.series = series_of(apart);
+    f.evidence.push_back(e);
+  }
+  r.findings.push_back(f);
+  const std::string h = RenderHtml(r);
+  EXPECT_NE(h.find("aria-label=\"retransmits\""), std::string::npos);
+  EXPECT_NE(h.find("aria-label=\"ack timeouts\""), std::string::npos);
+  EXPECT_EQ(h.find("aria-label=\"congestion everywhere\""), std::string::npos);
 }
 
 TEST(RenderTest, FormatDispatch) {

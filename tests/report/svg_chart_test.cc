@@ -70,6 +70,36 @@ TEST(SvgChartTest, HeatmapMergesRunsAndLabelsHighlightedRows) {
   EXPECT_EQ(cells, 1u);
 }
 
+// A 130 s scrape over a 120-column grid of 54 s columns left every other column empty: white
+// stripes on a steady series. Each column within a scrape interval of a sample is filled.
+TEST(SvgChartTest, HeatmapBinsLeaveNoStripesOnASteadySeriesButKeepRealGaps) {
+  std::map<double, double> samples;
+  for (int t = 0; t < 50; ++t) samples[1000.0 + t * 130] = 5.0;
+  const double width = (49 * 130.0) / 120;
+  std::vector<double> row = BinSamples(samples, 1000, width, 120);
+  for (size_t c = 0; c < row.size(); ++c) EXPECT_FALSE(std::isnan(row[c])) << "column " << c;
+  // A real gap (no samples for 20 minutes) stays empty.
+  for (int t = 20; t < 30; ++t) samples.erase(1000.0 + t * 130);
+  row = BinSamples(samples, 1000, width, 120);
+  EXPECT_TRUE(std::isnan(row[60]));
+  // The largest sample of a column is kept.
+  std::map<double, double> two{{0, 1}, {1, 9}, {200, 2}};
+  EXPECT_EQ(BinSamples(two, 0, 100, 3)[0], 9);
+}
+
+TEST(SvgChartTest, HeatmapTitleHasNoStraySpaceWithoutAUnit) {
+  Heatmap h;
+  h.title = "retx";
+  h.rows = {"a"};
+  h.highlighted = {false};
+  h.column_width = 60;
+  h.column_start = {0, 60};
+  h.cells = {{5332, 1}};
+  EXPECT_NE(RenderHeatmap(h).find("retx (peak 5332)"), std::string::npos) << RenderHeatmap(h);
+  h.value_label = "pkts/s";
+  EXPECT_NE(RenderHeatmap(h).find("retx (peak 5332 pkts/s)"), std::string::npos);
+}
+
 TEST(HtmlReportTest, StepTimesInterpolateAndExtrapolate) {
   std::vector<std::pair<int64_t, double>> steps{{10, 1000}, {20, 1300}};
   EXPECT_DOUBLE_EQ(*TimeOfStep(steps, 15), 1150);

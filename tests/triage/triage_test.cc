@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/core/text.h"
 #include "engine/job/job_location.h"
 #include "engine/triage/log_assessment.h"
 #include "tests/triage/triage_support.h"
@@ -400,6 +401,11 @@ TEST(TriageTest, TgsDegradationPhasesFromLog) {
   EXPECT_NEAR(f.tgs.phases[1].first_step, 151, 2);
   EXPECT_EQ(f.header.hosts.size(), 32u);
   EXPECT_EQ(f.header.hosts[31], "mi32");
+  // The log evidence rounds as the reports do (TGS to the unit, % to 1 decimal), not by truncation.
+  ASSERT_FALSE(f.classes.empty());
+  const std::string& evidence = f.classes.front().where.text;
+  EXPECT_NE(evidence.find("steady " + FixedDecimal(f.tgs.steady_tgs, 0)), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("(" + FixedDecimal(f.tgs.degradation_pct, 1) + "% lower)"), std::string::npos) << evidence;
 }
 
 TEST(TriageTest, RayWorkerLogsExtendTruncatedSlurmLogBothLayouts) {

@@ -97,6 +97,21 @@ TEST_F(DiscoveryTest, FindsNamesHostsRangeStepsAndGaps) {
   EXPECT_EQ(json["wrong_database_guard"]["status"], "match");
 }
 
+// --deadline bounds discovery too: past it, no stage starts and the failure says where it stopped,
+// so the pipeline reports the run incomplete instead of reading half a discovery as the TSDB's.
+TEST_F(DiscoveryTest, StopsAtTheRunsDeadline) {
+  DiscoveryInputs inputs = InputsForSnapshot(server_->inventory());
+  inputs.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto d = Discover(server_->client(), inputs, Rules());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kDeadlineExceeded) << d.status().ToString();
+  EXPECT_NE(d.status().message().find("deadline"), std::string::npos);
+  EXPECT_NE(d.status().message().find("0 queries"), std::string::npos) << d.status().message();
+  // A deadline ahead leaves discovery as it was.
+  inputs.deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  EXPECT_TRUE(Discover(server_->client(), inputs, Rules()).ok());
+}
+
 TEST_F(DiscoveryTest, WrongDatabaseGuardFlagsAnotherJobsTsdb) {
   const auto& job = SharedJobFixture();
   DiscoveryInputs inputs = InputsForSnapshot(server_->inventory());

@@ -56,6 +56,45 @@ void ExpectNoEmptyListSentences(const nlohmann::json& report) {
     if (value.is_string()) ExpectNoEmptyListSentence("change " + key, value.get<std::string>());
 }
 
+// The fields of a watch line, split at its em dashes: "<job>: <tgs>", cause, outcome, action, why.
+std::vector<std::string> LineFields(const std::string& line) {
+  const std::string dash = " \xE2\x80\x94 ";
+  std::vector<std::string> fields;
+  size_t from = 0;
+  for (size_t at = line.find(dash); at != std::string::npos; from = at + dash.size(), at = line.find(dash, from))
+    fields.push_back(line.substr(from, at - from));
+  fields.push_back(line.substr(from));
+  return fields;
+}
+
+// The action a watch line shows ("none" when a PASS line shows none), without its hosts.
+std::string LineAction(const std::string& line) {
+  const std::vector<std::string> fields = LineFields(line);
+  for (size_t i = 0; i + 1 < fields.size(); ++i)
+    if (fields[i] == "PASS" || fields[i] == "DEGRADED" || fields[i] == "FAIL")
+      return fields[i + 1].substr(0, fields[i + 1].find(' '));
+  return "none";
+}
+
+// The policy step a watch line names as the reason for its action ("" when it names none).
+std::string LineWhy(const std::string& line) {
+  for (const auto& field : LineFields(line))
+    if (field.starts_with("why: ")) return field.substr(5);
+  return "";
+}
+
+// job id -> its line, from the output of `watch --once`.
+std::map<std::string, std::string> LinesByJob(const std::string& watch) {
+  std::map<std::string, std::string> lines;
+  const std::regex job_of(R"(\(job ([^)]+)\): )");
+  std::istringstream in(watch);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, job_of)) lines[m[1]] = line;
+  }
+  return lines;
+}
+
 class CommandAgreementTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -109,13 +148,7 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
   int code = 0;
   const std::string watch = Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, &code);
   ASSERT_EQ(code, 0) << watch;
-  std::map<std::string, std::string> lines;   // job id -> the watch line
-  const std::regex job_of(R"(\(job ([^)]+)\): )");
-  std::istringstream in(watch);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, job_of)) lines[m[1]] = line;
-  }
+  const std::map<std::string, std::string> lines = LinesByJob(watch);
   ASSERT_GE(lines.size(), 20u) << watch;
 
   int degraded_seen = 0, named_seen = 0, index = 0;
@@ -153,6 +186,18 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
       EXPECT_TRUE(cites_rule || same_words) << decision.dump();
     }
 
+    // One policy view: where the sweep acts otherwise than `diagnose JOB`, the line says which limit
+    // and diagnose says what a sweep would do with its answer.
+    const std::string line_action = LineAction(line);
+    if (line_action != decision.value("action", "")) {
+      EXPECT_TRUE(decision.contains("in_sweep")) << "watch: " << line_action << "; diagnose: " << decision.dump();
+      if (decision.contains("in_sweep")) {
+        EXPECT_EQ(decision["in_sweep"].value("to", ""), line_action);
+        EXPECT_NE(LineWhy(line).find(decision["in_sweep"].value("reason", "?")), std::string::npos)
+            << "the line does not say why: " << decision["in_sweep"].dump();
+      }
+    }
+
     // nodes judges throughput only: it says so, and calls no group healthy whose own run lost
     // throughput in diagnose's TGS analysis, nor a job that did not finish.
     const std::string nodes = Stdout({DIAGNOSE_BINARY, "nodes", id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--mode",
@@ -169,6 +214,16 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
                                  tgs.value("degradation_pct", 0.0) >= rules->bisection.degraded_below_pct;
     if (lost_throughput) EXPECT_NE(group, "healthy") << tgs.dump();
     if (pass && facts.value("status", "") == "completed" && !lost_throughput) EXPECT_EQ(group, "healthy");
+    // ... on diagnose's facts: the job's id, its healthy TGS as diagnose reports it (a job that
+    // failed after measured steps included), and no comparison of a lone group with itself.
+    const nlohmann::json& row = table["bisection"]["rows"][0];
+    EXPECT_EQ(row.value("job", ""), id);
+    const double healthy = tgs.value("steady_tgs", 0.0) > 0 ? tgs.value("steady_tgs", 0.0) : tgs.value("healthy_tgs", 0.0);
+    if (healthy > 0) {
+      ASSERT_TRUE(row.contains("tgs") && row["tgs"].is_number()) << row.dump();
+      EXPECT_NEAR(row["tgs"].get<double>(), healthy, 1e-6) << row.dump();
+    }
+    EXPECT_FALSE(row.contains("delta_pct") && row["delta_pct"].is_number()) << row.dump();
   }
   // Every share of the fixtures holds both kinds: a completed run with a cause, and named causes.
   EXPECT_GT(degraded_seen, 0);
@@ -176,6 +231,30 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
 }
 
 INSTANTIATE_TEST_SUITE_P(Jobs, CommandAgreementShards, ::testing::Range(0, kAgreementShards));
+
+// A sweep with a history: earlier jobs' exclusions and retries count, so the sweep may act otherwise
+// than on a job alone. Every such line names the limit and its numbers.
+TEST_F(CommandAgreementTest, WatchWithAHistorySaysWhichLimitChangedEachAction) {
+  int code = 0;
+  const auto alone = LinesByJob(Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, &code));
+  ASSERT_EQ(code, 0);
+  const std::string history = (scratch_ / "history.jsonl").string();
+  const std::string swept_out =
+      Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once", "--history", history}, &code);
+  ASSERT_EQ(code, 0) << swept_out;
+  const auto swept = LinesByJob(swept_out);
+  ASSERT_EQ(swept.size(), alone.size()) << swept_out;
+  int changed = 0;
+  for (const auto& [id, line] : swept) {
+    const auto before = alone.find(id);
+    ASSERT_NE(before, alone.end()) << id;
+    if (LineAction(line) == LineAction(before->second)) continue;
+    ++changed;
+    const std::string why = LineWhy(line);
+    EXPECT_NE(why.find("limits."), std::string::npos) << "job " << id << ": " << line;
+  }
+  EXPECT_GT(changed, 0) << "the history changed no action: the check checked nothing";
+}
 
 }  // namespace
 }  // namespace diagnose

@@ -322,7 +322,9 @@ def heartbeat_tests():
                 "changes": {"jax_distributed_heartbeat_timeout_seconds": "14400"}, "exclude": [],
                 "findings": [{"id": "heartbeat-false-positive/neighbour", "status": "fired", "hosts": ["node-b04"]},
                              {"id": "heartbeat-false-positive/log_contradiction", "status": "fired"},
-                             {"id": "heartbeat-false-positive/accused_alive", "status": "fired"},
+                             # the accused hosts found alive, not the neighbours they were compared with
+                             {"id": "heartbeat-false-positive/accused_alive", "status": "fired",
+                              "hosts": ["node-b03", "node-b05"]},
                              {"id": "heartbeat-false-positive/rccl_hang", "status": "clear"}]}))
     h32 = [f"gpu{i:03d}" for i in range(32)]
     tests.append(heartbeat_case(
