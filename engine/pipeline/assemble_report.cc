@@ -89,6 +89,10 @@ Report AssembleReport(const ReportParts& parts) {
     report.decision = parts.sweep ? parts.sweep->decision : parts.diagnosis.decision;
     Append(&report.decision.notes, parts.fleet.notes);
   }
+  if (parts.profile) {
+    report.profile = JobProfileJson(*parts.profile);
+    report.profile_lines = JobProfileLines(*parts.profile);
+  }
   return report;
 }
 

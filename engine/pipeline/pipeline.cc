@@ -479,6 +479,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
       for (const auto& st : jobs[i].discovery->step_times) assessed.step_times.emplace_back(st.step, st.time);
     parts.jobs.push_back(std::move(assessed));
   }
+  parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir);
   parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
   parts.incompleteness = IncompletenessOf(jobs);
   if (!parts.incompleteness) {

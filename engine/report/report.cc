@@ -180,6 +180,7 @@ nlohmann::json ToJson(const Report& r) {
   if (!r.verdict.finding.empty()) out["verdict"]["finding"] = r.verdict.finding;
   if (!r.facts.empty()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
+  if (!r.profile.is_null()) out["profile"] = r.profile;
   if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }

@@ -1,0 +1,478 @@
+#include "engine/profile/trace_reader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include <isa-l/igzip_lib.h>
+#include <simdjson.h>
+
+#include "engine/core/limits.h"
+#include "engine/core/regular_file.h"
+#include "engine/core/utf8.h"
+
+namespace diagnose::profile {
+
+namespace {
+
+constexpr size_t kReadChunk = 1 << 20;
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  ASSIGN_OR_RETURN(const int fd, OpenRegularFileForReading(path));
+  std::string bytes;
+  const int64_t limit = GetLimit(LimitId::kProfileTraceBytes);
+  for (;;) {
+    const size_t old = bytes.size();
+    bytes.resize(old + kReadChunk);
+    const ssize_t got = ::read(fd, bytes.data() + old, kReadChunk);
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd);
+      return UnavailableError(path + ": read failed: " + std::strerror(err));
+    }
+    bytes.resize(old + static_cast<size_t>(got));
+    if (got == 0) break;
+    if (static_cast<int64_t>(bytes.size()) > limit) {
+      ::close(fd);
+      return LimitExceeded(LimitId::kProfileTraceBytes, path);
+    }
+  }
+  ::close(fd);
+  return bytes;
+}
+
+bool IsGzipMagic(const std::string& bytes, size_t at) {
+  return at + 1 < bytes.size() && static_cast<uint8_t>(bytes[at]) == 0x1f && static_cast<uint8_t>(bytes[at + 1]) == 0x8b;
+}
+
+// Deflate cannot expand more than this; a cut-off file's last 4 bytes are no trailer and may say anything.
+constexpr int64_t kMaxDeflateRatio = 1032;
+
+// The gzip trailer's ISIZE: the last member's size modulo 4 GiB, a first guess for the buffer.
+size_t SizeHint(const std::string& compressed, int64_t limit) {
+  if (compressed.size() < 4) return kReadChunk;
+  uint32_t isize = 0;
+  std::memcpy(&isize, compressed.data() + compressed.size() - 4, 4);
+  const int64_t bound = std::min<int64_t>(limit, static_cast<int64_t>(compressed.size()) * kMaxDeflateRatio);
+  return static_cast<size_t>(std::clamp<int64_t>(isize, kReadChunk, std::max<int64_t>(bound, kReadChunk)) +
+                             simdjson::SIMDJSON_PADDING);
+}
+
+std::string InflateErrorText(int code) {
+  switch (code) {
+    case ISAL_INVALID_BLOCK: return "an invalid deflate block";
+    case ISAL_INVALID_SYMBOL: return "an invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK: return "an invalid back-reference distance";
+    case ISAL_INVALID_WRAPPER: return "an invalid gzip header";
+    case ISAL_INCORRECT_CHECKSUM: return "a CRC mismatch in the gzip trailer";
+    default: return "inflate error " + std::to_string(code);
+  }
+}
+
+// simdjson's SIMD validator answers yes or no; only a bad file pays for the byte walk that finds where.
+size_t FirstInvalidUtf8(std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return text.size();
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = Utf8SequenceLength(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return text.size();
+}
+
+struct RawEvent {
+  int64_t pid;
+  int64_t tid;
+  double ts;
+  double dur;
+  uint32_t name;
+};
+
+// Kernel names repeat millions of times over a few thousand distinct values.
+class NameTable {
+ public:
+  uint32_t Intern(std::string_view name) {
+    if (auto it = index_.find(name); it != index_.end()) return it->second;
+    storage_.emplace_back(name);
+    const auto id = static_cast<uint32_t>(storage_.size() - 1);
+    index_.emplace(storage_.back(), id);
+    return id;
+  }
+  const std::string& Name(uint32_t id) const { return storage_[id]; }
+  size_t size() const { return storage_.size(); }
+
+ private:
+  std::deque<std::string> storage_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+};
+
+struct ParseState {
+  NameTable names;
+  std::vector<RawEvent> events;
+  std::map<int64_t, std::string> process_names;
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
+  std::vector<std::pair<int64_t, TraceStep>> step_events;   // pid, step
+  int64_t x_events = 0;
+};
+
+std::optional<int64_t> ParseInteger(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// The fields of one event that matter; every other field is skipped unread.
+struct EventFields {
+  std::string_view ph;
+  std::string name;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  double ts = 0;
+  double dur = 0;
+  std::string arg_name;
+  std::optional<int64_t> step_num;
+};
+
+// Numbers may be written as integers or fractions; simdjson's get_double takes both.
+simdjson::error_code ReadNumber(simdjson::ondemand::value value, double* out) {
+  return value.get_double().get(*out);
+}
+
+simdjson::error_code ReadInteger(simdjson::ondemand::value value, int64_t* out) {
+  double d = 0;
+  if (auto error = value.get_double().get(d)) return error;
+  *out = static_cast<int64_t>(d);
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadArgs(simdjson::ondemand::object args, EventFields* fields) {
+  for (auto field : args) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return error;
+    if (key != "name" && key != "step_num") continue;
+    simdjson::ondemand::value value;
+    if (auto error = field.value().get(value)) return error;
+    std::string_view text;
+    if (value.type() == simdjson::ondemand::json_type::string) {
+      if (auto error = value.get_string().get(text)) return error;
+    } else {
+      continue;
+    }
+    if (key == "name") fields->arg_name = std::string(text);
+    else fields->step_num = ParseInteger(text);
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadEvent(simdjson::ondemand::object event, EventFields* fields) {
+  for (auto field : event) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return error;
+    simdjson::ondemand::value value;
+    if (auto error = field.value().get(value)) return error;
+    if (key == "ph") {
+      if (auto error = value.get_string().get(fields->ph)) return error;
+      // The view points into the parser's string buffer, which later strings overwrite.
+      if (fields->ph == "X") fields->ph = "X";
+      else if (fields->ph == "M") fields->ph = "M";
+      else fields->ph = "?";
+    } else if (key == "name") {
+      std::string_view text;
+      if (auto error = value.get_string().get(text)) return error;
+      fields->name.assign(text);
+    } else if (key == "pid") {
+      if (auto error = ReadInteger(value, &fields->pid)) return error;
+    } else if (key == "tid") {
+      if (auto error = ReadInteger(value, &fields->tid)) return error;
+    } else if (key == "ts") {
+      if (auto error = ReadNumber(value, &fields->ts)) return error;
+    } else if (key == "dur") {
+      if (auto error = ReadNumber(value, &fields->dur)) return error;
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (value.get_object().get(args) == simdjson::SUCCESS) {
+        if (auto error = ReadArgs(args, fields)) return error;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+void Record(EventFields& fields, ParseState* state) {
+  if (fields.ph == "M") {
+    if (fields.name == "process_name") state->process_names[fields.pid] = fields.arg_name;
+    else if (fields.name == "thread_name") state->thread_names[{fields.pid, fields.tid}] = fields.arg_name;
+    return;
+  }
+  if (fields.ph != "X") return;
+  ++state->x_events;
+  if (fields.step_num) {
+    state->step_events.push_back({fields.pid, TraceStep{*fields.step_num, fields.ts, fields.dur}});
+  }
+  state->events.push_back(
+      RawEvent{fields.pid, fields.tid, fields.ts, std::max(0.0, fields.dur), state->names.Intern(fields.name)});
+}
+
+std::string AtOffset(const std::string& path, const simdjson::ondemand::document& doc, const char* base) {
+  const char* at = nullptr;
+  if (const_cast<simdjson::ondemand::document&>(doc).current_location().get(at) == simdjson::SUCCESS && at != nullptr)
+    return path + " (byte " + std::to_string(at - base) + " of the decompressed JSON)";
+  return path;
+}
+
+Status JsonError(const std::string& where, simdjson::error_code error) {
+  return ParseError(where + ": not a trace-event JSON file: " + simdjson::error_message(error));
+}
+
+std::optional<int> DeviceOfProcessName(const std::string& name) {
+  static constexpr std::string_view kPrefix = "/device:GPU:";
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  auto number = ParseInteger(std::string_view(name).substr(kPrefix.size()));
+  if (!number || *number < 0) return std::nullopt;
+  return static_cast<int>(*number);
+}
+
+// xprof's own pid for a device: 1 + plane id in the raw export, 1001 + plane id once remapped.
+constexpr int64_t kRemappedPidBase = 1001;
+constexpr int64_t kRawPidMax = 100;
+
+// Builds each GPU's streams and kernels from the raw events; clips overrunning slices.
+void AssembleGpus(ParseState& state, TraceFile* file) {
+  std::map<int64_t, int> device_of_pid;
+  for (const auto& [pid, name] : state.process_names)
+    if (auto device = DeviceOfProcessName(name)) device_of_pid[pid] = *device;
+  if (device_of_pid.empty()) {
+    // No process names: the pid ranges xprof uses still identify the devices.
+    std::map<int64_t, bool> seen;
+    for (const auto& e : state.events) seen[e.pid] = true;
+    for (const auto& [pid, unused] : seen) {
+      if (pid >= 1 && pid <= kRawPidMax) device_of_pid[pid] = static_cast<int>(pid - 1);
+      else if (pid >= kRemappedPidBase && pid < kRemappedPidBase + kRawPidMax)
+        device_of_pid[pid] = static_cast<int>(pid - kRemappedPidBase);
+    }
+    if (!device_of_pid.empty())
+      file->warnings.push_back(file->path + ": no process_name metadata; " + std::to_string(device_of_pid.size()) +
+                               " GPU(s) taken from their pid numbers");
+  }
+  bool raw = false, remapped = false;
+  for (const auto& [pid, device] : device_of_pid) (pid >= kRemappedPidBase ? remapped : raw) = true;
+  file->numbering = raw && remapped ? PidNumbering::kMixed
+                    : remapped      ? PidNumbering::kRemapped
+                    : raw           ? PidNumbering::kRaw
+                                    : PidNumbering::kUnknown;
+
+  std::map<int64_t, size_t> gpu_index;
+  for (const auto& [pid, device] : device_of_pid) {
+    gpu_index[pid] = file->gpus.size();
+    TraceGpu gpu;
+    gpu.pid = pid;
+    gpu.device = device;
+    file->gpus.push_back(std::move(gpu));
+  }
+  std::map<std::pair<int64_t, int64_t>, uint32_t> stream_index;
+  int64_t unnamed_streams = 0;
+  for (const auto& e : state.events) {
+    auto g = gpu_index.find(e.pid);
+    if (g == gpu_index.end()) continue;
+    TraceGpu& gpu = file->gpus[g->second];
+    auto [it, inserted] = stream_index.try_emplace({e.pid, e.tid}, 0);
+    if (inserted) {
+      auto name = state.thread_names.find({e.pid, e.tid});
+      TraceStream stream;
+      stream.tid = e.tid;
+      stream.named = name != state.thread_names.end();
+      if (stream.named) stream.name = name->second;
+      else ++unnamed_streams;
+      it->second = static_cast<uint32_t>(gpu.streams.size());
+      gpu.streams.push_back(std::move(stream));
+    }
+    gpu.kernels.push_back(TraceKernel{e.ts, e.ts + e.dur, e.name, it->second});
+  }
+  if (unnamed_streams > 0)
+    file->warnings.push_back(file->path + ": " + std::to_string(unnamed_streams) +
+                             " device thread(s) without thread_name metadata; their slices are counted as "
+                             "kernels on a stream named by its tid");
+
+  // Lines that are not streams (xprof's derived "XLA Ops"/"XLA Modules"/"Steps") repeat the kernels'
+  // time; only "Stream #N" lines (and unnamed ones) hold kernels.
+  for (auto& gpu : file->gpus) {
+    std::vector<bool> is_stream(gpu.streams.size());
+    for (size_t i = 0; i < gpu.streams.size(); ++i)
+      is_stream[i] = !gpu.streams[i].named || gpu.streams[i].name.rfind("Stream", 0) == 0;
+    std::erase_if(gpu.kernels, [&](const TraceKernel& k) { return !is_stream[k.stream]; });
+    std::sort(gpu.kernels.begin(), gpu.kernels.end(), [](const TraceKernel& a, const TraceKernel& b) {
+      return a.stream != b.stream ? a.stream < b.stream : a.start_us < b.start_us;
+    });
+    // One stream runs one kernel at a time: a slice that overruns the next one's start is clipped
+    // there, as Perfetto draws it (TraceLens #669 sums them raw and over-counts).
+    for (size_t i = 0; i + 1 < gpu.kernels.size(); ++i) {
+      TraceKernel& k = gpu.kernels[i];
+      const TraceKernel& next = gpu.kernels[i + 1];
+      if (next.stream != k.stream || k.end_us <= next.start_us) continue;
+      ++file->clipped_slices;
+      file->clipped_us += k.end_us - std::max(next.start_us, k.start_us);
+      k.end_us = std::max(next.start_us, k.start_us);
+    }
+  }
+  if (file->clipped_slices > 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.6f", file->clipped_us / 1e6);
+    file->warnings.push_back(file->path + ": " + std::to_string(file->clipped_slices) +
+                             " slice(s) ran past the next slice on the same stream; clipped at its start (" +
+                             text + " s not counted)");
+  }
+
+  // The host's step annotations: the process that is no device.
+  std::map<int64_t, TraceStep> steps;
+  for (const auto& [pid, step] : state.step_events) {
+    if (device_of_pid.count(pid) > 0) continue;
+    auto [it, inserted] = steps.try_emplace(step.step, step);
+    if (!inserted) it->second.dur_us = std::max(it->second.dur_us, step.dur_us);
+  }
+  for (const auto& [number, step] : steps) file->steps.push_back(step);
+}
+
+}  // namespace
+
+const char* PidNumberingName(PidNumbering numbering) {
+  switch (numbering) {
+    case PidNumbering::kRaw: return "raw (1 + plane id)";
+    case PidNumbering::kRemapped: return "remapped (1001 + plane id)";
+    case PidNumbering::kMixed: return "mixed raw and remapped";
+    case PidNumbering::kUnknown: break;
+  }
+  return "no device pids";
+}
+
+std::string TraceFileStem(std::string_view path) {
+  const std::string name = std::filesystem::path(std::string(path)).filename().string();
+  for (std::string_view suffix : {".trace.json.gz", ".trace.json"})
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return name.substr(0, name.size() - suffix.size());
+  return "";
+}
+
+std::string HostOfTraceFile(std::string_view path) {
+  std::string name = TraceFileStem(path);
+  if (name.empty()) name = std::filesystem::path(std::string(path)).filename().string();
+  if (const size_t proc = name.rfind(".proc"); proc != std::string::npos && proc > 0) {
+    const std::string_view digits = std::string_view(name).substr(proc + 5);
+    if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      name.resize(proc);
+  }
+  return name;
+}
+
+StatusOr<std::string> InflateGzipFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
+  const int64_t limit = GetLimit(LimitId::kProfileTraceBytes);
+  if (!IsGzipMagic(compressed, 0)) return DataLossError(path + ": not a gzip file (no gzip magic at byte 0)");
+  std::string out;
+  out.resize(SizeHint(compressed, limit));
+  size_t produced = 0;
+  size_t member_start = 0;
+  inflate_state state;
+  while (member_start < compressed.size()) {
+    isal_inflate_init(&state);
+    state.crc_flag = ISAL_GZIP;
+    state.next_in = reinterpret_cast<uint8_t*>(compressed.data() + member_start);
+    state.avail_in = static_cast<uint32_t>(compressed.size() - member_start);
+    for (;;) {
+      if (out.size() - produced < kReadChunk) {
+        if (static_cast<int64_t>(produced) >= limit)
+          return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
+        out.resize(std::min<size_t>(out.size() * 2, static_cast<size_t>(limit) + kReadChunk));
+      }
+      state.next_out = reinterpret_cast<uint8_t*>(out.data() + produced);
+      state.avail_out = static_cast<uint32_t>(std::min<size_t>(out.size() - produced, UINT32_MAX));
+      const uint32_t before = state.avail_out;
+      const int rc = isal_inflate(&state);
+      produced += before - state.avail_out;
+      const size_t consumed = compressed.size() - member_start - state.avail_in;
+      if (rc < 0)
+        return DataLossError(path + ": corrupt gzip stream: " + InflateErrorText(rc) + " near compressed byte " +
+                             std::to_string(member_start + consumed));
+      if (static_cast<int64_t>(produced) > limit)
+        return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
+      if (state.block_state == ISAL_BLOCK_FINISH) {
+        member_start += consumed;
+        break;
+      }
+      if (state.avail_in == 0 && state.avail_out > 0)
+        return DataLossError(path + ": truncated gzip: the compressed stream ends at byte " +
+                             std::to_string(compressed.size()) + " before the end of its member (" +
+                             std::to_string(produced) + " bytes decompressed)");
+    }
+    if (!IsGzipMagic(compressed, member_start)) break;   // trailing padding after the last member
+  }
+  out.resize(produced);
+  out.reserve(produced + simdjson::SIMDJSON_PADDING);   // the parser's padding, without a copy later
+  return out;
+}
+
+StatusOr<TraceFile> ParseTraceJson(std::string json, const std::string& path, const TraceReadOptions& options) {
+  TraceFile file;
+  file.path = path;
+  file.host = HostOfTraceFile(path);
+  file.window_dir = std::filesystem::path(path).parent_path().filename().string();
+  file.uncompressed_bytes = static_cast<int64_t>(json.size());
+  if (const size_t bad = FirstInvalidUtf8(json); bad < json.size())
+    return DataLossError(path + ": invalid UTF-8 at byte " + std::to_string(bad) + " of the decompressed JSON");
+  const size_t length = json.size();
+  json.resize(length + simdjson::SIMDJSON_PADDING);
+  simdjson::ondemand::parser parser(std::max<size_t>(length, 1));
+  simdjson::ondemand::document doc;
+  if (auto error = parser.iterate(json.data(), length, json.size()).get(doc)) return JsonError(path, error);
+  simdjson::ondemand::object root;
+  if (auto error = doc.get_object().get(root)) return JsonError(AtOffset(path, doc, json.data()), error);
+  ParseState state;
+  bool found_events = false;
+  for (auto field : root) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return JsonError(AtOffset(path, doc, json.data()), error);
+    if (key != "traceEvents") continue;
+    found_events = true;
+    simdjson::ondemand::array events;
+    if (auto error = field.value().get_array().get(events)) return JsonError(AtOffset(path, doc, json.data()), error);
+    for (auto element : events) {
+      simdjson::ondemand::object event;
+      if (auto error = element.get_object().get(event)) return JsonError(AtOffset(path, doc, json.data()), error);
+      EventFields fields;
+      if (auto error = ReadEvent(event, &fields)) return JsonError(AtOffset(path, doc, json.data()), error);
+      Record(fields, &state);
+    }
+  }
+  if (!found_events) return ParseError(path + ": no traceEvents array: not a Chrome trace-event file");
+  json.clear();
+  json.shrink_to_fit();
+  file.events = state.x_events;
+  file.truncated = options.event_cap > 0 && state.x_events >= options.event_cap;
+  if (file.truncated)
+    file.warnings.push_back(path + ": " + std::to_string(state.x_events) +
+                            " events, the exporter's cap: the window is truncated (later steps are missing); "
+                            "raise TF_PROFILER_TRACE_VIEWER_MAX_EVENTS and profile again");
+  AssembleGpus(state, &file);
+  file.names.reserve(state.names.size());
+  for (size_t i = 0; i < state.names.size(); ++i) file.names.push_back(state.names.Name(static_cast<uint32_t>(i)));
+  return file;
+}
+
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, const TraceReadOptions& options) {
+  const bool gzipped = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  std::string json;
+  if (gzipped) {
+    ASSIGN_OR_RETURN(json, InflateGzipFile(path));
+  } else {
+    ASSIGN_OR_RETURN(json, ReadWholeFile(path));
+  }
+  return ParseTraceJson(std::move(json), path, options);
+}
+
+}  // namespace diagnose::profile
