@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <filesystem>
 #include <map>
 #include <unordered_map>
@@ -49,19 +51,6 @@ StatusOr<std::string> ReadWholeFile(const std::string& path) {
 
 bool IsGzipMagic(const std::string& bytes, size_t at) {
   return at + 1 < bytes.size() && static_cast<uint8_t>(bytes[at]) == 0x1f && static_cast<uint8_t>(bytes[at + 1]) == 0x8b;
-}
-
-// Deflate cannot expand more than this; a cut-off file's last 4 bytes are no trailer and may say anything.
-constexpr int64_t kMaxDeflateRatio = 1032;
-
-// The gzip trailer's ISIZE: the last member's size modulo 4 GiB, a first guess for the buffer.
-size_t SizeHint(const std::string& compressed, int64_t limit) {
-  if (compressed.size() < 4) return kReadChunk;
-  uint32_t isize = 0;
-  std::memcpy(&isize, compressed.data() + compressed.size() - 4, 4);
-  const int64_t bound = std::min<int64_t>(limit, static_cast<int64_t>(compressed.size()) * kMaxDeflateRatio);
-  return static_cast<size_t>(std::clamp<int64_t>(isize, kReadChunk, std::max<int64_t>(bound, kReadChunk)) +
-                             simdjson::SIMDJSON_PADDING);
 }
 
 std::string InflateErrorText(int code) {
@@ -220,17 +209,6 @@ void Record(EventFields& fields, ParseState* state) {
       RawEvent{fields.pid, fields.tid, fields.ts, std::max(0.0, fields.dur), state->names.Intern(fields.name)});
 }
 
-std::string AtOffset(const std::string& path, const simdjson::ondemand::document& doc, const char* base) {
-  const char* at = nullptr;
-  if (const_cast<simdjson::ondemand::document&>(doc).current_location().get(at) == simdjson::SUCCESS && at != nullptr)
-    return path + " (byte " + std::to_string(at - base) + " of the decompressed JSON)";
-  return path;
-}
-
-Status JsonError(const std::string& where, simdjson::error_code error) {
-  return ParseError(where + ": not a trace-event JSON file: " + simdjson::error_message(error));
-}
-
 std::optional<int> DeviceOfProcessName(const std::string& name) {
   static constexpr std::string_view kPrefix = "/device:GPU:";
   if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
@@ -339,6 +317,166 @@ void AssembleGpus(ParseState& state, TraceFile* file) {
   for (const auto& [number, step] : steps) file->steps.push_back(step);
 }
 
+// The traceEvents array of a document fed in pieces: a scanner finds each complete event (strings
+// and nesting tracked across pieces), and each run of complete events is parsed as one small JSON
+// array by simdjson. Memory is a piece and the events kept, never the whole document, so a file's
+// cost does not grow with its JSON text and several files can be read at once.
+class TraceStreamParser {
+ public:
+  TraceStreamParser(std::string path, const TraceReadOptions& options) : path_(std::move(path)), options_(options) {}
+
+  Status Feed(std::string_view piece) {
+    buffer_.append(piece);
+    Scan();
+    if (failed_) return ParseError(path_ + ": not a trace-event JSON file: unbalanced brackets at byte " +
+                                   std::to_string(base_ + scan_));
+    if (last_event_end_ > first_event_start_) RETURN_IF_ERROR(ParseEvents());
+    // Keep only what is not parsed yet: the tail of an unfinished event.
+    const size_t keep_from = std::min({scan_, pending_start_.value_or(scan_), key_start_.value_or(scan_)});
+    buffer_.erase(0, keep_from);
+    base_ += static_cast<int64_t>(keep_from);
+    scan_ -= keep_from;
+    if (pending_start_) *pending_start_ -= keep_from;
+    if (key_start_) *key_start_ -= keep_from;
+    first_event_start_ = last_event_end_ = 0;
+    return Status::Ok();
+  }
+
+  StatusOr<TraceFile> Finish() {
+    if (phase_ == Phase::kBeforeArray)
+      return ParseError(path_ + ": no traceEvents array: not a Chrome trace-event file");
+    if (phase_ == Phase::kInArray || depth_ != 0)
+      return ParseError(path_ + ": not a trace-event JSON file: the document ends at byte " +
+                        std::to_string(base_ + static_cast<int64_t>(buffer_.size())) + " inside " +
+                        (phase_ == Phase::kInArray ? "traceEvents" : "the top-level object"));
+    TraceFile file;
+    file.path = path_;
+    file.host = HostOfTraceFile(path_);
+    file.window_dir = std::filesystem::path(path_).parent_path().filename().string();
+    file.uncompressed_bytes = base_ + static_cast<int64_t>(buffer_.size());
+    file.events = state_.x_events;
+    file.truncated = options_.event_cap > 0 && state_.x_events >= options_.event_cap;
+    if (file.truncated)
+      file.warnings.push_back(path_ + ": " + std::to_string(state_.x_events) +
+                              " events, the exporter's cap: the window is truncated (later steps are missing); "
+                              "raise TF_PROFILER_TRACE_VIEWER_MAX_EVENTS and profile again");
+    AssembleGpus(state_, &file);
+    file.names.reserve(state_.names.size());
+    for (size_t i = 0; i < state_.names.size(); ++i) file.names.push_back(state_.names.Name(static_cast<uint32_t>(i)));
+    return file;
+  }
+
+ private:
+  enum class Phase { kBeforeArray, kInArray, kAfterArray };
+
+  // Advances scan_ over buffer_, noting where complete events start and end.
+  void Scan() {
+    const char* data = buffer_.data();
+    const size_t size = buffer_.size();
+    while (scan_ < size && !failed_) {
+      if (in_string_) {
+        const void* quote = std::memchr(data + scan_, '"', size - scan_);
+        if (quote == nullptr) {
+          scan_ = size;
+          break;
+        }
+        size_t at = static_cast<const char*>(quote) - data;
+        // An escaped quote has an odd number of backslashes before it.
+        size_t slashes = 0;
+        while (at > slashes && data[at - 1 - slashes] == '\\') ++slashes;
+        scan_ = at + 1;
+        if (slashes % 2 == 1) continue;
+        in_string_ = false;
+        if (depth_ == 1 && key_start_) last_key_ = std::string_view(data + *key_start_, at - *key_start_) == "traceEvents";
+        key_start_.reset();
+        continue;
+      }
+      const char c = data[scan_];
+      switch (c) {
+        case '"':
+          in_string_ = true;
+          if (depth_ == 1 && phase_ == Phase::kBeforeArray) key_start_ = scan_ + 1;
+          break;
+        case '{':
+        case '[':
+          ++depth_;
+          if (c == '[' && depth_ == 2 && phase_ == Phase::kBeforeArray && last_key_) phase_ = Phase::kInArray;
+          else if (c == '{' && depth_ == 3 && phase_ == Phase::kInArray && !pending_start_) pending_start_ = scan_;
+          break;
+        case '}':
+        case ']':
+          if (depth_ == 0) failed_ = true;
+          --depth_;
+          if (phase_ == Phase::kInArray) {
+            if (c == '}' && depth_ == 2 && pending_start_) {
+              if (last_event_end_ <= first_event_start_) first_event_start_ = *pending_start_;
+              last_event_end_ = scan_ + 1;
+              pending_start_.reset();
+            } else if (c == ']' && depth_ == 1) {
+              phase_ = Phase::kAfterArray;
+            }
+          }
+          break;
+        default:
+          break;
+      }
+      ++scan_;
+    }
+  }
+
+  Status ParseEvents() {
+    const std::string_view events(buffer_.data() + first_event_start_, last_event_end_ - first_event_start_);
+    const int64_t offset = base_ + static_cast<int64_t>(first_event_start_);
+    if (!simdjson::validate_utf8(events.data(), events.size())) {
+      const size_t bad = FirstInvalidUtf8(events);
+      return DataLossError(path_ + ": invalid UTF-8 at byte " + std::to_string(offset + static_cast<int64_t>(bad)) +
+                           " of the decompressed JSON");
+    }
+    chunk_.assign(1, '[');
+    chunk_.append(events);
+    chunk_.push_back(']');
+    const size_t length = chunk_.size();
+    chunk_.resize(length + simdjson::SIMDJSON_PADDING);
+    simdjson::ondemand::document doc;
+    const auto where = [&](simdjson::error_code error) {
+      const char* at = nullptr;
+      std::string text = path_;
+      if (doc.current_location().get(at) == simdjson::SUCCESS && at != nullptr)
+        text += " (byte " + std::to_string(offset + (at - chunk_.data()) - 1) + " of the decompressed JSON)";
+      return ParseError(text + ": not a trace-event JSON file: " + simdjson::error_message(error));
+    };
+    if (auto error = parser_.iterate(chunk_.data(), length, chunk_.size()).get(doc))
+      return ParseError(path_ + ": not a trace-event JSON file: " + simdjson::error_message(error));
+    simdjson::ondemand::array array;
+    if (auto error = doc.get_array().get(array)) return where(error);
+    for (auto element : array) {
+      simdjson::ondemand::object event;
+      if (auto error = element.get_object().get(event)) return where(error);
+      EventFields fields;
+      if (auto error = ReadEvent(event, &fields)) return where(error);
+      Record(fields, &state_);
+    }
+    return Status::Ok();
+  }
+
+  std::string path_;
+  TraceReadOptions options_;
+  std::string buffer_;
+  std::string chunk_;
+  simdjson::ondemand::parser parser_;
+  ParseState state_;
+  int64_t base_ = 0;            // offset of buffer_[0] in the document
+  size_t scan_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool failed_ = false;
+  bool last_key_ = false;       // the last key of the top-level object was traceEvents
+  std::optional<size_t> key_start_;
+  std::optional<size_t> pending_start_;   // where the event being scanned began
+  size_t first_event_start_ = 0, last_event_end_ = 0;
+  Phase phase_ = Phase::kBeforeArray;
+};
+
 }  // namespace
 
 const char* PidNumberingName(PidNumbering numbering) {
@@ -370,13 +508,13 @@ std::string HostOfTraceFile(std::string_view path) {
   return name;
 }
 
-StatusOr<std::string> InflateGzipFile(const std::string& path) {
+Status InflateGzipStream(const std::string& path, const std::function<Status(std::string_view)>& sink,
+                         size_t piece_bytes) {
   ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
   const int64_t limit = GetLimit(LimitId::kProfileTraceBytes);
   if (!IsGzipMagic(compressed, 0)) return DataLossError(path + ": not a gzip file (no gzip magic at byte 0)");
-  std::string out;
-  out.resize(SizeHint(compressed, limit));
-  size_t produced = 0;
+  std::string out(std::max<size_t>(piece_bytes, 1), '\0');
+  int64_t produced = 0;
   size_t member_start = 0;
   inflate_state state;
   while (member_start < compressed.size()) {
@@ -385,22 +523,17 @@ StatusOr<std::string> InflateGzipFile(const std::string& path) {
     state.next_in = reinterpret_cast<uint8_t*>(compressed.data() + member_start);
     state.avail_in = static_cast<uint32_t>(compressed.size() - member_start);
     for (;;) {
-      if (out.size() - produced < kReadChunk) {
-        if (static_cast<int64_t>(produced) >= limit)
-          return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
-        out.resize(std::min<size_t>(out.size() * 2, static_cast<size_t>(limit) + kReadChunk));
-      }
-      state.next_out = reinterpret_cast<uint8_t*>(out.data() + produced);
-      state.avail_out = static_cast<uint32_t>(std::min<size_t>(out.size() - produced, UINT32_MAX));
-      const uint32_t before = state.avail_out;
+      state.next_out = reinterpret_cast<uint8_t*>(out.data());
+      state.avail_out = static_cast<uint32_t>(out.size());
       const int rc = isal_inflate(&state);
-      produced += before - state.avail_out;
+      const size_t got = out.size() - state.avail_out;
+      produced += static_cast<int64_t>(got);
       const size_t consumed = compressed.size() - member_start - state.avail_in;
       if (rc < 0)
         return DataLossError(path + ": corrupt gzip stream: " + InflateErrorText(rc) + " near compressed byte " +
                              std::to_string(member_start + consumed));
-      if (static_cast<int64_t>(produced) > limit)
-        return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
+      if (produced > limit) return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
+      if (got > 0) RETURN_IF_ERROR(sink(std::string_view(out.data(), got)));
       if (state.block_state == ISAL_BLOCK_FINISH) {
         member_start += consumed;
         break;
@@ -412,67 +545,38 @@ StatusOr<std::string> InflateGzipFile(const std::string& path) {
     }
     if (!IsGzipMagic(compressed, member_start)) break;   // trailing padding after the last member
   }
-  out.resize(produced);
-  out.reserve(produced + simdjson::SIMDJSON_PADDING);   // the parser's padding, without a copy later
+  return Status::Ok();
+}
+
+StatusOr<std::string> InflateGzipFile(const std::string& path) {
+  std::string out;
+  RETURN_IF_ERROR(InflateGzipStream(path, [&](std::string_view piece) {
+    out.append(piece);
+    return Status::Ok();
+  }));
   return out;
 }
 
 StatusOr<TraceFile> ParseTraceJson(std::string json, const std::string& path, const TraceReadOptions& options) {
-  TraceFile file;
-  file.path = path;
-  file.host = HostOfTraceFile(path);
-  file.window_dir = std::filesystem::path(path).parent_path().filename().string();
-  file.uncompressed_bytes = static_cast<int64_t>(json.size());
-  if (const size_t bad = FirstInvalidUtf8(json); bad < json.size())
-    return DataLossError(path + ": invalid UTF-8 at byte " + std::to_string(bad) + " of the decompressed JSON");
-  const size_t length = json.size();
-  json.resize(length + simdjson::SIMDJSON_PADDING);
-  simdjson::ondemand::parser parser(std::max<size_t>(length, 1));
-  simdjson::ondemand::document doc;
-  if (auto error = parser.iterate(json.data(), length, json.size()).get(doc)) return JsonError(path, error);
-  simdjson::ondemand::object root;
-  if (auto error = doc.get_object().get(root)) return JsonError(AtOffset(path, doc, json.data()), error);
-  ParseState state;
-  bool found_events = false;
-  for (auto field : root) {
-    std::string_view key;
-    if (auto error = field.unescaped_key().get(key)) return JsonError(AtOffset(path, doc, json.data()), error);
-    if (key != "traceEvents") continue;
-    found_events = true;
-    simdjson::ondemand::array events;
-    if (auto error = field.value().get_array().get(events)) return JsonError(AtOffset(path, doc, json.data()), error);
-    for (auto element : events) {
-      simdjson::ondemand::object event;
-      if (auto error = element.get_object().get(event)) return JsonError(AtOffset(path, doc, json.data()), error);
-      EventFields fields;
-      if (auto error = ReadEvent(event, &fields)) return JsonError(AtOffset(path, doc, json.data()), error);
-      Record(fields, &state);
-    }
-  }
-  if (!found_events) return ParseError(path + ": no traceEvents array: not a Chrome trace-event file");
+  TraceStreamParser parser(path, options);
+  const size_t piece = std::max<size_t>(options.piece_bytes, 1);
+  for (size_t at = 0; at < json.size(); at += piece)
+    RETURN_IF_ERROR(parser.Feed(std::string_view(json).substr(at, piece)));
   json.clear();
   json.shrink_to_fit();
-  file.events = state.x_events;
-  file.truncated = options.event_cap > 0 && state.x_events >= options.event_cap;
-  if (file.truncated)
-    file.warnings.push_back(path + ": " + std::to_string(state.x_events) +
-                            " events, the exporter's cap: the window is truncated (later steps are missing); "
-                            "raise TF_PROFILER_TRACE_VIEWER_MAX_EVENTS and profile again");
-  AssembleGpus(state, &file);
-  file.names.reserve(state.names.size());
-  for (size_t i = 0; i < state.names.size(); ++i) file.names.push_back(state.names.Name(static_cast<uint32_t>(i)));
-  return file;
+  return parser.Finish();
 }
 
 StatusOr<TraceFile> ReadTraceFile(const std::string& path, const TraceReadOptions& options) {
   const bool gzipped = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  std::string json;
-  if (gzipped) {
-    ASSIGN_OR_RETURN(json, InflateGzipFile(path));
-  } else {
-    ASSIGN_OR_RETURN(json, ReadWholeFile(path));
+  if (!gzipped) {
+    ASSIGN_OR_RETURN(std::string json, ReadWholeFile(path));
+    return ParseTraceJson(std::move(json), path, options);
   }
-  return ParseTraceJson(std::move(json), path, options);
+  TraceStreamParser parser(path, options);
+  RETURN_IF_ERROR(
+      InflateGzipStream(path, [&](std::string_view piece) { return parser.Feed(piece); }, options.piece_bytes));
+  return parser.Finish();
 }
 
 }  // namespace diagnose::profile

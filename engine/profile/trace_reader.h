@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,13 +67,20 @@ struct TraceFile {
 
 struct TraceReadOptions {
   int64_t event_cap = kExporterEventCap;
+  // Decompressed bytes parsed at a time: what a file costs in memory besides its events.
+  size_t piece_bytes = 8 << 20;
 };
 
-// The decompressed bytes of a gzip file (concatenated members too), bounded by the limit
-// profile.trace_bytes. kDataLoss names the byte offset where a truncated or corrupt stream ends.
+// The decompressed bytes of a gzip file (concatenated members too), handed to `sink` a piece at a
+// time, bounded in total by the limit profile.trace_bytes. kDataLoss names the byte offset where a
+// truncated or corrupt stream ends; an error from `sink` stops the inflate and is returned.
+Status InflateGzipStream(const std::string& path, const std::function<Status(std::string_view)>& sink,
+                         size_t piece_bytes = 8 << 20);
+// The same, whole (benchmarks, tests).
 StatusOr<std::string> InflateGzipFile(const std::string& path);
 
-// Parses decompressed trace JSON. `path` only names the source in errors and warnings.
+// Parses decompressed trace JSON (the same streaming parser ReadTraceFile feeds). `path` only names
+// the source in errors and warnings.
 StatusOr<TraceFile> ParseTraceJson(std::string json, const std::string& path, const TraceReadOptions& options = {});
 
 // InflateGzipFile then ParseTraceJson; a file not ending in .gz is read as plain JSON.

@@ -206,6 +206,44 @@ TEST(TraceReader, AnOversizedMemberStopsAtTheLimit) {
   std::filesystem::remove_all(dir);
 }
 
+// Pieces cut anywhere (inside strings, escapes, keys, numbers) give the same file as one piece.
+TEST(TraceReader, PiecesCutAnywhereGiveTheSameTrace) {
+  const std::string json =
+      R"j({"displayTimeUnit":"ns","metadata":{"highres-ticks":true},"traceEvents":[)j" + std::string(kGpu0) +
+      R"j(,{"ph":"X","pid":1,"tid":7,"ts":1.5,"dur":2,"name":"a\"b}]{","args":{"x":"]}"}},)j"
+      R"j({"ph":"X","pid":1,"tid":7,"ts":9,"dur":1,"name":"c","args":{}},{}],"after":[1,{"a":"b"}]})j";
+  auto whole = ParseTraceJson(json, "whole.json");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_EQ(whole->gpus.size(), 1u);
+  ASSERT_EQ(whole->gpus[0].kernels.size(), 2u);
+  EXPECT_EQ(whole->names[whole->gpus[0].kernels[0].name], "a\"b}]{");
+  for (size_t piece : {1, 2, 3, 7, 13}) {
+    TraceReadOptions options;
+    options.piece_bytes = piece;
+    auto cut = ParseTraceJson(json, "cut.json", options);
+    ASSERT_TRUE(cut.ok()) << piece << ": " << cut.status().message();
+    ASSERT_EQ(cut->gpus[0].kernels.size(), 2u) << piece;
+    EXPECT_EQ(cut->names, whole->names) << piece;
+    EXPECT_EQ(cut->uncompressed_bytes, static_cast<int64_t>(json.size()));
+  }
+}
+
+TEST(TraceReader, AGzipWindowReadInSmallPiecesMatchesTheWhole) {
+  const std::string dir = ReaderTempDir("pieces");
+  auto spec = SmallWindow();
+  spec.filler_kernels_per_gpu_step = 500;
+  auto written = fixturegen::WriteTraceWindow(spec, dir);
+  ASSERT_TRUE(written.ok());
+  TraceReadOptions options;
+  options.piece_bytes = 4093;
+  auto small = ReadTraceFile(written->files[0], options);
+  auto big = ReadTraceFile(written->files[0]);
+  ASSERT_TRUE(small.ok() && big.ok());
+  EXPECT_EQ(small->events, big->events);
+  EXPECT_EQ(small->gpus[1].kernels.size(), big->gpus[1].kernels.size());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TraceReader, HostOfTraceFile) {
   EXPECT_EQ(HostOfTraceFile("/a/b/node-7.proc12.trace.json.gz"), "node-7");
   EXPECT_EQ(HostOfTraceFile("node-7.trace.json.gz"), "node-7");
