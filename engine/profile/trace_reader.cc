@@ -220,6 +220,8 @@ std::optional<int> DeviceOfProcessName(const std::string& name) {
 // xprof's own pid for a device: 1 + plane id in the raw export, 1001 + plane id once remapped.
 constexpr int64_t kRemappedPidBase = 1001;
 constexpr int64_t kRawPidMax = 100;
+// ts and dur are written from picoseconds; back-to-back slices may overlap by a rounding error.
+constexpr double kTouchingUs = 1e-3;
 
 // Builds each GPU's streams and kernels from the raw events; clips overrunning slices.
 void AssembleGpus(ParseState& state, TraceFile* file) {
@@ -293,7 +295,7 @@ void AssembleGpus(ParseState& state, TraceFile* file) {
     for (size_t i = 0; i + 1 < gpu.kernels.size(); ++i) {
       TraceKernel& k = gpu.kernels[i];
       const TraceKernel& next = gpu.kernels[i + 1];
-      if (next.stream != k.stream || k.end_us <= next.start_us) continue;
+      if (next.stream != k.stream || k.end_us <= next.start_us + kTouchingUs) continue;
       ++file->clipped_slices;
       file->clipped_us += k.end_us - std::max(next.start_us, k.start_us);
       k.end_us = std::max(next.start_us, k.start_us);
