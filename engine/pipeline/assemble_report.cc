@@ -68,6 +68,7 @@ Report AssembleReport(const ReportParts& parts) {
   }
   if (!parts.jobs.empty()) report.findings = parts.jobs.front().logs.findings;
   report.findings.insert(report.findings.end(), parts.playbooks.findings.begin(), parts.playbooks.findings.end());
+  report.findings.insert(report.findings.end(), parts.profile_findings.begin(), parts.profile_findings.end());
 
   report.verdict = parts.diagnosis.verdict;
   if (parts.incompleteness)

@@ -64,6 +64,7 @@ struct ReportParts {
   std::optional<SweepDecision> sweep;   // absent when incomplete
   FleetCitation fleet;
   std::optional<JobProfile> profile;    // the subject's profiler window, when it has one
+  std::vector<Finding> profile_findings;   // after the playbooks' (profile/main-stream-blocker)
 };
 
 Report AssembleReport(const ReportParts& parts);

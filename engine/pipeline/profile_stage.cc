@@ -146,4 +146,98 @@ nlohmann::json JobProfileJson(const JobProfile& p) {
   return j;
 }
 
+namespace {
+
+std::optional<double> SteadyTgs(const JobFacts& facts, const JobProfile* profile) {
+  if (profile != nullptr && profile->tgs) return profile->tgs;
+  if (facts.tgs.steady_tgs > 0) return facts.tgs.steady_tgs;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const JobProfile& subject_profile,
+                                                const JobFacts& baseline, const JobProfile* baseline_profile) {
+  if (!subject_profile.drill || !subject_profile.drill->blocker || !subject_profile.drill->step_minus_total)
+    return std::nullopt;
+  const std::optional<double> slow = SteadyTgs(subject, &subject_profile);
+  const std::optional<double> fast = SteadyTgs(baseline, baseline_profile);
+  if (!slow || !fast || *fast <= 0) return std::nullopt;
+  const double loss_pct = 100.0 * (*fast - *slow) / *fast;
+  if (loss_pct < kRegressionNoisePct) return std::nullopt;
+  const profile::ProfileDrill& d = *subject_profile.drill;
+  const profile::Blocker& b = *d.blocker;
+  const profile::ProfileDrill* base =
+      baseline_profile != nullptr && baseline_profile->drill ? &*baseline_profile->drill : nullptr;
+
+  nlohmann::json value = {{"gpu", b.device},
+                          {"kernel", b.kernel},
+                          {"family", b.family},
+                          {"gap_seconds_per_gpu_step", b.gap_seconds},
+                          {"kernel_seconds_per_gpu_step", b.kernel_seconds},
+                          {"worst_gap_seconds_per_step", b.worst_gap_seconds},
+                          {"step_minus_total_kernel_seconds", *d.step_minus_total},
+                          {"tgs", *slow},
+                          {"baseline_tgs", *fast}};
+  std::string text = "job " + subject.id + " runs at " + Fixed(*slow, 1) + " TGS, " + Fixed(loss_pct, 1) +
+                     "% below baseline " + baseline.id + " (" + Fixed(*fast, 1) + "); " + b.kernel +
+                     " blocks the main stream: " + Fixed(b.gap_seconds, 2) + " s/GPU/step of gap after it (" +
+                     Fixed(b.worst_gap_seconds, 2) + " s on GPU " + std::to_string(b.device) + " of " + b.file +
+                     "), step - total kernel " + Fixed(*d.step_minus_total, 2) + " s";
+  if (base != nullptr) {
+    // Which family grew most against the baseline's window, computed identically.
+    std::string grown;
+    double growth = 0;
+    for (size_t i = 0; i < d.families.size() && i < base->families.size(); ++i) {
+      const double delta = d.families[i].seconds - base->families[i].seconds;
+      if (delta > growth) {
+        growth = delta;
+        grown = d.families[i].label;
+      }
+    }
+    if (base->step_minus_total) {
+      value["baseline_step_minus_total_kernel_seconds"] = *base->step_minus_total;
+      text += " (baseline " + Fixed(*base->step_minus_total, 2) + " s)";
+    }
+    if (!grown.empty()) {
+      value["grown_family"] = grown;
+      value["grown_seconds_per_gpu_step"] = growth;
+      text += "; " + grown + " grew by " + Fixed(growth, 2) + " s/GPU/step";
+    }
+    if (base->launcher_mode != d.launcher_mode || base->gpus != d.gpus)
+      text += "; WARNING: the baseline's window differs (" + base->launcher_mode + ", " + std::to_string(base->gpus) +
+              " GPUs): per-kernel numbers are not comparable";
+  }
+  if (!b.remedy.empty()) {
+    value["remedy"] = b.remedy;
+    text += ". Remedy: " + b.remedy;
+  }
+  Finding f;
+  f.id = "profile/main-stream-blocker";
+  f.playbook = "profile";
+  f.status = "fired";
+  f.summary = text;
+  Evidence e;
+  e.kind = "profile";
+  e.query = b.file;
+  e.value = value;
+  e.text = text;
+  f.evidence.push_back(e);
+  return f;
+}
+
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding) {
+  const std::string& cause = diagnosis.verdict.root_cause;
+  if (cause != "none" && cause != "unknown") return diagnosis;
+  diagnosis.verdict.root_cause = "kernel-time-regression";
+  diagnosis.verdict.domain = "software";
+  diagnosis.verdict.confidence = Confidence::kLikely;
+  diagnosis.verdict.summary = "Slower than its baseline with no system cause found; the profile shows where the time went: " +
+                              finding.summary;
+  diagnosis.verdict.finding = finding.id;
+  diagnosis.causal_chain = {"main-stream blocker " + finding.evidence.front().value.value("kernel", std::string()),
+                            "the GPU waits on the main stream (step - total kernel > 0)", "lower TGS than the baseline"};
+  return diagnosis;
+}
+
 }  // namespace diagnose

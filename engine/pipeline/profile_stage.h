@@ -12,6 +12,7 @@
 
 #include "engine/profile/drill.h"
 #include "engine/report/job_facts.h"
+#include "engine/report/report.h"
 
 namespace diagnose {
 
@@ -32,5 +33,18 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
 // The first screen's lines: TGS and MFU, the step-time decomposition, the kernel table, the blocker.
 std::vector<std::string> JobProfileLines(const JobProfile& profile);
 nlohmann::json JobProfileJson(const JobProfile& profile);
+
+// Below this TGS loss against the baseline a run is within noise: no regression to explain.
+inline constexpr double kRegressionNoisePct = 3.0;
+
+// The finding `profile/main-stream-blocker` when the subject is slower than its baseline beyond
+// noise and its profile has a main-stream blocker: evidence of kind `profile` naming the trace
+// file, GPU, kernel and seconds, the family that grew most against the baseline's profile (when
+// it has one) and how step − total kernel changed. Nothing otherwise.
+std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const JobProfile& subject_profile,
+                                                const JobFacts& baseline, const JobProfile* baseline_profile);
+
+// The verdict when the logs and playbooks named no cause: kernel-time-regression, from `finding`.
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding);
 
 }  // namespace diagnose

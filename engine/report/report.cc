@@ -15,7 +15,7 @@ namespace diagnose {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kRootCauseDomains{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRootCauseDomains{{
     {"none", "none"},
     {"rdma-link-degradation", "network"},
     {"heartbeat-false-positive", "software"},
@@ -32,6 +32,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kRootCau
     {"observability-gap", "observability"},
     {"config-error", "config"},
     {"infrastructure-failure", "infrastructure"},
+    // Extension (issue 33): slower than the baseline with no system cause; the profile shows where.
+    {"kernel-time-regression", "software"},
     {"unknown", "none"},
 }};
 

@@ -23,7 +23,7 @@ struct TimeWindow {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimeWindow, start, end)
 
 struct Evidence {
-  std::string kind;                   // promql | log | derived
+  std::string kind;                   // promql | log | derived | profile (a trace file: query is its path)
   std::string query;                  // PromQL text as run (promql), or "file:line" (log)
   std::optional<TimeWindow> window;   // the range or instant ([t, t]) it was evaluated over
   nlohmann::json value;               // number, per-host object, or table
