@@ -10,6 +10,7 @@
 #include <optional>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include <isa-l/igzip_lib.h>
@@ -75,14 +76,6 @@ size_t FirstInvalidUtf8(std::string_view text) {
   return text.size();
 }
 
-struct RawEvent {
-  int64_t pid;
-  int64_t tid;
-  double ts;
-  double dur;
-  uint32_t name;
-};
-
 // Kernel names repeat millions of times over a few thousand distinct values.
 class NameTable {
  public:
@@ -103,7 +96,10 @@ class NameTable {
 
 struct ParseState {
   NameTable names;
-  std::vector<RawEvent> events;
+  // X events by (pid, tid), kept as they will be used: a kernel is 24 bytes, the JSON text 130.
+  std::map<std::pair<int64_t, int64_t>, std::vector<TraceKernel>> lines;
+  std::pair<int64_t, int64_t> last_line{-1, -1};
+  std::vector<TraceKernel>* last = nullptr;
   std::map<int64_t, std::string> process_names;
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
   std::vector<std::pair<int64_t, TraceStep>> step_events;   // pid, step
@@ -205,8 +201,14 @@ void Record(EventFields& fields, ParseState* state) {
   if (fields.step_num) {
     state->step_events.push_back({fields.pid, TraceStep{*fields.step_num, fields.ts, fields.dur}});
   }
-  state->events.push_back(
-      RawEvent{fields.pid, fields.tid, fields.ts, std::max(0.0, fields.dur), state->names.Intern(fields.name)});
+  // Events of one line come in runs: the last line found is tried first.
+  const std::pair<int64_t, int64_t> line{fields.pid, fields.tid};
+  if (state->last == nullptr || state->last_line != line) {
+    state->last = &state->lines[line];
+    state->last_line = line;
+  }
+  state->last->push_back(
+      TraceKernel{fields.ts, fields.ts + std::max(0.0, fields.dur), state->names.Intern(fields.name), 0});
 }
 
 std::optional<int> DeviceOfProcessName(const std::string& name) {
@@ -230,9 +232,9 @@ void AssembleGpus(ParseState& state, TraceFile* file) {
     if (auto device = DeviceOfProcessName(name)) device_of_pid[pid] = *device;
   if (device_of_pid.empty()) {
     // No process names: the pid ranges xprof uses still identify the devices.
-    std::map<int64_t, bool> seen;
-    for (const auto& e : state.events) seen[e.pid] = true;
-    for (const auto& [pid, unused] : seen) {
+    std::set<int64_t> seen;
+    for (const auto& [line, unused] : state.lines) seen.insert(line.first);
+    for (const int64_t pid : seen) {
       if (pid >= 1 && pid <= kRawPidMax) device_of_pid[pid] = static_cast<int>(pid - 1);
       else if (pid >= kRemappedPidBase && pid < kRemappedPidBase + kRawPidMax)
         device_of_pid[pid] = static_cast<int>(pid - kRemappedPidBase);
@@ -256,37 +258,32 @@ void AssembleGpus(ParseState& state, TraceFile* file) {
     gpu.device = device;
     file->gpus.push_back(std::move(gpu));
   }
-  std::map<std::pair<int64_t, int64_t>, uint32_t> stream_index;
   int64_t unnamed_streams = 0;
-  for (const auto& e : state.events) {
-    auto g = gpu_index.find(e.pid);
+  for (auto& [line, kernels] : state.lines) {
+    auto g = gpu_index.find(line.first);
     if (g == gpu_index.end()) continue;
     TraceGpu& gpu = file->gpus[g->second];
-    auto [it, inserted] = stream_index.try_emplace({e.pid, e.tid}, 0);
-    if (inserted) {
-      auto name = state.thread_names.find({e.pid, e.tid});
-      TraceStream stream;
-      stream.tid = e.tid;
-      stream.named = name != state.thread_names.end();
-      if (stream.named) stream.name = name->second;
-      else ++unnamed_streams;
-      it->second = static_cast<uint32_t>(gpu.streams.size());
-      gpu.streams.push_back(std::move(stream));
-    }
-    gpu.kernels.push_back(TraceKernel{e.ts, e.ts + e.dur, e.name, it->second});
+    auto name = state.thread_names.find(line);
+    TraceStream stream;
+    stream.tid = line.second;
+    stream.named = name != state.thread_names.end();
+    if (stream.named) stream.name = name->second;
+    else ++unnamed_streams;
+    // Lines that are not streams (xprof's derived "XLA Ops"/"XLA Modules"/"Steps") repeat the
+    // kernels' time; only "Stream #N" lines (and unnamed ones) hold kernels.
+    if (stream.named && stream.name.rfind("Stream", 0) != 0) continue;
+    const auto index = static_cast<uint32_t>(gpu.streams.size());
+    gpu.streams.push_back(std::move(stream));
+    for (auto& k : kernels) k.stream = index;
+    gpu.kernels.insert(gpu.kernels.end(), kernels.begin(), kernels.end());
+    std::vector<TraceKernel>().swap(kernels);   // one line's copy at a time, not the file's
   }
   if (unnamed_streams > 0)
     file->warnings.push_back(file->path + ": " + std::to_string(unnamed_streams) +
                              " device thread(s) without thread_name metadata; their slices are counted as "
                              "kernels on a stream named by its tid");
 
-  // Lines that are not streams (xprof's derived "XLA Ops"/"XLA Modules"/"Steps") repeat the kernels'
-  // time; only "Stream #N" lines (and unnamed ones) hold kernels.
   for (auto& gpu : file->gpus) {
-    std::vector<bool> is_stream(gpu.streams.size());
-    for (size_t i = 0; i < gpu.streams.size(); ++i)
-      is_stream[i] = !gpu.streams[i].named || gpu.streams[i].name.rfind("Stream", 0) == 0;
-    std::erase_if(gpu.kernels, [&](const TraceKernel& k) { return !is_stream[k.stream]; });
     std::sort(gpu.kernels.begin(), gpu.kernels.end(), [](const TraceKernel& a, const TraceKernel& b) {
       return a.stream != b.stream ? a.stream < b.stream : a.start_us < b.start_us;
     });

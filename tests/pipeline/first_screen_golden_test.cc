@@ -32,6 +32,7 @@ const std::vector<Incident>& Incidents() {
       {"8043", {"8043"}},
       {"7882-vs-7879", {"7882", "--baseline", "7879"}},
       {"7938", {"7938"}},
+      {"8104", {"8104"}},   // case study 0: TGS, MFU, the step-time decomposition and the kernel table
   };
   return kIncidents;
 }
