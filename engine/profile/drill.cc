@@ -56,8 +56,25 @@ struct Interval {
   double start, end;
 };
 
-double UnionLength(std::vector<Interval>& intervals) {
-  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+// `intervals` is a run of segments each sorted by start (one per stream, `segment_ends` their ends):
+// merging them costs n log(streams), where sorting the lot cost n log n.
+double UnionLength(std::vector<Interval>& intervals, std::vector<size_t> segment_ends) {
+  const auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  while (segment_ends.size() > 1) {
+    std::vector<size_t> merged;
+    for (size_t i = 0; i < segment_ends.size(); i += 2) {
+      if (i + 1 == segment_ends.size()) {
+        merged.push_back(segment_ends[i]);
+        break;
+      }
+      const size_t begin = i == 0 ? 0 : segment_ends[i - 1];
+      std::inplace_merge(intervals.begin() + static_cast<long>(begin),
+                         intervals.begin() + static_cast<long>(segment_ends[i]),
+                         intervals.begin() + static_cast<long>(segment_ends[i + 1]), by_start);
+      merged.push_back(segment_ends[i + 1]);
+    }
+    segment_ends = std::move(merged);
+  }
   double total = 0, start = 0, end = 0;
   bool open = false;
   for (const auto& i : intervals) {
@@ -91,10 +108,18 @@ TraceSummary Summarize(const TraceFile& file, const KernelFamilies& families) {
     GpuSummary g;
     g.device = gpu.device;
     std::vector<Interval> all, compute;
+    std::vector<size_t> all_ends, compute_ends;   // where each stream's run ends (kernels come by stream)
     std::vector<double> stream_compute(gpu.streams.size(), 0), stream_total(gpu.streams.size(), 0);
     std::vector<double> name_us(file.names.size(), 0);
     std::vector<int64_t> name_launches(file.names.size(), 0);
+    uint32_t stream = UINT32_MAX;
     for (const auto& k : gpu.kernels) {
+      if (k.stream != stream) {
+        if (!all.empty()) all_ends.push_back(all.size());
+        if (!compute.empty() && (compute_ends.empty() || compute_ends.back() != compute.size()))
+          compute_ends.push_back(compute.size());
+        stream = k.stream;
+      }
       const double dur = k.end_us - k.start_us;
       g.kernel_us += dur;
       name_us[k.name] += dur;
@@ -106,8 +131,10 @@ TraceSummary Summarize(const TraceFile& file, const KernelFamilies& families) {
         stream_compute[k.stream] += dur;
       }
     }
-    g.busy_us = UnionLength(all);
-    g.compute_us = UnionLength(compute);
+    all_ends.push_back(all.size());
+    if (compute_ends.empty() || compute_ends.back() != compute.size()) compute_ends.push_back(compute.size());
+    g.busy_us = UnionLength(all, all_ends);
+    g.compute_us = UnionLength(compute, compute_ends);
     // The main stream is where the compute runs; its gaps are time the GPU's work waited.
     size_t main_stream = 0;
     for (size_t i = 1; i < gpu.streams.size(); ++i) {

@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> full_files;
   for (const auto& e : fs::directory_iterator(full.dir)) full_files.push_back(e.path().string());
 
-  PhaseTimings(full_files.front());
+  // The children first: a child's peak RSS includes what its parent held when it was spawned (exec
+  // folds the parent's high-water mark in), and the phase timings below hold two files' text.
   std::vector<ChildRun> drills;
   for (const auto& w : windows)
     drills.push_back(RunChild({DIAGNOSE_BINARY, "profile", w.dir, "--format", "json"}));
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
   python.insert(python.end(), full_files.begin(), full_files.end());
   const ChildRun py = RunChild(python);
 
+  PhaseTimings(full_files.front());
   const double largest_mib = full.largest_json_bytes / 1048576.0;
   const ChildRun& d = drills.back();
   std::printf("\nwindow: %d files, 64 GPUs when --files 8, %lld events per file, largest file %.1f MiB uncompressed\n",
