@@ -144,12 +144,11 @@ simdjson::error_code ReadArgs(simdjson::ondemand::object args, EventFields* fiel
     if (key != "name" && key != "step_num") continue;
     simdjson::ondemand::value value;
     if (auto error = field.value().get(value)) return error;
+    simdjson::ondemand::json_type type;
+    if (auto error = value.type().get(type)) return error;
+    if (type != simdjson::ondemand::json_type::string) continue;   // the exporter writes strings only
     std::string_view text;
-    if (value.type() == simdjson::ondemand::json_type::string) {
-      if (auto error = value.get_string().get(text)) return error;
-    } else {
-      continue;
-    }
+    if (auto error = value.get_string().get(text)) return error;
     if (key == "name") fields->arg_name = std::string(text);
     else fields->step_num = ParseInteger(text);
   }

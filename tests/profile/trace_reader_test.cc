@@ -135,6 +135,11 @@ TEST(TraceReader, MalformedJsonNamesTheFile) {
   auto file = ParseTraceJson(R"j({"traceEvents":[{"ph":"X","pid":1,)j", "broken.json");
   ASSERT_FALSE(file.ok());
   EXPECT_EQ(file.status().message().rfind("broken.json", 0), 0u) << file.status().message();
+  // Found by the fuzzer: a malformed args value is an error, not an exception.
+  auto args = ParseTraceJson(R"j({"traceEvents":[{"ph":"M","pid":1,"name":"process_name","args":{"name"::"1"}},{}]})j",
+                             "args.json");
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.status().message().rfind("args.json", 0), 0u) << args.status().message();
   auto empty = ParseTraceJson(R"j({"other":1})j", "none.json");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.status().message(), "none.json: no traceEvents array: not a Chrome trace-event file");
