@@ -23,13 +23,15 @@ struct ChildRun {
   std::string out;
 };
 
-inline ChildRun RunChild(const std::vector<std::string>& args) {
+// `merge_stderr`: the child's stderr goes to `out` too (tests of one-line error messages).
+inline ChildRun RunChild(const std::vector<std::string>& args, bool merge_stderr = false) {
   ChildRun run;
   int pipefd[2];
   if (::pipe(pipefd) != 0) return run;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
   posix_spawn_file_actions_addclose(&fa, pipefd[0]);
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
