@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libboost-graph-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
+  libsimdjson-dev libisal-dev zlib1g-dev
   prometheus victoria-metrics
   chromium chromium-driver python3 python3-jsonschema
   clang libclang-rt-14-dev

@@ -8,7 +8,7 @@ namespace diagnose {
 namespace {
 
 constexpr int64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
-constexpr size_t kLimitCount = 8;
+constexpr size_t kLimitCount = 9;
 
 struct LimitValues {
   LimitValues() {
@@ -36,6 +36,10 @@ const std::vector<LimitInfo>& AllLimits() {
       {LimitId::kYamlNodes, "yaml.nodes", 1'000'000, false, "YAML nodes with aliases expanded"},
       {LimitId::kLogLineBytes, "log.line_bytes", 64 * kKiB, true, "one log line (the rest is skipped)"},
       {LimitId::kLogFiles, "log.files", 20'000, false, "Ray worker logs read for one job"},
+      // The exporter caps a file at 1,000,000 events, about 260 MB of JSON: four times that is no
+      // real trace, and each file being parsed is held whole.
+      {LimitId::kProfileTraceBytes, "profile.trace_bytes", 1 * kGiB, true,
+       "one profile trace file, decompressed"},
   };
   return kLimits;
 }

@@ -22,6 +22,7 @@ enum class LimitId {
   kYamlNodes,           // nodes visited with aliases expanded (an alias bomb is small on disk)
   kLogLineBytes,        // one log line; the rest of a longer line is skipped, not kept
   kLogFiles,            // Ray worker logs read for one job
+  kProfileTraceBytes,   // one profile trace file, decompressed
 };
 
 struct LimitInfo {

@@ -68,6 +68,7 @@ Report AssembleReport(const ReportParts& parts) {
   }
   if (!parts.jobs.empty()) report.findings = parts.jobs.front().logs.findings;
   report.findings.insert(report.findings.end(), parts.playbooks.findings.begin(), parts.playbooks.findings.end());
+  report.findings.insert(report.findings.end(), parts.profile_findings.begin(), parts.profile_findings.end());
 
   report.verdict = parts.diagnosis.verdict;
   if (parts.incompleteness)
@@ -88,6 +89,10 @@ Report AssembleReport(const ReportParts& parts) {
   } else {
     report.decision = parts.sweep ? parts.sweep->decision : parts.diagnosis.decision;
     Append(&report.decision.notes, parts.fleet.notes);
+  }
+  if (parts.profile) {
+    report.profile = JobProfileJson(*parts.profile);
+    report.profile_lines = JobProfileLines(*parts.profile);
   }
   return report;
 }

@@ -21,6 +21,7 @@
 
 #include "engine/dag/run_playbooks.h"
 #include "engine/decision/refine.h"
+#include "engine/pipeline/profile_stage.h"
 #include "engine/report/report.h"
 #include "engine/triage/log_assessment.h"
 
@@ -62,6 +63,8 @@ struct ReportParts {
   std::optional<Incompleteness> incompleteness;
   std::optional<SweepDecision> sweep;   // absent when incomplete
   FleetCitation fleet;
+  std::optional<JobProfile> profile;    // the subject's profiler window, when it has one
+  std::vector<Finding> profile_findings;   // after the playbooks' (profile/main-stream-blocker)
 };
 
 Report AssembleReport(const ReportParts& parts);

@@ -482,7 +482,16 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
       for (const auto& st : jobs[i].discovery->step_times) assessed.step_times.emplace_back(st.step, st.time);
     parts.jobs.push_back(std::move(assessed));
   }
+  parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir);
   parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
+  if (parts.profile && jobs.size() > 1) {
+    const std::optional<JobProfile> baseline_profile = DrillJobProfile(jobs[1].facts, options.data_dir);
+    if (auto finding = ProfileRegressionFinding(jobs.front().facts, *parts.profile, jobs[1].facts,
+                                                baseline_profile ? &*baseline_profile : nullptr)) {
+      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding);
+      parts.profile_findings.push_back(std::move(*finding));
+    }
+  }
   parts.incompleteness = IncompletenessOf(jobs);
   if (!parts.incompleteness) {
     SweepContext sweep_context = options.sweep.value_or(SweepContext{});

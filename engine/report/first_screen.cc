@@ -203,6 +203,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
     s.jobs.push_back(JobHeadline(job, FactsOf(r, job.id)));
     JobDetails(job, FactsOf(r, job.id), &s.job_details);
   }
+  for (const auto& line : r.profile_lines) s.job_details.push_back(ValidUtf8(line, kLineChars, true));
   // Caveats about the evidence itself (clocks that disagree, a TSDB that could not be read) stand
   // with the job, above the answer they qualify, whatever the note budget.
   std::set<std::string> caveats;

@@ -15,7 +15,7 @@ namespace diagnose {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kRootCauseDomains{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRootCauseDomains{{
     {"none", "none"},
     {"rdma-link-degradation", "network"},
     {"heartbeat-false-positive", "software"},
@@ -32,6 +32,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kRootCau
     {"observability-gap", "observability"},
     {"config-error", "config"},
     {"infrastructure-failure", "infrastructure"},
+    // Extension (issue 33): slower than the baseline with no system cause; the profile shows where.
+    {"kernel-time-regression", "software"},
     {"unknown", "none"},
 }};
 
@@ -208,6 +210,7 @@ nlohmann::json ToJson(const Report& r) {
   if (!r.verdict.finding.empty()) out["verdict"]["finding"] = r.verdict.finding;
   if (!r.facts.empty()) out["facts"] = r.facts;
   if (!r.timings.is_null()) out["timings"] = r.timings;
+  if (!r.profile.is_null()) out["profile"] = r.profile;
   if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }

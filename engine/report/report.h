@@ -23,7 +23,7 @@ struct TimeWindow {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimeWindow, start, end)
 
 struct Evidence {
-  std::string kind;                   // promql | log | derived
+  std::string kind;                   // promql | log | derived | profile (a trace file: query is its path)
   std::string query;                  // PromQL text as run (promql), or "file:line" (log)
   std::optional<TimeWindow> window;   // the range or instant ([t, t]) it was evaluated over
   nlohmann::json value;               // number, per-host object, or table
@@ -185,6 +185,10 @@ struct Report {
   // The PromQL endpoint's base URL when it outlives this run (--prometheus): reports link each
   // query to its graph page. Empty for a private snapshot server, which is gone after the run.
   std::string graph_endpoint;
+  // The subject's profile drill when its job directory holds a profiler window (JSON `profile`),
+  // and its first-screen lines (TGS, MFU, decomposition, kernel table, blocker).
+  nlohmann::json profile;
+  std::vector<std::string> profile_lines;
 };
 
 // The cause the report's decision acts on: the sweep policy's (decision.root_cause) where it named

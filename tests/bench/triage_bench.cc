@@ -19,8 +19,7 @@
 
 #include "engine/job/job_location.h"
 #include "engine/triage/triage.h"
-
-extern char** environ;
+#include "tests/bench/child_run.h"
 
 namespace {
 
@@ -34,33 +33,6 @@ double CpuSeconds(int who) {
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// Runs argv (no shell), returns its stdout.
-std::string Spawn(const std::vector<std::string>& args) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return "";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(pipefd[1]);
-  std::string out;
-  if (rc == 0) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, n);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-  }
-  ::close(pipefd[0]);
-  return out;
 }
 
 void Generate(const std::string& path, double gb, int tasks) {
@@ -159,7 +131,7 @@ int main(int argc, char** argv) {
 
   double gc0 = CpuSeconds(RUSAGE_CHILDREN);
   auto g0 = std::chrono::steady_clock::now();
-  std::string count = Spawn({"grep", "-c", "completed step", log});
+  std::string count = diagnose::bench::RunChild({"grep", "-c", "completed step", log}).out;
   while (!count.empty() && (count.back() == '\n' || count.back() == '\r')) count.pop_back();
   auto g1 = std::chrono::steady_clock::now();
   double grep_cpu = CpuSeconds(RUSAGE_CHILDREN) - gc0;

@@ -32,6 +32,9 @@ const std::vector<Incident>& Incidents() {
       {"8043", {"8043"}},
       {"7882-vs-7879", {"7882", "--baseline", "7879"}},
       {"7938", {"7938"}},
+      // Case study 0: TGS, MFU, the step-time decomposition and the kernel table. A RAY=0 job has no
+      // TSDB, and the note saying so names the checkout's path: --logs-only keeps the screen portable.
+      {"8104", {"8104", "--logs-only"}},
   };
   return kIncidents;
 }

@@ -94,6 +94,14 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
                            " duplicate samples (series must be strictly increasing in time)");
     report.tsdb_bytes = TreeBytes(out / job_dir / "prometheus") ;
   }
+  if (s.profile && s.training) {
+    ProfileWindow window = *s.profile;
+    window.spec.hosts = s.hosts;
+    window.spec.gpus_per_host = s.gpus_per_node;
+    const auto dir = out / job_dir / window.run / "tensorboard" / "plugins" / "profile" / window.timestamp;
+    auto written = WriteTraceWindow(window.spec, dir.string());
+    if (!written.ok()) return written.status().WithContext(s.path);
+  }
   std::vector<std::string> all = *files;
   all.push_back(job_dir);
   // A running job's timeline ends at its "now"; its log was last written when the silence

@@ -201,7 +201,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (!root || !root.IsMap()) return InvalidArgumentError(path + ": a scenario must be a YAML mapping");
   RETURN_IF_ERROR(r.CheckKeys(root, {"description", "job", "training", "stages", "heartbeat", "summary",
                                      "node_exits", "running", "log_symlink", "write_log", "metrics",
-                                     "faults", "events", "expect", "mtime_skew_seconds"},
+                                     "faults", "events", "expect", "mtime_skew_seconds", "profile"},
                               "scenario"));
   Scenario s;
   s.path = path;
@@ -420,6 +420,41 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (YAML::Node ne = root["node_exits"]) {
     if (!ne.IsMap()) return r.Error(ne, "node_exits maps task -> exit code");
     for (const auto& kv : ne) s.node_exits[kv.first.as<int>()] = kv.second.as<int>();
+  }
+  if (YAML::Node pr = root["profile"]) {
+    RETURN_IF_ERROR(r.CheckKeys(pr, {"run", "timestamp", "launcher_mode", "first_step", "steps", "step_seconds",
+                                     "kernels", "slow_gpu"},
+                                "profile"));
+    ProfileWindow w;
+    std::string mode = "1-node/proc";
+    RETURN_IF_ERROR(r.Get(pr, "run", &w.run));
+    RETURN_IF_ERROR(r.Get(pr, "timestamp", &w.timestamp));
+    RETURN_IF_ERROR(r.Get(pr, "launcher_mode", &mode));
+    RETURN_IF_ERROR(r.Get(pr, "first_step", &w.spec.first_step));
+    RETURN_IF_ERROR(r.Get(pr, "steps", &w.spec.steps));
+    RETURN_IF_ERROR(r.Get(pr, "step_seconds", &w.spec.step_seconds));
+    if (w.run.empty() || w.timestamp.empty()) return r.Error(pr, "profile needs run and timestamp");
+    if (mode != "1-node/proc" && mode != "1-GPU/proc") return r.Error(pr["launcher_mode"], "launcher_mode must be 1-node/proc or 1-GPU/proc");
+    w.spec.one_file_per_gpu = mode == "1-GPU/proc";
+    for (const auto& k : pr["kernels"]) {
+      RETURN_IF_ERROR(r.CheckKeys(k, {"name", "stream", "start", "seconds", "launches"}, "profile kernel"));
+      TraceSlice slice;
+      RETURN_IF_ERROR(r.Get(k, "name", &slice.name));
+      RETURN_IF_ERROR(r.Get(k, "stream", &slice.stream));
+      RETURN_IF_ERROR(r.Get(k, "start", &slice.start_s));
+      RETURN_IF_ERROR(r.Get(k, "seconds", &slice.dur_s));
+      RETURN_IF_ERROR(r.Get(k, "launches", &slice.launches));
+      if (slice.name.empty() || slice.dur_s <= 0 || slice.launches < 1)
+        return r.Error(k, "a profile kernel needs a name, seconds > 0 and launches >= 1");
+      w.spec.slices.push_back(slice);
+    }
+    if (YAML::Node slow = pr["slow_gpu"]) {
+      RETURN_IF_ERROR(r.CheckKeys(slow, {"host", "gpu", "factor"}, "profile.slow_gpu"));
+      RETURN_IF_ERROR(r.Get(slow, "host", &w.spec.slow_host));
+      RETURN_IF_ERROR(r.Get(slow, "gpu", &w.spec.slow_device));
+      RETURN_IF_ERROR(r.Get(slow, "factor", &w.spec.slow_factor));
+    }
+    s.profile = w;
   }
   RETURN_IF_ERROR(r.Get(root, "running", &s.running));
   if (s.running) s.summary.present = false;

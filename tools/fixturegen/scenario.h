@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/core/status.h"
+#include "tools/fixturegen/trace_writer.h"
 
 namespace diagnose::fixturegen {
 
@@ -78,6 +79,14 @@ struct Summary {
   int exit_code = 0;
   std::string reason;               // after the em dash
   bool colour = false;
+};
+
+// The JAX profiler's window: <job>/<run>/tensorboard/plugins/profile/<timestamp>/, one file per
+// host (1-node/proc) or per GPU (1-GPU/proc), the same kernels on every GPU and step.
+struct ProfileWindow {
+  std::string run;
+  std::string timestamp;                 // YYYY_MM_DD_HH_MM_SS
+  TraceWindowSpec spec;                  // hosts and GPUs per host come from the job
 };
 
 struct Scenario {
@@ -166,6 +175,8 @@ struct Scenario {
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   std::vector<Fault> faults;
   std::vector<LogEvent> events;
+
+  std::optional<ProfileWindow> profile;
 
   YAML::Node expect;
 };

@@ -1,0 +1,50 @@
+// The profile drill inside `diagnose JOB`: when the job directory holds a JAX profiler window
+// (<job>/<run>/tensorboard/plugins/profile/<ts>/*.trace.json.gz), the drill runs on it with what
+// the log knows and the window cannot: the healthy step time outside the window (the profiled steps
+// and the writeback step after them excluded), TGS and MFU, and the GPUs the job ran.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/profile/drill.h"
+#include "engine/report/job_facts.h"
+#include "engine/report/report.h"
+
+namespace diagnose {
+
+struct JobProfile {
+  std::optional<profile::ProfileDrill> drill;
+  std::string error;                    // the window could not be read: why, naming the file
+  std::optional<double> tgs;            // median outside the window
+  std::optional<double> mfu_pct;
+  std::vector<int64_t> steps_used;      // the log steps the step time is taken from
+};
+
+// The job's trace files, every timestamp directory of every run; empty when it has none.
+std::vector<std::string> FindJobTraceFiles(const std::string& job_dir);
+
+// Nothing when the job has no profile window.
+std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::string& data_dir);
+
+// The first screen's lines: TGS and MFU, the step-time decomposition, the kernel table, the blocker.
+std::vector<std::string> JobProfileLines(const JobProfile& profile);
+nlohmann::json JobProfileJson(const JobProfile& profile);
+
+// Below this TGS loss against the baseline a run is within noise: no regression to explain.
+inline constexpr double kRegressionNoisePct = 3.0;
+
+// The finding `profile/main-stream-blocker` when the subject is slower than its baseline beyond
+// noise and its profile has a main-stream blocker: evidence of kind `profile` naming the trace
+// file, GPU, kernel and seconds, the family that grew most against the baseline's profile (when
+// it has one) and how step − total kernel changed. Nothing otherwise.
+std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const JobProfile& subject_profile,
+                                                const JobFacts& baseline, const JobProfile* baseline_profile);
+
+// The verdict when the logs and playbooks named no cause: kernel-time-regression, from `finding`.
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding);
+
+}  // namespace diagnose

@@ -1,0 +1,581 @@
+#include "engine/profile/trace_reader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <isa-l/igzip_lib.h>
+#include <simdjson.h>
+
+#include "engine/core/limits.h"
+#include "engine/core/regular_file.h"
+#include "engine/core/utf8.h"
+
+namespace diagnose::profile {
+
+namespace {
+
+constexpr size_t kReadChunk = 1 << 20;
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  ASSIGN_OR_RETURN(const int fd, OpenRegularFileForReading(path));
+  std::string bytes;
+  const int64_t limit = GetLimit(LimitId::kProfileTraceBytes);
+  for (;;) {
+    const size_t old = bytes.size();
+    bytes.resize(old + kReadChunk);
+    const ssize_t got = ::read(fd, bytes.data() + old, kReadChunk);
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd);
+      return UnavailableError(path + ": read failed: " + std::strerror(err));
+    }
+    bytes.resize(old + static_cast<size_t>(got));
+    if (got == 0) break;
+    if (static_cast<int64_t>(bytes.size()) > limit) {
+      ::close(fd);
+      return LimitExceeded(LimitId::kProfileTraceBytes, path);
+    }
+  }
+  ::close(fd);
+  return bytes;
+}
+
+bool IsGzipMagic(const std::string& bytes, size_t at) {
+  return at + 1 < bytes.size() && static_cast<uint8_t>(bytes[at]) == 0x1f && static_cast<uint8_t>(bytes[at + 1]) == 0x8b;
+}
+
+std::string InflateErrorText(int code) {
+  switch (code) {
+    case ISAL_INVALID_BLOCK: return "an invalid deflate block";
+    case ISAL_INVALID_SYMBOL: return "an invalid deflate symbol";
+    case ISAL_INVALID_LOOKBACK: return "an invalid back-reference distance";
+    case ISAL_INVALID_WRAPPER: return "an invalid gzip header";
+    case ISAL_INCORRECT_CHECKSUM: return "a CRC mismatch in the gzip trailer";
+    default: return "inflate error " + std::to_string(code);
+  }
+}
+
+// simdjson's SIMD validator answers yes or no; only a bad file pays for the byte walk that finds where.
+size_t FirstInvalidUtf8(std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return text.size();
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = Utf8SequenceLength(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return text.size();
+}
+
+// Kernel names repeat millions of times over a few thousand distinct values.
+class NameTable {
+ public:
+  uint32_t Intern(std::string_view name) {
+    if (auto it = index_.find(name); it != index_.end()) return it->second;
+    storage_.emplace_back(name);
+    const auto id = static_cast<uint32_t>(storage_.size() - 1);
+    index_.emplace(storage_.back(), id);
+    return id;
+  }
+  const std::string& Name(uint32_t id) const { return storage_[id]; }
+  size_t size() const { return storage_.size(); }
+
+ private:
+  std::deque<std::string> storage_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+};
+
+struct ParseState {
+  NameTable names;
+  // X events by (pid, tid), kept as they will be used: a kernel is 24 bytes, the JSON text 130.
+  std::map<std::pair<int64_t, int64_t>, std::vector<TraceKernel>> lines;
+  std::pair<int64_t, int64_t> last_line{-1, -1};
+  std::vector<TraceKernel>* last = nullptr;
+  std::map<int64_t, std::string> process_names;
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
+  std::vector<std::pair<int64_t, TraceStep>> step_events;   // pid, step
+  int64_t x_events = 0;
+};
+
+std::optional<int64_t> ParseInteger(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// The fields of one event that matter; every other field is skipped unread.
+struct EventFields {
+  std::string_view ph;
+  std::string name;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  double ts = 0;
+  double dur = 0;
+  std::string arg_name;
+  std::optional<int64_t> step_num;
+};
+
+// Numbers may be written as integers or fractions; simdjson's get_double takes both.
+simdjson::error_code ReadNumber(simdjson::ondemand::value value, double* out) {
+  return value.get_double().get(*out);
+}
+
+simdjson::error_code ReadInteger(simdjson::ondemand::value value, int64_t* out) {
+  double d = 0;
+  if (auto error = value.get_double().get(d)) return error;
+  *out = static_cast<int64_t>(d);
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadArgs(simdjson::ondemand::object args, EventFields* fields) {
+  for (auto field : args) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return error;
+    if (key != "name" && key != "step_num") continue;
+    simdjson::ondemand::value value;
+    if (auto error = field.value().get(value)) return error;
+    simdjson::ondemand::json_type type;
+    if (auto error = value.type().get(type)) return error;
+    if (type != simdjson::ondemand::json_type::string) continue;   // the exporter writes strings only
+    std::string_view text;
+    if (auto error = value.get_string().get(text)) return error;
+    if (key == "name") fields->arg_name = std::string(text);
+    else fields->step_num = ParseInteger(text);
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code ReadEvent(simdjson::ondemand::object event, EventFields* fields) {
+  for (auto field : event) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return error;
+    simdjson::ondemand::value value;
+    if (auto error = field.value().get(value)) return error;
+    if (key == "ph") {
+      if (auto error = value.get_string().get(fields->ph)) return error;
+      // The view points into the parser's string buffer, which later strings overwrite.
+      if (fields->ph == "X") fields->ph = "X";
+      else if (fields->ph == "M") fields->ph = "M";
+      else fields->ph = "?";
+    } else if (key == "name") {
+      std::string_view text;
+      if (auto error = value.get_string().get(text)) return error;
+      fields->name.assign(text);
+    } else if (key == "pid") {
+      if (auto error = ReadInteger(value, &fields->pid)) return error;
+    } else if (key == "tid") {
+      if (auto error = ReadInteger(value, &fields->tid)) return error;
+    } else if (key == "ts") {
+      if (auto error = ReadNumber(value, &fields->ts)) return error;
+    } else if (key == "dur") {
+      if (auto error = ReadNumber(value, &fields->dur)) return error;
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (value.get_object().get(args) == simdjson::SUCCESS) {
+        if (auto error = ReadArgs(args, fields)) return error;
+      }
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+void Record(EventFields& fields, ParseState* state) {
+  if (fields.ph == "M") {
+    if (fields.name == "process_name") state->process_names[fields.pid] = fields.arg_name;
+    else if (fields.name == "thread_name") state->thread_names[{fields.pid, fields.tid}] = fields.arg_name;
+    return;
+  }
+  if (fields.ph != "X") return;
+  ++state->x_events;
+  if (fields.step_num) {
+    state->step_events.push_back({fields.pid, TraceStep{*fields.step_num, fields.ts, fields.dur}});
+  }
+  // Events of one line come in runs: the last line found is tried first.
+  const std::pair<int64_t, int64_t> line{fields.pid, fields.tid};
+  if (state->last == nullptr || state->last_line != line) {
+    state->last = &state->lines[line];
+    state->last_line = line;
+  }
+  state->last->push_back(
+      TraceKernel{fields.ts, fields.ts + std::max(0.0, fields.dur), state->names.Intern(fields.name), 0});
+}
+
+std::optional<int> DeviceOfProcessName(const std::string& name) {
+  static constexpr std::string_view kPrefix = "/device:GPU:";
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  auto number = ParseInteger(std::string_view(name).substr(kPrefix.size()));
+  if (!number || *number < 0) return std::nullopt;
+  return static_cast<int>(*number);
+}
+
+// xprof's own pid for a device: 1 + plane id in the raw export, 1001 + plane id once remapped.
+constexpr int64_t kRemappedPidBase = 1001;
+constexpr int64_t kRawPidMax = 100;
+// ts and dur are written from picoseconds; back-to-back slices may overlap by a rounding error.
+constexpr double kTouchingUs = 1e-3;
+
+// Builds each GPU's streams and kernels from the raw events; clips overrunning slices.
+void AssembleGpus(ParseState& state, TraceFile* file) {
+  std::map<int64_t, int> device_of_pid;
+  for (const auto& [pid, name] : state.process_names)
+    if (auto device = DeviceOfProcessName(name)) device_of_pid[pid] = *device;
+  if (device_of_pid.empty()) {
+    // No process names: the pid ranges xprof uses still identify the devices.
+    std::set<int64_t> seen;
+    for (const auto& [line, unused] : state.lines) seen.insert(line.first);
+    for (const int64_t pid : seen) {
+      if (pid >= 1 && pid <= kRawPidMax) device_of_pid[pid] = static_cast<int>(pid - 1);
+      else if (pid >= kRemappedPidBase && pid < kRemappedPidBase + kRawPidMax)
+        device_of_pid[pid] = static_cast<int>(pid - kRemappedPidBase);
+    }
+    if (!device_of_pid.empty())
+      file->warnings.push_back(file->path + ": no process_name metadata; " + std::to_string(device_of_pid.size()) +
+                               " GPU(s) taken from their pid numbers");
+  }
+  bool raw = false, remapped = false;
+  for (const auto& [pid, device] : device_of_pid) (pid >= kRemappedPidBase ? remapped : raw) = true;
+  file->numbering = raw && remapped ? PidNumbering::kMixed
+                    : remapped      ? PidNumbering::kRemapped
+                    : raw           ? PidNumbering::kRaw
+                                    : PidNumbering::kUnknown;
+
+  std::map<int64_t, size_t> gpu_index;
+  for (const auto& [pid, device] : device_of_pid) {
+    gpu_index[pid] = file->gpus.size();
+    TraceGpu gpu;
+    gpu.pid = pid;
+    gpu.device = device;
+    file->gpus.push_back(std::move(gpu));
+  }
+  int64_t unnamed_streams = 0;
+  for (auto& [line, kernels] : state.lines) {
+    auto g = gpu_index.find(line.first);
+    if (g == gpu_index.end()) continue;
+    TraceGpu& gpu = file->gpus[g->second];
+    auto name = state.thread_names.find(line);
+    TraceStream stream;
+    stream.tid = line.second;
+    stream.named = name != state.thread_names.end();
+    if (stream.named) stream.name = name->second;
+    else ++unnamed_streams;
+    // Lines that are not streams (xprof's derived "XLA Ops"/"XLA Modules"/"Steps") repeat the
+    // kernels' time; only "Stream #N" lines (and unnamed ones) hold kernels.
+    if (stream.named && stream.name.rfind("Stream", 0) != 0) continue;
+    const auto index = static_cast<uint32_t>(gpu.streams.size());
+    gpu.streams.push_back(std::move(stream));
+    for (auto& k : kernels) k.stream = index;
+    gpu.kernels.insert(gpu.kernels.end(), kernels.begin(), kernels.end());
+    std::vector<TraceKernel>().swap(kernels);   // one line's copy at a time, not the file's
+  }
+  if (unnamed_streams > 0)
+    file->warnings.push_back(file->path + ": " + std::to_string(unnamed_streams) +
+                             " device thread(s) without thread_name metadata; their slices are counted as "
+                             "kernels on a stream named by its tid");
+
+  for (auto& gpu : file->gpus) {
+    std::sort(gpu.kernels.begin(), gpu.kernels.end(), [](const TraceKernel& a, const TraceKernel& b) {
+      return a.stream != b.stream ? a.stream < b.stream : a.start_us < b.start_us;
+    });
+    // One stream runs one kernel at a time: a slice that overruns the next one's start is clipped
+    // there, as Perfetto draws it (TraceLens #669 sums them raw and over-counts).
+    for (size_t i = 0; i + 1 < gpu.kernels.size(); ++i) {
+      TraceKernel& k = gpu.kernels[i];
+      const TraceKernel& next = gpu.kernels[i + 1];
+      if (next.stream != k.stream || k.end_us <= next.start_us + kTouchingUs) continue;
+      ++file->clipped_slices;
+      file->clipped_us += k.end_us - std::max(next.start_us, k.start_us);
+      k.end_us = std::max(next.start_us, k.start_us);
+    }
+  }
+  if (file->clipped_slices > 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.6f", file->clipped_us / 1e6);
+    file->warnings.push_back(file->path + ": " + std::to_string(file->clipped_slices) +
+                             " slice(s) ran past the next slice on the same stream; clipped at its start (" +
+                             text + " s not counted)");
+  }
+
+  // The host's step annotations: the process that is no device.
+  std::map<int64_t, TraceStep> steps;
+  for (const auto& [pid, step] : state.step_events) {
+    if (device_of_pid.count(pid) > 0) continue;
+    auto [it, inserted] = steps.try_emplace(step.step, step);
+    if (!inserted) it->second.dur_us = std::max(it->second.dur_us, step.dur_us);
+  }
+  for (const auto& [number, step] : steps) file->steps.push_back(step);
+}
+
+// The traceEvents array of a document fed in pieces: a scanner finds each complete event (strings
+// and nesting tracked across pieces), and each run of complete events is parsed as one small JSON
+// array by simdjson. Memory is a piece and the events kept, never the whole document, so a file's
+// cost does not grow with its JSON text and several files can be read at once.
+class TraceStreamParser {
+ public:
+  TraceStreamParser(std::string path, const TraceReadOptions& options) : path_(std::move(path)), options_(options) {}
+
+  Status Feed(std::string_view piece) {
+    buffer_.append(piece);
+    Scan();
+    if (failed_) return ParseError(path_ + ": not a trace-event JSON file: unbalanced brackets at byte " +
+                                   std::to_string(base_ + scan_));
+    if (last_event_end_ > first_event_start_) RETURN_IF_ERROR(ParseEvents());
+    // Keep only what is not parsed yet: the tail of an unfinished event.
+    const size_t keep_from = std::min({scan_, pending_start_.value_or(scan_), key_start_.value_or(scan_)});
+    buffer_.erase(0, keep_from);
+    base_ += static_cast<int64_t>(keep_from);
+    scan_ -= keep_from;
+    if (pending_start_) *pending_start_ -= keep_from;
+    if (key_start_) *key_start_ -= keep_from;
+    first_event_start_ = last_event_end_ = 0;
+    return Status::Ok();
+  }
+
+  StatusOr<TraceFile> Finish() {
+    if (phase_ == Phase::kBeforeArray)
+      return ParseError(path_ + ": no traceEvents array: not a Chrome trace-event file");
+    if (phase_ == Phase::kInArray || depth_ != 0)
+      return ParseError(path_ + ": not a trace-event JSON file: the document ends at byte " +
+                        std::to_string(base_ + static_cast<int64_t>(buffer_.size())) + " inside " +
+                        (phase_ == Phase::kInArray ? "traceEvents" : "the top-level object"));
+    TraceFile file;
+    file.path = path_;
+    file.host = HostOfTraceFile(path_);
+    file.window_dir = std::filesystem::path(path_).parent_path().filename().string();
+    file.uncompressed_bytes = base_ + static_cast<int64_t>(buffer_.size());
+    file.events = state_.x_events;
+    file.truncated = options_.event_cap > 0 && state_.x_events >= options_.event_cap;
+    if (file.truncated)
+      file.warnings.push_back(path_ + ": " + std::to_string(state_.x_events) +
+                              " events, the exporter's cap: the window is truncated (later steps are missing); "
+                              "raise TF_PROFILER_TRACE_VIEWER_MAX_EVENTS and profile again");
+    AssembleGpus(state_, &file);
+    file.names.reserve(state_.names.size());
+    for (size_t i = 0; i < state_.names.size(); ++i) file.names.push_back(state_.names.Name(static_cast<uint32_t>(i)));
+    return file;
+  }
+
+ private:
+  enum class Phase { kBeforeArray, kInArray, kAfterArray };
+
+  // Advances scan_ over buffer_, noting where complete events start and end.
+  void Scan() {
+    const char* data = buffer_.data();
+    const size_t size = buffer_.size();
+    while (scan_ < size && !failed_) {
+      if (in_string_) {
+        const void* quote = std::memchr(data + scan_, '"', size - scan_);
+        if (quote == nullptr) {
+          scan_ = size;
+          break;
+        }
+        size_t at = static_cast<const char*>(quote) - data;
+        // An escaped quote has an odd number of backslashes before it.
+        size_t slashes = 0;
+        while (at > slashes && data[at - 1 - slashes] == '\\') ++slashes;
+        scan_ = at + 1;
+        if (slashes % 2 == 1) continue;
+        in_string_ = false;
+        if (depth_ == 1 && key_start_) last_key_ = std::string_view(data + *key_start_, at - *key_start_) == "traceEvents";
+        key_start_.reset();
+        continue;
+      }
+      const char c = data[scan_];
+      switch (c) {
+        case '"':
+          in_string_ = true;
+          if (depth_ == 1 && phase_ == Phase::kBeforeArray) key_start_ = scan_ + 1;
+          break;
+        case '{':
+        case '[':
+          ++depth_;
+          if (c == '[' && depth_ == 2 && phase_ == Phase::kBeforeArray && last_key_) phase_ = Phase::kInArray;
+          else if (c == '{' && depth_ == 3 && phase_ == Phase::kInArray && !pending_start_) pending_start_ = scan_;
+          break;
+        case '}':
+        case ']':
+          if (depth_ == 0) failed_ = true;
+          --depth_;
+          if (phase_ == Phase::kInArray) {
+            if (c == '}' && depth_ == 2 && pending_start_) {
+              if (last_event_end_ <= first_event_start_) first_event_start_ = *pending_start_;
+              last_event_end_ = scan_ + 1;
+              pending_start_.reset();
+            } else if (c == ']' && depth_ == 1) {
+              phase_ = Phase::kAfterArray;
+            }
+          }
+          break;
+        default:
+          break;
+      }
+      ++scan_;
+    }
+  }
+
+  Status ParseEvents() {
+    const std::string_view events(buffer_.data() + first_event_start_, last_event_end_ - first_event_start_);
+    const int64_t offset = base_ + static_cast<int64_t>(first_event_start_);
+    if (!simdjson::validate_utf8(events.data(), events.size())) {
+      const size_t bad = FirstInvalidUtf8(events);
+      return DataLossError(path_ + ": invalid UTF-8 at byte " + std::to_string(offset + static_cast<int64_t>(bad)) +
+                           " of the decompressed JSON");
+    }
+    chunk_.assign(1, '[');
+    chunk_.append(events);
+    chunk_.push_back(']');
+    const size_t length = chunk_.size();
+    chunk_.resize(length + simdjson::SIMDJSON_PADDING);
+    simdjson::ondemand::document doc;
+    const auto where = [&](simdjson::error_code error) {
+      const char* at = nullptr;
+      std::string text = path_;
+      if (doc.current_location().get(at) == simdjson::SUCCESS && at != nullptr)
+        text += " (byte " + std::to_string(offset + (at - chunk_.data()) - 1) + " of the decompressed JSON)";
+      return ParseError(text + ": not a trace-event JSON file: " + simdjson::error_message(error));
+    };
+    if (auto error = parser_.iterate(chunk_.data(), length, chunk_.size()).get(doc))
+      return ParseError(path_ + ": not a trace-event JSON file: " + simdjson::error_message(error));
+    simdjson::ondemand::array array;
+    if (auto error = doc.get_array().get(array)) return where(error);
+    for (auto element : array) {
+      simdjson::ondemand::object event;
+      if (auto error = element.get_object().get(event)) return where(error);
+      EventFields fields;
+      if (auto error = ReadEvent(event, &fields)) return where(error);
+      Record(fields, &state_);
+    }
+    return Status::Ok();
+  }
+
+  std::string path_;
+  TraceReadOptions options_;
+  std::string buffer_;
+  std::string chunk_;
+  simdjson::ondemand::parser parser_;
+  ParseState state_;
+  int64_t base_ = 0;            // offset of buffer_[0] in the document
+  size_t scan_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool failed_ = false;
+  bool last_key_ = false;       // the last key of the top-level object was traceEvents
+  std::optional<size_t> key_start_;
+  std::optional<size_t> pending_start_;   // where the event being scanned began
+  size_t first_event_start_ = 0, last_event_end_ = 0;
+  Phase phase_ = Phase::kBeforeArray;
+};
+
+}  // namespace
+
+const char* PidNumberingName(PidNumbering numbering) {
+  switch (numbering) {
+    case PidNumbering::kRaw: return "raw (1 + plane id)";
+    case PidNumbering::kRemapped: return "remapped (1001 + plane id)";
+    case PidNumbering::kMixed: return "mixed raw and remapped";
+    case PidNumbering::kUnknown: break;
+  }
+  return "no device pids";
+}
+
+std::string TraceFileStem(std::string_view path) {
+  const std::string name = std::filesystem::path(std::string(path)).filename().string();
+  for (std::string_view suffix : {".trace.json.gz", ".trace.json"})
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return name.substr(0, name.size() - suffix.size());
+  return "";
+}
+
+std::string HostOfTraceFile(std::string_view path) {
+  std::string name = TraceFileStem(path);
+  if (name.empty()) name = std::filesystem::path(std::string(path)).filename().string();
+  if (const size_t proc = name.rfind(".proc"); proc != std::string::npos && proc > 0) {
+    const std::string_view digits = std::string_view(name).substr(proc + 5);
+    if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      name.resize(proc);
+  }
+  return name;
+}
+
+Status InflateGzipStream(const std::string& path, const std::function<Status(std::string_view)>& sink,
+                         size_t piece_bytes) {
+  ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
+  const int64_t limit = GetLimit(LimitId::kProfileTraceBytes);
+  if (!IsGzipMagic(compressed, 0)) return DataLossError(path + ": not a gzip file (no gzip magic at byte 0)");
+  // A small file needs no full piece: JSON this regular inflates about 15-fold.
+  std::string out(std::clamp<size_t>(compressed.size() * 16, 1, std::max<size_t>(piece_bytes, 1)), '\0');
+  int64_t produced = 0;
+  size_t member_start = 0;
+  inflate_state state;
+  while (member_start < compressed.size()) {
+    isal_inflate_init(&state);
+    state.crc_flag = ISAL_GZIP;
+    state.next_in = reinterpret_cast<uint8_t*>(compressed.data() + member_start);
+    state.avail_in = static_cast<uint32_t>(compressed.size() - member_start);
+    for (;;) {
+      state.next_out = reinterpret_cast<uint8_t*>(out.data());
+      state.avail_out = static_cast<uint32_t>(out.size());
+      const int rc = isal_inflate(&state);
+      const size_t got = out.size() - state.avail_out;
+      produced += static_cast<int64_t>(got);
+      const size_t consumed = compressed.size() - member_start - state.avail_in;
+      if (rc < 0)
+        return DataLossError(path + ": corrupt gzip stream: " + InflateErrorText(rc) + " near compressed byte " +
+                             std::to_string(member_start + consumed));
+      if (produced > limit) return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
+      if (got > 0) RETURN_IF_ERROR(sink(std::string_view(out.data(), got)));
+      if (state.block_state == ISAL_BLOCK_FINISH) {
+        member_start += consumed;
+        break;
+      }
+      if (state.avail_in == 0 && state.avail_out > 0)
+        return DataLossError(path + ": truncated gzip: the compressed stream ends at byte " +
+                             std::to_string(compressed.size()) + " before the end of its member (" +
+                             std::to_string(produced) + " bytes decompressed)");
+    }
+    if (!IsGzipMagic(compressed, member_start)) break;   // trailing padding after the last member
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> InflateGzipFile(const std::string& path) {
+  std::string out;
+  RETURN_IF_ERROR(InflateGzipStream(path, [&](std::string_view piece) {
+    out.append(piece);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+StatusOr<TraceFile> ParseTraceJson(std::string json, const std::string& path, const TraceReadOptions& options) {
+  TraceStreamParser parser(path, options);
+  const size_t piece = std::max<size_t>(options.piece_bytes, 1);
+  for (size_t at = 0; at < json.size(); at += piece)
+    RETURN_IF_ERROR(parser.Feed(std::string_view(json).substr(at, piece)));
+  json.clear();
+  json.shrink_to_fit();
+  return parser.Finish();
+}
+
+StatusOr<TraceFile> ReadTraceFile(const std::string& path, const TraceReadOptions& options) {
+  const bool gzipped = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  if (!gzipped) {
+    ASSIGN_OR_RETURN(std::string json, ReadWholeFile(path));
+    return ParseTraceJson(std::move(json), path, options);
+  }
+  TraceStreamParser parser(path, options);
+  RETURN_IF_ERROR(
+      InflateGzipStream(path, [&](std::string_view piece) { return parser.Feed(piece); }, options.piece_bytes));
+  return parser.Finish();
+}
+
+}  // namespace diagnose::profile
