@@ -14,6 +14,7 @@
 
 #include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
+#include "engine/core/text.h"
 #include "engine/dag/discovery_json.h"
 #include "engine/dag/run_playbooks.h"
 #include "engine/decision/decision_rules.h"
@@ -461,8 +462,9 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
       if (!job.SourceFailed() && !out_of_time) continue;
       std::string reason = job.SourceFailed() ? SourceFailureReason(job) : "rules of its playbooks were left unevaluated";
       if (deadline_passed()) {
-        reason = "the run's deadline of " + std::to_string(static_cast<int64_t>(options.deadline_seconds)) +
-                 " s (--deadline) passed before the metrics were read; " + reason;
+        const double d = options.deadline_seconds;
+        const std::string shown = d == std::floor(d) ? std::to_string(static_cast<int64_t>(d)) : FixedDecimal(d, 1);
+        reason = "the run's deadline of " + shown + " s (--deadline) passed before the metrics were read; " + reason;
       } else if (job.server && !job.server_restarted && !job.recorder->limit_hit()) {
         Log().warn("the private Prometheus of job {} failed ({}); restarting it and asking again", job.facts.id, reason);
         job.CloseTsdb();

@@ -265,12 +265,13 @@ TEST(ToolFailure, AnEndpointThatNeverAnswersEndsAtTheDeadline) {
   });
   const auto started = std::chrono::steady_clock::now();
   CliRun run = RunDiagnoseCli({"8043", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", silent.url(),
-                               "--query-timeout", "60", "--deadline", "2", "--format", "json"});
+                               "--query-timeout", "60", "--deadline", "2.5", "--format", "json"});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ExpectIncomplete({run.exit_code, json::parse(run.out, nullptr, false), run.err, 0}, "silent endpoint");
   // Without the deadline: one 60 s timeout per attempt, three attempts.
   EXPECT_LT(seconds, 15) << "the deadline did not bound the run";
   EXPECT_NE(run.err.find("deadline"), std::string::npos) << run.err;
+  EXPECT_NE((run.err + run.out).find("deadline of 2.5 s"), std::string::npos) << run.err;   // not "0 s" for 0.5
   // The report names every rule the spent budget left unevaluated, and why.
   const json report = json::parse(run.out, nullptr, false);
   ASSERT_TRUE(report.contains("not_evaluated")) << run.out.substr(0, 300);

@@ -284,14 +284,14 @@ def check_dom(name, dom, report):
     checkpoints = facts.get("checkpoint_saves") or []
     steps = facts.get("steps") or []
     fired = [f for f in report.get("findings") or [] if f.get("status") == "fired"]
-    by_id = {f["id"]: f for f in fired}
-    # The verdict's onset: its finding's earliest anomaly, or where triage saw TGS leave its level.
+    # Where TGS left its healthy level, as triage found it (a drop, or a material dip): the TGS chart's
+    # red line, and only then (another finding's onset on a steady line would read as a slowdown).
     onset = []
-    verdict_finding = by_id.get((report.get("verdict") or {}).get("finding", ""))
-    if verdict_finding and verdict_finding.get("onset") is not None:
-        onset.append(f"verdict finding {verdict_finding['id']} onset {verdict_finding['onset']}")
-    if isinstance((facts.get("tgs") or {}).get("degradation_onset_step"), (int, float)):
-        onset.append(f"facts.tgs.degradation_onset_step {facts['tgs']['degradation_onset_step']}")
+    tgs_facts = facts.get("tgs") or {}
+    if isinstance(tgs_facts.get("degradation_onset_step"), (int, float)):
+        onset.append(f"facts.tgs.degradation_onset_step {tgs_facts['degradation_onset_step']}")
+    if tgs_facts.get("dips"):
+        onset.append(f"facts.tgs.dips from step {tgs_facts['dips'][0].get('first_step')}")
 
     # TGS timeline over steps, phases shaded, checkpoints marked, the onset drawn.
     if len(steps) >= 2 or (subject.get("steps") or {}).get("last"):
@@ -311,6 +311,8 @@ def check_dom(name, dom, report):
                                         "no line.checkpoint in the TGS chart")
             if onset and best["onsets"] < 1:
                 fail("tgs-onset", f"onset known ({'; '.join(onset)}), no line.onset in the TGS chart")
+            if not onset and max(c["onsets"] for c in tgs) > 0:
+                fail("tgs-onset", "a line.onset in the TGS chart, but triage found no drop and no material dip")
 
     # A chart per fired finding with PromQL range evidence (series; or baseline for a query asked of
     # both jobs), its blamed hosts highlighted over a band of the rest, the phases shaded.
