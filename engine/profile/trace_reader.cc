@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <cstring>
 #include <deque>
@@ -130,9 +131,12 @@ simdjson::error_code ReadNumber(simdjson::ondemand::value value, double* out) {
   return value.get_double().get(*out);
 }
 
+// A pid, tid or step number beyond int64 (or not finite) is refused: converting it would be
+// undefined behaviour (found by fuzz/trace_reader).
 simdjson::error_code ReadInteger(simdjson::ondemand::value value, int64_t* out) {
   double d = 0;
   if (auto error = value.get_double().get(d)) return error;
+  if (!(std::fabs(d) < 9.2e18)) return simdjson::NUMBER_OUT_OF_RANGE;
   *out = static_cast<int64_t>(d);
   return simdjson::SUCCESS;
 }

@@ -140,6 +140,10 @@ TEST(TraceReader, MalformedJsonNamesTheFile) {
                              "args.json");
   ASSERT_FALSE(args.ok());
   EXPECT_EQ(args.status().message().rfind("args.json", 0), 0u) << args.status().message();
+  // Found by the fuzzer: a pid beyond int64 is an error naming the file, not undefined behaviour.
+  auto huge = ParseTraceJson(Trace(R"j({"ph":"X","pid":1e125,"tid":7,"ts":1,"dur":2,"name":"k"})j"), "huge.json");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message().rfind("huge.json", 0), 0u) << huge.status().message();
   auto empty = ParseTraceJson(R"j({"other":1})j", "none.json");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.status().message(), "none.json: no traceEvents array: not a Chrome trace-event file");
