@@ -118,7 +118,7 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
                "the Authorization header and can feed made-up metrics; prefer --cacert");
   app.add_option("--cacert", o.remote.ca_file, "CA bundle (PEM) that signed the endpoint's TLS certificate");
   app.add_option("--query-timeout", o.remote.timeout_seconds, "per-request timeout in seconds");
-  o.deadline_seconds = 60;
+  o.deadline_seconds = kDefaultDeadlineSeconds;
   app.add_option("--deadline", o.deadline_seconds,
                  "seconds the whole run may spend reaching metrics before it reports the diagnosis incomplete "
                  "(exit 3); 0 = no deadline (default 60)");

@@ -9,6 +9,7 @@
 #include "engine/decision/decision_rules.h"
 #include "engine/decision/node_health.h"
 #include "engine/job/job_location.h"
+#include "engine/pipeline/group_diagnosis.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/triage/triage.h"
 #include "src/commands.h"
@@ -23,6 +24,7 @@ struct NodesArgs {
   std::string format;
   std::string mode = "auto";
   double expected_tgs = 0;
+  bool throughput_only = false;
 };
 
 std::string Pct(const std::optional<double>& v) {
@@ -48,6 +50,9 @@ void PrintDecision(const Decision& d) {
 // diagnosis of the job (diagnose may still find a cause that costs no throughput).
 constexpr const char* kScope =
     "Throughput only, no diagnosis run: `diagnose JOB` names the cause of a slow or failed job.";
+constexpr const char* kDiagnosedScope =
+    "Throughput per group; the jobs of the groups that are not healthy were diagnosed as `diagnose JOB` "
+    "diagnoses them, and the decision is theirs.";
 
 void PrintNodeTable(const NodeHealthTable& t, const Decision& d) {
   std::printf("| Node | Job | TGS/device | vs. median | Status |\n|------|-----|------------|------------|--------|\n");
@@ -65,7 +70,7 @@ void PrintNodeTable(const NodeHealthTable& t, const Decision& d) {
   PrintDecision(d);
 }
 
-void PrintBisection(const BisectionResult& r, const Decision& d) {
+void PrintBisection(const BisectionResult& r, const Decision& d, const char* scope) {
   std::printf("| Group | Job | Model | Nodes | TGS/device | vs. expected | Status |\n"
               "|-------|-----|-------|-------|------------|--------------|--------|\n");
   for (const auto& g : r.rows) {
@@ -87,7 +92,7 @@ void PrintBisection(const BisectionResult& r, const Decision& d) {
     if (!g.reason.empty()) std::printf("  %s: %s\n", g.name.c_str(), g.reason.c_str());
   if (!r.bad_pair.empty()) std::printf("Isolated: %s\n", CompressHostlist(r.bad_pair).c_str());
   std::printf("Conclusion: %s\n", r.conclusion.c_str());
-  std::printf("%s\n", kScope);
+  std::printf("%s\n", scope);
   PrintDecision(d);
 }
 
@@ -129,13 +134,23 @@ int RunNodes(const NodesArgs& args) {
     BisectionResult result = AnalyzeBisection(runs, rules->bisection,
                                               args.expected_tgs > 0 ? std::optional<double>(args.expected_tgs)
                                                                     : std::nullopt);
-    const Decision d = DecisionFromBisection(result);
+    std::vector<GroupDiagnosis> diagnoses;
+    if (!args.throughput_only) {
+      DiagnoseOptions options;
+      options.outputs_dir = args.outputs;
+      options.data_dir = data_dir;
+      options.deadline_seconds = kDefaultDeadlineSeconds;
+      diagnoses = DiagnoseUnhealthyGroups(result, options);
+    }
+    const Decision d = DecisionWithDiagnoses(DecisionFromBisection(result), diagnoses);
+    const char* scope = diagnoses.empty() ? kScope : kDiagnosedScope;
     if (format == "json") {
       nlohmann::json j{{"schema", "diagnose-nodes/v1"}, {"mode", "network-bisection"}, {"bisection", result},
-                       {"decision", ToJson(d)}, {"scope", kScope}};
+                       {"decision", ToJson(d)}, {"scope", scope}};
+      if (!diagnoses.empty()) j["diagnoses"] = diagnoses;
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      PrintBisection(result, d);
+      PrintBisection(result, d, scope);
     }
     return 0;
   }
@@ -164,6 +179,9 @@ void RegisterNodes(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--mode", args.mode, "auto|perf|bisect (auto: bisect when any job spans several nodes)")
       ->check(CLI::IsMember({"auto", "perf", "bisect"}));
   sub->add_option("--expected-tgs", args.expected_tgs, "bisection: healthy TGS/device (default: best group)");
+  sub->add_flag("--throughput-only", args.throughput_only,
+                 "bisection: do not diagnose the jobs of groups that are not healthy (the decision is then the "
+                 "throughput analysis's alone)");
   registry.Add(sub, [] { return RunNodes(args); });
 }
 

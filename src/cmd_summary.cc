@@ -22,7 +22,7 @@ struct SummaryArgs {
   std::string history;
   std::string prometheus;
   bool logs_only = false;
-  double deadline_seconds = 60;
+  double deadline_seconds = kDefaultDeadlineSeconds;
   int64_t now = 0;
 };
 

@@ -20,6 +20,9 @@
 
 namespace diagnose {
 
+// What a diagnosis run from the command line may spend reaching metrics unless told otherwise.
+inline constexpr double kDefaultDeadlineSeconds = 60;
+
 struct DiagnoseOptions {
   std::string job_ref;
   std::string outputs_dir;                  // resolved by DefaultOutputsDir when empty

@@ -203,14 +203,23 @@ StatusOr<Value> Phrases(const Expr& e, const std::vector<Value>& args, const Nam
   return Value(out);
 }
 
-StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResolver&) {
-  const Value& a = args[0];
+Value FormattedNumber(const Value& a, int digits) {
   if (a.is_null()) return Value("n/a");
   if (!a.is_number()) return Value(ValueToText(a));
-  int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 2;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", std::clamp(digits, 0, 12), a.get<double>());
   return Value(std::string(buf));
+}
+
+// A list or a per-host map is formatted element by element (keys kept), so that a sentence joining
+// many hosts' values reads "916 / 914 W" rather than the 6 significant digits a bare join prints.
+StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+  const Value& a = args[0];
+  const int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 2;
+  if (!a.is_array() && !a.is_object()) return FormattedNumber(a, digits);
+  Value out = a;
+  for (auto& x : out) x = FormattedNumber(x, digits);
+  return out;
 }
 
 StatusOr<Value> Exists(const Expr&, const std::vector<Value>& args, const NameResolver&) {
@@ -425,7 +434,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"sort", 1, 1, "", Sort},
     {"join", 1, 2, "string", Join},
     {"phrases", 1, 2, "string", Phrases},
-    {"fmt", 1, 2, "string", Fmt},
+    {"fmt", 1, 2, "", Fmt},   // a string, or a list/map of strings
     {"exists", 1, 1, "bool", Exists},
     {"default", 2, 2, "", Default},
     {"first", 1, 1, "", FirstOrLast},

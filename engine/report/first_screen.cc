@@ -47,8 +47,10 @@ void JobDetails(const JobEntry& job, const JobFacts* facts, std::vector<std::str
   if (!tgs.pattern.empty() && tgs.pattern != "insufficient-data") {
     std::string line = who + "TGS " + tgs.pattern;
     if (HealthyTgs(tgs) > 0)
-      line += ": healthy " + FixedDecimal(HealthyTgs(tgs), 0) + ", last " + FixedDecimal(tgs.recent_tgs, 0) +
-              " tokens/s/device";
+      // Each figure names its window: a playbook comparing other steps (a median over the steps two
+      // jobs share) then reads as another statistic, not as a disagreement.
+      line += ": healthy " + FixedDecimal(HealthyTgs(tgs), 0) + (tgs.steady_tgs > 0 ? " (steps 5-14)" : " (best phase)") +
+              ", last " + FixedDecimal(tgs.recent_tgs, 0) + " (last 10 steps) tokens/s/device";
     if (std::fabs(tgs.degradation_pct) >= 0.5) line += " (" + FixedDecimal(tgs.degradation_pct, 1) + "% lower)";
     if (tgs.degradation_onset_step) line += ", down from step " + std::to_string(*tgs.degradation_onset_step);
     if (tgs.phases.size() > 1) {

@@ -88,6 +88,11 @@ TEST(ExprTest, FunctionsOverFacts) {
   EXPECT_EQ(Eval("avg(pluck(facts.steps, 'tgs'))", env), 15.0);
   EXPECT_EQ(Eval("step_time(5)", env), 1050.0);
   EXPECT_EQ(Eval("fmt(2.0/3, 2)", env), "0.67");
+  // Lists and per-host maps format each value; the keys stay, so keys() and values() still pair up.
+  EXPECT_EQ(Eval("fmt(pluck(facts.steps, 'tgs'), 1)", env), Value({"10.0", "20.0"}));
+  Value power = {{"power", {{"h1", 916.397}, {"h2", 914.5}}}};
+  EXPECT_EQ(Eval("join(values(fmt(power, 0)), ' / ')", power), "916 / 914");
+  EXPECT_EQ(Eval("keys(fmt(power, 0))", power), Value({"h1", "h2"}));
   EXPECT_EQ(Eval("last(facts.steps).step", env), 2);
   EXPECT_EQ(Eval("pluck(where(facts.steps, 'tgs', '<', 15), 'step')", env), Value({1}));
 }

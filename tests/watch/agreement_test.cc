@@ -201,7 +201,7 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
     // nodes judges throughput only: it says so, and calls no group healthy whose own run lost
     // throughput in diagnose's TGS analysis, nor a job that did not finish.
     const std::string nodes = Stdout({DIAGNOSE_BINARY, "nodes", id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--mode",
-                                      "bisect", "--format", "json"}, &code);
+                                      "bisect", "--format", "json", "--throughput-only"}, &code);
     const auto table = nlohmann::json::parse(nodes, nullptr, false);
     ASSERT_FALSE(table.is_discarded()) << nodes.substr(0, 400);
     EXPECT_NE(table.value("scope", "").find("no diagnosis run"), std::string::npos);
@@ -224,6 +224,18 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
       EXPECT_NEAR(row["tgs"].get<double>(), healthy, 1e-6) << row.dump();
     }
     EXPECT_FALSE(row.contains("delta_pct") && row["delta_pct"].is_number()) << row.dump();
+
+    // Without --throughput-only, a group that is not healthy carries diagnose's own decision.
+    if (group != "healthy") {
+      const auto diagnosed = nlohmann::json::parse(
+          Stdout({DIAGNOSE_BINARY, "nodes", id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--mode", "bisect", "--format",
+                  "json"}, &code), nullptr, false);
+      ASSERT_FALSE(diagnosed.is_discarded());
+      EXPECT_EQ(diagnosed["decision"].value("action", "?"), decision.value("action", "")) << diagnosed["decision"].dump();
+      EXPECT_EQ(diagnosed["decision"]["exclude"].size(), decision["exclude"].size()) << diagnosed["decision"].dump();
+      EXPECT_EQ(diagnosed["decision"].contains("in_sweep"), decision.contains("in_sweep"));
+      EXPECT_EQ(diagnosed.value("scope", "").find("no diagnosis run"), std::string::npos);
+    }
   }
   // Every share of the fixtures holds both kinds: a completed run with a cause, and named causes.
   EXPECT_GT(degraded_seen, 0);
