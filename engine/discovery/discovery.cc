@@ -171,7 +171,12 @@ DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<
   // A head holds at most about 1.5 block ranges (3 h) beyond the last block.
   constexpr double kHeadSpanSeconds = 3 * 3600;
   TimeRange window;
-  if (blocks && log_window) {
+  if (inventory.head_min_time_ms && inventory.head_max_time_ms) {
+    // The server said what its head holds: search exactly there and in the blocks, not on a
+    // guess from the log, which is all a WAL-only TSDB would otherwise have.
+    window = {*inventory.head_min_time_ms / 1000.0, *inventory.head_max_time_ms / 1000.0};
+    if (blocks) window = {std::min(window.start, blocks->start), std::max(window.end, blocks->end)};
+  } else if (blocks && log_window) {
     window = {std::min(blocks->start, log_window->start), std::max(blocks->end + kHeadSpanSeconds, log_window->end)};
   } else if (blocks) {
     window = {blocks->start, blocks->end + kHeadSpanSeconds};

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/core/untrusted_json.h"
 #include "engine/tsdb/web_auth.h"
 
 namespace diagnose {
@@ -429,6 +430,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   server->startup_seconds_ = std::chrono::duration<double>(Clock::now() - spawned).count();
+  if (server->inventory_.has_wal) server->ReadHeadRange();
 
   // A dir it could not read is served empty without error: make sure it actually loaded data.
   const double start = inventory.blocks.empty() ? 0 : inventory.min_time_ms() / 1000.0;
@@ -473,5 +475,21 @@ void PrivatePrometheus::Stop() {
 }
 
 PrivatePrometheus::~PrivatePrometheus() { Stop(); }
+
+void PrivatePrometheus::ReadHeadRange() {
+  auto status = client_->Get("/api/v1/status/tsdb", 5);
+  if (!status.ok() || status->http_code != 200) return;   // the range stays unknown; discovery searches
+  const nlohmann::json doc = ParseUntrustedJson(status->body);
+  if (!doc.is_object() || !doc.contains("data") || !doc["data"].is_object()) return;
+  const nlohmann::json& head = doc["data"].value("headStats", nlohmann::json());
+  if (!head.is_object() || !head.value("minTime", nlohmann::json()).is_number_integer() ||
+      !head.value("maxTime", nlohmann::json()).is_number_integer())
+    return;
+  const int64_t min_ms = head["minTime"].get<int64_t>(), max_ms = head["maxTime"].get<int64_t>();
+  // An empty head reports minTime = MaxInt64 and maxTime = MinInt64.
+  if (min_ms > max_ms) return;
+  inventory_.head_min_time_ms = min_ms;
+  inventory_.head_max_time_ms = max_ms;
+}
 
 }  // namespace diagnose

@@ -35,6 +35,11 @@ struct TsdbInventory {
   // it does (clocks disagree); absent when every mtime is in the past.
   std::optional<double> clock_skew_seconds;
   std::vector<std::string> ignored;        // symlinks and entries that are not part of a TSDB
+  // What the server replayed from wal/ into its head, as it reports it (/api/v1/status/tsdb
+  // headStats), once a private server has started on a TSDB with a WAL; the only record of the time
+  // a WAL-only TSDB covers (a job shorter than 2 h whose Prometheus died with it cut no block).
+  std::optional<int64_t> head_min_time_ms;
+  std::optional<int64_t> head_max_time_ms;
   int64_t min_time_ms() const;             // over blocks; 0 when none
   int64_t max_time_ms() const;             // exclusive (last sample + 1 ms); 0 when none
 };
@@ -98,6 +103,7 @@ class PrivatePrometheus {
 
  private:
   PrivatePrometheus() = default;
+  void ReadHeadRange();
   TsdbInventory inventory_;
   std::string copy_dir_;
   std::string url_;

@@ -474,6 +474,12 @@ TEST_F(PrivatePrometheusTest, WalOnlySnapshotOfAFinishedJobIsServed) {
     auto server = PrivatePrometheus::Start(tsdb, options_);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     EXPECT_TRUE((*server)->inventory().blocks.empty());
+    // What the head replayed is the only record of the time a WAL-only TSDB covers.
+    const auto& head = (*server)->inventory();
+    ASSERT_TRUE(head.head_min_time_ms && head.head_max_time_ms);
+    EXPECT_GE(*head.head_min_time_ms / 1000.0, started - 5);
+    EXPECT_LE(*head.head_min_time_ms, *head.head_max_time_ms);
+    EXPECT_LE(*head.head_max_time_ms / 1000.0, static_cast<double>(time(nullptr)));
     auto r = (*server)->client().Run(Query::Range("up", started, started + 30, 1));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->series.size(), 1u);

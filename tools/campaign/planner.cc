@@ -62,6 +62,7 @@ struct JobSpec {
   double power_spread_w = 0, temperature_spread_c = 0, clock_spread_mhz = 0;
   std::string instance_domain;   // exporters report FQDNs (targets; the host label too with host_label_fqdn)
   bool host_label_fqdn = false;
+  std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
   std::vector<FaultSpec> faults;
   std::vector<std::string> events;   // rendered flow mappings
   std::map<int, int> node_exits;
@@ -139,6 +140,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
     << "\n  clock_spread_mhz: " << Num(s.clock_spread_mhz) << "\n";
   if (!s.instance_domain.empty()) y << "  instance_domain: " << s.instance_domain << "\n";
   if (s.host_label_fqdn) y << "  host_label_fqdn: true\n";
+  if (s.tsdb_format != "blocks") y << "  tsdb_format: " << s.tsdb_format << "\n";
   if (!s.faults.empty()) {
     y << "faults:\n";
     for (const FaultSpec& f : s.faults) {
@@ -274,6 +276,9 @@ class JobPlanner {
       spec_.instance_domain = std::vector<std::string>{"cluster.local", "hpc.example.org", "ib.dc2.example"}[Int(0, 2)];
       spec_.host_label_fqdn = Chance(0.5);
     }
+    // Half the jobs whose Prometheus runs well under 2 h leave only a WAL (it died with the job
+    // before cutting a block); the margin covers init, compile and a failure's tail.
+    if (300 + steps_ * step_seconds_ < 5400 && Chance(0.5)) spec_.tsdb_format = "wal";
   }
 
   // Model, throughput, sequence length, batch and so the step time.
@@ -413,6 +418,15 @@ class JobPlanner {
       Fault("rdma_stale_retry_exceeded", {free[0]}, "", std::round(U(200, 60000)), {Int(0, 7)});
       Decoy(free[0]);
       notes_ += " Old retry-exhaustion total on " + free[0] + ".";
+    }
+    // The widened campaign reloads a driver (or reboots a host) during one job in five: every
+    // counter of that host restarts from zero, on a bystander or on the faulty host itself, before,
+    // during or after its fault. Nothing about it is a fault to exclude.
+    if (wide_ && Chance(0.2) && spec_.last_step - spec_.first_step > 4) {
+      const std::string& h = spec_.hosts[static_cast<size_t>(Int(0, static_cast<int>(spec_.hosts.size()) - 1))];
+      const int64_t at = spec_.first_step + Int(1, static_cast<int>(spec_.last_step - spec_.first_step) - 1);
+      Fault("counter_reset", {h}, Steps(at, spec_.last_step), 0);
+      notes_ += " Counters of " + h + " reset at step " + std::to_string(at) + " (driver reload).";
     }
     free = FreeHosts();
     if (retx_counters && quiet && !free.empty() && Chance(0.25)) {
@@ -1013,6 +1027,11 @@ class CampaignPlanner {
       s.heartbeat_time = std::floor(t.steps.back().end + 0.45 * t.steps.back().seconds);
     }
     ASSIGN_OR_RETURN(fixturegen::Timeline timeline, TimelineOf(Render(s, p.truth()), s.id));
+    // A hang or a long start can carry a job drawn short past the 2 h a WAL-only TSDB allows.
+    if (s.tsdb_format == "wal" && timeline.job_end - timeline.prometheus_start > 2 * 3600) s.tsdb_format = "blocks";
+    if (s.tsdb_format == "wal") p.notes() += " TSDB: WAL only.";
+    s.description = "Campaign seed " + std::to_string(seed_) + ", job " + s.id + ": " + p.truth().kind + ". " + p.notes();
+    p.truth().notes = p.notes();
     job_end_ = timeline.job_end;
     PlannedJob job;
     job.scenario_yaml = Render(s, p.truth());

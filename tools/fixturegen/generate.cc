@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "engine/tsdb/block_writer.h"
+#include "engine/tsdb/wal_writer.h"
 #include "tools/fixturegen/log_writer.h"
 #include "tools/fixturegen/metric_model.h"
 #include "tools/fixturegen/timeline.h"
@@ -72,7 +73,22 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
     }
   }
 
-  if (s.tsdb && options.write_tsdb && timeline->prometheus_start < timeline->job_end) {
+  if (s.tsdb && options.write_tsdb && timeline->prometheus_start < timeline->job_end && s.tsdb_format == "wal") {
+    // Prometheus cuts its first block once the head spans 3 h (1.5 x the 2 h block range); a TSDB
+    // left with no block is one whose Prometheus ran for less than that.
+    if (timeline->job_end - timeline->prometheus_start > 2 * 3600)
+      return InvalidArgumentError(s.path + ": tsdb_format wal needs a job whose Prometheus ran under 2 h, this one ran " +
+                                  std::to_string(static_cast<int>(timeline->job_end - timeline->prometheus_start)) + " s");
+    WalWriter writer((out / job_dir / "prometheus").string());
+    auto metrics = GenerateMetrics(s, *timeline, [&](Series series) { return writer.Add(std::move(series)); });
+    if (!metrics.ok()) return metrics.status().WithContext(s.path);
+    auto stats = writer.Finish();
+    if (!stats.ok()) return stats.status().WithContext(s.path + ": writing the WAL");
+    report.series = metrics->series;
+    report.samples = metrics->samples;
+    report.samples_in_blocks = 0;
+    report.tsdb_bytes = TreeBytes(out / job_dir / "prometheus");
+  } else if (s.tsdb && options.write_tsdb && timeline->prometheus_start < timeline->job_end) {
     BlockWriteOptions bw;
     bw.output_dir = (out / job_dir / "prometheus").string();
     bw.max_block_duration = "6h";

@@ -23,6 +23,7 @@ struct HostState {
   bool dead = false;           // node death: targets down
   bool missed = false;         // this scrape failed
   bool ghost = false;          // exporter replays stale values
+  bool counters_reset = false; // the host's driver was reloaded: its counters restarted from zero
   double power_scale = 1.0;    // job-wide slowdown lowers power a little
   bool writer = false;         // checkpoint writer (DP replica 0)
   std::map<std::string, double> fault;   // kind -> magnitude active now
@@ -48,6 +49,11 @@ class SeriesSet {
     series_[i].samples.push_back({t, std::floor(value_[i])});
   }
   double Value(size_t i) const { return value_[i]; }
+  // A driver reload or reboot: every counter restarts from zero; gauges are untouched.
+  void ResetCounters() {
+    for (size_t i = 0; i < value_.size(); ++i)
+      if (counter_[i]) value_[i] = 0;
+  }
   void Repeat(size_t i, double t) {
     if (!series_[i].samples.empty()) series_[i].samples.push_back({t, series_[i].samples.back().v});
   }
@@ -141,6 +147,7 @@ class MetricModel {
       const std::string& kind = w.fault->kind;
       if (kind == "node_death" && time >= w.begin) st.dead = true;
       if (kind == "ghost_exporter" && time >= w.begin && target == "node_hw") st.ghost = true;
+      if (kind == "counter_reset" && time >= w.begin && target == "node_hw") st.counters_reset = true;
       if (time < w.begin || time > w.end) continue;
       if (kind == "missed_scrapes") st.missed = true;
       st.fault[kind] = w.fault->rate;
@@ -393,6 +400,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   std::vector<double> times = ScrapeTimes(task, "node_hw", s_.node_hw_interval);
   bool ghost_frozen = false;
   bool oom_killed = false;
+  bool counters_were_reset = false;
   for (size_t k = 0; k < times.size(); ++k) {
     double time = times[k];
     HostState st = StateAt(task, time, "node_hw", static_cast<int64_t>(k));
@@ -402,6 +410,10 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Gauge(prom_dur, time, st.dead ? 8.0 : r.Uniform(8.0, 8.01));
       set.Gauge(prom_samples, time, 0);
       continue;   // counters keep their value; the interval accrues into the next good scrape
+    }
+    if (st.counters_reset && !counters_were_reset) {
+      set.ResetCounters();
+      counters_were_reset = true;
     }
     // Driver fault: every other exporter cycle the GPU plugin hangs in sysfs until its 10 s kill, so
     // that cycle takes ~12 s and carries no GPU series; the other cycles are slow but complete.

@@ -39,6 +39,7 @@ const std::set<std::string> kFaultKinds = {
     "gpu_plugin_absent",  // the GPU plugin exited 99 on these hosts: no hw_gpu_* series in the window
     "host_mem_ramp",      // ray_node_mem_used climbs linearly by rate x total over the window
     "rdma_stale_retry_exceeded",   // retry-exhaustion lifetime total `rate` from before the job, flat in it
+    "counter_reset",      // driver reload / reboot at the window start: every node_hw counter restarts from 0
 };
 
 // Families only ionic NICs export; on bnxt_re / mlx5 a fault on them would be invisible, so it is an error.
@@ -468,9 +469,12 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
   if (YAML::Node m = root["metrics"]) {
     RETURN_IF_ERROR(r.CheckKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
                                     "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
-                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn"},
+                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "tsdb_format"},
                                 "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
+    RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
+    if (s.tsdb_format != "blocks" && s.tsdb_format != "wal")
+      return r.Error(m["tsdb_format"], "tsdb_format must be blocks or wal");
     RETURN_IF_ERROR(r.Get(m, "node_hw_interval", &s.node_hw_interval));
     RETURN_IF_ERROR(r.Get(m, "ray_interval", &s.ray_interval));
     RETURN_IF_ERROR(r.Get(m, "missed_scrapes", &s.missed_scrape_fraction));

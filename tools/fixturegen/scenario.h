@@ -155,6 +155,9 @@ struct Scenario {
 
   // metrics
   bool tsdb = false;
+  // blocks: persisted blocks (the launcher's snapshot); wal: only a write-ahead log, the TSDB a job
+  // shorter than two hours leaves when its Prometheus dies with it (no block was ever cut).
+  std::string tsdb_format = "blocks";
   double node_hw_interval = 10;
   double ray_interval = 5;
   double missed_scrape_fraction = 0.004;
