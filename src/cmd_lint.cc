@@ -12,6 +12,7 @@
 #include "engine/core/json.h"
 #include "engine/playbook/metric_catalogue.h"
 #include "engine/playbook/promql_lint.h"
+#include "engine/triage/signature_table.h"
 #include "src/commands.h"
 
 namespace diagnose::cli {
@@ -33,6 +34,20 @@ int RunLint(const LintArgs& args) {
   // clashes with a shipped one is reported.
   paths.insert(paths.end(), args.playbook_dirs.begin(), args.playbook_dirs.end());
   std::vector<std::string> files;
+  // The failure-signature table has its own schema: linted for its examples (every class reads its
+  // own; another class that also matches one is named), with the data dir or when named.
+  std::vector<std::string> signature_files;
+  if (args.paths.empty()) signature_files.push_back(data_dir + "/rules/triage/failure-signatures.yaml");
+  for (auto it = paths.begin(); it != paths.end();) {
+    const bool signatures = std::filesystem::is_regular_file(*it) &&
+                            std::filesystem::absolute(*it).lexically_normal().string().find("/rules/triage/") != std::string::npos;
+    if (signatures) {
+      signature_files.push_back(*it);
+      it = paths.erase(it);
+    } else {
+      ++it;
+    }
+  }
   // Directories hold other YAML too (rules/triage, rules/sweep, rules/discovery.yaml with their own
   // schemas): from a directory only playbooks and rules/common files are linted; a file named
   // explicitly is always linted.
@@ -108,6 +123,17 @@ int RunLint(const LintArgs& args) {
   }
   if (result.ok() && catalogue.ok())
     for (auto& d : pb::CheckMetricNames(loader.library(), *catalogue, catalogue_name)) result.Add(std::move(d));
+  for (const auto& f : signature_files) {
+    files.push_back(f);
+    auto table = LoadSignatureTable(f);
+    if (!table.ok()) {
+      result.Add({pb::LoadCode::kYamlParse, {f, 0, 0}, "", "", "", table.status().message()});
+      continue;
+    }
+    for (const auto& finding : CheckSignatureExamples(*table))
+      result.Add({finding.error ? pb::LoadCode::kBadValue : pb::LoadCode::kSignatureOverlap,
+                  {f, finding.line, finding.column}, "", "", "", finding.message});
+  }
   int errors = 0, warnings = 0;
   nlohmann::json json_files = nlohmann::json::array();
   std::set<std::string> reported(files.begin(), files.end());

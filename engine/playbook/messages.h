@@ -30,6 +30,7 @@ enum class LoadCode {
   kUnknownMetric,       // a query's metric name is not in the metric catalogue (rules/metrics.yaml)
   kEmptyListSentence,   // a template renders a list that may be empty into a sentence
   kUnusedBinding,       // a rule's `let:` name that nothing of the rule reads
+  kSignatureOverlap,    // a failure signature's pattern also matches another class's example line
 };
 
 // "unknown-key", ...: stable identifiers for --format json and tests.

@@ -85,6 +85,7 @@ const char* LoadCodeName(LoadCode code) {
     case LoadCode::kUnusedRule: return "unused-rule";
     case LoadCode::kUnusedArg: return "unused-arg";
     case LoadCode::kUnusedBinding: return "unused-binding";
+    case LoadCode::kSignatureOverlap: return "signature-overlap";
     case LoadCode::kUnknownMetric: return "unknown-metric";
     case LoadCode::kEmptyListSentence: return "empty-list-sentence";
     case LoadCode::kPromqlSyntax: return "promql-syntax";
@@ -95,7 +96,7 @@ const char* LoadCodeName(LoadCode code) {
 
 bool IsWarning(LoadCode code) {
   return code == LoadCode::kUnusedRule || code == LoadCode::kUnusedArg || code == LoadCode::kUnknownMetric ||
-         code == LoadCode::kEmptyListSentence || code == LoadCode::kUnusedBinding;
+         code == LoadCode::kEmptyListSentence || code == LoadCode::kUnusedBinding || code == LoadCode::kSignatureOverlap;
 }
 
 }  // namespace diagnose::playbook

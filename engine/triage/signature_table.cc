@@ -124,6 +124,13 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
       if (const YAML::Node q = c["tsdb_questions"]) {
         for (const auto& item : q) sig.tsdb_questions.push_back(item.as<std::string>());
       }
+      if (const YAML::Node examples = c["examples"]) {
+        if (!examples.IsSequence()) return ParseError(Where(source, examples) + ": class " + sig.id + ": examples must be a list of lines");
+        for (const auto& item : examples) {
+          if (!item.IsScalar()) return ParseError(Where(source, item) + ": class " + sig.id + ": an example is one log line");
+          sig.examples.push_back({item.as<std::string>(), item.Mark().line + 1, item.Mark().column + 1});
+        }
+      }
       table.classes.push_back(std::move(sig));
     }
   } catch (const YAML::Exception& e) {
@@ -289,6 +296,35 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
     out->erase(std::remove_if(out->begin(), out->end(),
                               [&](int c) { return std::find(ignored.begin(), ignored.end(), c) != ignored.end(); }),
                out->end());
+}
+
+std::vector<SignatureExampleFinding> CheckSignatureExamples(const SignatureTable& table) {
+  std::vector<SignatureExampleFinding> findings;
+  const SignatureMatcher matcher(table);
+  std::vector<int> matched;
+  for (const auto& owner : table.classes) {
+    for (const auto& example : owner.examples) {
+      matcher.Match(example.line, &matched);
+      auto finding = [&](bool error, std::string message) {
+        findings.push_back({table.source, example.yaml_line, example.yaml_column, error, std::move(message)});
+      };
+      const bool own = std::any_of(matched.begin(), matched.end(),
+                                   [&](int i) { return table.classes[static_cast<size_t>(i)].id == owner.id; });
+      if (!own) finding(true, "class " + owner.id + " does not read its own example (no pattern matches, or an ignore or harmless entry drops it)");
+      for (int i : matched) {
+        const FailureSignature& other = table.classes[static_cast<size_t>(i)];
+        if (other.id == owner.id) continue;
+        // A lower-priority class that also matches is the table working as designed (a generic
+        // catch-all under a specific cause); one that ties or outranks can take the line.
+        if (other.priority < owner.priority) continue;
+        finding(false, "class " + other.id + " (priority " + std::to_string(other.priority) + ") also matches this example of " +
+                           owner.id + " (priority " + std::to_string(owner.priority) + ")" +
+                           (other.priority > owner.priority ? " and outranks it: a log holding this line is read as " + other.id
+                                                            : " at the same priority: the earlier line decides"));
+      }
+    }
+  }
+  return findings;
 }
 
 }  // namespace diagnose

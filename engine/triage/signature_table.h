@@ -31,6 +31,14 @@ struct LogOnlyVerdict {
   Confidence confidence = Confidence::kInsufficientEvidence;
 };
 
+// A line the class must recognise, as it appears in real logs; `diagnose lint` checks each against
+// the whole table (its own class must read it; another class that also matches is named).
+struct SignatureExample {
+  std::string line;
+  int yaml_line = 0;     // 1-based position in the table file
+  int yaml_column = 0;
+};
+
 struct FailureSignature {
   std::string id;
   std::string stage;          // infrastructure | training | job
@@ -47,6 +55,7 @@ struct FailureSignature {
   std::vector<SignaturePattern> ignore;
   std::optional<LogOnlyVerdict> verdict;
   std::vector<std::string> tsdb_questions;
+  std::vector<SignatureExample> examples;
 };
 
 struct SignatureTable {
@@ -59,6 +68,19 @@ struct SignatureTable {
   // Threshold by name; kNotFound naming the file when the table lacks it.
   StatusOr<double> Threshold(const std::string& name) const;
 };
+
+// What `diagnose lint` says of the table's examples: an error where a class does not read its own
+// example (a pattern that drifted from the message it was written for), a warning where a class of
+// the same or a higher priority matches it too (it can take the line); lower-priority matches are
+// the catch-alls under a specific cause and say nothing.
+struct SignatureExampleFinding {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  bool error = false;
+  std::string message;
+};
+std::vector<SignatureExampleFinding> CheckSignatureExamples(const SignatureTable& table);
 
 // Errors name file:line:col from the YAML parser, or the entry at fault.
 StatusOr<SignatureTable> LoadSignatureTable(const std::string& path);

@@ -137,5 +137,52 @@ classes:
   }
 }
 
+TEST(SignatureExamples, OwnClassMustReadItAndAnOutrankingClassIsNamed) {
+  auto t = ParseSignatureTable(R"(classes:
+  - id: disk-full
+    stage: training
+    priority: 85
+    patterns: ["No space left on device"]
+    examples:
+      - "ResourceExhaustedError: /ckpt/1/x.tmp; No space left on device"
+      - "ENOSPC while writing /ckpt/2"
+  - id: gpu-oom
+    stage: training
+    priority: 90
+    patterns: ["ResourceExhausted"]
+  - id: python-exception
+    stage: training
+    priority: 30
+    patterns: ["Error:"]
+)", "sig.yaml");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const auto findings = CheckSignatureExamples(*t);
+  ASSERT_EQ(findings.size(), 2u);
+  // gpu-oom outranks disk-full on the first example: named, with its position.
+  EXPECT_FALSE(findings[0].error);
+  EXPECT_EQ(findings[0].line, 7);
+  EXPECT_EQ(findings[0].file, "sig.yaml");
+  EXPECT_NE(findings[0].message.find("gpu-oom (priority 90)"), std::string::npos) << findings[0].message;
+  EXPECT_NE(findings[0].message.find("outranks it"), std::string::npos) << findings[0].message;
+  // python-exception (lower priority) also matches it and is not named; the second example is
+  // read by no pattern of its own class: an error.
+  EXPECT_TRUE(findings[1].error);
+  EXPECT_EQ(findings[1].line, 8);
+  EXPECT_NE(findings[1].message.find("does not read its own example"), std::string::npos);
+
+  auto not_a_list = ParseSignatureTable("classes:\n  - id: a\n    stage: job\n    priority: 1\n    patterns: [x]\n    examples: x\n",
+                                        "sig.yaml");
+  EXPECT_FALSE(not_a_list.ok());
+}
+
+TEST(SignatureExamples, TheShippedTableReadsEveryExampleAsItsOwnClass) {
+  auto t = LoadSignatureTable(std::string(DIAGNOSE_SOURCE_DIR) + "/rules/triage/failure-signatures.yaml");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  int examples = 0;
+  for (const auto& c : t->classes) examples += static_cast<int>(c.examples.size());
+  EXPECT_GE(examples, 5);
+  for (const auto& f : CheckSignatureExamples(*t)) EXPECT_FALSE(f.error) << f.file << ":" << f.line << ": " << f.message;
+}
+
 }  // namespace
 }  // namespace diagnose
