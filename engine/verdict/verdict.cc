@@ -56,12 +56,26 @@ bool ExplainsTheEnd(const Candidate& c, const std::string& job_status, const std
                      [&](const std::string& fc) { return !IsSlowdownClass(fc) && Explains(c, fc); });
 }
 
+// Two causes established at least `likely` that explain the same symptom are two faults of one
+// job: which is more certain says nothing about which came first. The root is the earliest anomaly
+// (a throttling host at the end of a run does not explain the links that slowed it for the hundred
+// steps before); confidence decides only between causes without that common ground.
+bool EarliestDecides(const Candidate& a, const Candidate& b) {
+  if (a.confidence < Confidence::kLikely || b.confidence < Confidence::kLikely || !a.onset || !b.onset ||
+      *a.onset == *b.onset)
+    return false;
+  return std::any_of(a.explains.begin(), a.explains.end(), [&](const std::string& fc) { return Explains(b, fc); });
+}
+
 // Why `loser` ranks below `winner`, in the order the ranking applies its criteria.
 std::string WhyLost(const Candidate& winner, const Candidate& loser, const std::string& job_status,
                     const std::vector<std::string>& failure_classes) {
   if (loser.yields && !winner.yields) return "a gap in what can be seen yields to a failure mechanism";
   if (ExplainsTheEnd(winner, job_status, failure_classes) && !ExplainsTheEnd(loser, job_status, failure_classes))
     return "it explains a slowdown during the run, not how the job ended";
+  if (EarliestDecides(winner, loser))
+    return "its anomaly began " + std::to_string(static_cast<long long>(*loser.onset - *winner.onset)) +
+           " s after the winner's, which explains the same symptom (the earliest anomaly is the root)";
   if (winner.confidence != loser.confidence)
     return "lower confidence (" + std::string(ToString(loser.confidence)) + " vs " + std::string(ToString(winner.confidence)) + ")";
   const double ow = winner.onset.value_or(1e300), ol = loser.onset.value_or(1e300);
@@ -81,13 +95,15 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
   for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
   // A failure mechanism outranks a candidate that `yields` (broken telemetry says what cannot be
   // concluded), which is the verdict only when no other cause was found (a ghost exporter on one
-  // host must not hide a node that died). Then what explains how a failed job ended, then
-  // confidence, then the earliest onset (the root cause is what moved first), then the playbook
-  // order, so the result never depends on evaluation timing.
+  // host must not hide a node that died). Then what explains how a failed job ended, then between
+  // two causes of one symptom established at least likely the earliest onset, then confidence,
+  // then the earliest onset (the root cause is what moved first), then the playbook order, so the
+  // result never depends on evaluation timing.
   std::stable_sort(causes.begin(), causes.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.yields != b.yields) return b.yields;
     const bool a_end = ExplainsTheEnd(a, job_status, failure_classes), b_end = ExplainsTheEnd(b, job_status, failure_classes);
     if (a_end != b_end) return a_end;
+    if (EarliestDecides(a, b)) return *a.onset < *b.onset;
     if (a.confidence != b.confidence) return a.confidence > b.confidence;
     double oa = a.onset.value_or(1e300), ob = b.onset.value_or(1e300);
     if (oa != ob) return oa < ob;
