@@ -10,7 +10,7 @@ void Evaluator::EvaluateVerdict(int idx) {
   const auto& v = node.rule->verdict;
   auto& out = result_.nodes[idx];
   // A fallback stands in only for verdicts that could not be judged.
-  for (const auto& primary : node.rule->after) {
+  for (const auto& primary : node.rule->fallback_primaries) {
     int p = graph_.IndexOf(primary);
     if (p >= 0 && result_.nodes[p].health == NodeHealth::kOk) {
       out.health = NodeHealth::kOk;
@@ -67,9 +67,10 @@ void Evaluator::EvaluateVerdict(int idx) {
       if (h.is_string()) c.hosts.push_back(h.get<std::string>());
   }
   if (v.onset.present()) {
+    // An onset that cannot be placed (what it reads was skipped) leaves the cause unordered in
+    // time; the verdict itself stands on its other rules.
     auto onset = Eval(idx, v.onset);
-    if (!onset.ok()) return Fail(idx, NodeHealth::kError, onset.status().message());
-    if (onset->is_number()) c.onset = onset->get<double>();
+    if (onset.ok() && onset->is_number()) c.onset = onset->get<double>();
   }
   std::map<std::string, Exclusion> exclude;
   for (const auto& ex : v.exclude) {

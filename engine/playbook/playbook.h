@@ -175,7 +175,10 @@ struct RuleSpec {
   SourcePos pos;
   std::vector<std::string> needs;   // qualified ids, explicit and from references
   std::vector<Binding> lets;        // in definition order; a binding sees the ones before it
-  std::vector<std::string> after;   // qualified ids evaluated first without being needed (fallbacks)
+  // Qualified ids evaluated first without being needed: the verdicts a fallback stands in for, and
+  // what only a verdict's onset reads.
+  std::vector<std::string> after;
+  std::vector<std::string> fallback_primaries;   // qualified ids of the verdicts it stands in for
   QuerySpec query;
   FactSpec fact;
   AnalysisSpec analysis;

@@ -346,6 +346,9 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
   scope.lets_used = &lets_used;
   CheckBindings(ctx, scope, &rule->lets, &scope.lets_visible, "let");
   std::set<std::string> deps;
+  // What only a verdict's `onset` reads: an ordering aid between causes, not evidence, so the
+  // verdict runs after it but is not skipped when it was (the onset is then unknown).
+  std::set<std::string> onset_deps;
   // Explicit needs.
   std::vector<std::string> explicit_needs;
   for (const auto& n : rule->needs)
@@ -400,7 +403,7 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
       const SentenceGuard verdict_guard = GuardOf({&v.when}, "verdict.when");
       CheckTemplate(ctx, scope, v.summary, "verdict.summary", &deps, &verdict_guard);
       CheckExpr(ctx, scope, v.hosts, "verdict.hosts", &deps);
-      CheckExpr(ctx, scope, v.onset, "verdict.onset", &deps);
+      CheckExpr(ctx, scope, v.onset, "verdict.onset", &onset_deps);
       for (auto& ex : v.exclude) {
         CheckExpr(ctx, scope, ex.hosts, "verdict.exclude.hosts", &deps);
         CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", &deps, &verdict_guard);
@@ -412,13 +415,16 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
         CheckExpr(ctx, scope, note.when, "verdict.notes.when", &deps);
       }
       rule->after.clear();
+      rule->fallback_primaries.clear();
       for (const auto& id : v.fallback_for) {
         const RuleSpec* target = scope.local_rules ? FindIn(*scope.local_rules, id) : nullptr;
         if (!target || target->kind != RuleKind::kVerdict || target == rule)
           ctx.Add(LoadCode::kUnknownReference, rule->pos, "verdict.fallback_for",
                   fmt::format(fmt::runtime(msg::kUnknownRule), "verdict.fallback_for", id + " (another verdict of this playbook)"));
-        else
+        else {
           rule->after.push_back(target->qualified_id);
+          rule->fallback_primaries.push_back(target->qualified_id);
+        }
       }
       if (v.suppress) {
         CheckExpr(ctx, scope, v.suppress->times, "verdict.suppress.times", &deps);
@@ -446,6 +452,8 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
     deps.insert(finding_deps.begin(), finding_deps.end());
   }
   rule->needs.assign(deps.begin(), deps.end());
+  for (const auto& id : onset_deps)
+    if (!deps.count(id)) rule->after.push_back(id);
   for (const auto& b : rule->lets)
     if (!lets_used.count(b.name))
       ctx.Add(LoadCode::kUnusedBinding, b.expr.pos, "let." + b.name,
