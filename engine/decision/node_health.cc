@@ -86,8 +86,8 @@ std::optional<double> SteadyTgs(const NodeRun& run, int first, int last, int min
 
 bool RunFailed(const NodeRun& run) {
   if (run.soft_success) return false;
-  return run.status == "failed" || run.status == "hanging" || run.status == "cancelled" ||
-         run.status == "unknown-death";
+  return run.status == JobStatus::kFailed || run.status == JobStatus::kHanging || run.status == JobStatus::kCancelled ||
+         run.status == JobStatus::kUnknownDeath;
 }
 
 NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const NodeHealthThresholds& t) {
@@ -103,7 +103,7 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
                             " nodes; a node perf sweep compares 1-node jobs (use the bisection view for groups)");
     if (RunFailed(run)) {
       row.status = "unhealthy";
-      row.reason = "job " + run.status;
+      row.reason = "job " + std::string(ToString(run.status));
     } else {
       row.tgs = SteadyTgs(run, t.steady_first_step, t.steady_last_step, t.min_steady_steps);
       if (row.tgs) {
@@ -112,7 +112,7 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
         row.status = "insufficient-data";
         row.reason = "fewer than " + std::to_string(t.min_steady_steps) + " steps in " +
                      std::to_string(t.steady_first_step) + "-" + std::to_string(t.steady_last_step) +
-                     (run.status == "running" ? " yet (still running)" : "");
+                     (run.status == JobStatus::kRunning ? " yet (still running)" : "");
       }
     }
     table.rows.push_back(std::move(row));

@@ -21,7 +21,7 @@ struct NodeRun {
   // What ran: jobs of different models run at different TGS and are never compared with each other.
   std::string model;
   std::vector<std::string> hosts;
-  std::string status;                  // triage status (completed, failed, hanging, ...)
+  JobStatus status = JobStatus::kUnknownDeath;   // triage's
   bool soft_success = false;
   std::vector<std::pair<int64_t, double>> step_tgs;   // (step, Tokens/s/device) of task 0
   // Triage's healthy and last-10-step TGS, set when throughput left its healthy level during the

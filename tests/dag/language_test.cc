@@ -17,7 +17,7 @@ class LanguageTest : public ::testing::Test {
  protected:
   void SetUp() override {
     JobFacts facts;
-    facts.status = "failed";
+    facts.status = JobStatus::kFailed;
     facts.checkpoint_saves = {10};
     ctx_.facts = json(facts);
     json times = json::array();

@@ -37,7 +37,7 @@ HistoryEntry Entry(const std::string& job) {
   e.job = job;
   e.config = {"grok-1", {{"per_device_batch_size", "8"}, {"_env_NOTE", "a \"quoted\"\nvalue"}}};
   e.nodes = {"gpu1", "gpu2"};
-  e.status = "failed";
+  e.status = JobStatus::kFailed;
   e.action = DecisionAction::kRetryExcludingNodes;
   e.exclude = {{"gpu2", 1, "HSA abort"}};
   e.root_cause = "gpu-hardware-fault";

@@ -7,7 +7,7 @@
 namespace diagnose {
 namespace {
 
-NodeRun OneNode(const std::string& job, const std::string& host, double tgs, const std::string& status = "completed",
+NodeRun OneNode(const std::string& job, const std::string& host, double tgs, JobStatus status = JobStatus::kCompleted,
                 int last_step = 14) {
   NodeRun run;
   run.job = job;
@@ -53,7 +53,7 @@ TEST(NodeHealth, BandsAtTheirEdges) {
 }
 
 TEST(NodeHealth, SteadyWindowIsSteps5To14) {
-  NodeRun run = OneNode("1", "a", 1000, "completed", 20);
+  NodeRun run = OneNode("1", "a", 1000, JobStatus::kCompleted, 20);
   for (auto& [step, tgs] : run.step_tgs)
     if (step > 14) tgs = 1;   // a tail collapse outside the window does not count
   auto steady = SteadyTgs(run, 5, 14, 5);
@@ -64,7 +64,7 @@ TEST(NodeHealth, SteadyWindowIsSteps5To14) {
 TEST(NodeHealth, FailedOrHungNodesAreUnhealthy) {
   const auto& th = testing::SweepRules().node_health;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000),
-                                            OneNode("3", "c", 0, "hanging", 3), OneNode("4", "d", 0, "failed", -1)},
+                                            OneNode("3", "c", 0, JobStatus::kHanging, 3), OneNode("4", "d", 0, JobStatus::kFailed, -1)},
                                            th);
   EXPECT_EQ(RowFor(t, "c").status, "unhealthy");
   EXPECT_EQ(RowFor(t, "d").status, "unhealthy");
@@ -73,7 +73,7 @@ TEST(NodeHealth, FailedOrHungNodesAreUnhealthy) {
 
 TEST(NodeHealth, SoftSuccessIsMeasuredNotFailed) {
   const auto& th = testing::SweepRules().node_health;
-  NodeRun soft = OneNode("3", "c", 1000, "failed");
+  NodeRun soft = OneNode("3", "c", 1000, JobStatus::kFailed);
   soft.soft_success = true;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), soft}, th);
   EXPECT_EQ(RowFor(t, "c").status, "healthy");
@@ -81,12 +81,12 @@ TEST(NodeHealth, SoftSuccessIsMeasuredNotFailed) {
 
 TEST(NodeHealth, TooFewSteadyStepsIsInsufficientData) {
   const auto& th = testing::SweepRules().node_health;
-  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 900, "running", 7)}, th);
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 900, JobStatus::kRunning, 7)}, th);
   EXPECT_EQ(RowFor(t, "b").status, "insufficient-data");
   EXPECT_TRUE(t.exclude.empty());
 }
 
-NodeRun Group(const std::string& name, std::vector<std::string> hosts, double tgs, const std::string& status = "completed") {
+NodeRun Group(const std::string& name, std::vector<std::string> hosts, double tgs, JobStatus status = JobStatus::kCompleted) {
   NodeRun run;
   run.job = "j-" + name;
   run.name = name;
@@ -155,13 +155,13 @@ TEST(Bisection, BothHalvesDegradedEscalates) {
 
 TEST(Bisection, FailedGroupIsBad) {
   const auto& th = testing::SweepRules().bisection;
-  BisectionResult r = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 0, "hanging")}, th,
+  BisectionResult r = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 0, JobStatus::kHanging)}, th,
                                        std::nullopt);
   EXPECT_EQ(r.bad_pair, Slice(2, 4));
 }
 
 NodeRun ModelGroup(const std::string& job, const std::string& model, std::vector<std::string> hosts, double tgs,
-                   const std::string& status = "completed") {
+                   JobStatus status = JobStatus::kCompleted) {
   NodeRun run = Group("JAX-" + model, std::move(hosts), tgs, status);
   run.job = job;
   run.model = model;
@@ -191,7 +191,7 @@ TEST(Bisection, AGroupIsMeasuredAtItsHealthyLevelAndNotComparedWithItself) {
 TEST(Bisection, AFailedGroupKeepsTheThroughputItMeasured) {
   const auto& th = testing::SweepRules().bisection;
   BisectionResult r = AnalyzeBisection({ModelGroup("8308", "mixtral-8x22b", Slice(0, 4), 3293),
-                                        ModelGroup("8043", "mixtral-8x22b", Slice(4, 8), 3242, "failed")},
+                                        ModelGroup("8043", "mixtral-8x22b", Slice(4, 8), 3242, JobStatus::kFailed)},
                                        th, std::nullopt);
   const GroupRow& failed = r.rows[1];
   EXPECT_EQ(failed.job, "8043");
@@ -242,7 +242,7 @@ TEST(Bisection, AllHealthy) {
 TEST(NodeHealthDecision, ExcludesUnhealthyFirstThenDegraded) {
   const auto& th = testing::SweepRules().node_health;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), OneNode("3", "c", 900),
-                                            OneNode("4", "d", 0, "hanging", 2), OneNode("5", "e", 970)},
+                                            OneNode("4", "d", 0, JobStatus::kHanging, 2), OneNode("5", "e", 970)},
                                            th);
   Decision d = DecisionFromNodeHealth(t);
   EXPECT_EQ(d.action, DecisionAction::kRetryExcludingNodes);
