@@ -5,7 +5,7 @@
 
 #include "engine/playbook/loader.h"
 #include "engine/report/job_facts.h"
-#include "tests/testing/table_query_client.h"
+#include "tests/support/table_query_client.h"
 
 namespace diagnose::dag {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "engine/decision/sweep_history.h"
 #include "engine/watch/sweep_summary.h"
-#include "tests/watch/job_log_support.h"
+#include "tests/support/job_logs.h"
 
 namespace diagnose {
 namespace {
