@@ -364,7 +364,15 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
       if (n["min_steady_steps"]) { ASSIGN_OR_RETURN(t.min_steady_steps, r.Int(n["min_steady_steps"], "min_steady_steps")); }
       if (n["healthy_within_pct"]) { ASSIGN_OR_RETURN(t.healthy_within_pct, r.Double(n["healthy_within_pct"], "healthy_within_pct")); }
       if (n["degraded_below_pct"]) { ASSIGN_OR_RETURN(t.degraded_below_pct, r.Double(n["degraded_below_pct"], "degraded_below_pct")); }
-      if (n["exclude_statuses"]) { ASSIGN_OR_RETURN(t.exclude_statuses, r.Strings(n["exclude_statuses"], "exclude_statuses")); }
+      if (n["exclude_statuses"]) {
+        ASSIGN_OR_RETURN(std::vector<std::string> words, r.Strings(n["exclude_statuses"], "exclude_statuses"));
+        t.exclude_statuses.clear();
+        for (const auto& word : words) {
+          const std::optional<NodeStatus> status = ParseNodeStatus(word);
+          if (!status) return r.Error(n["exclude_statuses"], "'" + word + "' is not a node status");
+          t.exclude_statuses.push_back(*status);
+        }
+      }
       if (t.healthy_within_pct > t.degraded_below_pct)
         return r.Error(n, "healthy_within_pct must not exceed degraded_below_pct");
     }

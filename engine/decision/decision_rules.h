@@ -13,6 +13,7 @@
 
 #include "engine/core/status.h"
 #include "engine/decision/exclude_scope.h"
+#include "engine/decision/node_status.h"
 #include "engine/report/decision_action.h"
 #include "engine/report/job_status.h"
 
@@ -93,7 +94,7 @@ struct NodeHealthThresholds {
   int min_steady_steps = 5;
   double healthy_within_pct = 2.0;
   double degraded_below_pct = 5.0;
-  std::vector<std::string> exclude_statuses{"degraded", "unhealthy"};
+  std::vector<NodeStatus> exclude_statuses{NodeStatus::kDegraded, NodeStatus::kUnhealthy};
 };
 
 struct BisectionThresholds {

@@ -31,8 +31,8 @@ TEST(NodeHealth, SkillExampleTable) {
       th);
   ASSERT_TRUE(t.median_tgs);
   EXPECT_NEAR(*t.median_tgs, 1839, 1e-9);
-  EXPECT_EQ(RowFor(t, "node001").status, "healthy");
-  EXPECT_EQ(RowFor(t, "node004").status, "degraded");
+  EXPECT_EQ(RowFor(t, "node001").status, NodeStatus::kHealthy);
+  EXPECT_EQ(RowFor(t, "node004").status, NodeStatus::kDegraded);
   EXPECT_NEAR(*RowFor(t, "node004").delta_pct, -7.83, 0.01);
   EXPECT_EQ(t.exclude, std::vector<std::string>{"node004"});
   EXPECT_EQ(t.healthy, (std::vector<std::string>{"node001", "node002", "node003"}));
@@ -46,9 +46,9 @@ TEST(NodeHealth, BandsAtTheirEdges) {
                                             OneNode("7", "g", 1000)},
                                            th);
   EXPECT_EQ(*t.median_tgs, 1000);
-  EXPECT_EQ(RowFor(t, "c").status, "healthy");
-  EXPECT_EQ(RowFor(t, "d").status, "marginal");
-  EXPECT_EQ(RowFor(t, "e").status, "degraded");
+  EXPECT_EQ(RowFor(t, "c").status, NodeStatus::kHealthy);
+  EXPECT_EQ(RowFor(t, "d").status, NodeStatus::kMarginal);
+  EXPECT_EQ(RowFor(t, "e").status, NodeStatus::kDegraded);
   EXPECT_EQ(t.monitor, std::vector<std::string>{"d"});
 }
 
@@ -66,8 +66,8 @@ TEST(NodeHealth, FailedOrHungNodesAreUnhealthy) {
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000),
                                             OneNode("3", "c", 0, JobStatus::kHanging, 3), OneNode("4", "d", 0, JobStatus::kFailed, -1)},
                                            th);
-  EXPECT_EQ(RowFor(t, "c").status, "unhealthy");
-  EXPECT_EQ(RowFor(t, "d").status, "unhealthy");
+  EXPECT_EQ(RowFor(t, "c").status, NodeStatus::kUnhealthy);
+  EXPECT_EQ(RowFor(t, "d").status, NodeStatus::kUnhealthy);
   EXPECT_EQ(t.exclude, (std::vector<std::string>{"c", "d"}));
 }
 
@@ -76,13 +76,13 @@ TEST(NodeHealth, SoftSuccessIsMeasuredNotFailed) {
   NodeRun soft = OneNode("3", "c", 1000, JobStatus::kFailed);
   soft.soft_success = true;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), soft}, th);
-  EXPECT_EQ(RowFor(t, "c").status, "healthy");
+  EXPECT_EQ(RowFor(t, "c").status, NodeStatus::kHealthy);
 }
 
 TEST(NodeHealth, TooFewSteadyStepsIsInsufficientData) {
   const auto& th = testing::SweepRules().node_health;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 900, JobStatus::kRunning, 7)}, th);
-  EXPECT_EQ(RowFor(t, "b").status, "insufficient-data");
+  EXPECT_EQ(RowFor(t, "b").status, NodeStatus::kInsufficientData);
   EXPECT_TRUE(t.exclude.empty());
 }
 
@@ -184,7 +184,7 @@ TEST(Bisection, AGroupIsMeasuredAtItsHealthyLevelAndNotComparedWithItself) {
   ASSERT_TRUE(r.rows[0].tgs);
   EXPECT_NEAR(*r.rows[0].tgs, 3293, 1e-9);
   EXPECT_FALSE(r.rows[0].delta_pct.has_value());
-  EXPECT_EQ(r.rows[0].status, "degraded");   // its own drop, said in its reason
+  EXPECT_EQ(r.rows[0].status, GroupStatus::kDegraded);   // its own drop, said in its reason
   EXPECT_NE(r.rows[0].reason.find("23.5%"), std::string::npos) << r.rows[0].reason;
 }
 
@@ -195,7 +195,7 @@ TEST(Bisection, AFailedGroupKeepsTheThroughputItMeasured) {
                                        th, std::nullopt);
   const GroupRow& failed = r.rows[1];
   EXPECT_EQ(failed.job, "8043");
-  EXPECT_EQ(failed.status, "failed");
+  EXPECT_EQ(failed.status, GroupStatus::kFailed);
   ASSERT_TRUE(failed.tgs);
   EXPECT_NEAR(*failed.tgs, 3242, 1e-9);
   EXPECT_EQ(failed.reason.find("did not complete a measured step"), std::string::npos) << failed.reason;
@@ -212,7 +212,7 @@ TEST(Bisection, EachModelHasItsOwnExpectationAndTheDifferenceIsSaid) {
                                         ModelGroup("3", "llama2-70b", Slice(0, 2), 1340),
                                         ModelGroup("4", "llama2-70b", Slice(2, 4), 1338)},
                                        th, std::nullopt);
-  for (const auto& row : r.rows) EXPECT_EQ(row.status, "healthy") << row.name << ": " << row.reason;
+  for (const auto& row : r.rows) EXPECT_EQ(row.status, GroupStatus::kHealthy) << row.name << ": " << row.reason;
   EXPECT_EQ(r.expected_by_model.at("llama2-70b"), 1340);
   EXPECT_EQ(r.expected_by_model.at("mixtral-8x22b"), 3290);
   EXPECT_FALSE(r.expected_tgs.has_value());
@@ -227,7 +227,7 @@ TEST(NodeHealth, EachModelHasItsOwnMedian) {
                             OneNode("4", "d", 900), OneNode("5", "e", 905), OneNode("6", "f", 902)};
   for (size_t i = 0; i < runs.size(); ++i) runs[i].model = i < 3 ? "llama2-70b" : "mixtral-8x22b";
   NodeHealthTable t = BuildNodeHealthTable(runs, th);
-  for (const auto& row : t.rows) EXPECT_EQ(row.status, "healthy") << row.node;
+  for (const auto& row : t.rows) EXPECT_EQ(row.status, NodeStatus::kHealthy) << row.node;
   EXPECT_TRUE(t.exclude.empty());
   EXPECT_EQ(t.median_by_model.size(), 2u);
 }
