@@ -10,7 +10,7 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   libsimdjson-dev libisal-dev zlib1g-dev
   prometheus victoria-metrics
-  chromium chromium-driver python3 python3-jsonschema
+  chromium chromium-driver python3 python3-jsonschema python3-yaml
   clang libclang-rt-14-dev
 )
 

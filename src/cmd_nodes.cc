@@ -57,7 +57,8 @@ constexpr const char* kDiagnosedScope =
 void PrintNodeTable(const NodeHealthTable& t, const Decision& d) {
   std::printf("| Node | Job | TGS/device | vs. median | Status |\n|------|-----|------------|------------|--------|\n");
   for (const auto& r : t.rows) {
-    const std::string status = r.status == "healthy" || r.status == "marginal" ? r.status : Upper(r.status);
+    const std::string word(ToString(r.status));
+    const std::string status = r.status == NodeStatus::kHealthy || r.status == NodeStatus::kMarginal ? word : Upper(word);
     std::printf("| %s | %s | %s | %s | %s |\n", r.node.c_str(), r.job.c_str(),
                 r.tgs ? WithThousands(*r.tgs).c_str() : "—", Pct(r.delta_pct).c_str(), status.c_str());
   }
@@ -74,7 +75,8 @@ void PrintBisection(const BisectionResult& r, const Decision& d, const char* sco
   std::printf("| Group | Job | Model | Nodes | TGS/device | vs. expected | Status |\n"
               "|-------|-----|-------|-------|------------|--------------|--------|\n");
   for (const auto& g : r.rows) {
-    const std::string status = g.status == "healthy" ? g.status : Upper(g.status);
+    const std::string word(ToString(g.status));
+    const std::string status = g.status == GroupStatus::kHealthy ? word : Upper(word);
     std::printf("| %s | %s | %s | %s | %s | %s | %s |\n", g.name.c_str(), g.job.c_str(), g.model.c_str(),
                 g.nodelist.c_str(), g.tgs ? WithThousands(*g.tgs).c_str() : "—", Pct(g.delta_pct).c_str(),
                 status.c_str());

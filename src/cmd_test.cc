@@ -4,10 +4,10 @@
 #include <fstream>
 #include <iostream>
 
+#include "engine/dag/prometheus_series_backend.h"
 #include "engine/dag/test_runner.h"
 #include "engine/playbook/loader.h"
 #include "src/commands.h"
-#include "src/test_backend.h"
 
 namespace diagnose::cli {
 
@@ -30,7 +30,7 @@ int RunTests(const TestArgs& args) {
       return 2;
     }
   }
-  auto backend = MakeTestSeriesBackend();
+  auto backend = dag::MakePrometheusSeriesBackend();
   options.backend = backend.get();
   std::vector<dag::TestCaseResult> all;
   std::vector<std::string> files;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -20,6 +21,7 @@
 #include "engine/core/subprocess.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/playbook/series_notation.h"
+#include "engine/report/finding_status.h"
 #include "engine/tsdb/promql_escape.h"
 
 namespace diagnose::alerting {
@@ -135,14 +137,15 @@ StatusOr<GeneratedRuleTests> GenerateRuleTests(const RuleExport& rules, const st
         if (e.IsMap() && e["host"]) excluded.push_back(e["host"].Scalar());
         else if (e.IsScalar()) excluded.push_back(e.Scalar());
       }
-      // What the test expects of each finding: "fired", "clear", ...
-      std::map<std::string, std::string> finding_status;
+      // What the test expects of each finding (none when it names no status, or one outside the
+      // vocabulary: that finding is not expected to fire).
+      std::map<std::string, std::optional<FindingStatus>> finding_status;
       bool names_a_host = false;
       for (const auto& f : expect["findings"]) {
         if (!f["id"]) continue;
-        std::string status = f["status"] ? f["status"].Scalar() : "";
+        const std::optional<FindingStatus> status = f["status"] ? ParseFindingStatus(f["status"].Scalar()) : std::nullopt;
         finding_status[f["id"].Scalar()] = status;
-        if (status == "fired" && f["hosts"] && f["hosts"].size() > 0) names_a_host = true;
+        if (status == FindingStatus::kFired && f["hosts"] && f["hosts"].size() > 0) names_a_host = true;
       }
       // Positive: the test expects one of the alert's evidence rules to fire; or, when it lists no
       // findings at all, its verdict is the alert's root cause with hosts excluded.
@@ -154,7 +157,7 @@ StatusOr<GeneratedRuleTests> GenerateRuleTests(const RuleExport& rules, const st
           // Findings are named "<playbook>/<rule>", shared ones "common/<rule>".
           const std::string id = rule.rfind("common.", 0) == 0 ? "common/" + rule.substr(7) : a->spec->playbook + "/" + rule;
           auto it = finding_status.find(id);
-          fired |= it != finding_status.end() && it->second == "fired";
+          fired |= it != finding_status.end() && it->second == FindingStatus::kFired;
         }
         evidence_fired_anywhere |= fired;
         if (fired) by_evidence.push_back(a);

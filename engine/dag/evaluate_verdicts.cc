@@ -195,16 +195,16 @@ void Evaluator::BuildFindings() {
     if (out.health == NodeHealth::kOk && DeadlinePassed())
       Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before its finding was judged");
     if (out.health != NodeHealth::kOk) {
-      f.status = ToString(out.health);
+      f.status = out.health == NodeHealth::kSkipped ? FindingStatus::kSkipped : FindingStatus::kError;
       f.summary = (out.health == NodeHealth::kSkipped ? "insufficient evidence: " : "could not evaluate: ") + out.reason;
       result_.findings.push_back(std::move(f));
       continue;
     }
     if (is_verdict) {
       bool fired = out.value.value("fired", false);
-      f.status = fired ? "fired" : "clear";
+      f.status = fired ? FindingStatus::kFired : FindingStatus::kClear;
       if (auto s = suppressed_.find(idx); s != suppressed_.end()) {
-        f.status = "suppressed";
+        f.status = FindingStatus::kSuppressed;
         f.summary = "suppressed: " + s->second;
         f.evidence = FindingEvidence(idx);
         result_.findings.push_back(std::move(f));
@@ -224,12 +224,12 @@ void Evaluator::BuildFindings() {
     }
     auto when = Eval(idx, rule.finding->when);
     if (!when.ok()) {
-      f.status = "error";
+      f.status = FindingStatus::kError;
       f.summary = when.status().message();
       result_.findings.push_back(std::move(f));
       continue;
     }
-    f.status = playbook::Truthy(*when) ? "fired" : "clear";
+    f.status = playbook::Truthy(*when) ? FindingStatus::kFired : FindingStatus::kClear;
     if (rule.finding->hosts.present()) {
       auto hosts = Eval(idx, rule.finding->hosts);
       if (hosts.ok()) {
@@ -245,15 +245,15 @@ void Evaluator::BuildFindings() {
     bool hole = false;
     auto summary = Render(idx, rule.finding->summary, nullptr, &hole);
     f.summary = summary.ok() ? *summary : summary.status().message();
-    if (f.summary.empty() || (f.status == "clear" && hole)) f.summary = DescriptionOf(idx, rule);
-    if (f.status == "fired" && rule.finding->suppress) {
+    if (f.summary.empty() || (f.status == FindingStatus::kClear && hole)) f.summary = DescriptionOf(idx, rule);
+    if (f.status == FindingStatus::kFired && rule.finding->suppress) {
       auto sup = Suppressed(idx, *rule.finding->suppress);
       const std::set<std::string> quiet_hosts = sup.ok() ? sup->QuietHosts() : std::set<std::string>{};
       if (!sup.ok()) {
         // It still fired; say why it could not be checked against the windows.
         f.summary += " (suppression not judged: " + sup.status().message() + ")";
       } else if (sup->All()) {
-        f.status = "suppressed";
+        f.status = FindingStatus::kSuppressed;
         f.summary += " (suppressed: " + sup->reason + ")";
       } else if (!quiet_hosts.empty()) {
         // Only some hosts' evidence is explained by the windows: the finding fires for the others.

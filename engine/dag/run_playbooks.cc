@@ -24,7 +24,7 @@ StatusOr<PlaybookRun> RunPlaybooks(const playbook::Library& library, const Evalu
   auto graph = CompiledGraph::Compile(library, ids);
   if (!graph.ok()) return graph.status();
   run.evaluation = Evaluate(*graph, ctx);
-  run.combined = verdict::Combine(run.evaluation.candidates, ctx.facts.value("status", ""), FailureClassesOf(ctx.facts));
+  run.combined = verdict::Combine(run.evaluation.candidates, ParseJobStatus(ctx.facts.value("status", "")), FailureClassesOf(ctx.facts));
   return run;
 }
 

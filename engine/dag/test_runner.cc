@@ -409,7 +409,7 @@ std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOp
       continue;
     }
     auto eval = Evaluate(*graph, ctx);
-    auto combined = verdict::Combine(eval.candidates, ctx.facts.value("status", ""), FailureClassesOf(ctx.facts));
+    auto combined = verdict::Combine(eval.candidates, ParseJobStatus(ctx.facts.value("status", "")), FailureClassesOf(ctx.facts));
     json actual;
     actual["root_cause"] = combined.verdict.root_cause;
     actual["domain"] = combined.verdict.domain;

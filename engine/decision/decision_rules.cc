@@ -53,6 +53,16 @@ class Reader {
     return value;
   }
 
+  StatusOr<std::vector<JobStatus>> JobStatuses(const YAML::Node& node, const std::string& what) const {
+    ASSIGN_OR_RETURN(std::vector<std::string> words, Strings(node, what));
+    std::vector<JobStatus> out;
+    for (const auto& word : words) {
+      const std::optional<JobStatus> status = ParseJobStatus(word);
+      if (!status) return Error(node, "'" + word + "' is not a job status");
+      out.push_back(*status);
+    }
+    return out;
+  }
   StatusOr<std::vector<std::string>> Strings(const YAML::Node& node, const std::string& what) const {
     std::vector<std::string> out;
     if (node.IsScalar()) {
@@ -114,7 +124,7 @@ StatusOr<SignalSpec> ReadSignal(const Reader& r, const std::string& id, const YA
   if (node["classes"]) { ASSIGN_OR_RETURN(s.classes, r.Strings(node["classes"], "classes")); }
   if (node["primary_classes"]) { ASSIGN_OR_RETURN(s.primary_classes, r.Strings(node["primary_classes"], "primary_classes")); }
   if (node["events"]) { ASSIGN_OR_RETURN(s.events, r.Strings(node["events"], "events")); }
-  if (node["statuses"]) { ASSIGN_OR_RETURN(s.statuses, r.Strings(node["statuses"], "statuses")); }
+  if (node["statuses"]) { ASSIGN_OR_RETURN(s.statuses, r.JobStatuses(node["statuses"], "statuses")); }
   if (node["node_exit_codes_except"]) {
     ASSIGN_OR_RETURN(std::vector<int> codes, r.Ints(node["node_exit_codes_except"], "node_exit_codes_except"));
     s.node_exit_codes_except = std::move(codes);
@@ -181,9 +191,7 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
     if (rule.when.signal.empty()) return r.Error(when["hosts"], "hosts needs a 'signal' to measure the spread of");
   }
   if (when["status"]) {
-    ASSIGN_OR_RETURN(rule.when.status, r.Strings(when["status"], "status"));
-    for (const auto& s : rule.when.status)
-      if (!IsKnownJobStatus(s)) return r.Error(when["status"], "'" + s + "' is not a job status");
+    ASSIGN_OR_RETURN(rule.when.status, r.JobStatuses(when["status"], "status"));
   }
   if (when["hang_phase"]) {
     ASSIGN_OR_RETURN(rule.when.hang_phase, r.Strings(when["hang_phase"], "hang_phase"));
@@ -356,7 +364,15 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
       if (n["min_steady_steps"]) { ASSIGN_OR_RETURN(t.min_steady_steps, r.Int(n["min_steady_steps"], "min_steady_steps")); }
       if (n["healthy_within_pct"]) { ASSIGN_OR_RETURN(t.healthy_within_pct, r.Double(n["healthy_within_pct"], "healthy_within_pct")); }
       if (n["degraded_below_pct"]) { ASSIGN_OR_RETURN(t.degraded_below_pct, r.Double(n["degraded_below_pct"], "degraded_below_pct")); }
-      if (n["exclude_statuses"]) { ASSIGN_OR_RETURN(t.exclude_statuses, r.Strings(n["exclude_statuses"], "exclude_statuses")); }
+      if (n["exclude_statuses"]) {
+        ASSIGN_OR_RETURN(std::vector<std::string> words, r.Strings(n["exclude_statuses"], "exclude_statuses"));
+        t.exclude_statuses.clear();
+        for (const auto& word : words) {
+          const std::optional<NodeStatus> status = ParseNodeStatus(word);
+          if (!status) return r.Error(n["exclude_statuses"], "'" + word + "' is not a node status");
+          t.exclude_statuses.push_back(*status);
+        }
+      }
       if (t.healthy_within_pct > t.degraded_below_pct)
         return r.Error(n, "healthy_within_pct must not exceed degraded_below_pct");
     }

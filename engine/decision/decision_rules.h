@@ -13,7 +13,9 @@
 
 #include "engine/core/status.h"
 #include "engine/decision/exclude_scope.h"
+#include "engine/decision/node_status.h"
 #include "engine/report/decision_action.h"
+#include "engine/report/job_status.h"
 
 namespace diagnose {
 
@@ -25,7 +27,7 @@ struct SignalSpec {
   // elsewhere in the log); its hosts are where that class matched.
   std::vector<std::string> primary_classes;
   std::vector<std::string> events;         // LogEvent.kind
-  std::vector<std::string> statuses;       // JobFacts.status values
+  std::vector<JobStatus> statuses;
   std::vector<std::string> text_patterns;  // as written, for messages
   std::vector<std::regex> text;            // over classes[].where.text and events[].where.text
   std::optional<std::vector<int>> node_exit_codes_except;   // NODE_EXIT lines with other codes
@@ -35,7 +37,7 @@ struct RuleCondition {
   std::string signal;                        // required signal ("" = none required)
   std::string also;                          // a second signal that must fire too
   std::string hosts = "any";                 // any | one | several | all: spread of `signal`
-  std::vector<std::string> status;           // facts.status in
+  std::vector<JobStatus> status;             // facts.status in
   std::vector<std::string> hang_phase;       // computed phase in
   std::optional<bool> final_step_reached;
   std::optional<bool> soft_success;
@@ -92,7 +94,7 @@ struct NodeHealthThresholds {
   int min_steady_steps = 5;
   double healthy_within_pct = 2.0;
   double degraded_below_pct = 5.0;
-  std::vector<std::string> exclude_statuses{"degraded", "unhealthy"};
+  std::vector<NodeStatus> exclude_statuses{NodeStatus::kDegraded, NodeStatus::kUnhealthy};
 };
 
 struct BisectionThresholds {

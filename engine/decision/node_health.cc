@@ -86,8 +86,8 @@ std::optional<double> SteadyTgs(const NodeRun& run, int first, int last, int min
 
 bool RunFailed(const NodeRun& run) {
   if (run.soft_success) return false;
-  return run.status == "failed" || run.status == "hanging" || run.status == "cancelled" ||
-         run.status == "unknown-death";
+  return run.status == JobStatus::kFailed || run.status == JobStatus::kHanging || run.status == JobStatus::kCancelled ||
+         run.status == JobStatus::kUnknownDeath;
 }
 
 NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const NodeHealthThresholds& t) {
@@ -102,17 +102,17 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
       table.notes.push_back("job " + run.job + " ran on " + std::to_string(run.hosts.size()) +
                             " nodes; a node perf sweep compares 1-node jobs (use the bisection view for groups)");
     if (RunFailed(run)) {
-      row.status = "unhealthy";
-      row.reason = "job " + run.status;
+      row.status = NodeStatus::kUnhealthy;
+      row.reason = "job " + std::string(ToString(run.status));
     } else {
       row.tgs = SteadyTgs(run, t.steady_first_step, t.steady_last_step, t.min_steady_steps);
       if (row.tgs) {
         values[row.model].push_back(*row.tgs);
       } else {
-        row.status = "insufficient-data";
+        row.status = NodeStatus::kInsufficientData;
         row.reason = "fewer than " + std::to_string(t.min_steady_steps) + " steps in " +
                      std::to_string(t.steady_first_step) + "-" + std::to_string(t.steady_last_step) +
-                     (run.status == "running" ? " yet (still running)" : "");
+                     (run.status == JobStatus::kRunning ? " yet (still running)" : "");
       }
     }
     table.rows.push_back(std::move(row));
@@ -126,15 +126,15 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
     const double delta = (*row.tgs - median->second) / median->second * 100.0;
     row.delta_pct = delta;
     if (delta <= -t.degraded_below_pct) {
-      row.status = "degraded";
+      row.status = NodeStatus::kDegraded;
       row.reason = "steady TGS at least " + std::to_string(static_cast<int>(t.degraded_below_pct)) +
                    "% below the median: exclude from multi-node jobs";
     } else if (delta < -t.healthy_within_pct) {
-      row.status = "marginal";
+      row.status = NodeStatus::kMarginal;
       row.reason = "between " + std::to_string(static_cast<int>(t.healthy_within_pct)) + "% and " +
                    std::to_string(static_cast<int>(t.degraded_below_pct)) + "% below the median: monitor, usable";
     } else {
-      row.status = "healthy";
+      row.status = NodeStatus::kHealthy;
       if (delta > t.healthy_within_pct) row.reason = "faster than the median by more than the healthy band";
     }
   }
@@ -148,9 +148,9 @@ NodeHealthTable BuildNodeHealthTable(const std::vector<NodeRun>& runs, const Nod
   for (const auto& row : table.rows) {
     if (std::find(t.exclude_statuses.begin(), t.exclude_statuses.end(), row.status) != t.exclude_statuses.end())
       table.exclude.push_back(row.node);
-    else if (row.status == "marginal")
+    else if (row.status == NodeStatus::kMarginal)
       table.monitor.push_back(row.node);
-    if (row.status == "healthy" || row.status == "marginal") table.healthy.push_back(row.node);
+    if (row.status == NodeStatus::kHealthy || row.status == NodeStatus::kMarginal) table.healthy.push_back(row.node);
   }
   return table;
 }
@@ -159,10 +159,10 @@ Decision DecisionFromNodeHealth(const NodeHealthTable& table) {
   Decision d;
   for (const auto& row : table.rows) {
     if (std::find(table.exclude.begin(), table.exclude.end(), row.node) == table.exclude.end()) continue;
-    std::string why = row.status;
+    std::string why(ToString(row.status));
     if (row.delta_pct) why += " (" + std::to_string(static_cast<int>(std::lround(*row.delta_pct))) + "% vs median)";
     if (!row.reason.empty()) why += ": " + row.reason;
-    d.exclude.push_back({row.node, row.status == "unhealthy" ? 1 : 2, "node perf sweep job " + row.job + ": " + why});
+    d.exclude.push_back({row.node, row.status == NodeStatus::kUnhealthy ? 1 : 2, "node perf sweep job " + row.job + ": " + why});
   }
   std::stable_sort(d.exclude.begin(), d.exclude.end(),
                    [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
@@ -280,7 +280,7 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
                                ": no other group to compare it with, it is judged against its own healthy level");
   for (auto& row : result.rows) {
     if (failed_jobs.count(row.job) || !row.tgs) {
-      row.status = "failed";
+      row.status = GroupStatus::kFailed;
       const auto& last = last_steps[row.job];
       row.reason = !row.tgs || !last ? "the job did not complete a measured step"
                                      : "the job failed after step " + std::to_string(*last) + " (TGS " +
@@ -288,7 +288,7 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
                                            "` names why";
       continue;
     }
-    row.status = "healthy";
+    row.status = GroupStatus::kHealthy;
     const auto expected = result.expected_by_model.find(row.model);
     // A group that is its model's only measurement is no comparison: it is judged against itself.
     const bool compared = expected != result.expected_by_model.end() && expected->second > 0 &&
@@ -296,23 +296,23 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
     if (compared) {
       row.delta_pct = (*row.tgs - expected->second) / expected->second * 100.0;
       if (*row.delta_pct <= -t.degraded_below_pct) {
-        row.status = "degraded";
+        row.status = GroupStatus::kDegraded;
         row.reason = FixedDecimal(-*row.delta_pct, 1) + "% below the expected " + WithThousands(expected->second) + " TGS";
       }
     }
     // The same effect size, measured against the group's own healthy level: the best group (and a
     // lone one) is the expectation, so only this shows a fabric that degraded mid-run.
-    if (row.status == "healthy" && row.steady_tgs && row.recent_tgs) {
+    if (row.status == GroupStatus::kHealthy && row.steady_tgs && row.recent_tgs) {
       const double drop_pct = (*row.steady_tgs - *row.recent_tgs) / *row.steady_tgs * 100.0;
       if (drop_pct >= t.degraded_below_pct) {
-        row.status = "degraded";
+        row.status = GroupStatus::kDegraded;
         row.reason = "its own TGS fell " + FixedDecimal(drop_pct, 1) + "% during the run (" +
                      WithThousands(*row.steady_tgs) + " -> " + WithThousands(*row.recent_tgs) + " from step " +
                      std::to_string(*row.degraded_from_step) + ")";
       }
     }
   }
-  auto bad = [](const GroupRow& r) { return r.status != "healthy"; };
+  auto bad = [](const GroupRow& r) { return r.status != GroupStatus::kHealthy; };
   for (const auto& row : result.rows)
     if (bad(row)) result.degraded_groups.push_back(row.name);
   if (result.degraded_groups.empty()) {
@@ -369,7 +369,7 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
       std::vector<std::string> a(sorted.begin(), sorted.begin() + half), b(sorted.begin() + half, sorted.end());
       for (auto* split : {&a, &b})
         if (!tested(*split)) result.next_splits.push_back(*split);
-      conclusions.push_back(g->name + " is " + g->status + ": bisect it into " + CompressHostlist(a) + " and " +
+      conclusions.push_back(g->name + " is " + std::string(ToString(g->status)) + ": bisect it into " + CompressHostlist(a) + " and " +
                             CompressHostlist(b));
       continue;
     }

@@ -21,7 +21,7 @@ struct NodeRun {
   // What ran: jobs of different models run at different TGS and are never compared with each other.
   std::string model;
   std::vector<std::string> hosts;
-  std::string status;                  // triage status (completed, failed, hanging, ...)
+  JobStatus status = JobStatus::kUnknownDeath;   // triage's
   bool soft_success = false;
   std::vector<std::pair<int64_t, double>> step_tgs;   // (step, Tokens/s/device) of task 0
   // Triage's healthy and last-10-step TGS, set when throughput left its healthy level during the
@@ -50,7 +50,7 @@ struct NodeHealthRow {
   std::string model;
   std::optional<double> tgs;
   std::optional<double> delta_pct;     // vs the median of the nodes that ran the same model
-  std::string status;                  // healthy | marginal | degraded | unhealthy | insufficient-data
+  NodeStatus status = NodeStatus::kUnjudged;
   std::string reason;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeHealthRow, node, job, model, tgs, delta_pct, status, reason)
@@ -78,7 +78,7 @@ struct GroupRow {
   std::optional<double> tgs;           // its healthy level (a failed job's: until it failed)
   // vs the expectation for its model; absent when the group is that expectation's only source
   std::optional<double> delta_pct;
-  std::string status;                  // healthy | degraded | failed
+  GroupStatus status = GroupStatus::kHealthy;
   // Degraded during its own run: healthy TGS -> last-10-step TGS from this step (additive fields).
   std::optional<double> steady_tgs;
   std::optional<double> recent_tgs;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include "engine/core/text.h"
 
@@ -10,7 +11,8 @@ namespace diagnose {
 
 namespace {
 
-bool Contains(const std::vector<std::string>& list, const std::string& v) {
+template <typename T>
+bool Contains(const std::vector<T>& list, const std::type_identity_t<T>& v) {
   return std::find(list.begin(), list.end(), v) != list.end();
 }
 
@@ -44,7 +46,7 @@ bool AnyMatch(const std::vector<std::regex>& patterns, const std::string& text) 
   return false;
 }
 
-SignalHit EvaluateSignal(const SignalSpec& spec, const JobFacts& facts, const std::string& status) {
+SignalHit EvaluateSignal(const SignalSpec& spec, const JobFacts& facts, JobStatus status) {
   SignalHit hit;
   if (Contains(spec.statuses, status)) hit.fired = true;
   for (const auto& m : facts.classes) {
@@ -106,8 +108,8 @@ std::optional<int64_t> TotalStepsOf(const JobFacts& facts) {
   return std::nullopt;
 }
 
-std::string EffectiveStatus(const JobFacts& facts, const SweepContext& context) {
-  if (context.stalled && (facts.status == "running" || facts.status == "unknown-death")) return "hanging";
+JobStatus EffectiveStatus(const JobFacts& facts, const SweepContext& context) {
+  if (context.stalled && (facts.status == JobStatus::kRunning || facts.status == JobStatus::kUnknownDeath)) return JobStatus::kHanging;
   return facts.status;
 }
 
@@ -117,7 +119,7 @@ struct RuleMatch {
 };
 
 std::optional<RuleMatch> FirstMatchingRule(const DecisionRules& rules, const JobFacts& facts,
-                                           const std::string& status, const std::string& phase) {
+                                           JobStatus status, const std::string& phase) {
   std::map<std::string, SignalHit> hits;
   auto hit_of = [&](const std::string& id) -> const SignalHit& {
     auto it = hits.find(id);
@@ -199,7 +201,7 @@ void SetAction(SweepDecision* sd, DecisionAction action, const std::string& why,
 // Suspects for an escalated hang: the diagnosis's own exclusions first (playbooks that localised
 // the hang), else the hosts where RCCL/NIC trouble or crashes were logged, if not every host.
 std::vector<Exclusion> HangSuspects(const Diagnosis& diagnosis, const JobFacts& facts, const DecisionRules& rules,
-                                    const std::string& status) {
+                                    JobStatus status) {
   if (!diagnosis.decision.exclude.empty()) return diagnosis.decision.exclude;
   std::vector<Exclusion> out;
   for (const std::string& id : rules.hang_suspect_signals) {
@@ -245,8 +247,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
   SweepDecision sd;
   sd.decision = diagnosis.decision;
   sd.root_cause = diagnosis.verdict.root_cause;
-  const std::string status = EffectiveStatus(facts, context);
-  const bool hung = status == "hanging" || facts.failure_class == "hang";
+  const JobStatus status = EffectiveStatus(facts, context);
+  const bool hung = status == JobStatus::kHanging || facts.failure_class == "hang";
   const std::string phase = HangPhaseOf(facts);
   if (hung) sd.hang_phase = phase;
 
@@ -333,7 +335,7 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
     }
     // "Escalate only if the hang recurs on the same nodes": the previous attempt hung too, on
     // exactly these hosts.
-    if (lim.on_recurrence_same_nodes == "exclude-suspects" && predecessor && predecessor->status == "hanging" &&
+    if (lim.on_recurrence_same_nodes == "exclude-suspects" && predecessor && predecessor->status == JobStatus::kHanging &&
         Sorted(predecessor->nodes) == Sorted(nodes) && sd.decision.action != DecisionAction::kStopSweep) {
       std::vector<Exclusion> suspects = HangSuspects(diagnosis, facts, rules, status);
       if (!suspects.empty()) {
@@ -378,8 +380,8 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
   }
   // Model sweep early stop: models whose latest attempt in this sweep failed while the same model
   // passed on the baseline (a baseline-variant entry, or any earlier sweep).
-  auto passed = [](const std::string& status, const std::string& root_cause) {
-    return status == "completed" || root_cause == "none";
+  auto passed = [](JobStatus status, const std::string& root_cause) {
+    return status == JobStatus::kCompleted || root_cause == "none";
   };
   const bool this_failed = !facts.soft_success && !passed(status, sd.root_cause);
   if (this_failed && sd.decision.action != DecisionAction::kStopSweep && !config.model.empty() &&
@@ -462,7 +464,7 @@ StatusOr<SweepDecision> DecideSweep(const DecisionRules& rules, const std::strin
   }
   // A log silent for longer than a live hang lasts is a job that is gone, not one that hangs:
   // triage's reading wins over a watcher's stall clock (a log first seen long after it stopped).
-  if (facts.status == "unknown-death") context.stalled = false;
+  if (facts.status == JobStatus::kUnknownDeath) context.stalled = false;
   SweepDecision sd = RefineDecision(diagnosis, facts, history, rules, context);
   if (!context.in_sweep) sd.decision.in_sweep = InSweepStep(diagnosis, facts, rules, context, sd.decision);
   for (const auto& w : history.warnings) sd.decision.notes.push_back("history: " + w);

@@ -35,7 +35,7 @@ struct HistoryEntry {
   std::string job;
   SweepConfig config;
   std::vector<std::string> nodes;        // hosts the job ran on
-  std::string status;                    // job status at decision time
+  JobStatus status = JobStatus::kUnknownDeath;   // at decision time
   DecisionAction action = DecisionAction::kNone;
   std::vector<Exclusion> exclude;
   ExcludeScope exclude_scope = ExcludeScope::kJob;   // kSweep: never re-admit these hosts

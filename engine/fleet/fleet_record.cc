@@ -37,7 +37,7 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
   const Sample sample{at, at};
   Series job_series;
   job_series.labels = {{"__name__", kJobVerdictMetric},
-                       {"status", subject->status},
+                       {"status", std::string(ToString(subject->status))},
                        {"failure_class", subject->failure_class},
                        {"root_cause", ActedOnRootCause(report)},
                        {"confidence", std::string(ToString(report.verdict.confidence))},
@@ -47,7 +47,7 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
 
   std::map<std::string, std::set<std::string>> named_by;
   for (const auto& f : report.findings)
-    if (f.status == "fired")
+    if (f.status == FindingStatus::kFired)
       for (const auto& h : f.hosts) named_by[h].insert(f.id);
   std::set<std::string> hosts(subject->hosts.begin(), subject->hosts.end());
   for (const auto& x : report.decision.exclude) hosts.insert(x.host);

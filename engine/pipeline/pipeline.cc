@@ -92,7 +92,7 @@ StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& 
   auto facts = TriageJob(job.location, triage_options);
   if (!facts.ok()) return facts.status().WithContext("job " + ref);
   job.facts = std::move(facts).value();
-  Log().debug("triage {}: status {}, failure class '{}', last step {}", job.facts.id, job.facts.status,
+  Log().debug("triage {}: status {}, failure class '{}', last step {}", job.facts.id, ToString(job.facts.status),
               job.facts.failure_class, job.facts.progress.last_step.value_or(-1));
   return job;
 }
@@ -451,7 +451,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     Stage("playbooks: {} selected, {} queries in {} batches, {} fired", run->selection.selected.size(),
           run->evaluation.queries_run, run->evaluation.batches,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
-                        [](const Finding& f) { return f.status == "fired"; }));
+                        [](const Finding& f) { return f.status == FindingStatus::kFired; }));
     parts.playbooks = dag::OutcomeOf(*run);
     playbooks_seconds += SecondsSince(playbooks_started);
 

@@ -215,7 +215,7 @@ std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const J
   Finding f;
   f.id = "profile/main-stream-blocker";
   f.playbook = "profile";
-  f.status = "fired";
+  f.status = FindingStatus::kFired;
   f.summary = text;
   Evidence e;
   e.kind = "profile";

@@ -33,7 +33,7 @@ std::string JobHeadline(const JobEntry& job, const JobFacts* facts) {
   std::string line = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
   if (facts != nullptr && !facts->header.model_name.empty()) line += ", " + facts->header.model_name;
   if (!job.hosts.empty()) line += ", " + std::to_string(job.hosts.size()) + (job.hosts.size() == 1 ? " host" : " hosts");
-  line += ": " + job.status;
+  line += ": " + std::string(ToString(job.status));
   if (!job.failure_class.empty()) line += " (" + job.failure_class + ")";
   line += ", steps " + OptionalInt(job.first_step) + ".." + OptionalInt(job.last_step);
   if (job.total_steps) line += " of " + std::to_string(*job.total_steps);
@@ -229,18 +229,18 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   for (const auto& x : r.decision.exclude) excluded.insert(x.host);
   std::vector<const Finding*> why;
   for (const auto& f : r.findings)
-    if (f.id == r.verdict.finding && f.status == "fired") why.push_back(&f);
+    if (f.id == r.verdict.finding && f.status == FindingStatus::kFired) why.push_back(&f);
   // A verdict the logs decided: the fired finding of the subject's failure class says why.
   if (why.empty() && !r.jobs.empty() && !r.jobs.front().failure_class.empty())
     for (const auto& f : r.findings)
-      if (f.status == "fired" && f.id.size() > r.jobs.front().failure_class.size() &&
+      if (f.status == FindingStatus::kFired && f.id.size() > r.jobs.front().failure_class.size() &&
           f.id.ends_with("/" + r.jobs.front().failure_class)) {
         why.push_back(&f);
         break;
       }
   for (const auto& f : r.findings) {
     if (why.size() >= 3) break;
-    if (f.status != "fired" || f.id == r.verdict.finding) continue;
+    if (f.status != FindingStatus::kFired || f.id == r.verdict.finding) continue;
     if (std::any_of(f.hosts.begin(), f.hosts.end(), [&](const std::string& h) { return excluded.count(h.substr(0, h.find('/'))) > 0; }))
       why.push_back(&f);
   }
@@ -248,10 +248,10 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
     s.why.push_back({f->id, ValidUtf8(f->summary, 400, true), f->hosts, StrongestEvidence(*f)});
 
   for (const auto& f : r.findings) {
-    if (f.status == "clear") ++s.clear;
-    else if (f.status == "skipped") ++s.skipped;
-    else if (f.status == "error") ++s.errors;
-    else if (f.status == "suppressed") ++s.suppressed;
+    if (f.status == FindingStatus::kClear) ++s.clear;
+    else if (f.status == FindingStatus::kSkipped) ++s.skipped;
+    else if (f.status == FindingStatus::kError) ++s.errors;
+    else if (f.status == FindingStatus::kSuppressed) ++s.suppressed;
   }
 
   // Fit the lists into the line budget: the answer first, then notes, then the fired findings.
@@ -271,7 +271,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   const size_t fired_budget = budget - s.notes.size() - (s.notes_hidden ? 1 : 0);
   std::vector<const Finding*> fired;
   for (const auto& f : r.findings)
-    if (f.status == "fired") fired.push_back(&f);
+    if (f.status == FindingStatus::kFired) fired.push_back(&f);
   s.fired_total = fired.size();
   std::set<const Finding*> explained(why.begin(), why.end());
   std::erase_if(fired, [&](const Finding* f) { return explained.count(f) > 0; });

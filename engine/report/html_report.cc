@@ -409,7 +409,7 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
   for (const auto& x : r.decision.exclude) excluded.insert(x.host);
   std::vector<const Finding*> fired;
   for (const auto& f : r.findings)
-    if (f.status == "fired") fired.push_back(&f);
+    if (f.status == FindingStatus::kFired) fired.push_back(&f);
   // The deciding finding first; the rest in evaluation order.
   std::stable_partition(fired.begin(), fired.end(), [&](const Finding* f) { return f->id == r.verdict.finding; });
   out << "<h2>Fired findings (" << fired.size() << ")</h2>\n";

@@ -12,6 +12,7 @@
 #include "engine/core/iso_time.h"
 #include "engine/core/json.h"
 #include "engine/core/log_ref.h"
+#include "engine/report/job_status.h"
 
 namespace diagnose {
 
@@ -240,8 +241,7 @@ struct JobFacts {
   std::string id;
   std::string log_path;
   std::string job_dir;
-  // completed | failed | cancelled | running | hanging | unknown-death (contract vocabulary)
-  std::string status = "unknown-death";
+  JobStatus status = JobStatus::kUnknownDeath;
   bool soft_success = false;
   std::string failure_class;               // primary class ("" when none)
   std::vector<ClassMatch> classes;         // every match, primary first

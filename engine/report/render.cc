@@ -44,7 +44,7 @@ void JobFactLines(const JobEntry& job, const JobFacts& facts, Sink* s) {
       line += gap > 0 ? ", unexplained gap " + Num(gap, 0) + " s" : ", no unexplained stall";
     }
     // Progress lost and time remaining only mean something for a job that did not finish.
-    const bool finished = job.status == "completed";
+    const bool finished = job.status == JobStatus::kCompleted;
     if (!finished && p.last_checkpoint_step)
       line += ", last checkpoint " + std::to_string(*p.last_checkpoint_step) + " (lost " +
               (p.progress_lost_steps ? std::to_string(*p.progress_lost_steps) : "null") + " steps)";
@@ -82,7 +82,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   if (r.incomplete) s->KeyValue("INCOMPLETE", *r.incomplete + " (exit status 3; the decision is none)", true);
   for (const auto& job : r.jobs) {
     s->Section("Job " + job.id + (job.role == "baseline" ? " (baseline)" : ""));
-    s->KeyValue("status", job.status, true);
+    s->KeyValue("status", std::string(ToString(job.status)), true);
     s->KeyValue("failure class", job.failure_class.empty() ? "none" : job.failure_class, true);
     if (!job.dir.empty()) s->KeyValue("dir", job.dir);
     if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + JoinStrings(job.hosts));
@@ -110,7 +110,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   if (!r.findings.empty()) {
     s->Section("Findings");
     for (const auto& f : r.findings) {
-      std::string head = "[" + f.status + "] " + f.id;
+      std::string head = "[" + std::string(ToString(f.status)) + "] " + f.id;
       if (!f.hosts.empty()) head += " hosts: " + JoinStrings(f.hosts);
       if (!f.summary.empty()) head += " - " + f.summary;
       s->Bullet(head);

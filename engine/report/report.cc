@@ -66,11 +66,7 @@ bool IsKnownDomain(const std::string& id) {
 
 bool IsKnownConfidence(const std::string& id) { return ParseConfidence(id).has_value(); }
 
-bool IsKnownJobStatus(const std::string& id) {
-  static constexpr std::array<std::string_view, 6> kStatus{"completed", "failed", "cancelled",
-                                                           "running", "hanging", "unknown-death"};
-  return OneOf(id, kStatus);
-}
+bool IsKnownJobStatus(const std::string& id) { return ParseJobStatus(id).has_value(); }
 
 nlohmann::json ToJson(const Evidence& e) {
   nlohmann::json j{{"kind", e.kind}, {"query", e.query}};

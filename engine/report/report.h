@@ -12,7 +12,9 @@
 #include "engine/core/json.h"
 #include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
+#include "engine/report/finding_status.h"
 #include "engine/report/job_facts.h"
+#include "engine/report/job_status.h"
 
 namespace diagnose {
 
@@ -40,7 +42,7 @@ struct Evidence {
 struct Finding {
   std::string id;          // "<playbook>/<rule>"
   std::string playbook;
-  std::string status;      // fired | clear | skipped | error
+  FindingStatus status = FindingStatus::kClear;
   std::vector<std::string> hosts;
   std::vector<Evidence> evidence;
   std::string summary;     // one sentence (extension)
@@ -51,7 +53,7 @@ struct JobEntry {
   std::string id;
   std::string role = "subject";   // subject | baseline
   std::string dir;
-  std::string status;
+  JobStatus status = JobStatus::kUnknownDeath;
   std::string failure_class;
   std::vector<std::string> hosts;
   std::optional<int64_t> first_step, last_step, total_steps;

@@ -39,7 +39,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     Finding fd;
     fd.id = "log-triage/" + c.failure_class;
     fd.playbook = "log-triage";
-    fd.status = "fired";
+    fd.status = FindingStatus::kFired;
     if (!c.host.empty()) fd.hosts.push_back(c.host);
     const FailureSignature* sig = table.Find(c.failure_class);
     fd.summary = sig ? sig->summary : c.failure_class;
@@ -54,7 +54,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     Finding fd;
     fd.id = "log-triage/heartbeat-accused";
     fd.playbook = "log-triage";
-    fd.status = "fired";
+    fd.status = FindingStatus::kFired;
     fd.hosts = f.heartbeat.accused_hosts;
     std::string tasks;
     for (int t : f.heartbeat.accused_tasks) tasks += (tasks.empty() ? "" : ", ") + std::to_string(t);
@@ -80,7 +80,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     Finding fd;
     fd.id = "log-triage/tgs-" + f.tgs.pattern;
     fd.playbook = "log-triage";
-    fd.status = "fired";
+    fd.status = FindingStatus::kFired;
     fd.summary = "TGS pattern " + f.tgs.pattern + ": steady " + FixedDecimal(f.tgs.steady_tgs, 0) + ", recent " +
                  FixedDecimal(f.tgs.recent_tgs, 0);
     Evidence d;
@@ -117,7 +117,7 @@ LogAssessment AssessLogs(const JobFacts& f, const SignatureTable& table, const s
     if (a.decision.action == DecisionAction::kRetryExcludingNodes && primary && !primary->host.empty())
       a.decision.exclude.push_back({primary->host, 1, f.failure_class + " at " + primary->where.file + ":" +
                                                           std::to_string(primary->where.line)});
-  } else if (f.failure_class.empty() && f.status == "completed") {
+  } else if (f.failure_class.empty() && f.status == JobStatus::kCompleted) {
     verdict.root_cause = "none";
     verdict.confidence = Confidence::kLikely;
     verdict.summary = "The job completed and its logs show no failure or throughput loss.";
@@ -125,7 +125,7 @@ LogAssessment AssessLogs(const JobFacts& f, const SignatureTable& table, const s
     verdict.root_cause = "unknown";
     verdict.confidence = Confidence::kInsufficientEvidence;
     verdict.summary = f.failure_class.empty()
-                          ? "The job is " + f.status + "; the logs alone do not name a cause."
+                          ? "The job is " + std::string(ToString(f.status)) + "; the logs alone do not name a cause."
                           : (sig ? sig->summary : f.failure_class) + " The logs alone do not decide the root cause.";
     if (sig) a.tsdb_questions = sig->tsdb_questions;
   }

@@ -102,7 +102,7 @@ RunWindow RunWindowOf(const JobFacts& f, int64_t artifact_epoch, std::optional<i
   if (f.heartbeat.crash_time && f.heartbeat.crash_time->epoch > 0) {
     w.end = f.heartbeat.crash_time->epoch;
     w.end_source = "crash-time";
-  } else if (f.status == "running" || f.status == "hanging") {
+  } else if (f.status == JobStatus::kRunning || f.status == JobStatus::kHanging) {
     w.end = now;
     w.end_source = "now";
   } else if (log_mtime && f.log_clock_skew_seconds == 0) {
@@ -487,12 +487,12 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     bool cancelled_reason = s.reason.find("CANCELLED") != std::string::npos ||
                             s.reason.find("exit=143") != std::string::npos ||
                             s.reason.find("exit=130") != std::string::npos;
-    if (s.status == "SUCCESS" || s.status.empty()) f.status = "completed";
-    else if (s.exit_code == 130 || s.exit_code == 143 || cancelled_reason) f.status = "cancelled";
-    else f.status = "failed";
+    if (s.status == "SUCCESS" || s.status.empty()) f.status = JobStatus::kCompleted;
+    else if (s.exit_code == 130 || s.exit_code == 143 || cancelled_reason) f.status = JobStatus::kCancelled;
+    else f.status = JobStatus::kFailed;
     if (s.status == "FAILED" && (s.exit_code == 1 || s.exit_code == 143) && final_step_reached) {
       f.soft_success = true;
-      f.status = "completed";
+      f.status = JobStatus::kCompleted;
       std::string variant = s.exit_code == 1 ? "one rank exited 1 after the final step (teardown race)"
                                              : "exit 143 after the final step (cleanup/teardown or walltime)";
       f.notes.push_back("soft success: completed step " + std::to_string(last_step) + " of steps=" +
@@ -509,7 +509,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     // Cancelled in the training stage without a single step, long after init should have produced
     // one: the job was stuck in init (RCCL init flake) when it was cancelled.
     const int64_t training_stage_seconds = s.wall_seconds - scan.pre_training_stage_seconds;
-    if (f.status == "cancelled" && f.steps.empty() && s.wall_seconds > 0 &&
+    if (f.status == JobStatus::kCancelled && f.steps.empty() && s.wall_seconds > 0 &&
         static_cast<double>(training_stage_seconds) > init_hang) {
       hang = true;
       hang_reason = "cancelled after " + std::to_string(training_stage_seconds) +
@@ -517,11 +517,11 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     }
   } else if (!job.log_path) {
     // No summary and nothing to read: the job is gone or not started (formats §4.2: unknown-death).
-    f.status = "unknown-death";
+    f.status = JobStatus::kUnknownDeath;
   } else if (f.log_clock_skew_seconds > 0 && options.scheduler_running != true) {
     // A log written "in the future" has no measurable silence: neither running nor hanging can be
     // read from it, and a scheduler that says the job is gone settles it the same way.
-    f.status = "unknown-death";
+    f.status = JobStatus::kUnknownDeath;
     f.notes.push_back("no JOB SUMMARY, and the log's age cannot be measured (clock skew): whether the job still "
                       "runs is unknown without the scheduler");
   } else {
@@ -534,12 +534,12 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     // job that is gone; absent threshold: no upper bound.
     bool silent_beyond_live = hang_max_silence && static_cast<double>(silence) > *hang_max_silence;
     if (options.scheduler_running == false) {
-      f.status = "unknown-death";
+      f.status = JobStatus::kUnknownDeath;
     } else if (silence <= running_mtime) {
-      f.status = "running";
+      f.status = JobStatus::kRunning;
     } else if (options.scheduler_running == true ||
                (stalled && hits.empty() && (noise_after_steps || !silent_beyond_live))) {
-      f.status = "hanging";
+      f.status = JobStatus::kHanging;
       hang = true;
       hang_reason = "no step for " + std::to_string(silence) + " s (last step " + std::to_string(last_step) +
                     (step_time > 0 ? ", ~" + std::to_string(static_cast<int64_t>(behind)) + " steps behind" : "") + ")";
@@ -548,9 +548,9 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
                                             : "scheduler state unknown; hang inferred from steps stopped " +
                                                   std::to_string(silence) + " s ago, within a live hang's span");
     } else {
-      f.status = "unknown-death";
+      f.status = JobStatus::kUnknownDeath;
     }
-    if (f.status == "running" || f.status == "hanging")
+    if (f.status == JobStatus::kRunning || f.status == JobStatus::kHanging)
       f.notes.push_back("no JOB SUMMARY; log last written " + std::to_string(silence) + " s before now");
   }
 
@@ -570,9 +570,9 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     if (r.empty() && job.log_path) r = LogRef{DisplayPath(*job.log_path, job.outputs_dir), scan.lines, ""};
     r.text = hang_reason;
     AddClass(&f, &hits, table, "hang", r, (int64_t{0} << 40) | (r.line + 1));
-    if (f.status == "cancelled") AddClass(&f, &hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
+    if (f.status == JobStatus::kCancelled) AddClass(&f, &hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
   }
-  if (f.status == "cancelled") AddClass(&f, &hits, table, "cancelled", f.summary.where, int64_t{1} << 50);
+  if (f.status == JobStatus::kCancelled) AddClass(&f, &hits, table, "cancelled", f.summary.where, int64_t{1} << 50);
   if (f.soft_success) AddClass(&f, &hits, table, "soft-success", f.summary.where, int64_t{1} << 50);
   if (f.tgs.degradation_pct > tgs_options.degradation_pct && f.tgs.pattern != "periodic-checkpoint-spikes") {
     LogRef r = last_step_ref;
@@ -600,7 +600,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
              " min; step noise " + FixedDecimal(f.tgs.noise_pct, 2) + "%)";
     AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
   }
-  if (f.status == "unknown-death" && hits.empty() && job.log_path) {
+  if (f.status == JobStatus::kUnknownDeath && hits.empty() && job.log_path) {
     // Without a step, the evidence is where the output stops: the log's last line.
     LogRef where = last_step_ref;
     if (where.empty()) {
@@ -622,7 +622,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   });
   auto eligible = [&](const ClassHit& c) {
     if (f.soft_success) return c.match.failure_class == "soft-success";
-    if (f.status == "completed" || f.status == "running") {
+    if (f.status == JobStatus::kCompleted || f.status == JobStatus::kRunning) {
       const FailureSignature* sig = table.Find(c.match.failure_class);
       // error lines in a healthy run are reported, not primary, unless the class is non-fatal
       return sig && (!sig->detector.empty() || !sig->fatal);
@@ -663,10 +663,10 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
 }
 
 std::optional<bool> LogShowsFinished(const JobFacts& facts) {
-  if (facts.summary.present || facts.status == "completed" || facts.status == "failed" ||
-      facts.status == "cancelled")
+  if (facts.summary.present || facts.status == JobStatus::kCompleted || facts.status == JobStatus::kFailed ||
+      facts.status == JobStatus::kCancelled)
     return true;
-  if (facts.status == "running" || facts.status == "hanging") return false;
+  if (facts.status == JobStatus::kRunning || facts.status == JobStatus::kHanging) return false;
   return std::nullopt;
 }
 

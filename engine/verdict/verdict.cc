@@ -8,16 +8,16 @@ namespace {
 
 bool NamesCause(const Candidate& c) { return c.root_cause != "none" && c.root_cause != "unknown"; }
 
-bool IsUnexplainedStatus(const std::string& status) {
-  return status == "failed" || status == "hanging" || status == "unknown-death";
+bool IsUnexplainedStatus(std::optional<JobStatus> status) {
+  return status == JobStatus::kFailed || status == JobStatus::kHanging || status == JobStatus::kUnknownDeath;
 }
 
 // A `none` verdict of at least likely confidence that accounts for every failure class of a job
 // that is still alive: the playbook refutes the symptom rather than explaining a fault. A job that
 // failed, or one with any symptom left unexplained, is never refuted into "nothing wrong".
-const Candidate* FindRefuter(const std::vector<Candidate>& neutral, const std::string& job_status,
+const Candidate* FindRefuter(const std::vector<Candidate>& neutral, std::optional<JobStatus> job_status,
                              const std::vector<std::string>& failure_classes) {
-  if (failure_classes.empty() || (job_status != "hanging" && job_status != "running")) return nullptr;
+  if (failure_classes.empty() || (job_status != JobStatus::kHanging && job_status != JobStatus::kRunning)) return nullptr;
   for (const auto& c : neutral) {
     if (c.root_cause != "none" || c.confidence < Confidence::kLikely) continue;
     const bool explains_all = std::all_of(failure_classes.begin(), failure_classes.end(), [&](const std::string& fc) {
@@ -50,8 +50,8 @@ bool Explains(const Candidate& c, const std::string& fc) {
 // established at least `likely` that explains how it ended is the root cause of the failure, above
 // a cause that explains only a slowdown earlier in the run, whatever their confidences: a link that
 // cost 7 % of TGS did not stop the job a node's death stopped.
-bool ExplainsTheEnd(const Candidate& c, const std::string& job_status, const std::vector<std::string>& failure_classes) {
-  if (job_status == "completed" || job_status == "running" || c.confidence < Confidence::kLikely) return false;
+bool ExplainsTheEnd(const Candidate& c, std::optional<JobStatus> job_status, const std::vector<std::string>& failure_classes) {
+  if (job_status == JobStatus::kCompleted || job_status == JobStatus::kRunning || c.confidence < Confidence::kLikely) return false;
   return std::any_of(failure_classes.begin(), failure_classes.end(),
                      [&](const std::string& fc) { return !IsSlowdownClass(fc) && Explains(c, fc); });
 }
@@ -68,7 +68,7 @@ bool EarliestDecides(const Candidate& a, const Candidate& b) {
 }
 
 // Why `loser` ranks below `winner`, in the order the ranking applies its criteria.
-std::string WhyLost(const Candidate& winner, const Candidate& loser, const std::string& job_status,
+std::string WhyLost(const Candidate& winner, const Candidate& loser, std::optional<JobStatus> job_status,
                     const std::vector<std::string>& failure_classes) {
   if (loser.yields && !winner.yields) return "a gap in what can be seen yields to a failure mechanism";
   if (ExplainsTheEnd(winner, job_status, failure_classes) && !ExplainsTheEnd(loser, job_status, failure_classes))
@@ -88,7 +88,7 @@ std::string WhyLost(const Candidate& winner, const Candidate& loser, const std::
 
 }  // namespace
 
-Combined Combine(std::vector<Candidate> candidates, const std::string& job_status,
+Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
                  const std::vector<std::string>& failure_classes) {
   Combined out;
   std::vector<Candidate> causes, neutral;
@@ -204,11 +204,11 @@ Combined Combine(std::vector<Candidate> candidates, const std::string& job_statu
     std::string classes;
     for (const auto& fc : failure_classes) classes += (classes.empty() ? "" : ", ") + fc;
     out.verdict.summary = IsUnexplainedStatus(job_status)
-                              ? "The job is " + job_status + (classes.empty() ? "" : " (" + classes + ")") +
+                              ? "The job is " + std::string(ToString(*job_status)) + (classes.empty() ? "" : " (" + classes + ")") +
                                     " and no playbook could name a cause."
                               : "The evidence is insufficient to name a cause.";
     out.decision.action = DecisionAction::kNone;
-    out.decision.notes.push_back("unexplained " + job_status + ": inspect the findings and the logs before retrying");
+    out.decision.notes.push_back("unexplained " + std::string(ToString(*job_status)) + ": inspect the findings and the logs before retrying");
   } else {
     // A job that completed with no symptom is healthy: an anomaly no playbook could tie to a loss
     // (e.g. a host's low-level background retransmits) is noted, never turned into `unknown`.

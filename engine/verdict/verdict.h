@@ -40,9 +40,10 @@ struct Combined {
   std::vector<std::string> ranking;        // "<playbook>/<rule>: <root_cause> (<confidence>)", best first
 };
 
-// `job_status` and `failure_classes` are the subject's (contract vocabulary); a failed, hanging or
-// unknown-death job without a cause-naming candidate gets `unknown`, never `none`.
-Combined Combine(std::vector<Candidate> candidates, const std::string& job_status,
+// `job_status` and `failure_classes` are the subject's (contract vocabulary; no status when the facts
+// name none); a failed, hanging or unknown-death job without a cause-naming candidate gets
+// `unknown`, never `none`.
+Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
                  const std::vector<std::string>& failure_classes);
 
 }  // namespace diagnose::verdict

@@ -196,7 +196,7 @@ std::string FormatSummaryText(const std::vector<SummaryRow>& rows) {
       if (!row.note.empty()) hosts += std::string(hosts.empty() ? "" : " ") + "(diagnosis incomplete)";
       c.insert(c.end(), {row.model.empty() ? "-" : OneLine(row.model),
                          row.nodes > 0 ? std::to_string(row.nodes) + "N" : "-",
-                         row.status.empty() ? "-" : OneLine(row.status),
+                         row.status ? std::string(ToString(*row.status)) : "-",
                          row.tgs ? WithThousands(*row.tgs) + " TGS" : "-", OneLine(row.root_cause),
                          std::string(ToString(row.action)), hosts});
     }
@@ -230,7 +230,7 @@ nlohmann::json SummaryJson(const std::vector<SummaryRow>& rows) {
     } else {
       j["model"] = ValidUtf8(row.model);
       j["nodes"] = row.nodes;
-      j["status"] = row.status;
+      j["status"] = row.status ? std::string(ToString(*row.status)) : "";
       j["tgs"] = row.tgs ? nlohmann::json(*row.tgs) : nullptr;
       j["root_cause"] = row.root_cause;
       j["action"] = ToString(row.action);

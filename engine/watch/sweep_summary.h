@@ -28,7 +28,7 @@ struct SummaryRow {
   int64_t time = 0;                // log mtime, seconds since the epoch (0 = unknown)
   std::string model;
   int nodes = 0;
-  std::string status;              // contract job status
+  std::optional<JobStatus> status;   // none when nothing said it
   std::optional<double> tgs;       // mean Tokens/s/device of steps 5-14 (the launcher's TGS tag)
   std::string root_cause;
   DecisionAction action = DecisionAction::kNone;

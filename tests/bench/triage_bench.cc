@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   double grep_s = Seconds(g0, g1), triage_s = Seconds(r0, r1);
   std::printf("grep -c 'completed step': %.3f s (count %s)\n", grep_s, count.empty() ? "?" : count.c_str());
   std::printf("TriageJob:                %.3f s (%zu logical steps, status %s, pattern %s, %.0f MiB/s)\n", triage_s,
-              facts->steps.size(), facts->status.c_str(), facts->tgs.pattern.c_str(),
+              facts->steps.size(), std::string(ToString(facts->status)).c_str(), facts->tgs.pattern.c_str(),
               size / double(1 << 20) / triage_s);
   std::printf("ratio triage/grep:        %.2f wall (CPU: triage %.3f s on up to 2 threads, grep %.3f s, ratio %.2f)\n",
               triage_s / grep_s, triage_cpu, grep_cpu, grep_cpu > 0 ? triage_cpu / grep_cpu : 0.0);

@@ -1,4 +1,5 @@
 #include "engine/core/subprocess.h"
+#include "tests/support/files.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -15,13 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool ProcessExists(int pid) { return kill(pid, 0) == 0; }
 
@@ -101,8 +95,8 @@ TEST_F(SubprocessTest, SpawnRedirectsToFilesAndHonoursWorkingDir) {
   auto code = child->Wait(milliseconds(5000));
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(*code, 0);
-  EXPECT_EQ(ReadFile(out), fs::canonical(dir_).string() + "\n");
-  EXPECT_EQ(ReadFile(err), "oops\n");
+  EXPECT_EQ(testing::ReadFileOrEmpty(out), fs::canonical(dir_).string() + "\n");
+  EXPECT_EQ(testing::ReadFileOrEmpty(err), "oops\n");
   EXPECT_EQ(child->ExitCode(), 0);
 }
 
@@ -111,7 +105,7 @@ TEST_F(SubprocessTest, SameFileForStdoutAndStderrKeepsBoth) {
   auto child = ChildProcess::Spawn(Options({"sh", "-c", "echo a; echo b >&2"}, log, log));
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(child->Wait(milliseconds(5000)).ok());
-  EXPECT_EQ(ReadFile(log), "a\nb\n");
+  EXPECT_EQ(testing::ReadFileOrEmpty(log), "a\nb\n");
 }
 
 TEST_F(SubprocessTest, TerminateSendsSigtermThenReaps) {
@@ -129,7 +123,7 @@ TEST_F(SubprocessTest, TerminateEscalatesToSigkillWhenSigtermIsIgnored) {
   auto child = ChildProcess::Spawn(
       Options({"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}, dir_ + "/ready"));
   ASSERT_TRUE(child.ok());
-  for (int i = 0; i < 200 && ReadFile(dir_ + "/ready").empty(); ++i) usleep(10000);
+  for (int i = 0; i < 200 && testing::ReadFileOrEmpty(dir_ + "/ready").empty(); ++i) usleep(10000);
   child->Terminate(milliseconds(200));
   EXPECT_EQ(child->ExitCode(), 128 + SIGKILL);
 }

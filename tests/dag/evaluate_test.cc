@@ -5,7 +5,7 @@
 
 #include "engine/playbook/loader.h"
 #include "engine/report/job_facts.h"
-#include "tests/testing/table_query_client.h"
+#include "tests/support/table_query_client.h"
 
 namespace diagnose::dag {
 namespace {
@@ -68,7 +68,7 @@ class EvaluateTest : public ::testing::Test {
     ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
     library_ = loader.TakeLibrary();
     JobFacts facts;
-    facts.status = "failed";
+    facts.status = JobStatus::kFailed;
     facts.failure_class = "heartbeat-timeout";
     facts.heartbeat.present = true;
     facts.heartbeat.accused_hosts = {"gpu-a7", "gpu-b\"3"};
@@ -152,7 +152,7 @@ TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
   for (const auto& f : r.findings)
     if (f.id == "hb/alive") alive = &f;
   ASSERT_NE(alive, nullptr);
-  EXPECT_EQ(alive->status, "fired");
+  EXPECT_EQ(alive->status, FindingStatus::kFired);
   bool promql = false, log = false;
   for (const auto& e : alive->evidence) {
     promql |= e.kind == "promql" && e.query.find("hw_gpu_power_watts") != std::string::npos && e.window->start == 9100;
@@ -173,7 +173,7 @@ TEST_F(EvaluateTest, WithoutATsdbQueriesAreSkippedAndVerdictsSayInsufficientEvid
   EXPECT_TRUE(r.candidates.empty());
   for (const auto& f : r.findings)
     if (f.id == "hb/alive") {
-      EXPECT_EQ(f.status, "skipped");
+      EXPECT_EQ(f.status, FindingStatus::kSkipped);
       EXPECT_NE(f.summary.find("insufficient evidence"), std::string::npos);
     }
 }

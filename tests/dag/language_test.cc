@@ -6,7 +6,7 @@
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/loader.h"
 #include "engine/report/job_facts.h"
-#include "tests/testing/table_query_client.h"
+#include "tests/support/table_query_client.h"
 
 namespace diagnose::dag {
 namespace {
@@ -17,7 +17,7 @@ class LanguageTest : public ::testing::Test {
  protected:
   void SetUp() override {
     JobFacts facts;
-    facts.status = "failed";
+    facts.status = JobStatus::kFailed;
     facts.checkpoint_saves = {10};
     ctx_.facts = json(facts);
     json times = json::array();

@@ -26,7 +26,7 @@ rules:
   ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
   auto lib = loader.TakeLibrary();
   JobFacts facts;
-  facts.status = "completed";
+  facts.status = JobStatus::kCompleted;
   facts.tgs.pattern = "constant-drop";
   for (int s = 0; s < 120; ++s) {
     StepRecord r;

@@ -74,7 +74,7 @@ class SuppressTest : public ::testing::Test {
   void SetUp() override {
     library_ = Load(kSpikesPlaybook);
     JobFacts facts;
-    facts.status = "completed";
+    facts.status = JobStatus::kCompleted;
     facts.checkpoint_saves = {10, 20};
     ctx_.facts = json(facts);
     // Step n ends at 1000 + 30 n, except that the step after each save takes 300 s longer.
@@ -145,7 +145,7 @@ TEST_F(SuppressTest, CheckpointWindowsRunFromTheSavedStepToTheNextStepPlusSettle
   EXPECT_EQ(windows[1]["end"], StepEnd(21) + 60);
   // No jump: nothing fires, nothing is suppressed.
   ASSERT_NE(Find(r, "spikes/jump_hosts"), nullptr);
-  EXPECT_EQ(Find(r, "spikes/jump_hosts")->status, "clear");
+  EXPECT_EQ(Find(r, "spikes/jump_hosts")->status, FindingStatus::kClear);
   EXPECT_TRUE(r.candidates.empty());
 }
 
@@ -160,12 +160,12 @@ TEST_F(SuppressTest, JumpsOnlyInsideCheckpointWindowsAreSuppressedWithTheReason)
   auto r = Evaluate(*graph, ctx_);
   const Finding* f = Find(r, "spikes/jump_hosts");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->status, "suppressed");
+  EXPECT_EQ(f->status, FindingStatus::kSuppressed);
   EXPECT_NE(f->summary.find("jump on h1"), std::string::npos) << f->summary;
   EXPECT_NE(f->summary.find("only at the saves of steps 10, 20"), std::string::npos) << f->summary;
   const Finding* v = Find(r, "spikes/jump_verdict");
   ASSERT_NE(v, nullptr);
-  EXPECT_EQ(v->status, "suppressed");
+  EXPECT_EQ(v->status, FindingStatus::kSuppressed);
   EXPECT_NE(v->summary.find("windows.checkpoints"), std::string::npos) << "default reason names the windows";
   EXPECT_TRUE(r.candidates.empty()) << "a suppressed verdict is never a candidate";
   EXPECT_EQ(r.nodes[graph->IndexOf("spikes/jump_verdict")].value["fired"], false);
@@ -180,11 +180,11 @@ TEST_F(SuppressTest, OneJumpOutsideTheWindowsFires) {
   ASSERT_TRUE(graph.ok());
   auto r = Evaluate(*graph, ctx_);
   const Finding* f = Find(r, "spikes/jump_hosts");
-  EXPECT_EQ(f->status, "fired");
+  EXPECT_EQ(f->status, FindingStatus::kFired);
   // Per key: h1's jump is explained by the save of step 10, so the finding names h2 only.
   EXPECT_EQ(f->hosts, std::vector<std::string>({"h2"}));
   EXPECT_NE(f->summary.find("not counted on h1: only at the saves of steps 10, 20"), std::string::npos) << f->summary;
-  EXPECT_EQ(Find(r, "spikes/jump_verdict")->status, "fired");
+  EXPECT_EQ(Find(r, "spikes/jump_verdict")->status, FindingStatus::kFired);
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_EQ(r.candidates[0].root_cause, "host-oom");
 }
@@ -195,7 +195,7 @@ TEST_F(SuppressTest, WithoutLoggedSavesThereAreNoWindowsAndNothingIsSuppressed) 
   auto graph = CompiledGraph::Compile(library_, {"spikes"});
   ASSERT_TRUE(graph.ok());
   auto r = Evaluate(*graph, ctx_);
-  EXPECT_EQ(Find(r, "spikes/jump_hosts")->status, "fired");
+  EXPECT_EQ(Find(r, "spikes/jump_hosts")->status, FindingStatus::kFired);
   EXPECT_EQ(r.candidates.size(), 1u);
 }
 
@@ -221,7 +221,7 @@ TEST_F(SuppressTest, AHostStaysWhenAnyOfItsDevicesJumpedOutsideTheWindows) {
   auto r = Evaluate(*graph, ctx_);
   const Finding* f = Find(r, "devices/jump_hosts");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->status, "fired");
+  EXPECT_EQ(f->status, FindingStatus::kFired);
   EXPECT_EQ(f->hosts, std::vector<std::string>({"h1/0", "h1/1"})) << f->summary;
   EXPECT_NE(f->summary.find("not counted on h2"), std::string::npos) << f->summary;
 }
@@ -234,7 +234,7 @@ TEST_F(SuppressTest, ASuppressionThatCannotBeJudgedNeverHidesAFiring) {
   auto graph = CompiledGraph::Compile(library, {"broken"});
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   auto r = Evaluate(*graph, ctx_);
-  EXPECT_EQ(Find(r, "broken/jump_hosts")->status, "fired");
+  EXPECT_EQ(Find(r, "broken/jump_hosts")->status, FindingStatus::kFired);
   EXPECT_NE(Find(r, "broken/jump_hosts")->summary.find("suppression not judged"), std::string::npos);
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_EQ(r.candidates[0].root_cause, "host-oom");

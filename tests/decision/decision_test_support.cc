@@ -18,7 +18,7 @@ JobFacts MakeFacts(const std::string& id, const std::vector<std::string>& hosts,
                    const std::map<std::string, std::string>& args) {
   JobFacts f;
   f.id = id;
-  f.status = "failed";
+  f.status = JobStatus::kFailed;
   f.header.job_id = id;
   f.header.model_name = model;
   f.header.nnodes = static_cast<int>(hosts.size());

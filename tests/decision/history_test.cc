@@ -16,6 +16,7 @@
 #include "engine/decision/refine.h"
 #include "engine/decision/sweep_history.h"
 #include "tests/decision/decision_test_support.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -37,7 +38,7 @@ HistoryEntry Entry(const std::string& job) {
   e.job = job;
   e.config = {"grok-1", {{"per_device_batch_size", "8"}, {"_env_NOTE", "a \"quoted\"\nvalue"}}};
   e.nodes = {"gpu1", "gpu2"};
-  e.status = "failed";
+  e.status = JobStatus::kFailed;
   e.action = DecisionAction::kRetryExcludingNodes;
   e.exclude = {{"gpu2", 1, "HSA abort"}};
   e.root_cause = "gpu-hardware-fault";
@@ -168,8 +169,7 @@ TEST(SweepHistory, ValidJsonLinesAfterSigtermMidAppend) {
     ASSERT_TRUE(WIFSIGNALED(wstatus));
     EXPECT_EQ(WTERMSIG(wstatus), SIGTERM);
   }
-  std::ifstream in(path, std::ios::binary);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string content = testing::ReadFileOrEmpty(path);
   ASSERT_FALSE(content.empty());
   EXPECT_EQ(content.back(), '\n') << "file ends in a partial line";
   auto h = LoadSweepHistory(path);

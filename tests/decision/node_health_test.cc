@@ -7,7 +7,7 @@
 namespace diagnose {
 namespace {
 
-NodeRun OneNode(const std::string& job, const std::string& host, double tgs, const std::string& status = "completed",
+NodeRun OneNode(const std::string& job, const std::string& host, double tgs, JobStatus status = JobStatus::kCompleted,
                 int last_step = 14) {
   NodeRun run;
   run.job = job;
@@ -31,8 +31,8 @@ TEST(NodeHealth, SkillExampleTable) {
       th);
   ASSERT_TRUE(t.median_tgs);
   EXPECT_NEAR(*t.median_tgs, 1839, 1e-9);
-  EXPECT_EQ(RowFor(t, "node001").status, "healthy");
-  EXPECT_EQ(RowFor(t, "node004").status, "degraded");
+  EXPECT_EQ(RowFor(t, "node001").status, NodeStatus::kHealthy);
+  EXPECT_EQ(RowFor(t, "node004").status, NodeStatus::kDegraded);
   EXPECT_NEAR(*RowFor(t, "node004").delta_pct, -7.83, 0.01);
   EXPECT_EQ(t.exclude, std::vector<std::string>{"node004"});
   EXPECT_EQ(t.healthy, (std::vector<std::string>{"node001", "node002", "node003"}));
@@ -46,14 +46,14 @@ TEST(NodeHealth, BandsAtTheirEdges) {
                                             OneNode("7", "g", 1000)},
                                            th);
   EXPECT_EQ(*t.median_tgs, 1000);
-  EXPECT_EQ(RowFor(t, "c").status, "healthy");
-  EXPECT_EQ(RowFor(t, "d").status, "marginal");
-  EXPECT_EQ(RowFor(t, "e").status, "degraded");
+  EXPECT_EQ(RowFor(t, "c").status, NodeStatus::kHealthy);
+  EXPECT_EQ(RowFor(t, "d").status, NodeStatus::kMarginal);
+  EXPECT_EQ(RowFor(t, "e").status, NodeStatus::kDegraded);
   EXPECT_EQ(t.monitor, std::vector<std::string>{"d"});
 }
 
 TEST(NodeHealth, SteadyWindowIsSteps5To14) {
-  NodeRun run = OneNode("1", "a", 1000, "completed", 20);
+  NodeRun run = OneNode("1", "a", 1000, JobStatus::kCompleted, 20);
   for (auto& [step, tgs] : run.step_tgs)
     if (step > 14) tgs = 1;   // a tail collapse outside the window does not count
   auto steady = SteadyTgs(run, 5, 14, 5);
@@ -64,29 +64,29 @@ TEST(NodeHealth, SteadyWindowIsSteps5To14) {
 TEST(NodeHealth, FailedOrHungNodesAreUnhealthy) {
   const auto& th = testing::SweepRules().node_health;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000),
-                                            OneNode("3", "c", 0, "hanging", 3), OneNode("4", "d", 0, "failed", -1)},
+                                            OneNode("3", "c", 0, JobStatus::kHanging, 3), OneNode("4", "d", 0, JobStatus::kFailed, -1)},
                                            th);
-  EXPECT_EQ(RowFor(t, "c").status, "unhealthy");
-  EXPECT_EQ(RowFor(t, "d").status, "unhealthy");
+  EXPECT_EQ(RowFor(t, "c").status, NodeStatus::kUnhealthy);
+  EXPECT_EQ(RowFor(t, "d").status, NodeStatus::kUnhealthy);
   EXPECT_EQ(t.exclude, (std::vector<std::string>{"c", "d"}));
 }
 
 TEST(NodeHealth, SoftSuccessIsMeasuredNotFailed) {
   const auto& th = testing::SweepRules().node_health;
-  NodeRun soft = OneNode("3", "c", 1000, "failed");
+  NodeRun soft = OneNode("3", "c", 1000, JobStatus::kFailed);
   soft.soft_success = true;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), soft}, th);
-  EXPECT_EQ(RowFor(t, "c").status, "healthy");
+  EXPECT_EQ(RowFor(t, "c").status, NodeStatus::kHealthy);
 }
 
 TEST(NodeHealth, TooFewSteadyStepsIsInsufficientData) {
   const auto& th = testing::SweepRules().node_health;
-  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 900, "running", 7)}, th);
-  EXPECT_EQ(RowFor(t, "b").status, "insufficient-data");
+  NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 900, JobStatus::kRunning, 7)}, th);
+  EXPECT_EQ(RowFor(t, "b").status, NodeStatus::kInsufficientData);
   EXPECT_TRUE(t.exclude.empty());
 }
 
-NodeRun Group(const std::string& name, std::vector<std::string> hosts, double tgs, const std::string& status = "completed") {
+NodeRun Group(const std::string& name, std::vector<std::string> hosts, double tgs, JobStatus status = JobStatus::kCompleted) {
   NodeRun run;
   run.job = "j-" + name;
   run.name = name;
@@ -155,13 +155,13 @@ TEST(Bisection, BothHalvesDegradedEscalates) {
 
 TEST(Bisection, FailedGroupIsBad) {
   const auto& th = testing::SweepRules().bisection;
-  BisectionResult r = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 0, "hanging")}, th,
+  BisectionResult r = AnalyzeBisection({Group("a", Slice(0, 2), 1390), Group("b", Slice(2, 4), 0, JobStatus::kHanging)}, th,
                                        std::nullopt);
   EXPECT_EQ(r.bad_pair, Slice(2, 4));
 }
 
 NodeRun ModelGroup(const std::string& job, const std::string& model, std::vector<std::string> hosts, double tgs,
-                   const std::string& status = "completed") {
+                   JobStatus status = JobStatus::kCompleted) {
   NodeRun run = Group("JAX-" + model, std::move(hosts), tgs, status);
   run.job = job;
   run.model = model;
@@ -184,18 +184,18 @@ TEST(Bisection, AGroupIsMeasuredAtItsHealthyLevelAndNotComparedWithItself) {
   ASSERT_TRUE(r.rows[0].tgs);
   EXPECT_NEAR(*r.rows[0].tgs, 3293, 1e-9);
   EXPECT_FALSE(r.rows[0].delta_pct.has_value());
-  EXPECT_EQ(r.rows[0].status, "degraded");   // its own drop, said in its reason
+  EXPECT_EQ(r.rows[0].status, GroupStatus::kDegraded);   // its own drop, said in its reason
   EXPECT_NE(r.rows[0].reason.find("23.5%"), std::string::npos) << r.rows[0].reason;
 }
 
 TEST(Bisection, AFailedGroupKeepsTheThroughputItMeasured) {
   const auto& th = testing::SweepRules().bisection;
   BisectionResult r = AnalyzeBisection({ModelGroup("8308", "mixtral-8x22b", Slice(0, 4), 3293),
-                                        ModelGroup("8043", "mixtral-8x22b", Slice(4, 8), 3242, "failed")},
+                                        ModelGroup("8043", "mixtral-8x22b", Slice(4, 8), 3242, JobStatus::kFailed)},
                                        th, std::nullopt);
   const GroupRow& failed = r.rows[1];
   EXPECT_EQ(failed.job, "8043");
-  EXPECT_EQ(failed.status, "failed");
+  EXPECT_EQ(failed.status, GroupStatus::kFailed);
   ASSERT_TRUE(failed.tgs);
   EXPECT_NEAR(*failed.tgs, 3242, 1e-9);
   EXPECT_EQ(failed.reason.find("did not complete a measured step"), std::string::npos) << failed.reason;
@@ -212,7 +212,7 @@ TEST(Bisection, EachModelHasItsOwnExpectationAndTheDifferenceIsSaid) {
                                         ModelGroup("3", "llama2-70b", Slice(0, 2), 1340),
                                         ModelGroup("4", "llama2-70b", Slice(2, 4), 1338)},
                                        th, std::nullopt);
-  for (const auto& row : r.rows) EXPECT_EQ(row.status, "healthy") << row.name << ": " << row.reason;
+  for (const auto& row : r.rows) EXPECT_EQ(row.status, GroupStatus::kHealthy) << row.name << ": " << row.reason;
   EXPECT_EQ(r.expected_by_model.at("llama2-70b"), 1340);
   EXPECT_EQ(r.expected_by_model.at("mixtral-8x22b"), 3290);
   EXPECT_FALSE(r.expected_tgs.has_value());
@@ -227,7 +227,7 @@ TEST(NodeHealth, EachModelHasItsOwnMedian) {
                             OneNode("4", "d", 900), OneNode("5", "e", 905), OneNode("6", "f", 902)};
   for (size_t i = 0; i < runs.size(); ++i) runs[i].model = i < 3 ? "llama2-70b" : "mixtral-8x22b";
   NodeHealthTable t = BuildNodeHealthTable(runs, th);
-  for (const auto& row : t.rows) EXPECT_EQ(row.status, "healthy") << row.node;
+  for (const auto& row : t.rows) EXPECT_EQ(row.status, NodeStatus::kHealthy) << row.node;
   EXPECT_TRUE(t.exclude.empty());
   EXPECT_EQ(t.median_by_model.size(), 2u);
 }
@@ -242,7 +242,7 @@ TEST(Bisection, AllHealthy) {
 TEST(NodeHealthDecision, ExcludesUnhealthyFirstThenDegraded) {
   const auto& th = testing::SweepRules().node_health;
   NodeHealthTable t = BuildNodeHealthTable({OneNode("1", "a", 1000), OneNode("2", "b", 1000), OneNode("3", "c", 900),
-                                            OneNode("4", "d", 0, "hanging", 2), OneNode("5", "e", 970)},
+                                            OneNode("4", "d", 0, JobStatus::kHanging, 2), OneNode("5", "e", 970)},
                                            th);
   Decision d = DecisionFromNodeHealth(t);
   EXPECT_EQ(d.action, DecisionAction::kRetryExcludingNodes);

@@ -160,7 +160,7 @@ TEST(SweepRules, UnknownXlaFlagOnASecondProfileStopsTheSweep) {
 
 TEST(SweepRules, HangBeforeMemstatsRetriesSameNodes) {
   JobFacts f = MakeFacts("9840", kEight);
-  f.status = "hanging";
+  f.status = JobStatus::kHanging;
   SweepDecision d = Refine(f);
   EXPECT_EQ(d.rule, "hang-before-memstats");
   EXPECT_EQ(d.hang_phase, "before-memstats");
@@ -169,7 +169,7 @@ TEST(SweepRules, HangBeforeMemstatsRetriesSameNodes) {
 
 TEST(SweepRules, StalledRunningJobIsTreatedAsHang) {
   JobFacts f = MakeFacts("9841", kEight);
-  f.status = "running";
+  f.status = JobStatus::kRunning;
   AddSteps(&f, 0, 30);
   SweepDecision d = Refine(f, {}, MakeDiagnosis(), /*stalled=*/true);
   EXPECT_EQ(d.rule, "hang-after-step0");
@@ -180,7 +180,7 @@ TEST(SweepRules, StalledRunningJobIsTreatedAsHang) {
 
 TEST(SweepRules, HangAfterMemstatsBeforeStep0IsSilentCompileOom) {
   JobFacts f = MakeFacts("9842", kEight);
-  f.status = "hanging";
+  f.status = JobStatus::kHanging;
   f.memstats.push_back({"After params initialized", 0, 40.1, 180.0, 22.3, "rocm:0", {}});
   SweepDecision d = Refine(f);
   EXPECT_EQ(d.rule, "hang-after-memstats-before-step0");
@@ -190,7 +190,7 @@ TEST(SweepRules, HangAfterMemstatsBeforeStep0IsSilentCompileOom) {
 
 TEST(SweepRules, HangAfterBarrierWithoutMemstatsIsFirstStepHangRetried) {
   JobFacts f = MakeFacts("9843", kEight);
-  f.status = "hanging";
+  f.status = JobStatus::kHanging;
   f.barrier_passed = true;
   SweepDecision d = Refine(f);
   EXPECT_EQ(d.hang_phase, "after-barrier-before-step0");
@@ -200,7 +200,7 @@ TEST(SweepRules, HangAfterBarrierWithoutMemstatsIsFirstStepHangRetried) {
 TEST(SweepRules, HangAfterStep0RetriesOnceThenFails) {
   SweepHistory history;
   JobFacts first = MakeFacts("1", kEight);
-  first.status = "hanging";
+  first.status = JobStatus::kHanging;
   AddSteps(&first, 0, 120);
   EXPECT_EQ(DecideAndRecord(first, &history).decision.action, DecisionAction::kRetrySameNodes);
   JobFacts second = first;
@@ -214,7 +214,7 @@ TEST(SweepRules, HangAfterStep0RetriesOnceThenFails) {
 TEST(SweepRules, HangRecurringOnSameNodesExcludesSuspects) {
   SweepHistory history;
   JobFacts first = MakeFacts("1", kEight);
-  first.status = "hanging";
+  first.status = JobStatus::kHanging;
   AddSteps(&first, 0, 50);
   DecideAndRecord(first, &history);
   JobFacts second = first;
@@ -230,7 +230,7 @@ TEST(SweepRules, HangRecurringOnSameNodesExcludesSuspects) {
 TEST(SweepRules, HangRecurringSuspectsFromLoggedNicErrors) {
   SweepHistory history;
   JobFacts first = MakeFacts("1", kEight);
-  first.status = "hanging";
+  first.status = JobStatus::kHanging;
   AddSteps(&first, 0, 50);
   DecideAndRecord(first, &history);
   JobFacts second = first;
@@ -244,7 +244,7 @@ TEST(SweepRules, HangRecurringSuspectsFromLoggedNicErrors) {
 TEST(SweepRules, HangOnDifferentNodesIsNotARecurrence) {
   SweepHistory history;
   JobFacts first = MakeFacts("1", kEight);
-  first.status = "hanging";
+  first.status = JobStatus::kHanging;
   AddSteps(&first, 0, 50);
   Diagnosis diagnosis = MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes);
   diagnosis.decision.exclude.push_back({"gpu108", 2, "suspect"});
@@ -252,7 +252,7 @@ TEST(SweepRules, HangOnDifferentNodesIsNotARecurrence) {
   EXPECT_EQ(DecideAndRecord(first, &history, diagnosis).decision.action, DecisionAction::kRetrySameNodes);
   std::vector<std::string> seven(kEight.begin(), kEight.end() - 1);
   JobFacts second = MakeFacts("2", seven);
-  second.status = "hanging";
+  second.status = JobStatus::kHanging;
   AddSteps(&second, 0, 50);
   // Retry chain continues (overlapping nodes) but nodes differ: consecutive-hang limit applies.
   SweepDecision d = Refine(second, history, diagnosis);
@@ -263,7 +263,7 @@ TEST(SweepRules, RcclInitFlakeRetriesUntilThirdConsecutiveFlake) {
   SweepHistory history;
   auto flake = [](const std::string& id) {
     JobFacts f = MakeFacts(id, kEight, "mixtral-8x22b", {{"_env_TUNE_PROFILE", "Gco1G"}});
-    f.status = "hanging";
+    f.status = JobStatus::kHanging;
     // RCCL init warnings scroll on every rank: nothing localises the flake to one node.
     for (const auto& h : kEight) AddEvent(&f, "nccl", h, h + ":1:1 [0] init.cc:123 NCCL WARN Timeout connecting");
     return f;
@@ -313,7 +313,7 @@ TEST(SweepRules, CleanupExit143AfterFinalStepIsSuccess) {
   JobFacts f = MakeFacts("9850", kEight);
   AddSteps(&f, 0, 14);
   f.progress.total_steps = 15;
-  f.status = "cancelled";
+  f.status = JobStatus::kCancelled;
   SetSummary(&f, "FAILED", 143, "CANCELLED (scancel / SIGTERM)");
   for (const auto& h : kEight) AddNodeExit(&f, h, 143);
   SweepDecision d = Refine(f, {}, MakeDiagnosis("unknown", DecisionAction::kRetrySameNodes));
@@ -326,7 +326,7 @@ TEST(SweepRules, Exit143BeforeFinalStepIsNotSuccess) {
   JobFacts f = MakeFacts("9851", kEight);
   AddSteps(&f, 0, 9);
   f.progress.total_steps = 15;
-  f.status = "cancelled";
+  f.status = JobStatus::kCancelled;
   SetSummary(&f, "FAILED", 143, "CANCELLED (scancel / SIGTERM)");
   EXPECT_NE(Refine(f).rule, "cleanup-exit-after-final-step");
   EXPECT_EQ(Refine(f, {}, MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes)).decision.action, DecisionAction::kRetrySameNodes);
@@ -363,7 +363,7 @@ TEST(SweepRules, AllNodesFailingConsistentlyStopsTheSweep) {
 
 TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
   JobFacts f = MakeFacts("1", kEight);
-  f.status = "hanging";
+  f.status = JobStatus::kHanging;
   AddSteps(&f, 0, 120);
   Diagnosis still_training = MakeDiagnosis("none", DecisionAction::kNone);
   still_training.verdict.source = "playbooks";
@@ -397,7 +397,7 @@ TEST(SweepRules, BrokenTelemetryLeavesTheLogRulesInCharge) {
 
 TEST(SweepRules, NoRuleMatchingPassesThePlaybookDecisionThrough) {
   JobFacts f = MakeFacts("8308", kEight);
-  f.status = "completed";
+  f.status = JobStatus::kCompleted;
   AddSteps(&f, 0, 400);
   SetSummary(&f, "SUCCESS", 0);
   Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
@@ -416,7 +416,7 @@ TEST(SweepLimits, PlaybookExclusionBeyondTheSweepBudgetStopsTheSweep) {
   AddEvent(&a, "hsa", "gpu101", "HSA_STATUS_ERROR");
   DecideAndRecord(a, &history);
   JobFacts b = MakeFacts("2", kEight, "grok-1", {{"per_device_batch_size", "16"}});
-  b.status = "completed";
+  b.status = JobStatus::kCompleted;
   Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu102", 2, "retx"}, {"gpu103", 2, "retx"}};
   SweepDecision d = Refine(b, history, diagnosis);
@@ -429,7 +429,7 @@ TEST(SweepLimits, PlaybookExclusionBeyondTheSweepBudgetStopsTheSweep) {
 
 TEST(SweepLimits, TheLimitThatStoppedTheSweepIsNamedWithItsNumbers) {
   JobFacts f = MakeFacts("2", kEight);
-  f.status = "completed";
+  f.status = JobStatus::kCompleted;
   Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu102", 2, "retx"}, {"gpu103", 2, "retx"}, {"gpu104", 2, "retx"}};
   SweepDecision d = Refine(f, {}, diagnosis);
@@ -445,7 +445,7 @@ TEST(SweepLimits, TheLimitThatStoppedTheSweepIsNamedWithItsNumbers) {
 // Outside a sweep the exclusion budget does not apply, but the report says what a sweep would do.
 TEST(SweepLimits, AStandaloneDiagnosisSaysWhatASweepWouldDoWithIt) {
   JobFacts f = MakeFacts("2", kEight);
-  f.status = "completed";
+  f.status = JobStatus::kCompleted;
   Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu102", 2, "retx"}, {"gpu103", 2, "retx"}, {"gpu104", 2, "retx"}};
   auto alone = DecideSweep(testing::SweepRules(), "", SweepContext{}, diagnosis, f);
@@ -473,7 +473,7 @@ TEST(SweepLimits, TwoExclusionsPerSweepAreAllowed) {
   JobFacts b = MakeFacts("2", kEight, "grok-1", {{"per_device_batch_size", "16"}});
   Diagnosis diagnosis = MakeDiagnosis("rdma-link-degradation", DecisionAction::kRetryExcludingNodes);
   diagnosis.decision.exclude = {{"gpu102", 1, "retry exhaustion"}};
-  b.status = "completed";
+  b.status = JobStatus::kCompleted;
   EXPECT_EQ(Refine(b, history, diagnosis).decision.action, DecisionAction::kRetryExcludingNodes);
 }
 
@@ -481,7 +481,7 @@ TEST(SweepLimits, NoThirdRetryOfTheSameJob) {
   SweepHistory history;
   auto transient = [](const std::string& id) {
     JobFacts f = MakeFacts(id, kEight, "llama2-70b", {{"steps", "15"}});
-    f.status = "failed";
+    f.status = JobStatus::kFailed;
     Diagnosis diagnosis = MakeDiagnosis("heartbeat-false-positive", DecisionAction::kRetryWithChanges);
     diagnosis.decision.changes["jax_distributed_heartbeat_timeout_seconds"] = "14400";
     return std::make_pair(f, diagnosis);
@@ -503,11 +503,11 @@ TEST(SweepLimits, NoThirdRetryOfTheSameJob) {
 TEST(SweepLimits, DifferentConfigsDoNotShareARetryChain) {
   SweepHistory history;
   JobFacts a = MakeFacts("1", kEight, "grok-1", {{"per_device_batch_size", "8"}});
-  a.status = "hanging";
+  a.status = JobStatus::kHanging;
   AddSteps(&a, 0, 10);
   DecideAndRecord(a, &history);
   JobFacts b = MakeFacts("2", kEight, "grok-1", {{"per_device_batch_size", "12"}});
-  b.status = "hanging";
+  b.status = JobStatus::kHanging;
   AddSteps(&b, 0, 10);
   SweepDecision d = Refine(b, history);
   EXPECT_EQ(d.decision.action, DecisionAction::kRetrySameNodes);
@@ -517,7 +517,7 @@ TEST(SweepLimits, DifferentConfigsDoNotShareARetryChain) {
 TEST(SweepLimits, OtherSweepsDoNotCountTowardLimits) {
   SweepHistory history;
   JobFacts a = MakeFacts("1", kEight);
-  a.status = "hanging";
+  a.status = JobStatus::kHanging;
   AddSteps(&a, 0, 10);
   DecideAndRecord(a, &history);
   history.entries.back().sweep = "yesterday";
@@ -530,7 +530,7 @@ TEST(SweepLimits, ModelSweepStopsWhenTwoModelsRegressAgainstBaseline) {
   SweepHistory history;
   for (const std::string model : {"llama2-70b", "grok-1", "mixtral-8x22b"}) {
     JobFacts pass = MakeFacts("b-" + model, kEight, model, {});
-    pass.status = "completed";
+    pass.status = JobStatus::kCompleted;
     SetSummary(&pass, "SUCCESS", 0);
     DecideAndRecord(pass, &history, MakeDiagnosis("none", DecisionAction::kNone), false, "baseline");
   }
@@ -538,7 +538,7 @@ TEST(SweepLimits, ModelSweepStopsWhenTwoModelsRegressAgainstBaseline) {
   AddClass(&c1, "python-exception", "gpu101", "Traceback (most recent call last):");
   EXPECT_EQ(DecideAndRecord(c1, &history, MakeDiagnosis(), false, "candidate").decision.action, DecisionAction::kNone);
   JobFacts c2 = MakeFacts("c2", kEight, "mixtral-8x22b", {});
-  c2.status = "failed";
+  c2.status = JobStatus::kFailed;
   AddClass(&c2, "oom-gpu", "gpu101", "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1GiB");
   SweepDecision d = Refine(c2, history, MakeDiagnosis(), false, "candidate");
   EXPECT_EQ(d.decision.action, DecisionAction::kStopSweep);
@@ -558,7 +558,7 @@ TEST(SweepLimits, ModelSweepBaselineFromAnEarlierSweep) {
   SweepHistory history;
   for (const std::string model : {"grok-1", "kimi-k2-1t"}) {
     JobFacts pass = MakeFacts("old-" + model, kEight, model, {});
-    pass.status = "completed";
+    pass.status = JobStatus::kCompleted;
     DecideAndRecord(pass, &history, MakeDiagnosis("none", DecisionAction::kNone));
     history.entries.back().sweep = "last-week";
   }

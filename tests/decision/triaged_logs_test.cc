@@ -70,7 +70,7 @@ class TriagedLogTest : public ::testing::Test {
   }
 
   static std::string Describe(const JobFacts& f) {
-    std::string s = "status=" + f.status + " class=" + f.failure_class + " events:";
+    std::string s = "status=" + std::string(ToString(f.status)) + " class=" + f.failure_class + " events:";
     for (const auto& e : f.events) s += " " + e.kind + "@" + std::to_string(e.task);
     return s;
   }

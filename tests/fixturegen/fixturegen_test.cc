@@ -18,6 +18,7 @@
 #include "tools/fixturegen/metric_model.h"
 #include "tools/fixturegen/scenario.h"
 #include "tools/fixturegen/timeline.h"
+#include "tests/support/files.h"
 
 namespace diagnose::fixturegen {
 namespace {
@@ -486,13 +487,6 @@ TEST(Metrics, EveryGeneratedNameIsInTheMetricCatalogue) {
 
 // ---- job directory
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(Generate, MtimeSkewMovesAFinishedJobsFileTimesPastItsEnd) {
   Scenario s = MustParse(std::string(kMinimal) + "mtime_skew_seconds: 21600\n");
   auto timeline = BuildTimeline(s);
@@ -520,8 +514,8 @@ TEST(Generate, LauncherLayoutAndByteIdenticalLogs) {
   ASSERT_TRUE(Generate(s, options).ok());
   fs::path a = base / "a", b = base / "b";
   EXPECT_EQ(fs::read_symlink(a / "123-JAX-llama2-70b" / "log"), fs::path("../123-JAX-llama2-70b.log"));
-  std::string log = Slurp(a / "123-JAX-llama2-70b.log");
-  EXPECT_EQ(log, Slurp(b / "123-JAX-llama2-70b.log"));
+  std::string log = testing::ReadFileOrEmpty(a / "123-JAX-llama2-70b.log");
+  EXPECT_EQ(log, testing::ReadFileOrEmpty(b / "123-JAX-llama2-70b.log"));
   EXPECT_THAT(log, HasSubstr("JOB_NODELIST=gpu[01-03]\n"));
   EXPECT_THAT(log, HasSubstr("2: NODELIST_EXPANDED=gpu01,gpu02,gpu03\n"));
   EXPECT_THAT(log, HasSubstr("1: \x1b[36m(MaxTextTrainerActor pid="));
@@ -535,7 +529,7 @@ TEST(Generate, LauncherLayoutAndByteIdenticalLogs) {
     std::string name = e.path().filename().string();
     if (name.rfind("worker-", 0) == 0 && e.path().extension() == ".out") {
       ++workers;
-      std::string out = Slurp(e.path());
+      std::string out = testing::ReadFileOrEmpty(e.path());
       EXPECT_THAT(out, HasSubstr("\ncompleted step: 39, seconds: "));
       EXPECT_EQ(out.find("\x1b["), std::string::npos) << "worker logs hold the trainer's verbatim output";
     }

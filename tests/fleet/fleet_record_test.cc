@@ -9,7 +9,7 @@ Report JobReport(const std::vector<std::string>& hosts, const std::vector<Exclus
   Report r;
   JobEntry subject;
   subject.id = "4242";
-  subject.status = "failed";
+  subject.status = JobStatus::kFailed;
   subject.failure_class = "nic-error";
   subject.hosts = hosts;
   r.jobs.push_back(subject);
@@ -22,11 +22,11 @@ Report JobReport(const std::vector<std::string>& hosts, const std::vector<Exclus
   r.decision.exclude = exclude;
   Finding fired;
   fired.id = "network-health/network_anomalies";
-  fired.status = "fired";
+  fired.status = FindingStatus::kFired;
   fired.hosts = {"h2", "h3"};
   Finding clear = fired;
   clear.id = "common/cpu_clean";
-  clear.status = "clear";
+  clear.status = FindingStatus::kClear;
   clear.hosts = {"h1"};
   r.findings = {fired, clear};
   return r;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/files.h"
+
 namespace diagnose {
 namespace {
 
@@ -13,20 +15,12 @@ namespace fs = std::filesystem;
 
 class Outputs {
  public:
-  Outputs() {
-    char tmpl[] = "/tmp/diagnose-job-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~Outputs() { fs::remove_all(path_); }
   std::string Write(const std::string& rel, const std::string& content = "JOB_ID=1\n") const {
-    fs::path p = fs::path(path_) / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << content;
-    return p.string();
+    return testing::WriteFile(dir_.path() / rel, content);
   }
   void Link(const std::string& target, const std::string& rel) const {
-    fs::create_directories((fs::path(path_) / rel).parent_path());
-    fs::create_symlink(target, fs::path(path_) / rel);
+    fs::create_directories((dir_.path() / rel).parent_path());
+    fs::create_symlink(target, dir_.path() / rel);
   }
   void Job(const std::string& name) const {
     Write(name + ".log");
@@ -35,7 +29,8 @@ class Outputs {
   const std::string& path() const { return path_; }
 
  private:
-  std::string path_;
+  testing::TempDir dir_{"diagnose-job"};
+  std::string path_ = dir_.path().string();
 };
 
 TEST(JobLocationTest, SlurmIdFindsLogAndDir) {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 namespace diagnose::e2e {
 namespace {
@@ -108,7 +108,7 @@ std::string CopyWithBlocksMoved(const std::string& id, int days) {
   const int64_t shift_ms = int64_t{days} * 86400 * 1000;
   for (const auto& entry : fs::recursive_directory_iterator(outputs)) {
     if (entry.path().filename() != "meta.json") continue;
-    nlohmann::json meta = nlohmann::json::parse(Slurp(entry.path().string()));
+    nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty(entry.path().string()));
     meta["minTime"] = meta["minTime"].get<int64_t>() + shift_ms;
     meta["maxTime"] = meta["maxTime"].get<int64_t>() + shift_ms;
     std::ofstream(entry.path()) << meta.dump();

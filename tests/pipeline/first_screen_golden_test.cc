@@ -1,7 +1,7 @@
 // Golden first screens: `diagnose JOB --format text|md` on every published incident must print
 // exactly the checked-in screen (tests/pipeline/golden/). A change to wording, ordering or the line
 // budget shows up as a diff a reviewer reads. Regenerate deliberately with
-// DIAGNOSE_UPDATE_GOLDEN=1 (tests/testing/golden.h) build/tests/pipeline_tests --gtest_filter='*FirstScreenGolden*'.
+// DIAGNOSE_UPDATE_GOLDEN=1 (tests/support/golden.h) build/tests/pipeline_tests --gtest_filter='*FirstScreenGolden*'.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -12,8 +12,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/pipeline/diagnose_cli_support.h"
-#include "tests/testing/golden.h"
+#include "tests/support/fixture_reports.h"
+#include "tests/support/golden.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -37,13 +38,6 @@ const std::vector<Incident>& Incidents() {
       {"8104", {"8104", "--logs-only"}},
   };
   return kIncidents;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 class FirstScreenGolden : public ::testing::TestWithParam<std::string> {};
@@ -72,7 +66,7 @@ TEST_P(FirstScreenGolden, MatchesTheCheckedInScreenAndFitsFortyLines) {
       continue;
     }
     ASSERT_TRUE(fs::exists(golden)) << golden << " missing: run with DIAGNOSE_UPDATE_GOLDEN=1";
-    EXPECT_EQ(run.out, ReadFile(golden)) << incident.name << " (" << format << ") differs from " << golden;
+    EXPECT_EQ(run.out, testing::ReadFileOrEmpty(golden)) << incident.name << " (" << format << ") differs from " << golden;
   }
 }
 

@@ -15,7 +15,7 @@
 
 #include "engine/core/subprocess.h"
 #include "engine/job/job_location.h"
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 #include "tests/pipeline/victoria_metrics_support.h"
 
 namespace diagnose::e2e {

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 namespace diagnose {
 namespace {

@@ -23,8 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/subprocess.h"
-#include "tests/pipeline/diagnose_cli_support.h"
-#include "tests/testing/fake_http_server.h"
+#include "tests/support/fixture_reports.h"
+#include "tests/support/fake_http_server.h"
 
 namespace diagnose {
 namespace {
@@ -64,7 +64,7 @@ std::vector<std::string> ProcessesMentioning(const std::string& needle) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string pid = e.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
-    std::string cmdline = e2e::Slurp((e.path() / "cmdline").string());
+    std::string cmdline = e2e::ReadFileOrEmpty((e.path() / "cmdline").string());
     for (auto& c : cmdline)
       if (c == '\0') c = ' ';
     if (cmdline.find(needle) != std::string::npos) found.push_back(pid + ": " + cmdline.substr(0, 200));
@@ -158,7 +158,7 @@ TEST(ProcessFaults, ASignalIsNamedInOneStderrLine) {
     auto code = child->Wait(std::chrono::seconds(30));
     ASSERT_TRUE(code.ok());
     EXPECT_EQ(*code, 128 + sig);
-    const std::string err = e2e::Slurp(options.stderr_path);
+    const std::string err = e2e::ReadFileOrEmpty(options.stderr_path);
     EXPECT_NE(err.find("diagnose: stopped by " + name), std::string::npos) << err;
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   }
@@ -233,8 +233,8 @@ TEST(ProcessFaults, AFullTempFilesystemIsAnIncompleteDiagnosisThatSaysWhyAndLeav
     auto code = child->Wait(std::chrono::minutes(3));
     run.exit_code = code.ok() ? *code : -1;
   }
-  run.out = e2e::Slurp(options.stdout_path);
-  run.err = e2e::Slurp(options.stderr_path);
+  run.out = e2e::ReadFileOrEmpty(options.stdout_path);
+  run.err = e2e::ReadFileOrEmpty(options.stderr_path);
   fs::remove_all(outputs);
   const auto left = EntriesOf(mount_point);
   ::umount(mount_point.c_str());

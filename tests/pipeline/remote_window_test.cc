@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/pipeline/diagnose_cli_support.h"
-#include "tests/testing/tls_prometheus.h"
+#include "tests/support/fixture_reports.h"
+#include "tests/support/tls_prometheus.h"
 
 namespace diagnose::e2e {
 namespace {

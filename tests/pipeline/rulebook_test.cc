@@ -8,7 +8,9 @@
 
 #include "engine/pipeline/pipeline.h"
 #include "engine/report/report.h"
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
+#include "tests/support/files.h"
+#include "tests/support/overlay_playbook.h"
 
 namespace diagnose {
 namespace {
@@ -70,34 +72,15 @@ namespace {
 // with its description's placeholders rendered, never as they were written.
 TEST(RulebookTest, AnOverlayPlaybookRunsOnTopOfTheShippedSetAndItsDescriptionRenders) {
   REQUIRE_FIXTURE("8308");
-  const fs::path dir = fs::temp_directory_path() / ("rulebook-overlay-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir / "hot.yaml") << R"yaml(playbook: my-hot-hosts
-description: hosts hotter than their peers
-triggers:
-  - tsdb: true
-params:
-  margin_c: {type: number, default: 5}
-rules:
-  - id: hot
-    description: "GPUs {{ params.margin_c }} C above the peer median"
-    query: 'max by (host) (hw_gpu_temperature_celsius)'
-    window: job
-    by: [host]
-    finding:
-      when: "count(hot.values > 1000) > 0"
-      hosts: "keys(hot.values > 1000)"
-      summary: "GPUs above 1000 C on {{ join(keys(hot.values > 1000), ', ') }}"
-)yaml";
-  const nlohmann::json report = e2e::DiagnoseFixtureJson({"8308", "--playbooks", dir.string()});
+  const testing::TempDir dir("rulebook-overlay");
+  testing::WriteHotHostsPlaybook(dir.path());
+  const nlohmann::json report = e2e::DiagnoseFixtureJson({"8308", "--playbooks", dir.path().string()});
   const nlohmann::json* mine = e2e::FindingById(report, "my-hot-hosts/hot");
   ASSERT_NE(mine, nullptr) << e2e::Dump(report["findings"]);
   EXPECT_EQ((*mine)["status"], "clear");
   EXPECT_EQ((*mine)["summary"], "GPUs 5 C above the peer median");
   // The shipped set still ran: 8308's answer is unchanged.
   EXPECT_EQ(report["decision"]["action"], "retry-excluding-nodes");
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 namespace diagnose::e2e {
 

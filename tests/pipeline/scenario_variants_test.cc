@@ -20,6 +20,7 @@
 
 #include "engine/core/subprocess.h"
 #include "tests/pipeline/scenario_expect_support.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -78,23 +79,11 @@ std::map<std::string, std::string> VariedScenarios() {
   std::map<std::string, std::string> variants;
   int index = 0;
   for (const auto& path : paths) {
-    std::string variant = Variant(e2e::Slurp(path), index++);
+    std::string variant = Variant(e2e::ReadFileOrEmpty(path), index++);
     if (!variant.empty()) variants[path.filename().string()] = std::move(variant);
   }
   return variants;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/diagnose-variants-XXXXXX";
-    if (::mkdtemp(tmpl)) path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-};
 
 // Sharded so that each ctest process generates and diagnoses a few variants (one fixturegen run
 // per shard) and ctest runs two shards at once; one test over every variant needed most of its
@@ -121,20 +110,19 @@ TEST_P(ScenarioVariants, ExpectationsHoldUnderOtherNamesNoiseAndScrapeIntervals)
     generated_too.emplace(baseline->second, all.at(baseline->second));
   }
   ASSERT_FALSE(variants.empty());
-  TempDir dir;
-  ASSERT_FALSE(dir.path.empty());
-  fs::create_directories(dir.path / "scenarios");
-  for (const auto& [name, text] : variants) std::ofstream(dir.path / "scenarios" / name) << text;
-  for (const auto& [name, text] : generated_too) std::ofstream(dir.path / "scenarios" / name) << text;
-  auto generated = RunCommand({std::string(DIAGNOSE_BUILD_DIR) + "/fixturegen", "--all", (dir.path / "scenarios").string(),
-                               "--out", (dir.path / "outputs").string(), "--jobs", "2"},
+  const testing::TempDir dir("diagnose-variants");
+  fs::create_directories(dir.path() / "scenarios");
+  for (const auto& [name, text] : variants) std::ofstream(dir.path() / "scenarios" / name) << text;
+  for (const auto& [name, text] : generated_too) std::ofstream(dir.path() / "scenarios" / name) << text;
+  auto generated = RunCommand({std::string(DIAGNOSE_BUILD_DIR) + "/fixturegen", "--all", (dir.path() / "scenarios").string(),
+                               "--out", (dir.path() / "outputs").string(), "--jobs", "2"},
                               std::chrono::minutes(10));
   ASSERT_TRUE(generated.ok()) << generated.status().message();
   ASSERT_EQ(generated->exit_code, 0) << generated->output;
   for (const auto& [name, text] : variants) {
     SCOPED_TRACE("variant of " + name);
     const YAML::Node root = YAML::Load(text);
-    e2e::CliRun run = e2e::RunDiagnoseCli(e2e::ScenarioCliArgs(root, (dir.path / "outputs").string()));
+    e2e::CliRun run = e2e::RunDiagnoseCli(e2e::ScenarioCliArgs(root, (dir.path() / "outputs").string()));
     e2e::ExpectScenarioReport(run, root, "variant of " + name);
   }
 }

@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/subprocess.h"
-#include "tests/pipeline/diagnose_cli_support.h"
-#include "tests/testing/fake_http_server.h"
+#include "tests/support/fixture_reports.h"
+#include "tests/support/fake_http_server.h"
 
 namespace diagnose::e2e {
 namespace {
@@ -90,8 +90,8 @@ Outcome RunKillingServer(const std::vector<std::string>& args, int kills, std::c
   }
   auto code = child->Wait(std::chrono::seconds(10));
   outcome.exit_code = code.ok() ? *code : -1;
-  outcome.err = e2e::Slurp(options.stderr_path);
-  outcome.report = json::parse(e2e::Slurp(options.stdout_path), nullptr, false);
+  outcome.err = e2e::ReadFileOrEmpty(options.stderr_path);
+  outcome.report = json::parse(e2e::ReadFileOrEmpty(options.stdout_path), nullptr, false);
   fs::remove(options.stdout_path);
   fs::remove(options.stderr_path);
   return outcome;
@@ -220,7 +220,7 @@ TEST(ToolFailure, AReportThatCannotBeWrittenIsAFailure) {
   auto code = child->Wait(std::chrono::minutes(1));
   ASSERT_TRUE(code.ok());
   EXPECT_NE(*code, 0);
-  const std::string message = e2e::Slurp(err);
+  const std::string message = e2e::ReadFileOrEmpty(err);
   fs::remove(err);
   EXPECT_NE(message.find("standard output"), std::string::npos) << message;
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
@@ -362,8 +362,8 @@ CliRun RunBounded(const std::vector<std::string>& args, std::chrono::seconds lim
     (void)child->Wait(std::chrono::seconds(10));
   }
   run.exit_code = code.ok() ? *code : -1;
-  run.out = Slurp(options.stdout_path);
-  run.err = Slurp(options.stderr_path);
+  run.out = ReadFileOrEmpty(options.stdout_path);
+  run.err = ReadFileOrEmpty(options.stderr_path);
   fs::remove(options.stdout_path);
   fs::remove(options.stderr_path);
   return run;
@@ -410,7 +410,7 @@ std::string LogOnlyCopy(const std::string& id, const std::string& tag, const std
   for (const auto& entry : fs::directory_iterator(DIAGNOSE_FIXTURE_OUTPUTS)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(id + "-", 0) != 0 || entry.path().extension() != ".log" || !entry.is_regular_file()) continue;
-    std::string text = Slurp(entry.path().string());
+    std::string text = ReadFileOrEmpty(entry.path().string());
     damage(&text);
     std::ofstream(outputs / name, std::ios::binary) << text;
   }

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 namespace diagnose::e2e {
 
@@ -70,7 +70,7 @@ std::unique_ptr<VictoriaMetrics> VictoriaMetrics::Start(std::string* why) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  *why = "victoria-metrics did not become ready; its log: " + Slurp((vm->dir_ / "vm.log").string());
+  *why = "victoria-metrics did not become ready; its log: " + ReadFileOrEmpty((vm->dir_ / "vm.log").string());
   return nullptr;
 }
 

@@ -15,7 +15,7 @@
 #include "engine/core/iso_time.h"
 #include "engine/core/subprocess.h"
 #include "engine/core/url_encode.h"
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 #include "tests/pipeline/victoria_metrics_support.h"
 
 namespace diagnose::e2e {
@@ -82,7 +82,7 @@ TEST(Vmalert, FiresTheRdmaAlertOn8308sFourBadHostsAndNothingOn8309OrAHealthyJob)
     ASSERT_TRUE(child.ok()) << child.status().ToString();
     auto code = child->Wait(std::chrono::minutes(3));
     ASSERT_TRUE(code.ok()) << code.status().ToString();
-    ASSERT_EQ(*code, 0) << Slurp(spawn.stderr_path);
+    ASSERT_EQ(*code, 0) << ReadFileOrEmpty(spawn.stderr_path);
   }
   RunCommand({"curl", "-sf", vm->url() + "/internal/force_flush"}, std::chrono::seconds(30));
 

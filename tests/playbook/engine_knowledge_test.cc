@@ -25,18 +25,12 @@
 #include "engine/analysis/analysis.h"
 #include "engine/playbook/loader.h"
 #include "engine/report/report.h"
+#include "tests/support/files.h"
 
 namespace diagnose::playbook {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The string literals of a C++ source, with the line each starts on; comments are skipped.
 std::vector<std::pair<int, std::string>> StringLiterals(const std::string& src) {
@@ -118,7 +112,7 @@ Knowledge DataIds(const std::string& data_dir) {
   for (const auto& w : library.shared_windows) add(w.name, "shared window");
   for (const auto& m : library.common_macros) add(m.name, "shared macro");
 
-  const std::string decisions = ReadAll(fs::path(data_dir) / "rules/sweep/decisions.yaml");
+  const std::string decisions = testing::ReadFileOrEmpty(fs::path(data_dir) / "rules/sweep/decisions.yaml");
   EXPECT_FALSE(decisions.empty());
   static const std::regex rule_id(R"(^\s*- id: ([a-z0-9-]+)\s*$)", std::regex::multiline);
   for (std::sregex_iterator m(decisions.begin(), decisions.end(), rule_id), end; m != end; ++m)
@@ -140,7 +134,7 @@ Knowledge DataIds(const std::string& data_dir) {
       if (entry.path().extension() != ".yaml") continue;
       const std::string rel = fs::relative(entry.path(), data_dir).string();
       if (rel.find("/tests/") != std::string::npos) continue;
-      const std::string text = ReadAll(entry.path());
+      const std::string text = testing::ReadFileOrEmpty(entry.path());
       for (std::sregex_iterator m(text.begin(), text.end(), metric), end; m != end; ++m) add((*m)[1].str(), "metric in " + rel);
     }
   }
@@ -160,7 +154,7 @@ TEST(EngineKnowledge, NoIdDefinedInTheDataIsWrittenInTheEngine) {
     const auto ext = entry.path().extension();
     if (ext != ".cc" && ext != ".h") continue;
     const std::string rel = fs::relative(entry.path(), engine.parent_path()).string();
-    for (const auto& [line, literal] : StringLiterals(ReadAll(entry.path()))) {
+    for (const auto& [line, literal] : StringLiterals(testing::ReadFileOrEmpty(entry.path()))) {
       auto [first, last] = k.ids.equal_range(literal);
       if (first == last) continue;
       bool root_cause = false;

@@ -24,7 +24,7 @@ Report SampleReport() {
   JobEntry j;
   j.id = "9101";
   j.dir = "outputs/9101-JAX-x";
-  j.status = "failed";
+  j.status = JobStatus::kFailed;
   j.failure_class = "oom-gpu";
   j.hosts = {"gpu400", "gpu401"};
   j.first_step = 0;
@@ -35,7 +35,7 @@ Report SampleReport() {
   Finding f;
   f.id = "log-triage/oom-gpu";
   f.playbook = "log-triage";
-  f.status = "fired";
+  f.status = FindingStatus::kFired;
   f.hosts = {"gpu401"};
   f.evidence.push_back({"log", "9101-JAX-x.log:812", std::nullopt, nullptr,
                         "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 221.71GiB & <more>"});
@@ -73,7 +73,7 @@ TEST(RenderTest, FirstScreenStaysWithinFortyLinesWhateverTheReportHolds) {
   for (int i = 0; i < 60; ++i) {
     Finding f;
     f.id = "pb/rule" + std::to_string(i);
-    f.status = i % 2 ? "fired" : "clear";
+    f.status = i % 2 ? FindingStatus::kFired : FindingStatus::kClear;
     f.summary = std::string(300, 'x');
     r.findings.push_back(f);
     r.decision.notes.push_back("note " + std::to_string(i));
@@ -136,7 +136,7 @@ TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) 
   }
   Finding f;
   f.id = "rdma/bad_hosts";
-  f.status = "fired";
+  f.status = FindingStatus::kFired;
   f.hosts = {"gpu413"};
   Evidence e{"promql", "sum by (host, device) (rate(x_total[2m]))", TimeWindow{1000, 7500}, nlohmann::json{{"gpu413/ionic_0", 900}}, "retransmits"};
   e.series = series;
@@ -190,7 +190,7 @@ TEST(RenderTest, EvidenceValuesAreFormattedNumbersAndTimes) {
   Report r = SampleReport();
   Finding f;
   f.id = "pb/recovery";
-  f.status = "fired";
+  f.status = FindingStatus::kFired;
   f.evidence.push_back({"derived", "recovery", std::nullopt, value, "recovery test"});
   r.findings.push_back(f);
   const std::string h = RenderHtml(r);
@@ -215,7 +215,7 @@ TEST(RenderTest, ChartsThatDoNotSetTheExcludedHostsApartAreLeftOut) {
   };
   Finding f;
   f.id = "rdma/bad_hosts";
-  f.status = "fired";
+  f.status = FindingStatus::kFired;
   f.hosts = {"gpu413"};
   for (const auto& [name, apart] : {std::pair{"retransmits", true}, std::pair{"congestion everywhere", false},
                                     std::pair{"ack timeouts", true}}) {

@@ -131,7 +131,7 @@ Outcome Diagnose(const Excerpt& x, size_t index, const Variant& variant) {
   auto report = RunDiagnosis(options);
   if (!report.ok()) return {"error: " + report.status().message(), "", "", ""};
   // The cause the report acts on: the verdict's, or the sweep rules' where the logs alone name none.
-  return {report->jobs[0].status, report->jobs[0].failure_class, ActedOnRootCause(*report),
+  return {std::string(ToString(report->jobs[0].status)), report->jobs[0].failure_class, ActedOnRootCause(*report),
           std::string(ToString(report->decision.action))};
 }
 

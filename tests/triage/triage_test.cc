@@ -58,7 +58,7 @@ TEST(TriageTest, CompletedJobHeaderHostsStepsAndSummary) {
   b.Header().Setup().Steps(0, 399, 30.0, 3290.0).Summary("SUCCESS (exit 0)", "3h 21m 5s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "completed");
+  EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_EQ(f.failure_class, "");
   EXPECT_EQ(f.header.nnodes, 24);
   ASSERT_EQ(f.header.hosts.size(), 24u);
@@ -104,7 +104,7 @@ TEST(TriageTest, GpuOomCascadeNamesOomPrimaryAndAllocation) {
   b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "25m 3s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "failed");
+  EXPECT_EQ(f.status, JobStatus::kFailed);
   EXPECT_EQ(f.failure_class, "oom-gpu");
   EXPECT_EQ(f.oom_allocation, "221.71GiB");
   EXPECT_TRUE(HasClass(f, "nccl-timeout"));
@@ -181,7 +181,7 @@ TEST(TriageTest, CancelledAfterHang) {
   b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "6h 2m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "cancelled");
+  EXPECT_EQ(f.status, JobStatus::kCancelled);
   EXPECT_EQ(f.failure_class, "cancelled-after-hang");
   EXPECT_TRUE(HasClass(f, "hang"));
   EXPECT_TRUE(HasClass(f, "cancelled"));
@@ -194,7 +194,7 @@ TEST(TriageTest, PlainCancel) {
   b.Summary("\x1b[31mFAILED (exit 143)\x1b(B\x1b[m \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "40m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "cancelled");
+  EXPECT_EQ(f.status, JobStatus::kCancelled);
   EXPECT_EQ(f.failure_class, "cancelled");
   EXPECT_EQ(f.summary.exit_code, 143);
   EXPECT_EQ(f.summary.status, "FAILED");
@@ -211,7 +211,7 @@ TEST(TriageTest, SoftSuccessAfterFinalStep) {
   b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "30m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "completed");
+  EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_TRUE(f.soft_success);
   EXPECT_EQ(f.failure_class, "soft-success");
   EXPECT_TRUE(HasClass(f, "actor-fail"));
@@ -237,7 +237,7 @@ struct LineCase {
   const char* cls;
   const char* line;
   int task;
-  const char* status;
+  JobStatus status;
 };
 
 class LineClassTest : public ::testing::TestWithParam<LineCase> {};
@@ -262,33 +262,33 @@ TEST_P(LineClassTest, PrimaryClassFromOneLine) {
 INSTANTIATE_TEST_SUITE_P(
     Classes, LineClassTest,
     ::testing::Values(
-        LineCase{"container-pull-fail", "[ERROR] Pull failed for rocm/jax-training:latest.", 2, "failed"},
-        LineCase{"container-load-fail", "[ERROR] Unable to determine image name or ID from docker load output.", 1, "failed"},
-        LineCase{"no-gpu", "WARNING: No GPU devices detected (no /dev/kfd, no nvidia-smi)", 4, "failed"},
-        LineCase{"nccl-nic-fail", "NCCL FATAL gpu403: Failed to auto-detect NCCL_SOCKET_IFNAME; ABORTING...", 3, "failed"},
-        LineCase{"port-fail", "FATAL: Could not find a free port for JAX coordinator", -1, "failed"},
-        LineCase{"model-not-found", "!!! Unknown model: llama9 (no configs/llama9.gpu.yml).", 0, "failed"},
-        LineCase{"patch-branch-fail", "[FAIL] Failed to check out my-branch in the local maxtext repo.", 0, "failed"},
-        LineCase{"preflight-timeout", "== Preflight TIMEOUT (900s/900s) ==", -1, "failed"},
-        LineCase{"pull-timeout", "== Docker pull TIMEOUT (900s/900s) ==", -1, "failed"},
-        LineCase{"ecc-timeout", "== ECC check TIMEOUT (300s/300s) ==", -1, "failed"},
-        LineCase{"stage-fail", "== Preflight FAILED (exit=2, 31s) ==", -1, "failed"},
-        LineCase{"oom-host", "srun: error: gpu402: task 2: Killed", -1, "failed"},
-        LineCase{"oom-host", "/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py", 3, "failed"},
-        LineCase{"ecc-error", "gpu403: GPU[5]\t\t: UMC CE=0 UE=3", 3, "failed"},
-        LineCase{"coordination-deadline", "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: k", 1, "failed"},
-        LineCase{"hsa-error", ":0:rocdevice.cpp            :3587: 13177094081 us:  Callback: Queue 0x7f9100c00000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29", 6, "failed"},
-        LineCase{"xla-compile-fail", "INTERNAL: Failed to compile the HLO module", 0, "failed"},
-        LineCase{"checkpoint-fs-error", "Training stopped: Checkpointing failed", 0, "failed"},
-        LineCase{"nccl-timeout", "gpu401:11:12 [3] NCCL WARN Timeout waiting for connection", 1, "failed"},
-        LineCase{"nic-error", "gpu405:1:1 [0] NCCL WARN NET/IB : ibv_post_send failed", 5, "failed"},
-        LineCase{"signal-kill", "[Node 2 @ gpu402] Training subprocess killed by SIGSEGV (signal 11)", 2, "failed"},
-        LineCase{"subprocess-fail", "[Node 2 @ gpu402] Training subprocess exited with code 1", 2, "failed"},
-        LineCase{"actor-fail", "[Node 0] Actor failed: RuntimeError: boom", 0, "failed"},
-        LineCase{"python-exception", "Traceback (most recent call last):", 0, "failed"},
-        LineCase{"node-fail", "NODE_EXIT host=gpu406.cluster.local exit=137", 6, "failed"},
-        LineCase{"ray-start-fail", "[Ray] HEAD failed to start (port 6379, dashboard 8265, bind 10.0.0.1)", 0, "failed"},
-        LineCase{"train-timeout", "== Training TIMEOUT (7200s/7200s) ==", -1, "failed"}));
+        LineCase{"container-pull-fail", "[ERROR] Pull failed for rocm/jax-training:latest.", 2, JobStatus::kFailed},
+        LineCase{"container-load-fail", "[ERROR] Unable to determine image name or ID from docker load output.", 1, JobStatus::kFailed},
+        LineCase{"no-gpu", "WARNING: No GPU devices detected (no /dev/kfd, no nvidia-smi)", 4, JobStatus::kFailed},
+        LineCase{"nccl-nic-fail", "NCCL FATAL gpu403: Failed to auto-detect NCCL_SOCKET_IFNAME; ABORTING...", 3, JobStatus::kFailed},
+        LineCase{"port-fail", "FATAL: Could not find a free port for JAX coordinator", -1, JobStatus::kFailed},
+        LineCase{"model-not-found", "!!! Unknown model: llama9 (no configs/llama9.gpu.yml).", 0, JobStatus::kFailed},
+        LineCase{"patch-branch-fail", "[FAIL] Failed to check out my-branch in the local maxtext repo.", 0, JobStatus::kFailed},
+        LineCase{"preflight-timeout", "== Preflight TIMEOUT (900s/900s) ==", -1, JobStatus::kFailed},
+        LineCase{"pull-timeout", "== Docker pull TIMEOUT (900s/900s) ==", -1, JobStatus::kFailed},
+        LineCase{"ecc-timeout", "== ECC check TIMEOUT (300s/300s) ==", -1, JobStatus::kFailed},
+        LineCase{"stage-fail", "== Preflight FAILED (exit=2, 31s) ==", -1, JobStatus::kFailed},
+        LineCase{"oom-host", "srun: error: gpu402: task 2: Killed", -1, JobStatus::kFailed},
+        LineCase{"oom-host", "/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py", 3, JobStatus::kFailed},
+        LineCase{"ecc-error", "gpu403: GPU[5]\t\t: UMC CE=0 UE=3", 3, JobStatus::kFailed},
+        LineCase{"coordination-deadline", "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: k", 1, JobStatus::kFailed},
+        LineCase{"hsa-error", ":0:rocdevice.cpp            :3587: 13177094081 us:  Callback: Queue 0x7f9100c00000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29", 6, JobStatus::kFailed},
+        LineCase{"xla-compile-fail", "INTERNAL: Failed to compile the HLO module", 0, JobStatus::kFailed},
+        LineCase{"checkpoint-fs-error", "Training stopped: Checkpointing failed", 0, JobStatus::kFailed},
+        LineCase{"nccl-timeout", "gpu401:11:12 [3] NCCL WARN Timeout waiting for connection", 1, JobStatus::kFailed},
+        LineCase{"nic-error", "gpu405:1:1 [0] NCCL WARN NET/IB : ibv_post_send failed", 5, JobStatus::kFailed},
+        LineCase{"signal-kill", "[Node 2 @ gpu402] Training subprocess killed by SIGSEGV (signal 11)", 2, JobStatus::kFailed},
+        LineCase{"subprocess-fail", "[Node 2 @ gpu402] Training subprocess exited with code 1", 2, JobStatus::kFailed},
+        LineCase{"actor-fail", "[Node 0] Actor failed: RuntimeError: boom", 0, JobStatus::kFailed},
+        LineCase{"python-exception", "Traceback (most recent call last):", 0, JobStatus::kFailed},
+        LineCase{"node-fail", "NODE_EXIT host=gpu406.cluster.local exit=137", 6, JobStatus::kFailed},
+        LineCase{"ray-start-fail", "[Ray] HEAD failed to start (port 6379, dashboard 8265, bind 10.0.0.1)", 0, JobStatus::kFailed},
+        LineCase{"train-timeout", "== Training TIMEOUT (7200s/7200s) ==", -1, JobStatus::kFailed}));
 
 TEST(TriageTest, HarmlessLinesAreNotClassified) {
   TempOutputs out;
@@ -304,7 +304,7 @@ TEST(TriageTest, HarmlessLinesAreNotClassified) {
   b.Summary("SUCCESS (exit 0)", "20m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "completed");
+  EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_TRUE(f.classes.empty()) << f.classes[0].failure_class;
 }
 
@@ -327,10 +327,11 @@ TEST(TriageTest, NoSummarySilenceDecidesRunningHangingOrUnknownDeath) {
   const int64_t mtime = WriteStepsJob(out, /*finished=*/false);
   struct Case {
     int64_t silence_seconds;
-    std::string status, failure_class;
+    JobStatus status;
+    std::string failure_class;
   };
-  for (const Case& c : {Case{60, "running", ""}, Case{1500, "hanging", "hang"},
-                        Case{6 * 3600, "unknown-death", "unknown-death"}}) {
+  for (const Case& c : {Case{60, JobStatus::kRunning, ""}, Case{1500, JobStatus::kHanging, "hang"},
+                        Case{6 * 3600, JobStatus::kUnknownDeath, "unknown-death"}}) {
     SCOPED_TRACE(c.silence_seconds);
     JobFacts f = Triage(out, "9101", std::nullopt, mtime + c.silence_seconds);
     EXPECT_EQ(f.status, c.status);
@@ -345,14 +346,14 @@ TEST(TriageTest, FutureLogMtimeIsClockSkewNotARunningJob) {
   TempOutputs out;
   const int64_t now = WriteStepsJob(out, /*finished=*/false) - 6 * 3600;
   JobFacts skewed = Triage(out, "9101", std::nullopt, now);
-  EXPECT_NE(skewed.status, "running");
-  EXPECT_NE(skewed.status, "hanging");
+  EXPECT_NE(skewed.status, JobStatus::kRunning);
+  EXPECT_NE(skewed.status, JobStatus::kHanging);
   EXPECT_NEAR(skewed.log_clock_skew_seconds, 6 * 3600, 2);
-  EXPECT_EQ(Triage(out, "9101", true, now).status, "running");  // the scheduler says so; no silence to measure
+  EXPECT_EQ(Triage(out, "9101", true, now).status, JobStatus::kRunning);  // the scheduler says so; no silence to measure
 
   TempOutputs finished_out;
   JobFacts f = Triage(finished_out, "9101", std::nullopt, WriteStepsJob(finished_out, /*finished=*/true) - 6 * 3600);
-  EXPECT_EQ(f.status, "completed");
+  EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_GT(f.log_clock_skew_seconds, 0);
 }
 
@@ -365,7 +366,7 @@ TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
   b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "25m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "cancelled");
+  EXPECT_EQ(f.status, JobStatus::kCancelled);
   EXPECT_EQ(f.failure_class, "cancelled-after-hang");
 }
 
@@ -376,10 +377,10 @@ TEST(TriageTest, NoSummaryStoppedStepsFollowSchedulerState) {
   b.Header().Setup().Steps(0, 30, 30.0, 3290.0);
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts running = Triage(out, "9101", true);
-  EXPECT_EQ(running.status, "hanging");
+  EXPECT_EQ(running.status, JobStatus::kHanging);
   EXPECT_EQ(running.failure_class, "hang");
   JobFacts gone = Triage(out, "9101", false);
-  EXPECT_EQ(gone.status, "unknown-death");
+  EXPECT_EQ(gone.status, JobStatus::kUnknownDeath);
   EXPECT_EQ(gone.failure_class, "unknown-death");
 }
 
@@ -394,7 +395,7 @@ TEST(TriageTest, TgsDegradationPhasesFromLog) {
   b.Summary("SUCCESS (exit 0)", "3h 0m 0s");
   testing::WriteSlurmJob(out, b.spec(), b.str());
   JobFacts f = Triage(out, "9101");
-  EXPECT_EQ(f.status, "completed");
+  EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_EQ(f.failure_class, "tgs-degradation");
   EXPECT_EQ(f.tgs.pattern, "one-time-drop");
   ASSERT_EQ(f.tgs.phases.size(), 2u);
@@ -576,7 +577,7 @@ TEST(TriageBadInputTest, EmptyLog) {
   TempOutputs out;
   JobFacts f = TriageRaw(out, "");
   EXPECT_TRUE(f.steps.empty());
-  EXPECT_EQ(f.status, "unknown-death");
+  EXPECT_EQ(f.status, JobStatus::kUnknownDeath);
 }
 
 TEST(TriageBadInputTest, BinaryGarbage) {
@@ -728,7 +729,7 @@ TEST_F(RunWindowTest, ALogFromTheFutureGivesTheEndFromTheSubmitAndWallTime) {
 TEST_F(RunWindowTest, ARunningJobEndsNow) {
   const int64_t now = kSubmit + 5000;
   JobFacts f = Completed(now - 5, now, /*summary=*/false);
-  ASSERT_EQ(f.status, "running");
+  ASSERT_EQ(f.status, JobStatus::kRunning);
   ASSERT_TRUE(f.run_window.start && f.run_window.end);
   EXPECT_EQ(*f.run_window.start, kSubmit);
   EXPECT_EQ(*f.run_window.end, now);

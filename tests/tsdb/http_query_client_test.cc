@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/core/limits.h"
-#include "tests/testing/fake_http_server.h"
+#include "tests/support/fake_http_server.h"
 
 namespace diagnose {
 namespace {

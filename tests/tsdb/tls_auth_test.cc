@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/tsdb/http_query_client.h"
-#include "tests/testing/tls_prometheus.h"
+#include "tests/support/tls_prometheus.h"
 
 namespace diagnose {
 namespace {

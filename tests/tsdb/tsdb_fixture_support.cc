@@ -1,4 +1,5 @@
 #include "tests/tsdb/tsdb_fixture.h"
+#include "tests/support/files.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -121,9 +122,7 @@ std::string DirectoryFingerprint(const std::string& dir) {
     info << std::oct << st.st_mode << std::dec << " " << st.st_size << " " << st.st_mtim.tv_sec << "."
          << st.st_mtim.tv_nsec;
     if (S_ISREG(st.st_mode)) {
-      std::ifstream in(it->path(), std::ios::binary);
-      std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      info << " " << std::hash<std::string>{}(content);
+      info << " " << std::hash<std::string>{}(testing::ReadFileOrEmpty(it->path()));
     }
     entries[rel] = info.str();
   }

@@ -33,7 +33,7 @@ TEST(CombineTest, EarliestOnsetWinsAtEqualConfidenceAndTheChainIsOrdered) {
   auto hang = Make("rccl-hang", "rccl-hang", "likely", 1000, 1);
   hang.explains = {"hang", "heartbeat-timeout"};
   auto io = Make("checkpoint-interference", "checkpoint-io-stall", "likely", 1500, 2);
-  auto out = Combine({hb, hang, io}, "failed", {"heartbeat-timeout"});
+  auto out = Combine({hb, hang, io}, JobStatus::kFailed, {"heartbeat-timeout"});
   EXPECT_EQ(out.verdict.root_cause, "rccl-hang");
   EXPECT_EQ(out.verdict.domain, DomainOfRootCause("rccl-hang"));
   EXPECT_EQ(out.decision.action, DecisionAction::kRetrySameNodes);
@@ -45,7 +45,7 @@ TEST(CombineTest, EarliestOnsetWinsAtEqualConfidenceAndTheChainIsOrdered) {
 
 TEST(CombineTest, ConfidenceBeatsOnset) {
   auto out = Combine({Make("a", "thermal-throttle", "possible", 10, 0), Make("b", "rdma-link-degradation", "confirmed", 99, 1)},
-                     "completed", {});
+                     JobStatus::kCompleted, {});
   EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
   EXPECT_EQ(out.verdict.confidence, Confidence::kConfirmed);
 }
@@ -75,26 +75,26 @@ TEST(CombineTest, BrokenTelemetryNeverHidesAFailureMechanism) {
   auto gap = Make("observability-gaps", "observability-gap", "likely", 100, 0);
   gap.yields = true;
   auto dead = Make("rccl-hang", "gpu-hardware-fault", "possible", 900, 1);
-  auto out = Combine({gap, dead}, "cancelled", {"cancelled-after-hang"});
+  auto out = Combine({gap, dead}, JobStatus::kCancelled, {"cancelled-after-hang"});
   EXPECT_EQ(out.verdict.root_cause, "gpu-hardware-fault");
   // Alone, the gap is the verdict.
-  EXPECT_EQ(Combine({gap}, "failed", {}).verdict.root_cause, "observability-gap");
+  EXPECT_EQ(Combine({gap}, JobStatus::kFailed, {}).verdict.root_cause, "observability-gap");
 }
 
 TEST(CombineTest, NoneNeverHidesAFailure) {
   auto healthy = Make("ckpt", "none", "likely", std::nullopt, 0);
   healthy.notes = {"checkpoint spikes are expected"};
-  auto failed = Combine({healthy}, "failed", {"python-exception"});
+  auto failed = Combine({healthy}, JobStatus::kFailed, {"python-exception"});
   EXPECT_EQ(failed.verdict.root_cause, "unknown");
   EXPECT_EQ(failed.verdict.confidence, Confidence::kInsufficientEvidence);
   EXPECT_NE(failed.verdict.summary.find("python-exception"), std::string::npos);
   EXPECT_EQ(failed.decision.notes.back(), "checkpoint spikes are expected");
-  auto ok = Combine({healthy}, "completed", {});
+  auto ok = Combine({healthy}, JobStatus::kCompleted, {});
   EXPECT_EQ(ok.verdict.root_cause, "none");
   EXPECT_EQ(ok.decision.action, DecisionAction::kNone);
-  EXPECT_EQ(Combine({}, "hanging", {}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({}, JobStatus::kHanging, {}).verdict.root_cause, "unknown");
   // `unknown` is for an unexplained failure or loss: with a symptom it stands...
-  EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, "completed", {"tgs-degradation"}).verdict.root_cause,
+  EXPECT_EQ(Combine({Make("x", "unknown", "possible", 1, 0)}, JobStatus::kCompleted, {"tgs-degradation"}).verdict.root_cause,
             "unknown");
 }
 
@@ -106,7 +106,7 @@ TEST(CombineTest, AHealthyJobWithAnUnexplainedAnomalyIsNoneWithTheAnomalyNoted) 
   anomaly.summary = "Network health: RDMA anomalies on h3.";
   auto clean = Make("rdma-phase-correlation", "none", "likely", std::nullopt, 1);
   for (const auto& classes : {std::vector<std::string>{}, std::vector<std::string>{"none"}}) {
-    auto out = Combine({anomaly, clean}, "completed", classes);
+    auto out = Combine({anomaly, clean}, JobStatus::kCompleted, classes);
     EXPECT_EQ(out.verdict.root_cause, "none");
     EXPECT_EQ(out.verdict.confidence, Confidence::kLikely);
     EXPECT_EQ(out.decision.action, DecisionAction::kNone);
@@ -119,21 +119,21 @@ TEST(CombineTest, AHealthyJobWithAnUnexplainedAnomalyIsNoneWithTheAnomalyNoted) 
 TEST(CombineTest, TheReportSaysWhyTheRunnerUpLost) {
   auto moe = Make("moe-lb-loss-drift", "moe-routing-shift", "confirmed", 1000, 0);
   auto rdma = Make("rdma-phase-correlation", "rdma-link-degradation", "possible", 900, 1);
-  auto out = Combine({rdma, moe}, "completed", {"tgs-degradation"});
+  auto out = Combine({rdma, moe}, JobStatus::kCompleted, {"tgs-degradation"});
   EXPECT_EQ(out.verdict.root_cause, "moe-routing-shift");
   EXPECT_NE(out.verdict.runner_up.find("rdma-link-degradation"), std::string::npos);
   EXPECT_NE(out.verdict.runner_up.find("lower confidence"), std::string::npos);
   auto later = Combine({Make("a", "thermal-throttle", "likely", 500, 0), Make("b", "host-oom", "likely", 800, 1)},
-                       "failed", {"oom-host"});
+                       JobStatus::kFailed, {"oom-host"});
   EXPECT_NE(later.verdict.runner_up.find("300 s after"), std::string::npos) << later.verdict.runner_up;
-  EXPECT_TRUE(Combine({moe}, "completed", {"tgs-degradation"}).verdict.runner_up.empty());
+  EXPECT_TRUE(Combine({moe}, JobStatus::kCompleted, {"tgs-degradation"}).verdict.runner_up.empty());
 }
 
 TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   auto still_training = Make("rccl-hang", "none", "likely", std::nullopt, 0);
   still_training.action = DecisionAction::kNone;
   still_training.explains = {"hang"};
-  auto out = Combine({still_training}, "hanging", {"hang"});
+  auto out = Combine({still_training}, JobStatus::kHanging, {"hang"});
   EXPECT_EQ(out.verdict.root_cause, "none");
   EXPECT_EQ(out.verdict.confidence, Confidence::kLikely);
   EXPECT_EQ(out.verdict.refuted, (std::vector<std::string>{"hang"}));
@@ -142,20 +142,20 @@ TEST(CombineTest, AConfidentNoneThatExplainsThePrimarySymptomRefutesIt) {
   // Only possible: not enough to overrule the log.
   auto weak = still_training;
   weak.confidence = Confidence::kPossible;
-  EXPECT_EQ(Combine({weak}, "hanging", {"hang"}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({weak}, JobStatus::kHanging, {"hang"}).verdict.root_cause, "unknown");
   // Every symptom must be explained, and only a job still alive can be found healthy.
-  EXPECT_EQ(Combine({still_training}, "hanging", {"hang", "oom-host"}).verdict.root_cause, "unknown");
-  EXPECT_EQ(Combine({still_training}, "failed", {"python-exception", "hang"}).verdict.root_cause, "unknown");
-  EXPECT_EQ(Combine({still_training}, "failed", {"hang"}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({still_training}, JobStatus::kHanging, {"hang", "oom-host"}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({still_training}, JobStatus::kFailed, {"python-exception", "hang"}).verdict.root_cause, "unknown");
+  EXPECT_EQ(Combine({still_training}, JobStatus::kFailed, {"hang"}).verdict.root_cause, "unknown");
   // A named cause still wins over a refutation, and leaves no refutation behind.
   auto oom = Make("host-oom", "host-oom", "possible", 5, 1);
-  EXPECT_EQ(Combine({still_training, oom}, "hanging", {"hang"}).verdict.root_cause, "host-oom");
-  EXPECT_TRUE(Combine({still_training, oom}, "hanging", {"hang"}).verdict.refuted.empty());
+  EXPECT_EQ(Combine({still_training, oom}, JobStatus::kHanging, {"hang"}).verdict.root_cause, "host-oom");
+  EXPECT_TRUE(Combine({still_training, oom}, JobStatus::kHanging, {"hang"}).verdict.refuted.empty());
   // Broken telemetry next to it is the verdict, and the refutation stands.
   auto gap = Make("observability-gaps", "observability-gap", "possible", 5, 1);
   gap.yields = true;
   gap.action = DecisionAction::kNone;
-  auto with_gap = Combine({still_training, gap}, "hanging", {"hang"});
+  auto with_gap = Combine({still_training, gap}, JobStatus::kHanging, {"hang"});
   EXPECT_EQ(with_gap.verdict.root_cause, "observability-gap");
   EXPECT_EQ(with_gap.verdict.refuted, (std::vector<std::string>{"hang"}));
 }
@@ -164,7 +164,7 @@ TEST(CombineTest, ExclusionsOrderedByPriorityThenHost) {
   auto c = Make("rdma", "rdma-link-degradation", "likely", 1, 0);
   c.action = DecisionAction::kRetryExcludingNodes;
   c.exclude = {{"h9", 2, "retx"}, {"h1", 2, "retx"}, {"h5", 1, "retry exhaustion"}};
-  auto out = Combine({c}, "completed", {});
+  auto out = Combine({c}, JobStatus::kCompleted, {});
   ASSERT_EQ(out.decision.exclude.size(), 3u);
   EXPECT_EQ(out.decision.exclude[0].host, "h5");
   EXPECT_EQ(out.decision.exclude[1].host, "h1");
@@ -177,7 +177,7 @@ TEST(CombineTest, ASecondFaultOfAnotherKindDuringTheSameSlowdownHasItsHostsExclu
                            {{"h7", 2, "throttling"}, {"h4", 2, "throttling"}});
   // Only possible: named in the notes, nobody excluded for it.
   auto weak = Excluding(Make("gpu", "gpu-hardware-fault", "possible", 50, 2), {"tgs-degradation"}, {{"h9", 1, "ras"}});
-  auto out = Combine({thermal, weak, rdma}, "completed", {"tgs-degradation"});
+  auto out = Combine({thermal, weak, rdma}, JobStatus::kCompleted, {"tgs-degradation"});
   EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
   ASSERT_EQ(out.decision.exclude.size(), 2u);
   EXPECT_EQ(out.decision.exclude[0].host, "h4");
@@ -194,7 +194,7 @@ TEST(CombineTest, WhatEndedAFailedJobOutranksAnEarlierSlowdownAndBothFaultsAreEx
   auto rdma = Excluding(Make("rdma", "rdma-link-degradation", "confirmed", 100, 0), {"tgs-degradation"}, {{"h2", 2, "retx"}});
   auto dead = Excluding(Make("rccl-hang", "gpu-hardware-fault", "likely", 900, 1), {"hang", "cancelled-after-hang", "cancelled"},
                         {{"h5", 2, "died"}});
-  auto out = Combine({rdma, dead}, "cancelled", {"tgs-degradation", "cancelled"});
+  auto out = Combine({rdma, dead}, JobStatus::kCancelled, {"tgs-degradation", "cancelled"});
   EXPECT_EQ(out.verdict.root_cause, "gpu-hardware-fault");
   ASSERT_EQ(out.decision.exclude.size(), 2u);
   EXPECT_EQ(out.decision.exclude[0].host, "h2");
@@ -202,10 +202,10 @@ TEST(CombineTest, WhatEndedAFailedJobOutranksAnEarlierSlowdownAndBothFaultsAreEx
   EXPECT_NE(out.verdict.runner_up.find("not how the job ended"), std::string::npos) << out.verdict.runner_up;
 
   // The same two findings on a job that completed: the slowdown is all that happened to it.
-  EXPECT_EQ(Combine({rdma, dead}, "completed", {"tgs-degradation"}).verdict.root_cause, "rdma-link-degradation");
+  EXPECT_EQ(Combine({rdma, dead}, JobStatus::kCompleted, {"tgs-degradation"}).verdict.root_cause, "rdma-link-degradation");
   // A merely possible death does not take the verdict from a confirmed cause.
   dead.confidence = Confidence::kPossible;
-  EXPECT_EQ(Combine({rdma, dead}, "cancelled", {"tgs-degradation", "cancelled"}).verdict.root_cause, "rdma-link-degradation");
+  EXPECT_EQ(Combine({rdma, dead}, JobStatus::kCancelled, {"tgs-degradation", "cancelled"}).verdict.root_cause, "rdma-link-degradation");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "engine/core/json.h"
 #include "engine/core/subprocess.h"
 #include "engine/decision/decision_rules.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -118,8 +119,7 @@ class CommandAgreementTest : public ::testing::Test {
     auto code = child->Wait(std::chrono::milliseconds(240000));
     EXPECT_TRUE(code.ok());
     *exit_code = code.ok() ? *code : -1;
-    std::ifstream in(scratch_ / "out");
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return testing::ReadFileOrEmpty(scratch_ / "out");
   }
 
   fs::path scratch_;

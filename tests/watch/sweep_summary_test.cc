@@ -14,7 +14,7 @@
 
 #include "engine/decision/sweep_history.h"
 #include "engine/watch/sweep_summary.h"
-#include "tests/watch/job_log_support.h"
+#include "tests/support/job_logs.h"
 
 namespace diagnose {
 namespace {
@@ -61,7 +61,7 @@ class SweepSummaryTest : public OutputsDirTest {
     e.job = job;
     e.config.model = "from-history";
     e.nodes = {"h1", "h2", "h3"};
-    e.status = "failed";
+    e.status = JobStatus::kFailed;
     e.root_cause = root_cause;
     e.action = action;
     for (const auto& host : excluded) e.exclude.push_back({host, 1, "bad link"});
@@ -79,7 +79,7 @@ class SweepSummaryTest : public OutputsDirTest {
       Report r;
       JobEntry entry;
       entry.id = job.id;
-      entry.status = "failed";
+      entry.status = JobStatus::kFailed;
       r.jobs.push_back(entry);
       r.verdict.root_cause = "gpu-oom";
       r.decision.action = DecisionAction::kNoRetry;

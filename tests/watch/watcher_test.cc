@@ -13,7 +13,7 @@
 
 #include "engine/decision/sweep_history.h"
 #include "engine/watch/watcher.h"
-#include "tests/watch/job_log_support.h"
+#include "tests/support/job_logs.h"
 
 namespace diagnose {
 namespace {
@@ -56,7 +56,7 @@ struct FakeDiagnosis {
       if (auto steps = f.header.passthrough.find("steps"); steps != f.header.passthrough.end())
         f.progress.total_steps = std::stoll(steps->second);
       const bool success = e.progress.summary_status == "SUCCESS";
-      f.status = !e.progress.summary_seen ? "running" : success ? "completed" : "failed";
+      f.status = !e.progress.summary_seen ? JobStatus::kRunning : success ? JobStatus::kCompleted : JobStatus::kFailed;
       f.progress.last_step = e.progress.last_step;
       auto it = failure_class.find(e.job.id);
       if (it != failure_class.end()) {
@@ -254,12 +254,12 @@ TEST_F(WatchTest, JobsAppearProgressFailAndStallEachDiagnosedOnceAtTheRightMomen
     EXPECT_EQ(e.sweep, "sweep-a");
   }
   EXPECT_EQ(by_job["9801"].action, DecisionAction::kNone);
-  EXPECT_EQ(by_job["9801"].status, "completed");
+  EXPECT_EQ(by_job["9801"].status, JobStatus::kCompleted);
   EXPECT_EQ(by_job["9805"].action, DecisionAction::kNoRetry);
   EXPECT_EQ(by_job["9805"].oom_allocation, "12.5GiB");
   EXPECT_EQ(by_job["9805"].config.model, "grok-1");
   EXPECT_EQ(by_job["9805"].config.args.at("steps"), "15");
-  EXPECT_EQ(by_job["9807"].status, "hanging");
+  EXPECT_EQ(by_job["9807"].status, JobStatus::kHanging);
   EXPECT_EQ(by_job["9807"].nodes, (std::vector<std::string>{"gpu103", "gpu104"}));
 }
 

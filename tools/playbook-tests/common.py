@@ -5,8 +5,10 @@ import os
 
 import yaml
 
-# playbooks/tests/ of this checkout.
-TESTS_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "playbooks", "tests"))
+# playbooks/tests/ of this checkout; PLAYBOOK_TESTS_DIR writes them elsewhere (check.py compares
+# that copy with the committed files).
+TESTS_DIR = os.environ.get("PLAYBOOK_TESTS_DIR") or os.path.normpath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "playbooks", "tests"))
 
 START = 1772366400  # 2026-03-01T12:00:00Z
 INTERVAL = 30

@@ -39,6 +39,33 @@ tests.append(test('one host ramps to its limit and is OOM-killed alone: exclude 
                                 {'id': 'host-oom/exhausted_hosts', 'status': 'fired', 'hosts': [lone]}]},
                   families=OOM_FAM))
 
+# A kill shorter than a scrape: the TSDB recorded neither the kill nor the peak (the killed host's
+# memory samples look like a peer's, cn-0415's), the log names the host.
+def between_scrapes(name, expect, peer_peak=None):
+    j = Job(hosts, n=120, seed=11)
+    j.override('hw_oom_kills_total', lambda h, g, i, d: 3 if h == lone else d)
+    if peer_peak:
+        j.override('ray_node_mem_used', lambda h, g, i, d: int(peer_peak) if h == 'cn-0413' else d)
+    t = test(name, j, facts(j, status='failed', cls='oom-host', classes=[{'failure_class': 'oom-host', 'host': lone}]),
+             expect, families=OOM_FAM)
+    mem = {s['series'].split('instance="')[1].split(':')[0]: s
+           for s in t['input_series'] if s['series'].startswith('ray_node_mem_used{')}
+    mem[lone]['values'] = mem['cn-0415']['values']
+    return t
+
+
+tests.append(between_scrapes(
+    'the log names one OOM-killed host whose spike fell between scrapes; peers had headroom: exclude it',
+    {'root_cause': 'host-oom', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+     'exclude': [{'host': lone, 'priority': 2}],
+     'findings': [{'id': 'host-oom/oom_hosts', 'status': 'clear'},
+                  {'id': 'host-oom/single_host_oom_between_scrapes', 'status': 'fired', 'hosts': [lone]}]}))
+tests.append(between_scrapes(
+    'near miss: the log names one OOM-killed host but a peer peaked above the headroom: the configuration, no retry',
+    {'root_cause': 'host-oom', 'action': 'no-retry',
+     'findings': [{'id': 'host-oom/single_host_oom_between_scrapes', 'status': 'clear'}]},
+    peer_peak=2.6e12))
+
 j = Job(hosts, n=120, seed=12, ckpt_every=40, ckpt_len=6, writers=hosts[:2])
 killed = hosts[:2]
 j.override('ray_node_mem_used', lambda h, g, i, d: int(min(2.99e12, d + (i >= 40) * 1.6e12)) if h in killed else d)

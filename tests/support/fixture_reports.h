@@ -9,26 +9,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cli.h"
+#include "tests/support/files.h"
+
 namespace diagnose::e2e {
+
+using testing::CliRun;
+using testing::ReadFileOrEmpty;
+using testing::RunDiagnoseCli;
+using testing::RunProgram;
 
 // README's exit status 3: a report is on stdout, but the metrics it needed could not be read.
 inline constexpr int kIncompleteExit = 3;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
 // Every entry under `root` (path -> content, "dir" or "other"), for "the job dir is byte-identical".
 std::map<std::string, std::string> DirSnapshot(const std::string& root);
-
-// A file's bytes ("" when it cannot be read).
-std::string Slurp(const std::string& path);
-
-// `diagnose ARGS...`; stdout and stderr go to private files so stderr chatter cannot corrupt JSON.
-CliRun RunDiagnoseCli(const std::vector<std::string>& args);
-// Any program (argv[0] looked up in PATH), captured the same way.
-CliRun RunProgram(const std::vector<std::string>& argv);
 
 // `diagnose ARGS... --outputs fixtures/outputs --format json`, parsed. Records a test failure (and
 // returns null) when the binary fails or prints something that is not one JSON document.

@@ -1,4 +1,4 @@
-#include "tests/testing/tls_prometheus.h"
+#include "tests/support/tls_prometheus.h"
 
 #include <stdlib.h>
 
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/tsdb/http_query_client.h"
+#include "tests/support/files.h"
 
 namespace diagnose::testing {
 namespace {
@@ -71,13 +72,6 @@ Status MakeCa(const std::string& config, const std::string& key, const std::stri
   return Openssl({"req", "-x509", "-config", config, "-extensions", "v3_ca", "-newkey", "ec", "-pkeyopt",
                   "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-subj", "/CN=" + name,
                   "-days", "2"});
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -169,7 +163,7 @@ StatusOr<std::string> TlsTestBed::StartServer(const std::string& cert_file, cons
   std::string url;
   while (url.empty()) {
     std::smatch m;
-    const std::string text = ReadAll(log);
+    const std::string text = ReadFileOrEmpty(log);
     if (std::regex_search(text, m, kListening)) {
       url = (cert_file.empty() ? "http" : "https") + std::string("://127.0.0.1:") + m[1].str();
     } else if (!server.Running() || Clock::now() > deadline) {
@@ -188,7 +182,7 @@ StatusOr<std::string> TlsTestBed::StartServer(const std::string& cert_file, cons
     auto ready = client->Get("/-/ready", 2);
     if (ready.ok() && ready->http_code == 200) return url;
     if (!server.Running() || Clock::now() > deadline) {
-      return UnavailableError("TLS Prometheus at " + url + " was not ready; log: " + ReadAll(log).substr(0, 3000));
+      return UnavailableError("TLS Prometheus at " + url + " was not ready; log: " + ReadFileOrEmpty(log).substr(0, 3000));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

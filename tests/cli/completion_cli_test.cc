@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 // Its own namespace: the unity build compiles this file together with other CLI tests.
 namespace diagnose::e2e::completion_test {
@@ -126,7 +126,7 @@ using Offers = std::set<std::string>;
 TEST_F(BashCompletionCli, IsValidBashAndMatchesTheBuiltFile) {
   CliRun syntax = RunProgram({"bash", "-n", *script_});
   EXPECT_EQ(syntax.exit_code, 0) << syntax.err;
-  EXPECT_EQ(Slurp(std::string(DIAGNOSE_BUILD_DIR) + "/completions/diagnose"), Slurp(*script_))
+  EXPECT_EQ(ReadFileOrEmpty(std::string(DIAGNOSE_BUILD_DIR) + "/completions/diagnose"), ReadFileOrEmpty(*script_))
       << "build/completions/diagnose is stale: the diagnose_docs target did not run";
 }
 
@@ -173,7 +173,7 @@ TEST_F(BashCompletionCli, OffersEveryOptionOfEveryCommand) {
 TEST(CompletionCli, ZshScriptParsesAndMatchesTheBuiltFile) {
   const std::string script = Generated({"completion", "zsh"});
   EXPECT_EQ(script.rfind("#compdef diagnose\n", 0), 0u);
-  EXPECT_EQ(Slurp(std::string(DIAGNOSE_BUILD_DIR) + "/completions/_diagnose"), script);
+  EXPECT_EQ(ReadFileOrEmpty(std::string(DIAGNOSE_BUILD_DIR) + "/completions/_diagnose"), script);
   for (const auto& command : Commands())
     for (const auto& option : command.options)
       EXPECT_TRUE(script.find("'" + option) != std::string::npos || script.find("'*" + option) != std::string::npos)
@@ -214,7 +214,7 @@ std::string Section(const std::string& page, const std::string& heading) {
 }
 
 TEST(ManPageCli, MatchesTheBuiltFile) {
-  EXPECT_EQ(Slurp(std::string(DIAGNOSE_BUILD_DIR) + "/diagnose.1"), ManPage());
+  EXPECT_EQ(ReadFileOrEmpty(std::string(DIAGNOSE_BUILD_DIR) + "/diagnose.1"), ManPage());
 }
 
 TEST(ManPageCli, HasTheStandardSections) {
@@ -247,7 +247,7 @@ TEST(ManPageCli, DescribesEveryCommandAndEveryOption) {
 }
 
 TEST(ManPageCli, ListsTheContractsExitStatuses) {
-  const std::string contract = Slurp(std::string(DIAGNOSE_ENGINE_SOURCE_DIR) + "/../docs/contract.md");
+  const std::string contract = ReadFileOrEmpty(std::string(DIAGNOSE_ENGINE_SOURCE_DIR) + "/../docs/contract.md");
   const std::string exit_section = Section(ManPage(), ".SH EXIT STATUS");
   std::smatch row;
   std::set<std::string> codes;
@@ -266,7 +266,7 @@ TEST(ManPageCli, ListsEveryEnvironmentVariableTheSourcesRead) {
   for (const fs::path& root : {engine, engine.parent_path() / "src"})
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
       if (entry.path().extension() != ".cc" && entry.path().extension() != ".h") continue;
-      const std::string text = Slurp(entry.path().string());
+      const std::string text = ReadFileOrEmpty(entry.path().string());
       std::smatch m;
       for (auto it = text.cbegin(); std::regex_search(it, text.cend(), m, getenv_call); it = m[0].second)
         names.insert(m[1]);

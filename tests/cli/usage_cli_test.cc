@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 namespace diagnose::e2e {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/testing/table_query_client.h"
+#include "tests/support/table_query_client.h"
 
 namespace diagnose::testing {
 

@@ -1,4 +1,4 @@
-#include "tests/watch/job_log_support.h"
+#include "tests/support/job_logs.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "src/test_backend.h"
+#include "engine/dag/prometheus_series_backend.h"
 
 #include <unistd.h>
 
@@ -8,13 +8,13 @@
 #include "engine/tsdb/block_writer.h"
 #include "engine/tsdb/private_prometheus.h"
 
-namespace diagnose::cli {
+namespace diagnose::dag {
 namespace {
 
 namespace fs = std::filesystem;
 
 // The blocks of one test, served by a private Prometheus; both removed on destruction.
-class PrometheusServedSeries : public dag::ServedSeries {
+class PrometheusServedSeries : public ServedSeries {
  public:
   PrometheusServedSeries(std::string dir, std::unique_ptr<PrivatePrometheus> server)
       : dir_(std::move(dir)), server_(std::move(server)) {}
@@ -30,9 +30,9 @@ class PrometheusServedSeries : public dag::ServedSeries {
   std::unique_ptr<PrivatePrometheus> server_;
 };
 
-class PrometheusBackend : public dag::SeriesBackend {
+class PrometheusBackend : public SeriesBackend {
  public:
-  StatusOr<std::unique_ptr<dag::ServedSeries>> Serve(std::vector<Series> series, double, double,
+  StatusOr<std::unique_ptr<ServedSeries>> Serve(std::vector<Series> series, double, double,
                                                      const std::string& name) override {
     std::error_code ec;
     fs::path root = fs::temp_directory_path(ec);
@@ -55,7 +55,7 @@ class PrometheusBackend : public dag::SeriesBackend {
       fs::remove_all(dir, ec);
       return server.status().WithContext("starting a private Prometheus for '" + name + "'");
     }
-    return std::unique_ptr<dag::ServedSeries>(new PrometheusServedSeries(dir.string(), std::move(*server)));
+    return std::unique_ptr<ServedSeries>(new PrometheusServedSeries(dir.string(), std::move(*server)));
   }
   std::string Describe() const override { return "promtool blocks + private Prometheus"; }
 
@@ -65,6 +65,6 @@ class PrometheusBackend : public dag::SeriesBackend {
 
 }  // namespace
 
-std::unique_ptr<dag::SeriesBackend> MakeTestSeriesBackend() { return std::make_unique<PrometheusBackend>(); }
+std::unique_ptr<SeriesBackend> MakePrometheusSeriesBackend() { return std::make_unique<PrometheusBackend>(); }
 
-}  // namespace diagnose::cli
+}  // namespace diagnose::dag

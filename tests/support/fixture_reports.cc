@@ -1,69 +1,21 @@
-#include "tests/pipeline/diagnose_cli_support.h"
-
-#include <unistd.h>
+#include "tests/support/fixture_reports.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
-
-#include "engine/core/subprocess.h"
 
 namespace diagnose::e2e {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::map<std::string, std::string> DirSnapshot(const std::string& root) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     if (e.is_symlink()) out[e.path().string()] = "symlink:" + fs::read_symlink(e.path()).string();
-    else if (e.is_regular_file()) out[e.path().string()] = Slurp(e.path().string());
+    else if (e.is_regular_file()) out[e.path().string()] = ReadFileOrEmpty(e.path().string());
     else out[e.path().string()] = e.is_directory() ? "dir" : "other";
   }
   return out;
-}
-
-namespace {
-// A run's private output file: read, then removed.
-std::string TakeOutput(const std::string& path) {
-  std::string text = Slurp(path);
-  std::error_code ec;
-  fs::remove(path, ec);
-  return text;
-}
-}  // namespace
-
-CliRun RunDiagnoseCli(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {DIAGNOSE_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunProgram(argv);
-}
-
-CliRun RunProgram(const std::vector<std::string>& argv) {
-  std::string base = (fs::temp_directory_path() / ("diagnose-cli-" + std::to_string(getpid()))).string();
-  SpawnOptions options;
-  options.argv = argv;
-  options.stdout_path = base + ".out";
-  options.stderr_path = base + ".err";
-  CliRun run;
-  auto child = ChildProcess::Spawn(options);
-  if (!child.ok()) {
-    run.err = child.status().message();
-    return run;
-  }
-  auto code = child->Wait(std::chrono::minutes(3));
-  run.exit_code = code.ok() ? *code : -1;
-  run.out = TakeOutput(options.stdout_path);
-  run.err = TakeOutput(options.stderr_path);
-  return run;
 }
 
 nlohmann::json DiagnoseFixtureJson(const std::vector<std::string>& args) {

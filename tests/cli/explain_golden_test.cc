@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include "engine/core/subprocess.h"
-#include "tests/testing/golden.h"
+#include "tests/support/cli.h"
+#include "tests/support/files.h"
+#include "tests/support/golden.h"
 
 namespace diagnose {
 namespace {
@@ -16,17 +16,15 @@ namespace {
 const std::string kSourceDir = DIAGNOSE_SOURCE_DIR;
 
 std::string Explain(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {DIAGNOSE_BINARY, "explain", kSourceDir + "/playbooks/examples/retry-exhaustion.yaml"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  auto r = RunCommand(argv, std::chrono::milliseconds(30000));
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  if (!r.ok()) return "";
-  EXPECT_EQ(r->exit_code, 0) << r->output;
-  return r->output;
+  std::vector<std::string> args = {"explain", kSourceDir + "/playbooks/examples/retry-exhaustion.yaml"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const testing::CliRun r = testing::RunDiagnoseCli(args, std::chrono::milliseconds(30000));
+  EXPECT_EQ(r.exit_code, 0) << r.Printed();
+  return r.Printed();
 }
 
 void CheckGolden(const std::string& name, const std::string& actual) {
-  std::string path = kSourceDir + "/tests/playbook/golden/" + name;
+  std::string path = kSourceDir + "/tests/cli/golden/" + name;
   std::string problem;
   const std::optional<testing::GoldenMode> mode = testing::GoldenModeFromEnvironment(&problem);
   ASSERT_TRUE(mode) << problem;
@@ -34,11 +32,8 @@ void CheckGolden(const std::string& name, const std::string& actual) {
     std::ofstream(path) << actual;
     GTEST_SKIP() << "updated " << path;
   }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing golden file " << path << " (run with DIAGNOSE_UPDATE_GOLDEN=1)";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(actual, ss.str()) << "explain output changed; if intended, regenerate with DIAGNOSE_UPDATE_GOLDEN=1";
+  ASSERT_TRUE(std::filesystem::exists(path)) << "missing golden file " << path << " (run with DIAGNOSE_UPDATE_GOLDEN=1)";
+  EXPECT_EQ(actual, testing::ReadFileOrEmpty(path)) << "explain output changed; if intended, regenerate with DIAGNOSE_UPDATE_GOLDEN=1";
 }
 
 TEST(ExplainGoldenTest, CompiledFormIsDeterministic) {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/job/job_location.h"
-#include "tests/pipeline/diagnose_cli_support.h"
+#include "tests/support/fixture_reports.h"
 
 namespace diagnose {
 namespace {

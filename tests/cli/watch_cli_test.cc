@@ -13,7 +13,8 @@
 #include "engine/core/json.h"
 #include "engine/core/subprocess.h"
 #include "engine/decision/sweep_history.h"
-#include "tests/watch/job_log_support.h"
+#include "tests/support/job_logs.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -88,16 +89,14 @@ TEST_F(CliTest, WatchStopsCleanlyOnSigterm) {
   std::string text;
   for (int i = 0; i < 600 && text.find("diagnose watch: following") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(out);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    text = testing::ReadFileOrEmpty(out);
   }
   ASSERT_NE(text.find("0 running job(s), 1 already ended or decided (skipped)"), std::string::npos) << text;
   WriteJob("9806", "grok-1", {"gpu102", "gpu103"}, 0,
            "1: jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2GiB.\n", kFailed);
   for (int i = 0; i < 600 && text.find("job 9806") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(out);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    text = testing::ReadFileOrEmpty(out);
   }
   ASSERT_EQ(::kill(child->pid(), SIGTERM), 0);
   auto code = child->Wait(std::chrono::milliseconds(10000));
