@@ -10,6 +10,7 @@
 #include "engine/decision/node_health.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/triage/hostlist.h"
 #include "engine/triage/triage.h"
 #include "src/commands.h"
 
