@@ -12,6 +12,7 @@ packages=(
   prometheus victoria-metrics
   chromium chromium-driver python3 python3-jsonschema python3-yaml
   clang libclang-rt-14-dev
+  munge slurmctld slurmd slurm-client jq
 )
 
 missing=()
@@ -23,9 +24,10 @@ if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi
 
-# The prometheus and victoria-metrics packages would start system services on :9090 and :8428;
-# diagnose and its tests only ever run their own private instances, so block service starts during
-# the install (restored afterwards).
+# The prometheus and victoria-metrics packages would start system services on :9090 and :8428, and
+# the Slurm and munge ones theirs; diagnose and its tests only ever run their own private instances
+# (tests/slurm/ starts a cluster on free ports), so block service starts during the install
+# (restored afterwards).
 policy=/usr/sbin/policy-rc.d
 restore_policy=""
 if [ ! -e "$policy" ]; then
@@ -36,6 +38,6 @@ trap '[ -n "$restore_policy" ] && rm -f "$policy"' EXIT
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 if [ -d /run/systemd/system ]; then
-  systemctl disable --now prometheus victoria-metrics 2>/dev/null || true
+  systemctl disable --now prometheus victoria-metrics slurmctld slurmd munge 2>/dev/null || true
 fi
 echo "install-deps: installed ${missing[*]}"

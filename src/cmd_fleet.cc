@@ -13,6 +13,7 @@
 #include "engine/decision/node_health.h"
 #include "engine/pipeline/fleet_import.h"
 #include "engine/fleet/fleet_record.h"
+#include "engine/triage/hostlist.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/rulebook.h"
 #include "engine/tsdb/http_query_client.h"

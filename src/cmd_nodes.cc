@@ -11,6 +11,7 @@
 #include "engine/job/job_location.h"
 #include "engine/pipeline/group_diagnosis.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/triage/hostlist.h"
 #include "engine/triage/triage.h"
 #include "src/commands.h"
 

@@ -2,6 +2,7 @@
 // ends unsuccessfully or stalls, append the sweep decision to the history, print one line per result.
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <set>
@@ -114,14 +115,31 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
   std::set<std::pair<std::string, std::string>> diagnosed;   // (job, root cause)
   std::fprintf(stderr, "%s: polling %zu alerts on %s every %.0f s\n", command.c_str(), rules->alerts.size(),
                args.prometheus.c_str(), args.poll_seconds);
+  // A failed poll is the endpoint's fault, not the job's: the watch waits and asks again, twice as
+  // long after each failure in a row (capped at 5 minutes); the poller keeps its place, so the next
+  // answer covers the evaluations the failed ones missed.
+  int failures_in_a_row = 0;
+  double wait_seconds = args.poll_seconds;
   while (!g_stop.load()) {
     auto started = std::chrono::steady_clock::now();
     auto firing = poller.Poll(static_cast<double>(std::time(nullptr)));
     if (!firing.ok()) {
-      PrintError(command, firing.status().message());
-      return 1;
+      if (args.once) {
+        PrintError(command, firing.status().message());
+        return 1;
+      }
+      ++failures_in_a_row;
+      wait_seconds = std::min(300.0, args.poll_seconds * std::pow(2.0, std::min(failures_in_a_row - 1, 16)));
+      std::fprintf(stderr, "%s: poll failed (%d in a row): %s; retrying in %.0f s\n", command.c_str(),
+                   failures_in_a_row, firing.status().message().substr(0, 300).c_str(), wait_seconds);
+    } else {
+      if (failures_in_a_row > 0)
+        std::fprintf(stderr, "%s: %s answers again after %d failed poll(s)\n", command.c_str(), args.prometheus.c_str(),
+                     failures_in_a_row);
+      failures_in_a_row = 0;
+      wait_seconds = args.poll_seconds;
     }
-    for (const auto& f : *firing) {
+    for (const auto& f : firing.ok() ? *firing : std::vector<alerting::AlertFiring>{}) {
       std::string who;
       for (const auto& [k, v] : f.labels) who += (who.empty() ? "" : ",") + k + "=" + v;
       auto job = LiveJob(args);
@@ -151,7 +169,7 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
     }
     std::fflush(stdout);
     if (args.once) break;
-    while (!g_stop.load() && std::chrono::steady_clock::now() - started < std::chrono::duration<double>(args.poll_seconds))
+    while (!g_stop.load() && std::chrono::steady_clock::now() - started < std::chrono::duration<double>(wait_seconds))
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return 0;

@@ -80,31 +80,60 @@ StatusOr<AlertReplay> ReplayAlerts(const RuleExport& rules, QueryClient& client,
 }
 
 StatusOr<std::vector<AlertFiring>> AlertPoller::Poll(double now) {
+  double step = 0;
+  if (!analysis::ParseDurationSeconds(rules_.interval, &step) || !(step > 0))
+    return InvalidArgumentError("rule interval '" + rules_.interval + "' is not a duration");
+  std::vector<double> holds;
+  double longest_hold = 0;
+  for (const auto& a : rules_.alerts) {
+    double hold = 0;
+    if (!analysis::ParseDurationSeconds(a.hold, &hold)) return InvalidArgumentError("alert " + a.alert + ": for: " + a.hold);
+    holds.push_back(hold);
+    longest_hold = std::max(longest_hold, hold);
+  }
+  // The evaluations not seen yet: one interval after the last one seen, up to now.
+  const double start = last_evaluation_ ? *last_evaluation_ + step : now - longest_hold - step;
+  if (now < start) return std::vector<AlertFiring>{};
+  const double end = start + std::floor((now - start) / step) * step;
+
   std::vector<Query> queries;
-  for (const auto& a : rules_.alerts) queries.push_back(Query::Instant(a.expr, now, a.alert));
+  for (const auto& a : rules_.alerts) queries.push_back(Query::Range(a.expr, start, end, step, a.alert));
   auto answers = client_.RunBatch(queries);
-  std::map<std::string, Active> still_active;
+  for (size_t i = 0; i < rules_.alerts.size(); ++i)
+    if (!answers[i].ok()) return answers[i].status().WithContext("alert " + rules_.alerts[i].alert);
+
+  std::map<std::string, Activity> still_active;
   std::vector<AlertFiring> started;
   for (size_t i = 0; i < rules_.alerts.size(); ++i) {
     const auto& a = rules_.alerts[i];
-    if (!answers[i].ok()) return answers[i].status().WithContext("alert " + a.alert);
-    double hold = 0;
-    if (!analysis::ParseDurationSeconds(a.hold, &hold)) return InvalidArgumentError("alert " + a.alert + ": for: " + a.hold);
+    const double used_step = answers[i]->effective_step > 0 ? answers[i]->effective_step : step;
     for (const auto& s : answers[i]->series) {
       Labels labels = s.labels;
       labels.erase("__name__");
       std::string key = a.alert;
       for (const auto& [k, v] : labels) key += "\x1f" + k + "=" + v;
-      auto it = active_.find(key);
-      Active state = it == active_.end() ? Active{now, false} : it->second;
-      if (!state.fired && now - state.since >= hold) {
-        state.fired = true;
-        started.push_back({a.alert, a.spec ? a.spec->root_cause : "", labels, state.since, now, now});
+      Activity activity = active_.count(key) ? active_[key] : Activity{};
+      activity.samples.insert(activity.samples.end(), s.samples.begin(), s.samples.end());
+      Series run{labels, activity.samples};
+      std::vector<AlertFiring> firings = ApplyFor(a.alert, {run}, used_step, holds[i]);
+      // ApplyFor splits at gaps; only the activity still going on at `end` is kept.
+      const double gap = used_step * 1.5;
+      size_t current = 0;
+      for (size_t k = 1; k < activity.samples.size(); ++k)
+        if (activity.samples[k].t - activity.samples[k - 1].t > gap) current = k;
+      activity.samples.erase(activity.samples.begin(), activity.samples.begin() + static_cast<long>(current));
+      if (activity.samples.empty() || end - activity.samples.back().t > gap) continue;   // went away
+      for (auto& f : firings) {
+        if (f.pending_since != activity.samples.front().t || f.pending_since == activity.reported_since) continue;
+        activity.reported_since = f.pending_since;
+        f.root_cause = a.spec ? a.spec->root_cause : "";
+        started.push_back(std::move(f));
       }
-      still_active[key] = state;
+      still_active[key] = std::move(activity);
     }
   }
-  active_ = std::move(still_active);   // a series absent at this poll is inactive again
+  active_ = std::move(still_active);
+  last_evaluation_ = end;
   return started;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,12 @@ StatusOr<AlertReplay> ReplayAlerts(const RuleExport& rules, QueryClient& client,
 std::vector<AlertFiring> ApplyFor(const std::string& alert, const std::vector<Series>& series, double step,
                                   double hold_seconds);
 
-// The same alerts followed live: each Poll evaluates every expression at `now` and keeps
-// Prometheus's pending state per series; a series is reported once, at the poll where it starts
-// firing, and again only after it went away and came back.
+// The same alerts followed live. Each Poll asks every expression as a range query over the rule
+// interval's evaluations since the previous poll (the first one reaches back `for` plus one
+// interval, so an alert already firing is reported at once), and ApplyFor, the replay's own
+// implementation of `for:`, decides on the samples: a series absent at an evaluation between two
+// polls starts over, however often the polls come. A series is reported once, at the poll that
+// sees it start firing, and again only after it went away and came back.
 class AlertPoller {
  public:
   // `rules` exported for RuleTarget::kVmalert; `client` must outlive the poller.
@@ -48,13 +52,13 @@ class AlertPoller {
   StatusOr<std::vector<AlertFiring>> Poll(double now);
 
  private:
-  struct Active {
-    double since = 0;
-    bool fired = false;
+  struct Activity {
+    std::vector<Sample> samples;   // the current continuous activity (ApplyFor's last interval)
+    double reported_since = -1;    // pending_since of the activity already reported
   };
   const RuleExport& rules_;
   QueryClient& client_;
-  std::map<std::string, Active> active_;   // alert name + labels
+  std::optional<double> last_evaluation_;
+  std::map<std::string, Activity> active_;   // alert name + labels
 };
-
 }  // namespace diagnose::alerting

@@ -274,6 +274,11 @@ void LoadAlertText(const std::string& text, const std::string& name, const pb::L
     check.CheckKeys(r, kRecordKeys, spec.record);
     if (!std::regex_match(spec.record, record_name))
       check.Add(LoadCode::kBadValue, r["record"], spec.record, "record", "field 'record': '" + spec.record + "' is not a metric name");
+    // Prometheus's naming rule for recorded series (level:metric:operations), and what keeps
+    // InlineRecords, a replacement of whole words, from touching a label name or a function.
+    else if (spec.record.find(':') == std::string::npos)
+      check.Add(LoadCode::kBadValue, r["record"], spec.record, "record",
+                "field 'record': '" + spec.record + "' has no ':' (recording rule names are level:metric:operations)");
     if (!check.Scalar(r, "expr", spec.record, &spec.expr_template)) continue;
     spec.expr_pos = check.Pos(r["expr"]);
     if (r["description"] && r["description"].IsScalar()) spec.description = r["description"].Scalar();

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/core/text.h"
+#include "engine/triage/hostlist.h"
 
 namespace diagnose {
 
@@ -183,50 +184,6 @@ Decision DecisionFromBisection(const BisectionResult& result) {
     d.notes.push_back("next: run a " + std::to_string(split.size()) + "N group on " + CompressHostlist(split));
   if (!result.conclusion.empty()) d.notes.push_back(result.conclusion);
   return d;
-}
-
-std::string CompressHostlist(const std::vector<std::string>& hosts) {
-  // prefix -> (digit width, numbers); hosts without digits are kept verbatim.
-  std::map<std::pair<std::string, size_t>, std::vector<long>> groups;
-  std::vector<std::pair<std::string, size_t>> order;
-  std::vector<std::string> plain;
-  for (const auto& h : hosts) {
-    size_t i = h.size();
-    while (i > 0 && std::isdigit(static_cast<unsigned char>(h[i - 1]))) --i;
-    if (i == h.size() || h.size() - i > 12) {
-      plain.push_back(h);
-      continue;
-    }
-    const auto key = std::make_pair(h.substr(0, i), h.size() - i);
-    if (!groups.count(key)) order.push_back(key);
-    groups[key].push_back(std::stol(h.substr(i)));
-  }
-  std::vector<std::string> parts;
-  for (const auto& key : order) {
-    auto nums = groups[key];
-    std::sort(nums.begin(), nums.end());
-    nums.erase(std::unique(nums.begin(), nums.end()), nums.end());
-    auto pad = [&](long n) {
-      std::string s = std::to_string(n);
-      return std::string(s.size() < key.second ? key.second - s.size() : 0, '0') + s;
-    };
-    if (nums.size() == 1) {
-      parts.push_back(key.first + pad(nums[0]));
-      continue;
-    }
-    std::string ranges;
-    for (size_t a = 0; a < nums.size();) {
-      size_t b = a;
-      while (b + 1 < nums.size() && nums[b + 1] == nums[b] + 1) ++b;
-      ranges += (ranges.empty() ? "" : ",") + pad(nums[a]) + (b > a ? "-" + pad(nums[b]) : "");
-      a = b + 1;
-    }
-    parts.push_back(key.first + "[" + ranges + "]");
-  }
-  for (const auto& p : plain) parts.push_back(p);
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
-  return out;
 }
 
 BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& t,

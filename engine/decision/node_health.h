@@ -112,7 +112,4 @@ Decision DecisionFromNodeHealth(const NodeHealthTable& table);
 // with the next split (or the escalation) in the notes.
 Decision DecisionFromBisection(const BisectionResult& result);
 
-// "chi[2822-2825,2830]" from {"chi2822", ..., "chi2830"}; hosts without a numeric suffix stay as is.
-std::string CompressHostlist(const std::vector<std::string>& hosts);
-
 }  // namespace diagnose

@@ -87,9 +87,11 @@ nlohmann::json ToJson(const Finding& f) {
   return j;
 }
 
-std::string SlurmExcludeList(const Decision& decision) {
+std::string SlurmExcludeList(const Decision& decision) { return SlurmExcludeList(decision.exclude); }
+
+std::string SlurmExcludeList(const std::vector<Exclusion>& exclude) {
   std::string out;
-  for (const auto& x : decision.exclude) {
+  for (const auto& x : exclude) {
     const bool plain = !x.host.empty() && std::all_of(x.host.begin(), x.host.end(), [](unsigned char c) {
       return std::isalnum(c) || c == '-' || c == '_' || c == '.';
     });

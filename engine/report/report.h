@@ -133,6 +133,7 @@ struct Diagnosis {
 // character Slurm's hostlist syntax gives meaning to (`,[]` or space; it came from a metric label)
 // is left out rather than passed on to mean something else.
 std::string SlurmExcludeList(const Decision& decision);
+std::string SlurmExcludeList(const std::vector<Exclusion>& exclude);
 
 // `changes` with each value as JSON would type it: a decimal number, true/false, else the string.
 // `changes` itself stays string-valued (contract).

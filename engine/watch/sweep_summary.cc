@@ -235,6 +235,7 @@ nlohmann::json SummaryJson(const std::vector<SummaryRow>& rows) {
       j["root_cause"] = row.root_cause;
       j["action"] = ToString(row.action);
       j["exclude"] = row.exclude;
+      j["slurm_exclude"] = SlurmExcludeList(row.exclude);
       if (!row.note.empty()) j["incomplete"] = ValidUtf8(row.note);
     }
     out.push_back(std::move(j));

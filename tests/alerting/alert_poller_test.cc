@@ -1,20 +1,41 @@
 // The live poller on a fake endpoint: pending until `for` has passed, one report per continuous
-// activity, a series that went away starts over.
+// activity, a series that went away starts over, also between two polls.
 #include <gtest/gtest.h>
 
 #include "engine/alerting/alert_replay.h"
 
+#include <map>
+
 namespace diagnose::alerting {
 namespace {
 
-// Answers every instant query with the hosts currently set.
+// A timeline of each host's presence; range queries get a sample at every evaluation the host was
+// present at, instant queries one sample when it is present at that time.
 class FakeEndpoint : public QueryClient {
  public:
-  std::vector<std::string> hosts;
-  StatusOr<QueryResult> Run(const Query&) override {
+  std::map<std::string, std::vector<std::pair<double, double>>> present;   // host -> [from, to) spans
+  std::vector<Query> asked;
+
+  bool Present(const std::string& host, double t) const {
+    for (const auto& [from, to] : present.at(host))
+      if (t >= from && t < to) return true;
+    return false;
+  }
+  StatusOr<QueryResult> Run(const Query& q) override {
+    asked.push_back(q);
     QueryResult r;
-    r.result_type = "vector";
-    for (const auto& h : hosts) r.series.push_back({{{"host", h}}, {{0, 1}}});
+    r.result_type = q.kind == Query::Kind::kRange ? "matrix" : "vector";
+    for (const auto& [host, spans] : present) {
+      Series s;
+      s.labels = {{"host", host}};
+      if (q.kind == Query::Kind::kRange) {
+        for (double t = q.start; t <= q.end; t += q.step)
+          if (Present(host, t)) s.samples.push_back({t, 1});
+      } else if (Present(host, q.time)) {
+        s.samples.push_back({q.time, 1});
+      }
+      if (!s.samples.empty()) r.series.push_back(s);
+    }
     return r;
   }
   StatusOr<std::vector<std::string>> LabelValues(const std::string&, const std::vector<std::string>&, double,
@@ -27,6 +48,8 @@ class FakeEndpoint : public QueryClient {
   std::string Describe() const override { return "fake"; }
 };
 
+constexpr double kForever = 1e12;
+
 RuleExport OneAlert(const std::string& hold) {
   RuleExport rules;
   RenderedAlert a;
@@ -34,6 +57,7 @@ RuleExport OneAlert(const std::string& hold) {
   a.expr = "x > 1";
   a.hold = hold;
   rules.alerts.push_back(a);
+  rules.interval = "60s";
   return rules;
 }
 
@@ -41,19 +65,69 @@ TEST(AlertPoller, ReportsASeriesOnceWhenItStartsFiring) {
   RuleExport rules = OneAlert("120s");
   FakeEndpoint endpoint;
   AlertPoller poller(rules, endpoint);
-  endpoint.hosts = {"h1"};
+  endpoint.present["h1"] = {{0, 240}, {300, kForever}};
   EXPECT_TRUE(poller.Poll(0)->empty());     // pending
   EXPECT_TRUE(poller.Poll(60)->empty());
   auto fired = poller.Poll(120);
   ASSERT_EQ(fired->size(), 1u);
   EXPECT_EQ((*fired)[0].labels.at("host"), "h1");
   EXPECT_EQ((*fired)[0].pending_since, 0);
+  EXPECT_EQ((*fired)[0].fired_at, 120);
   EXPECT_TRUE(poller.Poll(180)->empty());   // still firing: no repeat
-  endpoint.hosts = {};
   EXPECT_TRUE(poller.Poll(240)->empty());   // resolved
-  endpoint.hosts = {"h1"};
   EXPECT_TRUE(poller.Poll(300)->empty());   // pending again from 300
   EXPECT_EQ(poller.Poll(420)->size(), 1u);
+}
+
+// Issue 16's note: polls every 120 s against a 60 s rule interval saw the series at both polls and
+// counted it as continuous; it was absent at the evaluation between them, so `for:` starts over.
+TEST(AlertPoller, ASeriesAbsentBetweenTwoPollsStartsOver) {
+  RuleExport rules = OneAlert("120s");
+  FakeEndpoint endpoint;
+  AlertPoller poller(rules, endpoint);
+  endpoint.present["h1"] = {{0, 60}, {120, kForever}};   // absent at the evaluation at 60
+  EXPECT_TRUE(poller.Poll(0)->empty());
+  EXPECT_TRUE(poller.Poll(120)->empty());   // pending since 120, not since 0
+  auto fired = poller.Poll(240);
+  ASSERT_EQ(fired->size(), 1u);
+  EXPECT_EQ((*fired)[0].pending_since, 120);
+  EXPECT_EQ((*fired)[0].fired_at, 240);
+  // Every poll after the first reads exactly the evaluations since the one before.
+  ASSERT_GE(endpoint.asked.size(), 2u);
+  EXPECT_EQ(endpoint.asked[1].kind, Query::Kind::kRange);
+  EXPECT_EQ(endpoint.asked[1].start, 60);
+  EXPECT_EQ(endpoint.asked[1].end, 120);
+  EXPECT_EQ(endpoint.asked[1].step, 60);
+}
+
+// `watch --alerts --once` could only ever report `for: 0s` alerts: one poll saw everything as pending.
+TEST(AlertPoller, TheFirstPollReportsAnAlertAlreadyFiring) {
+  RuleExport rules = OneAlert("300s");
+  FakeEndpoint endpoint;
+  AlertPoller poller(rules, endpoint);
+  endpoint.present["h1"] = {{0, kForever}};
+  auto fired = poller.Poll(1000);
+  ASSERT_TRUE(fired.ok()) << fired.status().message();
+  ASSERT_EQ(fired->size(), 1u);
+  EXPECT_EQ((*fired)[0].fired_at - (*fired)[0].pending_since, 300);
+  EXPECT_TRUE(poller.Poll(1060)->empty());
+}
+
+// The poller and the replay agree on when an alert fires: one ApplyFor.
+TEST(AlertPoller, FiresWhereTheReplayFiresOnTheSameTimeline) {
+  RuleExport rules = OneAlert("180s");
+  FakeEndpoint endpoint;
+  endpoint.present["h1"] = {{0, 100}, {200, 350}, {420, 900}};
+  endpoint.present["h2"] = {{60, 600}};
+  auto replay = ReplayAlerts(rules, endpoint, 0, 900, 60);
+  ASSERT_TRUE(replay.ok());
+  std::vector<std::pair<std::string, double>> replayed, polled;
+  for (const auto& f : replay->firings) replayed.push_back({f.labels.at("host"), f.fired_at});
+  AlertPoller poller(rules, endpoint);
+  for (double now = 0; now <= 900; now += 150)   // polls slower than the rule interval
+    for (const auto& f : *poller.Poll(now)) polled.push_back({f.labels.at("host"), f.fired_at});
+  EXPECT_EQ(polled, replayed);
+  EXPECT_FALSE(replayed.empty());
 }
 
 // A long window makes the client widen the step; `for:` must measure gaps in the step it used.
@@ -85,7 +159,8 @@ TEST(AlertPoller, ForZeroFiresAtTheFirstPoll) {
   RuleExport rules = OneAlert("0s");
   FakeEndpoint endpoint;
   AlertPoller poller(rules, endpoint);
-  endpoint.hosts = {"h1", "h2"};
+  endpoint.present["h1"] = {{10, kForever}};
+  endpoint.present["h2"] = {{10, kForever}};
   EXPECT_EQ(poller.Poll(10)->size(), 2u);
 }
 

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <cstdio>
+#include <thread>
+#include <iterator>
+#include <fstream>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -11,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/subprocess.h"
+#include "tests/testing/fake_http_server.h"
 
 namespace diagnose::alerting {
 namespace {
@@ -101,6 +107,53 @@ TEST(WatchAlerts, AnUnreachableEndpointIsOneLineAndANonZeroExit) {
   EXPECT_NE(run->output.find("cannot reach http://127.0.0.1:9"), std::string::npos) << run->output;
   size_t lines = std::count(run->output.begin(), run->output.end(), '\n');
   EXPECT_LE(lines, 2u) << run->output;   // the polling banner, then the error
+}
+
+// Issue 16's note: one failed query ended the watch. Now the watch says so, waits (1 s, 2 s, ...)
+// and polls again; once the endpoint answers it says that too and goes on.
+TEST(WatchAlerts, AFailedPollIsRetriedWithBackoffNotTheEndOfTheWatch) {
+  // A poll is a burst of range queries (one per alert); polls are at least 1 s apart. The first two
+  // polls fail, the third and later are answered.
+  std::mutex mutex;
+  int polls = 0;
+  std::chrono::steady_clock::time_point last_range{};
+  diagnose::testing::FakeHttpServer server([&](const diagnose::testing::FakeRequest& r) {
+    diagnose::testing::FakeResponse response;
+    if (r.target.find("query_range") == std::string::npos) {
+      response.body = R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[0,"1"]}]}})";
+      return response;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_range > std::chrono::milliseconds(700)) ++polls;
+    last_range = now;
+    if (polls <= 2) {
+      response.status = 500;
+      response.body = R"({"status":"error","errorType":"internal","error":"injected"})";
+    } else {
+      response.body = R"({"status":"success","data":{"resultType":"matrix","result":[]}})";
+    }
+    return response;
+  });
+  const std::string err = ::testing::TempDir() + "/watch-alerts-retry.err";
+  auto child = ChildProcess::Spawn({{DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--alerts", "--prometheus",
+                                     server.url(), "--poll-seconds", "1"}, "", err, ""});
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline && child->Running()) {
+    std::ifstream in(err);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+    if (text.find("answers again") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(child->Running()) << "the watch ended:\n" << text;
+  child->Terminate();
+  EXPECT_THAT(text, ::testing::HasSubstr("poll failed (1 in a row)"));
+  EXPECT_THAT(text, ::testing::HasSubstr("retrying in 1 s"));
+  EXPECT_THAT(text, ::testing::HasSubstr("retrying in 2 s"));
+  EXPECT_THAT(text, ::testing::HasSubstr(server.url() + " answers again after"));
+  std::remove(err.c_str());
 }
 
 TEST(WatchAlerts, WithoutAnEndpointItIsAUsageError) {

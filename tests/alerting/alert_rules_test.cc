@@ -87,6 +87,15 @@ TEST(AlertBook, MistakesAreReportedWithTheirPosition) {
   }
 }
 
+// A record named like a label (`host`) would be inlined into `by (host)` and `{host=...}`: names
+// without ':' are refused, as Prometheus's naming rule for recorded series wants.
+TEST(AlertBook, ARecordNameWithoutAColonIsRefused) {
+  std::string all;
+  for (const auto& p : Problems("records:\n  - record: host\n    expr: 'up'\nalerts: []\n")) all += p + "\n";
+  EXPECT_THAT(all, HasSubstr("a.yaml:2:13: rule \"host\": field 'record': 'host' has no ':'"));
+  EXPECT_THAT(Problems("records:\n  - record: host:up:sum\n    expr: 'up'\nalerts: []\n"), ::testing::IsEmpty());
+}
+
 TEST(AlertBook, SectionsOfTheWrongShapeAreReportedNotThrown) {
   auto problems = Problems("records: {a: 1}\nalerts: 5\n");
   ASSERT_EQ(problems.size(), 2u);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/decision/node_health.h"
+#include "engine/triage/hostlist.h"
 #include "tests/decision/decision_test_support.h"
 
 namespace diagnose {

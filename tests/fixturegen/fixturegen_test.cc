@@ -1,4 +1,4 @@
-// Unit tests of the fixture generator: scenario validation, hostlists, the shared timeline, the
+// Unit tests of the fixture generator: scenario validation, the shared timeline, the
 // metric model's realism invariants, and determinism. No promtool: metrics are checked in memory.
 #include <chrono>
 #include <cmath>
@@ -13,7 +13,6 @@
 
 #include "engine/playbook/metric_catalogue.h"
 #include "tools/fixturegen/generate.h"
-#include "tools/fixturegen/hostlist.h"
 #include "tools/fixturegen/log_writer.h"
 #include "tools/fixturegen/metric_model.h"
 #include "tools/fixturegen/scenario.h"
@@ -56,36 +55,6 @@ std::string ErrorOf(const std::string& text) {
   auto s = ParseScenario(text, "bad.yaml");
   EXPECT_FALSE(s.ok());
   return s.ok() ? "" : s.status().message();
-}
-
-// ---- hostlists
-
-TEST(Hostlist, ExpandsRangesListsAndPadding) {
-  auto hosts = ExpandHostlist("chi[2822-2824,2853],node[08-10],login");
-  ASSERT_TRUE(hosts.ok()) << hosts.status().message();
-  EXPECT_THAT(*hosts, ::testing::ElementsAre("chi2822", "chi2823", "chi2824", "chi2853", "node08", "node09", "node10",
-                                             "login"));
-}
-
-TEST(Hostlist, CompressIsInverseOfExpand) {
-  for (const std::string expr : {"chi[2815-2822,2827-2830,2834-2835,2853]", "node[01-04]", "gpu-b[01-11]",
-                                 "devbox07", "a[1-3],b[7,9]"}) {
-    auto hosts = ExpandHostlist(expr);
-    ASSERT_TRUE(hosts.ok());
-    EXPECT_EQ(CompressHostlist(*hosts), expr);
-  }
-}
-
-TEST(Hostlist, CompressSortsAndMergesLikeSlurm) {
-  EXPECT_EQ(CompressHostlist({"chi2853", "chi2822", "chi2823", "chi2824"}), "chi[2822-2824,2853]");
-  EXPECT_EQ(CompressHostlist({"n1", "n2", "n2"}), "n[1-2]");
-}
-
-TEST(Hostlist, RejectsMalformed) {
-  EXPECT_FALSE(ExpandHostlist("chi[2822-2824").ok());
-  EXPECT_FALSE(ExpandHostlist("chi[9-3]").ok());
-  EXPECT_FALSE(ExpandHostlist("chi[a-b]").ok());
-  EXPECT_FALSE(ExpandHostlist("a,,b").ok());
 }
 
 // ---- scenario parsing

@@ -218,6 +218,7 @@ TEST_F(SweepSummaryTest, TextAndJsonCarryEveryColumn) {
   EXPECT_EQ(j[0]["root_cause"], "rdma-link-degradation");
   EXPECT_EQ(j[0]["action"], "retry-excluding-nodes");
   EXPECT_EQ(j[0]["exclude"][1]["host"], "n3");
+  EXPECT_EQ(j[0]["slurm_exclude"], j[0]["exclude"][0]["host"].get<std::string>() + ",n3");
   EXPECT_EQ(j[0]["source"], "history");
 }
 

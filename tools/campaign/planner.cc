@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "tools/fixturegen/hostlist.h"
+#include "engine/triage/hostlist.h"
 #include "tools/fixturegen/log_writer.h"
 #include "tools/fixturegen/random.h"
 #include "tools/fixturegen/scenario.h"
@@ -107,7 +107,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   y << "description: " << Quoted(s.description) << "\n";
   y << "job:\n  id: \"" << s.id << "\"\n  model: " << s.model << "\n  launcher: slurm\n  ray: true\n";
   y << "  start: " << Iso(s.start) << "\n  seed: " << s.seed << "\n";
-  y << "  hosts: \"" << fixturegen::CompressHostlist(s.hosts) << "\"\n";
+  y << "  hosts: \"" << CompressHostlist(s.hosts) << "\"\n";
   y << "  passthrough: " << HostList(s.passthrough) << "\n";
   y << "training:\n  moe: " << (s.moe ? "true" : "false") << "\n  seq_len: " << s.seq_len << "\n";
   if (s.first_step > 0) y << "  first_step: " << s.first_step << "\n";
@@ -215,7 +215,7 @@ std::vector<std::string> HostPool(Rng& rng, int scheme, int count) {
 }
 
 std::vector<std::string> Canonical(const std::vector<std::string>& hosts) {
-  auto expanded = fixturegen::ExpandHostlist(fixturegen::CompressHostlist(hosts));
+  auto expanded = ExpandHostlist(CompressHostlist(hosts));
   return expanded.ok() ? *expanded : hosts;
 }
 

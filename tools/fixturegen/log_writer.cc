@@ -12,7 +12,7 @@
 #include <regex>
 #include <set>
 
-#include "tools/fixturegen/hostlist.h"
+#include "engine/triage/hostlist.h"
 #include "tools/fixturegen/random.h"
 
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "tools/fixturegen/hostlist.h"
+#include "engine/triage/hostlist.h"
 
 namespace diagnose::fixturegen {
 namespace {
