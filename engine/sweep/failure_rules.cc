@@ -106,7 +106,9 @@ JobFailure ClassifyJob(const JobFacts& facts, bool steady_window_measured) {
   const bool init_failure = facts.failure_class == "hang" || facts.failure_class == "cancelled-after-hang" ||
                             facts.failure_class == "nccl-timeout" || facts.failure_class == "cancelled" ||
                             facts.status == "hanging";
-  if (no_step && (facts.nccl_init_bursts > 0 || init_failure) && facts.failure_class != "oom-host") {
+  // Killed or hung before the first step (the runbook: > 10 min, no completed step, NCCL WARN
+  // spam). Init waves alone say nothing: every job that dies before step 0 has had them.
+  if (no_step && init_failure) {
     f.outcome = JobOutcome::kRcclInitFlake;
     f.detail = facts.failure_class.empty() ? facts.status : facts.failure_class;
     if (!facts.classes.empty()) f.evidence = facts.classes.front().where;

@@ -164,6 +164,12 @@ TEST(FailureRules, ClassifiesFromTriageFacts) {
   flake.failure_class = "cancelled-after-hang";
   flake.nccl_init_bursts = 2;
   EXPECT_EQ(ClassifyJob(flake, false).outcome, JobOutcome::kRcclInitFlake);
+  // A Python error before the first step is not a flake, whatever NCCL printed during init.
+  JobFacts python;
+  python.status = "failed";
+  python.failure_class = "python-exception";
+  python.nccl_init_bursts = 1;
+  EXPECT_EQ(ClassifyJob(python, false).outcome, JobOutcome::kOtherFailure);
 
   // Cleanup exit=143 after the last step: the window was measured, the job counts.
   JobFacts soft = Job("1", "", std::vector<double>(15, 100));

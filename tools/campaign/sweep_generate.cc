@@ -293,6 +293,8 @@ Status GenerateModelSweep(uint64_t seed, const fs::path& dir) {
   for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[rng.Next() % i]);
   all.resize(count);
   const double noise_pct = rng.Uniform(0.3, 1.0);
+  std::vector<double> mfu_per_tgs;   // a model's MFU per TGS does not change with the commit
+  for (const Cell& cell : all) mfu_per_tgs.push_back(rng.Uniform(9, 35) / cell.level);
   // Roles: cell 0 regresses in sweep 2, cell 1 breaks in sweep 2, cell 2 fails throughout.
   const std::vector<std::string> commits = {"a11ce01 main", "b0b0b02 candidate", "c0de003 follow-up"};
   const double regression_pct = rng.Uniform(8, 15);
@@ -312,7 +314,7 @@ Status GenerateModelSweep(uint64_t seed, const fs::path& dir) {
       j.passthrough = {{"steps", "15"}, {"dataset_type", "synthetic"}};
       j.artifact = artifact;
       j.noise_pct = noise_pct;
-      j.mfu_per_tgs = rng.Uniform(9, 35) / all[c].level;
+      j.mfu_per_tgs = mfu_per_tgs[c];
       j.level = all[c].level * (1 + rng.Uniform(-0.4, 0.4) / 100);   // within noise
       if (c == 0 && s >= 1) j.level *= 1 - regression_pct / 100;
       if (c == 1 && s >= 1) j.failure = "oom";
