@@ -29,7 +29,7 @@ struct SweepScoreOptions {
   std::string json_out;
   double min_winner = 0;          // share of winner sweeps whose true winner is named
   double max_false_winner = 1;    // share of null sweeps where any winner is named
-  double min_rules = 0;           // share of planted failures / model outcomes classified right
+  double min_rules = 0;           // share of planted failures, model outcomes and summary agreements right
 };
 
 // Runs `diagnose sweep` (and `sweep compare` for model sweeps) as an argument vector on each

@@ -1,4 +1,5 @@
 // `campaign sweep-score`: runs diagnose on each generated sweep and checks it against truth.json.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -22,6 +23,7 @@ struct Tally {
   int null_sweeps = 0, null_crowned = 0;
   int rules = 0, rules_right = 0;
   int outcomes = 0, outcomes_right = 0;
+  int agreements = 0, agreements_right = 0;
   double seconds_total = 0, seconds_max = 0;
   int runs = 0;
   json misses = json::array();
@@ -74,6 +76,24 @@ Status ScoreTuning(const SweepScoreOptions& o, const fs::path& dir, const json& 
     if (rules[profile] == rule.get<std::string>()) ++t.rules_right;
     else
       t.misses.push_back({{"sweep", dir.filename().string()}, {"profile", profile}, {"truth", rule}, {"got", rules[profile]}});
+  }
+  // Each job's status is `summary`'s (triage's, as `diagnose JOB`'s), and its TGS the same number
+  // wherever the two windows coincide (profiler off, no outlier step left out).
+  ASSIGN_OR_RETURN(json rows, RunJson({o.diagnose, "summary", (dir / "outputs").string(), "--logs-only", "--format", "json"},
+                                      runs, "summary", t));
+  std::map<std::string, json> by_id;
+  for (const auto& row : rows) by_id[row.value("id", "")] = row;
+  for (const auto& job : out["jobs"]) {
+    ++t.agreements;
+    const json& row = by_id[job["id"].get<std::string>()];
+    const json& steady = job["steady"];
+    bool agree = row.is_object() && row.value("status", "") == job["status"];
+    if (agree && !steady["profiler_on"].get<bool>() && steady["outlier_steps"].empty() && !steady["steps_used"].empty())
+      agree = row["tgs"].is_number() && std::fabs(row["tgs"].get<double>() - steady["mean_tgs"].get<double>()) < 1e-6;
+    if (agree) ++t.agreements_right;
+    else
+      t.misses.push_back({{"sweep", dir.filename().string()}, {"what", "sweep and summary disagree"}, {"job", job["id"]},
+                          {"summary", row}});
   }
   ++t.rules;
   if ((*cell)["off_nodelist_jobs"] == truth["off_nodelist_jobs"]) ++t.rules_right;
@@ -136,19 +156,22 @@ int ScoreSweeps(const SweepScoreOptions& o) {
   }
   const double winner = Share(t.winner_named, t.winner_sweeps);
   const double false_winner = t.null_sweeps == 0 ? 0.0 : Share(t.null_crowned, t.null_sweeps);
-  const double rules = Share(t.rules_right + t.outcomes_right, t.rules + t.outcomes);
+  const double rules = Share(t.rules_right + t.outcomes_right + t.agreements_right, t.rules + t.outcomes + t.agreements);
   std::printf("tuning sweeps with a true winner: %d, winner named %d (%.1f %%)\n", t.winner_sweeps, t.winner_named,
               100 * winner);
   std::printf("tuning sweeps with no real winner: %d, a winner named %d (%.1f %%)\n", t.null_sweeps, t.null_crowned,
               100 * false_winner);
   std::printf("recovery rules and nodelist checks right: %d/%d\n", t.rules_right, t.rules);
   std::printf("model-sweep outcomes right: %d/%d\n", t.outcomes_right, t.outcomes);
+  std::printf("jobs where sweep agrees with summary (status; TGS where the windows coincide): %d/%d\n",
+              t.agreements_right, t.agreements);
   std::printf("diagnose runs: %d, mean %.2f s, max %.2f s\n", t.runs, t.runs ? t.seconds_total / t.runs : 0.0,
               t.seconds_max);
   const json summary = {{"winner_sweeps", t.winner_sweeps},  {"winner_named", t.winner_named},
                         {"null_sweeps", t.null_sweeps},      {"null_crowned", t.null_crowned},
                         {"rules", t.rules},                  {"rules_right", t.rules_right},
                         {"outcomes", t.outcomes},            {"outcomes_right", t.outcomes_right},
+                        {"agreements", t.agreements},        {"agreements_right", t.agreements_right},
                         {"mean_seconds", t.runs ? t.seconds_total / t.runs : 0.0},
                         {"max_seconds", t.seconds_max},      {"misses", t.misses}};
   if (!t.misses.empty()) std::printf("misses:\n%s\n", t.misses.dump(1).c_str());
