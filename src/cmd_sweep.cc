@@ -10,6 +10,7 @@
 #include "engine/core/data_dir.h"
 #include "engine/core/json.h"
 #include "engine/core/untrusted_json.h"
+#include "engine/sweep/sweep_html.h"
 #include "engine/sweep/sweep_jobs.h"
 #include "engine/sweep/sweep_render.h"
 #include "engine/triage/signature_table.h"
@@ -90,6 +91,7 @@ int RunSweep(const SweepArgs& args) {
   }
   if (args.format == "json") return WriteStdout(DumpJson(sweep::SweepJson(*result), 2) + "\n");
   if (args.format == "md") return WriteStdout(sweep::FormatSweepMarkdown(*result));
+  if (args.format == "html") return WriteStdout(sweep::RenderSweepHtml(*result));
   return WriteStdout(sweep::FormatSweepText(*result));
 }
 
@@ -165,8 +167,9 @@ void RegisterSweep(CLI::App& app, CommandRegistry& registry) {
                   "only jobs whose log was last written at or after this: ISO-8601 or a duration before now (6h, 2d)");
   sub->add_option("--jobs", args.jobs, "only these job ids: ids and inclusive ranges, e.g. 9801-9850,9860");
   sub->add_option("--format", args.format,
-                  "text | md (the runbook's <MODEL_TAG>-tuning.md skeleton) | json (docs/sweep.md)")
-      ->check(CLI::IsMember({"text", "md", "json"}));
+                  "text | md (the runbook's <MODEL_TAG>-tuning.md skeleton) | json (docs/sweep.md) | html (a page "
+                  "with each variant's delta and interval charted)")
+      ->check(CLI::IsMember({"text", "md", "json", "html"}));
   sub->add_flag("--include-off-nodelist", args.include_off_nodelist,
                 "keep jobs that ran on another nodelist than their cell's in the leaderboard");
   sub->add_option("--now", args.now, "treat this epoch second as now (--since durations, running jobs; for tests)");

@@ -9,6 +9,7 @@
 #include "engine/sweep/job_variant.h"
 #include "engine/sweep/noise_comparison.h"
 #include "engine/sweep/steady_state.h"
+#include "engine/sweep/sweep_html.h"
 #include "engine/sweep/sweep_render.h"
 #include "engine/sweep/tuning_sweep.h"
 
@@ -296,6 +297,18 @@ TEST(TuningSweep, WithoutProfilesTheVaryingPassthroughArgNamesTheVariant) {
   EXPECT_EQ(r.cells[0].baseline, "per_device_batch_size=8");
   EXPECT_EQ(r.jobs[1].variant, "per_device_batch_size=16");
   EXPECT_EQ(r.cells[0].variants[0].name, "per_device_batch_size=16");
+}
+
+TEST(SweepHtml, ChartsEachVariantWithItsIntervalAndEscapesNames) {
+  std::mt19937 rng(6);
+  std::vector<JobFacts> jobs = {Job("1", "", Steps(2000, 0.5, rng)), Job("2", "", Steps(2000, 0.5, rng)),
+                                Job("3", "<script>x</script>", Steps(2100, 0.5, rng))};
+  const std::string html = RenderSweepHtml(AnalyzeSweep(Inputs(jobs)));
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  EXPECT_NE(html.find("class=\"variant winner\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"interval\""), std::string::npos);
 }
 
 SweepSnapshot Sweep(const std::string& label, const std::vector<std::tuple<std::string, double, bool>>& cells,
