@@ -36,7 +36,7 @@ const char* JobOutcomeName(JobOutcome o) {
     case JobOutcome::kRunning: return "running";
     case JobOutcome::kOom: return "oom";
     case JobOutcome::kUnknownFlag: return "unknown-flag";
-    case JobOutcome::kRcclInitFlake: return "rccl-init-flake";
+    case JobOutcome::kRcclInitFlake: return "rccl-flake";
     case JobOutcome::kCoordinationTimeout: return "coordination-timeout";
     case JobOutcome::kOtherFailure: return "failed";
   }
@@ -96,10 +96,16 @@ JobFailure ClassifyJob(const JobFacts& facts, bool steady_window_measured) {
     f.evidence = *flag_line;
     return f;
   }
-  if (const ClassMatch* c = FindClass(facts, "coordination-deadline")) {
+  // The runbook's signature (xla-tuning recovery table: `DEADLINE_EXCEEDED: GetKeyValue() timed
+  // out`), on the line triage classified or kept as notable.
+  const ClassMatch* deadline = nullptr;
+  for (const auto& c : facts.classes)
+    if (c.where.text.find("DEADLINE_EXCEEDED") != std::string::npos) deadline = &c;
+  const LogEvent* deadline_event = FindEvent(facts, "DEADLINE_EXCEEDED");
+  if (deadline != nullptr || deadline_event != nullptr) {
     f.outcome = JobOutcome::kCoordinationTimeout;
-    f.detail = "coordination-deadline";
-    f.evidence = c->where;
+    f.evidence = deadline != nullptr ? deadline->where : deadline_event->where;
+    f.detail = "DEADLINE_EXCEEDED";
     return f;
   }
   const bool no_step = facts.steps.empty();
