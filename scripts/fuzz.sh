@@ -69,7 +69,7 @@ make_seeds() {
     i=$((i + 1)); [ $i -gt 20 ] && break
     { basename "$(dirname "$meta")"; cat "$meta"; } | seed tsdb_meta "meta$i" '\x00'
   done
-  for t in prometheus_response sweep_history expr_template tsdb_meta trace_reader; do
+  for t in prometheus_response sweep_history expr_template tsdb_meta trace_reader sweep_artifact; do
     mkdir -p "$work/corpus/$t"; cp -n fuzz/seeds/$t/* "$work/corpus/$t/" 2>/dev/null || true
   done
   set -o pipefail

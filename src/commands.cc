@@ -83,6 +83,7 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry) {
   RegisterWatch(app, registry);
   RegisterNodes(app, registry);
   RegisterSummary(app, registry);
+  RegisterSweep(app, registry);
   RegisterProfile(app, registry);
   RegisterFleet(app, registry);
   RegisterRules(app, registry);

@@ -34,6 +34,7 @@ void RegisterTest(CLI::App& app, CommandRegistry& registry);
 void RegisterWatch(CLI::App& app, CommandRegistry& registry);
 void RegisterNodes(CLI::App& app, CommandRegistry& registry);
 void RegisterSummary(CLI::App& app, CommandRegistry& registry);
+void RegisterSweep(CLI::App& app, CommandRegistry& registry);
 void RegisterProfile(CLI::App& app, CommandRegistry& registry);
 // Every command, then -v/--log-level/--limit on each of them.
 void RegisterFleet(CLI::App& app, CommandRegistry& registry);

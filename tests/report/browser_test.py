@@ -466,6 +466,12 @@ def check_page(driver, name, html, report, artifacts):
     if dom["horizontalOverflow"] > 0:
         print(f"warning {name}: page scrolls sideways by {dom['horizontalOverflow']} px at {WINDOW[0]} px")
     # Logs last: asynchronous errors and CSP reports have had the DOM walk and the shot to arrive.
+    return fails + console_and_network_problems(driver)
+
+
+def console_and_network_problems(driver):
+    """Severe console messages and requests that left the page's own file since the logs were drained."""
+    fails = []
     for entry in driver.log("browser"):
         if entry.get("level") == "SEVERE":
             fails.append(f"console: {entry.get('source', '')}: {norm(entry.get('message', ''))[:300]}")
@@ -482,6 +488,21 @@ def check_page(driver, name, html, report, artifacts):
     return fails
 
 
+def missing_browser(chromium, chromedriver):
+    """The SKIP line when chromium or chromedriver is not installed, else None."""
+    for tool in (chromium, chromedriver):
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            return f"SKIP: {tool} not found (install chromium and chromium-driver: scripts/install-deps.sh)"
+    return None
+
+
+def stop_on_sigterm():
+    """SIGTERM (ctest's timeout, CI cancel) unwinds through `finally` like Ctrl-C does."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--diagnose", help="the diagnose binary (runs the fixture cases)")
@@ -496,15 +517,11 @@ def main():
     if not args.html and not (args.diagnose and args.outputs):
         ap.error("give --diagnose and --outputs, or --html FILE")
 
-    for tool in (args.chromium, args.chromedriver):
-        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
-            print(f"SKIP: {tool} not found (install chromium and chromium-driver: scripts/install-deps.sh)")
-            return SKIP
-
-    # SIGTERM (ctest's timeout, CI cancel) unwinds through the finally below like Ctrl-C does.
-    def on_term(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, on_term)
+    skip = missing_browser(args.chromium, args.chromedriver)
+    if skip:
+        print(skip)
+        return SKIP
+    stop_on_sigterm()
 
     artifacts = Path(args.artifacts)
     artifacts.mkdir(parents=True, exist_ok=True)

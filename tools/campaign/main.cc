@@ -2,6 +2,8 @@
 //   campaign generate --seed S --jobs N --out DIR
 //   campaign score --diagnose BIN DIR [--json OUT] [--min-root-cause F ...]
 //   campaign alerts --diagnose BIN DIR [--json OUT]
+//   campaign sweep-generate --seed S --tuning N --model M --out DIR
+//   campaign sweep-score --diagnose BIN DIR [--min-winner F --max-false-winner F --min-rules F]
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -11,6 +13,7 @@
 #include "tools/campaign/alert_score.h"
 #include "tools/campaign/generate_jobs.h"
 #include "tools/campaign/score.h"
+#include "tools/campaign/sweep_generate.h"
 
 using namespace diagnose;
 using namespace diagnose::campaign;
@@ -62,7 +65,34 @@ int main(int argc, char** argv) {
   al->add_option("dir", alerts.dir, "a `campaign generate` output directory")->required();
   al->add_option("--json", alerts.json_out, "also write the scores as JSON here");
   al->add_option("--parallel", alerts.parallel, "replays in parallel")->check(CLI::Range(1, 16));
+
+  SweepGenerateOptions sweep_gen;
+  CLI::App* sg = app.add_subcommand(
+      "sweep-generate", "write randomized tuning and model sweeps with their truth: DIR/tuning-K/, DIR/model-K/ (issue 34)");
+  sg->add_option("--seed", sweep_gen.seed, "seed (same seed, same sweeps)")->required();
+  sg->add_option("--tuning", sweep_gen.tuning_sweeps, "tuning sweeps (36-50 jobs each)")->check(CLI::Range(0, 500));
+  sg->add_option("--model", sweep_gen.model_sweeps, "model sweeps (6-8 models x 3 commits)")->check(CLI::Range(0, 500));
+  sg->add_option("--out", sweep_gen.out_dir, "output directory; nothing is written outside it")->required();
+  SweepScoreOptions sweep_score;
+  CLI::App* ss = app.add_subcommand("sweep-score", "run diagnose sweep / sweep compare on each generated sweep, score it");
+  ss->add_option("--diagnose", sweep_score.diagnose, "the diagnose binary")->required();
+  ss->add_option("dir", sweep_score.dir, "a `campaign sweep-generate` output directory")->required();
+  ss->add_option("--json", sweep_score.json_out, "also write the scores as JSON here");
+  ss->add_option("--min-winner", sweep_score.min_winner, "fail below this share of true winners named");
+  ss->add_option("--max-false-winner", sweep_score.max_false_winner, "fail above this share of null sweeps crowned");
+  ss->add_option("--min-rules", sweep_score.min_rules,
+                 "fail below this share of recovery rules, nodelist checks and model-sweep outcomes right");
   CLI11_PARSE(app, argc, argv);
+
+  if (sg->parsed()) {
+    Status status = GenerateSweeps(sweep_gen);
+    if (!status.ok()) {
+      std::fprintf(stderr, "campaign: %s\n", status.message().c_str());
+      return 1;
+    }
+    return 0;
+  }
+  if (ss->parsed()) return ScoreSweeps(sweep_score);
 
   if (gen->parsed()) {
     generate.write_tsdb = !no_tsdb;
