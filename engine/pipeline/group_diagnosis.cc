@@ -16,7 +16,7 @@ void to_json(nlohmann::json& j, const GroupDiagnosis& diagnosis) {
 std::vector<GroupDiagnosis> DiagnoseUnhealthyGroups(const BisectionResult& bisection, const DiagnoseOptions& options) {
   std::vector<GroupDiagnosis> diagnoses;
   for (const auto& row : bisection.rows) {
-    if (row.status == "healthy" || row.job.empty()) continue;
+    if (row.status == GroupStatus::kHealthy || row.job.empty()) continue;
     GroupDiagnosis diagnosis;
     diagnosis.group = row.name;
     diagnosis.job = row.job;

@@ -60,15 +60,15 @@ const char* RecoveryRuleName(RecoveryRule r) {
 
 JobFailure ClassifyJob(const JobFacts& facts, bool steady_window_measured) {
   JobFailure f;
-  const bool finished_ok = facts.status == "completed" || facts.soft_success;
-  if (steady_window_measured && (finished_ok || facts.status == "cancelled" || facts.status == "failed")) {
+  const bool finished_ok = facts.status == JobStatus::kCompleted || facts.soft_success;
+  if (steady_window_measured && (finished_ok || facts.status == JobStatus::kCancelled || facts.status == JobStatus::kFailed)) {
     // A full window was measured: the job produced what the sweep needs. Its teardown is not the
     // sweep's concern (cleanup exit=143), unless it died of OOM/flag errors before the window,
     // which cannot be the case when the window has steps.
     f.outcome = JobOutcome::kSucceeded;
     return f;
   }
-  if (facts.status == "running") {
+  if (facts.status == JobStatus::kRunning) {
     f.outcome = JobOutcome::kRunning;
     return f;
   }
@@ -111,17 +111,17 @@ JobFailure ClassifyJob(const JobFacts& facts, bool steady_window_measured) {
   const bool no_step = facts.steps.empty();
   const bool init_failure = facts.failure_class == "hang" || facts.failure_class == "cancelled-after-hang" ||
                             facts.failure_class == "nccl-timeout" || facts.failure_class == "cancelled" ||
-                            facts.status == "hanging";
+                            facts.status == JobStatus::kHanging;
   // Killed or hung before the first step (the runbook: > 10 min, no completed step, NCCL WARN
   // spam). Init waves alone say nothing: every job that dies before step 0 has had them.
   if (no_step && init_failure) {
     f.outcome = JobOutcome::kRcclInitFlake;
-    f.detail = facts.failure_class.empty() ? facts.status : facts.failure_class;
+    f.detail = facts.failure_class.empty() ? std::string(ToString(facts.status)) : facts.failure_class;
     if (!facts.classes.empty()) f.evidence = facts.classes.front().where;
     return f;
   }
   f.outcome = JobOutcome::kOtherFailure;
-  f.detail = facts.failure_class.empty() ? facts.status : facts.failure_class;
+  f.detail = facts.failure_class.empty() ? std::string(ToString(facts.status)) : facts.failure_class;
   if (!facts.classes.empty()) f.evidence = facts.classes.front().where;
   return f;
 }

@@ -29,7 +29,7 @@ struct JobResult {
   std::string variant;
   std::string commit;
   std::string nodelist;
-  std::string status;                // contract job status from triage
+  JobStatus status = JobStatus::kCompleted;   // from triage
   SteadyState steady;
   JobFailure failure;
   bool on_pinned_nodelist = true;

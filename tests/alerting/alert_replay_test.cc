@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/subprocess.h"
-#include "tests/testing/fake_http_server.h"
+#include "tests/support/fake_http_server.h"
 
 namespace diagnose::alerting {
 namespace {

@@ -21,7 +21,7 @@ JobFacts Job(const std::string& id, const std::string& profile, const std::vecto
   JobFacts f;
   f.id = id;
   f.log_path = id + "-JAX-llama2-70b.log";
-  f.status = "completed";
+  f.status = JobStatus::kCompleted;
   f.header.model_name = "llama2-70b";
   f.header.nnodes = 2;
   f.header.nodelist = nodelist;
@@ -142,7 +142,7 @@ TEST(FailureRules, OomIsDroppedWithItsAllocationUnknownFlagIsFixedOnceCoordinati
 
 TEST(FailureRules, ClassifiesFromTriageFacts) {
   JobFacts oom;
-  oom.status = "failed";
+  oom.status = JobStatus::kFailed;
   oom.failure_class = "oom-gpu";
   oom.oom_allocation = "12.5GiB";
   oom.classes.push_back({"oom-gpu", 90, "training", 0, "", {"x.log", 40, "RESOURCE_EXHAUSTED"}, 1});
@@ -152,7 +152,7 @@ TEST(FailureRules, ClassifiesFromTriageFacts) {
   EXPECT_EQ(f.evidence.line, 40);
 
   JobFacts flag;
-  flag.status = "failed";
+  flag.status = JobStatus::kFailed;
   flag.failure_class = "xla-compile-fail";
   flag.classes.push_back({"xla-compile-fail", 84, "training", 0, "",
                           {"y.log", 9, "F0101 parse_flags_from_env.cc:226] Unknown flag in XLA_FLAGS: --xla_gpu_nope=1"}, 1});
@@ -161,20 +161,20 @@ TEST(FailureRules, ClassifiesFromTriageFacts) {
   EXPECT_EQ(f.detail, "--xla_gpu_nope");
 
   JobFacts flake;
-  flake.status = "cancelled";
+  flake.status = JobStatus::kCancelled;
   flake.failure_class = "cancelled-after-hang";
   flake.nccl_init_bursts = 2;
   EXPECT_EQ(ClassifyJob(flake, false).outcome, JobOutcome::kRcclInitFlake);
   // A Python error before the first step is not a flake, whatever NCCL printed during init.
   JobFacts python;
-  python.status = "failed";
+  python.status = JobStatus::kFailed;
   python.failure_class = "python-exception";
   python.nccl_init_bursts = 1;
   EXPECT_EQ(ClassifyJob(python, false).outcome, JobOutcome::kOtherFailure);
 
   // Cleanup exit=143 after the last step: the window was measured, the job counts.
   JobFacts soft = Job("1", "", std::vector<double>(15, 100));
-  soft.status = "cancelled";
+  soft.status = JobStatus::kCancelled;
   EXPECT_EQ(ClassifyJob(soft, true).outcome, JobOutcome::kSucceeded);
 }
 
@@ -267,7 +267,7 @@ TEST(TuningSweep, AJobOffThePinnedNodelistIsFlaggedAndKeptOut) {
 TEST(TuningSweep, DroppedProfilesLeaveTheLeaderboardAndTheMarkdownHasTheRunbookSections) {
   std::mt19937 rng(9);
   JobFacts oom = Job("5", "big", {});
-  oom.status = "failed";
+  oom.status = JobStatus::kFailed;
   oom.failure_class = "oom-gpu";
   oom.oom_allocation = "221.71GiB";
   std::vector<JobFacts> jobs = {Job("1", "", Steps(2000, 0.5, rng)), Job("2", "", Steps(2000, 0.5, rng)),
@@ -318,7 +318,7 @@ SweepSnapshot Sweep(const std::string& label, const std::vector<std::tuple<std::
   for (const auto& [model, tgs, pass] : cells) {
     JobFacts f = Job(label + std::to_string(id++), "", pass ? Steps(tgs, 0.5, rng) : std::vector<double>{});
     f.header.model_name = model;
-    if (!pass) f.status = "failed", f.failure_class = "python-exception";
+    if (!pass) f.status = JobStatus::kFailed, f.failure_class = "python-exception";
     inputs.push_back({f, {}});
   }
   return SnapshotOf(AnalyzeSweep(inputs), label);

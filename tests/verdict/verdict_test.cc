@@ -56,18 +56,18 @@ TEST(CombineTest, TheEarliestOfTwoEstablishedCausesOfOneSymptomIsTheRoot) {
   auto links = Make("rdma-phase-correlation", "rdma-link-degradation", "likely", 1000, 1);
   auto heat = Make("thermal-throttle", "thermal-throttle", "confirmed", 3000, 0);
   links.explains = heat.explains = {"tgs-degradation"};
-  auto out = Combine({heat, links}, "completed", {"tgs-degradation"});
+  auto out = Combine({heat, links}, JobStatus::kCompleted, {"tgs-degradation"});
   EXPECT_EQ(out.verdict.root_cause, "rdma-link-degradation");
   EXPECT_NE(out.verdict.runner_up.find("2000 s after the winner's, which explains the same symptom"), std::string::npos)
       << out.verdict.runner_up;
   // Only possible: confidence decides, as before.
   auto weak = links;
   weak.confidence = Confidence::kPossible;
-  EXPECT_EQ(Combine({heat, weak}, "completed", {"tgs-degradation"}).verdict.root_cause, "thermal-throttle");
+  EXPECT_EQ(Combine({heat, weak}, JobStatus::kCompleted, {"tgs-degradation"}).verdict.root_cause, "thermal-throttle");
   // No symptom in common: confidence decides.
   auto elsewhere = links;
   elsewhere.explains = {"nccl-timeout"};
-  EXPECT_EQ(Combine({heat, elsewhere}, "completed", {"tgs-degradation"}).verdict.root_cause, "thermal-throttle");
+  EXPECT_EQ(Combine({heat, elsewhere}, JobStatus::kCompleted, {"tgs-degradation"}).verdict.root_cause, "thermal-throttle");
 }
 
 TEST(CombineTest, BrokenTelemetryNeverHidesAFailureMechanism) {
