@@ -250,7 +250,10 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
   CheckCycles(ctx, pb.rules);
   // Unused rules: nothing references them and they report nothing themselves.
   std::set<std::string> referenced;
-  for (const auto& r : pb.rules) referenced.insert(r.needs.begin(), r.needs.end());
+  for (const auto& r : pb.rules) {
+    referenced.insert(r.needs.begin(), r.needs.end());
+    referenced.insert(r.after.begin(), r.after.end());   // read by a verdict's onset
+  }
   for (const auto& r : pb.rules) {
     if (r.kind == RuleKind::kVerdict || r.finding || referenced.count(r.qualified_id)) continue;
     ctx.rule = r.id;
