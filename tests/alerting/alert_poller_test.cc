@@ -124,8 +124,12 @@ TEST(AlertPoller, FiresWhereTheReplayFiresOnTheSameTimeline) {
   std::vector<std::pair<std::string, double>> replayed, polled;
   for (const auto& f : replay->firings) replayed.push_back({f.labels.at("host"), f.fired_at});
   AlertPoller poller(rules, endpoint);
-  for (double now = 0; now <= 900; now += 150)   // polls slower than the rule interval
-    for (const auto& f : *poller.Poll(now)) polled.push_back({f.labels.at("host"), f.fired_at});
+  for (double now = 0; now <= 900; now += 150) {   // polls slower than the rule interval
+    // Held by name: a range-for over `*poller.Poll(now)` would read the StatusOr after it died.
+    auto fired = poller.Poll(now);
+    ASSERT_TRUE(fired.ok()) << fired.status().message();
+    for (const auto& f : *fired) polled.push_back({f.labels.at("host"), f.fired_at});
+  }
   EXPECT_EQ(polled, replayed);
   EXPECT_FALSE(replayed.empty());
 }
