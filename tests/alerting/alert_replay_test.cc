@@ -89,6 +89,32 @@ TEST(RulesReplay, HealthyAndDecoyJobsRaiseNoAlert) {
   }
 }
 
+// 9216: two hosts' drivers reload mid-job (every counter restarts from zero), one of them carrying
+// lifetime retry exhaustions. max - min read that drop as 38 new exhaustions: a critical alert.
+TEST(RulesReplay, ADriverReloadIsNotCounterGrowth) {
+  auto j = ReplayFixture("9216");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_TRUE(j["firings"].empty()) << j["firings"].dump();
+}
+
+// 9217: rl-n6's driver reloads at step 20 and its link degrades from step 45; retransmits, ACK
+// timeouts and retry exhaustion all start there. The reload alone must not fire the critical alert
+// before the degradation does.
+TEST(RulesReplay, AfterAReloadOnlyTheFaultsOwnGrowthFires) {
+  auto j = ReplayFixture("9217");
+  ASSERT_TRUE(j.is_object());
+  double degraded_since = 0, exhausted_since = 0;
+  for (const auto& f : j["firings"]) {
+    EXPECT_EQ(f["labels"]["host"], "rl-n6") << f.dump();
+    const double since = f["pending_since"].get<double>();
+    if (f["alert"] == "DiagnoseRdmaLinkDegraded") degraded_since = since;
+    if (f["alert"] == "DiagnoseRdmaRetryExhausted") exhausted_since = since;
+  }
+  ASSERT_GT(degraded_since, 0) << j["firings"].dump();
+  ASSERT_GT(exhausted_since, 0) << j["firings"].dump();
+  EXPECT_GE(exhausted_since, degraded_since) << "retry exhaustion pending before the link degraded: a reload read as growth";
+}
+
 }  // namespace
 }  // namespace diagnose::alerting
 
