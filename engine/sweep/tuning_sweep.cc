@@ -77,15 +77,20 @@ bool SubmittedBefore(const std::string& a, const std::string& b) {
   return a < b;
 }
 
+std::string ThroughputText(const SteadyState& steady) {
+  if (!steady.measured()) return "";
+  std::string text = WithThousands(steady.mean_tgs) + " TGS/device";
+  if (steady.mean_mfu_pct) text += ", " + FixedDecimal(*steady.mean_mfu_pct, 1) + "% MFU";
+  return text;
+}
+
 std::string ResultLine(const JobResult& job) {
   std::string line = job.cell.model.empty() ? "(unknown model)" : job.cell.model;
   line += " " + std::to_string(job.cell.nodes) + "N (job " + job.id + "): ";
   switch (job.failure.outcome) {
     case JobOutcome::kSucceeded:
       if (!job.steady.measured()) return line + "no steady-state steps — FAIL";
-      line += WithThousands(job.steady.mean_tgs) + " TGS/device";
-      if (job.steady.mean_mfu_pct) line += ", " + FixedDecimal(*job.steady.mean_mfu_pct, 1) + "% MFU";
-      return line + " — PASS";
+      return line + ThroughputText(job.steady) + " — PASS";
     case JobOutcome::kRunning:
       return line + "running";
     case JobOutcome::kOom:

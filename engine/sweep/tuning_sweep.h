@@ -85,6 +85,10 @@ bool IsNumericJobId(const std::string& id);
 // Submission order: numeric Slurm ids numerically, anything else after them by name.
 bool SubmittedBefore(const std::string& a, const std::string& b);
 
+// "2,036 TGS/device, 34.9% MFU": the steady state as every one-line result says it (sweep, watch).
+// Empty when the window held no step.
+std::string ThroughputText(const SteadyState& steady);
+
 // The batch-sweep runbook's one-line result as a job lands:
 // "llama2-70b 1N (job 9801): 2,036 TGS/device, 34.9% MFU — PASS" / "grok-1 8N (job 9805): OOM — FAIL".
 std::string ResultLine(const JobResult& job);

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "engine/core/logging.h"
 #include "engine/core/text.h"
 #include "engine/decision/sweep_history.h"
+#include "engine/sweep/tuning_sweep.h"
 
 namespace diagnose {
 
@@ -78,7 +78,7 @@ StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outpu
 
 std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event, const std::string& root_cause,
                              const std::string& hang_phase, const Decision& decision, LineOutcome outcome,
-                             std::optional<double> recent_tgs) {
+                             const sweep::SteadyState& steady, std::optional<double> recent_tgs) {
   const LogProgress& p = event.progress;
   std::string model = p.model.empty() ? event.job.name : p.model;
   const int nodes = p.nnodes > 0 ? p.nnodes : static_cast<int>(p.hosts.size());
@@ -86,15 +86,11 @@ std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event
   const std::string dash = " \xE2\x80\x94 ";
   const std::string action(ToString(decision.action));
   if (outcome != LineOutcome::kFail) {
-    if (p.steady_steps > 0) {
-      line += WithThousands(p.steady_tgs_sum / p.steady_steps);
-      if (recent_tgs) line += " \xE2\x86\x92 " + WithThousands(*recent_tgs);
-      line += " TGS/device";
-      if (p.steady_mfu_steps > 0) {
-        char mfu[32];
-        std::snprintf(mfu, sizeof(mfu), "%.1f%% MFU", p.steady_mfu_sum / p.steady_mfu_steps);
-        line += std::string(", ") + mfu;
-      }
+    if (steady.measured()) {
+      std::string throughput = sweep::ThroughputText(steady);
+      // "2,036 → 1,612 TGS/device": the level the job fell to, right after the steady one.
+      if (recent_tgs) throughput.insert(WithThousands(steady.mean_tgs).size(), " \xE2\x86\x92 " + WithThousands(*recent_tgs));
+      line += throughput;
     } else {
       line += p.last_step ? "completed step " + std::to_string(*p.last_step) : "completed";
     }
@@ -178,11 +174,13 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
                               : completed                                                          ? LineOutcome::kDegraded
                                                                                                    : LineOutcome::kFail;
   std::optional<double> recent_tgs;
-  if (const JobFacts* facts = SubjectFacts(result.report);
-      facts != nullptr && facts->tgs.degradation_onset_step && facts->tgs.recent_tgs > 0)
-    recent_tgs = facts->tgs.recent_tgs;
+  sweep::SteadyState steady;
+  if (const JobFacts* facts = SubjectFacts(result.report); facts != nullptr) {
+    steady = sweep::MeasureSteadyState(*facts);
+    if (facts->tgs.degradation_onset_step && facts->tgs.recent_tgs > 0) recent_tgs = facts->tgs.recent_tgs;
+  }
   result.line = FormatResultLine(*options_.rules, result.event, root_cause, result.sweep.hang_phase,
-                                 result.report.decision, outcome, recent_tgs);
+                                 result.report.decision, outcome, steady, recent_tgs);
   return result;
 }
 

@@ -19,6 +19,7 @@
 #include "engine/decision/decision_rules.h"
 #include "engine/decision/refine.h"
 #include "engine/report/report.h"
+#include "engine/sweep/steady_state.h"
 #include "engine/watch/log_follow.h"
 
 namespace diagnose {
@@ -80,11 +81,13 @@ StatusOr<std::vector<WatchedJob>> ScanOutputsForJobLogs(const std::string& outpu
 // found a cause: the same judgement `diagnose JOB` shows), FAIL (did not complete).
 enum class LineOutcome { kPass, kDegraded, kFail };
 
-// One line in the sweep's style; `rules` name the causes the way the sweep runbook does.
-// `recent_tgs`, when the job's throughput fell during the run, is shown after the steady TGS.
+// One line in the sweep's style; `rules` name the causes the way the sweep runbook does. The
+// throughput is `steady` as `diagnose sweep` measures and says it (sweep::ThroughputText): the
+// runbook's window, steps 9-14 with the profiler on, outlier steps left out. `recent_tgs`, when the
+// job's throughput fell during the run, is shown after it.
 std::string FormatResultLine(const DecisionRules& rules, const WatchEvent& event, const std::string& root_cause,
                              const std::string& hang_phase, const Decision& decision, LineOutcome outcome,
-                             std::optional<double> recent_tgs = std::nullopt);
+                             const sweep::SteadyState& steady = {}, std::optional<double> recent_tgs = std::nullopt);
 
 class Watcher {
  public:

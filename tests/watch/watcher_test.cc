@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/decision/sweep_history.h"
+#include "engine/job/job_location.h"
+#include "engine/triage/triage.h"
 #include "engine/watch/watcher.h"
 #include "tests/support/job_logs.h"
 
@@ -58,6 +60,18 @@ struct FakeDiagnosis {
       const bool success = e.progress.summary_status == "SUCCESS";
       f.status = !e.progress.summary_seen ? JobStatus::kRunning : success ? JobStatus::kCompleted : JobStatus::kFailed;
       f.progress.last_step = e.progress.last_step;
+      // The step lines and config as the pipeline's triage reads them: the line's throughput is
+      // measured from them by the sweep's code, as in `diagnose watch`.
+      JobLocation location;
+      location.id = e.job.id;
+      location.name = e.job.name;
+      location.log_path = e.job.log_path;
+      TriageOptions triage;
+      triage.rules_dir = std::string(DIAGNOSE_SOURCE_DIR) + "/rules";
+      if (auto triaged = TriageJob(location, triage); triaged.ok()) {
+        f.steps = triaged->steps;
+        f.config = triaged->config;
+      }
       auto it = failure_class.find(e.job.id);
       if (it != failure_class.end()) {
         f.failure_class = it->second;
@@ -340,6 +354,24 @@ TEST_F(WatchTest, CompletedJobWithACauseIsDegradedNotPass) {
   EXPECT_EQ(fake.CallsFor("4001"), 1);
   EXPECT_EQ((*r)[0].line, "mixtral-8x22b 2N (job 4001): 3,293 TGS/device, 8.4% MFU \xE2\x80\x94 rdma-link-degradation "
                           "\xE2\x80\x94 DEGRADED \xE2\x80\x94 retry-excluding-nodes gpu2");
+}
+
+// With the profiler on, steps 5-8 sit in the capture window: the runbook's steady state is steps
+// 9-14, and watch says the figure `diagnose sweep` says (the launcher's 5-14 mean would be 1,822).
+TEST_F(WatchTest, TheLinesThroughputIsTheSweepsSteadyState) {
+  FakeDiagnosis fake;
+  auto w = Watcher::Create(Options(&fake));
+  ASSERT_TRUE(w.ok());
+  JobLog job(outputs_, "9820", "llama2-70b", {"gpu1"});
+  job.Write("Config param profiler: xplane\n");
+  ASSERT_TRUE((*w)->PollOnce().ok());
+  job.Steps(0, 8, 1500, 25.0);
+  job.Steps(9, 14, 2036, 34.9);
+  job.Summary(true, 0);
+  auto r = (*w)->PollOnce();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].line, "llama2-70b 1N (job 9820): 2,036 TGS/device, 34.9% MFU \xE2\x80\x94 PASS");
 }
 
 TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {
