@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "engine/core/regular_file.h"
@@ -167,6 +168,35 @@ void ParseGitSummary(const std::string& text, std::string* commit, std::string* 
     if (section == "[LAST COMMIT]" && commit->empty()) *commit = t.substr(0, 200);
     if (section == "[BRANCH]" && branch->empty()) *branch = t.substr(0, 200);
   }
+}
+
+std::string UserTagOf(const JobFacts& facts) {
+  std::set<std::string> encoded;
+  for (const auto& [key, value] : facts.header.passthrough) {
+    std::string arg = key + "_" + value;
+    std::replace(arg.begin(), arg.end(), '=', '_');
+    encoded.insert(arg);
+  }
+  std::string tag = facts.header.exp_tag;
+  // The args are appended in the user's order, which the parsed map no longer has: peel any of them.
+  for (bool peeled = true; peeled && !tag.empty();) {
+    peeled = false;
+    for (const auto& arg : encoded) {
+      if (tag == arg) {
+        tag.clear();
+      } else if (tag.size() > arg.size() && tag.compare(tag.size() - arg.size(), arg.size(), arg) == 0 &&
+                 tag[tag.size() - arg.size() - 1] == '-') {
+        tag.resize(tag.size() - arg.size() - 1);
+      } else {
+        continue;
+      }
+      peeled = true;
+      break;
+    }
+  }
+  const std::string& alias = facts.header.model_alias;
+  if (alias.empty() || alias == facts.header.model_name) return tag;
+  return tag.empty() ? alias : alias + ":" + tag;
 }
 
 ArtifactInfo ReadArtifact(const std::string& job_dir, const std::string& outputs_dir) {

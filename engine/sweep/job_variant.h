@@ -46,6 +46,12 @@ CellKey CellOf(const JobFacts& facts);
 // empty or "baseline"; nullopt when the job carries none.
 std::optional<std::string> TuneProfileOf(const JobFacts& facts);
 
+// The user's part of the job's tag (maxtext-slurm-formats.md §1.1): EXP_TAG is the model spec's
+// `model[:alias]:tag` tag joined with `-` to the encoded passthrough args (`k=v` -> `k_v`, joined
+// with `-`), so what remains once every encoded arg is taken off its end is what the user typed;
+// prefixed with the alias (`alias:tag`) when the spec set one. "" when neither was given.
+std::string UserTagOf(const JobFacts& facts);
+
 // Reads <job_dir>/artifact/{train_env.sh,git_summary.txt}. Never fails: what it cannot read is a note.
 ArtifactInfo ReadArtifact(const std::string& job_dir, const std::string& outputs_dir);
 

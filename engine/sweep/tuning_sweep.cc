@@ -49,7 +49,19 @@ void NameVariants(const std::vector<size_t>& cell_jobs, const std::vector<SweepJ
     for (size_t i : cell_jobs) carrying += VariantArgs(inputs[i].facts).count(k);
     if (vs.size() > 1 || carrying != cell_jobs.size()) varying.insert(k);
   }
-  for (size_t i : cell_jobs) jobs[i].variant = Describe(VariantArgs(inputs[i].facts), varying);
+  // The user's own tags (model-spec alias and tag) name variants first when they differ in the cell:
+  // they are what the person who planned the sweep called each arm.
+  std::set<std::string> tags;
+  for (size_t i : cell_jobs) tags.insert(UserTagOf(inputs[i].facts));
+  for (size_t i : cell_jobs) {
+    std::string args = Describe(VariantArgs(inputs[i].facts), varying);
+    if (tags.size() < 2) {
+      jobs[i].variant = std::move(args);
+      continue;
+    }
+    const std::string tag = UserTagOf(inputs[i].facts);
+    jobs[i].variant = (tag.empty() ? std::string("(untagged)") : tag) + (varying.empty() ? "" : " " + args);
+  }
 }
 
 std::vector<std::string> FlagsOf(const std::string& variant, const std::vector<size_t>& variant_jobs,

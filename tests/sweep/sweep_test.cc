@@ -299,6 +299,33 @@ TEST(TuningSweep, WithoutProfilesTheVaryingPassthroughArgNamesTheVariant) {
   EXPECT_EQ(r.cells[0].variants[0].name, "per_device_batch_size=16");
 }
 
+// EXP_TAG is the model spec's tag joined to the encoded passthrough args (formats §1.1): the user's
+// tag names the arm when the args alone do not tell the jobs apart.
+TEST(JobVariant, TheUsersTagIsWhatRemainsOfExpTagOnceTheEncodedArgsAreTakenOff) {
+  JobFacts f = Job("1", "", {});
+  f.header.passthrough["_env_XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".93";
+  f.header.exp_tag = "fp8-rerun-steps_15-_env_XLA_PYTHON_CLIENT_MEM_FRACTION_.93";
+  EXPECT_EQ(UserTagOf(f), "fp8-rerun");
+  f.header.exp_tag = "_env_XLA_PYTHON_CLIENT_MEM_FRACTION_.93-steps_15";   // args only, any order
+  EXPECT_EQ(UserTagOf(f), "");
+  f.header.model_alias = "l70";
+  EXPECT_EQ(UserTagOf(f), "l70");
+  f.header.exp_tag = "bf16-steps_15-_env_XLA_PYTHON_CLIENT_MEM_FRACTION_.93";
+  EXPECT_EQ(UserTagOf(f), "l70:bf16");
+}
+
+TEST(TuningSweep, WithoutProfilesOrVaryingArgsTheUsersTagNamesTheVariant) {
+  std::mt19937 rng(3);
+  JobFacts a = Job("1", "", Steps(1190, 0.5, rng)), b = Job("2", "", Steps(1400, 0.5, rng));
+  a.header.exp_tag = "fp8-steps_15";
+  b.header.exp_tag = "bf16-steps_15";
+  const SweepResult r = AnalyzeSweep(Inputs({a, b}));
+  ASSERT_EQ(r.cells.size(), 1u);
+  EXPECT_EQ(r.jobs[0].variant, "fp8");
+  EXPECT_EQ(r.jobs[1].variant, "bf16");
+  EXPECT_EQ(r.cells[0].baseline, "fp8");   // no TUNE_PROFILE: the first variant submitted
+}
+
 TEST(SweepHtml, ChartsEachVariantWithItsIntervalAndEscapesNames) {
   std::mt19937 rng(6);
   std::vector<JobFacts> jobs = {Job("1", "", Steps(2000, 0.5, rng)), Job("2", "", Steps(2000, 0.5, rng)),
