@@ -73,6 +73,10 @@ EvaluationResult Evaluator::Run() {
     window_problems_[pb->id] = std::move(windows.missing);
   }
 
+  for (size_t l = 0; l < graph_.levels().size(); ++l)
+    for (int idx : graph_.levels()[l])
+      if (nodes[idx].rule->kind == RuleKind::kQuery) last_level_of_template_[TemplateOf(idx)] = l;
+
   for (const auto& level : graph_.levels()) {
     std::vector<int> batch_nodes;
     std::vector<Query> batch;
@@ -97,6 +101,8 @@ EvaluationResult Evaluator::Run() {
       }
     }
     RunBatches(batch_nodes, batch, clients);
+    std::erase_if(answers_, [&](const auto& entry) { return entry.second.last_level <= level_; });
+    ++level_;
   }
   BuildFindings();
   for (const auto& n : result_.nodes)
@@ -107,6 +113,11 @@ EvaluationResult Evaluator::Run() {
 const std::string Evaluator::PlaybookOf(int idx) const {
   const auto* pb = graph_.nodes()[idx].playbook;
   return pb ? pb->id : "";
+}
+
+std::string Evaluator::TemplateOf(int idx) const {
+  const auto& spec = graph_.nodes()[idx].rule->query;
+  return spec.tsdb + "\n" + spec.promql_template;
 }
 
 bool Evaluator::DepsOk(int idx) {
@@ -301,36 +312,46 @@ void Evaluator::RunBatches(const std::vector<int>& nodes, const std::vector<Quer
         batch.push_back(queries[i]);
       }
     if (batch.empty()) continue;
-    // Rules asking the very same question (PromQL, kind and times) share one request.
+    // Rules asking the very same question (PromQL, kind and times) share one request, within this
+    // level and with every earlier level of the run.
     std::vector<Query> unique;
-    std::vector<size_t> slot(batch.size());
-    std::map<std::tuple<int, std::string, double, double, double, double>, size_t> seen;
+    std::vector<QuestionKey> keys;
     for (size_t i = 0; i < batch.size(); ++i) {
       const Query& q = batch[i];
-      auto [it, fresh] = seen.emplace(std::make_tuple(static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step),
-                                      unique.size());
+      QuestionKey key{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
+      auto [it, fresh] = answers_.try_emplace(key);
       if (fresh) unique.push_back(q);
-      slot[i] = it->second;
+      else ++result_.queries_shared;
+      it->second.last_level = std::max(it->second.last_level, last_level_of_template_[TemplateOf(idxs[i])]);
+      keys.push_back(std::move(key));
     }
-    ++result_.batches;
-    result_.queries_run += static_cast<int>(unique.size());
-    auto results = client->RunBatch(unique);
+    if (!unique.empty()) {
+      ++result_.batches;
+      result_.queries_run += static_cast<int>(unique.size());
+      auto fetched = client->RunBatch(unique);
+      for (size_t u = 0; u < unique.size(); ++u) {
+        const Query& q = unique[u];
+        StatusOr<QueryResult> answer = u < fetched.size() ? std::move(fetched[u]) : StatusOr<QueryResult>(InternalError("no result"));
+        if (answer.ok())
+          for (const auto& series : answer->series) result_.points_returned += static_cast<int64_t>(series.samples.size());
+        QuestionKey key{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
+        answers_[key].result = std::make_shared<const StatusOr<QueryResult>>(std::move(answer));
+      }
+    }
     const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
     const json instance_hosts = ih.is_object() && ih.contains("instance_hosts") ? ih["instance_hosts"] : json::object();
     for (size_t i = 0; i < idxs.size(); ++i) {
       int idx = idxs[i];
       const auto& q = batch[i];
-      const size_t r = slot[i];
-      if (r >= results.size() || !results[r].ok()) {
-        Fail(idx, NodeHealth::kError, "query failed (" + client->Describe() + "): " +
-                               (r < results.size() ? results[r].status().message() : std::string("no result")) +
-                               " [" + q.promql + "]");
+      const StatusOr<QueryResult>& answer = *answers_.at(keys[i]).result;
+      if (!answer.ok()) {
+        Fail(idx, NodeHealth::kError, "query failed (" + client->Describe() + "): " + answer.status().message() + " [" + q.promql + "]");
         continue;
       }
       double start = q.kind == Query::Kind::kRange ? q.start : q.time;
       double end = q.kind == Query::Kind::kRange ? q.end : q.time;
       auto& out = result_.nodes[idx];
-      out.value = QueryResultJson(*graph_.nodes()[idx].rule, *results[r], instance_hosts, q.promql, start, end);
+      out.value = QueryResultJson(*graph_.nodes()[idx].rule, *answer, instance_hosts, q.promql, start, end);
       out.health = NodeHealth::kOk;
       Evidence e;
       e.kind = "promql";
@@ -341,7 +362,7 @@ void Evaluator::RunBatches(const std::vector<int>& nodes, const std::vector<Quer
       if (client == ctx_.baseline) e.role = "baseline";
       if (out.value.contains("series") && !out.value["series"].empty())
         e.series = std::make_shared<const json>(out.value["series"]);
-      for (const auto& w : results[r]->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
+      for (const auto& w : answer->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
       out.evidence.push_back(std::move(e));
     }
   }

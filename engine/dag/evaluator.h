@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,9 @@ class Evaluator {
   const std::string PlaybookOf(int idx) const;
 
   bool DepsOk(int idx);
+
+  // Which client a query rule asks and its PromQL template: rules that can ask the same question.
+  std::string TemplateOf(int idx) const;
 
   // One expression's view of names: node `idx`, `host` inside exclusion reasons, and the values of
   // the bindings (let, macros) it has used so far. Bindings are evaluated on first use, in this
@@ -117,6 +121,18 @@ class Evaluator {
   std::map<int, verdict::Candidate> fired_;
   std::map<int, std::string> suppressed_;   // verdict node -> why it did not fire
   std::map<int, json> common_views_;
+  // The answers of this run by client and question (kind, PromQL, times): a rule at a later level
+  // asking what an earlier one asked shares its request. An answer is kept until the last level
+  // holding a query rule with the same template (only such a rule can ask the same question), so
+  // large range answers do not outlive their use.
+  using QuestionKey = std::tuple<const QueryClient*, int, std::string, double, double, double, double>;
+  struct Answer {
+    std::shared_ptr<const StatusOr<QueryResult>> result;
+    size_t last_level = 0;
+  };
+  std::map<QuestionKey, Answer> answers_;
+  std::map<std::string, size_t> last_level_of_template_;
+  size_t level_ = 0;   // the level being evaluated
 };
 
 }  // namespace diagnose::dag::internal
