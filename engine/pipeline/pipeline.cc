@@ -449,7 +449,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     Stage("running playbooks");
     auto run = dag::RunPlaybooks(library, ctx);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
-    Stage("playbooks: {} selected, {} requests in {} batches ({} rules shared a request), {} points returned, {} fired",
+    Stage("playbooks: {} selected, {} queries in {} batches ({} rules shared a request, {} points returned), {} fired",
           run->selection.selected.size(), run->evaluation.queries_run, run->evaluation.batches,
           run->evaluation.queries_shared, run->evaluation.points_returned,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
