@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <future>
 #include <optional>
 #include <map>
 #include <set>
@@ -57,6 +58,15 @@ EvaluationResult Evaluator::Run() {
   const auto& nodes = graph_.nodes();
   result_.nodes.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) result_.nodes[i].id = nodes[i].id;
+  ResolveWindowsAndParams();
+  EvaluateByReadiness();
+  BuildFindings();
+  for (const auto& n : result_.nodes)
+    if (n.health != NodeHealth::kOk) result_.not_evaluated.push_back(n.id + ": " + std::string(ToString(n.health)) + ": " + n.reason);
+  return std::move(result_);
+}
+
+void Evaluator::ResolveWindowsAndParams() {
   thresholds_ = graph_.library().thresholds;
   // The shared windows depend only on the context: resolved once, copied into each playbook's.
   const Resolved shared = ResolveSharedWindows(graph_.library(), ctx_, thresholds_);
@@ -73,40 +83,93 @@ EvaluationResult Evaluator::Run() {
     window_problems_[pb->id] = std::move(windows.missing);
   }
 
-  for (const auto& level : graph_.levels()) {
-    std::vector<int> batch_nodes;
-    std::vector<Query> batch;
-    std::vector<QueryClient*> clients;
-    for (int idx : level) {
-      if (DeadlinePassed()) {
-        Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before it was evaluated");
+}
+
+void Evaluator::EvaluateByReadiness() {
+  const auto& nodes = graph_.nodes();
+  const std::vector<int> order = graph_.TopologicalOrder();
+  std::vector<std::vector<int>> before(nodes.size());   // what must be final before a node is evaluated
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    before[i] = nodes[i].deps;
+    before[i].insert(before[i].end(), nodes[i].after.begin(), nodes[i].after.end());
+  }
+  // Rules some query waits for (through any chain of rules) are judged before a wave is sent; the
+  // others while it is in flight.
+  std::vector<bool> feeds_query(nodes.size(), false);
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (nodes[*it].rule->kind == RuleKind::kQuery || feeds_query[*it])
+      for (int d : before[*it]) feeds_query[d] = true;
+  for (int idx : order)
+    if (nodes[idx].rule->kind == RuleKind::kQuery) ++unstarted_queries_of_template_[TemplateOf(idx)];
+
+  enum class State { kWaiting, kInFlight, kDone };
+  std::vector<State> state(nodes.size(), State::kWaiting);
+  auto ready = [&](int idx) {
+    if (state[idx] != State::kWaiting) return false;
+    for (int d : before[idx])
+      if (state[d] != State::kDone) return false;
+    return true;
+  };
+  size_t done = 0;
+  while (done < nodes.size()) {
+    // In topological order, so a chain of rules feeding a query is judged in one pass.
+    Wave wave;
+    size_t progressed = 0;
+    for (int idx : order) {
+      if (!ready(idx)) continue;
+      if (nodes[idx].rule->kind == RuleKind::kQuery) {
+        state[idx] = StartQuery(idx, &wave) ? State::kInFlight : State::kDone;
+      } else if (feeds_query[idx]) {
+        Judge(idx);
+        state[idx] = State::kDone;
+      } else {
         continue;
       }
-      if (!DepsOk(idx)) continue;
-      const auto& node = nodes[idx];
-      if (node.rule->kind == RuleKind::kQuery) {
-        Query q;
-        QueryClient* client = nullptr;
-        if (PrepareQuery(idx, &q, &client)) {
-          batch_nodes.push_back(idx);
-          batch.push_back(q);
-          clients.push_back(client);
-        }
-      } else {
-        EvaluateNonQuery(idx);
-      }
+      ++progressed;
     }
-    RunBatches(batch_nodes, batch, clients);
+    auto answers = SendInBackground(&wave);
+    for (int idx : order) {
+      if (!ready(idx) || nodes[idx].rule->kind == RuleKind::kQuery || feeds_query[idx]) continue;
+      Judge(idx);
+      state[idx] = State::kDone;
+      ++progressed;
+    }
+    ApplyAnswers(wave, answers.get());
+    for (int idx : wave.nodes) state[idx] = State::kDone;
+    done = static_cast<size_t>(std::count(state.begin(), state.end(), State::kDone));
+    if (progressed == 0) break;   // cannot happen in a DAG; never spin
   }
-  BuildFindings();
-  for (const auto& n : result_.nodes)
-    if (n.health != NodeHealth::kOk) result_.not_evaluated.push_back(n.id + ": " + std::string(ToString(n.health)) + ": " + n.reason);
-  return std::move(result_);
+}
+
+bool Evaluator::StartQuery(int idx, Wave* wave) {
+  --unstarted_queries_of_template_[TemplateOf(idx)];
+  if (DeadlinePassed()) {
+    Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before it was evaluated");
+    return false;
+  }
+  if (!DepsOk(idx)) return false;
+  Query q;
+  QueryClient* client = nullptr;
+  if (!PrepareQuery(idx, &q, &client)) return false;
+  wave->nodes.push_back(idx);
+  wave->queries.push_back(std::move(q));
+  wave->clients.push_back(client);
+  return true;
+}
+
+void Evaluator::Judge(int idx) {
+  if (DeadlinePassed()) return Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before it was evaluated");
+  if (DepsOk(idx)) EvaluateNonQuery(idx);
 }
 
 const std::string Evaluator::PlaybookOf(int idx) const {
   const auto* pb = graph_.nodes()[idx].playbook;
   return pb ? pb->id : "";
+}
+
+std::string Evaluator::TemplateOf(int idx) const {
+  const auto& spec = graph_.nodes()[idx].rule->query;
+  return spec.tsdb + "\n" + spec.promql_template;
 }
 
 bool Evaluator::DepsOk(int idx) {
@@ -288,63 +351,85 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
   return true;
 }
 
-void Evaluator::RunBatches(const std::vector<int>& nodes, const std::vector<Query>& queries,
-                const std::vector<QueryClient*>& clients) {
-  // One RunBatch per client (subject, baseline), preserving order.
-  for (QueryClient* client : {ctx_.subject, ctx_.baseline}) {
+std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
+  // Rules asking the very same question (PromQL, kind and times) share one request, within the
+  // wave and with every earlier wave of the run; one RunBatch per client (subject, baseline).
+  std::vector<std::pair<QueryClient*, std::vector<Query>>> requests;
+  for (QueryClient* client : {ctx_.subject, ctx_.baseline == ctx_.subject ? nullptr : ctx_.baseline}) {
     if (client == nullptr) continue;
-    std::vector<int> idxs;
-    std::vector<Query> batch;
-    for (size_t i = 0; i < nodes.size(); ++i)
-      if (clients[i] == client) {
-        idxs.push_back(nodes[i]);
-        batch.push_back(queries[i]);
-      }
-    if (batch.empty()) continue;
-    // Rules asking the very same question (PromQL, kind and times) share one request.
     std::vector<Query> unique;
-    std::vector<size_t> slot(batch.size());
-    std::map<std::tuple<int, std::string, double, double, double, double>, size_t> seen;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const Query& q = batch[i];
-      auto [it, fresh] = seen.emplace(std::make_tuple(static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step),
-                                      unique.size());
+    for (size_t i = 0; i < wave->nodes.size(); ++i) {
+      if (wave->clients[i] != client) continue;
+      const Query& q = wave->queries[i];
+      QuestionKey key{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
+      auto [it, fresh] = answers_.try_emplace(key);
       if (fresh) unique.push_back(q);
-      slot[i] = it->second;
+      else ++result_.queries_shared;
+      it->second.templates.push_back(TemplateOf(wave->nodes[i]));
     }
+    if (unique.empty()) continue;
     ++result_.batches;
     result_.queries_run += static_cast<int>(unique.size());
-    auto results = client->RunBatch(unique);
+    requests.emplace_back(client, std::move(unique));
+  }
+  // Only the clients are touched off this thread; the evaluator's state stays here. Where no thread
+  // can be started (or nothing is to be sent) the wave is sent when its answers are asked for.
+  const auto policy = requests.empty() ? std::launch::deferred : std::launch::async | std::launch::deferred;
+  return std::async(policy, [requests = std::move(requests)] {
+    WaveAnswers answers;
+    for (const auto& [client, queries] : requests) {
+      std::vector<StatusOr<QueryResult>> fetched = client->RunBatch(queries);
+      for (size_t u = 0; u < queries.size(); ++u) {
+        const Query& q = queries[u];
+        answers.emplace_back(QuestionKey{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step},
+                             u < fetched.size() ? std::move(fetched[u]) : StatusOr<QueryResult>(InternalError("no result")));
+      }
+    }
+    return answers;
+  });
+}
+
+void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
+  for (auto& [key, answer] : fetched) {
+    if (answer.ok())
+      for (const auto& series : answer->series) result_.points_returned += static_cast<int64_t>(series.samples.size());
+    answers_[key].result = std::make_shared<const StatusOr<QueryResult>>(std::move(answer));
+  }
+  for (size_t i = 0; i < wave.nodes.size(); ++i) {
+    const int idx = wave.nodes[i];
+    const Query& q = wave.queries[i];
+    QueryClient* client = wave.clients[i];
+    const QuestionKey key{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
+    const StatusOr<QueryResult>& answer = *answers_.at(key).result;
+    if (!answer.ok()) {
+      Fail(idx, NodeHealth::kError, "query failed (" + client->Describe() + "): " + answer.status().message() + " [" + q.promql + "]");
+      continue;
+    }
     const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
     const json instance_hosts = ih.is_object() && ih.contains("instance_hosts") ? ih["instance_hosts"] : json::object();
-    for (size_t i = 0; i < idxs.size(); ++i) {
-      int idx = idxs[i];
-      const auto& q = batch[i];
-      const size_t r = slot[i];
-      if (r >= results.size() || !results[r].ok()) {
-        Fail(idx, NodeHealth::kError, "query failed (" + client->Describe() + "): " +
-                               (r < results.size() ? results[r].status().message() : std::string("no result")) +
-                               " [" + q.promql + "]");
-        continue;
-      }
-      double start = q.kind == Query::Kind::kRange ? q.start : q.time;
-      double end = q.kind == Query::Kind::kRange ? q.end : q.time;
-      auto& out = result_.nodes[idx];
-      out.value = QueryResultJson(*graph_.nodes()[idx].rule, *results[r], instance_hosts, q.promql, start, end);
-      out.health = NodeHealth::kOk;
-      Evidence e;
-      e.kind = "promql";
-      e.query = q.promql;
-      e.window = TimeWindow{start, end};
-      e.value = out.value["values"];
-      e.text = graph_.nodes()[idx].rule->description;
-      if (client == ctx_.baseline) e.role = "baseline";
-      if (out.value.contains("series") && !out.value["series"].empty())
-        e.series = std::make_shared<const json>(out.value["series"]);
-      for (const auto& w : results[r]->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
-      out.evidence.push_back(std::move(e));
-    }
+    double start = q.kind == Query::Kind::kRange ? q.start : q.time;
+    double end = q.kind == Query::Kind::kRange ? q.end : q.time;
+    auto& out = result_.nodes[idx];
+    out.value = QueryResultJson(*graph_.nodes()[idx].rule, *answer, instance_hosts, q.promql, start, end);
+    out.health = NodeHealth::kOk;
+    Evidence e;
+    e.kind = "promql";
+    e.query = q.promql;
+    e.window = TimeWindow{start, end};
+    e.value = out.value["values"];
+    e.text = graph_.nodes()[idx].rule->description;
+    if (client == ctx_.baseline) e.role = "baseline";
+    if (out.value.contains("series") && !out.value["series"].empty())
+      e.series = std::make_shared<const json>(out.value["series"]);
+    for (const auto& w : answer->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
+    out.evidence.push_back(std::move(e));
   }
+  // An answer is kept only while a query rule that could ask its question again (same template)
+  // has not been started, so large range answers do not outlive their use.
+  std::erase_if(answers_, [&](const auto& entry) {
+    return std::none_of(entry.second.templates.begin(), entry.second.templates.end(),
+                        [&](const std::string& t) { return unstarted_queries_of_template_[t] > 0; });
+  });
 }
 
 void Evaluator::EvaluateNonQuery(int idx) {

@@ -3,6 +3,7 @@
 // (with the reason). A failed node skips its dependents; nothing aborts the run.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +34,10 @@ struct EvaluationResult {
   std::vector<Finding> findings;                 // verdict rules and rules with `finding`
   std::vector<verdict::Candidate> candidates;    // one per playbook with a fired verdict
   std::vector<std::string> not_evaluated;        // "<node>: <health>: <reason>"
-  int queries_run = 0;
+  int queries_run = 0;      // requests sent: each distinct question of the run once
+  int queries_shared = 0;   // query rules answered by a request another rule of the run sent
   int batches = 0;
+  int64_t points_returned = 0;   // samples and instant values in the answers, each request once
 };
 
 EvaluationResult Evaluate(const CompiledGraph& graph, const EvaluationContext& ctx);

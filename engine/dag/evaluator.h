@@ -1,12 +1,14 @@
 // The evaluator's state and steps, shared by the files that implement them: evaluate.cc runs the
-// graph level by level (names, queries, facts, analyses) and evaluate_verdicts.cc judges verdicts
+// graph by readiness (names, queries, facts, analyses) and evaluate_verdicts.cc judges verdicts
 // and builds findings. Internal to engine/dag.
 #pragma once
 
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,9 @@ class Evaluator {
   const std::string PlaybookOf(int idx) const;
 
   bool DepsOk(int idx);
+
+  // Which client a query rule asks and its PromQL template: rules that can ask the same question.
+  std::string TemplateOf(int idx) const;
 
   // One expression's view of names: node `idx`, `host` inside exclusion reasons, and the values of
   // the bindings (let, macros) it has used so far. Bindings are evaluated on first use, in this
@@ -71,8 +76,30 @@ class Evaluator {
 
   bool PrepareQuery(int idx, Query* q, QueryClient** client);
 
-  void RunBatches(const std::vector<int>& nodes, const std::vector<Query>& queries,
-                  const std::vector<QueryClient*>& clients);
+  // The playbooks' params and windows (and the shared windows), from the context alone.
+  void ResolveWindowsAndParams();
+
+  // Readiness, not levels: a query rule is sent as soon as every rule it needs is final, all ready
+  // queries of a pass together (a wave); while the wave is in flight the rules no query waits for
+  // are judged.
+  void EvaluateByReadiness();
+
+  // The query rules of one pass and what they ask.
+  struct Wave {
+    std::vector<int> nodes;
+    std::vector<Query> queries;
+    std::vector<QueryClient*> clients;
+  };
+  using QuestionKey = std::tuple<const QueryClient*, int, std::string, double, double, double, double>;
+  using WaveAnswers = std::vector<std::pair<QuestionKey, StatusOr<QueryResult>>>;
+
+  // Adds the query rule to the wave; false when it is final without a request (skipped, failed).
+  bool StartQuery(int idx, Wave* wave);
+  // A rule that is not a query: judged unless the deadline passed or a rule it needs is not ok.
+  void Judge(int idx);
+  // The wave's questions not yet answered in this run, one request each, sent off this thread.
+  std::future<WaveAnswers> SendInBackground(Wave* wave);
+  void ApplyAnswers(const Wave& wave, WaveAnswers fetched);
 
   void EvaluateNonQuery(int idx);
 
@@ -117,6 +144,15 @@ class Evaluator {
   std::map<int, verdict::Candidate> fired_;
   std::map<int, std::string> suppressed_;   // verdict node -> why it did not fire
   std::map<int, json> common_views_;
+  // The answers of this run by client and question (kind, PromQL, times): a rule of a later wave
+  // asking what an earlier one asked shares its request. Kept while a query rule with one of the
+  // templates that asked it (only such a rule can ask it again) is still to be started.
+  struct Answer {
+    std::shared_ptr<const StatusOr<QueryResult>> result;
+    std::vector<std::string> templates;
+  };
+  std::map<QuestionKey, Answer> answers_;
+  std::map<std::string, int> unstarted_queries_of_template_;
 };
 
 }  // namespace diagnose::dag::internal

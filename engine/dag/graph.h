@@ -1,6 +1,7 @@
 // The compiled rule graph: one Boost.Graph DAG over every rule of the selected playbooks plus the
 // shared rules they use (each shared rule is one node, evaluated once). Nodes are grouped into
-// topological levels; a level's independent query nodes go to the TSDB as one batch.
+// topological levels (explain's order); the evaluator sends a query node as soon as what it needs
+// is final, not level by level.
 #pragma once
 
 #include <map>

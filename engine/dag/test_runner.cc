@@ -264,171 +264,189 @@ json DeriveDiscovery(const std::vector<Series>& series, const std::string& step_
   return out;
 }
 
-std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOptions& options) {
-  std::vector<TestCaseResult> results;
+namespace {
+
+// A test file's playbooks, loaded with the shared rules of the data dir, and its test cases.
+struct TestFile {
+  playbook::Loader loader;
+  std::vector<std::string> ids;   // the playbooks the file names, the only ones its tests run
+  std::string step_metric;        // the metric discovery reads the step -> time map from
+  YAML::Node tests;
+};
+
+// Loads `path` into `file`; on failure appends why to `results` and returns false.
+bool LoadTestFile(const std::string& path, const TestRunOptions& options, TestFile* file,
+                  std::vector<TestCaseResult>* results) {
   // Untrusted input: an alias bomb is refused before anything walks it.
   auto loaded = LoadBoundedYamlFile(path);
   if (!loaded.ok()) {
-    results.push_back(Failed(path, "(file)", loaded.status().message()));
-    return results;
+    results->push_back(Failed(path, "(file)", loaded.status().message()));
+    return false;
   }
   const YAML::Node root = *loaded;
   if (!root.IsMap()) {
-    results.push_back(Failed(path, "(file)", path + ": a test file is a map with 'playbooks' and 'tests'"));
-    return results;
+    results->push_back(Failed(path, "(file)", path + ": a test file is a map with 'playbooks' and 'tests'"));
+    return false;
   }
   for (auto it = root.begin(); it != root.end(); ++it)
     if (!kFileKeys.count(it->first.Scalar())) {
-      results.push_back(Failed(path, "(file)", path + ":" + std::to_string(it->first.Mark().line + 1) + ": unknown key '" +
-                                                   it->first.Scalar() + "'"));
-      return results;
+      results->push_back(Failed(path, "(file)", path + ":" + std::to_string(it->first.Mark().line + 1) +
+                                                    ": unknown key '" + it->first.Scalar() + "'"));
+      return false;
     }
-  // The step -> time map comes from the metric discovery reads it from.
   auto discovery_rules = LoadDiscoveryRules(options.data_dir + "/rules/discovery.yaml");
   if (!discovery_rules.ok()) {
-    results.push_back(Failed(path, "(load)", discovery_rules.status().message()));
-    return results;
+    results->push_back(Failed(path, "(load)", discovery_rules.status().message()));
+    return false;
   }
-  const std::string step_metric = discovery_rules->step_metric;
-  // The playbooks under test, plus the shared rules of the data dir.
-  playbook::Loader loader;
+  file->step_metric = discovery_rules->step_metric;
+  playbook::Loader& loader = file->loader;
   loader.LoadCommonFiles(playbook::FindYamlFiles(options.data_dir + "/rules/common", false));
-  std::vector<std::string> ids;
   fs::path dir = fs::path(path).parent_path();
   if (root["playbooks"] && root["playbooks"].IsSequence()) {
     for (const auto& p : root["playbooks"]) {
       size_t before = loader.library().playbooks.size();
       loader.LoadPlaybookFile((dir / p.Scalar()).lexically_normal().string());
-      if (loader.library().playbooks.size() > before) ids.push_back(loader.library().playbooks.back().id);
+      if (loader.library().playbooks.size() > before) file->ids.push_back(loader.library().playbooks.back().id);
     }
   }
   if (!loader.result().ok()) {
     std::string why = "playbooks do not load:";
     for (const auto& d : loader.result().diagnostics())
       if (!d.warning()) why += "\n  " + d.ToString();
-    results.push_back(Failed(path, "(load)", why));
-    return results;
+    results->push_back(Failed(path, "(load)", why));
+    return false;
   }
-  const playbook::Library& library = loader.library();
-  YAML::Node tests = root["tests"];
-  if (!tests || !tests.IsSequence()) {
-    results.push_back(Failed(path, "(file)", path + ": 'tests' must be a list"));
-    return results;
+  file->tests = root["tests"];
+  if (!file->tests || !file->tests.IsSequence()) {
+    results->push_back(Failed(path, "(file)", path + ": 'tests' must be a list"));
+    return false;
   }
-  int index = 0;
-  for (const auto& t : tests) {
-    ++index;
-    std::string name = t["name"] ? t["name"].Scalar() : "test " + std::to_string(index);
-    TestCaseResult r;
-    r.file = path;
-    r.name = name;
-    if (!options.run.empty()) {
-      bool selected = false;
-      for (const auto& re : options.run) selected |= std::regex_search(name, re);
-      if (!selected) {
-        r.skipped = true;
-        results.push_back(std::move(r));
-        continue;
-      }
+  return true;
+}
+
+// What a test's expectations are compared with: the combined verdict and decision, the selected
+// playbooks and every finding.
+json Outcome(const EvaluationResult& eval, const EvaluationContext& ctx, const std::vector<std::string>& selected) {
+  auto combined = verdict::Combine(eval.candidates, ParseJobStatus(ctx.facts.value("status", "")), FailureClassesOf(ctx.facts));
+  json actual;
+  actual["root_cause"] = combined.verdict.root_cause;
+  actual["domain"] = combined.verdict.domain;
+  actual["confidence"] = combined.verdict.confidence;
+  actual["action"] = ToString(combined.decision.action);
+  actual["exclude"] = combined.decision.exclude;
+  actual["changes"] = combined.decision.changes;
+  actual["selected"] = selected;
+  actual["findings"] = json::array();
+  for (const auto& f : eval.findings)
+    actual["findings"].push_back({{"id", f.id}, {"status", f.status}, {"hosts", f.hosts}, {"summary", f.summary}});
+  actual["not_evaluated"] = eval.not_evaluated;
+  return actual;
+}
+
+TestCaseResult RunTestCase(const std::string& path, const YAML::Node& t, int index, const TestFile& file,
+                           const TestRunOptions& options) {
+  std::string name = t["name"] ? t["name"].Scalar() : "test " + std::to_string(index);
+  TestCaseResult r;
+  r.file = path;
+  r.name = name;
+  if (!options.run.empty()) {
+    bool selected = false;
+    for (const auto& re : options.run) selected |= std::regex_search(name, re);
+    if (!selected) {
+      r.skipped = true;
+      return r;
     }
-    auto started = std::chrono::steady_clock::now();
-    auto fail = [&](const std::string& why) {
-      r.failures.push_back(path + ":" + std::to_string(t.Mark().line + 1) + ": " + why);
-    };
-    for (auto kv = t.begin(); kv != t.end(); ++kv)
-      if (!kTestKeys.count(kv->first.Scalar())) fail("unknown key '" + kv->first.Scalar() + "'");
-    if (t["expect"])
-      for (auto kv = t["expect"].begin(); kv != t["expect"].end(); ++kv)
-        if (!kExpectKeys.count(kv->first.Scalar())) fail("unknown key 'expect." + kv->first.Scalar() + "'");
-    double interval = 10;
-    if (t["interval"] && !analysis::ParseDurationSeconds(t["interval"].Scalar(), &interval)) fail("bad interval '" + t["interval"].Scalar() + "'");
-    auto start = ParseStart(t["start"]);
-    if (!start.ok()) fail(start.status().message());
-    if (!r.failures.empty()) {
-      results.push_back(std::move(r));
-      continue;
-    }
-    auto subject_series = ParseInputSeries(t["input_series"], *start, interval, "input_series");
-    auto baseline_series = ParseInputSeries(t["baseline_input_series"], *start, interval, "baseline_input_series");
-    if (!subject_series.ok() || !baseline_series.ok()) {
-      fail(!subject_series.ok() ? subject_series.status().message() : baseline_series.status().message());
-      results.push_back(std::move(r));
-      continue;
-    }
-    // Within the file's limits, checked above, so this cannot fail.
-    auto bounded = YamlToJson(t, name);
-    const json whole = bounded.ok() ? std::move(bounded).value() : json();
-    auto field = [&](const char* key) { return whole.is_object() ? whole.value(key, json()) : json(); };
-    EvaluationContext ctx;
-    ctx.facts = json(JobFacts{});
-    if (t["facts"]) ctx.facts.merge_patch(field("facts"));
-    if (t["baseline_facts"]) {
-      ctx.baseline_facts = json(JobFacts{});
-      ctx.baseline_facts.merge_patch(field("baseline_facts"));
-    }
-    std::unique_ptr<ServedSeries> served, served_baseline;
-    auto serve = [&](ParsedSeries& ps, const char* role, std::unique_ptr<ServedSeries>* holder, json* discovery,
-                     const char* override_key) -> bool {
-      const json override_value = field(override_key);
-      if (ps.series.empty()) {
-        if (t[override_key]) *discovery = override_value;
-        return true;
-      }
-      *discovery = DeriveDiscovery(ps.series, step_metric);
-      if (t[override_key]) discovery->merge_patch(override_value);
-      if (options.backend == nullptr) {
-        fail(std::string("no series backend: cannot serve the ") + role + " input series");
-        return false;
-      }
-      auto s = options.backend->Serve(ps.series, ps.start, ps.end, name + " (" + role + ")");
-      if (!s.ok()) {
-        fail(std::string("serving ") + role + " series with " + options.backend->Describe() + ": " + s.status().message());
-        return false;
-      }
-      *holder = std::move(*s);
+  }
+  auto started = std::chrono::steady_clock::now();
+  auto fail = [&](const std::string& why) {
+    r.failures.push_back(path + ":" + std::to_string(t.Mark().line + 1) + ": " + why);
+  };
+  for (auto kv = t.begin(); kv != t.end(); ++kv)
+    if (!kTestKeys.count(kv->first.Scalar())) fail("unknown key '" + kv->first.Scalar() + "'");
+  if (t["expect"])
+    for (auto kv = t["expect"].begin(); kv != t["expect"].end(); ++kv)
+      if (!kExpectKeys.count(kv->first.Scalar())) fail("unknown key 'expect." + kv->first.Scalar() + "'");
+  double interval = 10;
+  if (t["interval"] && !analysis::ParseDurationSeconds(t["interval"].Scalar(), &interval)) fail("bad interval '" + t["interval"].Scalar() + "'");
+  auto start = ParseStart(t["start"]);
+  if (!start.ok()) fail(start.status().message());
+  if (!r.failures.empty()) return r;
+  auto subject_series = ParseInputSeries(t["input_series"], *start, interval, "input_series");
+  auto baseline_series = ParseInputSeries(t["baseline_input_series"], *start, interval, "baseline_input_series");
+  if (!subject_series.ok() || !baseline_series.ok()) {
+    fail(!subject_series.ok() ? subject_series.status().message() : baseline_series.status().message());
+    return r;
+  }
+  // Within the file's limits, checked above, so this cannot fail.
+  auto bounded = YamlToJson(t, name);
+  const json whole = bounded.ok() ? std::move(bounded).value() : json();
+  auto field = [&](const char* key) { return whole.is_object() ? whole.value(key, json()) : json(); };
+  EvaluationContext ctx;
+  ctx.facts = json(JobFacts{});
+  if (t["facts"]) ctx.facts.merge_patch(field("facts"));
+  if (t["baseline_facts"]) {
+    ctx.baseline_facts = json(JobFacts{});
+    ctx.baseline_facts.merge_patch(field("baseline_facts"));
+  }
+  std::unique_ptr<ServedSeries> served, served_baseline;
+  auto serve = [&](ParsedSeries& ps, const char* role, std::unique_ptr<ServedSeries>* holder, json* discovery,
+                   const char* override_key) -> bool {
+    const json override_value = field(override_key);
+    if (ps.series.empty()) {
+      if (t[override_key]) *discovery = override_value;
       return true;
-    };
-    if (!serve(*subject_series, "subject", &served, &ctx.discovery, "discovery") ||
-        !serve(*baseline_series, "baseline", &served_baseline, &ctx.baseline_discovery, "baseline_discovery")) {
-      results.push_back(std::move(r));
-      continue;
     }
-    ctx.subject = served ? served->client() : nullptr;
-    ctx.baseline = served_baseline ? served_baseline->client() : nullptr;
-    if (t["requested"]) ctx.requested_playbooks = StringList(field("requested"));
-    // Only the playbooks of this file take part; triggers decide which of them run.
-    const PlaybookSelection selection = SelectPlaybooks(library, ctx);
-    std::vector<std::string> selected;
-    for (const auto& s : selection.selected)
-      if (std::find(ids.begin(), ids.end(), s.playbook) != ids.end()) selected.push_back(s.playbook);
-    for (const auto& p : selection.trigger_problems) fail("trigger: " + p);
-    auto graph = CompiledGraph::Compile(library, selected);
-    if (!graph.ok()) {
-      fail(graph.status().message());
-      results.push_back(std::move(r));
-      continue;
+    *discovery = DeriveDiscovery(ps.series, file.step_metric);
+    if (t[override_key]) discovery->merge_patch(override_value);
+    if (options.backend == nullptr) {
+      fail(std::string("no series backend: cannot serve the ") + role + " input series");
+      return false;
     }
-    auto eval = Evaluate(*graph, ctx);
-    auto combined = verdict::Combine(eval.candidates, ParseJobStatus(ctx.facts.value("status", "")), FailureClassesOf(ctx.facts));
-    json actual;
-    actual["root_cause"] = combined.verdict.root_cause;
-    actual["domain"] = combined.verdict.domain;
-    actual["confidence"] = combined.verdict.confidence;
-    actual["action"] = ToString(combined.decision.action);
-    actual["exclude"] = combined.decision.exclude;
-    actual["changes"] = combined.decision.changes;
-    actual["selected"] = selected;
-    actual["findings"] = json::array();
-    for (const auto& f : eval.findings)
-      actual["findings"].push_back({{"id", f.id}, {"status", f.status}, {"hosts", f.hosts}, {"summary", f.summary}});
-    actual["not_evaluated"] = eval.not_evaluated;
-    if (t["expect"]) Compare(field("expect"), actual, &r.failures);
-    else fail("no 'expect' block: a test must assert something");
-    r.actual = actual;
-    r.passed = r.failures.empty();
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    results.push_back(std::move(r));
+    auto s = options.backend->Serve(ps.series, ps.start, ps.end, name + " (" + role + ")");
+    if (!s.ok()) {
+      fail(std::string("serving ") + role + " series with " + options.backend->Describe() + ": " + s.status().message());
+      return false;
+    }
+    *holder = std::move(*s);
+    return true;
+  };
+  if (!serve(*subject_series, "subject", &served, &ctx.discovery, "discovery") ||
+      !serve(*baseline_series, "baseline", &served_baseline, &ctx.baseline_discovery, "baseline_discovery")) {
+    return r;
   }
+  ctx.subject = served ? served->client() : nullptr;
+  ctx.baseline = served_baseline ? served_baseline->client() : nullptr;
+  if (t["requested"]) ctx.requested_playbooks = StringList(field("requested"));
+  // Only the playbooks of this file take part; triggers decide which of them run.
+  const PlaybookSelection selection = SelectPlaybooks(file.loader.library(), ctx);
+  std::vector<std::string> selected;
+  for (const auto& s : selection.selected)
+    if (std::find(file.ids.begin(), file.ids.end(), s.playbook) != file.ids.end()) selected.push_back(s.playbook);
+  for (const auto& p : selection.trigger_problems) fail("trigger: " + p);
+  auto graph = CompiledGraph::Compile(file.loader.library(), selected);
+  if (!graph.ok()) {
+    fail(graph.status().message());
+    return r;
+  }
+  auto eval = Evaluate(*graph, ctx);
+  const json actual = Outcome(eval, ctx, selected);
+  if (t["expect"]) Compare(field("expect"), actual, &r.failures);
+  else fail("no 'expect' block: a test must assert something");
+  r.actual = actual;
+  r.passed = r.failures.empty();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return r;
+}
+
+}  // namespace
+
+std::vector<TestCaseResult> RunTestFile(const std::string& path, const TestRunOptions& options) {
+  std::vector<TestCaseResult> results;
+  TestFile file;
+  if (!LoadTestFile(path, options, &file, &results)) return results;
+  int index = 0;
+  for (const auto& t : file.tests) results.push_back(RunTestCase(path, t, ++index, file, options));
   return results;
 }
 

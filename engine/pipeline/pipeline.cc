@@ -426,6 +426,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   // the diagnosis incomplete rather than letting missing answers pass for facts about the job.
   ReportParts parts;
   double tsdb_seconds = 0, playbooks_seconds = 0;
+  int64_t playbook_requests = 0, playbook_points = 0;   // over every attempt, a restart's included
   while (true) {
     auto tsdb_started = Clock::now();
     RETURN_IF_ERROR(OpenTsdbs(jobs, options));
@@ -448,12 +449,15 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     Stage("running playbooks");
     auto run = dag::RunPlaybooks(library, ctx);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
-    Stage("playbooks: {} selected, {} queries in {} batches, {} fired", run->selection.selected.size(),
-          run->evaluation.queries_run, run->evaluation.batches,
+    Stage("playbooks: {} selected, {} queries in {} batches ({} rules shared a request, {} points returned), {} fired",
+          run->selection.selected.size(), run->evaluation.queries_run, run->evaluation.batches,
+          run->evaluation.queries_shared, run->evaluation.points_returned,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
                         [](const Finding& f) { return f.status == FindingStatus::kFired; }));
     parts.playbooks = dag::OutcomeOf(*run);
     playbooks_seconds += SecondsSince(playbooks_started);
+    playbook_requests += run->evaluation.queries_run;
+    playbook_points += run->evaluation.points_returned;
 
     bool restarted = false;
     for (auto& job : jobs) {
@@ -507,7 +511,9 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   decided.report.timings = {{"triage", triage_seconds},
                             {"tsdb", tsdb_seconds},
                             {"playbooks", playbooks_seconds},
-                            {"total", SecondsSince(started)}};
+                            {"total", SecondsSince(started)},
+                            {"playbook_requests", playbook_requests},
+                            {"playbook_points_returned", playbook_points}};
   return decided;
 }
 

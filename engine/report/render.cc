@@ -363,15 +363,30 @@ std::string RenderFullListing(const Report& report, const std::string& format, b
   return s.Finish();
 }
 
+namespace {
+
+// What the playbooks cost the TSDB (issue 36), from the report's timings; empty without them.
+std::string MetricsReadLine(const Report& report) {
+  const auto& t = report.timings;
+  if (!t.is_object() || !t.contains("playbook_requests")) return "";
+  return "Metrics read by the playbooks: " + std::to_string(t["playbook_requests"].get<int64_t>()) + " requests, " +
+         std::to_string(t.value("playbook_points_returned", int64_t{0})) + " points returned\n";
+}
+
+}  // namespace
+
 std::string RenderText(const Report& report, const RenderOptions& options) {
   std::string out = FirstScreenText(BuildFirstScreen(report), options.color, options.verbose);
-  if (options.verbose) out += RenderFullListing(report, "text", options.color);
+  if (options.verbose) out += RenderFullListing(report, "text", options.color) + MetricsReadLine(report);
   return out;
 }
 
 std::string RenderMarkdown(const Report& report, const RenderOptions& options) {
   std::string out = FirstScreenMarkdown(BuildFirstScreen(report), options.verbose);
-  if (options.verbose) out += "\n## Every check\n" + RenderFullListing(report, "md");
+  if (options.verbose) {
+    out += "\n## Every check\n" + RenderFullListing(report, "md");
+    if (std::string cost = MetricsReadLine(report); !cost.empty()) out += "\n" + cost;
+  }
   return out;
 }
 

@@ -275,38 +275,51 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   RemoveStalePrivateCopies(options.temp_root);
   ASSIGN_OR_RETURN(TsdbInventory inventory, InspectTsdbDir(tsdb_dir));
   std::unique_ptr<PrivatePrometheus> server(new PrivatePrometheus());
-  if (options.blocks_only) {
-    if (inventory.blocks.empty()) {
-      return NotFoundError("TSDB dir " + tsdb_dir + " has no completed blocks to serve blocks-only (only a WAL)");
-    }
-    if (inventory.has_wal) {
-      server->caveats_.push_back("blocks-only: the WAL of " + tsdb_dir +
-                                 " was not served, so the newest ~2 h of data are missing");
-    }
-  } else {
-    RETURN_IF_ERROR(CheckNotLive(inventory, options.live_write_window_seconds, options.job_finished));
-  }
+  server->inventory_ = std::move(inventory);
+  RETURN_IF_ERROR(server->CheckServable(tsdb_dir, options));
   const std::string binary = FindExecutable(options.prometheus_binary);
   if (binary.empty()) {
     // Not the job's fault: this machine lacks a tool diagnose needs.
     return UnavailableError("'" + options.prometheus_binary + "' not found in PATH (Debian package 'prometheus')");
   }
-
-  // The private copy. A signal waits until the copy is made and the server that serves it is
-  // registered, then removes both (AcquisitionScope).
+  // A signal waits until the copy is made and the server that serves it is registered, then
+  // removes both.
   std::optional<AcquisitionScope> acquiring;
   acquiring.emplace();
+  RETURN_IF_ERROR(server->MakePrivateCopy(tsdb_dir, options));
+  ASSIGN_OR_RETURN(const WebCredentials credentials, server->WriteServerConfig());
+  const auto spawned = Clock::now();
+  RETURN_IF_ERROR(server->SpawnServer(binary));
+  acquiring.reset();
+  RETURN_IF_ERROR(server->WaitUntilReady(tsdb_dir, options, credentials, spawned));
+  server->startup_seconds_ = std::chrono::duration<double>(Clock::now() - spawned).count();
+  if (server->inventory_.has_wal) server->ReadHeadRange();
+  RETURN_IF_ERROR(server->CheckLoaded(tsdb_dir));
+  return server;
+}
+
+Status PrivatePrometheus::CheckServable(const std::string& tsdb_dir, const PrivatePrometheusOptions& options) {
+  if (!options.blocks_only) return CheckNotLive(inventory_, options.live_write_window_seconds, options.job_finished);
+  if (inventory_.blocks.empty()) {
+    return NotFoundError("TSDB dir " + tsdb_dir + " has no completed blocks to serve blocks-only (only a WAL)");
+  }
+  if (inventory_.has_wal) {
+    caveats_.push_back("blocks-only: the WAL of " + tsdb_dir + " was not served, so the newest ~2 h of data are missing");
+  }
+  return Status::Ok();
+}
+
+Status PrivatePrometheus::MakePrivateCopy(const std::string& tsdb_dir, const PrivatePrometheusOptions& options) {
   const auto copy_started = Clock::now();
   std::string pattern = TempRoot(options.temp_root) + "/" + kPrivateCopyPrefix + "XXXXXX";
   if (!mkdtemp(pattern.data())) {
     return UnavailableError("cannot create a private TSDB copy dir under " + TempRoot(options.temp_root) + ": " +
                             std::strerror(errno));
   }
-  server->copy_dir_ = pattern;
-  server->inventory_ = inventory;
-  const std::string copy = server->copy_dir_;
+  copy_dir_ = pattern;
+  const std::string copy = copy_dir_;
   // From here on the dir is ours to remove on every path, including a signal during the copy.
-  server->cleanup_id_ = CleanupRegistry::Instance().Register("private TSDB copy " + copy, [copy] {
+  cleanup_id_ = CleanupRegistry::Instance().Register("private TSDB copy " + copy, [copy] {
     std::error_code ec;
     fs::remove_all(copy, ec);
   });
@@ -317,7 +330,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   }
   const fs::path data = fs::path(copy) / "data";
   CopyStats stats;
-  for (const auto& block : inventory.blocks) {
+  for (const auto& block : inventory_.blocks) {
     RETURN_IF_ERROR(CopyTree(fs::path(tsdb_dir) / block.ulid, data / block.ulid,
                              CopyMode{.hard_link = true, .symlink_immutable = true}, &stats));
   }
@@ -332,14 +345,17 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
     }
   }
   if (stats.skipped_symlinks > 0) {
-    server->caveats_.push_back(std::to_string(stats.skipped_symlinks) + " symlink(s) inside " + tsdb_dir +
-                               " were not followed");
+    caveats_.push_back(std::to_string(stats.skipped_symlinks) + " symlink(s) inside " + tsdb_dir + " were not followed");
   }
-  server->linked_files_ = stats.linked_files;
-  server->symlinked_files_ = stats.symlinked_files;
-  server->copied_bytes_ = stats.copied_bytes;
-  server->copy_seconds_ = std::chrono::duration<double>(Clock::now() - copy_started).count();
-  const std::string config = copy + "/prometheus.yml";
+  linked_files_ = stats.linked_files;
+  symlinked_files_ = stats.symlinked_files;
+  copied_bytes_ = stats.copied_bytes;
+  copy_seconds_ = std::chrono::duration<double>(Clock::now() - copy_started).count();
+  return Status::Ok();
+}
+
+StatusOr<WebCredentials> PrivatePrometheus::WriteServerConfig() {
+  const std::string config = copy_dir_ + "/prometheus.yml";
   {
     std::ofstream cfg(config);
     cfg << "global:\n  scrape_interval: 1h\nscrape_configs: []\n";
@@ -347,52 +363,60 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   }
   // Basic auth from a per-run secret: the loopback port is reachable by every local user. The
   // admin and lifecycle APIs stay off (no --web.enable-admin-api / --web.enable-lifecycle).
-  ASSIGN_OR_RETURN(const WebCredentials credentials, NewWebCredentials());
-  const std::string web_config = copy + "/web.yml";
+  ASSIGN_OR_RETURN(WebCredentials credentials, NewWebCredentials());
+  const std::string web_config = copy_dir_ + "/web.yml";
   {
     std::ofstream web(web_config);
     web << WebConfigYaml(credentials);
     if (!web) return UnavailableError("cannot write " + web_config);
   }
   fs::permissions(web_config, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  return credentials;
+}
 
-  // The server. Retention is measured from the newest block, so an old job's blocks would be
-  // deleted at startup under the 15d default; 2h max block duration keeps compaction from
-  // rewriting the copy while we query.
+Status PrivatePrometheus::SpawnServer(const std::string& binary) {
+  // Retention is measured from the newest block, so an old job's blocks would be deleted at
+  // startup under the 15d default; 2h max block duration keeps compaction from rewriting the copy
+  // while we query.
+  const std::string copy = copy_dir_;
   const std::string log = copy + "/prometheus.log";
   SpawnOptions spawn;
   spawn.argv = {binary,
-                "--config.file=" + config,
-                "--web.config.file=" + web_config,
-                "--storage.tsdb.path=" + data.string(),
+                "--config.file=" + copy + "/prometheus.yml",
+                "--web.config.file=" + copy + "/web.yml",
+                "--storage.tsdb.path=" + (fs::path(copy) / "data").string(),
                 "--web.listen-address=127.0.0.1:0",
                 "--storage.tsdb.retention.time=100y",
                 "--storage.tsdb.max-block-duration=2h"};
   spawn.stdout_path = log;
   spawn.stderr_path = log;
-  const auto spawned = Clock::now();
   auto child = ChildProcess::Spawn(spawn);
   if (!child.ok()) return child.status();
-  server->child_.emplace(std::move(child).value());
-  const pid_t pid = server->child_->pid();
-  CleanupRegistry::Instance().Unregister(*server->cleanup_id_);
-  server->cleanup_id_ = CleanupRegistry::Instance().Register("private Prometheus " + std::to_string(pid), [pid, copy] {
+  child_.emplace(std::move(child).value());
+  const pid_t pid = child_->pid();
+  CleanupRegistry::Instance().Unregister(*cleanup_id_);
+  cleanup_id_ = CleanupRegistry::Instance().Register("private Prometheus " + std::to_string(pid), [pid, copy] {
     KillAndReap(pid);
     std::error_code ec;
     fs::remove_all(copy, ec);
   });
-  acquiring.reset();
+  return Status::Ok();
+}
 
+Status PrivatePrometheus::StartupFailure(const std::string& tsdb_dir, const std::string& what) const {
+  const std::string tail = ReadTail(copy_dir_ + "/prometheus.log", 1500);
+  const std::string message = "private Prometheus for " + tsdb_dir + " " + what + "; log tail: " + tail;
+  // The job's data could not be opened (corrupt blocks, a broken WAL): a fact about its TSDB.
+  // Anything else (killed, no port, too slow) is ours, and worth one more start.
+  if (tail.find("opening storage failed") != std::string::npos) return DataLossError(message);
+  return UnavailableError(message);
+}
+
+Status PrivatePrometheus::WaitUntilReady(const std::string& tsdb_dir, const PrivatePrometheusOptions& options,
+                                         const WebCredentials& credentials, Clock::time_point spawned) {
   auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
   if (options.deadline && *options.deadline < deadline) deadline = *options.deadline;
-  auto failure = [&](const std::string& what) {
-    const std::string tail = ReadTail(log, 1500);
-    const std::string message = "private Prometheus for " + tsdb_dir + " " + what + "; log tail: " + tail;
-    // The job's data could not be opened (corrupt blocks, a broken WAL): a fact about its TSDB.
-    // Anything else (killed, no port, too slow) is ours, and worth one more start.
-    if (tail.find("opening storage failed") != std::string::npos) return DataLossError(message);
-    return UnavailableError(message);
-  };
+  const std::string log = copy_dir_ + "/prometheus.log";
   static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))");
   int port = 0;
   while (port == 0) {
@@ -402,48 +426,47 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
       port = std::stoi(m[1].str());
       break;
     }
-    if (!server->child_->Running()) {
-      return failure("exited with code " + std::to_string(server->child_->ExitCode().value_or(-1)) +
-                     " before listening");
+    if (!child_->Running()) {
+      return StartupFailure(tsdb_dir, "exited with code " + std::to_string(child_->ExitCode().value_or(-1)) +
+                                          " before listening");
     }
-    if (Clock::now() > deadline) return failure("did not report its port within the startup deadline");
+    if (Clock::now() > deadline) return StartupFailure(tsdb_dir, "did not report its port within the startup deadline");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  server->url_ = "http://127.0.0.1:" + std::to_string(port);
+  url_ = "http://127.0.0.1:" + std::to_string(port);
   RemoteEndpointOptions endpoint;
-  endpoint.url = server->url_;
+  endpoint.url = url_;
   endpoint.headers["Authorization"] = BasicAuthorization(credentials.user, credentials.password);
   endpoint.timeout_seconds = options.query_timeout_seconds;
   endpoint.max_parallel = options.max_parallel;
   endpoint.deadline = options.deadline;
-  ASSIGN_OR_RETURN(server->client_,
-                   HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir + " (127.0.0.1:" +
-                                                         std::to_string(port) + ")"));
+  ASSIGN_OR_RETURN(client_, HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir +
+                                                                  " (127.0.0.1:" + std::to_string(port) + ")"));
   while (true) {
-    auto ready = server->client_->Get("/-/ready", 2);
-    if (ready.ok() && ready->http_code == 200) break;
-    if (!server->child_->Running()) {
-      return failure("exited with code " + std::to_string(server->child_->ExitCode().value_or(-1)) +
-                     " before it was ready");
+    auto ready = client_->Get("/-/ready", 2);
+    if (ready.ok() && ready->http_code == 200) return Status::Ok();
+    if (!child_->Running()) {
+      return StartupFailure(tsdb_dir, "exited with code " + std::to_string(child_->ExitCode().value_or(-1)) +
+                                          " before it was ready");
     }
-    if (Clock::now() > deadline) return failure("was not ready within the startup deadline");
+    if (Clock::now() > deadline) return StartupFailure(tsdb_dir, "was not ready within the startup deadline");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  server->startup_seconds_ = std::chrono::duration<double>(Clock::now() - spawned).count();
-  if (server->inventory_.has_wal) server->ReadHeadRange();
+}
 
+Status PrivatePrometheus::CheckLoaded(const std::string& tsdb_dir) {
   // A dir it could not read is served empty without error: make sure it actually loaded data.
-  const double start = inventory.blocks.empty() ? 0 : inventory.min_time_ms() / 1000.0;
-  const double end = inventory.blocks.empty() || inventory.has_wal ? 4102444800.0  // 2100-01-01
-                                                                   : inventory.max_time_ms() / 1000.0;
-  auto names = server->client_->LabelValues("__name__", {}, start, end);
+  const double start = inventory_.blocks.empty() ? 0 : inventory_.min_time_ms() / 1000.0;
+  const double end = inventory_.blocks.empty() || inventory_.has_wal ? 4102444800.0  // 2100-01-01
+                                                                     : inventory_.max_time_ms() / 1000.0;
+  auto names = client_->LabelValues("__name__", {}, start, end);
   if (!names.ok()) return names.status().WithContext("checking what the private Prometheus loaded");
   if (names->empty()) {
     return DataLossError("private Prometheus on a copy of " + tsdb_dir +
                          " started but serves no metric names; the blocks/WAL could not be loaded. Log tail: " +
-                         ReadTail(log, 1500));
+                         ReadTail(copy_dir_ + "/prometheus.log", 1500));
   }
-  return server;
+  return Status::Ok();
 }
 
 Status PrivatePrometheus::Health() {

@@ -17,6 +17,7 @@
 #include "engine/core/subprocess.h"
 #include "engine/tsdb/http_query_client.h"
 #include "engine/tsdb/tsdb_dir.h"
+#include "engine/tsdb/web_auth.h"
 
 namespace diagnose {
 
@@ -103,6 +104,15 @@ class PrivatePrometheus {
 
  private:
   PrivatePrometheus() = default;
+  // The steps of Start, in order; each failure leaves what was made to Stop().
+  Status CheckServable(const std::string& tsdb_dir, const PrivatePrometheusOptions& options);
+  Status MakePrivateCopy(const std::string& tsdb_dir, const PrivatePrometheusOptions& options);
+  StatusOr<WebCredentials> WriteServerConfig();
+  Status SpawnServer(const std::string& binary);
+  Status WaitUntilReady(const std::string& tsdb_dir, const PrivatePrometheusOptions& options,
+                        const WebCredentials& credentials, std::chrono::steady_clock::time_point spawned);
+  Status CheckLoaded(const std::string& tsdb_dir);
+  Status StartupFailure(const std::string& tsdb_dir, const std::string& what) const;
   void ReadHeadRange();
   TsdbInventory inventory_;
   std::string copy_dir_;

@@ -24,6 +24,9 @@
 # The binaries are copied into WORK first, so a concurrent rebuild of BUILD_DIR cannot swap them
 # between runs; nothing is built. Data files and playbooks still come from the source tree
 # (diagnose's compiled-in DIAGNOSE_SOURCE_DIR).
+# AGAINST=/path/to/diagnose times a second binary (e.g. a frozen copy of an earlier build) on the
+# same generated job, alternating with this build's runs (the order swapped every run), and prints
+# the ratio of the medians per size; AGAINST_DATA sets its DIAGNOSE_DATA_DIR (its rules/playbooks).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,9 +60,16 @@ for tool in diagnose fixturegen; do
 done
 diagnose="$work/bin/diagnose"
 fixturegen="$work/bin/fixturegen"
-sha256sum "$work/bin/diagnose" "$work/bin/fixturegen" | sed 's|  .*/| |' > "$work/bin/SHA256"
+against_bin=""
+if [ -n "${AGAINST:-}" ]; then
+  [ -x "$AGAINST" ] || { echo "AGAINST=$AGAINST is not an executable"; exit 1; }
+  cp "$AGAINST" "$work/bin/against-diagnose"
+  against_bin="$work/bin/against-diagnose"
+fi
+sha256sum "$work/bin/diagnose" "$work/bin/fixturegen" ${against_bin:+"$against_bin"} | sed 's|  .*/| |' > "$work/bin/SHA256"
 results="$work/results.tsv"
 [ "${APPEND:-0}" = 1 ] || : > "$results"   # APPEND=1 adds rows to an earlier invocation's table
+[ "${APPEND:-0}" = 1 ] || : > "$work/against.tsv"
 
 # --- scenario: 8308 scaled to N hosts ----------------------------------------------------------
 # 8308's 24 hosts; the faulty ones sit at indices 7 (chi2822: phase-2 retransmits), 12 and 22
@@ -202,6 +212,16 @@ print(v.get("root_cause", "-"), d.get("action", "-"), ex, q, ts.get("state", "-"
 PY
 }
 
+# One timed run of the AGAINST binary on size $n's job (run number $1); adds its wall time to against_walls.
+against_run() {
+  local wall code trss peaks
+  read -r wall code trss peaks < <(env ${AGAINST_DATA:+"DIAGNOSE_DATA_DIR=$AGAINST_DATA"} python3 "$work/measure.py" \
+    "$dir/against$1.time" "$dir/against$1.json" "$dir/against$1.err" "$against_bin" 8308 --outputs "$dir/outputs" \
+    --format json "${diagnose_args[@]}")
+  echo "against run $1: ${wall}s exit $code"
+  against_walls+=" $wall"
+}
+
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END{print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 maxof() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -1; }
 mb() { awk -v k="$1" 'BEGIN{printf "%.1f", k/1024}'; }
@@ -249,8 +269,9 @@ for n in "${sizes[@]}"; do
   echo "generation: ${gen_s} s, peak RSS fixturegen $(mb "$gen_rss") MB, promtool $(mb "$promtool_rss") MB," \
     "$(du -sh "$dir/outputs" | cut -f1) on disk"
   # Diagnose: RUNS measured runs.
-  walls="" diags="" proms="" verdict_ok=yes
+  walls="" diags="" proms="" verdict_ok=yes against_walls=""
   for run in $(seq "$runs"); do
+    if [ -n "$against_bin" ] && [ $((run % 2)) = 0 ]; then against_run "$run"; fi
     read -r wall code trss peaks < <(python3 "$work/measure.py" "$dir/run$run.time" "$dir/run$run.json" \
       "$dir/run$run.err" "$diagnose" 8308 --outputs "$dir/outputs" --format json "${diagnose_args[@]}")
     dhwm=$(echo "$peaks" | peak_of diagnose)
@@ -265,7 +286,13 @@ for n in "${sizes[@]}"; do
       "playbooks $tp; discovery queries $dq; not_evaluated $ne; data range ${job_hours} h; verdict $rc_cause / $rc_action / $rc_exclude ($ok)"
     if [ -s "$dir/run$run.err" ]; then sed 's/^/  stderr: /' "$dir/run$run.err" | head -5; fi
     walls+=" $wall" diags+=" $dhwm" proms+=" $phwm"
+    if [ -n "$against_bin" ] && [ $((run % 2)) = 1 ]; then against_run "$run"; fi
   done
+  if [ -n "$against_bin" ]; then
+    echo "$n nodes: this build / against, ratio of median wall times: $(awk -v a="$(echo "$walls" | median)" \
+      -v b="$(echo "$against_walls" | median)" 'BEGIN{printf "%.3f (%.3f s / %.3f s)", a/b, a, b}')"
+    printf '%s\t%s\t%s\n' "$n" "$(echo "$walls" | median)" "$(echo "$against_walls" | median)" >> "$work/against.tsv"
+  fi
   # One untimed run under strace: HTTP requests sent (GET/POST lines, /-/ready included) and bytes received.
   strace -f --seccomp-bpf -qq -e trace=sendto,recvfrom -e signal=none -yy -s 32 -o "$dir/strace.txt" \
     "$diagnose" 8308 --outputs "$dir/outputs" --format json "${diagnose_args[@]}" > "$dir/strace.json" 2>/dev/null || true
@@ -303,3 +330,9 @@ fit 7 "diagnose wall time"
 fit 8 "diagnose RSS"
 fit 9 "prometheus RSS"
 fit 6 "generation time"
+if [ -s "$work/against.tsv" ]; then
+  echo
+  echo "| nodes | this build wall s | against wall s | ratio |"
+  echo "|---:|---:|---:|---:|"
+  sort -t$'\t' -k1,1n "$work/against.tsv" | awk -F'\t' '{printf "| %s | %s | %s | %.3f |\n", $1, $2, $3, $2/$3}'
+fi

@@ -1,6 +1,8 @@
 #include "engine/dag/evaluate.h"
 #include "engine/dag/query_result.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "engine/playbook/loader.h"
@@ -117,7 +119,54 @@ rules:
   EXPECT_EQ(r.nodes[graph->IndexOf("mem/peak")].value["values"], json({{"h1", 9.0}}));
 }
 
-TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
+TEST_F(EvaluateTest, ALaterWaveAskingAnEarlierQuestionSharesItsRequest) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: mem
+description: one question asked twice, the second time after an answer it needs
+rules:
+  - id: early
+    query: 'max by (host) (mem_used) > {{ floor }}'
+    window: job
+    by: [host]
+    args:
+      floor: {type: number, value: 3}
+  - id: floor
+    fact: len(early.values) + 1
+  - id: late
+    query: 'max by (host) (mem_used) > {{ floor }}'
+    window: job
+    by: [host]
+    args:
+      floor: {type: number, expr: floor.value}
+  - id: other
+    query: 'max by (host) (mem_total) > {{ floor }}'
+    window: job
+    by: [host]
+    args:
+      floor: {type: number, expr: floor.value + 1}
+)YAML", "mem.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  client_.answers["mem_used"] = {Instant({{"host", "h1"}}, 9), Instant({{"host", "h2"}}, 4)};
+  client_.answers["mem_total"] = {Instant({{"host", "h1"}}, 16)};
+  ctx_.subject = &client_;
+  auto graph = CompiledGraph::Compile(library, {"mem"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  ASSERT_LT(graph->nodes()[graph->IndexOf("mem/early")].level, graph->nodes()[graph->IndexOf("mem/late")].level);
+  auto r = Evaluate(*graph, ctx_);
+  // The second round sends only the question the first did not ask.
+  ASSERT_EQ(client_.batches.size(), 2u);
+  ASSERT_EQ(client_.batches[1].size(), 1u);
+  EXPECT_EQ(client_.batches[1][0].promql, "max by (host) (mem_total) > 4");
+  EXPECT_EQ(r.queries_run, 2);
+  EXPECT_EQ(r.queries_shared, 1);
+  EXPECT_EQ(r.points_returned, 3) << "two series of one point, then one";
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/late")].health, NodeHealth::kOk);
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/late")].value["values"], json({{"h1", 9.0}, {"h2", 4.0}}));
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/late")].value, r.nodes[graph->IndexOf("mem/early")].value);
+}
+
+TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   client_.answers["hw_gpu_power_watts"] = {Instant({{"host", "gpu-a7"}}, 910), Instant({{"host", "gpu-b\"3"}}, 905)};
   // Ray series carry instance/ip, not host: the host key maps them.
   client_.answers["ray_node_gpus_utilization"] = {Instant({{"instance", "10.0.0.7:55080"}}, 100),
@@ -128,13 +177,16 @@ TEST_F(EvaluateTest, EvaluatesLevelsBatchesQueriesAndIsolatesFailures) {
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   auto r = Evaluate(*graph, ctx_);
   auto node = [&](const std::string& id) { return r.nodes[graph->IndexOf(id)]; };
-  // Level 0 queries (util, broken) go together; power needs the fact first.
-  ASSERT_EQ(client_.batches.size(), 2u);
-  EXPECT_EQ(client_.batches[0].size(), 2u);
-  EXPECT_EQ(client_.batches[1].size(), 1u);
+  // Readiness, not levels: power needs only a fact, judged before the first wave is sent, so all
+  // three queries go together.
+  ASSERT_EQ(client_.batches.size(), 1u);
+  ASSERT_EQ(client_.batches[0].size(), 3u);
+  auto power = std::find_if(client_.batches[0].begin(), client_.batches[0].end(),
+                            [](const Query& q) { return q.promql.find("hw_gpu_power_watts") != std::string::npos; });
+  ASSERT_NE(power, client_.batches[0].end());
   // Values entering PromQL are escaped as regex literals.
-  EXPECT_EQ(client_.batches[1][0].promql, R"(avg by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3"}))");
-  EXPECT_EQ(client_.batches[1][0].time, 10000 - 900);
+  EXPECT_EQ(power->promql, R"(avg by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3"}))");
+  EXPECT_EQ(power->time, 10000 - 900);
   EXPECT_EQ(node("hb/util").value["values"], json({{"gpu-a7", 100.0}, {"gpu-b\"3", 99.0}}));
   EXPECT_EQ(node("hb/broken").health, NodeHealth::kError);
   EXPECT_NE(node("hb/broken").reason.find("bad_data"), std::string::npos);
