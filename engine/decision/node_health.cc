@@ -186,14 +186,31 @@ Decision DecisionFromBisection(const BisectionResult& result) {
   return d;
 }
 
-BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& t,
-                                 std::optional<double> expected_tgs) {
-  BisectionResult result;
-  const bool expected_given = expected_tgs.has_value();
+namespace {
+
+bool IsBadGroup(const GroupRow& r) { return r.status != GroupStatus::kHealthy; }
+
+// Tested groups strictly inside `outer`.
+std::vector<const GroupRow*> ChildrenOf(const std::vector<GroupRow>& rows, const GroupRow& outer) {
+  std::vector<const GroupRow*> kids;
+  for (const auto& row : rows)
+    if (row.hosts.size() < outer.hosts.size() && IsSubset(row.hosts, outer.hosts)) kids.push_back(&row);
+  return kids;
+}
+
+bool WasTested(const std::vector<GroupRow>& rows, const std::vector<std::string>& hosts) {
+  for (const auto& row : rows)
+    if (SortedHosts(row.hosts) == SortedHosts(hosts)) return true;
+  return false;
+}
+
+// One row per group job, largest groups first; returns the jobs that failed and fills each job's
+// last measured step.
+std::set<std::string> GroupRows(const std::vector<NodeRun>& groups, const BisectionThresholds& t,
+                                BisectionResult* result, std::map<std::string, std::optional<int64_t>>* last_steps) {
   std::map<std::string, int> name_uses;
   for (const auto& run : groups) ++name_uses[run.name.empty() ? CompressHostlist(run.hosts) : run.name];
   std::set<std::string> failed_jobs;
-  std::map<std::string, std::optional<int64_t>> last_steps;   // job -> last measured step
   for (const auto& run : groups) {
     GroupRow row;
     row.job = run.job;
@@ -205,73 +222,172 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
     // The job's healthy level, the figure `diagnose` reports; a job that failed keeps what it measured.
     row.tgs = run.healthy_tgs ? run.healthy_tgs : SteadyTgs(run, t.first_step, 1 << 30, 1);
     if (RunFailed(run)) failed_jobs.insert(run.job);
-    last_steps[run.job] = run.last_step;
+    (*last_steps)[run.job] = run.last_step;
     if (row.tgs && run.degradation_onset_step) {
       row.steady_tgs = run.steady_tgs;
       row.recent_tgs = run.recent_tgs;
       row.degraded_from_step = run.degradation_onset_step;
     }
-    result.rows.push_back(std::move(row));
+    result->rows.push_back(std::move(row));
   }
-  std::stable_sort(result.rows.begin(), result.rows.end(),
+  std::stable_sort(result->rows.begin(), result->rows.end(),
                    [](const GroupRow& a, const GroupRow& b) { return a.hosts.size() > b.hosts.size(); });
-  // Each model's expectation: the given one, else its best group that ran through.
+  return failed_jobs;
+}
+
+// Each model's expectation: the given one, else its best group that ran through. Returns how many
+// groups of each model were measured.
+std::map<std::string, int> SetExpectations(std::optional<double> expected_tgs, const std::set<std::string>& failed_jobs,
+                                           BisectionResult* result) {
+  const bool expected_given = expected_tgs.has_value();
   std::map<std::string, int> measured_per_model;
-  for (const auto& row : result.rows) {
+  for (const auto& row : result->rows) {
     if (!row.tgs || failed_jobs.count(row.job)) continue;
     ++measured_per_model[row.model];
-    double& best = result.expected_by_model[row.model];
+    double& best = result->expected_by_model[row.model];
     best = expected_given ? *expected_tgs : std::max(best, *row.tgs);
   }
-  if (result.expected_by_model.size() == 1) result.expected_tgs = result.expected_by_model.begin()->second;
-  if (result.expected_by_model.size() > 1)
-    result.notes.push_back(expected_given ? "the jobs ran different models (" +
-                                                JoinStrings(ModelsOf(result.expected_by_model), ", ") +
-                                                "): --expected-tgs " + WithThousands(*expected_tgs) +
-                                                " is held against every one of them"
-                                          : DifferentModelsNote(result.expected_by_model, "the best group"));
-  if (!expected_given && result.rows.size() > 1)
+  if (result->expected_by_model.size() == 1) result->expected_tgs = result->expected_by_model.begin()->second;
+  if (result->expected_by_model.size() > 1)
+    result->notes.push_back(expected_given ? "the jobs ran different models (" +
+                                                 JoinStrings(ModelsOf(result->expected_by_model), ", ") +
+                                                 "): --expected-tgs " + WithThousands(*expected_tgs) +
+                                                 " is held against every one of them"
+                                           : DifferentModelsNote(result->expected_by_model, "the best group"));
+  if (!expected_given && result->rows.size() > 1)
     for (const auto& [model, count] : measured_per_model)
       if (count == 1)
-        result.notes.push_back("one measured group of " + (model.empty() ? "its model" : model) +
-                               ": no other group to compare it with, it is judged against its own healthy level");
-  for (auto& row : result.rows) {
-    if (failed_jobs.count(row.job) || !row.tgs) {
-      row.status = GroupStatus::kFailed;
-      const auto& last = last_steps[row.job];
-      row.reason = !row.tgs || !last ? "the job did not complete a measured step"
+        result->notes.push_back("one measured group of " + (model.empty() ? "its model" : model) +
+                                ": no other group to compare it with, it is judged against its own healthy level");
+  return measured_per_model;
+}
+
+// Failed, degraded (against its model's expectation, or its own TGS falling during the run) or healthy.
+void JudgeGroup(const BisectionThresholds& t, bool expected_given, const std::set<std::string>& failed_jobs,
+                std::map<std::string, std::optional<int64_t>>& last_steps,
+                std::map<std::string, int>& measured_per_model, const BisectionResult& result, GroupRow* row) {
+  if (failed_jobs.count(row->job) || !row->tgs) {
+    row->status = GroupStatus::kFailed;
+    const auto& last = last_steps[row->job];
+    row->reason = !row->tgs || !last ? "the job did not complete a measured step"
                                      : "the job failed after step " + std::to_string(*last) + " (TGS " +
-                                           WithThousands(*row.tgs) + " until then): `diagnose " + row.job +
+                                           WithThousands(*row->tgs) + " until then): `diagnose " + row->job +
                                            "` names why";
-      continue;
-    }
-    row.status = GroupStatus::kHealthy;
-    const auto expected = result.expected_by_model.find(row.model);
-    // A group that is its model's only measurement is no comparison: it is judged against itself.
-    const bool compared = expected != result.expected_by_model.end() && expected->second > 0 &&
-                          (expected_given || measured_per_model[row.model] > 1);
-    if (compared) {
-      row.delta_pct = (*row.tgs - expected->second) / expected->second * 100.0;
-      if (*row.delta_pct <= -t.degraded_below_pct) {
-        row.status = GroupStatus::kDegraded;
-        row.reason = FixedDecimal(-*row.delta_pct, 1) + "% below the expected " + WithThousands(expected->second) + " TGS";
-      }
-    }
-    // The same effect size, measured against the group's own healthy level: the best group (and a
-    // lone one) is the expectation, so only this shows a fabric that degraded mid-run.
-    if (row.status == GroupStatus::kHealthy && row.steady_tgs && row.recent_tgs) {
-      const double drop_pct = (*row.steady_tgs - *row.recent_tgs) / *row.steady_tgs * 100.0;
-      if (drop_pct >= t.degraded_below_pct) {
-        row.status = GroupStatus::kDegraded;
-        row.reason = "its own TGS fell " + FixedDecimal(drop_pct, 1) + "% during the run (" +
-                     WithThousands(*row.steady_tgs) + " -> " + WithThousands(*row.recent_tgs) + " from step " +
-                     std::to_string(*row.degraded_from_step) + ")";
-      }
+    return;
+  }
+  row->status = GroupStatus::kHealthy;
+  const auto expected = result.expected_by_model.find(row->model);
+  // A group that is its model's only measurement is no comparison: it is judged against itself.
+  const bool compared = expected != result.expected_by_model.end() && expected->second > 0 &&
+                        (expected_given || measured_per_model[row->model] > 1);
+  if (compared) {
+    row->delta_pct = (*row->tgs - expected->second) / expected->second * 100.0;
+    if (*row->delta_pct <= -t.degraded_below_pct) {
+      row->status = GroupStatus::kDegraded;
+      row->reason = FixedDecimal(-*row->delta_pct, 1) + "% below the expected " + WithThousands(expected->second) + " TGS";
     }
   }
-  auto bad = [](const GroupRow& r) { return r.status != GroupStatus::kHealthy; };
+  // The same effect size, measured against the group's own healthy level: the best group (and a
+  // lone one) is the expectation, so only this shows a fabric that degraded mid-run.
+  if (row->status == GroupStatus::kHealthy && row->steady_tgs && row->recent_tgs) {
+    const double drop_pct = (*row->steady_tgs - *row->recent_tgs) / *row->steady_tgs * 100.0;
+    if (drop_pct >= t.degraded_below_pct) {
+      row->status = GroupStatus::kDegraded;
+      row->reason = "its own TGS fell " + FixedDecimal(drop_pct, 1) + "% during the run (" +
+                    WithThousands(*row->steady_tgs) + " -> " + WithThousands(*row->recent_tgs) + " from step " +
+                    std::to_string(*row->degraded_from_step) + ")";
+    }
+  }
+}
+
+// A minimal degraded group (no degraded group inside it): a pair or one host is the answer; else
+// bisect it, or, when every tested half is healthy, test groups mixing the halves.
+std::string ConcludeOnMinimalGroup(const GroupRow& g, BisectionResult* result) {
+  if (g.hosts.size() <= 2) {
+    result->bad_pair = SortedHosts(g.hosts);
+    return g.hosts.size() == 2
+               ? "the problem is between " + g.hosts[0] + " and " + g.hosts[1] +
+                     " (or one of them has a bad NIC); cross-check the 1N node sweep: both healthy "
+                     "alone means the link between them"
+               : "the problem is on " + g.hosts[0];
+  }
+  const auto kids = ChildrenOf(result->rows, g);
+  std::vector<const GroupRow*> halves;
+  for (const auto* kid : kids) {
+    bool nested = false;   // keep only maximal children (the halves, not their own halves)
+    for (const auto* other : kids)
+      nested = nested || (other != kid && other->hosts.size() > kid->hosts.size() && IsSubset(kid->hosts, other->hosts));
+    if (!nested) halves.push_back(kid);
+  }
+  std::vector<std::string> sorted = SortedHosts(g.hosts);
+  if (halves.size() < 2) {
+    const size_t half = sorted.size() / 2;
+    std::vector<std::string> a(sorted.begin(), sorted.begin() + half), b(sorted.begin() + half, sorted.end());
+    for (auto* split : {&a, &b})
+      if (!WasTested(result->rows, *split)) result->next_splits.push_back(*split);
+    return g.name + " is " + std::string(ToString(g.status)) + ": bisect it into " + CompressHostlist(a) + " and " +
+           CompressHostlist(b);
+  }
+  // Every tested half of a degraded group is healthy: the fault is on a link across halves.
+  const auto& a = SortedHosts(halves[0]->hosts);
+  const auto& b = SortedHosts(halves[1]->hosts);
+  const size_t ha = a.size() / 2, hb = b.size() / 2;
+  std::vector<std::string> mix1(a.begin(), a.begin() + ha), mix2(a.begin() + ha, a.end());
+  mix1.insert(mix1.end(), b.begin(), b.begin() + hb);
+  mix2.insert(mix2.end(), b.begin() + hb, b.end());
+  bool proposed = false;
+  for (auto* split : {&mix1, &mix2})
+    if (split->size() >= 2 && !WasTested(result->rows, *split)) {
+      result->next_splits.push_back(*split);
+      proposed = true;
+    }
+  return g.name + " is degraded but its halves " + halves[0]->name + " and " + halves[1]->name +
+         " are healthy: the issue is cross-group (IB link between them)" +
+         (proposed ? "; test mixed groups next" : "; mixed groups already tested, escalate");
+}
+
+// Where the fault lies: the smallest degraded groups carry the most information; both halves of a
+// group degraded means several faults or shared infrastructure.
+std::string LocaliseFaults(BisectionResult* result) {
+  std::vector<const GroupRow*> minimal;
+  for (const auto& row : result->rows) {
+    if (!IsBadGroup(row)) continue;
+    bool has_bad_child = false;
+    for (const auto* kid : ChildrenOf(result->rows, row)) has_bad_child = has_bad_child || IsBadGroup(*kid);
+    if (!has_bad_child) minimal.push_back(&row);
+  }
+  std::vector<std::string> conclusions;
+  for (const GroupRow* g : minimal) conclusions.push_back(ConcludeOnMinimalGroup(*g, result));
+  for (const auto& row : result->rows) {
+    if (!IsBadGroup(row)) continue;
+    const auto kids = ChildrenOf(result->rows, row);
+    int bad_kids = 0, direct = 0;
+    for (const auto* kid : kids)
+      if (kid->hosts.size() * 2 == row.hosts.size()) {
+        ++direct;
+        bad_kids += IsBadGroup(*kid);
+      }
+    if (direct >= 2 && bad_kids >= 2)
+      conclusions.push_back("both halves of " + row.name +
+                            " are degraded: multiple issues or shared infrastructure, likely needs the HW team");
+  }
+  std::string conclusion;
+  for (const auto& c : conclusions) conclusion += (conclusion.empty() ? "" : "; ") + c;
+  return conclusion;
+}
+
+}  // namespace
+
+BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const BisectionThresholds& t,
+                                 std::optional<double> expected_tgs) {
+  BisectionResult result;
+  const bool expected_given = expected_tgs.has_value();
+  std::map<std::string, std::optional<int64_t>> last_steps;   // job -> last measured step
+  const std::set<std::string> failed_jobs = GroupRows(groups, t, &result, &last_steps);
+  std::map<std::string, int> measured_per_model = SetExpectations(expected_tgs, failed_jobs, &result);
+  for (auto& row : result.rows) JudgeGroup(t, expected_given, failed_jobs, last_steps, measured_per_model, result, &row);
   for (const auto& row : result.rows)
-    if (bad(row)) result.degraded_groups.push_back(row.name);
+    if (IsBadGroup(row)) result.degraded_groups.push_back(row.name);
   if (result.degraded_groups.empty()) {
     result.conclusion = result.rows.empty() ? "no group jobs given"
                         : result.rows.size() == 1 && !expected_given
@@ -280,88 +396,7 @@ BisectionResult AnalyzeBisection(const std::vector<NodeRun>& groups, const Bisec
                             : "all groups healthy: no network issue found";
     return result;
   }
-
-  // Tested groups strictly inside `outer`.
-  auto children_of = [&](const GroupRow& outer) {
-    std::vector<const GroupRow*> kids;
-    for (const auto& row : result.rows)
-      if (row.hosts.size() < outer.hosts.size() && IsSubset(row.hosts, outer.hosts)) kids.push_back(&row);
-    return kids;
-  };
-  auto tested = [&](const std::vector<std::string>& hosts) {
-    for (const auto& row : result.rows)
-      if (SortedHosts(row.hosts) == SortedHosts(hosts)) return true;
-    return false;
-  };
-  // The smallest degraded groups carry the most information.
-  std::vector<const GroupRow*> minimal;
-  for (const auto& row : result.rows) {
-    if (!bad(row)) continue;
-    bool has_bad_child = false;
-    for (const auto* kid : children_of(row)) has_bad_child = has_bad_child || bad(*kid);
-    if (!has_bad_child) minimal.push_back(&row);
-  }
-  std::vector<std::string> conclusions;
-  for (const GroupRow* g : minimal) {
-    if (g->hosts.size() <= 2) {
-      result.bad_pair = SortedHosts(g->hosts);
-      conclusions.push_back(g->hosts.size() == 2
-                                ? "the problem is between " + g->hosts[0] + " and " + g->hosts[1] +
-                                      " (or one of them has a bad NIC); cross-check the 1N node sweep: both healthy "
-                                      "alone means the link between them"
-                                : "the problem is on " + g->hosts[0]);
-      continue;
-    }
-    const auto kids = children_of(*g);
-    std::vector<const GroupRow*> halves;
-    for (const auto* kid : kids) {
-      bool nested = false;   // keep only maximal children (the halves, not their own halves)
-      for (const auto* other : kids)
-        nested = nested || (other != kid && other->hosts.size() > kid->hosts.size() && IsSubset(kid->hosts, other->hosts));
-      if (!nested) halves.push_back(kid);
-    }
-    std::vector<std::string> sorted = SortedHosts(g->hosts);
-    if (halves.size() < 2) {
-      const size_t half = sorted.size() / 2;
-      std::vector<std::string> a(sorted.begin(), sorted.begin() + half), b(sorted.begin() + half, sorted.end());
-      for (auto* split : {&a, &b})
-        if (!tested(*split)) result.next_splits.push_back(*split);
-      conclusions.push_back(g->name + " is " + std::string(ToString(g->status)) + ": bisect it into " + CompressHostlist(a) + " and " +
-                            CompressHostlist(b));
-      continue;
-    }
-    // Every tested half of a degraded group is healthy: the fault is on a link across halves.
-    const auto& a = SortedHosts(halves[0]->hosts);
-    const auto& b = SortedHosts(halves[1]->hosts);
-    const size_t ha = a.size() / 2, hb = b.size() / 2;
-    std::vector<std::string> mix1(a.begin(), a.begin() + ha), mix2(a.begin() + ha, a.end());
-    mix1.insert(mix1.end(), b.begin(), b.begin() + hb);
-    mix2.insert(mix2.end(), b.begin() + hb, b.end());
-    bool proposed = false;
-    for (auto* split : {&mix1, &mix2})
-      if (split->size() >= 2 && !tested(*split)) {
-        result.next_splits.push_back(*split);
-        proposed = true;
-      }
-    conclusions.push_back(g->name + " is degraded but its halves " + halves[0]->name + " and " + halves[1]->name +
-                          " are healthy: the issue is cross-group (IB link between them)" +
-                          (proposed ? "; test mixed groups next" : "; mixed groups already tested, escalate"));
-  }
-  // Both halves of a group degraded: several faults or shared infrastructure.
-  for (const auto& row : result.rows) {
-    if (!bad(row)) continue;
-    const auto kids = children_of(row);
-    int bad_kids = 0, direct = 0;
-    for (const auto* kid : kids)
-      if (kid->hosts.size() * 2 == row.hosts.size()) {
-        ++direct;
-        bad_kids += bad(*kid);
-      }
-    if (direct >= 2 && bad_kids >= 2)
-      conclusions.push_back("both halves of " + row.name +
-                            " are degraded: multiple issues or shared infrastructure, likely needs the HW team");
-  }
-  for (const auto& c : conclusions) result.conclusion += (result.conclusion.empty() ? "" : "; ") + c;
+  result.conclusion = LocaliseFaults(&result);
   return result;
 }
 

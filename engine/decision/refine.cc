@@ -216,6 +216,213 @@ std::vector<Exclusion> HangSuspects(const Diagnosis& diagnosis, const JobFacts& 
   return out;
 }
 
+// What every step of RefineDecision reads: the diagnosis, the job, the sweep's history and rules,
+// and what they say about this job (its status, hang phase, config and retry chain).
+struct RefineInputs {
+  const Diagnosis& diagnosis;
+  const JobFacts& facts;
+  const SweepHistory& history;
+  const DecisionRules& rules;
+  const SweepContext& context;
+  JobStatus status;
+  std::string phase;
+  SweepConfig config;
+  const HistoryEntry* predecessor;
+  std::vector<const HistoryEntry*> chain;
+};
+
+// 1. Base decision: the first matching sweep rule, else the diagnosis's own decision. A cause the
+// playbooks established from metrics (likely or confirmed) outranks the log-pattern sweep rules:
+// e.g. every node exiting non-zero after a heartbeat false positive is the kill, not a config error.
+// Likewise a symptom the metrics refuted (a "hang" whose GPUs kept training) is no reason to act.
+// Returns the rule applied, if any.
+const DecisionRule* ApplyFirstSweepRule(const RefineInputs& in, SweepDecision* sd) {
+  const Diagnosis& diagnosis = in.diagnosis;
+  const bool metric_backed = diagnosis.verdict.source == "playbooks" && diagnosis.verdict.confidence >= Confidence::kLikely;
+  // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
+  const bool names_mechanism = in.rules.NamesMechanism(diagnosis.verdict.root_cause);
+  // `refuted` is only ever set from a likely or confirmed refutation.
+  const bool refuted = diagnosis.verdict.source == "playbooks" && !diagnosis.verdict.refuted.empty();
+  const bool metric_backed_cause = (metric_backed && names_mechanism) || refuted;
+  auto match = metric_backed_cause ? std::nullopt : FirstMatchingRule(in.rules, in.facts, in.status, in.phase);
+  if (!match) return nullptr;
+  const DecisionRule* rule = match->rule;
+  const RuleOutcome& out = rule->decision;
+  Decision d;
+  d.action = out.action;
+  const std::string note = ExpandNote(out.note, in.facts, match->hit, in.phase);
+  if (out.exclude == "signal-hosts")
+    for (const auto& h : match->hit.hosts) d.exclude.push_back({h, out.exclude_priority, note});
+  d.notes.push_back(note + " [sweep rule " + rule->id + "]");
+  if (diagnosis.decision.action != d.action) {
+    d.notes.push_back("diagnosis alone suggested " + std::string(ToString(diagnosis.decision.action)));
+    d.overrides.push_back({diagnosis.decision.action, d.action, note, rule->id});
+  }
+  for (const auto& n : diagnosis.decision.notes) d.notes.push_back(n);
+  sd->decision = std::move(d);
+  sd->rule = rule->id;
+  sd->exclude_scope = out.exclude_scope;
+  if (!out.root_cause.empty()) sd->root_cause = out.root_cause;
+  if (out.record_allocation) sd->oom_allocation = in.facts.oom_allocation;
+  return rule;
+}
+
+// 2a. The rule fired on too many configs of this sweep, on other nodes before, or too many times in a
+// row on this config: a configuration problem, escalated as the rule says.
+void ApplyRepeatLimits(const RefineInputs& in, const DecisionRule& rule, SweepDecision* sd) {
+  const RuleLimits& lim = rule.limits;
+  const std::string& sweep = in.context.sweep;
+  if (lim.repeat_on_configs) {
+    std::vector<SweepConfig> configs{in.config};
+    for (const auto& e : in.history.entries)
+      if (e.sweep == sweep && e.rule == rule.id && e.job != in.facts.id &&
+          std::find(configs.begin(), configs.end(), e.config) == configs.end())
+        configs.push_back(e.config);
+    if (static_cast<int>(configs.size()) >= lim.repeat_on_configs->count) {
+      SetAction(sd, lim.repeat_on_configs->then,
+                "'" + rule.id + "' fired on " + std::to_string(configs.size()) + " configs of this sweep (limit " +
+                    std::to_string(lim.repeat_on_configs->count) + ")",
+                rule.id + ".limits.repeat_on_configs");
+      if (!lim.repeat_on_configs->root_cause.empty()) sd->root_cause = lim.repeat_on_configs->root_cause;
+    }
+  }
+  if (lim.repeat_on_other_nodes && !sd->decision.exclude.empty()) {
+    const std::vector<std::string> now_hosts = ExcludedHosts(sd->decision);
+    for (const auto& e : in.history.entries) {
+      if (e.sweep != sweep || e.rule != rule.id || e.job == in.facts.id || e.exclude.empty()) continue;
+      bool disjoint = true;
+      for (const auto& x : e.exclude) disjoint = disjoint && !Contains(now_hosts, x.host);
+      if (!disjoint) continue;
+      SetAction(sd, lim.repeat_on_other_nodes->then,
+                "same error ('" + rule.id + "') earlier on a different node (job " + e.job + ": " +
+                    e.exclude.front().host + ") - a configuration problem, not one bad node",
+                rule.id + ".limits.repeat_on_other_nodes");
+      if (!lim.repeat_on_other_nodes->root_cause.empty()) sd->root_cause = lim.repeat_on_other_nodes->root_cause;
+      break;
+    }
+  }
+  if (lim.consecutive) {
+    int run = 1;
+    for (auto it = in.chain.rbegin(); it != in.chain.rend() && (*it)->rule == rule.id; ++it) ++run;
+    if (run >= lim.consecutive->count) {
+      SetAction(sd, lim.consecutive->then,
+                "'" + rule.id + "' " + std::to_string(run) + " times in a row on this config (limit " +
+                    std::to_string(lim.consecutive->count) + ")",
+                rule.id + ".limits.consecutive");
+      if (!lim.consecutive->root_cause.empty()) sd->root_cause = lim.consecutive->root_cause;
+    }
+  }
+}
+
+// 2b. "Escalate only if the hang recurs on the same nodes": the previous attempt hung too, on
+// exactly these hosts.
+void ApplyHangRecurrence(const RefineInputs& in, const DecisionRule& rule, SweepDecision* sd) {
+  const HistoryEntry* predecessor = in.predecessor;
+  if (rule.limits.on_recurrence_same_nodes != "exclude-suspects" || !predecessor ||
+      predecessor->status != JobStatus::kHanging || Sorted(predecessor->nodes) != Sorted(in.facts.header.hosts) ||
+      sd->decision.action == DecisionAction::kStopSweep)
+    return;
+  std::vector<Exclusion> suspects = HangSuspects(in.diagnosis, in.facts, in.rules, in.status);
+  if (!suspects.empty()) {
+    sd->decision.exclude = suspects;
+    SetAction(sd, DecisionAction::kRetryExcludingNodes,
+              "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects",
+              rule.id + ".limits.on_recurrence_same_nodes");
+  } else {
+    sd->decision.notes.push_back("hang recurred on the same nodes as job " + predecessor->job +
+                                 " but no suspect node was identified; next time try _env_NCCL_DEBUG=INFO");
+  }
+}
+
+// 3a. Sweep-wide limits: retries per config, and nodes excluded across the sweep.
+void ApplyRetryAndExclusionLimits(const RefineInputs& in, const DecisionRule* rule, SweepDecision* sd) {
+  const SweepLimits& limits = in.rules.limits;
+  if (IsRetry(sd->decision.action)) {
+    const int max_retries =
+        rule && rule->limits.max_retries ? *rule->limits.max_retries : limits.max_retries_per_job;
+    const int retries_done = static_cast<int>(in.chain.size());
+    if (retries_done >= max_retries)
+      SetAction(sd, limits.retries_exceeded_action,
+                "this config was already retried " + std::to_string(retries_done) + " time(s) (limit " +
+                    std::to_string(max_retries) + " per job)",
+                rule && rule->limits.max_retries ? rule->id + ".limits.max_retries" : "limits.max_retries_per_job");
+  }
+  if (sd->decision.action != DecisionAction::kRetryExcludingNodes || !in.context.in_sweep) return;
+  std::vector<std::string> excluded;
+  for (const auto& e : in.history.entries) {
+    if (e.sweep != in.context.sweep || e.job == in.facts.id) continue;
+    if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != ExcludeScope::kSweep) continue;
+    for (const auto& x : e.exclude)
+      if (!Contains(excluded, x.host)) excluded.push_back(x.host);
+  }
+  for (const auto& x : sd->decision.exclude)
+    if (!Contains(excluded, x.host)) excluded.push_back(x.host);
+  if (static_cast<int>(excluded.size()) > limits.max_excluded_nodes_per_sweep)
+    SetAction(sd, limits.excluded_nodes_exceeded_action,
+              std::to_string(excluded.size()) + " nodes excluded in this sweep (" + JoinStrings(excluded) + "; limit " +
+                  std::to_string(limits.max_excluded_nodes_per_sweep) + "): the cluster is unhealthy",
+              "limits.max_excluded_nodes_per_sweep");
+}
+
+// 3b. Model sweep early stop: models whose latest attempt in this sweep failed while the same model
+// passed on the baseline (a baseline-variant entry, or any earlier sweep).
+void ApplyModelSweepEarlyStop(const RefineInputs& in, SweepDecision* sd) {
+  const SweepLimits& limits = in.rules.limits;
+  const SweepContext& context = in.context;
+  auto passed = [](JobStatus status, const std::string& root_cause) {
+    return status == JobStatus::kCompleted || root_cause == "none";
+  };
+  const bool this_failed = !in.facts.soft_success && !passed(in.status, sd->root_cause);
+  if (!this_failed || sd->decision.action == DecisionAction::kStopSweep || in.config.model.empty() ||
+      context.variant == limits.baseline_variant)
+    return;
+  std::set<std::string> baseline_passed;
+  std::map<std::string, bool> latest_failed;   // candidate model -> its latest attempt failed
+  for (const auto& e : in.history.entries) {
+    if (e.job == in.facts.id) continue;
+    const bool is_baseline = e.sweep != context.sweep || e.variant == limits.baseline_variant;
+    if (is_baseline) {
+      if (passed(e.status, e.root_cause)) baseline_passed.insert(e.config.model);
+    } else if (e.variant == context.variant) {
+      latest_failed[e.config.model] = !passed(e.status, e.root_cause);
+    }
+  }
+  latest_failed[in.config.model] = true;
+  std::vector<std::string> regressed;
+  for (const auto& [model, failed] : latest_failed)
+    if (failed && baseline_passed.count(model)) regressed.push_back(model);
+  if (baseline_passed.count(in.config.model) &&
+      static_cast<int>(regressed.size()) >= limits.model_sweep_failing_models)
+    SetAction(sd, limits.model_sweep_action,
+              std::to_string(regressed.size()) + " models fail on this commit but passed on the baseline (" +
+                  JoinStrings(regressed) + "): the commit is broken, stop early",
+              "limits.model_sweep_failing_models");
+}
+
+// 4. Contract hygiene: exclusions only accompany retry-excluding-nodes, and that action always
+// names someone to exclude; a host excluded for the whole sweep that ran this job is said.
+void EnforceDecisionContract(const RefineInputs& in, SweepDecision* sd) {
+  Decision& decision = sd->decision;
+  if (decision.action == DecisionAction::kRetryExcludingNodes && decision.exclude.empty())
+    SetAction(sd, DecisionAction::kRetrySameNodes, "no host to exclude was identified", "");
+  if (decision.action != DecisionAction::kRetryExcludingNodes && !decision.exclude.empty()) {
+    decision.notes.push_back("not excluding " + JoinStrings(ExcludedHosts(decision)) + " (action is " +
+                             std::string(ToString(decision.action)) + ")");
+    sd->found = std::move(decision.exclude);
+    decision.exclude.clear();
+  }
+  if (decision.action != DecisionAction::kRetryWithChanges) decision.changes.clear();
+  std::stable_sort(decision.exclude.begin(), decision.exclude.end(),
+                   [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
+  for (const auto& e : in.history.entries) {
+    if (e.sweep != in.context.sweep || e.exclude_scope != ExcludeScope::kSweep || e.job == in.facts.id) continue;
+    for (const auto& x : e.exclude)
+      if (Contains(in.facts.header.hosts, x.host))
+        decision.notes.push_back(x.host + " was excluded for the whole sweep by job " + e.job + " (" + x.reason +
+                                 ") but ran this job");
+  }
+}
+
 }  // namespace
 
 std::optional<ActionOverride> InSweepStep(const Diagnosis& diagnosis, const JobFacts& facts, const DecisionRules& rules,
@@ -253,182 +460,19 @@ SweepDecision RefineDecision(const Diagnosis& diagnosis, const JobFacts& facts, 
   if (hung) sd.hang_phase = phase;
 
   const SweepConfig config = SweepConfigOf(facts);
-  const std::vector<std::string>& nodes = facts.header.hosts;
-  const HistoryEntry* predecessor = FindRetryPredecessor(history, context.sweep, facts.id, config, nodes);
-  const std::vector<const HistoryEntry*> chain = RetryChain(history, predecessor);
+  const HistoryEntry* predecessor = FindRetryPredecessor(history, context.sweep, facts.id, config, facts.header.hosts);
   if (predecessor) sd.retry_of = predecessor->job;
+  const RefineInputs in{diagnosis, facts, history, rules, context, status, phase, config, predecessor,
+                        RetryChain(history, predecessor)};
 
-  // 1. Base decision: the first matching sweep rule, else the diagnosis's own decision. A cause the
-  // playbooks established from metrics (likely or confirmed) outranks the log-pattern sweep rules:
-  // e.g. every node exiting non-zero after a heartbeat false positive is the kill, not a config error.
-  // Likewise a symptom the metrics refuted (a "hang" whose GPUs kept training) is no reason to act.
-  const bool metric_backed = diagnosis.verdict.source == "playbooks" && diagnosis.verdict.confidence >= Confidence::kLikely;
-  // Broken telemetry is not a failure mechanism: it leaves the log's sweep rules in charge.
-  const bool names_mechanism = rules.NamesMechanism(diagnosis.verdict.root_cause);
-  // `refuted` is only ever set from a likely or confirmed refutation.
-  const bool refuted = diagnosis.verdict.source == "playbooks" && !diagnosis.verdict.refuted.empty();
-  const bool metric_backed_cause = (metric_backed && names_mechanism) || refuted;
-  const DecisionRule* rule = nullptr;
-  if (auto match = metric_backed_cause ? std::nullopt : FirstMatchingRule(rules, facts, status, phase)) {
-    rule = match->rule;
-    const RuleOutcome& out = rule->decision;
-    Decision d;
-    d.action = out.action;
-    const std::string note = ExpandNote(out.note, facts, match->hit, phase);
-    if (out.exclude == "signal-hosts")
-      for (const auto& h : match->hit.hosts) d.exclude.push_back({h, out.exclude_priority, note});
-    d.notes.push_back(note + " [sweep rule " + rule->id + "]");
-    if (diagnosis.decision.action != d.action) {
-      d.notes.push_back("diagnosis alone suggested " + std::string(ToString(diagnosis.decision.action)));
-      d.overrides.push_back({diagnosis.decision.action, d.action, note, rule->id});
-    }
-    for (const auto& n : diagnosis.decision.notes) d.notes.push_back(n);
-    sd.decision = std::move(d);
-    sd.rule = rule->id;
-    sd.exclude_scope = out.exclude_scope;
-    if (!out.root_cause.empty()) sd.root_cause = out.root_cause;
-    if (out.record_allocation) sd.oom_allocation = facts.oom_allocation;
-  }
-
-  // 2. Per-rule limits and escalations, judged against this sweep's history.
+  const DecisionRule* rule = ApplyFirstSweepRule(in, &sd);
   if (rule) {
-    const RuleLimits& lim = rule->limits;
-    if (lim.repeat_on_configs) {
-      std::vector<SweepConfig> configs{config};
-      for (const auto& e : history.entries)
-        if (e.sweep == context.sweep && e.rule == rule->id && e.job != facts.id &&
-            std::find(configs.begin(), configs.end(), e.config) == configs.end())
-          configs.push_back(e.config);
-      if (static_cast<int>(configs.size()) >= lim.repeat_on_configs->count) {
-        SetAction(&sd, lim.repeat_on_configs->then,
-                  "'" + rule->id + "' fired on " + std::to_string(configs.size()) + " configs of this sweep (limit " +
-                      std::to_string(lim.repeat_on_configs->count) + ")",
-                  rule->id + ".limits.repeat_on_configs");
-        if (!lim.repeat_on_configs->root_cause.empty()) sd.root_cause = lim.repeat_on_configs->root_cause;
-      }
-    }
-    if (lim.repeat_on_other_nodes && !sd.decision.exclude.empty()) {
-      const std::vector<std::string> now_hosts = ExcludedHosts(sd.decision);
-      for (const auto& e : history.entries) {
-        if (e.sweep != context.sweep || e.rule != rule->id || e.job == facts.id || e.exclude.empty()) continue;
-        bool disjoint = true;
-        for (const auto& x : e.exclude) disjoint = disjoint && !Contains(now_hosts, x.host);
-        if (!disjoint) continue;
-        SetAction(&sd, lim.repeat_on_other_nodes->then,
-                  "same error ('" + rule->id + "') earlier on a different node (job " + e.job + ": " +
-                      e.exclude.front().host + ") - a configuration problem, not one bad node",
-                  rule->id + ".limits.repeat_on_other_nodes");
-        if (!lim.repeat_on_other_nodes->root_cause.empty()) sd.root_cause = lim.repeat_on_other_nodes->root_cause;
-        break;
-      }
-    }
-    if (lim.consecutive) {
-      int run = 1;
-      for (auto it = chain.rbegin(); it != chain.rend() && (*it)->rule == rule->id; ++it) ++run;
-      if (run >= lim.consecutive->count) {
-        SetAction(&sd, lim.consecutive->then,
-                  "'" + rule->id + "' " + std::to_string(run) + " times in a row on this config (limit " +
-                      std::to_string(lim.consecutive->count) + ")",
-                  rule->id + ".limits.consecutive");
-        if (!lim.consecutive->root_cause.empty()) sd.root_cause = lim.consecutive->root_cause;
-      }
-    }
-    // "Escalate only if the hang recurs on the same nodes": the previous attempt hung too, on
-    // exactly these hosts.
-    if (lim.on_recurrence_same_nodes == "exclude-suspects" && predecessor && predecessor->status == JobStatus::kHanging &&
-        Sorted(predecessor->nodes) == Sorted(nodes) && sd.decision.action != DecisionAction::kStopSweep) {
-      std::vector<Exclusion> suspects = HangSuspects(diagnosis, facts, rules, status);
-      if (!suspects.empty()) {
-        sd.decision.exclude = suspects;
-        SetAction(&sd, DecisionAction::kRetryExcludingNodes,
-                  "hang recurred on the same nodes as job " + predecessor->job + "; excluding suspects",
-                  rule->id + ".limits.on_recurrence_same_nodes");
-      } else {
-        sd.decision.notes.push_back("hang recurred on the same nodes as job " + predecessor->job +
-                                    " but no suspect node was identified; next time try _env_NCCL_DEBUG=INFO");
-      }
-    }
+    ApplyRepeatLimits(in, *rule, &sd);
+    ApplyHangRecurrence(in, *rule, &sd);
   }
-
-  // 3. Sweep-wide limits.
-  const SweepLimits& limits = rules.limits;
-  if (IsRetry(sd.decision.action)) {
-    const int max_retries =
-        rule && rule->limits.max_retries ? *rule->limits.max_retries : limits.max_retries_per_job;
-    const int retries_done = static_cast<int>(chain.size());
-    if (retries_done >= max_retries)
-      SetAction(&sd, limits.retries_exceeded_action,
-                "this config was already retried " + std::to_string(retries_done) + " time(s) (limit " +
-                    std::to_string(max_retries) + " per job)",
-                rule && rule->limits.max_retries ? rule->id + ".limits.max_retries" : "limits.max_retries_per_job");
-  }
-  if (sd.decision.action == DecisionAction::kRetryExcludingNodes && context.in_sweep) {
-    std::vector<std::string> excluded;
-    for (const auto& e : history.entries) {
-      if (e.sweep != context.sweep || e.job == facts.id) continue;
-      if (e.action != DecisionAction::kRetryExcludingNodes && e.exclude_scope != ExcludeScope::kSweep) continue;
-      for (const auto& x : e.exclude)
-        if (!Contains(excluded, x.host)) excluded.push_back(x.host);
-    }
-    for (const auto& x : sd.decision.exclude)
-      if (!Contains(excluded, x.host)) excluded.push_back(x.host);
-    if (static_cast<int>(excluded.size()) > limits.max_excluded_nodes_per_sweep)
-      SetAction(&sd, limits.excluded_nodes_exceeded_action,
-                std::to_string(excluded.size()) + " nodes excluded in this sweep (" + JoinStrings(excluded) + "; limit " +
-                    std::to_string(limits.max_excluded_nodes_per_sweep) + "): the cluster is unhealthy",
-                "limits.max_excluded_nodes_per_sweep");
-  }
-  // Model sweep early stop: models whose latest attempt in this sweep failed while the same model
-  // passed on the baseline (a baseline-variant entry, or any earlier sweep).
-  auto passed = [](JobStatus status, const std::string& root_cause) {
-    return status == JobStatus::kCompleted || root_cause == "none";
-  };
-  const bool this_failed = !facts.soft_success && !passed(status, sd.root_cause);
-  if (this_failed && sd.decision.action != DecisionAction::kStopSweep && !config.model.empty() &&
-      context.variant != limits.baseline_variant) {
-    std::set<std::string> baseline_passed;
-    std::map<std::string, bool> latest_failed;   // candidate model -> its latest attempt failed
-    for (const auto& e : history.entries) {
-      if (e.job == facts.id) continue;
-      const bool is_baseline = e.sweep != context.sweep || e.variant == limits.baseline_variant;
-      if (is_baseline) {
-        if (passed(e.status, e.root_cause)) baseline_passed.insert(e.config.model);
-      } else if (e.variant == context.variant) {
-        latest_failed[e.config.model] = !passed(e.status, e.root_cause);
-      }
-    }
-    latest_failed[config.model] = true;
-    std::vector<std::string> regressed;
-    for (const auto& [model, failed] : latest_failed)
-      if (failed && baseline_passed.count(model)) regressed.push_back(model);
-    if (baseline_passed.count(config.model) &&
-        static_cast<int>(regressed.size()) >= limits.model_sweep_failing_models)
-      SetAction(&sd, limits.model_sweep_action,
-                std::to_string(regressed.size()) + " models fail on this commit but passed on the baseline (" +
-                    JoinStrings(regressed) + "): the commit is broken, stop early",
-                "limits.model_sweep_failing_models");
-  }
-
-  // 4. Contract hygiene: exclusions only accompany retry-excluding-nodes, and that action always
-  // names someone to exclude.
-  if (sd.decision.action == DecisionAction::kRetryExcludingNodes && sd.decision.exclude.empty())
-    SetAction(&sd, DecisionAction::kRetrySameNodes, "no host to exclude was identified", "");
-  if (sd.decision.action != DecisionAction::kRetryExcludingNodes && !sd.decision.exclude.empty()) {
-    sd.decision.notes.push_back("not excluding " + JoinStrings(ExcludedHosts(sd.decision)) + " (action is " +
-                                std::string(ToString(sd.decision.action)) + ")");
-    sd.found = std::move(sd.decision.exclude);
-    sd.decision.exclude.clear();
-  }
-  if (sd.decision.action != DecisionAction::kRetryWithChanges) sd.decision.changes.clear();
-  std::stable_sort(sd.decision.exclude.begin(), sd.decision.exclude.end(),
-                   [](const Exclusion& a, const Exclusion& b) { return a.priority < b.priority; });
-  for (const auto& e : history.entries) {
-    if (e.sweep != context.sweep || e.exclude_scope != ExcludeScope::kSweep || e.job == facts.id) continue;
-    for (const auto& x : e.exclude)
-      if (Contains(nodes, x.host))
-        sd.decision.notes.push_back(x.host + " was excluded for the whole sweep by job " + e.job + " (" + x.reason +
-                                    ") but ran this job");
-  }
+  ApplyRetryAndExclusionLimits(in, rule, &sd);
+  ApplyModelSweepEarlyStop(in, &sd);
+  EnforceDecisionContract(in, &sd);
   return sd;
 }
 

@@ -154,6 +154,110 @@ void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool
   CheckCycles(ctx, library->common_rules);
 }
 
+// The playbook's `rules` list, for_each expanded; a rule that does not parse or repeats an id is
+// reported and left out. Returns the YAML each kept rule was read from, in the same order.
+std::vector<RuleNode> ParsePlaybookRules(FileCtx& ctx, const YAML::Node& root, PlaybookSpec* pb) {
+  YAML::Node rules = root["rules"];
+  std::vector<RuleNode> rule_nodes;
+  if (!rules) {
+    ctx.Add(LoadCode::kMissingField, root, "rules", fmt::format(fmt::runtime(msg::kMissingField), "rules"));
+    return rule_nodes;
+  }
+  if (!rules.IsSequence()) {
+    ctx.Add(LoadCode::kFieldType, rules, "rules", fmt::format(fmt::runtime(msg::kFieldType), "rules", "a list"));
+    return rule_nodes;
+  }
+  for (const auto& [rn, expanded_from] : ExpandForEach(ctx, rules)) {
+    RuleSpec rule;
+    ctx.expanded_from = expanded_from;
+    if (!ParseRule(ctx, rn, pb->id, &rule)) {
+      ctx.rule.clear();
+      continue;
+    }
+    if (const RuleSpec* prev = pb->FindRule(rule.id)) {
+      ctx.Add(LoadCode::kDuplicateId, rn["id"], "id", fmt::format(fmt::runtime(msg::kDuplicateId), rule.id, prev->pos.ToString()));
+      ctx.rule.clear();
+      continue;
+    }
+    pb->rules.push_back(std::move(rule));
+    rule_nodes.push_back({rn, expanded_from});
+    ctx.rule.clear();
+  }
+  ctx.expanded_from = YAML::Mark::null_mark();
+  return rule_nodes;
+}
+
+// Reference and type pass: every rule is known now, so forward references work. Triggers, windows
+// and params may not name rules; macros and rules may; no rule may share a shared macro's name.
+void CheckPlaybookReferences(FileCtx& ctx, Library* library, const std::vector<RuleNode>& rule_nodes, PlaybookSpec* pb) {
+  Scope scope;
+  scope.library = library;
+  scope.playbook = pb;
+  scope.local_rules = &pb->rules;
+  Scope no_rules = scope;
+  no_rules.allow_rules = false;
+  std::set<std::string> ignored;
+  for (auto& t : pb->triggers) CheckExpr(ctx, no_rules, t.when, "triggers.when", &ignored);
+  for (auto& [k, w] : pb->windows) {
+    if (library->FindSharedWindow(k))
+      ctx.Add(LoadCode::kDuplicateId, w.pos, "windows." + k, fmt::format(fmt::runtime(msg::kDuplicateId), k, library->FindSharedWindow(k)->pos.ToString()));
+    CheckExpr(ctx, no_rules, w.start, "windows." + k + ".start", &ignored);
+    CheckExpr(ctx, no_rules, w.end, "windows." + k + ".end", &ignored);
+    CheckExpr(ctx, no_rules, w.list, "windows." + k + ".list", &ignored);
+  }
+  for (auto& [k, p] : pb->params) CheckExpr(ctx, no_rules, p.expr, "params." + k, &ignored);
+  CheckBindings(ctx, scope, &pb->macros, &scope.playbook_macros_visible, "macros");
+  for (const auto& r : pb->rules)
+    for (const auto& m : library->common_macros)
+      if (m.name == r.id) {
+        ctx.rule = r.id;
+        ctx.Add(LoadCode::kDuplicateId, r.pos, "id",
+                fmt::format(fmt::runtime(msg::kBindingHides), "id", r.id, "the shared macro at " + m.expr.pos.ToString()));
+      }
+  ctx.rule.clear();
+  for (size_t i = 0; i < pb->rules.size(); ++i) {
+    CheckRuleRefs(ctx, scope, &pb->rules[i]);
+    ctx.expanded_from = rule_nodes[i].expanded_from;
+    if (pb->rules[i].kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &pb->rules[i], rule_nodes[i].node["query"]);
+    ctx.expanded_from = YAML::Mark::null_mark();
+  }
+  ctx.rule.clear();
+  CheckCycles(ctx, pb->rules);
+}
+
+// Unused rules: nothing references them and they report nothing themselves.
+void ReportUnusedRules(FileCtx& ctx, const PlaybookSpec& pb) {
+  std::set<std::string> referenced;
+  for (const auto& r : pb.rules) {
+    referenced.insert(r.needs.begin(), r.needs.end());
+    referenced.insert(r.after.begin(), r.after.end());   // read by a verdict's onset
+  }
+  for (const auto& r : pb.rules) {
+    if (r.kind == RuleKind::kVerdict || r.finding || referenced.count(r.qualified_id)) continue;
+    ctx.rule = r.id;
+    ctx.Add(LoadCode::kUnusedRule, r.pos, "id", fmt::format(fmt::runtime(msg::kUnusedRule), r.id));
+  }
+  ctx.rule.clear();
+}
+
+// `precedence` names verdicts only; verdicts missing from it follow in file order.
+void ReadPrecedence(FileCtx& ctx, const YAML::Node& root, PlaybookSpec* pb) {
+  if (YAML::Node prec = root["precedence"]) {
+    std::vector<std::string> ids;
+    GetStringList(ctx, prec, "precedence", &ids);
+    for (const auto& id : ids) {
+      const RuleSpec* r = pb->FindRule(id);
+      if (!r || r->kind != RuleKind::kVerdict)
+        ctx.Add(LoadCode::kUnknownReference, prec, "precedence", fmt::format(fmt::runtime(msg::kPrecedenceNotVerdict), id));
+      else
+        pb->precedence.push_back(id);
+    }
+  }
+  for (const auto& r : pb->rules)
+    if (r.kind == RuleKind::kVerdict && std::find(pb->precedence.begin(), pb->precedence.end(), r.id) == pb->precedence.end())
+      pb->precedence.push_back(r.id);
+}
+
 void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const std::string> text, const std::string& name) {
   FileCtx ctx;
   ctx.file = name;
@@ -189,92 +293,10 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
   }
   if (YAML::Node macros = root["macros"]) pb.macros = ParseBindings(ctx, macros, "macros");
   if (YAML::Node triggers = root["triggers"]) pb.triggers = ParseTriggers(ctx, triggers);
-  YAML::Node rules = root["rules"];
-  std::vector<RuleNode> rule_nodes;
-  if (!rules) {
-    ctx.Add(LoadCode::kMissingField, root, "rules", fmt::format(fmt::runtime(msg::kMissingField), "rules"));
-  } else if (!rules.IsSequence()) {
-    ctx.Add(LoadCode::kFieldType, rules, "rules", fmt::format(fmt::runtime(msg::kFieldType), "rules", "a list"));
-  } else {
-    for (const auto& [rn, expanded_from] : ExpandForEach(ctx, rules)) {
-      RuleSpec rule;
-      ctx.expanded_from = expanded_from;
-      if (!ParseRule(ctx, rn, pb.id, &rule)) {
-        ctx.rule.clear();
-        continue;
-      }
-      if (const RuleSpec* prev = pb.FindRule(rule.id)) {
-        ctx.Add(LoadCode::kDuplicateId, rn["id"], "id", fmt::format(fmt::runtime(msg::kDuplicateId), rule.id, prev->pos.ToString()));
-        ctx.rule.clear();
-        continue;
-      }
-      pb.rules.push_back(std::move(rule));
-      rule_nodes.push_back({rn, expanded_from});
-      ctx.rule.clear();
-    }
-    ctx.expanded_from = YAML::Mark::null_mark();
-  }
-  // Reference and type pass: every rule is known now, so forward references work.
-  Scope scope;
-  scope.library = library;
-  scope.playbook = &pb;
-  scope.local_rules = &pb.rules;
-  Scope no_rules = scope;
-  no_rules.allow_rules = false;
-  std::set<std::string> ignored;
-  for (auto& t : pb.triggers) CheckExpr(ctx, no_rules, t.when, "triggers.when", &ignored);
-  for (auto& [k, w] : pb.windows) {
-    if (library->FindSharedWindow(k))
-      ctx.Add(LoadCode::kDuplicateId, w.pos, "windows." + k, fmt::format(fmt::runtime(msg::kDuplicateId), k, library->FindSharedWindow(k)->pos.ToString()));
-    CheckExpr(ctx, no_rules, w.start, "windows." + k + ".start", &ignored);
-    CheckExpr(ctx, no_rules, w.end, "windows." + k + ".end", &ignored);
-    CheckExpr(ctx, no_rules, w.list, "windows." + k + ".list", &ignored);
-  }
-  for (auto& [k, p] : pb.params) CheckExpr(ctx, no_rules, p.expr, "params." + k, &ignored);
-  CheckBindings(ctx, scope, &pb.macros, &scope.playbook_macros_visible, "macros");
-  for (const auto& r : pb.rules)
-    for (const auto& m : library->common_macros)
-      if (m.name == r.id) {
-        ctx.rule = r.id;
-        ctx.Add(LoadCode::kDuplicateId, r.pos, "id",
-                fmt::format(fmt::runtime(msg::kBindingHides), "id", r.id, "the shared macro at " + m.expr.pos.ToString()));
-      }
-  ctx.rule.clear();
-  for (size_t i = 0; i < pb.rules.size(); ++i) {
-    CheckRuleRefs(ctx, scope, &pb.rules[i]);
-    ctx.expanded_from = rule_nodes[i].expanded_from;
-    if (pb.rules[i].kind == RuleKind::kQuery) CheckQueryTemplate(ctx, scope, &pb.rules[i], rule_nodes[i].node["query"]);
-    ctx.expanded_from = YAML::Mark::null_mark();
-  }
-  ctx.rule.clear();
-  CheckCycles(ctx, pb.rules);
-  // Unused rules: nothing references them and they report nothing themselves.
-  std::set<std::string> referenced;
-  for (const auto& r : pb.rules) {
-    referenced.insert(r.needs.begin(), r.needs.end());
-    referenced.insert(r.after.begin(), r.after.end());   // read by a verdict's onset
-  }
-  for (const auto& r : pb.rules) {
-    if (r.kind == RuleKind::kVerdict || r.finding || referenced.count(r.qualified_id)) continue;
-    ctx.rule = r.id;
-    ctx.Add(LoadCode::kUnusedRule, r.pos, "id", fmt::format(fmt::runtime(msg::kUnusedRule), r.id));
-  }
-  ctx.rule.clear();
-  if (YAML::Node prec = root["precedence"]) {
-    std::vector<std::string> ids;
-    GetStringList(ctx, prec, "precedence", &ids);
-    for (const auto& id : ids) {
-      const RuleSpec* r = pb.FindRule(id);
-      if (!r || r->kind != RuleKind::kVerdict)
-        ctx.Add(LoadCode::kUnknownReference, prec, "precedence", fmt::format(fmt::runtime(msg::kPrecedenceNotVerdict), id));
-      else
-        pb.precedence.push_back(id);
-    }
-  }
-  // Verdicts missing from `precedence` follow in file order.
-  for (const auto& r : pb.rules)
-    if (r.kind == RuleKind::kVerdict && std::find(pb.precedence.begin(), pb.precedence.end(), r.id) == pb.precedence.end())
-      pb.precedence.push_back(r.id);
+  const std::vector<RuleNode> rule_nodes = ParsePlaybookRules(ctx, root, &pb);
+  CheckPlaybookReferences(ctx, library, rule_nodes, &pb);
+  ReportUnusedRules(ctx, pb);
+  ReadPrecedence(ctx, root, &pb);
   library->playbooks.push_back(std::move(pb));
 }
 

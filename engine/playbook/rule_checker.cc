@@ -336,6 +336,84 @@ SentenceGuard GuardOf(std::initializer_list<const CompiledExpr*> conditions, std
   return g;
 }
 
+// Explicit needs (written `?<id>` by the reader): each must name a rule of this playbook or a shared one.
+void ResolveExplicitNeeds(FileCtx& ctx, const Scope& scope, RuleSpec* rule, std::set<std::string>* deps) {
+  std::vector<std::string> explicit_needs;
+  for (const auto& n : rule->needs)
+    if (!n.empty() && n[0] == '?') explicit_needs.push_back(n.substr(1));
+  rule->needs.clear();
+  for (const auto& need : explicit_needs) {
+    const RuleSpec* target = nullptr;
+    if (need.rfind("common.", 0) == 0) target = scope.library->FindCommonRule(need.substr(7));
+    if (!target && scope.local_rules) target = FindIn(*scope.local_rules, need);
+    if (!target)
+      ctx.Add(LoadCode::kUnknownReference, rule->pos, "needs", fmt::format(fmt::runtime(msg::kUnknownRule), "needs", need));
+    else
+      deps->insert(target->qualified_id);
+  }
+}
+
+// A verdict's expressions and sentences (each sentence guarded by the conditions in force where it
+// is rendered), its fallback_for targets and its suppression. What only `onset` reads goes to
+// `onset_deps`.
+void CheckVerdictRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule, std::set<std::string>* deps,
+                      std::set<std::string>* onset_deps) {
+  Scope host_scope = scope;
+  host_scope.allow_host = true;
+  auto& v = rule->verdict;
+  CheckExpr(ctx, scope, v.when, "verdict.when", deps);
+  for (auto& c : v.confidence) CheckExpr(ctx, scope, c.when, "verdict.confidence.when", deps);
+  const SentenceGuard verdict_guard = GuardOf({&v.when}, "verdict.when");
+  CheckTemplate(ctx, scope, v.summary, "verdict.summary", deps, &verdict_guard);
+  CheckExpr(ctx, scope, v.hosts, "verdict.hosts", deps);
+  CheckExpr(ctx, scope, v.onset, "verdict.onset", onset_deps);
+  for (auto& ex : v.exclude) {
+    CheckExpr(ctx, scope, ex.hosts, "verdict.exclude.hosts", deps);
+    CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", deps, &verdict_guard);
+  }
+  for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, deps, &verdict_guard);
+  for (auto& note : v.notes) {
+    const SentenceGuard note_guard = GuardOf({&v.when, &note.when}, "the note's when");
+    CheckTemplate(ctx, scope, note.text, "verdict.notes", deps, &note_guard);
+    CheckExpr(ctx, scope, note.when, "verdict.notes.when", deps);
+  }
+  rule->after.clear();
+  rule->fallback_primaries.clear();
+  for (const auto& id : v.fallback_for) {
+    const RuleSpec* target = scope.local_rules ? FindIn(*scope.local_rules, id) : nullptr;
+    if (!target || target->kind != RuleKind::kVerdict || target == rule)
+      ctx.Add(LoadCode::kUnknownReference, rule->pos, "verdict.fallback_for",
+              fmt::format(fmt::runtime(msg::kUnknownRule), "verdict.fallback_for", id + " (another verdict of this playbook)"));
+    else {
+      rule->after.push_back(target->qualified_id);
+      rule->fallback_primaries.push_back(target->qualified_id);
+    }
+  }
+  if (v.suppress) {
+    CheckExpr(ctx, scope, v.suppress->times, "verdict.suppress.times", deps);
+    CheckExpr(ctx, scope, v.suppress->during, "verdict.suppress.during", deps);
+    CheckTemplate(ctx, scope, v.suppress->reason, "verdict.suppress.reason", deps);
+  }
+}
+
+// A finding reads its own rule's result (evaluated after it), so a self-reference is no cycle.
+void CheckFindingRefs(FileCtx& ctx, const Scope& scope, RuleSpec* rule, std::set<std::string>* deps) {
+  std::set<std::string> finding_deps;
+  CheckExpr(ctx, scope, rule->finding->when, "finding.when", &finding_deps);
+  CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &finding_deps);
+  // A clear finding with a hole falls back to its description at run time; a fired one must not
+  // have one, so its `when` has to prove the list non-empty.
+  const SentenceGuard finding_guard = GuardOf({&rule->finding->when}, "finding.when");
+  CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps, &finding_guard);
+  if (rule->finding->suppress) {
+    CheckExpr(ctx, scope, rule->finding->suppress->times, "finding.suppress.times", &finding_deps);
+    CheckExpr(ctx, scope, rule->finding->suppress->during, "finding.suppress.during", &finding_deps);
+    CheckTemplate(ctx, scope, rule->finding->suppress->reason, "finding.suppress.reason", &finding_deps);
+  }
+  finding_deps.erase(rule->qualified_id);
+  deps->insert(finding_deps.begin(), finding_deps.end());
+}
+
 }  // namespace
 
 void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
@@ -349,22 +427,7 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
   // What only a verdict's `onset` reads: an ordering aid between causes, not evidence, so the
   // verdict runs after it but is not skipped when it was (the onset is then unknown).
   std::set<std::string> onset_deps;
-  // Explicit needs.
-  std::vector<std::string> explicit_needs;
-  for (const auto& n : rule->needs)
-    if (!n.empty() && n[0] == '?') explicit_needs.push_back(n.substr(1));
-  rule->needs.clear();
-  for (const auto& need : explicit_needs) {
-    const RuleSpec* target = nullptr;
-    if (need.rfind("common.", 0) == 0) target = scope.library->FindCommonRule(need.substr(7));
-    if (!target && scope.local_rules) target = FindIn(*scope.local_rules, need);
-    if (!target)
-      ctx.Add(LoadCode::kUnknownReference, rule->pos, "needs", fmt::format(fmt::runtime(msg::kUnknownRule), "needs", need));
-    else
-      deps.insert(target->qualified_id);
-  }
-  Scope host_scope = scope;
-  host_scope.allow_host = true;
+  ResolveExplicitNeeds(ctx, scope, rule, &deps);
   // A description stands in for a finding that did not fire, when no rule may have a result: it
   // reads only what is known before anything is asked (params, thresholds, windows).
   Scope static_scope = scope;
@@ -380,9 +443,6 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
       if (!IsBuiltinWindow(q.window) && !(shared && !shared->is_list()) &&
           !(scope.playbook && scope.playbook->windows.count(q.window) && !scope.playbook->windows.at(q.window).is_list()))
         ctx.Add(LoadCode::kUnknownReference, rule->pos, "window", fmt::format(fmt::runtime(msg::kUnknownWindow), "window", q.window));
-      CompiledExpr where;
-      where.pos = q.template_pos;
-      where.locate = nullptr;
       for (auto& [name, arg] : q.args) CheckExpr(ctx, scope, arg.expr, "args." + name, &deps);
       break;
     }
@@ -396,61 +456,11 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
       CheckExpr(ctx, scope, rule->analysis.phases, "phases", &deps);
       CheckExpr(ctx, scope, rule->analysis.windows, "windows", &deps);
       break;
-    case RuleKind::kVerdict: {
-      auto& v = rule->verdict;
-      CheckExpr(ctx, scope, v.when, "verdict.when", &deps);
-      for (auto& c : v.confidence) CheckExpr(ctx, scope, c.when, "verdict.confidence.when", &deps);
-      const SentenceGuard verdict_guard = GuardOf({&v.when}, "verdict.when");
-      CheckTemplate(ctx, scope, v.summary, "verdict.summary", &deps, &verdict_guard);
-      CheckExpr(ctx, scope, v.hosts, "verdict.hosts", &deps);
-      CheckExpr(ctx, scope, v.onset, "verdict.onset", &onset_deps);
-      for (auto& ex : v.exclude) {
-        CheckExpr(ctx, scope, ex.hosts, "verdict.exclude.hosts", &deps);
-        CheckTemplate(ctx, host_scope, ex.reason, "verdict.exclude.reason", &deps, &verdict_guard);
-      }
-      for (auto& [k, t] : v.changes) CheckTemplate(ctx, scope, t, "verdict.changes." + k, &deps, &verdict_guard);
-      for (auto& note : v.notes) {
-        const SentenceGuard note_guard = GuardOf({&v.when, &note.when}, "the note's when");
-        CheckTemplate(ctx, scope, note.text, "verdict.notes", &deps, &note_guard);
-        CheckExpr(ctx, scope, note.when, "verdict.notes.when", &deps);
-      }
-      rule->after.clear();
-      rule->fallback_primaries.clear();
-      for (const auto& id : v.fallback_for) {
-        const RuleSpec* target = scope.local_rules ? FindIn(*scope.local_rules, id) : nullptr;
-        if (!target || target->kind != RuleKind::kVerdict || target == rule)
-          ctx.Add(LoadCode::kUnknownReference, rule->pos, "verdict.fallback_for",
-                  fmt::format(fmt::runtime(msg::kUnknownRule), "verdict.fallback_for", id + " (another verdict of this playbook)"));
-        else {
-          rule->after.push_back(target->qualified_id);
-          rule->fallback_primaries.push_back(target->qualified_id);
-        }
-      }
-      if (v.suppress) {
-        CheckExpr(ctx, scope, v.suppress->times, "verdict.suppress.times", &deps);
-        CheckExpr(ctx, scope, v.suppress->during, "verdict.suppress.during", &deps);
-        CheckTemplate(ctx, scope, v.suppress->reason, "verdict.suppress.reason", &deps);
-      }
+    case RuleKind::kVerdict:
+      CheckVerdictRefs(ctx, scope, rule, &deps, &onset_deps);
       break;
-    }
   }
-  if (rule->finding) {
-    // A finding reads its own rule's result (evaluated after it), so a self-reference is no cycle.
-    std::set<std::string> finding_deps;
-    CheckExpr(ctx, scope, rule->finding->when, "finding.when", &finding_deps);
-    CheckExpr(ctx, scope, rule->finding->hosts, "finding.hosts", &finding_deps);
-    // A clear finding with a hole falls back to its description at run time; a fired one must not
-    // have one, so its `when` has to prove the list non-empty.
-    const SentenceGuard finding_guard = GuardOf({&rule->finding->when}, "finding.when");
-    CheckTemplate(ctx, scope, rule->finding->summary, "finding.summary", &finding_deps, &finding_guard);
-    if (rule->finding->suppress) {
-      CheckExpr(ctx, scope, rule->finding->suppress->times, "finding.suppress.times", &finding_deps);
-      CheckExpr(ctx, scope, rule->finding->suppress->during, "finding.suppress.during", &finding_deps);
-      CheckTemplate(ctx, scope, rule->finding->suppress->reason, "finding.suppress.reason", &finding_deps);
-    }
-    finding_deps.erase(rule->qualified_id);
-    deps.insert(finding_deps.begin(), finding_deps.end());
-  }
+  if (rule->finding) CheckFindingRefs(ctx, scope, rule, &deps);
   rule->needs.assign(deps.begin(), deps.end());
   for (const auto& id : onset_deps)
     if (!deps.count(id)) rule->after.push_back(id);

@@ -195,34 +195,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
 
   // Hot path: step lines (the bulk of a training log) are fully recognised and never classified.
   if (HandleStep(line, text)) return;
-
-  const char c0 = text[0];
-  if (c0 == '=') {
-    if (StartsWith(text, "=== GIT SUMMARY BEGIN")) { in_git_summary_ = true; return; }
-    if (StartsWith(text, "=== GIT SUMMARY END")) { in_git_summary_ = false; return; }
-    if (text.find("JOB SUMMARY") != std::string_view::npos) {
-      in_summary_ = true;
-      JobSummary s;
-      s.present = true;
-      s.where = Ref(line, text);
-      result_.summary = s;   // the last block wins (k8s/local may print it twice)
-      return;
-    }
-    if (in_summary_ && text.find_first_not_of('=') == std::string_view::npos) { in_summary_ = false; return; }
-    if (StartsWith(text, "====== BARRIER PASSED")) result_.barrier_passed = true;
-    if (StartsWith(text, "== ") && !StartsWith(text, "== Training ")) {
-      size_t end = text.find(" END (");
-      int64_t seconds = 0;
-      if (end != std::string_view::npos && ParseInt(text.substr(end + 6, text.find('s', end + 6) - (end + 6)), &seconds) &&
-          seconds >= 0)
-        result_.pre_training_stage_seconds += seconds;
-    }
-  }
-  if (in_git_summary_) return;   // arbitrary diff text, not job output
-  if (in_summary_) {
-    HandleSummary(line, text);
-    return;
-  }
+  if (HandleSections(line, text)) return;
 
   // One automaton pass: failure classes and the extraction triggers below.
   uint32_t triggers = 0;
@@ -234,118 +207,10 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   }
 
   std::string_view msg = Message(line);
-  if (!msg.empty()) {
-    switch (msg[0]) {
-      case 'C':
-        if (StartsWith(msg, "Config param ")) {
-          if (result_.config_task == -2) result_.config_task = line.task;
-          if (result_.config_task == line.task) {
-            std::string_view kv = msg.substr(13);
-            size_t colon = kv.find(':');
-            if (colon != std::string_view::npos)
-              result_.config.emplace(SanitizeForQuote(kv.substr(0, colon), 256), SanitizeForQuote(Trim(kv.substr(colon + 1)), 1024));
-          }
-          return;
-        }
-        break;
-      case 'M':
-        if (StartsWith(msg, "Memstats: ")) {
-          std::string_view label = Trim(msg.substr(10));
-          if (!label.empty() && label.back() == ':') label.remove_suffix(1);
-          pending_memstats_[line.task] = SanitizeForQuote(label, 200);
-          return;
-        }
-        break;
-      case '\t':
-      case 'U': {
-        std::string_view t = Trim(msg);
-        if (StartsWith(t, "Using (GB) ")) {
-          auto it = pending_memstats_.find(line.task);
-          if (it != pending_memstats_.end() &&
-              static_cast<int>(result_.memstats.size()) < limits_.max_memstats_records) {
-            MemstatsRecord m;
-            m.label = it->second;
-            m.task = line.task;
-            NumberAfter(t, "Using (GB) ", &m.used_gb);
-            NumberAfter(t, "/ ", &m.limit_gb);
-            NumberAfter(t, "(", &m.pct);
-            size_t on = t.rfind(" on ");
-            if (on != std::string_view::npos) m.device = SanitizeForQuote(t.substr(on + 4), 64);
-            m.where = Ref(line, t);
-            result_.memstats.push_back(std::move(m));
-          }
-          return;
-        }
-        break;
-      }
-      case 'r':
-        if (StartsWith(msg, "restoring from this run's directory step")) {
-          int64_t step = 0;
-          result_.restore.restored = true;
-          if (NumberAfter(msg, "directory step", &step)) result_.restore.restore_step = step;
-          result_.restore.where = Ref(line, msg);
-          return;
-        }
-        break;
-      case 'N':
-        if (StartsWith(msg, "No existing checkpoints found")) { result_.fresh_start_seen = true; return; }
-        if (StartsWith(msg, "NODE_EXIT host=")) {
-          NodeExit ne;
-          ne.task = line.task;
-          std::string_view rest = msg.substr(15);
-          size_t sp = rest.find(' ');
-          ne.host = SanitizeForQuote(rest.substr(0, sp), 256);
-          if (size_t dot = ne.host.find('.'); dot != std::string::npos) ne.host.resize(dot);   // FQDN
-          int64_t rc = 0;
-          if (NumberAfter(msg, "exit=", &rc)) ne.exit_code = static_cast<int>(rc);
-          ne.where = Ref(line, msg);
-          if (ne.task >= 0 && !ne.host.empty()) result_.confirmed_hosts.emplace(ne.task, ne.host);
-          result_.node_exits.push_back(std::move(ne));
-        }
-        break;
-      case 'S':
-      case 's':
-        if (StartsWith(msg, "Saved a checkpoint at step") || StartsWith(msg, "saved a checkpoint at step") ||
-            StartsWith(msg, "Started an asynchronous checkpoint save for step")) {
-          int64_t step = 0;
-          if (NumberAfter(msg, "step", &step)) result_.checkpoint_saves.insert(step);
-          return;
-        }
-        break;
-      case '[':
-        if (StartsWith(msg, "[Node ")) {
-          // "[Node <rank> @ <host>] ..."
-          int64_t rank = -1;
-          size_t at = msg.find(" @ ");
-          size_t close = msg.find(']');
-          if (at != std::string_view::npos && close != std::string_view::npos && at < close &&
-              ParseInt(msg.substr(6, at - 6), &rank))
-            result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(msg.substr(at + 3, close - at - 3), 256));
-        } else if (msg.size() > 5 && msg[1] >= '0' && msg[1] <= '9') {
-          // k8s "[<rank>] Starting on <hostname> (<ip>)"; watchdog "[YYYY-MM-DDTHH:MM:SSZ]".
-          size_t close = msg.find("] Starting on ");
-          int64_t rank = -1;
-          if (close != std::string_view::npos && ParseInt(msg.substr(1, close - 1), &rank)) {
-            std::string_view h = msg.substr(close + 14);
-            result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(h.substr(0, h.find(' ')), 256));
-          } else if (result_.iso_year == 0) {
-            result_.iso_year = YearAt(msg, 1);
-          }
-        } else if (StartsWith(msg, "[INFO] Running from artifact:")) {
-          size_t a = msg.find("artifact_");
-          if (a != std::string_view::npos) {
-            result_.artifact_year = YearAt(msg, a + 9);
-            result_.artifact_epoch = ArtifactEpoch(msg.substr(a + 9));
-          }
-        }
-        break;
-      default:
-        break;
-    }
-  }
+  if (!msg.empty() && HandleMessage(line, msg)) return;
 
   if (line.task < 0 || (line.task == default_task_ && default_task_ >= 0)) HandleHeader(line, text);
-  if (c0 >= 'A' && c0 <= 'Z' && text.find('=') != std::string_view::npos) HandleEnvDump(line.task, text);
+  if (text[0] >= 'A' && text[0] <= 'Z' && text.find('=') != std::string_view::npos) HandleEnvDump(line.task, text);
 
   if (triggers & kTriggerMsccl) {
     if (!in_nccl_burst_) ++result_.nccl_bursts;
@@ -354,25 +219,178 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
     return;   // known-harmless for classification
   }
   if (triggers & kTriggerActor) result_.ray = true;
-  if (triggers & kTriggerSsh) {
-    size_t root = text.find("root@");
-    if (root != std::string_view::npos && result_.tunnel.head_host.empty()) {
-      std::string_view h = text.substr(root + 5);
-      result_.tunnel.head_host = SanitizeForQuote(Trim(h.substr(0, h.find(' '))), 256);
-      size_t pos = 0;
-      for (int i = 0; i < 3 && pos != std::string_view::npos; ++i) {
-        pos = text.find("-L ", pos);
-        if (pos != std::string_view::npos && i < 2) pos += 3;
-      }
-      int64_t port = 0;
-      if (pos != std::string_view::npos && NumberAfter(text.substr(pos), "-L ", &port))
-        result_.tunnel.prometheus_port = static_cast<int>(port);
-      result_.tunnel.where = Ref(line, text);
-    }
-  }
+  if (triggers & kTriggerSsh) HandleSshTunnel(line, text);
   if (triggers & (kTriggerUnhealthy | kTriggerTaskList) || line.absl.level == 'E' || line.absl.level == 'F')
     HandleHeartbeat(line, text);
   RecordClasses(line, text);
+}
+
+// The launcher's `=`-framed sections: the git summary (arbitrary diff text, not job output), the JOB
+// SUMMARY block, the barrier and the pre-training stages' durations. True when the line is consumed.
+bool LogScanner::HandleSections(const LogLine& line, std::string_view text) {
+  if (text[0] == '=') {
+    if (StartsWith(text, "=== GIT SUMMARY BEGIN")) { in_git_summary_ = true; return true; }
+    if (StartsWith(text, "=== GIT SUMMARY END")) { in_git_summary_ = false; return true; }
+    if (text.find("JOB SUMMARY") != std::string_view::npos) {
+      in_summary_ = true;
+      JobSummary s;
+      s.present = true;
+      s.where = Ref(line, text);
+      result_.summary = s;   // the last block wins (k8s/local may print it twice)
+      return true;
+    }
+    if (in_summary_ && text.find_first_not_of('=') == std::string_view::npos) { in_summary_ = false; return true; }
+    if (StartsWith(text, "====== BARRIER PASSED")) result_.barrier_passed = true;
+    if (StartsWith(text, "== ") && !StartsWith(text, "== Training ")) {
+      size_t end = text.find(" END (");
+      int64_t seconds = 0;
+      if (end != std::string_view::npos && ParseInt(text.substr(end + 6, text.find('s', end + 6) - (end + 6)), &seconds) &&
+          seconds >= 0)
+        result_.pre_training_stage_seconds += seconds;
+    }
+  }
+  if (in_git_summary_) return true;
+  if (in_summary_) {
+    HandleSummary(line, text);
+    return true;
+  }
+  return false;
+}
+
+// The records a message names by its first word (config, Memstats, restore, node exits, checkpoint
+// saves, host reports). True when the line is consumed and nothing else may read it.
+bool LogScanner::HandleMessage(const LogLine& line, std::string_view msg) {
+  switch (msg[0]) {
+    case 'C':
+      if (StartsWith(msg, "Config param ")) {
+        if (result_.config_task == -2) result_.config_task = line.task;
+        if (result_.config_task == line.task) {
+          std::string_view kv = msg.substr(13);
+          size_t colon = kv.find(':');
+          if (colon != std::string_view::npos)
+            result_.config.emplace(SanitizeForQuote(kv.substr(0, colon), 256), SanitizeForQuote(Trim(kv.substr(colon + 1)), 1024));
+        }
+        return true;
+      }
+      return false;
+    case 'M':
+      if (StartsWith(msg, "Memstats: ")) {
+        std::string_view label = Trim(msg.substr(10));
+        if (!label.empty() && label.back() == ':') label.remove_suffix(1);
+        pending_memstats_[line.task] = SanitizeForQuote(label, 200);
+        return true;
+      }
+      return false;
+    case '\t':
+    case 'U':
+      return HandleMemstatsUsage(line, Trim(msg));
+    case 'r':
+      if (StartsWith(msg, "restoring from this run's directory step")) {
+        int64_t step = 0;
+        result_.restore.restored = true;
+        if (NumberAfter(msg, "directory step", &step)) result_.restore.restore_step = step;
+        result_.restore.where = Ref(line, msg);
+        return true;
+      }
+      return false;
+    case 'N':
+      if (StartsWith(msg, "No existing checkpoints found")) { result_.fresh_start_seen = true; return true; }
+      if (StartsWith(msg, "NODE_EXIT host=")) HandleNodeExit(line, msg);
+      return false;
+    case 'S':
+    case 's':
+      if (StartsWith(msg, "Saved a checkpoint at step") || StartsWith(msg, "saved a checkpoint at step") ||
+          StartsWith(msg, "Started an asynchronous checkpoint save for step")) {
+        int64_t step = 0;
+        if (NumberAfter(msg, "step", &step)) result_.checkpoint_saves.insert(step);
+        return true;
+      }
+      return false;
+    case '[':
+      HandleBracketedMessage(msg);
+      return false;
+    default:
+      return false;
+  }
+}
+
+// "Using (GB) <used> / <limit> (<pct>%) on <device>" after a "Memstats: <label>" line of the same task.
+bool LogScanner::HandleMemstatsUsage(const LogLine& line, std::string_view t) {
+  if (!StartsWith(t, "Using (GB) ")) return false;
+  auto it = pending_memstats_.find(line.task);
+  if (it != pending_memstats_.end() && static_cast<int>(result_.memstats.size()) < limits_.max_memstats_records) {
+    MemstatsRecord m;
+    m.label = it->second;
+    m.task = line.task;
+    NumberAfter(t, "Using (GB) ", &m.used_gb);
+    NumberAfter(t, "/ ", &m.limit_gb);
+    NumberAfter(t, "(", &m.pct);
+    size_t on = t.rfind(" on ");
+    if (on != std::string_view::npos) m.device = SanitizeForQuote(t.substr(on + 4), 64);
+    m.where = Ref(line, t);
+    result_.memstats.push_back(std::move(m));
+  }
+  return true;
+}
+
+// "NODE_EXIT host=<host> ... exit=<code>": the task's exit, and the host it confirms.
+void LogScanner::HandleNodeExit(const LogLine& line, std::string_view msg) {
+  NodeExit ne;
+  ne.task = line.task;
+  std::string_view rest = msg.substr(15);
+  size_t sp = rest.find(' ');
+  ne.host = SanitizeForQuote(rest.substr(0, sp), 256);
+  if (size_t dot = ne.host.find('.'); dot != std::string::npos) ne.host.resize(dot);   // FQDN
+  int64_t rc = 0;
+  if (NumberAfter(msg, "exit=", &rc)) ne.exit_code = static_cast<int>(rc);
+  ne.where = Ref(line, msg);
+  if (ne.task >= 0 && !ne.host.empty()) result_.confirmed_hosts.emplace(ne.task, ne.host);
+  result_.node_exits.push_back(std::move(ne));
+}
+
+// "[Node <rank> @ <host>]", k8s "[<rank>] Starting on <host>", a watchdog's ISO stamp (the year) and
+// "[INFO] Running from artifact:" (the artifact's year and epoch).
+void LogScanner::HandleBracketedMessage(std::string_view msg) {
+  if (StartsWith(msg, "[Node ")) {
+    int64_t rank = -1;
+    size_t at = msg.find(" @ ");
+    size_t close = msg.find(']');
+    if (at != std::string_view::npos && close != std::string_view::npos && at < close &&
+        ParseInt(msg.substr(6, at - 6), &rank))
+      result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(msg.substr(at + 3, close - at - 3), 256));
+  } else if (msg.size() > 5 && msg[1] >= '0' && msg[1] <= '9') {
+    size_t close = msg.find("] Starting on ");
+    int64_t rank = -1;
+    if (close != std::string_view::npos && ParseInt(msg.substr(1, close - 1), &rank)) {
+      std::string_view h = msg.substr(close + 14);
+      result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(h.substr(0, h.find(' ')), 256));
+    } else if (result_.iso_year == 0) {
+      result_.iso_year = YearAt(msg, 1);
+    }
+  } else if (StartsWith(msg, "[INFO] Running from artifact:")) {
+    size_t a = msg.find("artifact_");
+    if (a != std::string_view::npos) {
+      result_.artifact_year = YearAt(msg, a + 9);
+      result_.artifact_epoch = ArtifactEpoch(msg.substr(a + 9));
+    }
+  }
+}
+
+// The Ray head's ssh tunnel: "root@<head> ... -L <a> -L <b> -L <prometheus port>:..." (the first seen).
+void LogScanner::HandleSshTunnel(const LogLine& line, std::string_view text) {
+  size_t root = text.find("root@");
+  if (root == std::string_view::npos || !result_.tunnel.head_host.empty()) return;
+  std::string_view h = text.substr(root + 5);
+  result_.tunnel.head_host = SanitizeForQuote(Trim(h.substr(0, h.find(' '))), 256);
+  size_t pos = 0;
+  for (int i = 0; i < 3 && pos != std::string_view::npos; ++i) {
+    pos = text.find("-L ", pos);
+    if (pos != std::string_view::npos && i < 2) pos += 3;
+  }
+  int64_t port = 0;
+  if (pos != std::string_view::npos && NumberAfter(text.substr(pos), "-L ", &port))
+    result_.tunnel.prometheus_port = static_cast<int>(port);
+  result_.tunnel.where = Ref(line, text);
 }
 
 // Every task prints every step, so most lines of a training log repeat the step just recorded and

@@ -113,6 +113,12 @@ class LogScanner {
   void NoteDamaged(int64_t line_number);
   void NoteStepSeen(int task, int64_t step);
   int64_t& LastStepOf(int task);
+  bool HandleSections(const LogLine& line, std::string_view text);
+  bool HandleMessage(const LogLine& line, std::string_view msg);
+  bool HandleMemstatsUsage(const LogLine& line, std::string_view trimmed_msg);
+  void HandleNodeExit(const LogLine& line, std::string_view msg);
+  void HandleBracketedMessage(std::string_view msg);
+  void HandleSshTunnel(const LogLine& line, std::string_view text);
   void HandleHeader(const LogLine& line, std::string_view text);
   void HandleEnvDump(int task, std::string_view text);
   void HandleSummary(const LogLine& line, std::string_view text);

@@ -233,17 +233,12 @@ bool EndsInStartRamp(const TgsPhase& phase, const std::vector<StepRecord>& steps
   return steady_first < steps.size() && phase.last_step < steps[steady_first].step;
 }
 
-TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
-                       const TgsOptions& o) {
-  TgsAnalysis out;
+// 1. Spikes: isolated departures from the steps on both sides (checkpoint saves, GC pauses). Each
+// side's median is its own reference: a step next to a level change matches the side it belongs
+// to, even when a checkpoint spike shares its window (one window across both would flag it).
+std::vector<bool> MarkSpikes(const std::vector<StepRecord>& steps, const std::vector<double>& tgs, size_t warm,
+                             const TgsOptions& o, std::vector<int64_t>* spike_steps) {
   const size_t n_all = steps.size();
-  size_t warm = std::min(n_all, static_cast<size_t>(std::max(0, o.warmup_steps)));
-  std::vector<double> tgs(n_all);
-  for (size_t i = 0; i < n_all; ++i) tgs[i] = steps[i].tokens_per_sec_per_device;
-
-  // 1. Spikes: isolated departures from the steps on both sides (checkpoint saves, GC pauses). Each
-  // side's median is its own reference: a step next to a level change matches the side it belongs
-  // to, even when a checkpoint spike shares its window (one window across both would flag it).
   std::vector<bool> spike(n_all, false);
   std::vector<bool> outlier(n_all, false);
   std::vector<double> w;   // one buffer for every window: no allocation per step
@@ -266,28 +261,147 @@ TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64
     if (static_cast<int>(j - i) <= o.spike_max_run) {
       for (size_t k = i; k < j; ++k) {
         spike[k] = true;
-        out.spike_steps.push_back(steps[k].step);
+        spike_steps->push_back(steps[k].step);
       }
     }
     i = j;
   }
+  return spike;
+}
 
-  // 2. Steady vs recent (spikes excluded).
+// 2. Steady vs recent (spikes excluded).
+void CompareSteadyWithRecent(const std::vector<double>& tgs, const std::vector<bool>& spike, const TgsOptions& o,
+                             TgsAnalysis* out) {
+  const size_t n_all = tgs.size();
   auto window_mean = [&](size_t a, size_t b) {
     double s = 0; int n = 0;
     for (size_t i = a; i < b && i < n_all; ++i)
       if (!spike[i]) { s += tgs[i]; ++n; }
     return n ? s / n : 0.0;
   };
-  if (n_all > static_cast<size_t>(o.steady_first)) {
-    out.steady_tgs = window_mean(o.steady_first, static_cast<size_t>(o.steady_last) + 1);
-    size_t r0 = n_all > static_cast<size_t>(o.recent_steps) ? n_all - o.recent_steps : 0;
-    out.recent_tgs = window_mean(std::max(r0, static_cast<size_t>(o.steady_last) + 1), n_all);
-    if (out.recent_tgs == 0) out.recent_tgs = window_mean(r0, n_all);
-    if (out.steady_tgs > 0) out.degradation_pct = (out.steady_tgs - out.recent_tgs) / out.steady_tgs * 100.0;
-  }
+  if (n_all <= static_cast<size_t>(o.steady_first)) return;
+  out->steady_tgs = window_mean(o.steady_first, static_cast<size_t>(o.steady_last) + 1);
+  size_t r0 = n_all > static_cast<size_t>(o.recent_steps) ? n_all - o.recent_steps : 0;
+  out->recent_tgs = window_mean(std::max(r0, static_cast<size_t>(o.steady_last) + 1), n_all);
+  if (out->recent_tgs == 0) out->recent_tgs = window_mean(r0, n_all);
+  if (out->steady_tgs > 0) out->degradation_pct = (out->steady_tgs - out->recent_tgs) / out->steady_tgs * 100.0;
+}
 
-  // 3. Segmentation over non-warmup, non-spike points.
+// 3. The cuts between phases: split recursively, then refine each boundary between its neighbours
+// and drop boundaries that no longer matter.
+std::vector<size_t> PhaseCuts(const Prefix& p, size_t n, size_t min_len, const TgsOptions& o) {
+  std::vector<size_t> cuts;
+  Segment(p, 0, n, o, &cuts);
+  std::sort(cuts.begin(), cuts.end());
+  for (int pass = 0; pass < 3; ++pass) {
+    for (size_t c = 0; c < cuts.size(); ++c) {
+      size_t a = c == 0 ? 0 : cuts[c - 1];
+      size_t b = c + 1 == cuts.size() ? n : cuts[c + 1];
+      // A piece a dip-shaped pair split left shorter than min_len may stay that short.
+      size_t k = BestSplit(p, a, b, std::min({min_len, cuts[c] - a, b - cuts[c]}));
+      if (k) cuts[c] = k;
+    }
+    for (size_t c = 0; c < cuts.size();) {
+      size_t a = c == 0 ? 0 : cuts[c - 1];
+      size_t b = c + 1 == cuts.size() ? n : cuts[c + 1];
+      if (!SignificantSplit(p, a, cuts[c], b, o)) cuts.erase(cuts.begin() + c);
+      else ++c;
+    }
+  }
+  return cuts;
+}
+
+// The phases the cuts bound; returns their summed squared error (the piecewise-constant fit).
+double AppendPhases(const std::vector<StepRecord>& steps, const TgsSeries& s, const Prefix& p,
+                    const std::vector<size_t>& cuts, TgsAnalysis* out) {
+  std::vector<size_t> bounds{0};
+  bounds.insert(bounds.end(), cuts.begin(), cuts.end());
+  bounds.push_back(s.y.size());
+  double sse_pc = 0;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    size_t a = bounds[i], b = bounds[i + 1];
+    TgsPhase ph;
+    ph.first_step = i == 0 ? steps.front().step : s.step[a];
+    ph.last_step = i + 2 == bounds.size() ? steps.back().step : s.step[b - 1];
+    ph.mean_tgs = p.Mean(a, b);
+    ph.stddev_tgs = std::sqrt(p.Sse(a, b) / static_cast<double>(b - a));
+    sse_pc += p.Sse(a, b);
+    out->phases.push_back(ph);
+  }
+  return sse_pc;
+}
+
+// 4. Gradual decline: a ramp (flat, linear, optionally flat again) explaining the series better
+// than the phases. Step jitter cuts a ramp into a staircase of small phases; the ramp's fewer
+// parameters win the information criterion unless the drops really are sharp. True when it did.
+bool ReplacePhasesWithDecline(const std::vector<StepRecord>& steps, const TgsSeries& s, const Prefix& p,
+                              size_t min_len, double sse_pc, const TgsOptions& o, TgsAnalysis* out) {
+  const RampFit ramp = FitRamp(s.y, min_len);
+  const size_t n = s.y.size();
+  const size_t onset = ramp.onset;
+  double level = p.Mean(0, std::max<size_t>(onset, 1));
+  double drop_pct = level > 0 ? -ramp.slope * static_cast<double>(ramp.end - onset) / level * 100.0 : 0;
+  const int ramp_params = ramp.end < n ? 5 : 4;
+  if (!(ramp.sse >= 0 && ramp.slope < 0 && drop_pct >= o.min_shift_pct && out->phases.size() >= 2 &&
+        Bic(ramp.sse, n, ramp_params) < Bic(sse_pc, n, 2 * static_cast<int>(out->phases.size()))))
+    return false;
+  out->pattern = "gradual-decline";
+  out->decline_onset_step = s.step[onset];
+  out->degradation_onset_step = s.step[onset];
+  out->phases.clear();
+  out->phases.push_back({steps.front().step, s.step[onset - 1], p.Mean(0, onset),
+                         std::sqrt(p.Sse(0, onset) / onset)});
+  out->phases.push_back({s.step[onset], steps.back().step, p.Mean(onset, n),
+                         std::sqrt(p.Sse(onset, n) / (n - onset))});
+  return true;
+}
+
+// 5. Name the phase layout: stable, periodic checkpoint spikes, one drop (to the end or not) or
+// phased, from the phases that fall below the best one.
+void NamePhaseLayout(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
+                     const TgsOptions& o, TgsAnalysis* out) {
+  double baseline = out->phases.front().mean_tgs;
+  for (const auto& ph : out->phases) baseline = std::max(baseline, ph.mean_tgs);
+  std::vector<size_t> drops;
+  for (size_t i = 0; i < out->phases.size(); ++i)
+    if ((baseline - out->phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct && !EndsInStartRamp(out->phases[i], steps, o))
+      drops.push_back(i);
+  // Drops separated by a recovery count as distinct phases; adjacent drop phases as one episode.
+  if (!drops.empty()) out->degradation_onset_step = out->phases[drops.front()].first_step;
+  int episodes = 0;
+  for (size_t k = 0; k < drops.size(); ++k)
+    if (k == 0 || drops[k] != drops[k - 1] + 1) ++episodes;
+  bool periodic_spikes = out->spike_steps.size() >= 2;
+  if (periodic_spikes && checkpoint_period && *checkpoint_period > 0) {
+    int near = 0;
+    for (int64_t st : out->spike_steps) {
+      int64_t r = st % *checkpoint_period;
+      if (r <= 1 || r >= *checkpoint_period - 1) ++near;
+    }
+    periodic_spikes = near * 2 >= static_cast<int>(out->spike_steps.size());
+  }
+  if (drops.empty() || out->phases.size() == 1) {
+    out->pattern = periodic_spikes ? "periodic-checkpoint-spikes" : "stable";
+  } else if (episodes >= 2 || drops.size() >= 2) {
+    out->pattern = "phased";
+  } else if (drops.front() + 1 == out->phases.size()) {
+    out->pattern = "one-time-drop";
+  } else {
+    out->pattern = "constant-drop";
+  }
+}
+
+TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64_t> checkpoint_period,
+                       const TgsOptions& o) {
+  TgsAnalysis out;
+  const size_t n_all = steps.size();
+  size_t warm = std::min(n_all, static_cast<size_t>(std::max(0, o.warmup_steps)));
+  std::vector<double> tgs(n_all);
+  for (size_t i = 0; i < n_all; ++i) tgs[i] = steps[i].tokens_per_sec_per_device;
+  const std::vector<bool> spike = MarkSpikes(steps, tgs, warm, o, &out.spike_steps);
+  CompareSteadyWithRecent(tgs, spike, o, &out);
+
+  // Segmentation over non-warmup, non-spike points.
   TgsSeries s;
   for (size_t i = warm; i < n_all; ++i)
     if (!spike[i]) { s.step.push_back(steps[i].step); s.y.push_back(tgs[i]); }
@@ -303,92 +417,9 @@ TgsAnalysis SegmentTgs(const std::vector<StepRecord>& steps, std::optional<int64
     return out;
   }
   Prefix p(s.y);
-  std::vector<size_t> cuts;
-  Segment(p, 0, s.y.size(), o, &cuts);
-  std::sort(cuts.begin(), cuts.end());
-  // Refine each boundary between its neighbours, then drop boundaries that no longer matter.
-  for (int pass = 0; pass < 3; ++pass) {
-    for (size_t c = 0; c < cuts.size(); ++c) {
-      size_t a = c == 0 ? 0 : cuts[c - 1];
-      size_t b = c + 1 == cuts.size() ? s.y.size() : cuts[c + 1];
-      // A piece a dip-shaped pair split left shorter than min_len may stay that short.
-      size_t k = BestSplit(p, a, b, std::min({min_len, cuts[c] - a, b - cuts[c]}));
-      if (k) cuts[c] = k;
-    }
-    for (size_t c = 0; c < cuts.size();) {
-      size_t a = c == 0 ? 0 : cuts[c - 1];
-      size_t b = c + 1 == cuts.size() ? s.y.size() : cuts[c + 1];
-      if (!SignificantSplit(p, a, cuts[c], b, o)) cuts.erase(cuts.begin() + c);
-      else ++c;
-    }
-  }
-  std::vector<size_t> bounds{0};
-  bounds.insert(bounds.end(), cuts.begin(), cuts.end());
-  bounds.push_back(s.y.size());
-  double sse_pc = 0;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    size_t a = bounds[i], b = bounds[i + 1];
-    TgsPhase ph;
-    ph.first_step = i == 0 ? steps.front().step : s.step[a];
-    ph.last_step = i + 2 == bounds.size() ? steps.back().step : s.step[b - 1];
-    ph.mean_tgs = p.Mean(a, b);
-    ph.stddev_tgs = std::sqrt(p.Sse(a, b) / static_cast<double>(b - a));
-    sse_pc += p.Sse(a, b);
-    out.phases.push_back(ph);
-  }
-
-  // 4. Gradual decline: a ramp (flat, linear, optionally flat again) explaining the series better
-  // than the phases. Step jitter cuts a ramp into a staircase of small phases; the ramp's fewer
-  // parameters win the information criterion unless the drops really are sharp.
-  const RampFit ramp = FitRamp(s.y, min_len);
-  const size_t n = s.y.size();
-  const size_t onset = ramp.onset;
-  double level = p.Mean(0, std::max<size_t>(onset, 1));
-  double drop_pct = level > 0 ? -ramp.slope * static_cast<double>(ramp.end - onset) / level * 100.0 : 0;
-  const int ramp_params = ramp.end < n ? 5 : 4;
-  if (ramp.sse >= 0 && ramp.slope < 0 && drop_pct >= o.min_shift_pct && out.phases.size() >= 2 &&
-      Bic(ramp.sse, n, ramp_params) < Bic(sse_pc, n, 2 * static_cast<int>(out.phases.size()))) {
-    out.pattern = "gradual-decline";
-    out.decline_onset_step = s.step[onset];
-    out.degradation_onset_step = s.step[onset];
-    out.phases.clear();
-    out.phases.push_back({steps.front().step, s.step[onset - 1], p.Mean(0, onset),
-                          std::sqrt(p.Sse(0, onset) / onset)});
-    out.phases.push_back({s.step[onset], steps.back().step, p.Mean(onset, n),
-                          std::sqrt(p.Sse(onset, n) / (n - onset))});
-    return out;
-  }
-
-  // 5. Name the phase layout.
-  double baseline = out.phases.front().mean_tgs;
-  for (const auto& ph : out.phases) baseline = std::max(baseline, ph.mean_tgs);
-  std::vector<size_t> drops;
-  for (size_t i = 0; i < out.phases.size(); ++i)
-    if ((baseline - out.phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct && !EndsInStartRamp(out.phases[i], steps, o))
-      drops.push_back(i);
-  // Drops separated by a recovery count as distinct phases; adjacent drop phases as one episode.
-  if (!drops.empty()) out.degradation_onset_step = out.phases[drops.front()].first_step;
-  int episodes = 0;
-  for (size_t k = 0; k < drops.size(); ++k)
-    if (k == 0 || drops[k] != drops[k - 1] + 1) ++episodes;
-  bool periodic_spikes = out.spike_steps.size() >= 2;
-  if (periodic_spikes && checkpoint_period && *checkpoint_period > 0) {
-    int near = 0;
-    for (int64_t st : out.spike_steps) {
-      int64_t r = st % *checkpoint_period;
-      if (r <= 1 || r >= *checkpoint_period - 1) ++near;
-    }
-    periodic_spikes = near * 2 >= static_cast<int>(out.spike_steps.size());
-  }
-  if (drops.empty() || out.phases.size() == 1) {
-    out.pattern = periodic_spikes ? "periodic-checkpoint-spikes" : "stable";
-  } else if (episodes >= 2 || drops.size() >= 2) {
-    out.pattern = "phased";
-  } else if (drops.front() + 1 == out.phases.size()) {
-    out.pattern = "one-time-drop";
-  } else {
-    out.pattern = "constant-drop";
-  }
+  const double sse_pc = AppendPhases(steps, s, p, PhaseCuts(p, s.y.size(), min_len, o), &out);
+  if (ReplacePhasesWithDecline(steps, s, p, min_len, sse_pc, o, &out)) return out;
+  NamePhaseLayout(steps, checkpoint_period, o, &out);
   return out;
 }
 

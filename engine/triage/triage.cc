@@ -217,70 +217,101 @@ void AddClass(JobFacts* f, std::map<std::string, ClassHit>* hits, const Signatur
   hits->emplace(id, h);
 }
 
-}  // namespace
-
-StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options) {
-  SignatureTable loaded;
-  if (options.signatures == nullptr) {
-    std::string rules_dir = options.rules_dir.empty() ? DefaultDataDir() + "/rules" : options.rules_dir;
-    ASSIGN_OR_RETURN(loaded, LoadSignatureTable(rules_dir + "/triage/failure-signatures.yaml"));
-  }
-  const SignatureTable& table = options.signatures != nullptr ? *options.signatures : loaded;
-  ASSIGN_OR_RETURN(ScanLimits limits, ScanLimitsFromTable(table));
-  ASSIGN_OR_RETURN(TgsOptions tgs_options, TgsOptionsFromTable(table));
-  auto th = [&](const char* name) -> StatusOr<double> { return table.Threshold(name); };
-  ASSIGN_OR_RETURN(double running_mtime, th("running_mtime_seconds"));
-  ASSIGN_OR_RETURN(double hang_silence, th("hang_min_silence_seconds"));
-  ASSIGN_OR_RETURN(double hang_behind, th("hang_steps_behind"));
-  ASSIGN_OR_RETURN(double hang_trailing, th("hang_trailing_lines"));
-  ASSIGN_OR_RETURN(double hang_gap, th("hang_unexplained_gap_seconds"));
+// The signature table's numbers TriageJob decides with, read (and checked present) once, in the order
+// a missing one is reported.
+struct TriageThresholds {
+  ScanLimits limits;
+  TgsOptions tgs;
+  double running_mtime = 0;
+  double hang_silence = 0;
+  double hang_behind = 0;
+  double hang_trailing = 0;
+  double hang_gap = 0;
   std::optional<double> hang_max_silence;
+  double setup_allowance = 0;
+  double init_hang = 0;
+  double skip_steps = 0;
+  double default_period = 0;
+  double cancel_exit_min = 0;   // 130/143: torn down, not failed
+};
+
+StatusOr<TriageThresholds> ReadTriageThresholds(const SignatureTable& table) {
+  TriageThresholds t;
+  ASSIGN_OR_RETURN(t.limits, ScanLimitsFromTable(table));
+  ASSIGN_OR_RETURN(t.tgs, TgsOptionsFromTable(table));
+  auto th = [&](const char* name) -> StatusOr<double> { return table.Threshold(name); };
+  ASSIGN_OR_RETURN(t.running_mtime, th("running_mtime_seconds"));
+  ASSIGN_OR_RETURN(t.hang_silence, th("hang_min_silence_seconds"));
+  ASSIGN_OR_RETURN(t.hang_behind, th("hang_steps_behind"));
+  ASSIGN_OR_RETURN(t.hang_trailing, th("hang_trailing_lines"));
+  ASSIGN_OR_RETURN(t.hang_gap, th("hang_unexplained_gap_seconds"));
   if (auto it = table.thresholds.find("hang_max_silence_seconds"); it != table.thresholds.end())
-    hang_max_silence = it->second;
-  ASSIGN_OR_RETURN(double setup_allowance, th("setup_allowance_seconds"));
-  ASSIGN_OR_RETURN(double init_hang, th("init_hang_seconds"));
-  ASSIGN_OR_RETURN(double skip_steps, th("progress_skip_steps"));
-  ASSIGN_OR_RETURN(double default_period, th("default_checkpoint_period"));
-  ASSIGN_OR_RETURN(double cancel_exit_min, th("cancel_exit_codes_min"));   // 130/143: torn down, not failed
-  SignatureMatcher matcher(table, LogScanner::Triggers());
+    t.hang_max_silence = it->second;
+  ASSIGN_OR_RETURN(t.setup_allowance, th("setup_allowance_seconds"));
+  ASSIGN_OR_RETURN(t.init_hang, th("init_hang_seconds"));
+  ASSIGN_OR_RETURN(t.skip_steps, th("progress_skip_steps"));
+  ASSIGN_OR_RETURN(t.default_period, th("default_checkpoint_period"));
+  ASSIGN_OR_RETURN(t.cancel_exit_min, th("cancel_exit_codes_min"));
+  return t;
+}
 
-  JobFacts f;
-  f.id = job.id;
-  f.job_dir = job.job_dir.value_or("");
-  f.log_path = job.log_path.value_or("");
-  f.notes = job.notes;
-  f.header.launcher = job.id.rfind("k8s-", 0) == 0 ? "k8s" : job.id.rfind("local_", 0) == 0 ? "local" : "slurm";
-  int64_t now = options.now.value_or(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-
-  ScanResult scan;
+// Everything one job's scan reads, held together so each step below takes one argument for it.
+struct TriageScan {
+  const SignatureTable& table;
+  const SignatureMatcher& matcher;
+  const TriageThresholds& thresholds;
+  const TriageOptions& options;
+  ScanResult result;
   std::optional<int64_t> log_mtime;
+  int64_t now = 0;
+};
+
+std::string HostOfTask(const JobHeader& h, int task) {
+  return task >= 0 && static_cast<size_t>(task) < h.hosts.size() ? h.hosts[task] : "";
+}
+
+// A run parameter: PASSTHROUGH_ARGS win over the logged config.
+std::string RunParameter(const JobFacts& f, const std::string& k) {
+  auto it = f.header.passthrough.find(k);
+  if (it != f.header.passthrough.end()) return it->second;
+  auto c = f.config.find(k);
+  return c != f.config.end() ? c->second : "";
+}
+
+// The job log, then the per-rank logs; an unreadable rank log is a note, a deadline is the job's end.
+Status ScanJobAndRankLogs(const JobLocation& job, TriageScan* scan, JobFacts* f) {
   if (job.log_path) {
     struct stat st {};
-    if (::stat(job.log_path->c_str(), &st) == 0) log_mtime = static_cast<int64_t>(st.st_mtime);
-    if (log_mtime && static_cast<double>(*log_mtime - now) > kClockSkewToleranceSeconds) {
-      f.log_clock_skew_seconds = static_cast<double>(*log_mtime - now);
+    if (::stat(job.log_path->c_str(), &st) == 0) scan->log_mtime = static_cast<int64_t>(st.st_mtime);
+    if (scan->log_mtime && static_cast<double>(*scan->log_mtime - scan->now) > kClockSkewToleranceSeconds) {
+      f->log_clock_skew_seconds = static_cast<double>(*scan->log_mtime - scan->now);
     }
-    Status s = ScanFile(*job.log_path, DisplayPath(*job.log_path, job.outputs_dir), -1, 0, table, matcher, limits, options, &scan);
+    Status s = ScanFile(*job.log_path, DisplayPath(*job.log_path, job.outputs_dir), -1, 0, scan->table, scan->matcher,
+                        scan->thresholds.limits, scan->options, &scan->result);
     if (!s.ok()) return s.WithContext("job " + job.id);
   }
   for (size_t i = 0; i < job.rank_logs.size(); ++i) {
     std::string name = fs::path(job.rank_logs[i]).filename().string();
     int rank = static_cast<int>(AsInt(name.substr(5)).value_or(-1));
     Status s = ScanFile(job.rank_logs[i], DisplayPath(job.rank_logs[i], job.outputs_dir), rank,
-                        static_cast<int>(i) + 1, table, matcher, limits, options, &scan);
+                        static_cast<int>(i) + 1, scan->table, scan->matcher, scan->thresholds.limits, scan->options,
+                        &scan->result);
     if (s.code() == StatusCode::kDeadlineExceeded) return s.WithContext("job " + job.id);
-    if (!s.ok()) f.notes.push_back("rank log unreadable: " + s.message());
+    if (!s.ok()) f->notes.push_back("rank log unreadable: " + s.message());
   }
+  return Status::Ok();
+}
 
-  // Header.
+// The launcher header's keys (current names first, the legacy SLURM_* ones second) and the hosts its
+// nodelist expands to.
+void ReadLauncherHeader(const ScanResult& scan, JobFacts* f) {
   auto key = [&](const char* k, const char* legacy) -> std::string {
     auto it = scan.header_keys.find(k);
     if (it != scan.header_keys.end()) return it->second;
     it = legacy ? scan.header_keys.find(legacy) : scan.header_keys.end();
     return it != scan.header_keys.end() ? it->second : "";
   };
-  JobHeader& h = f.header;
+  JobHeader& h = f->header;
   h.job_id = key("JOB_ID", "SLURM_JOB_ID");
   h.job_name = key("JOB_NAME", "SLURM_JOB_NAME");
   h.model_name = key("MODEL_NAME", nullptr);
@@ -291,24 +322,34 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   if (auto p = AsInt(key("JAX_COORDINATOR_PORT", nullptr))) h.coordinator_port = static_cast<int>(*p);
   if (auto p = AsInt(key("RAY_PORT", nullptr))) h.ray_port = static_cast<int>(*p);
   h.passthrough = ParsePassthrough(key("PASSTHROUGH_ARGS", nullptr));
-  if (f.id.empty()) f.id = h.job_id;
+  if (f->id.empty()) f->id = h.job_id;
   if (!h.nodelist.empty()) {
     auto hosts = ExpandHostlist(h.nodelist);
     if (hosts.ok()) h.hosts = *hosts;
-    else f.notes.push_back("nodelist not expanded: " + hosts.status().message());
+    else f->notes.push_back("nodelist not expanded: " + hosts.status().message());
   }
   if (h.hosts.empty() && !scan.nodelist_expanded.empty()) {
     auto hosts = ExpandHostlist(scan.nodelist_expanded);
     if (hosts.ok()) h.hosts = *hosts;
   }
-  // Confirm task -> host with what each task said about itself.
+}
+
+struct HostConfirmation {
+  size_t tasks_that_said = 0;
+  int mismatches = 0;
+};
+
+// Confirm task -> host with what each task said about itself: a task's own report wins over the
+// nodelist.
+HostConfirmation ConfirmTaskHosts(const ScanResult& scan, JobFacts* f) {
+  JobHeader& h = f->header;
   std::map<int, std::string> said = scan.confirmed_hosts;
   for (const auto& [label, host] : scan.env_hostname) {
     auto r = scan.env_node_rank.find(label);
     if (r == scan.env_node_rank.end()) continue;
     if (auto rank = AsInt(r->second); rank && *rank >= 0) said[static_cast<int>(*rank)] = host;
   }
-  int mismatches = 0;
+  HostConfirmation confirmation{said.size(), 0};
   for (const auto& [rank, host] : said) {
     if (rank < 0 || rank > 100000) continue;
     if (static_cast<size_t>(rank) >= h.hosts.size()) {
@@ -320,45 +361,50 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     }
     if (h.hosts[rank].empty()) h.hosts[rank] = host;
     else if (h.hosts[rank] != host) {
-      ++mismatches;
-      f.notes.push_back("task " + std::to_string(rank) + " reported host " + host + " but the nodelist gives " +
-                        h.hosts[rank] + "; using the task's own report");
+      ++confirmation.mismatches;
+      f->notes.push_back("task " + std::to_string(rank) + " reported host " + host + " but the nodelist gives " +
+                         h.hosts[rank] + "; using the task's own report");
       h.hosts[rank] = host;
     }
   }
   if (h.nnodes == 0) h.nnodes = static_cast<int>(h.hosts.size());
   if (h.nnodes > 0 && !h.hosts.empty() && static_cast<int>(h.hosts.size()) != h.nnodes)
-    f.notes.push_back("NNODES=" + std::to_string(h.nnodes) + " but " + std::to_string(h.hosts.size()) +
-                      " hosts are known");
-  auto host_of = [&](int task) -> std::string {
-    return task >= 0 && static_cast<size_t>(task) < h.hosts.size() ? h.hosts[task] : "";
-  };
+    f->notes.push_back("NNODES=" + std::to_string(h.nnodes) + " but " + std::to_string(h.hosts.size()) +
+                       " hosts are known");
+  return confirmation;
+}
 
-  // Ray worker logs are authoritative for steps when the Slurm log stops short (formats §2.5).
+// Ray worker logs are authoritative for steps when the Slurm log stops short (formats §2.5).
+Status ScanRayWorkerLogs(const JobLocation& job, TriageScan* scan, JobFacts* f) {
+  const JobHeader& h = f->header;
+  std::map<int64_t, StepRecord>& steps = scan->result.steps;
   for (size_t i = 0; i < job.ray_worker_logs.size(); ++i) {
     const std::string& w = job.ray_worker_logs[i];
     std::string host = WorkerHost(w);
     int task = -1;
     for (size_t t = 0; t < h.hosts.size(); ++t)
       if (h.hosts[t] == host) task = static_cast<int>(t);
-    int64_t before = scan.steps.empty() ? -1 : scan.steps.rbegin()->first;
-    Status s = ScanFile(w, DisplayPath(w, job.outputs_dir), task, static_cast<int>(1000 + i), table, matcher,
-                        limits, options, &scan);
+    int64_t before = steps.empty() ? -1 : steps.rbegin()->first;
+    Status s = ScanFile(w, DisplayPath(w, job.outputs_dir), task, static_cast<int>(1000 + i), scan->table,
+                        scan->matcher, scan->thresholds.limits, scan->options, &scan->result);
     if (s.code() == StatusCode::kDeadlineExceeded) return s.WithContext("job " + job.id);
     if (!s.ok()) {
-      f.notes.push_back("worker log unreadable: " + s.message());
+      f->notes.push_back("worker log unreadable: " + s.message());
       continue;
     }
-    f.worker_logs.push_back(DisplayPath(w, job.outputs_dir));
-    int64_t after = scan.steps.empty() ? -1 : scan.steps.rbegin()->first;
+    f->worker_logs.push_back(DisplayPath(w, job.outputs_dir));
+    int64_t after = steps.empty() ? -1 : steps.rbegin()->first;
     if (after > before && before >= 0)
-      f.notes.push_back("worker log " + DisplayPath(w, job.outputs_dir) + " extends the step record from " +
-                        std::to_string(before) + " to " + std::to_string(after));
+      f->notes.push_back("worker log " + DisplayPath(w, job.outputs_dir) + " extends the step record from " +
+                         std::to_string(before) + " to " + std::to_string(after));
   }
-  h.ray = scan.ray || !job.ray_worker_logs.empty();
+  f->header.ray = scan->result.ray || !job.ray_worker_logs.empty();
+  return Status::Ok();
+}
 
-  // A file without one of the launcher's marks is not a job log (`diagnose /etc/passwd`): refuse it
-  // rather than read its silence as a hang and send a sweep to retry.
+// A file without one of the launcher's marks is not a job log (`diagnose /etc/passwd`): refuse it
+// rather than read its silence as a hang and send a sweep to retry.
+Status RefuseWithoutLauncherMarks(const JobLocation& job, const ScanResult& scan) {
   const bool launcher_marks = !scan.header_keys.empty() || !scan.steps.empty() || scan.summary.present ||
                               !scan.node_exits.empty() || scan.ray || scan.labelled_lines > 0 ||
                               !scan.env_hostname.empty() || !scan.confirmed_hosts.empty() ||
@@ -369,251 +415,300 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
                                 " lines without a launcher header, srun task label, Ray prefix, step line or "
                                 "JOB SUMMARY)");
   }
+  return Status::Ok();
+}
 
-  f.config = std::move(scan.config);
-  f.steps.reserve(scan.steps.size());
-  while (!scan.steps.empty()) f.steps.push_back(std::move(scan.steps.extract(scan.steps.begin()).mapped()));
-  f.memstats = std::move(scan.memstats);
-  f.barrier_passed = scan.barrier_passed;
-  f.checkpoint_saves.assign(scan.checkpoint_saves.begin(), scan.checkpoint_saves.end());
-  f.nccl_init_bursts = scan.nccl_bursts;
-  f.summary = scan.summary;
-  f.node_exits = scan.node_exits;
-  for (auto& n : f.node_exits)
-    if (n.host.empty()) n.host = host_of(n.task);
-  f.tunnel = scan.tunnel;
-  f.oom_allocation = scan.oom_allocation;
-  if (scan.truncated_lines > 0)
-    f.notes.push_back(std::to_string(scan.truncated_lines) + " line(s) longer than the limit log.line_bytes (" +
-                      FormatLimitValue(LimitId::kLogLineBytes, GetLimit(LimitId::kLogLineBytes)) +
-                      ") were cut there; raise it with --limit log.line_bytes=N");
-  if (scan.damaged_lines > 0)
-    f.notes.push_back(std::to_string(scan.damaged_lines) +
-                      " damaged log line(s) (NUL bytes, or a step field that is not a number) were skipped, "
-                      "not read as values; the first at " + scan.first_damaged.file + ":" +
-                      std::to_string(scan.first_damaged.line));
+// The scan's records become the job's facts; lines cut or skipped are said in a note.
+void TakeScannedRecords(ScanResult* scan, JobFacts* f) {
+  f->config = std::move(scan->config);
+  f->steps.reserve(scan->steps.size());
+  while (!scan->steps.empty()) f->steps.push_back(std::move(scan->steps.extract(scan->steps.begin()).mapped()));
+  f->memstats = std::move(scan->memstats);
+  f->barrier_passed = scan->barrier_passed;
+  f->checkpoint_saves.assign(scan->checkpoint_saves.begin(), scan->checkpoint_saves.end());
+  f->nccl_init_bursts = scan->nccl_bursts;
+  f->summary = scan->summary;
+  f->node_exits = scan->node_exits;
+  for (auto& n : f->node_exits)
+    if (n.host.empty()) n.host = HostOfTask(f->header, n.task);
+  f->tunnel = scan->tunnel;
+  f->oom_allocation = scan->oom_allocation;
+  if (scan->truncated_lines > 0)
+    f->notes.push_back(std::to_string(scan->truncated_lines) + " line(s) longer than the limit log.line_bytes (" +
+                       FormatLimitValue(LimitId::kLogLineBytes, GetLimit(LimitId::kLogLineBytes)) +
+                       ") were cut there; raise it with --limit log.line_bytes=N");
+  if (scan->damaged_lines > 0)
+    f->notes.push_back(std::to_string(scan->damaged_lines) +
+                       " damaged log line(s) (NUL bytes, or a step field that is not a number) were skipped, "
+                       "not read as values; the first at " + scan->first_damaged.file + ":" +
+                       std::to_string(scan->first_damaged.line));
+}
 
-  auto param = [&](const std::string& k) -> std::string {
-    auto it = h.passthrough.find(k);
-    if (it != h.passthrough.end()) return it->second;
-    auto c = f.config.find(k);
-    return c != f.config.end() ? c->second : "";
-  };
-
-  // Restore.
-  f.restore = scan.restore;
-  f.restore.single_replica_restore = IsTrue(param("enable_single_replica_ckpt_restoring"));
-  if (!f.restore.restored && !f.steps.empty() && f.steps.front().step > 0) {
-    f.restore.restored = true;
-    f.restore.restore_step = f.steps.front().step - 1;
-    f.restore.where = f.steps.front().where;
+// Restore (the first step after 0 implies one), progress and TGS; returns the progress inputs the
+// status decision reads too.
+ProgressInputs ReadRestoreProgressAndTgs(const ScanResult& scan, const TriageThresholds& t, JobFacts* f) {
+  f->restore = scan.restore;
+  f->restore.single_replica_restore = IsTrue(RunParameter(*f, "enable_single_replica_ckpt_restoring"));
+  if (!f->restore.restored && !f->steps.empty() && f->steps.front().step > 0) {
+    f->restore.restored = true;
+    f->restore.restore_step = f->steps.front().step - 1;
+    f->restore.where = f->steps.front().where;
   }
-
-  // Progress.
   ProgressInputs pin;
-  pin.total_steps = AsInt(param("steps"));
-  if (auto p = AsInt(param("checkpoint_period"))) pin.checkpoint_period = *p;
-  else if (IsTrue(param("enable_checkpointing"))) pin.checkpoint_period = static_cast<int64_t>(default_period);
-  if (f.summary.present) pin.wall_seconds = f.summary.wall_seconds;
-  pin.skip_steps = static_cast<int>(skip_steps);
-  pin.setup_allowance_seconds = setup_allowance;
-  f.progress = ComputeProgress(f.steps, pin);
-  f.tgs = AnalyzeTgs(f.steps, pin.checkpoint_period, tgs_options);
+  pin.total_steps = AsInt(RunParameter(*f, "steps"));
+  if (auto p = AsInt(RunParameter(*f, "checkpoint_period"))) pin.checkpoint_period = *p;
+  else if (IsTrue(RunParameter(*f, "enable_checkpointing"))) pin.checkpoint_period = static_cast<int64_t>(t.default_period);
+  if (f->summary.present) pin.wall_seconds = f->summary.wall_seconds;
+  pin.skip_steps = static_cast<int>(t.skip_steps);
+  pin.setup_allowance_seconds = t.setup_allowance;
+  f->progress = ComputeProgress(f->steps, pin);
+  f->tgs = AnalyzeTgs(f->steps, pin.checkpoint_period, t.tgs);
+  return pin;
+}
 
-  // Year for absl stamps.
+// absl stamps carry no year: the year comes from the artifact id, the job id, an ISO stamp or the
+// log's mtime, in that order, and says which.
+struct StampYear {
   int year = 0;
-  std::string year_source;
-  if (scan.artifact_year) { year = scan.artifact_year; year_source = "artifact-id"; }
-  else if (int y = YearFromId(f.id)) { year = y; year_source = "job-id"; }
-  else if (scan.iso_year) { year = scan.iso_year; year_source = "iso-timestamp"; }
-  else if (log_mtime) {
-    std::time_t t = static_cast<std::time_t>(*log_mtime);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    year = tm.tm_year + 1900;
-    if (scan.crash_stamp.valid() && scan.crash_stamp.month > tm.tm_mon + 1) --year;   // crash in Dec, mtime in Jan
-    year_source = "log-mtime";
-  }
+  std::string source;
+};
 
-  // Heartbeat.
-  HeartbeatFacts& hb = f.heartbeat;
+StampYear YearOfStamps(const ScanResult& scan, const std::string& job_id, std::optional<int64_t> log_mtime) {
+  if (scan.artifact_year) return {scan.artifact_year, "artifact-id"};
+  if (int y = YearFromId(job_id)) return {y, "job-id"};
+  if (scan.iso_year) return {scan.iso_year, "iso-timestamp"};
+  if (!log_mtime) return {};
+  std::time_t t = static_cast<std::time_t>(*log_mtime);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  int year = tm.tm_year + 1900;
+  if (scan.crash_stamp.valid() && scan.crash_stamp.month > tm.tm_mon + 1) --year;   // crash in Dec, mtime in Jan
+  return {year, "log-mtime"};
+}
+
+void ReadHeartbeat(const ScanResult& scan, const StampYear& year, JobFacts* f) {
+  HeartbeatFacts& hb = f->heartbeat;
   hb.present = scan.heartbeat_present;
-  if (hb.present) {
-    hb.accused_tasks = scan.accused_tasks;
-    for (int t : hb.accused_tasks) {
-      hb.accused_hosts.push_back(host_of(t));
-      if (scan.death_tasks.count(t)) hb.self_reported_death_tasks.push_back(t);
-    }
-    hb.timeout_seconds = AsInt(param("jax_distributed_heartbeat_timeout_seconds")).value_or(0);
-    if (hb.timeout_seconds == 0) f.notes.push_back("heartbeat timeout not in PASSTHROUGH_ARGS or config; stop time unknown");
-    if (scan.crash_stamp.valid() && year > 0) {
-      LogTime crash{EpochOf(year, scan.crash_stamp), scan.crash_stamp.text, year_source};
-      hb.crash_time = crash;
-      if (hb.timeout_seconds > 0) {
-        LogTime stop{crash.epoch - hb.timeout_seconds, IsoUtc(crash.epoch - hb.timeout_seconds), year_source};
-        hb.heartbeat_stop_time = stop;
-      }
-    }
-    hb.last_step_before = scan.last_step_before_heartbeat;
-    if (!hb.last_step_before && !f.steps.empty()) hb.last_step_before = f.steps.back().step;
-    hb.evidence = scan.heartbeat_evidence;
+  if (!hb.present) return;
+  hb.accused_tasks = scan.accused_tasks;
+  for (int t : hb.accused_tasks) {
+    hb.accused_hosts.push_back(HostOfTask(f->header, t));
+    if (scan.death_tasks.count(t)) hb.self_reported_death_tasks.push_back(t);
   }
+  hb.timeout_seconds = AsInt(RunParameter(*f, "jax_distributed_heartbeat_timeout_seconds")).value_or(0);
+  if (hb.timeout_seconds == 0) f->notes.push_back("heartbeat timeout not in PASSTHROUGH_ARGS or config; stop time unknown");
+  if (scan.crash_stamp.valid() && year.year > 0) {
+    LogTime crash{EpochOf(year.year, scan.crash_stamp), scan.crash_stamp.text, year.source};
+    hb.crash_time = crash;
+    if (hb.timeout_seconds > 0) {
+      LogTime stop{crash.epoch - hb.timeout_seconds, IsoUtc(crash.epoch - hb.timeout_seconds), year.source};
+      hb.heartbeat_stop_time = stop;
+    }
+  }
+  hb.last_step_before = scan.last_step_before_heartbeat;
+  if (!hb.last_step_before && !f->steps.empty()) hb.last_step_before = f->steps.back().step;
+  hb.evidence = scan.heartbeat_evidence;
+}
 
-  // Events (bounded per kind), with hosts and times.
-  for (auto& [kind, list] : scan.events)
+// Events (bounded per kind), with hosts and times.
+void PlaceEvents(ScanResult* scan, const StampYear& year, JobFacts* f) {
+  for (auto& [kind, list] : scan->events)
     for (auto& e : list) {
-      e.host = host_of(e.task);
-      if (e.time && year > 0 && e.time->text.size() >= 13) {
+      e.host = HostOfTask(f->header, e.task);
+      if (e.time && year.year > 0 && e.time->text.size() >= 13) {
         const std::string& t = e.time->text;   // "MMDD HH:MM:SS[.uuuuuu]"
         AbslStamp st{std::atoi(t.substr(0, 2).c_str()), std::atoi(t.substr(2, 2).c_str()),
                      std::atoi(t.substr(5, 2).c_str()), std::atoi(t.substr(8, 2).c_str()),
                      std::atoi(t.substr(11, 2).c_str()), t};
-        e.time->epoch = EpochOf(year, st);
-        e.time->year_source = year_source;
+        e.time->epoch = EpochOf(year.year, st);
+        e.time->year_source = year.source;
       } else if (e.time) {
         e.time.reset();   // no year anywhere: the stamp alone cannot be placed in time
       }
-      f.events.push_back(std::move(e));
+      f->events.push_back(std::move(e));
     }
+}
 
-  // ---- Status (formats §4.2).
-  std::map<std::string, ClassHit> hits = std::move(scan.classes);
-  const int64_t last_step = f.steps.empty() ? -1 : f.steps.back().step;
-  const bool final_step_reached = pin.total_steps && last_step == *pin.total_steps - 1;
+// A hang the status decision found, and why (the `hang` class's evidence text).
+struct HangFinding {
   bool hang = false;
-  std::string hang_reason;
-  if (f.summary.present) {
-    const JobSummary& s = f.summary;
-    bool cancelled_reason = s.reason.find("CANCELLED") != std::string::npos ||
-                            s.reason.find("exit=143") != std::string::npos ||
-                            s.reason.find("exit=130") != std::string::npos;
-    if (s.status == "SUCCESS" || s.status.empty()) f.status = JobStatus::kCompleted;
-    else if (s.exit_code == 130 || s.exit_code == 143 || cancelled_reason) f.status = JobStatus::kCancelled;
-    else f.status = JobStatus::kFailed;
-    if (s.status == "FAILED" && (s.exit_code == 1 || s.exit_code == 143) && final_step_reached) {
-      f.soft_success = true;
-      f.status = JobStatus::kCompleted;
-      std::string variant = s.exit_code == 1 ? "one rank exited 1 after the final step (teardown race)"
-                                             : "exit 143 after the final step (cleanup/teardown or walltime)";
-      f.notes.push_back("soft success: completed step " + std::to_string(last_step) + " of steps=" +
-                        std::to_string(*pin.total_steps) + " is present; " + variant);
-    }
-    // Steps stopped long before the end of the job: a stall the summary alone does not show.
-    if (!f.soft_success && f.progress.unexplained_gap_seconds && *f.progress.unexplained_gap_seconds > hang_gap &&
-        !final_step_reached && !f.steps.empty()) {
-      hang = true;
-      hang_reason = "wall " + std::to_string(s.wall_seconds) + " s exceeds the sum of step times (" +
-                    std::to_string(static_cast<int64_t>(f.progress.sum_step_seconds)) + " s) plus setup by " +
-                    std::to_string(static_cast<int64_t>(*f.progress.unexplained_gap_seconds)) + " s";
-    }
-    // Cancelled in the training stage without a single step, long after init should have produced
-    // one: the job was stuck in init (RCCL init flake) when it was cancelled.
-    const int64_t training_stage_seconds = s.wall_seconds - scan.pre_training_stage_seconds;
-    if (f.status == JobStatus::kCancelled && f.steps.empty() && s.wall_seconds > 0 &&
-        static_cast<double>(training_stage_seconds) > init_hang) {
-      hang = true;
-      hang_reason = "cancelled after " + std::to_string(training_stage_seconds) +
-                    " s in the training stage without a completed step";
-    }
-  } else if (!job.log_path) {
+  std::string reason;
+};
+
+// Status from the JOB SUMMARY (formats §4.2): success, cancelled or failed, a soft success after the
+// final step, and a stall the summary alone does not show.
+HangFinding StatusFromSummary(const ScanResult& scan, const TriageThresholds& t, std::optional<int64_t> total_steps,
+                              JobFacts* f) {
+  HangFinding found;
+  const JobSummary& s = f->summary;
+  const int64_t last_step = f->steps.empty() ? -1 : f->steps.back().step;
+  const bool final_step_reached = total_steps && last_step == *total_steps - 1;
+  bool cancelled_reason = s.reason.find("CANCELLED") != std::string::npos ||
+                          s.reason.find("exit=143") != std::string::npos ||
+                          s.reason.find("exit=130") != std::string::npos;
+  if (s.status == "SUCCESS" || s.status.empty()) f->status = JobStatus::kCompleted;
+  else if (s.exit_code == 130 || s.exit_code == 143 || cancelled_reason) f->status = JobStatus::kCancelled;
+  else f->status = JobStatus::kFailed;
+  if (s.status == "FAILED" && (s.exit_code == 1 || s.exit_code == 143) && final_step_reached) {
+    f->soft_success = true;
+    f->status = JobStatus::kCompleted;
+    std::string variant = s.exit_code == 1 ? "one rank exited 1 after the final step (teardown race)"
+                                           : "exit 143 after the final step (cleanup/teardown or walltime)";
+    f->notes.push_back("soft success: completed step " + std::to_string(last_step) + " of steps=" +
+                       std::to_string(*total_steps) + " is present; " + variant);
+  }
+  // Steps stopped long before the end of the job: a stall the summary alone does not show.
+  if (!f->soft_success && f->progress.unexplained_gap_seconds && *f->progress.unexplained_gap_seconds > t.hang_gap &&
+      !final_step_reached && !f->steps.empty()) {
+    found.hang = true;
+    found.reason = "wall " + std::to_string(s.wall_seconds) + " s exceeds the sum of step times (" +
+                   std::to_string(static_cast<int64_t>(f->progress.sum_step_seconds)) + " s) plus setup by " +
+                   std::to_string(static_cast<int64_t>(*f->progress.unexplained_gap_seconds)) + " s";
+  }
+  // Cancelled in the training stage without a single step, long after init should have produced
+  // one: the job was stuck in init (RCCL init flake) when it was cancelled.
+  const int64_t training_stage_seconds = s.wall_seconds - scan.pre_training_stage_seconds;
+  if (f->status == JobStatus::kCancelled && f->steps.empty() && s.wall_seconds > 0 &&
+      static_cast<double>(training_stage_seconds) > t.init_hang) {
+    found.hang = true;
+    found.reason = "cancelled after " + std::to_string(training_stage_seconds) +
+                   " s in the training stage without a completed step";
+  }
+  return found;
+}
+
+// Without a JOB SUMMARY the log's silence, the scheduler's word and what follows the last step decide
+// running, hanging or unknown death.
+HangFinding StatusFromSilence(const TriageScan& scan, const std::map<std::string, ClassHit>& hits, JobFacts* f) {
+  HangFinding found;
+  const TriageThresholds& t = scan.thresholds;
+  const int64_t last_step = f->steps.empty() ? -1 : f->steps.back().step;
+  int64_t silence = scan.log_mtime ? std::max<int64_t>(scan.now - *scan.log_mtime, 0) : 0;
+  double step_time = f->progress.step_time_seconds;
+  double behind = step_time > 0 ? static_cast<double>(silence) / step_time : 0;
+  bool stalled = silence > std::max(t.running_mtime, t.hang_silence) && (step_time <= 0 || behind >= t.hang_behind);
+  bool noise_after_steps = !f->steps.empty() && scan.result.lines_after_last_step > t.hang_trailing;
+  // Without the scheduler's word, a log silent for longer than a live hang lasts belongs to a
+  // job that is gone; absent threshold: no upper bound.
+  bool silent_beyond_live = t.hang_max_silence && static_cast<double>(silence) > *t.hang_max_silence;
+  const std::optional<bool> scheduler_running = scan.options.scheduler_running;
+  if (scheduler_running == false) {
+    f->status = JobStatus::kUnknownDeath;
+  } else if (silence <= t.running_mtime) {
+    f->status = JobStatus::kRunning;
+  } else if (scheduler_running == true ||
+             (stalled && hits.empty() && (noise_after_steps || !silent_beyond_live))) {
+    f->status = JobStatus::kHanging;
+    found.hang = true;
+    found.reason = "no step for " + std::to_string(silence) + " s (last step " + std::to_string(last_step) +
+                   (step_time > 0 ? ", ~" + std::to_string(static_cast<int64_t>(behind)) + " steps behind" : "") + ")";
+    if (!scheduler_running)
+      f->notes.push_back(noise_after_steps ? "scheduler state unknown; hang inferred from output continuing after the last step"
+                                           : "scheduler state unknown; hang inferred from steps stopped " +
+                                                 std::to_string(silence) + " s ago, within a live hang's span");
+  } else {
+    f->status = JobStatus::kUnknownDeath;
+  }
+  if (f->status == JobStatus::kRunning || f->status == JobStatus::kHanging)
+    f->notes.push_back("no JOB SUMMARY; log last written " + std::to_string(silence) + " s before now");
+  return found;
+}
+
+// ---- Status (formats §4.2).
+HangFinding DecideStatus(const JobLocation& job, const TriageScan& scan, std::optional<int64_t> total_steps,
+                         const std::map<std::string, ClassHit>& hits, JobFacts* f) {
+  if (f->summary.present) return StatusFromSummary(scan.result, scan.thresholds, total_steps, f);
+  if (!job.log_path) {
     // No summary and nothing to read: the job is gone or not started (formats §4.2: unknown-death).
-    f.status = JobStatus::kUnknownDeath;
-  } else if (f.log_clock_skew_seconds > 0 && options.scheduler_running != true) {
+    f->status = JobStatus::kUnknownDeath;
+    return {};
+  }
+  if (f->log_clock_skew_seconds > 0 && scan.options.scheduler_running != true) {
     // A log written "in the future" has no measurable silence: neither running nor hanging can be
     // read from it, and a scheduler that says the job is gone settles it the same way.
-    f.status = JobStatus::kUnknownDeath;
-    f.notes.push_back("no JOB SUMMARY, and the log's age cannot be measured (clock skew): whether the job still "
-                      "runs is unknown without the scheduler");
-  } else {
-    int64_t silence = log_mtime ? std::max<int64_t>(now - *log_mtime, 0) : 0;
-    double step_time = f.progress.step_time_seconds;
-    double behind = step_time > 0 ? static_cast<double>(silence) / step_time : 0;
-    bool stalled = silence > std::max(running_mtime, hang_silence) && (step_time <= 0 || behind >= hang_behind);
-    bool noise_after_steps = !f.steps.empty() && scan.lines_after_last_step > hang_trailing;
-    // Without the scheduler's word, a log silent for longer than a live hang lasts belongs to a
-    // job that is gone; absent threshold: no upper bound.
-    bool silent_beyond_live = hang_max_silence && static_cast<double>(silence) > *hang_max_silence;
-    if (options.scheduler_running == false) {
-      f.status = JobStatus::kUnknownDeath;
-    } else if (silence <= running_mtime) {
-      f.status = JobStatus::kRunning;
-    } else if (options.scheduler_running == true ||
-               (stalled && hits.empty() && (noise_after_steps || !silent_beyond_live))) {
-      f.status = JobStatus::kHanging;
-      hang = true;
-      hang_reason = "no step for " + std::to_string(silence) + " s (last step " + std::to_string(last_step) +
-                    (step_time > 0 ? ", ~" + std::to_string(static_cast<int64_t>(behind)) + " steps behind" : "") + ")";
-      if (!options.scheduler_running)
-        f.notes.push_back(noise_after_steps ? "scheduler state unknown; hang inferred from output continuing after the last step"
-                                            : "scheduler state unknown; hang inferred from steps stopped " +
-                                                  std::to_string(silence) + " s ago, within a live hang's span");
-    } else {
-      f.status = JobStatus::kUnknownDeath;
-    }
-    if (f.status == JobStatus::kRunning || f.status == JobStatus::kHanging)
-      f.notes.push_back("no JOB SUMMARY; log last written " + std::to_string(silence) + " s before now");
+    f->status = JobStatus::kUnknownDeath;
+    f->notes.push_back("no JOB SUMMARY, and the log's age cannot be measured (clock skew): whether the job still "
+                       "runs is unknown without the scheduler");
+    return {};
   }
+  return StatusFromSilence(scan, hits, f);
+}
 
-  // ---- Fact-based classes.
-  LogRef last_step_ref = f.steps.empty() ? LogRef{} : f.steps.back().where;
-  if (!job.log_path && job.log_link_dangles) {
-    f.notes.push_back("the `log` symlink dangles: the job was submitted but its log is not written yet (or was removed)");
-  } else if (!job.log_path) {
-    AddClass(&f, &hits, table, "prolog-kill-no-log", LogRef{f.job_dir, 0, "no job log"}, 0);
-    f.notes.push_back("no job log: the job died before writing any output (prolog) or the log was removed");
-  }
-  if (hang) {
-    // Evidence is the last progress marker reached: the last step, else the last Memstats record,
-    // else the end of the log (where the silence begins).
-    LogRef r = last_step_ref;
-    if (r.empty() && !f.memstats.empty()) r = f.memstats.back().where;
-    if (r.empty() && job.log_path) r = LogRef{DisplayPath(*job.log_path, job.outputs_dir), scan.lines, ""};
-    r.text = hang_reason;
-    AddClass(&f, &hits, table, "hang", r, (int64_t{0} << 40) | (r.line + 1));
-    if (f.status == JobStatus::kCancelled) AddClass(&f, &hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
-  }
-  if (f.status == JobStatus::kCancelled) AddClass(&f, &hits, table, "cancelled", f.summary.where, int64_t{1} << 50);
-  if (f.soft_success) AddClass(&f, &hits, table, "soft-success", f.summary.where, int64_t{1} << 50);
+// A TGS degradation, or else the deepest material dip (depth weighted by its length), as the
+// `tgs-degradation` class's evidence; nullopt when neither.
+std::optional<LogRef> TgsDegradationEvidence(const JobFacts& f, const TgsOptions& tgs_options, const LogRef& last_step_ref) {
   if (f.tgs.degradation_pct > tgs_options.degradation_pct && f.tgs.pattern != "periodic-checkpoint-spikes") {
     LogRef r = last_step_ref;
     // Rounded as every report rounds them (TGS to the unit, percentages to 1 decimal): the log's
     // evidence must not say 3292 and 23 % where the report says 3293 and 23.5 %.
     r.text = "recent TGS " + FixedDecimal(f.tgs.recent_tgs, 0) + " vs steady " + FixedDecimal(f.tgs.steady_tgs, 0) +
              " (" + FixedDecimal(f.tgs.degradation_pct, 1) + "% lower)";
-    AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
-  } else if (!f.tgs.dips.empty()) {
-    // A material dip is a symptom wherever it lies (a dip that recovered before the end, a dip
-    // among checkpoint spikes): the recent-vs-steady comparison alone sees neither.
-    const TgsDip& deepest = *std::max_element(f.tgs.dips.begin(), f.tgs.dips.end(), [](const TgsDip& a, const TgsDip& b) {
-      return a.depth_pct * std::sqrt(static_cast<double>(a.steps)) < b.depth_pct * std::sqrt(static_cast<double>(b.steps));
-    });
-    LogRef r = last_step_ref;
-    for (const auto& st : f.steps)
-      if (st.step == deepest.first_step) {
-        r = st.where;
-        break;
-      }
-    r.text = "TGS dip at steps " + std::to_string(deepest.first_step) + "-" + std::to_string(deepest.last_step) + ": " +
-             FixedDecimal(deepest.mean_tgs, 0) + " vs healthy " + FixedDecimal(f.tgs.healthy_tgs, 0) + " (" +
-             FixedDecimal(deepest.depth_pct, 1) +
-             "% lower over " + std::to_string(deepest.steps) + " steps, " + FixedDecimal(deepest.seconds / 60.0, 1) +
-             " min; step noise " + FixedDecimal(f.tgs.noise_pct, 2) + "%)";
-    AddClass(&f, &hits, table, "tgs-degradation", r, int64_t{1} << 50);
+    return r;
   }
-  if (f.status == JobStatus::kUnknownDeath && hits.empty() && job.log_path) {
+  if (f.tgs.dips.empty()) return std::nullopt;
+  // A material dip is a symptom wherever it lies (a dip that recovered before the end, a dip
+  // among checkpoint spikes): the recent-vs-steady comparison alone sees neither.
+  const TgsDip& deepest = *std::max_element(f.tgs.dips.begin(), f.tgs.dips.end(), [](const TgsDip& a, const TgsDip& b) {
+    return a.depth_pct * std::sqrt(static_cast<double>(a.steps)) < b.depth_pct * std::sqrt(static_cast<double>(b.steps));
+  });
+  LogRef r = last_step_ref;
+  for (const auto& st : f.steps)
+    if (st.step == deepest.first_step) {
+      r = st.where;
+      break;
+    }
+  r.text = "TGS dip at steps " + std::to_string(deepest.first_step) + "-" + std::to_string(deepest.last_step) + ": " +
+           FixedDecimal(deepest.mean_tgs, 0) + " vs healthy " + FixedDecimal(f.tgs.healthy_tgs, 0) + " (" +
+           FixedDecimal(deepest.depth_pct, 1) +
+           "% lower over " + std::to_string(deepest.steps) + " steps, " + FixedDecimal(deepest.seconds / 60.0, 1) +
+           " min; step noise " + FixedDecimal(f.tgs.noise_pct, 2) + "%)";
+  return r;
+}
+
+// ---- Fact-based classes: what the facts show rather than a matched line (no log, a hang, a
+// cancel, a soft success, a TGS drop, a death without a cause).
+void AddFactClasses(const JobLocation& job, const TriageScan& scan, const HangFinding& hang, JobFacts* f,
+                    std::map<std::string, ClassHit>* hits) {
+  const SignatureTable& table = scan.table;
+  LogRef last_step_ref = f->steps.empty() ? LogRef{} : f->steps.back().where;
+  if (!job.log_path && job.log_link_dangles) {
+    f->notes.push_back("the `log` symlink dangles: the job was submitted but its log is not written yet (or was removed)");
+  } else if (!job.log_path) {
+    AddClass(f, hits, table, "prolog-kill-no-log", LogRef{f->job_dir, 0, "no job log"}, 0);
+    f->notes.push_back("no job log: the job died before writing any output (prolog) or the log was removed");
+  }
+  if (hang.hang) {
+    // Evidence is the last progress marker reached: the last step, else the last Memstats record,
+    // else the end of the log (where the silence begins).
+    LogRef r = last_step_ref;
+    if (r.empty() && !f->memstats.empty()) r = f->memstats.back().where;
+    if (r.empty() && job.log_path) r = LogRef{DisplayPath(*job.log_path, job.outputs_dir), scan.result.lines, ""};
+    r.text = hang.reason;
+    AddClass(f, hits, table, "hang", r, (int64_t{0} << 40) | (r.line + 1));
+    if (f->status == JobStatus::kCancelled) AddClass(f, hits, table, "cancelled-after-hang", r, (int64_t{0} << 40) | (r.line + 1));
+  }
+  if (f->status == JobStatus::kCancelled) AddClass(f, hits, table, "cancelled", f->summary.where, int64_t{1} << 50);
+  if (f->soft_success) AddClass(f, hits, table, "soft-success", f->summary.where, int64_t{1} << 50);
+  if (auto tgs = TgsDegradationEvidence(*f, scan.thresholds.tgs, last_step_ref))
+    AddClass(f, hits, table, "tgs-degradation", *tgs, int64_t{1} << 50);
+  if (f->status == JobStatus::kUnknownDeath && hits->empty() && job.log_path) {
     // Without a step, the evidence is where the output stops: the log's last line.
     LogRef where = last_step_ref;
     if (where.empty()) {
       if (auto last = LastNonEmptyLine(*job.log_path); last.ok() && last->has_value())
         where = LogRef{DisplayPath(*job.log_path, job.outputs_dir), (*last)->number, SanitizeForQuote((*last)->text)};
     }
-    AddClass(&f, &hits, table, "unknown-death", where, int64_t{1} << 50);
+    AddClass(f, hits, table, "unknown-death", where, int64_t{1} << 50);
   }
+}
 
-  // ---- Primary: highest priority (root of a cascade), ties broken by the earliest line.
+// ---- Primary: highest priority (root of a cascade), ties broken by the earliest line; the classes
+// listed primary first.
+void ChoosePrimaryClass(const SignatureTable& table, const TriageThresholds& t, std::map<std::string, ClassHit>* hits,
+                        JobFacts* f) {
   std::vector<ClassHit> ordered;
-  for (auto& kv : hits) {
-    kv.second.match.host = host_of(kv.second.match.task);
+  for (auto& kv : *hits) {
+    kv.second.match.host = HostOfTask(f->header, kv.second.match.task);
     ordered.push_back(kv.second);
   }
   std::sort(ordered.begin(), ordered.end(), [](const ClassHit& a, const ClassHit& b) {
@@ -621,8 +716,8 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     return a.ordinal < b.ordinal;
   });
   auto eligible = [&](const ClassHit& c) {
-    if (f.soft_success) return c.match.failure_class == "soft-success";
-    if (f.status == JobStatus::kCompleted || f.status == JobStatus::kRunning) {
+    if (f->soft_success) return c.match.failure_class == "soft-success";
+    if (f->status == JobStatus::kCompleted || f->status == JobStatus::kRunning) {
       const FailureSignature* sig = table.Find(c.match.failure_class);
       // error lines in a healthy run are reported, not primary, unless the class is non-fatal
       return sig && (!sig->detector.empty() || !sig->fatal);
@@ -630,35 +725,74 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
     return true;
   };
   // Tasks the cascade names as failed: accused by the coordinator, or exited non-zero on their own.
-  std::set<int> failed_tasks(f.heartbeat.accused_tasks.begin(), f.heartbeat.accused_tasks.end());
-  for (const auto& exit : f.node_exits)
-    if (exit.exit_code != 0 && exit.exit_code < static_cast<int>(cancel_exit_min)) failed_tasks.insert(exit.task);
+  std::set<int> failed_tasks(f->heartbeat.accused_tasks.begin(), f->heartbeat.accused_tasks.end());
+  for (const auto& exit : f->node_exits)
+    if (exit.exit_code != 0 && exit.exit_code < static_cast<int>(t.cancel_exit_min)) failed_tasks.insert(exit.task);
   auto is_cascade = [&](const ClassHit& c) {
     const FailureSignature* sig = table.Find(c.match.failure_class);
     return sig && sig->cascade;
   };
   for (const auto& c : ordered) {
     if (!eligible(c)) continue;
-    f.failure_class = c.match.failure_class;
+    f->failure_class = c.match.failure_class;
     if (is_cascade(c)) {
       // The cause precedes its cascade: an error logged earlier by a task the cascade names wins
       // (a Python exception on the task the coordinator then declares dead).
       for (const auto& cause : ordered)
         if (!is_cascade(cause) && eligible(cause) && table.Find(cause.match.failure_class)->detector.empty() &&
             cause.ordinal <= c.ordinal && failed_tasks.count(cause.match.task)) {
-          f.failure_class = cause.match.failure_class;
+          f->failure_class = cause.match.failure_class;
           break;
         }
     }
     break;
   }
   for (const auto& c : ordered)
-    if (c.match.failure_class == f.failure_class) f.classes.push_back(c.match);
+    if (c.match.failure_class == f->failure_class) f->classes.push_back(c.match);
   for (const auto& c : ordered)
-    if (c.match.failure_class != f.failure_class) f.classes.push_back(c.match);
-  if (mismatches == 0 && !said.empty() && !h.hosts.empty())
-    f.notes.push_back(std::to_string(said.size()) + " task(s) confirmed their host in the log");
-  f.run_window = RunWindowOf(f, scan.artifact_epoch, log_mtime, now);
+    if (c.match.failure_class != f->failure_class) f->classes.push_back(c.match);
+}
+
+}  // namespace
+
+StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& options) {
+  SignatureTable loaded;
+  if (options.signatures == nullptr) {
+    std::string rules_dir = options.rules_dir.empty() ? DefaultDataDir() + "/rules" : options.rules_dir;
+    ASSIGN_OR_RETURN(loaded, LoadSignatureTable(rules_dir + "/triage/failure-signatures.yaml"));
+  }
+  const SignatureTable& table = options.signatures != nullptr ? *options.signatures : loaded;
+  ASSIGN_OR_RETURN(const TriageThresholds thresholds, ReadTriageThresholds(table));
+  SignatureMatcher matcher(table, LogScanner::Triggers());
+
+  JobFacts f;
+  f.id = job.id;
+  f.job_dir = job.job_dir.value_or("");
+  f.log_path = job.log_path.value_or("");
+  f.notes = job.notes;
+  f.header.launcher = job.id.rfind("k8s-", 0) == 0 ? "k8s" : job.id.rfind("local_", 0) == 0 ? "local" : "slurm";
+  TriageScan scan{table, matcher, thresholds, options, {}, std::nullopt, 0};
+  scan.now = options.now.value_or(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+
+  RETURN_IF_ERROR(ScanJobAndRankLogs(job, &scan, &f));
+  ReadLauncherHeader(scan.result, &f);
+  const HostConfirmation confirmation = ConfirmTaskHosts(scan.result, &f);
+  RETURN_IF_ERROR(ScanRayWorkerLogs(job, &scan, &f));
+  RETURN_IF_ERROR(RefuseWithoutLauncherMarks(job, scan.result));
+  TakeScannedRecords(&scan.result, &f);
+  const ProgressInputs pin = ReadRestoreProgressAndTgs(scan.result, thresholds, &f);
+  const StampYear year = YearOfStamps(scan.result, f.id, scan.log_mtime);
+  ReadHeartbeat(scan.result, year, &f);
+  PlaceEvents(&scan.result, year, &f);
+
+  std::map<std::string, ClassHit> hits = std::move(scan.result.classes);
+  const HangFinding hang = DecideStatus(job, scan, pin.total_steps, hits, &f);
+  AddFactClasses(job, scan, hang, &f, &hits);
+  ChoosePrimaryClass(table, thresholds, &hits, &f);
+  if (confirmation.mismatches == 0 && confirmation.tasks_that_said > 0 && !f.header.hosts.empty())
+    f.notes.push_back(std::to_string(confirmation.tasks_that_said) + " task(s) confirmed their host in the log");
+  f.run_window = RunWindowOf(f, scan.result.artifact_epoch, scan.log_mtime, scan.now);
   return f;
 }
 

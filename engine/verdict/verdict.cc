@@ -86,19 +86,14 @@ std::string WhyLost(const Candidate& winner, const Candidate& loser, std::option
   return "equal confidence and onset: playbook order";
 }
 
-}  // namespace
-
-Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
-                 const std::vector<std::string>& failure_classes) {
-  Combined out;
-  std::vector<Candidate> causes, neutral;
-  for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
-  // A failure mechanism outranks a candidate that `yields` (broken telemetry says what cannot be
-  // concluded), which is the verdict only when no other cause was found (a ghost exporter on one
-  // host must not hide a node that died). Then what explains how a failed job ended, then between
-  // two causes of one symptom established at least likely the earliest onset, then confidence,
-  // then the earliest onset (the root cause is what moved first), then the playbook order, so the
-  // result never depends on evaluation timing.
+// A failure mechanism outranks a candidate that `yields` (broken telemetry says what cannot be
+// concluded), which is the verdict only when no other cause was found (a ghost exporter on one
+// host must not hide a node that died). Then what explains how a failed job ended, then between
+// two causes of one symptom established at least likely the earliest onset, then confidence,
+// then the earliest onset (the root cause is what moved first), then the playbook order, so the
+// result never depends on evaluation timing.
+void RankCauses(std::vector<Candidate>& causes, std::optional<JobStatus> job_status,
+                const std::vector<std::string>& failure_classes) {
   std::stable_sort(causes.begin(), causes.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.yields != b.yields) return b.yields;
     const bool a_end = ExplainsTheEnd(a, job_status, failure_classes), b_end = ExplainsTheEnd(b, job_status, failure_classes);
@@ -109,6 +104,132 @@ Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job
     if (oa != ob) return oa < ob;
     return a.playbook_order < b.playbook_order;
   });
+}
+
+void SortExclusions(std::vector<Exclusion>* exclude) {
+  std::stable_sort(exclude->begin(), exclude->end(), [](const Exclusion& a, const Exclusion& b) {
+    return a.priority != b.priority ? a.priority < b.priority : a.host < b.host;
+  });
+}
+
+// Several faults of different kinds in one job (a bad link and a throttling GPU slowing it, or
+// a link that slowed it before a node died and hung it): each established at least `likely`,
+// explaining the root's symptom or another symptom the job showed, and calling for exclusion,
+// has its hosts excluded too; the root's own entry wins for a host both name.
+void ExcludeSecondFaults(const Candidate& root, const std::vector<const Candidate*>& effects,
+                         const std::vector<std::string>& failure_classes, Combined* out) {
+  std::set<std::string> excluded;
+  for (const auto& x : out->decision.exclude) excluded.insert(x.host);
+  for (const auto* e : effects) {
+    if (e->action != DecisionAction::kRetryExcludingNodes || e->confidence < Confidence::kLikely || e->yields) continue;
+    const bool shown_symptom = std::any_of(e->explains.begin(), e->explains.end(), [&](const std::string& fc) {
+      return Explains(root, fc) || std::find(failure_classes.begin(), failure_classes.end(), fc) != failure_classes.end();
+    });
+    if (!shown_symptom) continue;
+    std::string added;
+    for (const auto& x : e->exclude)
+      if (excluded.insert(x.host).second) {
+        out->decision.exclude.push_back(x);
+        added += (added.empty() ? "" : ", ") + x.host;
+      }
+    if (!added.empty())
+      out->decision.notes.push_back("also excluded for " + e->root_cause + " (" + e->playbook + ", " + std::string(ToString(e->confidence)) +
+                                    "), a second fault in the same job: " + added);
+  }
+  SortExclusions(&out->decision.exclude);
+}
+
+// The verdict and decision of the top-ranked cause, and the causal chain: root, then the other fired
+// causes by onset (effects), then the symptoms they explain.
+void VerdictFromRootCause(const std::vector<Candidate>& causes, const std::vector<std::string>& failure_classes,
+                          Combined* out) {
+  const Candidate& root = causes.front();
+  out->verdict.root_cause = root.root_cause;
+  out->verdict.domain = DomainOfRootCause(root.root_cause);
+  out->verdict.confidence = root.confidence;
+  out->verdict.summary = root.summary;
+  out->verdict.finding = root.playbook + "/" + root.rule;
+  out->decision.action = root.action;
+  out->decision.exclude = root.exclude;
+  SortExclusions(&out->decision.exclude);
+  out->decision.changes = root.changes;
+  out->decision.notes = root.notes;
+  out->causal_chain.push_back(root.root_cause + " (" + root.playbook + ")");
+  std::vector<const Candidate*> effects;
+  for (size_t i = 1; i < causes.size(); ++i) effects.push_back(&causes[i]);
+  std::stable_sort(effects.begin(), effects.end(), [](const Candidate* a, const Candidate* b) {
+    return a->onset.value_or(1e300) < b->onset.value_or(1e300);
+  });
+  std::set<std::string> seen = {root.root_cause};
+  for (const auto* e : effects) {
+    if (seen.insert(e->root_cause).second)
+      out->causal_chain.push_back(e->root_cause + " (" + e->playbook + ")");
+    out->decision.notes.push_back("also found: " + e->summary + " [" + Describe(*e) + "]");
+  }
+  if (root.action == DecisionAction::kRetryExcludingNodes) ExcludeSecondFaults(root, effects, failure_classes, out);
+  std::set<std::string> explained(root.explains.begin(), root.explains.end());
+  for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
+  for (const auto& fc : failure_classes)
+    if (explained.count(fc) && seen.insert("symptom:" + fc).second) out->causal_chain.push_back("symptom: " + fc);
+}
+
+// No cause named: the metrics refute the log's symptoms, or a failure stays unexplained (never let
+// "nothing found" hide it), or a job that completed with no symptom is healthy.
+void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>& neutral,
+                         std::optional<JobStatus> job_status, const std::vector<std::string>& failure_classes,
+                         Combined* out) {
+  if (refuter) {
+    // e.g. a "hang" while every GPU kept training: nothing is wrong that a retry would fix, and the
+    // symptoms are reported as refuted.
+    out->verdict.root_cause = "none";
+    out->verdict.domain = "none";
+    out->verdict.confidence = refuter->confidence;
+    out->verdict.summary = refuter->summary;
+    out->verdict.finding = refuter->playbook + "/" + refuter->rule;
+    out->decision.action = refuter->action;
+  } else if (IsUnexplainedStatus(job_status) ||
+             (HasSymptom(failure_classes) &&
+              std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; }))) {
+    out->verdict.root_cause = "unknown";
+    out->verdict.domain = "none";
+    out->verdict.confidence = Confidence::kInsufficientEvidence;
+    std::string classes;
+    for (const auto& fc : failure_classes) classes += (classes.empty() ? "" : ", ") + fc;
+    out->verdict.summary = IsUnexplainedStatus(job_status)
+                               ? "The job is " + std::string(ToString(*job_status)) + (classes.empty() ? "" : " (" + classes + ")") +
+                                     " and no playbook could name a cause."
+                               : "The evidence is insufficient to name a cause.";
+    out->decision.action = DecisionAction::kNone;
+    out->decision.notes.push_back("unexplained " + std::string(ToString(*job_status)) + ": inspect the findings and the logs before retrying");
+  } else {
+    // An anomaly no playbook could tie to a loss (e.g. a host's low-level background retransmits)
+    // is noted, never turned into `unknown`.
+    out->verdict.root_cause = "none";
+    out->verdict.domain = "none";
+    const Candidate* first_none = nullptr;
+    for (const auto& c : neutral)
+      if (c.root_cause == "none") {
+        first_none = &c;
+        break;
+      }
+    out->verdict.confidence = first_none ? first_none->confidence : Confidence::kPossible;
+    out->verdict.summary = first_none ? first_none->summary : "No playbook found a problem.";
+    if (first_none) out->verdict.finding = first_none->playbook + "/" + first_none->rule;
+    out->decision.action = DecisionAction::kNone;
+    for (const auto& c : neutral)
+      if (c.root_cause == "unknown" && !c.summary.empty())
+        out->decision.notes.push_back("noted, not a failure (the job completed with no symptom): " + c.summary);
+  }
+}
+
+}  // namespace
+
+Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
+                 const std::vector<std::string>& failure_classes) {
+  Combined out;
+  std::vector<Candidate> causes, neutral;
+  for (auto& c : candidates) (NamesCause(c) ? causes : neutral).push_back(std::move(c));
+  RankCauses(causes, job_status, failure_classes);
   for (const auto& c : causes) out.ranking.push_back(Describe(c));
   for (const auto& c : neutral) out.ranking.push_back(Describe(c));
   for (size_t i = 1; i < causes.size(); ++i) {
@@ -126,108 +247,8 @@ Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job
       if (std::find(refuter->explains.begin(), refuter->explains.end(), fc) != refuter->explains.end())
         out.verdict.refuted.push_back(fc);
 
-  if (!causes.empty()) {
-    const Candidate& root = causes.front();
-    out.verdict.root_cause = root.root_cause;
-    out.verdict.domain = DomainOfRootCause(root.root_cause);
-    out.verdict.confidence = root.confidence;
-    out.verdict.summary = root.summary;
-    out.verdict.finding = root.playbook + "/" + root.rule;
-    out.decision.action = root.action;
-    out.decision.exclude = root.exclude;
-    std::stable_sort(out.decision.exclude.begin(), out.decision.exclude.end(),
-                     [](const Exclusion& a, const Exclusion& b) {
-                       return a.priority != b.priority ? a.priority < b.priority : a.host < b.host;
-                     });
-    out.decision.changes = root.changes;
-    out.decision.notes = root.notes;
-    // Causal chain: root, then the other fired causes by onset (effects), then the symptoms.
-    out.causal_chain.push_back(root.root_cause + " (" + root.playbook + ")");
-    std::vector<const Candidate*> effects;
-    for (size_t i = 1; i < causes.size(); ++i) effects.push_back(&causes[i]);
-    std::stable_sort(effects.begin(), effects.end(), [](const Candidate* a, const Candidate* b) {
-      return a->onset.value_or(1e300) < b->onset.value_or(1e300);
-    });
-    std::set<std::string> seen = {root.root_cause};
-    for (const auto* e : effects) {
-      if (seen.insert(e->root_cause).second)
-        out.causal_chain.push_back(e->root_cause + " (" + e->playbook + ")");
-      out.decision.notes.push_back("also found: " + e->summary + " [" + Describe(*e) + "]");
-    }
-    // Several faults of different kinds in one job (a bad link and a throttling GPU slowing it, or
-    // a link that slowed it before a node died and hung it): each established at least `likely`,
-    // explaining the root's symptom or another symptom the job showed, and calling for exclusion,
-    // has its hosts excluded too; the root's own entry wins for a host both name.
-    if (root.action == DecisionAction::kRetryExcludingNodes) {
-      std::set<std::string> excluded;
-      for (const auto& x : out.decision.exclude) excluded.insert(x.host);
-      for (const auto* e : effects) {
-        if (e->action != DecisionAction::kRetryExcludingNodes || e->confidence < Confidence::kLikely || e->yields) continue;
-        const bool shown_symptom = std::any_of(e->explains.begin(), e->explains.end(), [&](const std::string& fc) {
-          return Explains(root, fc) || std::find(failure_classes.begin(), failure_classes.end(), fc) != failure_classes.end();
-        });
-        if (!shown_symptom) continue;
-        std::string added;
-        for (const auto& x : e->exclude)
-          if (excluded.insert(x.host).second) {
-            out.decision.exclude.push_back(x);
-            added += (added.empty() ? "" : ", ") + x.host;
-          }
-        if (!added.empty())
-          out.decision.notes.push_back("also excluded for " + e->root_cause + " (" + e->playbook + ", " + std::string(ToString(e->confidence)) +
-                                       "), a second fault in the same job: " + added);
-      }
-      std::stable_sort(out.decision.exclude.begin(), out.decision.exclude.end(), [](const Exclusion& a, const Exclusion& b) {
-        return a.priority != b.priority ? a.priority < b.priority : a.host < b.host;
-      });
-    }
-    std::set<std::string> explained(root.explains.begin(), root.explains.end());
-    for (const auto* e : effects) explained.insert(e->explains.begin(), e->explains.end());
-    for (const auto& fc : failure_classes)
-      if (explained.count(fc) && seen.insert("symptom:" + fc).second) out.causal_chain.push_back("symptom: " + fc);
-  } else if (refuter) {
-    // The metrics contradict the log's symptoms (e.g. a "hang" while every GPU kept training):
-    // nothing is wrong that a retry would fix, and the symptoms are reported as refuted.
-    out.verdict.root_cause = "none";
-    out.verdict.domain = "none";
-    out.verdict.confidence = refuter->confidence;
-    out.verdict.summary = refuter->summary;
-    out.verdict.finding = refuter->playbook + "/" + refuter->rule;
-    out.decision.action = refuter->action;
-  } else if (IsUnexplainedStatus(job_status) ||
-             (HasSymptom(failure_classes) &&
-              std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; }))) {
-    // Never let "nothing found" hide a failure.
-    out.verdict.root_cause = "unknown";
-    out.verdict.domain = "none";
-    out.verdict.confidence = Confidence::kInsufficientEvidence;
-    std::string classes;
-    for (const auto& fc : failure_classes) classes += (classes.empty() ? "" : ", ") + fc;
-    out.verdict.summary = IsUnexplainedStatus(job_status)
-                              ? "The job is " + std::string(ToString(*job_status)) + (classes.empty() ? "" : " (" + classes + ")") +
-                                    " and no playbook could name a cause."
-                              : "The evidence is insufficient to name a cause.";
-    out.decision.action = DecisionAction::kNone;
-    out.decision.notes.push_back("unexplained " + std::string(ToString(*job_status)) + ": inspect the findings and the logs before retrying");
-  } else {
-    // A job that completed with no symptom is healthy: an anomaly no playbook could tie to a loss
-    // (e.g. a host's low-level background retransmits) is noted, never turned into `unknown`.
-    out.verdict.root_cause = "none";
-    out.verdict.domain = "none";
-    const Candidate* first_none = nullptr;
-    for (const auto& c : neutral)
-      if (c.root_cause == "none") {
-        first_none = &c;
-        break;
-      }
-    out.verdict.confidence = first_none ? first_none->confidence : Confidence::kPossible;
-    out.verdict.summary = first_none ? first_none->summary : "No playbook found a problem.";
-    if (first_none) out.verdict.finding = first_none->playbook + "/" + first_none->rule;
-    out.decision.action = DecisionAction::kNone;
-    for (const auto& c : neutral)
-      if (c.root_cause == "unknown" && !c.summary.empty())
-        out.decision.notes.push_back("noted, not a failure (the job completed with no symptom): " + c.summary);
-  }
+  if (!causes.empty()) VerdictFromRootCause(causes, failure_classes, &out);
+  else VerdictWithoutCause(refuter, neutral, job_status, failure_classes, &out);
   // A neutral explanation's advice ("do not cancel on the log's silence") directs the action only
   // when no cause was found; beside a cause it would contradict the decision, so only its summary
   // is kept as context.

@@ -3,11 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 
 #include "tests/support/cli.h"
-#include "tests/support/files.h"
 #include "tests/support/golden.h"
 
 namespace diagnose {
@@ -24,16 +21,9 @@ std::string Explain(const std::vector<std::string>& extra) {
 }
 
 void CheckGolden(const std::string& name, const std::string& actual) {
-  std::string path = kSourceDir + "/tests/cli/golden/" + name;
-  std::string problem;
-  const std::optional<testing::GoldenMode> mode = testing::GoldenModeFromEnvironment(&problem);
-  ASSERT_TRUE(mode) << problem;
-  if (*mode == testing::GoldenMode::kUpdate) {
-    std::ofstream(path) << actual;
+  const std::string path = kSourceDir + "/tests/cli/golden/" + name;
+  if (testing::CheckGoldenFile(path, actual, "explain output") == testing::GoldenOutcome::kUpdated)
     GTEST_SKIP() << "updated " << path;
-  }
-  ASSERT_TRUE(std::filesystem::exists(path)) << "missing golden file " << path << " (run with DIAGNOSE_UPDATE_GOLDEN=1)";
-  EXPECT_EQ(actual, testing::ReadFileOrEmpty(path)) << "explain output changed; if intended, regenerate with DIAGNOSE_UPDATE_GOLDEN=1";
 }
 
 TEST(ExplainGoldenTest, CompiledFormIsDeterministic) {

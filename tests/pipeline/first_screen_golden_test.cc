@@ -3,10 +3,7 @@
 // budget shows up as a diff a reviewer reads. Regenerate deliberately with
 // DIAGNOSE_UPDATE_GOLDEN=1 (tests/support/golden.h) build/tests/pipeline_tests --gtest_filter='*FirstScreenGolden*'.
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,7 +11,6 @@
 
 #include "tests/support/fixture_reports.h"
 #include "tests/support/golden.h"
-#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -45,10 +41,6 @@ class FirstScreenGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(FirstScreenGolden, MatchesTheCheckedInScreenAndFitsFortyLines) {
   const std::string format = GetParam();
   const fs::path dir = fs::path(DIAGNOSE_SOURCE_DIR) / "tests" / "pipeline" / "golden";
-  std::string problem;
-  const std::optional<testing::GoldenMode> mode = testing::GoldenModeFromEnvironment(&problem);
-  ASSERT_TRUE(mode) << problem;
-  const bool update = *mode == testing::GoldenMode::kUpdate;
   for (const auto& incident : Incidents()) {
     REQUIRE_FIXTURE(incident.args.front());
     std::vector<std::string> args = incident.args;
@@ -61,12 +53,7 @@ TEST_P(FirstScreenGolden, MatchesTheCheckedInScreenAndFitsFortyLines) {
       EXPECT_LE(std::count(run.out.begin(), run.out.end(), '\n'), 40) << incident.name << "\n" << run.out;
       EXPECT_NE(run.out.find("WHAT TO DO"), std::string::npos) << run.out;
     }
-    if (update) {
-      std::ofstream(golden, std::ios::binary) << run.out;
-      continue;
-    }
-    ASSERT_TRUE(fs::exists(golden)) << golden << " missing: run with DIAGNOSE_UPDATE_GOLDEN=1";
-    EXPECT_EQ(run.out, testing::ReadFileOrEmpty(golden)) << incident.name << " (" << format << ") differs from " << golden;
+    testing::CheckGoldenFile(golden, run.out, incident.name + " (" + format + ")");
   }
 }
 
