@@ -344,14 +344,16 @@ std::string RenderStackedBars(const StackedBars& bars) {
   constexpr double kLabelWidth = 170, kBarTop = 44, kGap = 3;
   const double row_pitch = bars.row_height + kGap;
   const double height = kBarTop + row_pitch * static_cast<double>(bars.rows.size()) + kBottom;
-  double longest = bars.marker;
+  // A bar part is as long as its seconds; a negative or non-finite value has nothing to draw.
+  const auto drawn = [](double v) { return std::isfinite(v) ? std::max(0.0, v) : 0.0; };
+  double longest = drawn(bars.marker);
   for (const auto& row : bars.rows) {
     double sum = 0;
-    for (double v : row.values) sum += std::max(0.0, v);
+    for (double v : row.values) sum += drawn(v);
     longest = std::max(longest, sum);
   }
   // The axis ends on a round tick past the longest bar.
-  double scale_max = longest > 0 && std::isfinite(longest) ? longest : 1;
+  double scale_max = longest > 0 ? longest : 1;
   if (const auto ticks = NiceTicks(0, scale_max, 6); ticks.size() >= 2)
     scale_max = std::ceil(scale_max / (ticks[1] - ticks[0]) - 1e-9) * (ticks[1] - ticks[0]);
   const double plot_width = bars.width - kLabelWidth - kRight;
@@ -385,18 +387,19 @@ std::string RenderStackedBars(const StackedBars& bars) {
         << Fixed(y + bars.row_height - 2) << "\" text-anchor=\"end\">" << HtmlEscape(row.label) << "</text>";
     double at = 0;
     for (size_t p = 0; p < row.values.size() && p < bars.parts.size(); ++p) {
-      const double seconds = std::max(0.0, row.values[p]);
+      const double seconds = drawn(row.values[p]);
+      const double shown = std::isfinite(row.values[p]) ? row.values[p] : 0.0;
       out << "<rect class=\"bar-part " << HtmlEscape(bars.parts[p].css_class) << "\" data-part=\""
-          << HtmlEscape(bars.parts[p].label) << "\" data-seconds=\"" << FixedDecimal(row.values[p], 4) << "\" x=\""
+          << HtmlEscape(bars.parts[p].label) << "\" data-seconds=\"" << FixedDecimal(shown, 4) << "\" x=\""
           << FixedDecimal(px(at), 3) << "\" y=\"" << Fixed(y) << "\" width=\""
           << FixedDecimal(seconds / scale_max * plot_width, 3) << "\" height=\"" << bars.row_height << "\"><title>"
-          << HtmlEscape(row.label + ": " + bars.parts[p].label + " " + FixedDecimal(row.values[p], 3) + " s")
+          << HtmlEscape(row.label + ": " + bars.parts[p].label + " " + FixedDecimal(shown, 3) + " s")
           << "</title></rect>";
       at += seconds;
     }
     out << "</g>";
   }
-  if (bars.marker > 0)
+  if (drawn(bars.marker) > 0)
     out << "<line class=\"step-mark\" x1=\"" << FixedDecimal(px(bars.marker), 3) << "\" x2=\""
         << FixedDecimal(px(bars.marker), 3) << "\" y1=\"" << Fixed(kBarTop - 4) << "\" y2=\"" << Fixed(axis_y)
         << "\"><title>" << HtmlEscape(bars.marker_label) << "</title></line>";
