@@ -93,6 +93,7 @@ Report AssembleReport(const ReportParts& parts) {
   if (parts.profile) {
     report.profile = JobProfileJson(*parts.profile);
     report.profile_lines = JobProfileLines(*parts.profile);
+    report.profile_gpus = JobProfileGpuRows(*parts.profile);
   }
   return report;
 }

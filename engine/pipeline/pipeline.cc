@@ -494,7 +494,13 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     const std::optional<JobProfile> baseline_profile = DrillJobProfile(jobs[1].facts, options.data_dir);
     if (auto finding = ProfileRegressionFinding(jobs.front().facts, *parts.profile, jobs[1].facts,
                                                 baseline_profile ? &*baseline_profile : nullptr)) {
-      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding);
+      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstBaseline);
+      parts.profile_findings.push_back(std::move(*finding));
+    }
+  } else if (parts.profile) {
+    if (auto finding = SlowPhaseProfileFinding(jobs.front().facts, *parts.profile)) {
+      if (finding->status == FindingStatus::kFired)
+        parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstOwnHealthyLevel);
       parts.profile_findings.push_back(std::move(*finding));
     }
   }

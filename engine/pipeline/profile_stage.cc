@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "engine/analysis/robust_statistics.h"
@@ -13,13 +14,34 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// AMD Instinct nodes carry 8 GPUs; the launcher's log does not print the count.
-constexpr int kGpusPerNode = 8;
+// A family's time or the exposed communication grown by this share of the step against the
+// baseline's window is named.
+constexpr double kGrowthShareOfStep = 0.02;
 
 std::string Fixed(double value, int digits) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*f", digits, value);
   return text;
+}
+
+// The devices one task's Memstats block names ("Using (GB) ... on rocm:N", one line per GPU):
+// the most any (task, label) lists. 0 when the log has no Memstats.
+int GpusPerNodeFromLog(const JobFacts& facts) {
+  std::map<std::pair<int, std::string>, std::set<std::string>> devices;
+  for (const auto& m : facts.memstats)
+    if (!m.device.empty()) devices[{m.task, m.label}].insert(m.device);
+  size_t most = 0;
+  for (const auto& [key, names] : devices) most = std::max(most, names.size());
+  return static_cast<int>(most);
+}
+
+// The trace's device planes per host: the most GPUs any one host's files hold.
+int GpusPerNodeFromTrace(const profile::ProfileDrill& drill) {
+  std::map<std::string, int> per_host;
+  for (const auto& g : drill.per_gpu) ++per_host[g.host];
+  int most = 0;
+  for (const auto& [host, count] : per_host) most = std::max(most, count);
+  return most;
 }
 
 }  // namespace
@@ -56,11 +78,22 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
   }
   // A first pass finds the profiled steps; the step time is then taken from the log's other steps.
   profile::DrillOptions options;
-  options.expected_gpus = facts.header.nnodes * kGpusPerNode;
+  // GPUs per node from the log when it says (Memstats lists every device); else from the trace,
+  // which can then catch a missing host but not a GPU missing on every host.
+  result.gpus_per_node = GpusPerNodeFromLog(facts);
+  result.gpus_per_node_source = "the log's Memstats devices per task";
+  options.expected_gpus = facts.header.nnodes * result.gpus_per_node;
   auto drill = profile::RunDrill(files, *families, options);
   if (!drill.ok()) {
     result.error = drill.status().message();
     return result;
+  }
+  bool expected_changed = false;
+  if (result.gpus_per_node == 0) {
+    result.gpus_per_node = GpusPerNodeFromTrace(*drill);
+    result.gpus_per_node_source = "the trace's device planes per host (the log names no device)";
+    options.expected_gpus = facts.header.nnodes * result.gpus_per_node;
+    expected_changed = options.expected_gpus > 0;
   }
   std::set<int64_t> excluded(drill->step_numbers.begin(), drill->step_numbers.end());
   if (drill->writeback_step) excluded.insert(*drill->writeback_step);
@@ -74,12 +107,14 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
     if (step.mfu_pct) mfu.push_back(*step.mfu_pct);
     result.steps_used.push_back(step.step);
   }
-  if (!seconds.empty()) {
-    options.step_seconds = analysis::Median(seconds);
-    options.step_source = "the log's median over steps " + std::to_string(result.steps_used.front()) + "-" +
-                          std::to_string(result.steps_used.back()) + ", the profiled and writeback steps excluded";
-    result.tgs = analysis::Median(tgs);
-    if (!mfu.empty()) result.mfu_pct = analysis::Median(mfu);
+  if (!seconds.empty() || expected_changed) {
+    if (!seconds.empty()) {
+      options.step_seconds = analysis::Median(seconds);
+      options.step_source = "the log's median over steps " + std::to_string(result.steps_used.front()) + "-" +
+                            std::to_string(result.steps_used.back()) + ", the profiled and writeback steps excluded";
+      result.tgs = analysis::Median(tgs);
+      if (!mfu.empty()) result.mfu_pct = analysis::Median(mfu);
+    }
     // The window's own numbers do not change; only the step time (and what depends on it) does.
     drill = profile::RunDrill(files, *families, options);
     if (!drill.ok()) {
@@ -108,6 +143,8 @@ std::vector<std::string> JobProfileLines(const JobProfile& p) {
                   d.launcher_mode + ", " + std::to_string(d.steps) + " profiled steps (" + d.steps_source + ")" +
                   (d.writeback_step ? ", writeback step " + std::to_string(*d.writeback_step) : "") + ", divisor " +
                   std::to_string(d.divisor));
+  if (p.gpus_per_node > 0)
+    lines.push_back("GPUs per node " + std::to_string(p.gpus_per_node) + " (from " + p.gpus_per_node_source + ")");
   std::string decomposition = "step-time decomposition per GPU (median, s/step): busy " + Fixed(d.median.busy, 2) +
                               " = compute " + Fixed(d.median.compute, 2) + " + exposed comm " +
                               Fixed(d.median.exposed_comm, 2) + "; overlap " + Fixed(d.median.overlap, 2);
@@ -143,7 +180,27 @@ nlohmann::json JobProfileJson(const JobProfile& p) {
   if (!p.error.empty()) j["error"] = p.error;
   j["tgs"] = p.tgs ? nlohmann::json(*p.tgs) : nlohmann::json(nullptr);
   j["mfu_pct"] = p.mfu_pct ? nlohmann::json(*p.mfu_pct) : nlohmann::json(nullptr);
+  j["gpus_per_node"] = p.gpus_per_node;
+  j["gpus_per_node_source"] = p.gpus_per_node_source;
   return j;
+}
+
+nlohmann::json JobProfileGpuRows(const JobProfile& p) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (!p.drill) return rows;
+  for (const auto& g : p.drill->per_gpu) {
+    const std::string stem = profile::TraceFileStem(g.file);
+    rows.push_back({{"label", (stem.empty() ? g.host : stem) + " GPU " + std::to_string(g.device)},
+                    {"file", g.file},
+                    {"gpu", g.device},
+                    {"kernel", g.kernel},
+                    {"busy", g.busy},
+                    {"compute", g.compute},
+                    {"exposed_communication", g.exposed_comm},
+                    {"overlap", g.overlap},
+                    {"idle", g.idle}});
+  }
+  return rows;
 }
 
 namespace {
@@ -156,20 +213,58 @@ std::optional<double> SteadyTgs(const JobFacts& facts, const JobProfile* profile
 
 }  // namespace
 
-std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const JobProfile& subject_profile,
-                                                const JobFacts& baseline, const JobProfile* baseline_profile) {
-  if (!subject_profile.drill || !subject_profile.drill->blocker || !subject_profile.drill->step_minus_total)
-    return std::nullopt;
-  const std::optional<double> slow = SteadyTgs(subject, &subject_profile);
-  const std::optional<double> fast = SteadyTgs(baseline, baseline_profile);
-  if (!slow || !fast || *fast <= 0) return std::nullopt;
-  const double loss_pct = 100.0 * (*fast - *slow) / *fast;
-  if (loss_pct < kRegressionNoisePct) return std::nullopt;
-  const profile::ProfileDrill& d = *subject_profile.drill;
-  const profile::Blocker& b = *d.blocker;
-  const profile::ProfileDrill* base =
-      baseline_profile != nullptr && baseline_profile->drill ? &*baseline_profile->drill : nullptr;
+namespace {
 
+// The slower run and what it is measured against: a baseline job, or the job's own healthy level.
+struct Slowdown {
+  double tgs = 0;
+  double reference_tgs = 0;
+  std::string against;   // "below baseline 8111 (720.0)", "below its own healthy level (720.0, steps 0-19)"
+};
+
+// The family that grew most against the baseline's window, computed identically, and how step −
+// total kernel changed; warns when the windows are not comparable.
+void CompareWithBaselineWindow(const profile::ProfileDrill& d, const profile::ProfileDrill& base,
+                               nlohmann::json& value, std::string& text) {
+  const double material = kGrowthShareOfStep * d.step_seconds.value_or(d.median.busy);
+  std::string grown;
+  double growth = material;   // a family is named only past this: rounding is not growth
+  for (size_t i = 0; i < d.families.size() && i < base.families.size(); ++i) {
+    const double delta = d.families[i].seconds - base.families[i].seconds;
+    if (delta > growth) {
+      growth = delta;
+      grown = d.families[i].label;
+    }
+  }
+  if (base.step_minus_total) {
+    value["baseline_step_minus_total_kernel_seconds"] = *base.step_minus_total;
+    text += " (baseline " + Fixed(*base.step_minus_total, 2) + " s)";
+  }
+  if (!grown.empty()) {
+    value["grown_family"] = grown;
+    value["grown_seconds_per_gpu_step"] = growth;
+    text += "; " + grown + " grew by " + Fixed(growth, 2) + " s/GPU/step";
+  }
+  // Communication that used to run under compute and now does not (overlap lost) shows here, not
+  // in any family's own time.
+  const double exposed_growth = d.median.exposed_comm - base.median.exposed_comm;
+  if (exposed_growth > material) {
+    value["exposed_communication_seconds_per_step"] = d.median.exposed_comm;
+    value["baseline_exposed_communication_seconds_per_step"] = base.median.exposed_comm;
+    text += "; exposed communication (not under compute) " + Fixed(base.median.exposed_comm, 2) + " -> " +
+            Fixed(d.median.exposed_comm, 2) + " s/step on the median GPU";
+  }
+  if (base.launcher_mode != d.launcher_mode || base.gpus != d.gpus)
+    text += "; WARNING: the baseline's window differs (" + base.launcher_mode + ", " + std::to_string(base.gpus) +
+            " GPUs): per-kernel numbers are not comparable";
+}
+
+// `profile/main-stream-blocker` from a drill with a blocker: evidence of kind `profile` naming the
+// trace file, GPU, kernel and seconds.
+Finding BlockerFinding(const JobFacts& subject, const profile::ProfileDrill& d, const Slowdown& slow,
+                       const profile::ProfileDrill* base) {
+  const profile::Blocker& b = *d.blocker;
+  const double loss_pct = 100.0 * (slow.reference_tgs - slow.tgs) / slow.reference_tgs;
   nlohmann::json value = {{"gpu", b.device},
                           {"kernel", b.kernel},
                           {"family", b.family},
@@ -177,36 +272,19 @@ std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const J
                           {"kernel_seconds_per_gpu_step", b.kernel_seconds},
                           {"worst_gap_seconds_per_step", b.worst_gap_seconds},
                           {"step_minus_total_kernel_seconds", *d.step_minus_total},
-                          {"tgs", *slow},
-                          {"baseline_tgs", *fast}};
-  std::string text = "job " + subject.id + " runs at " + Fixed(*slow, 1) + " TGS, " + Fixed(loss_pct, 1) +
-                     "% below baseline " + baseline.id + " (" + Fixed(*fast, 1) + "); " + b.kernel +
-                     " blocks the main stream: " + Fixed(b.gap_seconds, 2) + " s/GPU/step of gap after it (" +
-                     Fixed(b.worst_gap_seconds, 2) + " s on GPU " + std::to_string(b.device) + " of " + b.file +
-                     "), step - total kernel " + Fixed(*d.step_minus_total, 2) + " s";
-  if (base != nullptr) {
-    // Which family grew most against the baseline's window, computed identically.
-    std::string grown;
-    double growth = 0;
-    for (size_t i = 0; i < d.families.size() && i < base->families.size(); ++i) {
-      const double delta = d.families[i].seconds - base->families[i].seconds;
-      if (delta > growth) {
-        growth = delta;
-        grown = d.families[i].label;
-      }
-    }
-    if (base->step_minus_total) {
-      value["baseline_step_minus_total_kernel_seconds"] = *base->step_minus_total;
-      text += " (baseline " + Fixed(*base->step_minus_total, 2) + " s)";
-    }
-    if (!grown.empty()) {
-      value["grown_family"] = grown;
-      value["grown_seconds_per_gpu_step"] = growth;
-      text += "; " + grown + " grew by " + Fixed(growth, 2) + " s/GPU/step";
-    }
-    if (base->launcher_mode != d.launcher_mode || base->gpus != d.gpus)
-      text += "; WARNING: the baseline's window differs (" + base->launcher_mode + ", " + std::to_string(base->gpus) +
-              " GPUs): per-kernel numbers are not comparable";
+                          {"tgs", slow.tgs},
+                          {"baseline_tgs", slow.reference_tgs}};
+  std::string text = "job " + subject.id + " runs at " + Fixed(slow.tgs, 1) + " TGS, " + Fixed(loss_pct, 1) + "% " +
+                     slow.against + "; " + b.kernel + " blocks the main stream: " + Fixed(b.gap_seconds, 2) +
+                     " s/GPU/step of gap after it (" + Fixed(b.worst_gap_seconds, 2) + " s on GPU " +
+                     std::to_string(b.device) + " of " + b.file + "), step - total kernel " +
+                     Fixed(*d.step_minus_total, 2) + " s";
+  if (base != nullptr) CompareWithBaselineWindow(d, *base, value, text);
+  if (d.slow_gpu) {
+    value["slowest_gpu"] = d.slow_gpu->what;
+    value["slowest_gpu_file"] = d.slow_gpu->file;
+    text += "; slowest GPU " + d.slow_gpu->what + ": compute " + Fixed(d.slow_gpu->value, 2) + " s/step vs median " +
+            Fixed(d.slow_gpu->median, 2) + " (robust z " + Fixed(d.slow_gpu->robust_z, 1) + "), the others wait for it";
   }
   if (!b.remedy.empty()) {
     value["remedy"] = b.remedy;
@@ -226,17 +304,70 @@ std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const J
   return f;
 }
 
-Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding) {
+}  // namespace
+
+std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const JobProfile& subject_profile,
+                                                const JobFacts& baseline, const JobProfile* baseline_profile) {
+  if (!subject_profile.drill || !subject_profile.drill->blocker || !subject_profile.drill->step_minus_total)
+    return std::nullopt;
+  const std::optional<double> slow = SteadyTgs(subject, &subject_profile);
+  const std::optional<double> fast = SteadyTgs(baseline, baseline_profile);
+  if (!slow || !fast || *fast <= 0) return std::nullopt;
+  const double loss_pct = 100.0 * (*fast - *slow) / *fast;
+  if (loss_pct < kRegressionNoisePct) return std::nullopt;
+  const profile::ProfileDrill* base =
+      baseline_profile != nullptr && baseline_profile->drill ? &*baseline_profile->drill : nullptr;
+  const Slowdown slowdown{*slow, *fast, "below baseline " + baseline.id + " (" + Fixed(*fast, 1) + ")"};
+  return BlockerFinding(subject, *subject_profile.drill, slowdown, base);
+}
+
+std::optional<Finding> SlowPhaseProfileFinding(const JobFacts& subject, const JobProfile& profile) {
+  if (!profile.drill || profile.drill->step_numbers.empty()) return std::nullopt;
+  const profile::ProfileDrill& d = *profile.drill;
+  const double healthy = subject.tgs.healthy_tgs;
+  std::vector<const TgsDip*> dips;
+  for (const auto& dip : subject.tgs.dips)
+    if (dip.depth_pct >= kRegressionNoisePct) dips.push_back(&dip);
+  if (healthy <= 0 || dips.empty()) return std::nullopt;   // never slower than its own healthy level
+  const int64_t first = d.step_numbers.front(), last = d.step_numbers.back();
+  const auto holds_window = [&](const TgsDip* dip) { return dip->first_step <= first && last <= dip->last_step; };
+  const auto inside = std::find_if(dips.begin(), dips.end(), holds_window);
+  const std::string window = "the profile window (steps " + std::to_string(first) + "-" + std::to_string(last) + ")";
+  if (inside == dips.end() || !d.blocker || !d.step_minus_total) {
+    // A window outside the slow stretch shows the healthy run (or half of each): what it holds
+    // cannot say where the slowdown's time went.
+    Finding f;
+    f.id = "profile/main-stream-blocker";
+    f.playbook = "profile";
+    f.status = FindingStatus::kSkipped;
+    const TgsDip& dip = inside == dips.end() ? *dips.front() : **inside;
+    f.summary = "job " + subject.id + " ran " + Fixed(dip.depth_pct, 1) + "% below its own healthy level (" +
+                Fixed(healthy, 1) + " TGS) over steps " + std::to_string(dip.first_step) + "-" +
+                std::to_string(dip.last_step) + "; " + window +
+                (inside == dips.end() ? " is not inside that slow stretch, so the profile cannot say where its time went: "
+                                        "evidence insufficient (profile the slow steps, or give --baseline)"
+                                      : " is inside it but shows no main-stream blocker with step - total kernel > 0");
+    return f;
+  }
+  const TgsDip& dip = **inside;
+  const Slowdown slowdown{dip.mean_tgs, healthy,
+                          "below its own healthy level (" + Fixed(healthy, 1) + " TGS; slow over steps " +
+                              std::to_string(dip.first_step) + "-" + std::to_string(dip.last_step) + ", " + window +
+                              " inside them)"};
+  return BlockerFinding(subject, d, slowdown, nullptr);
+}
+
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const ProfileReference& reference) {
   const std::string& cause = diagnosis.verdict.root_cause;
   if (cause != "none" && cause != "unknown") return diagnosis;
   diagnosis.verdict.root_cause = "kernel-time-regression";
   diagnosis.verdict.domain = "software";
   diagnosis.verdict.confidence = Confidence::kLikely;
-  diagnosis.verdict.summary = "Slower than its baseline with no system cause found; the profile shows where the time went: " +
-                              finding.summary;
+  diagnosis.verdict.summary = "Slower than " + reference.summary +
+                              " with no system cause found; the profile shows where the time went: " + finding.summary;
   diagnosis.verdict.finding = finding.id;
   diagnosis.causal_chain = {"main-stream blocker " + finding.evidence.front().value.value("kernel", std::string()),
-                            "the GPU waits on the main stream (step - total kernel > 0)", "lower TGS than the baseline"};
+                            "the GPU waits on the main stream (step - total kernel > 0)", "lower TGS than " + reference.chain};
   return diagnosis;
 }
 

@@ -22,6 +22,8 @@ struct JobProfile {
   std::optional<double> tgs;            // median outside the window
   std::optional<double> mfu_pct;
   std::vector<int64_t> steps_used;      // the log steps the step time is taken from
+  int gpus_per_node = 0;                // for the runbook's GPUs-detected check: nodes × this
+  std::string gpus_per_node_source;
 };
 
 // The job's trace files, every timestamp directory of every run; empty when it has none.
@@ -33,6 +35,8 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
 // The first screen's lines: TGS and MFU, the step-time decomposition, the kernel table, the blocker.
 std::vector<std::string> JobProfileLines(const JobProfile& profile);
 nlohmann::json JobProfileJson(const JobProfile& profile);
+// Per GPU (label "host-03.proc5 GPU 2"), the decomposition in seconds per step: the HTML bars.
+nlohmann::json JobProfileGpuRows(const JobProfile& profile);
 
 // Below this TGS loss against the baseline a run is within noise: no regression to explain.
 inline constexpr double kRegressionNoisePct = 3.0;
@@ -44,7 +48,23 @@ inline constexpr double kRegressionNoisePct = 3.0;
 std::optional<Finding> ProfileRegressionFinding(const JobFacts& subject, const JobProfile& subject_profile,
                                                 const JobFacts& baseline, const JobProfile* baseline_profile);
 
+// The same finding without a baseline, against the job's own healthy level. The rule: triage found
+// a material dip (engine/triage/tgs_analysis.h) at least kRegressionNoisePct deep, and every step
+// the host annotated inside the profile window lies within that dip; only then does the window show
+// the slow run. A dip the window misses (or straddles) gives the finding `skipped` (evidence
+// insufficient), as does a window inside it with no main-stream blocker. Nothing when triage found
+// no such dip.
+std::optional<Finding> SlowPhaseProfileFinding(const JobFacts& subject, const JobProfile& profile);
+
+// What the job is slower than, as the verdict's summary and its causal chain name it.
+struct ProfileReference {
+  std::string summary;   // "its baseline"
+  std::string chain;     // "the baseline"
+};
+inline const ProfileReference kAgainstBaseline{"its baseline", "the baseline"};
+inline const ProfileReference kAgainstOwnHealthyLevel{"its own healthy level", "its own healthy level"};
+
 // The verdict when the logs and playbooks named no cause: kernel-time-regression, from `finding`.
-Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding);
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const ProfileReference& reference);
 
 }  // namespace diagnose

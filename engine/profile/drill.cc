@@ -209,39 +209,45 @@ std::optional<Outlier> FindOutlier(const std::vector<std::pair<std::string, doub
   return Outlier{values[worst].first, files[worst], values[worst].second, median, mad, z};
 }
 
-ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamilies& families,
-                     const DrillOptions& options) {
-  ProfileDrill d;
+// What the files hold before any arithmetic: their GPUs, steps, timestamp directories and pid numbering.
+struct WindowInventory {
   std::set<int64_t> step_numbers;
   std::vector<double> step_durations;
   std::set<std::string> dirs;
   std::map<std::string, std::set<std::string>> dirs_of_host_file;
   std::set<PidNumbering> numberings;
+};
+
+WindowInventory TakeInventory(const std::vector<TraceSummary>& traces, ProfileDrill& d) {
+  WindowInventory inventory;
   int multi_gpu_files = 0, single_gpu_files = 0;
   for (const auto& t : traces) {
     d.files.push_back(t.path);
-    dirs.insert(t.window_dir);
-    dirs_of_host_file[std::filesystem::path(t.path).filename().string()].insert(t.window_dir);
+    inventory.dirs.insert(t.window_dir);
+    inventory.dirs_of_host_file[std::filesystem::path(t.path).filename().string()].insert(t.window_dir);
     d.gpus += static_cast<int>(t.gpus.size());
     (t.gpus.size() > 1 ? multi_gpu_files : single_gpu_files) += t.gpus.empty() ? 0 : 1;
     d.events += t.events;
     d.largest_file_bytes = std::max(d.largest_file_bytes, t.bytes);
-    if (!t.gpus.empty()) numberings.insert(t.numbering);
+    if (!t.gpus.empty()) inventory.numberings.insert(t.numbering);
     for (const auto& s : t.steps) {
-      step_numbers.insert(s.step);
-      step_durations.push_back(s.dur_us / kMicros);
+      inventory.step_numbers.insert(s.step);
+      inventory.step_durations.push_back(s.dur_us / kMicros);
     }
     if (t.gpus.empty()) d.warnings.push_back(t.path + ": no GPU in this file (no /device:GPU process)");
     for (const auto& w : t.warnings) d.warnings.push_back(w);
   }
-  d.window_dirs.assign(dirs.begin(), dirs.end());
+  d.window_dirs.assign(inventory.dirs.begin(), inventory.dirs.end());
   d.gpus_per_file = traces.empty() ? 0 : static_cast<double>(d.gpus) / static_cast<double>(traces.size());
   d.launcher_mode = multi_gpu_files > 0 && single_gpu_files > 0 ? "mixed"
                     : multi_gpu_files > 0                       ? "1-node/proc"
                                                                 : "1-GPU/proc";
+  return inventory;
+}
 
-  // Profiled steps: what the host annotated, not what was asked for.
-  d.step_numbers.assign(step_numbers.begin(), step_numbers.end());
+// Profiled steps: what the host annotated, not what was asked for; then the divisor and step time.
+void SetStepsAndDivisor(const WindowInventory& inventory, const DrillOptions& options, ProfileDrill& d) {
+  d.step_numbers.assign(inventory.step_numbers.begin(), inventory.step_numbers.end());
   if (!d.step_numbers.empty()) {
     d.steps = static_cast<int>(d.step_numbers.size());
     d.steps_source = "host step annotations (steps " + std::to_string(d.step_numbers.front()) + "-" +
@@ -261,12 +267,14 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
   if (options.step_seconds > 0) {
     d.step_seconds = options.step_seconds;
     d.step_source = options.step_source.empty() ? "given" : options.step_source;
-  } else if (!step_durations.empty()) {
-    d.step_seconds = analysis::Median(step_durations);
+  } else if (!inventory.step_durations.empty()) {
+    d.step_seconds = analysis::Median(inventory.step_durations);
     d.step_source = "median of the host's step annotations inside the window (profiler overhead included)";
   }
+}
 
-  // The runbook's checks.
+// The runbook's checks before any number is trusted.
+void CheckWindow(const WindowInventory& inventory, const DrillOptions& options, ProfileDrill& d) {
   if (options.expected_gpus > 0 && options.expected_gpus != d.gpus) {
     d.warnings.push_back("GPUs detected " + std::to_string(d.gpus) + " but the job ran " +
                          std::to_string(options.expected_gpus) + " (nodes × GPUs per node): " +
@@ -276,9 +284,11 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
   }
   if (d.launcher_mode == "mixed")
     d.warnings.push_back("files with one GPU and files with several: two launcher modes in one window");
+  const auto& numberings = inventory.numberings;
   if (numberings.count(PidNumbering::kMixed) > 0 ||
       (numberings.count(PidNumbering::kRaw) > 0 && numberings.count(PidNumbering::kRemapped) > 0))
     d.warnings.push_back("device pids are raw (1+) in some files and remapped (1001+) in others: files from two tools");
+  const auto& dirs = inventory.dirs;
   if (dirs.size() > 1) {
     std::optional<double> lo, hi;
     for (const auto& dir : dirs)
@@ -291,13 +301,40 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
                            Fixed((*hi - *lo) / 60, 0) +
                            " min apart: a stale window from an earlier run is included; scope to one window");
   }
-  for (const auto& [file, in_dirs] : dirs_of_host_file)
+  for (const auto& [file, in_dirs] : inventory.dirs_of_host_file)
     if (in_dirs.size() > 1)
       d.warnings.push_back(file + " appears in " + std::to_string(in_dirs.size()) +
                            " timestamp directories: two windows of the same process; scope to one");
+}
 
-  // Families and kernels.
-  const double divisor_us = d.divisor > 0 ? static_cast<double>(d.divisor) * kMicros : 1;
+// Every kernel name over all files, with the file where its worst main-stream gap fell.
+struct KernelTotals {
+  std::map<std::string, NameTotals> names;
+  std::map<std::string, std::string> worst_file;
+};
+
+KernelTotals MergeKernelTotals(const std::vector<TraceSummary>& traces) {
+  KernelTotals totals;
+  for (const auto& t : traces)
+    for (const auto& [name, of_file] : t.names) {
+      NameTotals& n = totals.names[name];
+      n.us += of_file.us;
+      n.launches += of_file.launches;
+      n.gap_us += of_file.gap_us;
+      if (of_file.worst_gpu_gap_us > n.worst_gpu_gap_us) {
+        n.worst_gpu_gap_us = of_file.worst_gpu_gap_us;
+        n.worst_device = of_file.worst_device;
+      }
+    }
+  for (const auto& t : traces)
+    for (const auto& [name, of_file] : t.names)
+      if (of_file.worst_gpu_gap_us > 0 && of_file.worst_gpu_gap_us == totals.names[name].worst_gpu_gap_us)
+        totals.worst_file[name] = t.path;
+  return totals;
+}
+
+void FillFamilies(const std::map<std::string, NameTotals>& names, const KernelFamilies& families, double divisor_us,
+                  ProfileDrill& d) {
   d.families.resize(families.families.size() + 1);
   for (size_t i = 0; i < d.families.size(); ++i) {
     FamilyRow& row = d.families[i];
@@ -305,23 +342,6 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
     row.label = families.LabelOf(i);
     row.kind = families.KindOf(i);
   }
-  std::map<std::string, NameTotals> names;
-  for (const auto& t : traces)
-    for (const auto& [name, totals] : t.names) {
-      NameTotals& n = names[name];
-      n.us += totals.us;
-      n.launches += totals.launches;
-      n.gap_us += totals.gap_us;
-      if (totals.worst_gpu_gap_us > n.worst_gpu_gap_us) {
-        n.worst_gpu_gap_us = totals.worst_gpu_gap_us;
-        n.worst_device = totals.worst_device;
-      }
-    }
-  std::map<std::string, std::string> worst_file;   // name -> file of its worst GPU gap
-  for (const auto& t : traces)
-    for (const auto& [name, totals] : t.names)
-      if (totals.worst_gpu_gap_us > 0 && totals.worst_gpu_gap_us == names[name].worst_gpu_gap_us)
-        worst_file[name] = t.path;
   double total_us = 0;
   for (const auto& [name, n] : names) {
     const size_t f = families.Classify(name);
@@ -337,8 +357,10 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
               [](const KernelRow& a, const KernelRow& b) { return a.seconds > b.seconds; });
   d.total_kernel = total_us / divisor_us;
   if (d.step_seconds) d.step_minus_total = *d.step_seconds - d.total_kernel;
+}
 
-  // Per GPU, per step.
+// Per GPU, per step: the decomposition, its medians, and the GPU and host slower than their peers.
+void DecomposePerGpu(const std::vector<TraceSummary>& traces, ProfileDrill& d) {
   const double steps = d.steps;
   std::vector<std::pair<std::string, double>> gpu_compute;
   std::vector<std::string> gpu_files;
@@ -378,34 +400,48 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
     host_files.push_back(host_file[host]);
   }
   d.slow_host = FindOutlier(hosts, host_files);
+}
 
-  // The main-stream blocker: the kernel whose following gaps cost the most.
+// The main-stream blocker: the kernel whose following gaps cost the most.
+void FindBlocker(const KernelTotals& totals, const KernelFamilies& families, double divisor_us, ProfileDrill& d) {
   const NameTotals* best = nullptr;
   std::string best_name;
-  for (const auto& [name, n] : names)
+  for (const auto& [name, n] : totals.names)
     if (best == nullptr || n.gap_us > best->gap_us) {
       best = &n;
       best_name = name;
     }
-  if (best != nullptr && d.gpus > 0) {
-    const double gap = best->gap_us / divisor_us;
-    const double reference = d.step_seconds.value_or(d.median.busy);
-    // The runbook reads a blocker only from a positive step − total kernel: a negative one is overlap.
-    const bool stalls = !d.step_minus_total || *d.step_minus_total > 0;
-    if (stalls && gap > 0 && gap >= kBlockerShareOfStep * reference) {
-      const size_t f = families.Classify(best_name);
-      Blocker b;
-      b.kernel = best_name;
-      b.family = families.LabelOf(f);
-      b.gap_seconds = gap;
-      b.kernel_seconds = best->us / divisor_us;
-      b.file = worst_file[best_name];
-      b.device = best->worst_device;
-      b.worst_gap_seconds = best->worst_gpu_gap_us / kMicros / steps;
-      if (f < families.families.size()) b.remedy = families.families[f].remedy;
-      d.blocker = b;
-    }
-  }
+  if (best == nullptr || d.gpus == 0) return;
+  const double gap = best->gap_us / divisor_us;
+  const double reference = d.step_seconds.value_or(d.median.busy);
+  // The runbook reads a blocker only from a positive step − total kernel: a negative one is overlap.
+  const bool stalls = !d.step_minus_total || *d.step_minus_total > 0;
+  if (!stalls || gap <= 0 || gap < kBlockerShareOfStep * reference) return;
+  const size_t f = families.Classify(best_name);
+  Blocker b;
+  b.kernel = best_name;
+  b.family = families.LabelOf(f);
+  b.gap_seconds = gap;
+  b.kernel_seconds = best->us / divisor_us;
+  const auto file = totals.worst_file.find(best_name);
+  if (file != totals.worst_file.end()) b.file = file->second;
+  b.device = best->worst_device;
+  b.worst_gap_seconds = best->worst_gpu_gap_us / kMicros / d.steps;
+  if (f < families.families.size()) b.remedy = families.families[f].remedy;
+  d.blocker = b;
+}
+
+ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamilies& families,
+                     const DrillOptions& options) {
+  ProfileDrill d;
+  const WindowInventory inventory = TakeInventory(traces, d);
+  SetStepsAndDivisor(inventory, options, d);
+  CheckWindow(inventory, options, d);
+  const double divisor_us = d.divisor > 0 ? static_cast<double>(d.divisor) * kMicros : 1;
+  const KernelTotals totals = MergeKernelTotals(traces);
+  FillFamilies(totals.names, families, divisor_us, d);
+  DecomposePerGpu(traces, d);
+  FindBlocker(totals, families, divisor_us, d);
   return d;
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/core/iso_time.h"
 #include "engine/core/url_encode.h"
+#include "engine/core/text.h"
 #include "engine/core/utf8.h"
 #include "engine/report/first_screen.h"
 #include "engine/report/render.h"
@@ -25,6 +26,8 @@ constexpr size_t kMaxChartsPerFinding = 3;
 constexpr size_t kMaxBlamedLines = 12;
 constexpr size_t kHeatmapMinHosts = 16;
 constexpr size_t kHeatmapColumns = 120;
+// Bars beyond this many GPUs make a page no one scrolls; the JSON keeps every GPU's medians.
+constexpr size_t kMaxProfileBars = 256;
 // A phase this far below the best phase is drawn as degraded (the triage's own phase split decides
 // where phases are; this only picks the shade).
 constexpr double kDegradedShadeFraction = 0.95;
@@ -51,7 +54,8 @@ svg .median{stroke:#4a6fa5 !important;stroke-dasharray:4 2}svg path.band,svg rec
 svg .phase{fill:#8c8c8c;opacity:.10}svg .phase.degraded{fill:#d55e00;opacity:.13}svg .phase.outline{fill:none;stroke:#d55e00;opacity:.6}
 svg .checkpoint{stroke:#777;stroke-dasharray:2 3}svg .onset{stroke:#b3261e;stroke-width:2;stroke-dasharray:7 3}
 svg .host.blamed{fill:#b3261e;font-weight:600}svg .row-highlight{fill:none;stroke:#b3261e;stroke-width:.8}
-svg .secondary{fill:#777}details{margin-top:2em}summary{cursor:pointer;font-weight:600}
+svg .secondary{fill:#777}svg .bar-part.compute{fill:#0072b2}svg .bar-part.exposed-comm{fill:#d55e00}
+svg .bar-part.idle{fill:#bbb}svg .bar-part.overlap{fill:#009e73;opacity:.45}svg .step-mark{stroke:#1b1b1b;stroke-width:1.5}details{margin-top:2em}summary{cursor:pointer;font-weight:600}
 @media print{details{display:none}}
 </style></head><body>
 )";
@@ -348,6 +352,263 @@ std::string Header(const Report& r, const FirstScreen& s) {
   return out.str();
 }
 
+
+double NumberOr(const json& j, const char* key, double fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string StringOr(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Per GPU: compute, exposed communication and idle add up to the step (wall time); overlap is
+// kernel time hidden under other kernels, so it is drawn past the step mark, not inside it.
+std::string ProfileBars(const Report& r) {
+  if (!r.profile_gpus.is_array() || r.profile_gpus.empty()) return "";
+  svg::StackedBars bars;
+  bars.title = "Step-time decomposition per GPU (s per step)";
+  bars.x_label = "seconds per step";
+  bars.parts = {{"compute", "compute"}, {"exposed communication", "exposed-comm"}, {"idle", "idle"}, {"overlap", "overlap"}};
+  bars.marker = NumberOr(r.profile, "step_seconds", 0);
+  bars.marker_label = "step time " + FixedDecimal(bars.marker, 2) + " s";
+  size_t shown = 0;
+  for (const auto& gpu : r.profile_gpus) {
+    if (!gpu.is_object()) continue;
+    if (++shown > kMaxProfileBars) break;
+    svg::BarRow row;
+    row.label = ValidUtf8(StringOr(gpu, "label"), 28, true);
+    row.data = {{"gpu", std::to_string(static_cast<long long>(NumberOr(gpu, "gpu", 0)))},
+                {"file", ValidUtf8(StringOr(gpu, "file"))}};
+    row.values = {NumberOr(gpu, "compute", 0), NumberOr(gpu, "exposed_communication", 0), NumberOr(gpu, "idle", 0),
+                  NumberOr(gpu, "overlap", 0)};
+    bars.rows.push_back(std::move(row));
+  }
+  std::string caption = "One bar per GPU: compute + exposed communication + idle = the step";
+  caption += bars.marker > 0 ? " (dark line: the step time, " + Esc(StringOr(r.profile, "step_source")) + ")"
+                             : " (step time unknown: idle not drawn)";
+  caption += "; overlap (kernel time under other kernels) drawn after it.";
+  if (shown > kMaxProfileBars)
+    caption += " First " + std::to_string(kMaxProfileBars) + " of " + std::to_string(r.profile_gpus.size()) + " GPUs.";
+  return ChartFigure("profile-bars", {}, svg::RenderStackedBars(bars), caption);
+}
+
+std::string ProfileFamilyTable(const json& profile) {
+  const auto families = profile.find("families");
+  if (families == profile.end() || !families->is_array()) return "";
+  std::ostringstream out;
+  out << "<table class=\"kernel-families\"><tr><th>kernel family</th><th>kind</th><th>s per GPU per step</th>"
+         "<th>launches</th></tr>";
+  for (const auto& f : *families) {
+    if (!f.is_object() || NumberOr(f, "launches", 0) <= 0) continue;
+    out << "<tr data-family=\"" << Esc(StringOr(f, "id")) << "\"><td>" << Esc(StringOr(f, "label")) << "</td><td>"
+        << Esc(StringOr(f, "kind")) << "</td><td>" << FixedDecimal(NumberOr(f, "seconds_per_gpu_step", 0), 3)
+        << "</td><td>" << FixedDecimal(NumberOr(f, "launches", 0), 0) << "</td></tr>";
+    const auto kernels = f.find("kernels");
+    if (kernels == f.end() || !kernels->is_array()) continue;
+    for (const auto& k : *kernels)
+      if (k.is_object())
+        out << "<tr class=\"kernel\"><td>&nbsp;&nbsp;" << Esc(ValidUtf8(StringOr(k, "name"), 80, true))
+            << "</td><td></td><td>" << FixedDecimal(NumberOr(k, "seconds_per_gpu_step", 0), 3) << "</td><td>"
+            << FixedDecimal(NumberOr(k, "launches", 0), 0) << "</td></tr>";
+  }
+  out << "<tr class=\"total\"><td><b>total kernel time (all streams)</b></td><td></td><td>"
+      << FixedDecimal(NumberOr(profile, "total_kernel_seconds", 0), 3) << "</td><td></td></tr>";
+  const auto minus = profile.find("step_minus_total_kernel_seconds");
+  if (minus != profile.end() && minus->is_number())
+    out << "<tr class=\"step-minus-total\"><td>step &minus; total kernel</td><td></td><td>"
+        << (minus->get<double>() >= 0 ? "+" : "") << FixedDecimal(minus->get<double>(), 3)
+        << "</td><td>" << (minus->get<double>() > 0 ? "main-stream stalls" : "overlap") << "</td></tr>";
+  out << "</table>\n";
+  return out.str();
+}
+
+std::string ProfileSection(const Report& r) {
+  if (!r.profile.is_object() || r.profile.empty()) return "";
+  std::ostringstream out;
+  out << "<h2>Profile</h2>\n";
+  if (const std::string error = StringOr(r.profile, "error"); !error.empty())
+    return out.str() + "<p class=\"incomplete\">profile window not read: " + Esc(error) + "</p>\n";
+  out << ProfileBars(r) << ProfileFamilyTable(r.profile);
+  return out.str();
+}
+
+std::string ThroughputSection(const Report& r) {
+  std::ostringstream out;
+  out << "<h2>Throughput</h2>\n";
+  if (r.jobs.size() > 1) {
+    // Both jobs' TGS over steps on one axis.
+    svg::LineChart c;
+    c.title = "TGS, both jobs";
+    c.y_label = "tokens/s/device";
+    c.x_axis = svg::Axis::kNumber;
+    c.x_label = "step";
+    for (const auto& job : r.jobs) {
+      svg::Line l;
+      l.label = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
+      l.css_class = "series";
+      l.data["job"] = job.id;
+      if (const JobFacts* facts = FactsOf(r, job.id))
+        for (const auto& st : facts->steps) l.points.push_back({static_cast<double>(st.step), st.tokens_per_sec_per_device});
+      c.lines.push_back(std::move(l));
+    }
+    out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");
+  }
+  for (const auto& job : r.jobs) {
+    std::string chart = TgsChart(r, job);
+    out << (chart.empty() ? "<p class=\"muted\">Job " + Esc(job.id) + ": too few step lines for a TGS timeline.</p>\n" : chart);
+  }
+  return out.str();
+}
+
+bool ChartedSeries(const Evidence& e) {
+  return e.kind == "promql" && e.series && e.series->is_object() && !e.series->empty();
+}
+
+std::string ChartKey(const Evidence& e) { return e.role + '\x1f' + e.query; }
+
+// Which fired findings cite each charted query, which queries are drawn already, and where the
+// heatmap goes: shared by every finding's section, so a query several cite is drawn once.
+struct ChartPlan {
+  std::set<std::string> excluded;
+  std::map<std::string, std::vector<const Finding*>> citing;
+  std::set<std::string> charted;
+  const Evidence* heatmap_source = nullptr;
+  const Finding* heatmap_finding = nullptr;
+
+  // A query several findings cite is drawn once, under the first, and names all of them.
+  std::string IdsCiting(const Evidence& e) {
+    std::string ids;
+    for (const Finding* f : citing[ChartKey(e)]) ids += (ids.empty() ? "" : " ") + f->id;
+    return ids;
+  }
+  // Its highlighted hosts are those any of the citing findings blames.
+  std::set<std::string> BlamedBy(const Evidence& e) {
+    std::set<std::string> blamed;
+    for (const Finding* f : citing[ChartKey(e)])
+      for (const auto& h : f->hosts) blamed.insert(HostOfKey(h));
+    return blamed.empty() ? excluded : blamed;
+  }
+};
+
+ChartPlan PlanCharts(const Report& r, const std::vector<const Finding*>& fired) {
+  ChartPlan plan;
+  for (const auto& x : r.decision.exclude) plan.excluded.insert(x.host);
+  for (const Finding* f : fired)
+    for (const auto& e : f->evidence) {
+      if (!ChartedSeries(e)) continue;
+      auto& citers = plan.citing[ChartKey(e)];
+      if (citers.empty() || citers.back() != f) citers.push_back(f);
+    }
+  // The heatmap: the first per-host family over 16+ hosts, the deciding finding's first.
+  for (const Finding* f : fired) {
+    for (const auto& e : f->evidence) {
+      if (!ChartedSeries(e) || e.role != "subject") continue;
+      std::set<std::string> hosts;
+      for (const auto& [key, list] : e.series->items()) hosts.insert(HostOfKey(key));
+      if (hosts.size() >= kHeatmapMinHosts) {
+        plan.heatmap_source = &e;
+        plan.heatmap_finding = f;
+        return plan;
+      }
+    }
+  }
+  return plan;
+}
+
+// Charts in order of what they prove: a subject/baseline pair of one query, then series that set
+// the blamed hosts against the rest, then the blamed alone, then the rest.
+struct EvidenceRanking {
+  static constexpr int kNoContrast = 4;
+  const Finding& finding;
+  const std::set<std::string>& blamed;
+  // A finding that puts hosts up for exclusion is shown by the charts that set them apart; one
+  // where they overlap the rest (congestion every host saw) comes last and only if nothing else does.
+  bool excludes = false;
+
+  const Evidence* PartnerOf(const Evidence& e) const {
+    for (const auto& other : finding.evidence)
+      if (&other != &e && ChartedSeries(other) && other.role != e.role && other.query == e.query) return &other;
+    return nullptr;
+  }
+  // Blamed hosts beside the others show the contrast; blamed hosts alone show only their shape.
+  int Rank(const Evidence& e) const {
+    if (e.role == "subject" && PartnerOf(e)) return 0;
+    bool some_blamed = false, some_other = false;
+    for (const auto& [key, list] : e.series->items()) (blamed.count(HostOfKey(key)) ? some_blamed : some_other) = true;
+    if (some_blamed && some_other && excludes && !SeparatesBlamedHosts(e, blamed)) return kNoContrast;
+    return some_blamed && some_other ? 1 : some_blamed ? 2 : 3;
+  }
+};
+
+std::string FindingHeading(const Finding& f) {
+  std::string out = "<section class=\"finding\" data-finding=\"" + Esc(f.id) + "\"><h3>" + Esc(f.id);
+  if (!f.hosts.empty()) {
+    out += " <span class=\"muted\">[";
+    for (size_t i = 0; i < f.hosts.size(); ++i) out += (i ? ", " : "") + Esc(f.hosts[i]);
+    out += "]</span>";
+  }
+  return out + "</h3><p>" + Esc(f.summary) + "</p>\n";
+}
+
+std::string FindingSection(const Report& r, const Finding& f, ChartPlan& plan) {
+  std::ostringstream out;
+  out << FindingHeading(f);
+  std::set<std::string> blamed;
+  for (const auto& h : f.hosts) blamed.insert(HostOfKey(h));
+  if (blamed.empty()) blamed = plan.excluded;
+  const EvidenceRanking ranking{
+      f, blamed, std::any_of(blamed.begin(), blamed.end(), [&](const std::string& h) { return plan.excluded.count(h) > 0; })};
+  std::vector<const Evidence*> candidates;
+  for (const auto& e : f.evidence)
+    if (ChartedSeries(e)) candidates.push_back(&e);
+  // Within a rank, the query over more series first: it sets the blamed hosts against more peers.
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Evidence* a, const Evidence* b) {
+    const int ra = ranking.Rank(*a), rb = ranking.Rank(*b);
+    return ra != rb ? ra < rb : a->series->size() > b->series->size();
+  });
+  size_t charts = 0;
+  std::vector<std::string> drawn_before;
+  for (const Evidence* ep : candidates) {
+    const Evidence& e = *ep;
+    if (!plan.charted.insert(ChartKey(e)).second) {
+      if (plan.citing[ChartKey(e)].front() != &f) drawn_before.push_back(plan.citing[ChartKey(e)].front()->id);
+      continue;
+    }
+    if (charts >= kMaxChartsPerFinding || (charts > 0 && ranking.Rank(e) == EvidenceRanking::kNoContrast)) {
+      plan.charted.erase(ChartKey(e));   // left for a later finding that cites it
+      continue;
+    }
+    const Evidence* partner = e.role == "subject" ? ranking.PartnerOf(e) : nullptr;
+    if (partner) {
+      plan.charted.insert(ChartKey(*partner));
+      out << BaselineChart(r, plan.IdsCiting(e), e, *partner);
+    } else {
+      out << SeriesChart(r, f, plan.IdsCiting(e), e, plan.BlamedBy(e));
+    }
+    ++charts;
+  }
+  if (&f == plan.heatmap_finding) out << Heatmap(r, f, *plan.heatmap_source, plan.BlamedBy(*plan.heatmap_source));
+  std::sort(drawn_before.begin(), drawn_before.end());
+  drawn_before.erase(std::unique(drawn_before.begin(), drawn_before.end()), drawn_before.end());
+  for (const auto& id : drawn_before) out << "<p class=\"muted\">Its series are charted above, under " << Esc(id) << ".</p>\n";
+  out << EvidenceList(r, f) << "</section>\n";
+  return out.str();
+}
+
+std::string FiredFindingsSection(const Report& r) {
+  std::vector<const Finding*> fired;
+  for (const auto& f : r.findings)
+    if (f.status == FindingStatus::kFired) fired.push_back(&f);
+  // The deciding finding first; the rest in evaluation order.
+  std::stable_partition(fired.begin(), fired.end(), [&](const Finding* f) { return f->id == r.verdict.finding; });
+  std::string out = "<h2>Fired findings (" + std::to_string(fired.size()) + ")</h2>\n";
+  ChartPlan plan = PlanCharts(r, fired);
+  for (const Finding* f : fired) out += FindingSection(r, *f, plan);
+  return out;
+}
+
 }  // namespace
 
 std::optional<double> TimeOfStep(const StepMap& steps, double step) {
@@ -380,142 +641,9 @@ std::string RenderHtmlReport(const Report& r, const std::string& details_html) {
                                    ": " + r.verdict.root_cause)
       << "</title>\n" << kStyle;
   out << Header(r, screen);
-
-  out << "<h2>Throughput</h2>\n";
-  if (r.jobs.size() > 1) {
-    // Both jobs' TGS over steps on one axis.
-    svg::LineChart c;
-    c.title = "TGS, both jobs";
-    c.y_label = "tokens/s/device";
-    c.x_axis = svg::Axis::kNumber;
-    c.x_label = "step";
-    for (const auto& job : r.jobs) {
-      svg::Line l;
-      l.label = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
-      l.css_class = "series";
-      l.data["job"] = job.id;
-      if (const JobFacts* facts = FactsOf(r, job.id))
-        for (const auto& st : facts->steps) l.points.push_back({static_cast<double>(st.step), st.tokens_per_sec_per_device});
-      c.lines.push_back(std::move(l));
-    }
-    out << ChartFigure("baseline", {{"metric", "tgs"}}, svg::RenderLineChart(c), "Both jobs' TGS over steps.");
-  }
-  for (const auto& job : r.jobs) {
-    std::string chart = TgsChart(r, job);
-    out << (chart.empty() ? "<p class=\"muted\">Job " + Esc(job.id) + ": too few step lines for a TGS timeline.</p>\n" : chart);
-  }
-
-  std::set<std::string> excluded;
-  for (const auto& x : r.decision.exclude) excluded.insert(x.host);
-  std::vector<const Finding*> fired;
-  for (const auto& f : r.findings)
-    if (f.status == FindingStatus::kFired) fired.push_back(&f);
-  // The deciding finding first; the rest in evaluation order.
-  std::stable_partition(fired.begin(), fired.end(), [&](const Finding* f) { return f->id == r.verdict.finding; });
-  out << "<h2>Fired findings (" << fired.size() << ")</h2>\n";
-  auto charted_series = [](const Evidence& e) {
-    return e.kind == "promql" && e.series && e.series->is_object() && !e.series->empty();
-  };
-  auto chart_key = [](const Evidence& e) { return e.role + '\x1f' + e.query; };
-  // A query several findings cite is drawn once, under the first, and names all of them; its
-  // highlighted hosts are those any of them blames.
-  std::map<std::string, std::vector<const Finding*>> citing;
-  for (const Finding* f : fired)
-    for (const auto& e : f->evidence)
-      if (charted_series(e) && (citing[chart_key(e)].empty() || citing[chart_key(e)].back() != f)) citing[chart_key(e)].push_back(f);
-  auto ids_citing = [&](const Evidence& e) {
-    std::string ids;
-    for (const Finding* f : citing[chart_key(e)]) ids += (ids.empty() ? "" : " ") + f->id;
-    return ids;
-  };
-  auto blamed_by = [&](const Evidence& e) {
-    std::set<std::string> blamed;
-    for (const Finding* f : citing[chart_key(e)])
-      for (const auto& h : f->hosts) blamed.insert(HostOfKey(h));
-    return blamed.empty() ? excluded : blamed;
-  };
-  // The heatmap: the first per-host family over 16+ hosts, the deciding finding's first.
-  const Evidence* heatmap_source = nullptr;
-  const Finding* heatmap_finding = nullptr;
-  for (const Finding* f : fired) {
-    for (const auto& e : f->evidence) {
-      if (!charted_series(e) || e.role != "subject") continue;
-      std::set<std::string> hosts;
-      for (const auto& [key, list] : e.series->items()) hosts.insert(HostOfKey(key));
-      if (hosts.size() >= kHeatmapMinHosts) {
-        heatmap_source = &e;
-        heatmap_finding = f;
-        break;
-      }
-    }
-    if (heatmap_source) break;
-  }
-  std::set<std::string> charted;
-  for (const Finding* f : fired) {
-    out << "<section class=\"finding\" data-finding=\"" << Esc(f->id) << "\"><h3>" << Esc(f->id);
-    if (!f->hosts.empty()) {
-      out << " <span class=\"muted\">[";
-      for (size_t i = 0; i < f->hosts.size(); ++i) out << (i ? ", " : "") << Esc(f->hosts[i]);
-      out << "]</span>";
-    }
-    out << "</h3><p>" << Esc(f->summary) << "</p>\n";
-    std::set<std::string> blamed;
-    for (const auto& h : f->hosts) blamed.insert(HostOfKey(h));
-    if (blamed.empty()) blamed = excluded;
-    // Charts in order of what they prove: a subject/baseline pair of one query, then series that
-    // set the blamed hosts against the rest, then the blamed alone, then the rest.
-    auto partner_of = [&](const Evidence& e) -> const Evidence* {
-      for (const auto& other : f->evidence)
-        if (&other != &e && charted_series(other) && other.role != e.role && other.query == e.query) return &other;
-      return nullptr;
-    };
-    // Blamed hosts beside the others show the contrast; blamed hosts alone show only their shape.
-    // A finding that puts hosts up for exclusion is shown by the charts that set them apart; one
-    // where they overlap the rest (congestion every host saw) comes last and only if nothing else does.
-    const bool excludes = std::any_of(blamed.begin(), blamed.end(), [&](const std::string& h) { return excluded.count(h) > 0; });
-    constexpr int kNoContrast = 4;
-    auto rank = [&](const Evidence& e) {
-      if (e.role == "subject" && partner_of(e)) return 0;
-      bool some_blamed = false, some_other = false;
-      for (const auto& [key, list] : e.series->items()) (blamed.count(HostOfKey(key)) ? some_blamed : some_other) = true;
-      if (some_blamed && some_other && excludes && !SeparatesBlamedHosts(e, blamed)) return kNoContrast;
-      return some_blamed && some_other ? 1 : some_blamed ? 2 : 3;
-    };
-    std::vector<const Evidence*> candidates;
-    for (const auto& e : f->evidence)
-      if (charted_series(e)) candidates.push_back(&e);
-    // Within a rank, the query over more series first: it sets the blamed hosts against more peers.
-    std::stable_sort(candidates.begin(), candidates.end(), [&](const Evidence* a, const Evidence* b) {
-      const int ra = rank(*a), rb = rank(*b);
-      return ra != rb ? ra < rb : a->series->size() > b->series->size();
-    });
-    size_t charts = 0;
-    std::vector<std::string> drawn_before;
-    for (const Evidence* ep : candidates) {
-      const Evidence& e = *ep;
-      if (!charted.insert(chart_key(e)).second) {
-        if (citing[chart_key(e)].front() != f) drawn_before.push_back(citing[chart_key(e)].front()->id);
-        continue;
-      }
-      if (charts >= kMaxChartsPerFinding || (charts > 0 && rank(e) == kNoContrast)) {
-        charted.erase(chart_key(e));   // left for a later finding that cites it
-        continue;
-      }
-      const Evidence* partner = e.role == "subject" ? partner_of(e) : nullptr;
-      if (partner) {
-        charted.insert(chart_key(*partner));
-        out << BaselineChart(r, ids_citing(e), e, *partner);
-      } else {
-        out << SeriesChart(r, *f, ids_citing(e), e, blamed_by(e));
-      }
-      ++charts;
-    }
-    if (f == heatmap_finding) out << Heatmap(r, *f, *heatmap_source, blamed_by(*heatmap_source));
-    std::sort(drawn_before.begin(), drawn_before.end());
-    drawn_before.erase(std::unique(drawn_before.begin(), drawn_before.end()), drawn_before.end());
-    for (const auto& id : drawn_before) out << "<p class=\"muted\">Its series are charted above, under " << Esc(id) << ".</p>\n";
-    out << EvidenceList(r, *f) << "</section>\n";
-  }
+  out << ThroughputSection(r);
+  out << ProfileSection(r);
+  out << FiredFindingsSection(r);
   out << "<p class=\"muted\">" << screen.clear << " checks clear";
   if (screen.skipped) out << ", " << screen.skipped << " skipped for insufficient evidence";
   if (screen.errors) out << ", " << screen.errors << " could not be evaluated";

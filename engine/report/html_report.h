@@ -4,9 +4,11 @@
 // Pictures, because the incidents are understood by them: the TGS timeline with its phases,
 // checkpoints and the verdict's onset; for each fired finding its per-host series with the blamed
 // hosts drawn over a median/range band of the rest; both jobs on one axis for --baseline; a host x
-// time heatmap when the job has too many hosts for lines. The DOM classes (figure.chart[data-chart],
-// path.series.blamed[data-host], path.band, rect.phase, line.onset, pre.promql, a.graph-link) are a
-// contract with tests/report/browser_test.py.
+// time heatmap when the job has too many hosts for lines; for a job with a profiler window, a
+// stacked bar per GPU (compute, exposed communication, idle, overlap) and the kernel-family table.
+// The DOM classes (figure.chart[data-chart], path.series.blamed[data-host], path.band, rect.phase,
+// line.onset, pre.promql, a.graph-link, g.bar[data-gpu] rect.bar-part[data-part][data-seconds],
+// table.kernel-families tr[data-family]) are a contract with tests/report/browser_test.py.
 #pragma once
 
 #include <cstdint>

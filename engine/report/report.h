@@ -192,6 +192,9 @@ struct Report {
   // and its first-screen lines (TGS, MFU, decomposition, kernel table, blocker).
   nlohmann::json profile;
   std::vector<std::string> profile_lines;
+  // Its per-GPU decomposition rows (label, file, gpu, compute, exposed_communication, overlap,
+  // idle, busy, kernel: seconds per step), drawn as the HTML report's stacked bars. Not in JSON.
+  nlohmann::json profile_gpus;
 };
 
 // The cause the report's decision acts on: the sweep policy's (decision.root_cause) where it named

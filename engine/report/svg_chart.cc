@@ -339,4 +339,72 @@ std::string RenderHeatmap(const Heatmap& h) {
   return out.str();
 }
 
+
+std::string RenderStackedBars(const StackedBars& bars) {
+  constexpr double kLabelWidth = 170, kBarTop = 44, kGap = 3;
+  const double row_pitch = bars.row_height + kGap;
+  const double height = kBarTop + row_pitch * static_cast<double>(bars.rows.size()) + kBottom;
+  // A bar part is as long as its seconds; a negative or non-finite value has nothing to draw.
+  const auto drawn = [](double v) { return std::isfinite(v) ? std::max(0.0, v) : 0.0; };
+  double longest = drawn(bars.marker);
+  for (const auto& row : bars.rows) {
+    double sum = 0;
+    for (double v : row.values) sum += drawn(v);
+    longest = std::max(longest, sum);
+  }
+  // The axis ends on a round tick past the longest bar.
+  double scale_max = longest > 0 ? longest : 1;
+  if (const auto ticks = NiceTicks(0, scale_max, 6); ticks.size() >= 2)
+    scale_max = std::ceil(scale_max / (ticks[1] - ticks[0]) - 1e-9) * (ticks[1] - ticks[0]);
+  const double plot_width = bars.width - kLabelWidth - kRight;
+  const auto px = [&](double seconds) { return kLabelWidth + seconds / scale_max * plot_width; };
+  std::ostringstream out;
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << bars.width << " " << Fixed(height, 0)
+      << "\" width=\"" << bars.width << "\" height=\"" << Fixed(height, 0) << "\" role=\"img\" aria-label=\""
+      << HtmlEscape(bars.title) << "\" data-seconds-per-px=\"" << FixedDecimal(scale_max / plot_width, 9) << "\">";
+  out << "<text class=\"title\" x=\"" << Fixed(kLabelWidth) << "\" y=\"14\">" << HtmlEscape(bars.title) << "</text>";
+  double lx = kLabelWidth;
+  for (size_t p = 0; p < bars.parts.size(); ++p) {
+    out << "<rect class=\"bar-part " << HtmlEscape(bars.parts[p].css_class) << "\" x=\"" << Fixed(lx)
+        << "\" y=\"22\" width=\"10\" height=\"10\"/><text class=\"legend\" x=\"" << Fixed(lx + 14) << "\" y=\"31\">"
+        << HtmlEscape(bars.parts[p].label) << "</text>";
+    lx += 14 + 7.0 * static_cast<double>(bars.parts[p].label.size()) + 16;
+  }
+  const double axis_y = kBarTop + row_pitch * static_cast<double>(bars.rows.size());
+  out << "<g class=\"axes\">";
+  for (double t : NiceTicks(0, scale_max, 6)) {
+    if (t > scale_max + 1e-12) continue;
+    out << "<line class=\"grid\" x1=\"" << Fixed(px(t)) << "\" x2=\"" << Fixed(px(t)) << "\" y1=\"" << Fixed(kBarTop)
+        << "\" y2=\"" << Fixed(axis_y) << "\"/><text x=\"" << Fixed(px(t)) << "\" y=\"" << Fixed(axis_y + 14)
+        << "\" text-anchor=\"middle\">" << Compact(t) << "</text>";
+  }
+  out << "<text x=\"" << Fixed(kLabelWidth + plot_width / 2) << "\" y=\"" << Fixed(axis_y + 30)
+      << "\" text-anchor=\"middle\">" << HtmlEscape(bars.x_label) << "</text></g>";
+  for (size_t r = 0; r < bars.rows.size(); ++r) {
+    const BarRow& row = bars.rows[r];
+    const double y = kBarTop + row_pitch * static_cast<double>(r);
+    out << "<g class=\"bar\"" << DataAttributes(row.data) << "><text x=\"" << Fixed(kLabelWidth - 6) << "\" y=\""
+        << Fixed(y + bars.row_height - 2) << "\" text-anchor=\"end\">" << HtmlEscape(row.label) << "</text>";
+    double at = 0;
+    for (size_t p = 0; p < row.values.size() && p < bars.parts.size(); ++p) {
+      const double seconds = drawn(row.values[p]);
+      const double shown = std::isfinite(row.values[p]) ? row.values[p] : 0.0;
+      out << "<rect class=\"bar-part " << HtmlEscape(bars.parts[p].css_class) << "\" data-part=\""
+          << HtmlEscape(bars.parts[p].label) << "\" data-seconds=\"" << FixedDecimal(shown, 4) << "\" x=\""
+          << FixedDecimal(px(at), 3) << "\" y=\"" << Fixed(y) << "\" width=\""
+          << FixedDecimal(seconds / scale_max * plot_width, 3) << "\" height=\"" << bars.row_height << "\"><title>"
+          << HtmlEscape(row.label + ": " + bars.parts[p].label + " " + FixedDecimal(shown, 3) + " s")
+          << "</title></rect>";
+      at += seconds;
+    }
+    out << "</g>";
+  }
+  if (drawn(bars.marker) > 0)
+    out << "<line class=\"step-mark\" x1=\"" << FixedDecimal(px(bars.marker), 3) << "\" x2=\""
+        << FixedDecimal(px(bars.marker), 3) << "\" y1=\"" << Fixed(kBarTop - 4) << "\" y2=\"" << Fixed(axis_y)
+        << "\"><title>" << HtmlEscape(bars.marker_label) << "</title></line>";
+  out << "</svg>";
+  return out.str();
+}
+
 }  // namespace diagnose::svg

@@ -74,8 +74,33 @@ struct Heatmap {
   int width = 960;
 };
 
+// Horizontal bars, one row each, stacked from parts (seconds): every part's width is its value on
+// one scale shared by all rows, so bars compare by length. Negative values draw as zero width.
+struct BarPart {
+  std::string label;       // legend and data-part
+  std::string css_class;   // "compute", "exposed-comm", ...
+};
+
+struct BarRow {
+  std::string label;
+  std::map<std::string, std::string> data;   // data-* attributes of the row's group (data-gpu)
+  std::vector<double> values;                 // one per part
+};
+
+struct StackedBars {
+  std::string title;
+  std::string x_label;
+  std::vector<BarPart> parts;
+  std::vector<BarRow> rows;
+  double marker = 0;          // a vertical line at this x when > 0 (the step time)
+  std::string marker_label;
+  int width = 960;
+  int row_height = 12;
+};
+
 std::string RenderLineChart(const LineChart& chart);
 std::string RenderHeatmap(const Heatmap& heatmap);
+std::string RenderStackedBars(const StackedBars& bars);
 
 // Keeps at most `max_points` per line: within each x bucket the first, minimum and maximum points
 // survive, so a burst of retransmits one scrape long stays visible after thinning.

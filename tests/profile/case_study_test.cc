@@ -19,20 +19,26 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A fixture scenario, changed by `edit`, generated logs-only into `outputs`.
+template <typename Edit>
+void GenerateScenario(const std::string& scenario_file, const std::string& outputs, Edit edit) {
+  auto scenario = fixturegen::LoadScenario(std::string(DIAGNOSE_SOURCE_DIR) + "/fixtures/scenarios/" + scenario_file);
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  edit(*scenario);
+  fixturegen::GenerateOptions options;
+  options.out_dir = outputs;
+  options.write_tsdb = false;
+  auto generated = fixturegen::Generate(*scenario, options);
+  ASSERT_TRUE(generated.ok()) << generated.status().message();
+}
+
 class CaseStudy0 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     outputs_ = new std::string((std::filesystem::temp_directory_path() /
                                 ("diagnose-case0-" + std::to_string(::getpid()))).string());
     std::filesystem::remove_all(*outputs_);
-    auto scenario = fixturegen::LoadScenario(std::string(DIAGNOSE_SOURCE_DIR) +
-                                             "/fixtures/scenarios/incident-8104-profile-llama405b.yaml");
-    ASSERT_TRUE(scenario.ok()) << scenario.status().message();
-    fixturegen::GenerateOptions options;
-    options.out_dir = *outputs_;
-    options.write_tsdb = false;
-    auto generated = fixturegen::Generate(*scenario, options);
-    ASSERT_TRUE(generated.ok()) << generated.status().message();
+    GenerateScenario("incident-8104-profile-llama405b.yaml", *outputs_, [](fixturegen::Scenario&) {});
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*outputs_);
@@ -95,15 +101,13 @@ class BlockerAgainstBaseline : public ::testing::Test {
   }
   // The 8104 job under another id, at `tgs`, with or without a fusion that stalls the main stream.
   static void Write(const std::string& id, double tgs, bool blocker) {
-    auto scenario = fixturegen::LoadScenario(std::string(DIAGNOSE_SOURCE_DIR) +
-                                             "/fixtures/scenarios/incident-8104-profile-llama405b.yaml");
-    ASSERT_TRUE(scenario.ok()) << scenario.status().message();
-    scenario->job_id = id;
-    scenario->job_name = "JAX-llama3.1-405b-fp8-8N";
-    scenario->seed = std::stoull(id);
-    scenario->phases.front().tgs = tgs;
-    if (blocker) {
-      auto& spec = scenario->profile->spec;
+    GenerateScenario("incident-8104-profile-llama405b.yaml", *outputs_, [&](fixturegen::Scenario& scenario) {
+      scenario.job_id = id;
+      scenario.job_name = "JAX-llama3.1-405b-fp8-8N";
+      scenario.seed = std::stoull(id);
+      scenario.phases.front().tgs = tgs;
+      if (!blocker) return;
+      auto& spec = scenario.profile->spec;
       spec.step_seconds = 13.9;
       spec.slices = {{"ck::kernel_gemm_xdl_cshuffle_v3_f8", 0, 0.0, 6.2, 126},
                      {"input_scatter_fusion_3.kd", 0, 6.2, 0.5, 6},
@@ -111,12 +115,7 @@ class BlockerAgainstBaseline : public ::testing::Test {
                      {"loop_convert_fusion_7.kd", 0, 11.1, 0.9, 126},
                      {"hipMemsetAsync", 0, 12.0, 0.2, 20},
                      {"ncclDevKernel_Generic_1", 1, 2.0, 3.4, 252}};
-    }
-    fixturegen::GenerateOptions options;
-    options.out_dir = *outputs_;
-    options.write_tsdb = false;
-    auto generated = fixturegen::Generate(*scenario, options);
-    ASSERT_TRUE(generated.ok()) << generated.status().message();
+    });
   }
   static nlohmann::json Diagnose(const std::string& subject) {
     const auto run = bench::RunChild(
@@ -152,6 +151,76 @@ TEST_F(BlockerAgainstBaseline, ASlowdownWithinNoiseIsNoRegression) {
   const auto report = Diagnose("8113");
   EXPECT_EQ(report["verdict"]["root_cause"], "none");
   for (const auto& f : report["findings"]) EXPECT_NE(f["id"], "profile/main-stream-blocker");
+}
+
+
+// No baseline: the job ran at its healthy level, then slower. The profile speaks for the slowdown
+// only when its window lies inside the slow stretch triage found; otherwise the evidence is
+// insufficient and the verdict is left alone.
+class BlockerAgainstOwnHealthyLevel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    outputs_ = new std::string((std::filesystem::temp_directory_path() /
+                                ("diagnose-own-level-" + std::to_string(::getpid()))).string());
+    std::filesystem::remove_all(*outputs_);
+    Write("8121", 25);   // window inside the slow stretch (steps 20-39)
+    Write("8122", 5);    // window in the healthy stretch, before the slowdown
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*outputs_);
+    delete outputs_;
+  }
+  static void Write(const std::string& id, int64_t window_first_step) {
+    GenerateScenario("fault-9230-profile-blocker-slow-phase.yaml", *outputs_, [&](fixturegen::Scenario& scenario) {
+      scenario.job_id = id;
+      scenario.seed = std::stoull(id);
+      scenario.profile->spec.first_step = window_first_step;
+      // Logs only, as the other cases here (a Ray job without its TSDB would be an observability gap).
+      scenario.tsdb = false;
+      scenario.ray = false;
+    });
+  }
+  static nlohmann::json Diagnose(const std::string& subject) {
+    const auto run = bench::RunChild({DIAGNOSE_BINARY, subject, "--outputs", *outputs_, "--format", "json"});
+    EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.out;
+    return nlohmann::json::parse(run.out);
+  }
+  static const nlohmann::json* ProfileFinding(const nlohmann::json& report) {
+    for (const auto& f : report["findings"])
+      if (f["id"] == "profile/main-stream-blocker") return &f;
+    return nullptr;
+  }
+  static std::string* outputs_;
+};
+std::string* BlockerAgainstOwnHealthyLevel::outputs_ = nullptr;
+
+TEST_F(BlockerAgainstOwnHealthyLevel, AWindowInsideTheSlowStretchNamesTheBlocker) {
+  const auto report = Diagnose("8121");
+  EXPECT_EQ(report["verdict"]["root_cause"], "kernel-time-regression");
+  const std::string summary = report["verdict"]["summary"].get<std::string>();
+  EXPECT_THAT(summary, HasSubstr("Slower than its own healthy level"));
+  EXPECT_THAT(summary, HasSubstr("input_scatter_fusion_3.kd blocks the main stream"));
+  EXPECT_THAT(summary, HasSubstr("steps 25-27"));
+  const nlohmann::json* finding = ProfileFinding(report);
+  ASSERT_NE(finding, nullptr);
+  EXPECT_EQ((*finding)["status"], "fired");
+  const auto& value = (*finding)["evidence"][0]["value"];
+  EXPECT_EQ(value["kernel"], "input_scatter_fusion_3.kd");
+  EXPECT_NEAR(value["gap_seconds_per_gpu_step"].get<double>(), 2.5, 0.01);
+  EXPECT_GT(value["step_minus_total_kernel_seconds"].get<double>(), 0);
+  // Measured against the healthy stretch's level, not a baseline job.
+  EXPECT_NEAR(value["baseline_tgs"].get<double>(), 720, 720 * 0.03);
+  EXPECT_NEAR(value["tgs"].get<double>(), 600, 600 * 0.03);
+}
+
+TEST_F(BlockerAgainstOwnHealthyLevel, AWindowBeforeTheSlowdownIsInsufficientEvidence) {
+  const auto report = Diagnose("8122");
+  EXPECT_NE(report["verdict"]["root_cause"], "kernel-time-regression");
+  const nlohmann::json* finding = ProfileFinding(report);
+  ASSERT_NE(finding, nullptr);
+  EXPECT_EQ((*finding)["status"], "skipped");
+  EXPECT_THAT((*finding)["summary"].get<std::string>(), HasSubstr("evidence insufficient"));
+  EXPECT_THAT((*finding)["summary"].get<std::string>(), HasSubstr("steps 5-7"));
 }
 
 }  // namespace

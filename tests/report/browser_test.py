@@ -39,6 +39,7 @@ CASES = [
     ("8043", ["8043"]),
     ("7938", ["7938"]),
     ("7882-baseline-7879", ["7882", "--baseline", "7879"]),
+    ("8104", ["8104"]),   # a job with a profiler window: per-GPU stacked bars and the kernel-family table
 ]
 CHROME_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,2400",
                "--disable-dev-shm-usage"]
@@ -182,6 +183,7 @@ for (const e of all('*')) {
 out.promql = all('pre.promql').map(e => e.textContent);
 out.graphLinks = all('a.graph-link').map(e => e.getAttribute('href') || '');
 out.blamedHosts = all('[data-blamed-host]').map(e => e.getAttribute('data-blamed-host'));
+out.families = all('table.kernel-families tr[data-family]').map(r => r.getAttribute('data-family'));
 out.horizontalOverflow = document.documentElement.scrollWidth - document.documentElement.clientWidth;
 out.charts = all('figure.chart').map((f, i) => {
   const svg = f.querySelector('svg');
@@ -203,6 +205,11 @@ out.charts = all('figure.chart').map((f, i) => {
     jobs: inSvg('path.series[data-job]').map(p => p.getAttribute('data-job')),
     cells: inSvg('rect.cell').length,
     blamedRows: all('[data-blamed-host]', f).map(e => e.getAttribute('data-blamed-host')),
+    bars: inSvg('g.bar').map(g => ({
+      gpu: g.getAttribute('data-gpu'), file: g.getAttribute('data-file'),
+      parts: all('rect.bar-part', g).map(r => ({part: r.getAttribute('data-part'),
+        seconds: parseFloat(r.getAttribute('data-seconds')), drawn: r.getBoundingClientRect().width})),
+    })),
     badPaths: inSvg('path').filter(p => {
       const d = p.getAttribute('d') || '';
       return !/\d/.test(d) || /NaN|Infinity|undefined|null/.test(d);
@@ -422,7 +429,61 @@ def check_dom(name, dom, report):
         if not good:
             fail("8308", "no series chart with >= 2 excluded hosts as path.series.blamed and >= 3 rect.phase "
                          f"(series charts: {[(c['finding'], sorted(set(c['blamed'])), c['phases']) for c in of('series')]})")
+
+    check_profile(dom, report, fail)
     return fails
+
+
+def check_profile(dom, report, fail):
+    """A job with a profile: one stacked bar per GPU the drill found, each part as long as its seconds
+    on one scale, and a row per kernel family that launched anything, all read from the JSON report."""
+    profile = report.get("profile") or {}
+    if not profile or profile.get("error"):
+        if any(c["chart"] == "profile-bars" for c in dom["charts"]):
+            fail("profile-bars", "a profile-bars chart but the JSON report has no readable profile")
+        return
+    charts = [c for c in dom["charts"] if c["chart"] == "profile-bars"]
+    if len(charts) != 1:
+        fail("profile-bars", f"{len(charts)} figure.chart[data-chart=profile-bars]; expected 1 (profile.gpus "
+                             f"{profile.get('gpus')})")
+        return
+    bars = charts[0]["bars"]
+    gpus = profile.get("gpus") or 0
+    if len(bars) != min(gpus, 256):
+        fail("profile-bars", f"{len(bars)} g.bar, profile.gpus is {gpus}: one bar per GPU expected")
+    if len({(b["file"], b["gpu"]) for b in bars}) != len(bars):
+        fail("profile-bars", "two bars for the same (file, GPU)")
+    wanted = {"compute", "exposed communication", "idle", "overlap"}
+    ratios = []
+    for b in bars:
+        if {p["part"] for p in b["parts"]} != wanted:
+            fail("profile-bars", f"GPU {b['gpu']} of {b['file']}: parts {sorted(p['part'] for p in b['parts'])}")
+        for p in b["parts"]:
+            if p["seconds"] > 0.05:
+                ratios.append((p["drawn"] / p["seconds"], b, p))
+            elif p["seconds"] <= 0 and p["drawn"] > 0.5:
+                fail("profile-bars", f"GPU {b['gpu']} {p['part']}: {p['seconds']} s drawn {p['drawn']:.1f} px wide")
+    if ratios:
+        lo, hi = min(r[0] for r in ratios), max(r[0] for r in ratios)
+        if hi > lo * 1.02 + 1e-9:
+            worst = max(ratios, key=lambda r: abs(r[0] - lo))
+            fail("profile-bars", f"widths not proportional to seconds: {lo:.3f}..{hi:.3f} px/s "
+                                 f"(GPU {worst[1]['gpu']} {worst[2]['part']}: {worst[2]['seconds']} s, "
+                                 f"{worst[2]['drawn']:.1f} px)")
+    else:
+        fail("profile-bars", "no bar part longer than 0.05 s")
+    median = (profile.get("median_gpu") or {}).get("compute")
+    computes = sorted(p["seconds"] for b in bars for p in b["parts"] if p["part"] == "compute")
+    if isinstance(median, (int, float)) and computes and len(bars) == gpus:
+        n = len(computes)
+        drawn_median = computes[n // 2] if n % 2 else (computes[n // 2 - 1] + computes[n // 2]) / 2
+        if abs(drawn_median - median) > max(1e-3, 0.005 * abs(median)):
+            fail("profile-bars", f"median compute of the bars {drawn_median:.4f} s, profile.median_gpu.compute "
+                                 f"{median:.4f} s")
+    families = [f.get("id") for f in profile.get("families") or [] if (f.get("launches") or 0) > 0]
+    if dom["families"] != families:
+        fail("profile-families", f"table.kernel-families rows {dom['families']}, profile.families with launches "
+                                 f"{families}")
 
 
 def run_diagnose(binary, outputs, args, fmt, dest, timeout):

@@ -100,6 +100,35 @@ TEST(SvgChartTest, HeatmapTitleHasNoStraySpaceWithoutAUnit) {
   EXPECT_NE(RenderHeatmap(h).find("retx (peak 5332 pkts/s)"), std::string::npos);
 }
 
+// Every part's width, read back from the SVG: one scale for all rows; negative and non-finite
+// seconds draw nothing and never make the chart unreadable.
+TEST(SvgChartTest, StackedBarsShareOneScaleAndDrawNothingForNegativeOrNonFinite) {
+  StackedBars bars;
+  bars.title = "decomposition <&>";
+  bars.parts = {{"compute", "compute"}, {"idle", "idle"}};
+  bars.rows = {{"a", {{"gpu", "0"}}, {6.0, 2.0}}, {"b", {{"gpu", "1"}}, {3.0, -1.0}},
+               {"c", {{"gpu", "2"}}, {NAN, INFINITY}}};
+  bars.marker = 8;
+  const std::string svg = RenderStackedBars(bars);
+  EXPECT_EQ(svg, RenderStackedBars(bars));
+  EXPECT_NE(svg.find("decomposition &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find("NaN"), std::string::npos);
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  EXPECT_EQ(svg.find("inf\""), std::string::npos);
+  std::vector<double> widths;
+  for (size_t at = svg.find("data-part="); at != std::string::npos; at = svg.find("data-part=", at + 1)) {
+    const size_t w = svg.find("width=\"", at) + 7;
+    widths.push_back(std::stod(svg.substr(w, svg.find('"', w) - w)));
+  }
+  ASSERT_EQ(widths.size(), 6u);
+  EXPECT_NEAR(widths[0] / 6.0, widths[1] / 2.0, 0.01);   // row a: 6 s and 2 s on one scale
+  EXPECT_NEAR(widths[2] / 3.0, widths[0] / 6.0, 0.01);   // row b's 3 s on the same scale
+  EXPECT_EQ(widths[3], 0);                               // -1 s
+  EXPECT_EQ(widths[4], 0);                               // NaN
+  EXPECT_EQ(widths[5], 0);                               // infinity
+  EXPECT_NE(svg.find("class=\"step-mark\""), std::string::npos);
+}
+
 TEST(HtmlReportTest, StepTimesInterpolateAndExtrapolate) {
   std::vector<std::pair<int64_t, double>> steps{{10, 1000}, {20, 1300}};
   EXPECT_DOUBLE_EQ(*TimeOfStep(steps, 15), 1150);

@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   gen->add_flag("--wide", generate.wide,
                 "widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s scrapes) plus overlapping faults, short/long dips, "
                 "dips under checkpoint spikes, modest-cost throttling and nodes dying mid-job");
+  gen->add_flag("--perf", generate.perf,
+                "add the performance regressions judged against a baseline run, each with a profiler window: "
+                "perf-blocker, perf-overlap-loss, perf-slow-gpu, perf-noise");
   gen->add_option("--kinds", generate.kinds,
                   "only jobs whose truth kind starts with one of these (e.g. node-death,thermal), with their baselines; "
                   "the seed plans the same jobs as without it")

@@ -21,7 +21,9 @@ struct PlannedJob {
 // `wide` (issue 35) draws every job from the widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s
 // scrapes) and adds four families: overlapping faults, dips short or long against the job,
 // dips under checkpoint spikes, throttling with a modest TGS cost. Without it a seed plans exactly
-// the jobs it planned before, so earlier campaigns stay reproducible.
-StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false);
+// the jobs it planned before, so earlier campaigns stay reproducible. `perf` (issue 33) adds the
+// performance regressions judged against a baseline run, each with a profiler window: a main-stream
+// blocker, overlap lost, one slow GPU, and a slowdown within noise.
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false, bool perf = false);
 
 }  // namespace diagnose::campaign
