@@ -244,6 +244,107 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
 
 }  // namespace
 
+namespace {
+
+// Seconds left before the run's deadline (unbounded without one).
+double SecondsLeft(const std::optional<Clock::time_point>& deadline) {
+  if (!deadline) return 1e9;
+  return std::chrono::duration<double>(*deadline - Clock::now()).count();
+}
+
+// One transfer's easy handle set up from scratch (a retry reuses the handle, never its options).
+void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::string& base_url,
+                       const std::vector<std::string>& header_lines, const RemoteEndpointOptions& options) {
+  const double timeout_seconds = std::max(0.001, std::min(r.timeout_seconds, SecondsLeft(options.deadline)));
+  r.response.clear();
+  r.url = base_url + r.path + (r.post || r.form.empty() ? "" : "?" + r.form);
+  CURL* easy = r.easy ? r.easy : curl_easy_init();
+  curl_easy_reset(easy);
+  r.easy = easy;
+  curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.response);
+  r.error[0] = '\0';
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, r.error.data());
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                   std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
+  curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(index));
+  if (r.post) {
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r.form.c_str());
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(r.form.size()));
+  }
+  if (!r.headers) {
+    for (const auto& h : header_lines) r.headers = curl_slist_append(r.headers, h.c_str());
+    if (r.post) r.headers = curl_slist_append(r.headers, "Content-Type: application/x-www-form-urlencoded");
+  }
+  if (r.headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, r.headers);
+  ApplyTlsOptions(easy, options);
+  if (r.attempts == 0) r.first_start = Clock::now();
+  ++r.attempts;
+}
+
+// A finished transfer judged: its status, its timing, and whether it goes back in the queue.
+// Returns true when it is to be retried (its not_before set to the end of its backoff).
+bool FinishTransfer(HttpQueryClient::Request& r, CURLcode code, long http, const Endpoint& endpoint,
+                    const RemoteEndpointOptions& options) {
+  bool retryable = false;
+  r.status = Evaluate(r, code, http, endpoint, &retryable);
+  if (code == CURLE_OPERATION_TIMEDOUT && SecondsLeft(options.deadline) <= 0.05) {
+    // The transfer's timeout was the run's deadline, not the per-request one: say which.
+    r.status = DeadlineExceededError("the run's deadline passed while waiting for " + r.subject + " at " +
+                                     endpoint.label + r.path);
+    retryable = false;
+  }
+  r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
+  // -vvv: where a slow run spends its time, one line per answer.
+  Log().trace("{:.3f} s, {} bytes: {}", r.elapsed_seconds, r.response.size(), r.subject);
+  if (r.streamed) {  // decoded: the text is not needed while the rest of the batch arrives
+    r.response.clear();
+    r.response.shrink_to_fit();
+  }
+  if (!r.status.ok() && retryable && r.attempts < r.max_attempts && SecondsLeft(options.deadline) > 0) {
+    const double backoff = options.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
+    r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));
+    return true;
+  }
+  if (!r.status.ok() && r.attempts > 1)
+    r.status = Status(r.status.code(), r.status.message() + " (after " + std::to_string(r.attempts) + " attempts)");
+  return false;
+}
+
+void ReleaseTransfers(std::vector<HttpQueryClient::Request>& requests) {
+  for (auto& r : requests) {
+    if (r.easy) curl_easy_cleanup(r.easy);
+    if (r.headers) curl_slist_free_all(r.headers);
+    r.easy = nullptr;
+    r.headers = nullptr;
+    r.response.clear();
+    r.response.shrink_to_fit();
+  }
+}
+
+// Who is asked, as error messages name it.
+Endpoint DescribeEndpoint(const std::string& base_url, const std::string& description,
+                          const RemoteEndpointOptions& options, const std::vector<std::string>& header_lines) {
+  Endpoint endpoint;
+  endpoint.base_url = base_url;
+  // A description that already names the URL (the CLI's "endpoint URL") is not followed by it again.
+  endpoint.label = description.empty() || description.find(base_url) != std::string::npos
+                       ? base_url
+                       : description + " " + base_url;
+  endpoint.deadline = options.deadline;
+  endpoint.sent_authorization = std::any_of(header_lines.begin(), header_lines.end(), [](const std::string& h) {
+    return h.size() > 14 && strncasecmp(h.c_str(), "Authorization:", 14) == 0;
+  });
+  return endpoint;
+}
+
+}  // namespace
+
 void HttpQueryClient::Perform(std::vector<Request>& requests) {
   std::lock_guard<std::mutex> lock(mutex_);
   CURLM* multi = static_cast<CURLM*>(multi_);
@@ -251,70 +352,21 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
   std::deque<size_t> waiting;
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
-
-  Endpoint endpoint;
-  endpoint.base_url = base_url_;
-  // A description that already names the URL (the CLI's "endpoint URL") is not followed by it again.
-  endpoint.label = description_.empty() || description_.find(base_url_) != std::string::npos
-                       ? base_url_
-                       : description_ + " " + base_url_;
-  endpoint.deadline = options_.deadline;
-  endpoint.sent_authorization = std::any_of(header_lines_.begin(), header_lines_.end(), [](const std::string& h) {
-    return h.size() > 14 && strncasecmp(h.c_str(), "Authorization:", 14) == 0;
-  });
-
-  // Seconds left before the run's deadline (unbounded without one).
-  auto remaining = [&] {
-    if (!options_.deadline) return 1e9;
-    return std::chrono::duration<double>(*options_.deadline - Clock::now()).count();
-  };
-  auto start_transfer = [&](size_t i) {
-    Request& r = requests[i];
-    const double timeout_seconds = std::max(0.001, std::min(r.timeout_seconds, remaining()));
-    r.response.clear();
-    r.url = base_url_ + r.path + (r.post || r.form.empty() ? "" : "?" + r.form);
-    CURL* easy = r.easy ? r.easy : curl_easy_init();
-    curl_easy_reset(easy);
-    r.easy = easy;
-    curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.response);
-    r.error[0] = '\0';
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, r.error.data());
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-                     std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
-    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
-    curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
-    if (r.post) {
-      curl_easy_setopt(easy, CURLOPT_POST, 1L);
-      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r.form.c_str());
-      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(r.form.size()));
-    }
-    if (!r.headers) {
-      for (const auto& h : header_lines_) r.headers = curl_slist_append(r.headers, h.c_str());
-      if (r.post) r.headers = curl_slist_append(r.headers, "Content-Type: application/x-www-form-urlencoded");
-    }
-    if (r.headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, r.headers);
-    ApplyTlsOptions(easy, options_);
-    if (r.attempts == 0) r.first_start = Clock::now();
-    ++r.attempts;
-    curl_multi_add_handle(multi, easy);
-    ++active;
-  };
+  const Endpoint endpoint = DescribeEndpoint(base_url_, description_, options_, header_lines_);
 
   while (!waiting.empty() || active > 0) {
     const auto now = Clock::now();
     // Start whatever is due, in order; a request waiting out its backoff does not block later ones.
     for (auto it = waiting.begin(); it != waiting.end() && active < parallel;) {
-      if (remaining() <= 0) {
+      if (SecondsLeft(options_.deadline) <= 0) {
         Request& r = requests[*it];
         r.status = DeadlineExceededError("the run's deadline passed before " + r.subject + " could be answered" +
                                          (r.attempts > 0 ? " (after " + std::to_string(r.attempts) + " attempts)" : ""));
         it = waiting.erase(it);
       } else if (requests[*it].not_before <= now) {
-        start_transfer(*it);
+        ConfigureTransfer(requests[*it], *it, base_url_, header_lines_, options_);
+        curl_multi_add_handle(multi, requests[*it].easy);
+        ++active;
         it = waiting.erase(it);
       } else {
         ++it;
@@ -334,30 +386,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &http);
       curl_multi_remove_handle(multi, easy);
       --active;
-      Request& r = requests[i];
-      bool retryable = false;
-      r.status = Evaluate(r, code, http, endpoint, &retryable);
-      if (code == CURLE_OPERATION_TIMEDOUT && remaining() <= 0.05) {
-        // The transfer's timeout was the run's deadline, not the per-request one: say which.
-        r.status = DeadlineExceededError("the run's deadline passed while waiting for " + r.subject + " at " +
-                                         endpoint.label + r.path);
-        retryable = false;
-      }
-      r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
-      // -vvv: where a slow run spends its time, one line per answer.
-      Log().trace("{:.3f} s, {} bytes: {}", r.elapsed_seconds, r.response.size(), r.subject);
-      if (r.streamed) {  // decoded: the text is not needed while the rest of the batch arrives
-        r.response.clear();
-        r.response.shrink_to_fit();
-      }
-      if (!r.status.ok() && retryable && r.attempts < r.max_attempts && remaining() > 0) {
-        const double backoff = options_.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
-        r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));
-        waiting.push_back(i);
-      } else if (!r.status.ok() && r.attempts > 1) {
-        r.status = Status(r.status.code(), r.status.message() + " (after " + std::to_string(r.attempts) +
-                                               " attempts)");
-      }
+      if (FinishTransfer(requests[i], code, http, endpoint, options_)) waiting.push_back(i);
     }
     if (active > 0) {
       curl_multi_poll(multi, nullptr, 0, 20, nullptr);
@@ -370,14 +399,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       std::this_thread::sleep_until(wake);
     }
   }
-  for (auto& r : requests) {
-    if (r.easy) curl_easy_cleanup(r.easy);
-    if (r.headers) curl_slist_free_all(r.headers);
-    r.easy = nullptr;
-    r.headers = nullptr;
-    r.response.clear();
-    r.response.shrink_to_fit();
-  }
+  ReleaseTransfers(requests);
 }
 
 namespace {
