@@ -29,6 +29,8 @@ struct ExportArgs {
   std::string target = "prometheus";
   std::string output;
   std::string interval = "30s";
+  std::string job_label;
+  std::string query_url;
 };
 
 struct RuleTestArgs {
@@ -64,8 +66,11 @@ bool LoadRules(const std::string& command, LoadedRules* out) {
 }
 
 StatusOr<alerting::RuleExport> Export(const LoadedRules& rules, const std::vector<std::string>& playbooks,
-                                      const std::string& target, const std::string& interval) {
+                                      const std::string& target, const std::string& interval,
+                                      const std::string& job_label = "", const std::string& query_url = "") {
   alerting::ExportOptions options;
+  options.job_label = job_label;
+  options.query_url = query_url;
   options.playbooks = playbooks;
   options.target = target == "vmalert" ? alerting::RuleTarget::kVmalert : alerting::RuleTarget::kPrometheus;
   options.interval = interval;
@@ -75,7 +80,7 @@ StatusOr<alerting::RuleExport> Export(const LoadedRules& rules, const std::vecto
 int RunExport(const ExportArgs& args) {
   LoadedRules rules;
   if (!LoadRules("diagnose rules export", &rules)) return 1;
-  auto exported = Export(rules, args.playbooks, args.target, args.interval);
+  auto exported = Export(rules, args.playbooks, args.target, args.interval, args.job_label, args.query_url);
   if (!exported.ok()) {
     PrintError("diagnose rules export", exported.status().message());
     return exported.status().code() == StatusCode::kNotFound ? 2 : 1;
@@ -208,6 +213,10 @@ void RegisterRules(CLI::App& app, CommandRegistry& registry) {
       ->check(CLI::IsMember({"prometheus", "vmalert"}));
   exp->add_option("-o,--output", export_args.output, "write the rule file here (default stdout)");
   exp->add_option("--interval", export_args.interval, "the groups' evaluation interval (default 30s)");
+  exp->add_option("--job-label", export_args.job_label,
+                  "for a fleet store holding many jobs: the label naming the job, kept by every aggregation and match");
+  exp->add_option("--query-url", export_args.query_url,
+                  "the endpoint the alerts' command annotation names (default: the alerting server's external URL)");
   registry.Add(exp, [] { return RunExport(export_args); });
 
   CLI::App* test = rules->add_subcommand(

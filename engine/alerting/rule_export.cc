@@ -13,6 +13,7 @@
 
 #include "engine/core/cleanup_registry.h"
 #include "engine/core/subprocess.h"
+#include "engine/core/text.h"
 #include "engine/playbook/promql_lint.h"
 #include "engine/playbook/promql_template.h"
 
@@ -129,6 +130,100 @@ std::string InlineRecords(const std::string& expr, const std::vector<RenderedRec
   return out;
 }
 
+namespace {
+
+bool IsAggregation(const std::string& word) {
+  static const std::set<std::string> kAggregations = {"sum",    "min",    "max",    "avg",     "count",  "quantile",
+                                                      "topk",   "bottomk", "stddev", "stdvar", "group", "count_values"};
+  return kAggregations.count(word) > 0;
+}
+
+size_t SkipSpace(const std::string& s, size_t i) {
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+
+// The index just past the bracket that closes the one at `open` (s[open] is '(', '{' or '['), passing
+// over quoted strings; s.size() when it never closes.
+size_t PastClosing(const std::string& s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '"' || c == '\'' || c == '`') {
+      for (++i; i < s.size() && s[i] != c; ++i)
+        if (s[i] == '\\' && c != '`') ++i;
+      continue;
+    }
+    if (c == '(' || c == '{' || c == '[') ++depth;
+    if ((c == ')' || c == '}' || c == ']') && --depth == 0) return i + 1;
+  }
+  return s.size();
+}
+
+// "(host, instance)" + "job" -> "(host, instance, job)"; "()" -> "(job)"; unchanged when present.
+std::string WithLabel(const std::string& list, const std::string& label) {
+  std::vector<std::string> labels;
+  std::string name;
+  for (size_t i = 1; i + 1 <= list.size(); ++i) {
+    const char c = i + 1 == list.size() ? ',' : list[i];   // the closing ')' ends the last name
+    if (c == ',') {
+      if (name == label) return list;
+      if (!name.empty()) labels.push_back(name);
+      name.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      name += c;
+    }
+  }
+  labels.push_back(label);
+  return "(" + JoinStrings(labels, ", ") + ")";
+}
+
+}  // namespace
+
+std::string KeepLabelInGroupings(const std::string& expr, const std::string& label) {
+  if (label.empty()) return expr;
+  std::string out;
+  size_t i = 0;
+  while (i < expr.size()) {
+    const char c = expr[i];
+    if (c == '"' || c == '\'' || c == '`' || c == '{' || c == '[') {
+      // A string, a matcher block or a range: copied as it is (label names inside are not groupings).
+      size_t end = c == '{' || c == '[' ? PastClosing(expr, i) : i + 1;
+      if (c != '{' && c != '[') {
+        while (end < expr.size() && expr[end] != c) end += expr[end] == '\\' && c != '`' ? 2 : 1;
+        end = std::min(expr.size(), end + 1);
+      }
+      out += expr.substr(i, end - i);
+      i = end;
+      continue;
+    }
+    if (!IsNameChar(c) || (i > 0 && IsNameChar(expr[i - 1]))) {
+      out += c;
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < expr.size() && IsNameChar(expr[j])) ++j;
+    const std::string word = expr.substr(i, j - i);
+    out += word;
+    const size_t next = SkipSpace(expr, j);
+    if ((word == "by" || word == "on") && next < expr.size() && expr[next] == '(') {
+      const size_t end = PastClosing(expr, next);
+      out += expr.substr(j, next - j) + WithLabel(expr.substr(next, end - next), label);
+      i = end;
+      continue;
+    }
+    if (IsAggregation(word) && next < expr.size() && expr[next] == '(') {
+      // No prefix grouping; a postfix one (`sum(x) by (host)`) is handled when its `by` is reached.
+      const size_t after = SkipSpace(expr, PastClosing(expr, next));
+      const bool postfix = expr.compare(after, 2, "by") == 0 || expr.compare(after, 7, "without") == 0;
+      if (!postfix) out += " by (" + label + ") ";
+    }
+    i = j;
+  }
+  return out;
+}
+
 std::vector<NotExportable> FindNotExportable(const AlertBook& book, const pb::Library& library,
                                              const std::vector<std::string>& playbooks) {
   std::vector<NotExportable> out;
@@ -152,24 +247,44 @@ std::vector<NotExportable> FindNotExportable(const AlertBook& book, const pb::Li
   return out;
 }
 
+namespace {
+
+// What the reader of a firing alert runs next, naming the job (from the alert's own labels when the
+// store has a job label) and the endpoint that holds it.
+std::string DiagnoseCommand(const ExportOptions& options) {
+  const std::string url = options.query_url.empty() ? "{{ $externalURL }}" : options.query_url;
+  if (options.job_label.empty()) return "diagnose JOB --prometheus " + url + " (JOB: the Slurm job id)";
+  return "diagnose {{ $labels." + options.job_label + " }} --prometheus " + url + " --job-label " + options.job_label;
+}
+
+}  // namespace
+
 StatusOr<RuleExport> ExportRules(const AlertBook& book, const pb::Library& library, const ExportOptions& options) {
   for (const auto& id : options.playbooks)
     if (!library.FindPlaybook(id)) return NotFoundError("unknown playbook '" + id + "'");
+  // Both go into PromQL or a template as they are: a label name, and a URL with no template braces.
+  static const std::regex kLabelName("[a-zA-Z_][a-zA-Z0-9_]*");
+  if (!options.job_label.empty() && !std::regex_match(options.job_label, kLabelName))
+    return InvalidArgumentError("--job-label '" + options.job_label + "' is not a Prometheus label name");
+  if (options.query_url.find("{{") != std::string::npos || options.query_url.find("}}") != std::string::npos)
+    return InvalidArgumentError("--query-url must not contain template braces");
   RuleExport out;
   out.interval = options.interval;
   std::vector<RenderedRecord> all_records;
   for (const auto& r : book.records) {
     auto expr = Render(r.expr_template, r.args, library.thresholds, nlohmann::json::object(), "record " + r.record);
     if (!expr.ok()) return expr.status();
-    all_records.push_back({r.record, *expr});
+    all_records.push_back({r.record, KeepLabelInGroupings(*expr, options.job_label)});
   }
   std::set<std::string> used_records;
   for (const auto& a : book.alerts) {
     if (!Selected(options.playbooks, a.playbook)) continue;
     const pb::PlaybookSpec* playbook = library.FindPlaybook(a.playbook);
     nlohmann::json params = DefaultParams(playbook, library.thresholds);
-    auto expr = Render(a.expr_template, a.args, library.thresholds, params, "alert " + a.alert);
-    if (!expr.ok()) return expr.status();
+    auto rendered = Render(a.expr_template, a.args, library.thresholds, params, "alert " + a.alert);
+    if (!rendered.ok()) return rendered.status();
+    const std::string kept = KeepLabelInGroupings(*rendered, options.job_label);
+    const std::string* expr = &kept;
     auto hold_value = ArgValue(a.hold, library.thresholds, params);
     if (!hold_value.ok()) return InvalidArgumentError("alert " + a.alert + ": for: " + hold_value.status().message());
     auto hold = pb::FormatParam(pb::ParamType::kDuration, *hold_value, "for");
@@ -184,9 +299,8 @@ StatusOr<RuleExport> ExportRules(const AlertBook& book, const pb::Library& libra
     alert.labels = {{"severity", a.severity}, {"playbook", a.playbook}, {"root_cause", a.root_cause}};
     alert.annotations["summary"] = a.summary;
     if (playbook) alert.annotations["runbook"] = playbook->description;
-    alert.annotations["command"] =
-        "diagnose JOB --prometheus URL (JOB: the Slurm job id; URL: this Prometheus, or the fleet store with "
-        "--job-label) runs the " + a.playbook + " playbook with the log and the whole job window";
+    alert.annotations["command"] = DiagnoseCommand(options) + " runs the " + a.playbook +
+                                   " playbook with the job's log and its whole window";
     out.alerts.push_back(std::move(alert));
   }
   for (const auto& r : all_records)

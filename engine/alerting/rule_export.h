@@ -26,6 +26,13 @@ struct ExportOptions {
   RuleTarget target = RuleTarget::kPrometheus;
   std::vector<std::string> playbooks;   // empty: every playbook
   std::string interval = "30s";         // the groups' evaluation interval
+  // A fleet store holds many jobs' series (Thanos, Mimir, VictoriaMetrics): every aggregation and
+  // vector match of the exported rules keeps this label, so two jobs on hosts of the same name stay
+  // apart and an alert says which job it is about. "" = a per-job Prometheus.
+  std::string job_label;
+  // The endpoint the "command" annotation tells the reader to ask; "" = the alerting server's own
+  // external URL ({{ $externalURL }}), right for a per-job Prometheus.
+  std::string query_url;
 };
 
 struct RenderedRecord {
@@ -61,6 +68,11 @@ StatusOr<RuleExport> ExportRules(const AlertBook& book, const playbook::Library&
 
 // The rule file (YAML), with the not-exportable verdicts listed in its header comment.
 std::string RuleFileYaml(const RuleExport& rules, const std::string& generated_from);
+
+// `expr` with `label` kept through every aggregation and vector match: added to each `by (...)` and
+// `on (...)` list, and `by (label)` given to an aggregation that has no grouping. Strings, label
+// matchers and range brackets are passed over; `without (...)` and `ignoring (...)` keep it already.
+std::string KeepLabelInGroupings(const std::string& expr, const std::string& label);
 
 // Replaces each whole-word use of a record's name in `expr` by its parenthesised expression.
 std::string InlineRecords(const std::string& expr, const std::vector<RenderedRecord>& records);

@@ -136,6 +136,78 @@ TEST(RuleExport, InlineRecordsReplacesWholeNamesOnly) {
             "(sum(rate(x[2m]))) / host:x:rate2 + my_host:x:rate");
 }
 
+TEST(RuleExport, AJobLabelIsKeptByEveryGroupingAndMatch) {
+  EXPECT_EQ(KeepLabelInGroupings("sum by (host, instance) (rate(x[2m]))", "job"),
+            "sum by (host, instance, job) (rate(x[2m]))");
+  EXPECT_EQ(KeepLabelInGroupings("a >= on () group_left () (0.02 * max(a)) unless on (host) b", "job"),
+            "a >= on (job) group_left () (0.02 * max by (job) (a)) unless on (host, job) b");
+  EXPECT_EQ(KeepLabelInGroupings("count(quantile by (host) (0.5, x)) / count(y)", "job"),
+            "count by (job) (quantile by (host, job) (0.5, x)) / count by (job) (y)");
+  // Already there, postfix grouping, label names inside matchers, strings and ranges: untouched.
+  EXPECT_EQ(KeepLabelInGroupings("max by (job, host) (x)", "job"), "max by (job, host) (x)");
+  EXPECT_EQ(KeepLabelInGroupings("sum(x) by (host)", "job"), "sum(x) by (host, job)");
+  EXPECT_EQ(KeepLabelInGroupings("max_over_time(x{by=\"on (a)\", sum=\"max(\"}[5m])", "job"),
+            "max_over_time(x{by=\"on (a)\", sum=\"max(\"}[5m])");
+  EXPECT_EQ(KeepLabelInGroupings("label_replace(x, \"max\", \"sum(\", \"\", \"\")", "job"),
+            "label_replace(x, \"max\", \"sum(\", \"\", \"\")");
+  EXPECT_EQ(KeepLabelInGroupings("sum by (host) (x)", ""), "sum by (host) (x)");
+}
+
+// One store, two jobs whose hosts have the same names: the exported alerts, run by promtool, fire for
+// the job whose host lost packets and carry its job label; without it the two jobs' counters summed.
+TEST(RuleExport, WithAJobLabelTwoJobsOnSameNamedHostsStayApart) {
+  if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
+  Shipped s = LoadShipped();
+  ExportOptions options;
+  options.job_label = "slurm_job";
+  options.query_url = "https://store.example/prometheus";
+  for (auto target : {RuleTarget::kPrometheus, RuleTarget::kVmalert}) {
+    options.target = target;
+    auto exported = ExportRules(s.book, s.library, options);
+    ASSERT_TRUE(exported.ok()) << exported.status().message();
+    EXPECT_EQ(CheckRules(RuleFileYaml(*exported, "test")), "");
+    for (const auto& a : exported->alerts)
+      EXPECT_THAT(a.annotations.at("command"),
+                  HasSubstr("diagnose {{ $labels.slurm_job }} --prometheus https://store.example/prometheus --job-label slurm_job"));
+  }
+  options.target = RuleTarget::kPrometheus;
+  auto exported = ExportRules(s.book, s.library, options);
+  ASSERT_TRUE(exported.ok());
+  fs::path dir = fs::temp_directory_path() / ("diagnose-job-label-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "rules.yml") << RuleFileYaml(*exported, "test");
+  std::ofstream(dir / "test.yml") << R"(rule_files: [rules.yml]
+evaluation_interval: 30s
+tests:
+  - interval: 30s
+    input_series:
+      - series: 'hw_rdma_req_tx_retry_excd_err_total{host="n1", instance="n1:9400", slurm_job="8001"}'
+        values: '0+1x40'
+      - series: 'hw_rdma_req_tx_retry_excd_err_total{host="n1", instance="n1:9400", slurm_job="8002"}'
+        values: '7x40'
+    promql_expr_test:
+      - expr: ALERTS{alertname="DiagnoseRdmaRetryExhausted", alertstate="firing"}
+        eval_time: 15m
+        exp_samples:
+          - labels: 'ALERTS{alertname="DiagnoseRdmaRetryExhausted", alertstate="firing", host="n1", instance="n1:9400", slurm_job="8001", playbook="rdma-phase-correlation", root_cause="rdma-link-degradation", severity="critical"}'
+            value: 1
+)";
+  auto run = RunCommand({"promtool", "test", "rules", (dir / "test.yml").string()}, std::chrono::seconds(60));
+  fs::remove_all(dir);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+}
+
+TEST(RuleExport, AJobLabelMustBeALabelName) {
+  Shipped s = LoadShipped();
+  ExportOptions options;
+  options.job_label = "job) or vector(1";
+  EXPECT_FALSE(ExportRules(s.book, s.library, options).ok());
+  options.job_label = "slurm_job";
+  options.query_url = "http://x/{{ .Labels }}";
+  EXPECT_FALSE(ExportRules(s.book, s.library, options).ok());
+}
+
 TEST(RuleExport, VerdictsPromqlCannotSayAreListedWithTheirReason) {
   Shipped s = LoadShipped();
   auto exported = ExportRules(s.book, s.library, {});
