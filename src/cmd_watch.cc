@@ -21,6 +21,7 @@
 #include "engine/decision/sweep_history.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/watch/alert_watch.h"
 #include "engine/watch/watcher.h"
 #include "src/commands.h"
 
@@ -40,6 +41,7 @@ struct WatchArgs {
   bool logs_only = false;
   bool alerts = false;
   std::string job;
+  std::string job_label;
 };
 
 std::atomic<bool> g_stop{false};
@@ -78,8 +80,8 @@ StatusOr<std::string> LiveJob(const WatchArgs& args) {
 }
 
 // `watch --alerts --prometheus URL`: the exported alerts polled on a live endpoint (a running job's
-// own Prometheus); the moment one starts firing, the job is diagnosed through the same endpoint.
-// One report per incident: a job is diagnosed once per root cause its alerts name.
+// own Prometheus, or a fleet store with --job-label); each alert's job diagnosed through the same
+// endpoint, once per root cause (engine/watch/alert_watch.h).
 int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& rulebook, const std::string& data_dir) {
   const std::string command = "diagnose watch --alerts";
   if (args.prometheus.empty()) {
@@ -94,10 +96,12 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
   }
   alerting::ExportOptions export_options;
   export_options.target = alerting::RuleTarget::kVmalert;
+  // On a fleet store every aggregation keeps the job label, so an alert names its job.
+  export_options.job_label = args.job_label;
   auto rules = alerting::ExportRules(book, rulebook->library, export_options);
   if (!rules.ok()) {
     PrintError(command, rules.status().message());
-    return 1;
+    return 2;
   }
   RemoteEndpointOptions endpoint;
   endpoint.url = args.prometheus;
@@ -111,66 +115,35 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
     PrintError(command, "cannot reach " + args.prometheus + ": " + probe.status().message().substr(0, 200));
     return 1;
   }
-  alerting::AlertPoller poller(*rules, **client);
-  std::set<std::pair<std::string, std::string>> diagnosed;   // (job, root cause)
+  AlertWatchOptions options;
+  options.endpoint = args.prometheus;
+  options.job_label = args.job_label;
+  options.poll_seconds = args.poll_seconds;
+  options.once = args.once;
+  options.now = [] { return static_cast<double>(std::time(nullptr)); };
+  options.default_job = [&args] { return LiveJob(args); };
+  options.diagnose = [&args, &rulebook, &data_dir](const std::string& job) -> StatusOr<std::string> {
+    DiagnoseOptions d;
+    d.job_ref = job;
+    d.outputs_dir = DefaultOutputsDir(args.outputs);
+    d.data_dir = data_dir;
+    d.rulebook = rulebook;
+    d.remote.url = args.prometheus;
+    d.job_label = args.job_label;
+    ASSIGN_OR_RETURN(Report report, RunDiagnosis(d));
+    return RenderText(report);
+  };
+  options.print = [](const std::string& text) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  options.note = [&command](const std::string& line) { std::fprintf(stderr, "%s: %s\n", command.c_str(), line.c_str()); };
   std::fprintf(stderr, "%s: polling %zu alerts on %s every %.0f s\n", command.c_str(), rules->alerts.size(),
                args.prometheus.c_str(), args.poll_seconds);
-  // A failed poll is the endpoint's fault, not the job's: the watch waits and asks again, twice as
-  // long after each failure in a row (capped at 5 minutes); the poller keeps its place, so the next
-  // answer covers the evaluations the failed ones missed.
-  int failures_in_a_row = 0;
-  double wait_seconds = args.poll_seconds;
-  while (!g_stop.load()) {
-    auto started = std::chrono::steady_clock::now();
-    auto firing = poller.Poll(static_cast<double>(std::time(nullptr)));
-    if (!firing.ok()) {
-      if (args.once) {
-        PrintError(command, firing.status().message());
-        return 1;
-      }
-      ++failures_in_a_row;
-      wait_seconds = std::min(300.0, args.poll_seconds * std::pow(2.0, std::min(failures_in_a_row - 1, 16)));
-      std::fprintf(stderr, "%s: poll failed (%d in a row): %s; retrying in %.0f s\n", command.c_str(),
-                   failures_in_a_row, firing.status().message().substr(0, 300).c_str(), wait_seconds);
-    } else {
-      if (failures_in_a_row > 0)
-        std::fprintf(stderr, "%s: %s answers again after %d failed poll(s)\n", command.c_str(), args.prometheus.c_str(),
-                     failures_in_a_row);
-      failures_in_a_row = 0;
-      wait_seconds = args.poll_seconds;
-    }
-    for (const auto& f : firing.ok() ? *firing : std::vector<alerting::AlertFiring>{}) {
-      std::string who;
-      for (const auto& [k, v] : f.labels) who += (who.empty() ? "" : ",") + k + "=" + v;
-      auto job = LiveJob(args);
-      if (!job.ok()) {
-        std::printf("alert %s {%s} firing; %s\n", f.alert.c_str(), who.c_str(), job.status().message().c_str());
-        continue;
-      }
-      if (!diagnosed.insert({*job, f.root_cause}).second) {
-        std::printf("alert %s {%s} firing; job %s already diagnosed for %s\n", f.alert.c_str(), who.c_str(),
-                    job->c_str(), f.root_cause.c_str());
-        continue;
-      }
-      std::printf("alert %s {%s} firing: diagnosing job %s through %s\n", f.alert.c_str(), who.c_str(), job->c_str(),
-                  args.prometheus.c_str());
-      DiagnoseOptions d;
-      d.job_ref = *job;
-      d.outputs_dir = DefaultOutputsDir(args.outputs);
-      d.data_dir = data_dir;
-      d.rulebook = rulebook;
-      d.remote.url = args.prometheus;
-      auto report = RunDiagnosis(d);
-      if (!report.ok()) {
-        std::printf("  job %s: diagnosis failed: %s\n", job->c_str(), report.status().message().c_str());
-        continue;
-      }
-      std::fputs(RenderText(*report).c_str(), stdout);
-    }
-    std::fflush(stdout);
-    if (args.once) break;
-    while (!g_stop.load() && std::chrono::steady_clock::now() - started < std::chrono::duration<double>(wait_seconds))
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Status run = diagnose::RunAlertWatch(*rules, **client, options, g_stop);
+  if (!run.ok()) {
+    PrintError(command, run.message());
+    return 1;
   }
   return 0;
 }
@@ -279,6 +252,9 @@ void RegisterWatch(CLI::App& app, CommandRegistry& registry) {
                 "with --prometheus (a running job's own Prometheus): poll the exported alerts there and diagnose the "
                 "job the moment one fires, once per root cause");
   sub->add_option("--job", args.job, "with --alerts: the job the endpoint serves (default: the newest job log)");
+  sub->add_option("--job-label", args.job_label,
+                  "with --alerts on a fleet store: the label naming each series' job; alerts keep it and name the "
+                  "job to diagnose");
   sub->add_flag("--once", args.once, "scan once: handle jobs that have ended and are not in the history, then exit");
   registry.Add(sub, [] { return RunWatch(args); });
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/alerting/alert_replay.h"
+#include "tests/support/table_query_client.h"
 
 #include <map>
 
@@ -11,7 +12,7 @@ namespace {
 
 // A timeline of each host's presence; range queries get a sample at every evaluation the host was
 // present at, instant queries one sample when it is present at that time.
-class FakeEndpoint : public QueryClient {
+class FakeEndpoint : public testing::QueryOnlyClient {
  public:
   std::map<std::string, std::vector<std::pair<double, double>>> present;   // host -> [from, to) spans
   std::vector<Query> asked;
@@ -38,14 +39,6 @@ class FakeEndpoint : public QueryClient {
     }
     return r;
   }
-  StatusOr<std::vector<std::string>> LabelValues(const std::string&, const std::vector<std::string>&, double,
-                                                 double) override {
-    return std::vector<std::string>{};
-  }
-  StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>&, double, double) override {
-    return std::vector<Labels>{};
-  }
-  std::string Describe() const override { return "fake"; }
 };
 
 constexpr double kForever = 1e12;

@@ -7,6 +7,7 @@
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/loader.h"
 #include "engine/report/job_facts.h"
+#include "tests/support/table_query_client.h"
 
 namespace diagnose::dag {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 // Serves one range series per host for any query.
-class SeriesClient : public QueryClient {
+class SeriesClient : public testing::QueryOnlyClient {
  public:
   std::vector<Series> series;
   StatusOr<QueryResult> Run(const Query&) override {
@@ -22,13 +23,6 @@ class SeriesClient : public QueryClient {
     r.series = series;
     return r;
   }
-  StatusOr<std::vector<std::string>> LabelValues(const std::string&, const std::vector<std::string>&, double, double) override {
-    return std::vector<std::string>{};
-  }
-  StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>&, double, double) override {
-    return std::vector<Labels>{};
-  }
-  std::string Describe() const override { return "series"; }
 };
 
 const char* kSpikesPlaybook = R"YAML(playbook: spikes

@@ -10,6 +10,19 @@
 
 namespace diagnose::testing {
 
+// A client whose tests ask only queries: the metadata calls find nothing.
+class QueryOnlyClient : public QueryClient {
+ public:
+  StatusOr<std::vector<std::string>> LabelValues(const std::string&, const std::vector<std::string>&, double,
+                                                 double) override {
+    return std::vector<std::string>{};
+  }
+  StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>&, double, double) override {
+    return std::vector<Labels>{};
+  }
+  std::string Describe() const override { return "fake"; }
+};
+
 class TableQueryClient : public QueryClient {
  public:
   std::map<std::string, std::vector<Series>> answers;
