@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "engine/fleet/raw_export.h"
 #include "engine/tsdb/block_writer.h"
 #include "engine/tsdb/wal_writer.h"
 #include "tools/fixturegen/log_writer.h"
@@ -37,6 +38,22 @@ void SetMtimes(const fs::path& root, const std::vector<std::string>& files, doub
                                                             .count()));
   std::error_code ec;
   for (const auto& f : files) fs::last_write_time(root / f, when, ec);
+}
+
+// One JSON line per series, as generated: a live job's exporter serves them at their times.
+StatusOr<MetricStats> WriteSeriesLines(const Scenario& s, const Timeline& timeline, const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InternalError(path.string() + ": cannot write");
+  auto stats = GenerateMetrics(s, timeline, [&](Series series) {
+    int64_t written = 0, non_finite = 0;
+    out << VictoriaMetricsImportLines({series}, {}, &written, &non_finite);
+    return out ? Status::Ok() : InternalError(path.string() + ": write failed");
+  });
+  out.close();
+  if (stats.ok() && !out) return InternalError(path.string() + ": write failed");
+  return stats;
 }
 
 }  // namespace
@@ -73,7 +90,12 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
     }
   }
 
-  if (s.tsdb && options.write_tsdb && timeline->prometheus_start < timeline->job_end && s.tsdb_format == "wal") {
+  if (s.tsdb && !options.series_out.empty() && timeline->prometheus_start < timeline->job_end) {
+    auto metrics = WriteSeriesLines(s, *timeline, fs::path(options.series_out) / (job_dir + ".series.jsonl"));
+    if (!metrics.ok()) return metrics.status().WithContext(s.path);
+    report.series = metrics->series;
+    report.samples = metrics->samples;
+  } else if (s.tsdb && options.write_tsdb && timeline->prometheus_start < timeline->job_end && s.tsdb_format == "wal") {
     // Prometheus cuts its first block once the head spans 3 h (1.5 x the 2 h block range); a TSDB
     // left with no block is one whose Prometheus ran for less than that.
     if (timeline->job_end - timeline->prometheus_start > 2 * 3600)

@@ -13,6 +13,9 @@ struct GenerateOptions {
   std::string out_dir;              // the workspace the job's files are written into
   std::string scratch_dir;          // OpenMetrics staging; empty = system temp dir
   bool write_tsdb = true;           // false: skip prometheus blocks even when the scenario asks
+  // Non-empty: the series go to <series_out>/<job dir>.series.jsonl (VictoriaMetrics import lines)
+  // instead of TSDB blocks: what a live exporter replays (tests/support/live_job.py).
+  std::string series_out;
 };
 
 struct GenerateReport {

@@ -19,7 +19,7 @@ using namespace diagnose::fixturegen;
 int main(int argc, char** argv) {
   CLI::App app{"Generate maxtext-slurm job fixtures from scenario YAML files"};
   std::vector<std::string> scenarios;
-  std::string all_dir, out_dir, scratch;
+  std::string all_dir, out_dir, scratch, series_out;
   int jobs = 2;
   bool no_tsdb = false;
   app.add_option("scenarios", scenarios, "scenario files");
@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   app.add_option("--jobs,-j", jobs, "scenarios generated in parallel")->check(CLI::Range(1, 16));
   app.add_option("--scratch", scratch, "directory for intermediate OpenMetrics files");
   app.add_flag("--no-tsdb", no_tsdb, "write logs only (skip promtool)");
+  app.add_option("--series-out", series_out,
+                 "write each job's series as JSON lines (<job dir>.series.jsonl, VictoriaMetrics import format) into "
+                 "this directory instead of TSDB blocks: what a live exporter replays");
   CLI11_PARSE(app, argc, argv);
 
   if (!all_dir.empty()) {
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
   options.out_dir = out_dir;
   options.scratch_dir = scratch;
   options.write_tsdb = !no_tsdb;
+  options.series_out = series_out;
   std::atomic<size_t> next{0};
   std::atomic<int> failures{0};
   std::mutex print;
