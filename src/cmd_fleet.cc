@@ -79,6 +79,7 @@ struct FleetImportArgs {
   bool force = false;
   std::string format = "text";
   double deadline_seconds = 120;
+  int parallel = 2;
 };
 
 void PrintImportLine(const JobImport& r) {
@@ -133,20 +134,18 @@ int RunImport(const FleetImportArgs& args) {
   }
   options.diagnose.rulebook = *rulebook;
   options.diagnose.deadline_seconds = args.deadline_seconds;
-  std::vector<JobImport> results;
+  if (args.format == "text") std::printf("Importing %zu job(s) from %s into %s as %s=\"<job id>\", %d at a time\n",
+                                         jobs.size(), outputs.c_str(), (*store)->url().c_str(), args.job_label.c_str(),
+                                         args.parallel);
   int failed = 0;
-  if (args.format == "text") std::printf("Importing %zu job(s) from %s into %s as %s=\"<job id>\"\n", jobs.size(),
-                                         outputs.c_str(), (*store)->url().c_str(), args.job_label.c_str());
-  for (const auto& job : jobs) {
-    Stage("fleet import: job {}", job.id);
-    JobImport r = ImportJob(**store, job, outputs, options);
-    failed += r.outcome == "failed";
-    if (args.format == "text") {
-      PrintImportLine(r);
-      std::fflush(stdout);
-    }
-    results.push_back(std::move(r));
-  }
+  std::vector<JobImport> results =
+      ImportJobs(**store, jobs, outputs, options, args.parallel, [&args, &failed](const JobImport& r) {
+        failed += r.outcome == "failed";
+        if (args.format == "text") {
+          PrintImportLine(r);
+          std::fflush(stdout);
+        }
+      });
   if (args.format == "json") {
     nlohmann::json j{{"schema", "diagnose-fleet-import/v1"}, {"store", (*store)->url()},
                      {"job_label", args.job_label}, {"jobs", results}};
@@ -273,6 +272,9 @@ void RegisterFleet(CLI::App& app, CommandRegistry& registry) {
   import->add_option("--job", import_args.jobs, "import only this job (id, dir or log; repeatable)");
   import->add_option("--job-label", import_args.job_label, "label naming the job on every series (default slurm_job_id)");
   import->add_flag("--force", import_args.force, "re-import jobs the store already holds completely");
+  import->add_option("--parallel", import_args.parallel,
+                     "jobs imported at a time, each through its own private Prometheus (default 2)")
+      ->check(CLI::Range(1, 64));
   import->add_option("--format", import_args.format, "text | json")->check(CLI::IsMember({"text", "json"}));
   import->add_option("--deadline", import_args.deadline_seconds,
                      "per job: seconds its diagnosis may spend reaching metrics (default 120)");

@@ -2,6 +2,7 @@
 // samples under a label naming it, with what diagnose concluded about the job beside them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,5 +49,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobImport, job, outcome, detail,
 // Never throws and never stops at one job's failure: the outcome says what happened.
 JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const std::string& outputs_dir,
                     const FleetImportOptions& options);
+
+// Every job, `parallel` at a time (each reads its snapshot through its own private Prometheus and
+// diagnoses it; the store's client takes the writes in turn). `on_result` sees each result in the
+// jobs' order, as soon as it and every job before it are done; the results come back in that order.
+std::vector<JobImport> ImportJobs(VictoriaMetricsStore& store, const std::vector<JobLocation>& jobs,
+                                  const std::string& outputs_dir, const FleetImportOptions& options, int parallel,
+                                  const std::function<void(const JobImport&)>& on_result);
 
 }  // namespace diagnose

@@ -136,9 +136,9 @@ TEST(EmptyListSentence, TheCheckSeesTheHolesThatWereShipped) {
 }
 
 // Sharded by job: each shard runs `watch --once` over every job (its judgement of one job must not
-// depend on which others it saw) and compares a third of them, so that no ctest process nears its
+// depend on which others it saw) and compares a quarter of them, so that no ctest process nears its
 // time limit and two shards run at once.
-constexpr int kAgreementShards = 3;
+constexpr int kAgreementShards = 4;
 
 class CommandAgreementShards : public CommandAgreementTest, public ::testing::WithParamInterface<int> {};
 

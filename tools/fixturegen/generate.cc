@@ -30,12 +30,11 @@ int64_t TreeBytes(const fs::path& dir) {
 }
 
 // Data times come from the scenario, so do file times: a finished job's log is as old as its end.
+// Converted exactly (not through "now"), so two generations of a fixture give the same mtimes.
 void SetMtimes(const fs::path& root, const std::vector<std::string>& files, double epoch) {
-  auto when = fs::file_time_type::clock::now() +
-              std::chrono::duration_cast<fs::file_time_type::duration>(
-                  std::chrono::duration<double>(epoch - std::chrono::duration<double>(
-                                                            std::chrono::system_clock::now().time_since_epoch())
-                                                            .count()));
+  const auto since_epoch = std::chrono::duration_cast<std::chrono::system_clock::duration>(
+      std::chrono::duration<double>(epoch));
+  const auto when = std::chrono::file_clock::from_sys(std::chrono::system_clock::time_point(since_epoch));
   std::error_code ec;
   for (const auto& f : files) fs::last_write_time(root / f, when, ec);
 }
