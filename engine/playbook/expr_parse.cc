@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -161,28 +162,28 @@ class Parser {
     return e;
   }
 
-  std::unique_ptr<Expr> ParseOr() {
-    auto l = ParseAnd();
-    while (l && IsWord("or")) {
+  // One left-associative level: `operand (operator operand)*`, the operator being whichever of
+  // `operators` the current token is (all words or all symbols).
+  std::unique_ptr<Expr> ParseLeftAssociative(std::unique_ptr<Expr> (Parser::*operand)(),
+                                             std::initializer_list<const char*> operators, bool words) {
+    const auto at_operator = [&] {
+      for (const char* op : operators)
+        if (words ? IsWord(op) : IsOp(op)) return true;
+      return false;
+    };
+    auto l = (this->*operand)();
+    while (l && at_operator()) {
+      std::string op = tok_.text;
       size_t off = tok_.offset;
       Advance();
-      auto r = ParseAnd();
+      auto r = (this->*operand)();
       if (!r) return nullptr;
-      l = Binary("or", off, std::move(l), std::move(r));
+      l = Binary(std::move(op), off, std::move(l), std::move(r));
     }
     return l;
   }
-  std::unique_ptr<Expr> ParseAnd() {
-    auto l = ParseNot();
-    while (l && IsWord("and")) {
-      size_t off = tok_.offset;
-      Advance();
-      auto r = ParseNot();
-      if (!r) return nullptr;
-      l = Binary("and", off, std::move(l), std::move(r));
-    }
-    return l;
-  }
+  std::unique_ptr<Expr> ParseOr() { return ParseLeftAssociative(&Parser::ParseAnd, {"or"}, true); }
+  std::unique_ptr<Expr> ParseAnd() { return ParseLeftAssociative(&Parser::ParseNot, {"and"}, true); }
   std::unique_ptr<Expr> ParseNot() {
     if (IsWord("not")) {
       size_t off = tok_.offset;
@@ -224,30 +225,8 @@ class Parser {
     }
     return l;
   }
-  std::unique_ptr<Expr> ParseAdd() {
-    auto l = ParseMul();
-    while (l && (IsOp("+") || IsOp("-"))) {
-      std::string op = tok_.text;
-      size_t off = tok_.offset;
-      Advance();
-      auto r = ParseMul();
-      if (!r) return nullptr;
-      l = Binary(op, off, std::move(l), std::move(r));
-    }
-    return l;
-  }
-  std::unique_ptr<Expr> ParseMul() {
-    auto l = ParseUnary();
-    while (l && (IsOp("*") || IsOp("/") || IsOp("%"))) {
-      std::string op = tok_.text;
-      size_t off = tok_.offset;
-      Advance();
-      auto r = ParseUnary();
-      if (!r) return nullptr;
-      l = Binary(op, off, std::move(l), std::move(r));
-    }
-    return l;
-  }
+  std::unique_ptr<Expr> ParseAdd() { return ParseLeftAssociative(&Parser::ParseMul, {"+", "-"}, false); }
+  std::unique_ptr<Expr> ParseMul() { return ParseLeftAssociative(&Parser::ParseUnary, {"*", "/", "%"}, false); }
   std::unique_ptr<Expr> ParseUnary() {
     if (IsOp("-")) {
       size_t off = tok_.offset;
