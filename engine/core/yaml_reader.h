@@ -50,6 +50,16 @@ class YamlReader {
     }
     if (!status.ok()) errors_.push_back(status.message());
   }
+  // Each entry of a node of `kind` (a sequence, a mapping) as a part of its own; a node of another
+  // kind is the one error `wrong_kind`. A mapping's entry has its key in .first, its value in .second.
+  template <typename ReadEntry>
+  void Each(const YAML::Node& node, YAML::NodeType::value kind, const std::string& wrong_kind, ReadEntry&& read) {
+    if (node.Type() != kind) {
+      errors_.push_back(Error(node, wrong_kind).message());
+      return;
+    }
+    for (const auto& entry : node) Part([&] { return read(entry); });
+  }
   bool failed() const { return !errors_.empty(); }
   // Ok when no part failed; else a `code` error naming every error, one a line, in reading order.
   Status Finish(StatusCode code = StatusCode::kInvalidArgument) const;

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "engine/core/bounded_yaml.h"
@@ -36,6 +37,17 @@ class Reader : public YamlReader {
     const std::optional<DecisionAction> action = ParseDecisionAction(word);
     if (!action) return Error(node, what + " '" + word + "' is not a contract decision action");
     return *action;
+  }
+
+  // A list of words `known` accepts each of, into `out`; the first it does not is an error,
+  // `unknown` with the word in place of its {}.
+  template <typename Known>
+  Status KnownWords(const YAML::Node& node, const std::string& what, std::vector<std::string>& out, Known known,
+                    const char* unknown) const {
+    ASSIGN_OR_RETURN(out, Strings(node, what));
+    for (const auto& word : out)
+      if (!known(word)) return Error(node, fmt::format(fmt::runtime(unknown), word));
+    return Status::Ok();
   }
 
   StatusOr<std::string> RootCause(const YAML::Node& node, const std::string& what) const {
@@ -219,33 +231,13 @@ Status ReadLimits(const Reader& r, const YAML::Node& l, SweepLimits& s) {
   return Status::Ok();
 }
 
-Status ReadHangPhases(const Reader& r, const YAML::Node& phases, DecisionRules& rules) {
-  ASSIGN_OR_RETURN(rules.hang_phases, r.Strings(phases, "hang_phases"));
-  for (const auto& phase : rules.hang_phases)
-    if (!IsKnownHangPhase(phase)) return r.Error(phases, "'" + phase + "' is not a hang phase the engine computes");
-  return Status::Ok();
-}
-
 void ReadSignals(Reader& r, const YAML::Node& signals, DecisionRules& rules) {
-  if (!signals.IsMap()) {
-    r.Part([&] { return r.Error(signals, "signals must be a mapping of id -> spec"); });
-    return;
-  }
-  for (const auto& kv : signals) {
-    r.Part([&]() -> Status {
-      ASSIGN_OR_RETURN(const std::string id, r.String(kv.first, "signal id"));
-      ASSIGN_OR_RETURN(SignalSpec spec, ReadSignal(r, id, kv.second));
-      rules.signals.emplace(id, std::move(spec));
-      return Status::Ok();
-    });
-  }
-}
-
-Status ReadHangSuspectSignals(const Reader& r, const YAML::Node& ids, DecisionRules& rules) {
-  ASSIGN_OR_RETURN(rules.hang_suspect_signals, r.Strings(ids, "hang_suspect_signals"));
-  for (const auto& id : rules.hang_suspect_signals)
-    if (!rules.signals.count(id)) return r.Error(ids, "hang_suspect_signals: '" + id + "' is not a signal defined here");
-  return Status::Ok();
+  r.Each(signals, YAML::NodeType::Map, "signals must be a mapping of id -> spec", [&](const auto& kv) -> Status {
+    ASSIGN_OR_RETURN(const std::string id, r.String(kv.first, "signal id"));
+    ASSIGN_OR_RETURN(SignalSpec spec, ReadSignal(r, id, kv.second));
+    rules.signals.emplace(id, std::move(spec));
+    return Status::Ok();
+  });
 }
 
 Status ReadProgressLabels(const Reader& r, const YAML::Node& labels, DecisionRules& rules) {
@@ -261,27 +253,14 @@ Status ReadProgressLabels(const Reader& r, const YAML::Node& labels, DecisionRul
   return Status::Ok();
 }
 
-Status ReadNotAMechanism(const Reader& r, const YAML::Node& causes, DecisionRules& rules) {
-  ASSIGN_OR_RETURN(rules.not_a_mechanism, r.Strings(causes, "not_a_mechanism"));
-  for (const auto& cause : rules.not_a_mechanism)
-    if (!IsKnownRootCause(cause)) return r.Error(causes, "not_a_mechanism: '" + cause + "' is not a root cause of the contract");
-  return Status::Ok();
-}
-
 void ReadRules(Reader& r, const YAML::Node& list, DecisionRules& rules) {
-  if (!list.IsSequence()) {
-    r.Part([&] { return r.Error(list, "rules must be a list"); });
-    return;
-  }
   std::set<std::string> ids;
-  for (const auto& item : list) {
-    r.Part([&]() -> Status {
-      ASSIGN_OR_RETURN(DecisionRule rule, ReadRule(r, item, rules));
-      if (!ids.insert(rule.id).second) return r.Error(item, "duplicate rule id '" + rule.id + "'");
-      rules.rules.push_back(std::move(rule));
-      return Status::Ok();
-    });
-  }
+  r.Each(list, YAML::NodeType::Sequence, "rules must be a list", [&](const YAML::Node& item) -> Status {
+    ASSIGN_OR_RETURN(DecisionRule rule, ReadRule(r, item, rules));
+    if (!ids.insert(rule.id).second) return r.Error(item, "duplicate rule id '" + rule.id + "'");
+    rules.rules.push_back(std::move(rule));
+    return Status::Ok();
+  });
 }
 
 Status ReadNodeHealth(const Reader& r, const YAML::Node& n, NodeHealthThresholds& t) {
@@ -338,11 +317,27 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
                       "decision rules");
   });
   if (const YAML::Node l = root["limits"]) r.Part([&] { return ReadLimits(r, l, rules.limits); });
-  if (const YAML::Node phases = root["hang_phases"]) r.Part([&] { return ReadHangPhases(r, phases, rules); });
+  if (const YAML::Node phases = root["hang_phases"]) {
+    r.Part([&] {
+      return r.KnownWords(phases, "hang_phases", rules.hang_phases, IsKnownHangPhase,
+                          "'{}' is not a hang phase the engine computes");
+    });
+  }
   if (const YAML::Node signals = root["signals"]) ReadSignals(r, signals, rules);
-  if (const YAML::Node ids = root["hang_suspect_signals"]) r.Part([&] { return ReadHangSuspectSignals(r, ids, rules); });
+  if (const YAML::Node ids = root["hang_suspect_signals"]) {
+    const auto defined = [&](const std::string& id) { return rules.signals.count(id) > 0; };
+    r.Part([&] {
+      return r.KnownWords(ids, "hang_suspect_signals", rules.hang_suspect_signals, defined,
+                          "hang_suspect_signals: '{}' is not a signal defined here");
+    });
+  }
   if (const YAML::Node labels = root["progress_labels"]) r.Part([&] { return ReadProgressLabels(r, labels, rules); });
-  if (const YAML::Node causes = root["not_a_mechanism"]) r.Part([&] { return ReadNotAMechanism(r, causes, rules); });
+  if (const YAML::Node causes = root["not_a_mechanism"]) {
+    r.Part([&] {
+      return r.KnownWords(causes, "not_a_mechanism", rules.not_a_mechanism, IsKnownRootCause,
+                          "not_a_mechanism: '{}' is not a root cause of the contract");
+    });
+  }
   if (const YAML::Node list = root["rules"]) ReadRules(r, list, rules);
   if (const YAML::Node n = root["node_health"]) r.Part([&] { return ReadNodeHealth(r, n, rules.node_health); });
   if (const YAML::Node b = root["bisection"]) r.Part([&] { return ReadBisection(r, b, rules.bisection); });

@@ -133,14 +133,12 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
   r.Part([&] { return ParsePatternList(r, root["harmless"], &table.harmless); });
   if (const YAML::Node th = root["thresholds"]) r.Part([&] { return ParseThresholds(r, th, table); });
   std::set<std::string> ids;
-  for (const auto& c : classes) {
-    r.Part([&]() -> Status {
-      ASSIGN_OR_RETURN(FailureSignature sig, ParseClass(r, c));
-      if (!ids.insert(sig.id).second) return ParseError(r.Where(c["id"]) + ": duplicate class id " + sig.id);
-      table.classes.push_back(std::move(sig));
-      return Status::Ok();
-    });
-  }
+  r.Each(classes, YAML::NodeType::Sequence, "`classes:` must be a list", [&](const YAML::Node& c) -> Status {
+    ASSIGN_OR_RETURN(FailureSignature sig, ParseClass(r, c));
+    if (!ids.insert(sig.id).second) return ParseError(r.Where(c["id"]) + ": duplicate class id " + sig.id);
+    table.classes.push_back(std::move(sig));
+    return Status::Ok();
+  });
   RETURN_IF_ERROR(r.Finish(StatusCode::kParse));
   return table;
 }
