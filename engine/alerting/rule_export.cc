@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include "engine/core/cleanup_registry.h"
+#include "engine/core/scratch_dir.h"
 #include "engine/core/subprocess.h"
 #include "engine/core/text.h"
 #include "engine/playbook/promql_lint.h"
@@ -353,26 +353,10 @@ StatusOr<std::vector<pb::LoadDiagnostic>> CheckExportedRules(const AlertBook& bo
     if (!expr.ok()) return expr.status();
     exported->records.push_back({r.record, *expr});
   }
-  fs::path dir;
-  CleanupRegistry::Id cleanup = 0;
-  {
-    AcquisitionScope scope;
-    std::string tmpl = (fs::temp_directory_path() / "diagnose-alert-lint-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
-    dir = tmpl;
-    cleanup = CleanupRegistry::Instance().Register("alert lint dir " + dir.string(), [dir] {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    });
-    std::ofstream(dir / "alerts.rules.yml") << RuleFileYaml(*exported, "lint");
-  }
-  auto run = RunCommand({promtool, "check", "rules", (dir / "alerts.rules.yml").string()}, std::chrono::seconds(60));
-  {
-    AcquisitionScope scope;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    CleanupRegistry::Instance().Unregister(cleanup);
-  }
+  ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create("diagnose-alert-lint", "promtool"));
+  const fs::path rules_file = dir.path() / "alerts.rules.yml";
+  std::ofstream(rules_file) << RuleFileYaml(*exported, "lint");
+  auto run = RunCommand({promtool, "check", "rules", rules_file.string()}, std::chrono::seconds(60));
   if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
   // `<file>: 1:45: group "g", rule 1, "NAME": could not parse expression: ...`
   static const std::regex kError(R"re(group "[^"]*", rule \d+, "([^"]+)": (.*)$)re");

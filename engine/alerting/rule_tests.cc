@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "engine/analysis/analysis.h"
-#include "engine/core/cleanup_registry.h"
+#include "engine/core/scratch_dir.h"
 #include "engine/core/subprocess.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/playbook/series_notation.h"
@@ -208,21 +208,16 @@ StatusOr<RuleTestRun> RunRuleTests(const RuleExport& rules, const std::vector<st
   if (!tests.ok()) return tests.status();
   run.tests = std::move(*tests);
   fs::path dir;
-  CleanupRegistry::Id cleanup = 0;
+  std::optional<ScratchDir> scratch;
   if (!keep_dir.empty()) {
     dir = keep_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return UnavailableError("cannot create " + keep_dir + ": " + ec.message());
   } else {
-    AcquisitionScope scope;
-    std::string tmpl = (fs::temp_directory_path() / "diagnose-rules-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
-    dir = tmpl;
-    cleanup = CleanupRegistry::Instance().Register("rule test dir " + dir.string(), [dir] {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    });
+    ASSIGN_OR_RETURN(ScratchDir created, ScratchDir::Create("diagnose-rules", "promtool"));
+    dir = created.path();
+    scratch.emplace(std::move(created));
   }
   std::ofstream(dir / "diagnose.rules.yml") << RuleFileYaml(rules, "rules/alerts");
   std::ofstream(dir / "diagnose.rules.test.yml") << run.tests.yaml;
@@ -243,12 +238,6 @@ StatusOr<RuleTestRun> RunRuleTests(const RuleExport& rules, const std::vector<st
     run.output = text.str();
     if (!exit.ok()) status = exit.status();
     run.passed = exit.ok() && *exit == 0;
-  }
-  if (cleanup != 0) {
-    AcquisitionScope scope;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    CleanupRegistry::Instance().Unregister(cleanup);
   }
   if (!status.ok()) return status;
   return run;

@@ -4,54 +4,22 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "engine/core/bounded_yaml.h"
+#include "engine/core/yaml_reader.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
 
 namespace {
 
-std::string Where(const std::string& source, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.is_null()) return source;
-  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-class Reader {
+// rules/sweep/decisions.yaml's own words on top of the typed getters: job statuses, contract
+// actions and root causes.
+class Reader : public YamlReader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
-
-  Status Error(const YAML::Node& node, const std::string& message) const {
-    return InvalidArgumentError(Where(source_, node) + ": " + message);
-  }
-
-  StatusOr<std::string> String(const YAML::Node& node, const std::string& what) const {
-    if (!node.IsScalar()) return Error(node, what + " must be a string");
-    return node.as<std::string>();
-  }
-
-  StatusOr<int> Int(const YAML::Node& node, const std::string& what) const {
-    int value = 0;
-    if (!node.IsScalar() || !YAML::convert<int>::decode(node, value))
-      return Error(node, what + " must be an integer");
-    return value;
-  }
-
-  StatusOr<double> Double(const YAML::Node& node, const std::string& what) const {
-    double value = 0;
-    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value))
-      return Error(node, what + " must be a number");
-    return value;
-  }
-
-  StatusOr<bool> Bool(const YAML::Node& node, const std::string& what) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value))
-      return Error(node, what + " must be true or false");
-    return value;
-  }
+  using YamlReader::YamlReader;
 
   StatusOr<std::vector<JobStatus>> JobStatuses(const YAML::Node& node, const std::string& what) const {
     ASSIGN_OR_RETURN(std::vector<std::string> words, Strings(node, what));
@@ -63,39 +31,6 @@ class Reader {
     }
     return out;
   }
-  StatusOr<std::vector<std::string>> Strings(const YAML::Node& node, const std::string& what) const {
-    std::vector<std::string> out;
-    if (node.IsScalar()) {
-      out.push_back(node.as<std::string>());
-      return out;
-    }
-    if (!node.IsSequence()) return Error(node, what + " must be a list of strings");
-    for (const auto& item : node) {
-      ASSIGN_OR_RETURN(std::string s, String(item, what + " item"));
-      out.push_back(std::move(s));
-    }
-    return out;
-  }
-
-  StatusOr<std::vector<int>> Ints(const YAML::Node& node, const std::string& what) const {
-    std::vector<int> out;
-    if (!node.IsSequence()) return Error(node, what + " must be a list of integers");
-    for (const auto& item : node) {
-      ASSIGN_OR_RETURN(int v, Int(item, what + " item"));
-      out.push_back(v);
-    }
-    return out;
-  }
-
-  // Rejects keys a section does not know, so a typo is an error instead of a silently ignored rule.
-  Status OnlyKeys(const YAML::Node& map, const std::set<std::string>& known, const std::string& what) const {
-    if (!map.IsMap()) return Error(map, what + " must be a mapping");
-    for (const auto& kv : map) {
-      const std::string key = kv.first.as<std::string>();
-      if (!known.count(key)) return Error(kv.first, "unknown key '" + key + "' in " + what);
-    }
-    return Status::Ok();
-  }
 
   StatusOr<DecisionAction> Action(const YAML::Node& node, const std::string& what) const {
     ASSIGN_OR_RETURN(std::string word, String(node, what));
@@ -104,16 +39,22 @@ class Reader {
     return *action;
   }
 
+  // A list of words `known` accepts each of, into `out`; the first it does not is an error,
+  // `unknown` with the word in place of its {}.
+  template <typename Known>
+  Status KnownWords(const YAML::Node& node, const std::string& what, std::vector<std::string>& out, Known known,
+                    const char* unknown) const {
+    ASSIGN_OR_RETURN(out, Strings(node, what));
+    for (const auto& word : out)
+      if (!known(word)) return Error(node, fmt::format(fmt::runtime(unknown), word));
+    return Status::Ok();
+  }
+
   StatusOr<std::string> RootCause(const YAML::Node& node, const std::string& what) const {
     ASSIGN_OR_RETURN(std::string cause, String(node, what));
     if (!IsKnownRootCause(cause)) return Error(node, what + " '" + cause + "' is not a contract root cause");
     return cause;
   }
-
-  const std::string& source() const { return source_; }
-
- private:
-  std::string source_;
 };
 
 StatusOr<SignalSpec> ReadSignal(const Reader& r, const std::string& id, const YAML::Node& node) {
@@ -121,10 +62,10 @@ StatusOr<SignalSpec> ReadSignal(const Reader& r, const std::string& id, const YA
                              "signal '" + id + "'"));
   SignalSpec s;
   s.id = id;
-  if (node["classes"]) { ASSIGN_OR_RETURN(s.classes, r.Strings(node["classes"], "classes")); }
-  if (node["primary_classes"]) { ASSIGN_OR_RETURN(s.primary_classes, r.Strings(node["primary_classes"], "primary_classes")); }
-  if (node["events"]) { ASSIGN_OR_RETURN(s.events, r.Strings(node["events"], "events")); }
-  if (node["statuses"]) { ASSIGN_OR_RETURN(s.statuses, r.JobStatuses(node["statuses"], "statuses")); }
+  RETURN_IF_ERROR(ReadOptional(r, node, "classes", s.classes, &Reader::Strings));
+  RETURN_IF_ERROR(ReadOptional(r, node, "primary_classes", s.primary_classes, &Reader::Strings));
+  RETURN_IF_ERROR(ReadOptional(r, node, "events", s.events, &Reader::Strings));
+  RETURN_IF_ERROR(ReadOptional(r, node, "statuses", s.statuses, &Reader::JobStatuses));
   if (node["node_exit_codes_except"]) {
     ASSIGN_OR_RETURN(std::vector<int> codes, r.Ints(node["node_exit_codes_except"], "node_exit_codes_except"));
     s.node_exit_codes_except = std::move(codes);
@@ -167,7 +108,7 @@ StatusOr<EscalationStep> ReadEscalation(const Reader& r, const YAML::Node& node,
 StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const DecisionRules& rules) {
   RETURN_IF_ERROR(r.OnlyKeys(node, {"id", "when", "decision", "limits"}, "rule"));
   DecisionRule rule;
-  rule.where = Where(r.source(), node);
+  rule.where = r.Where(node);
   if (!node["id"]) return r.Error(node, "rule needs an 'id'");
   ASSIGN_OR_RETURN(rule.id, r.String(node["id"], "id"));
   const std::string what = "rule '" + rule.id + "'";
@@ -201,10 +142,10 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
       if (!known) return r.Error(when["hang_phase"], "'" + p + "' is not listed in hang_phases");
     }
   }
-  if (when["final_step_reached"]) { ASSIGN_OR_RETURN(rule.when.final_step_reached, r.Bool(when["final_step_reached"], "final_step_reached")); }
-  if (when["soft_success"]) { ASSIGN_OR_RETURN(rule.when.soft_success, r.Bool(when["soft_success"], "soft_success")); }
-  if (when["summary_exit"]) { ASSIGN_OR_RETURN(rule.when.summary_exit, r.Ints(when["summary_exit"], "summary_exit")); }
-  if (when["failure_class"]) { ASSIGN_OR_RETURN(rule.when.failure_class, r.Strings(when["failure_class"], "failure_class")); }
+  RETURN_IF_ERROR(ReadOptional(r, when, "final_step_reached", rule.when.final_step_reached, &Reader::Bool));
+  RETURN_IF_ERROR(ReadOptional(r, when, "soft_success", rule.when.soft_success, &Reader::Bool));
+  RETURN_IF_ERROR(ReadOptional(r, when, "summary_exit", rule.when.summary_exit, &Reader::Ints));
+  RETURN_IF_ERROR(ReadOptional(r, when, "failure_class", rule.when.failure_class, &Reader::Strings));
   if (when["not_failure_class"]) {
     ASSIGN_OR_RETURN(rule.when.not_failure_class, r.Strings(when["not_failure_class"], "not_failure_class"));
   }
@@ -236,9 +177,9 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
     if (!parsed) return r.Error(decision["exclude_scope"], "exclude_scope must be job|sweep");
     rule.decision.exclude_scope = *parsed;
   }
-  if (decision["root_cause"]) { ASSIGN_OR_RETURN(rule.decision.root_cause, r.RootCause(decision["root_cause"], "root_cause")); }
-  if (decision["record_allocation"]) { ASSIGN_OR_RETURN(rule.decision.record_allocation, r.Bool(decision["record_allocation"], "record_allocation")); }
-  if (decision["note"]) { ASSIGN_OR_RETURN(rule.decision.note, r.String(decision["note"], "note")); }
+  RETURN_IF_ERROR(ReadOptional(r, decision, "root_cause", rule.decision.root_cause, &Reader::RootCause));
+  RETURN_IF_ERROR(ReadOptional(r, decision, "record_allocation", rule.decision.record_allocation, &Reader::Bool));
+  RETURN_IF_ERROR(ReadOptional(r, decision, "note", rule.decision.note, &Reader::String));
 
   if (const YAML::Node limits = node["limits"]) {
     RETURN_IF_ERROR(r.OnlyKeys(limits, {"max_retries", "consecutive", "repeat_on_other_nodes", "repeat_on_configs",
@@ -275,6 +216,82 @@ StatusOr<DecisionRule> ReadRule(const Reader& r, const YAML::Node& node, const D
   return rule;
 }
 
+Status ReadLimits(const Reader& r, const YAML::Node& l, SweepLimits& s) {
+  RETURN_IF_ERROR(r.OnlyKeys(l, {"max_retries_per_job", "retries_exceeded_action", "max_excluded_nodes_per_sweep",
+                                 "excluded_nodes_exceeded_action", "model_sweep_failing_models", "model_sweep_action",
+                                 "baseline_variant"},
+                             "limits"));
+  RETURN_IF_ERROR(ReadOptional(r, l, "max_retries_per_job", s.max_retries_per_job, &Reader::Int));
+  RETURN_IF_ERROR(ReadOptional(r, l, "retries_exceeded_action", s.retries_exceeded_action, &Reader::Action));
+  RETURN_IF_ERROR(ReadOptional(r, l, "max_excluded_nodes_per_sweep", s.max_excluded_nodes_per_sweep, &Reader::Int));
+  RETURN_IF_ERROR(ReadOptional(r, l, "excluded_nodes_exceeded_action", s.excluded_nodes_exceeded_action, &Reader::Action));
+  RETURN_IF_ERROR(ReadOptional(r, l, "model_sweep_failing_models", s.model_sweep_failing_models, &Reader::Int));
+  RETURN_IF_ERROR(ReadOptional(r, l, "model_sweep_action", s.model_sweep_action, &Reader::Action));
+  RETURN_IF_ERROR(ReadOptional(r, l, "baseline_variant", s.baseline_variant, &Reader::String));
+  return Status::Ok();
+}
+
+void ReadSignals(Reader& r, const YAML::Node& signals, DecisionRules& rules) {
+  r.Each(signals, YAML::NodeType::Map, "signals must be a mapping of id -> spec", [&](const auto& kv) -> Status {
+    ASSIGN_OR_RETURN(const std::string id, r.String(kv.first, "signal id"));
+    ASSIGN_OR_RETURN(SignalSpec spec, ReadSignal(r, id, kv.second));
+    rules.signals.emplace(id, std::move(spec));
+    return Status::Ok();
+  });
+}
+
+Status ReadProgressLabels(const Reader& r, const YAML::Node& labels, DecisionRules& rules) {
+  if (!labels.IsMap()) return r.Error(labels, "progress_labels must be a mapping of root cause -> {label, hung}");
+  for (const auto& kv : labels) {
+    ASSIGN_OR_RETURN(std::string cause, r.RootCause(kv.first, "progress_labels"));
+    RETURN_IF_ERROR(r.OnlyKeys(kv.second, {"label", "hung"}, "progress_labels." + cause));
+    DecisionRules::ProgressLabel l;
+    ASSIGN_OR_RETURN(l.label, r.String(kv.second["label"], "progress_labels." + cause + ".label"));
+    if (kv.second["hung"]) { ASSIGN_OR_RETURN(l.hung, r.String(kv.second["hung"], "progress_labels." + cause + ".hung")); }
+    rules.progress_labels[cause] = l;
+  }
+  return Status::Ok();
+}
+
+void ReadRules(Reader& r, const YAML::Node& list, DecisionRules& rules) {
+  std::set<std::string> ids;
+  r.Each(list, YAML::NodeType::Sequence, "rules must be a list", [&](const YAML::Node& item) -> Status {
+    ASSIGN_OR_RETURN(DecisionRule rule, ReadRule(r, item, rules));
+    if (!ids.insert(rule.id).second) return r.Error(item, "duplicate rule id '" + rule.id + "'");
+    rules.rules.push_back(std::move(rule));
+    return Status::Ok();
+  });
+}
+
+Status ReadNodeHealth(const Reader& r, const YAML::Node& n, NodeHealthThresholds& t) {
+  RETURN_IF_ERROR(r.OnlyKeys(n, {"steady_first_step", "steady_last_step", "min_steady_steps", "healthy_within_pct",
+                                 "degraded_below_pct", "exclude_statuses"},
+                             "node_health"));
+  RETURN_IF_ERROR(ReadOptional(r, n, "steady_first_step", t.steady_first_step, &Reader::Int));
+  RETURN_IF_ERROR(ReadOptional(r, n, "steady_last_step", t.steady_last_step, &Reader::Int));
+  RETURN_IF_ERROR(ReadOptional(r, n, "min_steady_steps", t.min_steady_steps, &Reader::Int));
+  RETURN_IF_ERROR(ReadOptional(r, n, "healthy_within_pct", t.healthy_within_pct, &Reader::Double));
+  RETURN_IF_ERROR(ReadOptional(r, n, "degraded_below_pct", t.degraded_below_pct, &Reader::Double));
+  if (n["exclude_statuses"]) {
+    ASSIGN_OR_RETURN(std::vector<std::string> words, r.Strings(n["exclude_statuses"], "exclude_statuses"));
+    t.exclude_statuses.clear();
+    for (const auto& word : words) {
+      const std::optional<NodeStatus> status = ParseNodeStatus(word);
+      if (!status) return r.Error(n["exclude_statuses"], "'" + word + "' is not a node status");
+      t.exclude_statuses.push_back(*status);
+    }
+  }
+  if (t.healthy_within_pct > t.degraded_below_pct) return r.Error(n, "healthy_within_pct must not exceed degraded_below_pct");
+  return Status::Ok();
+}
+
+Status ReadBisection(const Reader& r, const YAML::Node& b, BisectionThresholds& bisection) {
+  RETURN_IF_ERROR(r.OnlyKeys(b, {"degraded_below_pct", "first_step"}, "bisection"));
+  RETURN_IF_ERROR(ReadOptional(r, b, "degraded_below_pct", bisection.degraded_below_pct, &Reader::Double));
+  RETURN_IF_ERROR(ReadOptional(r, b, "first_step", bisection.first_step, &Reader::Int));
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsKnownHangPhase(const std::string& phase) {
@@ -292,99 +309,39 @@ StatusOr<DecisionRules> ParseDecisionRules(const std::string& yaml_text, const s
   Reader r(source_name);
   DecisionRules rules;
   rules.source = source_name;
-  try {
-    RETURN_IF_ERROR(r.OnlyKeys(root, {"version", "limits", "hang_phases", "signals", "hang_suspect_signals",
-                                      "not_a_mechanism", "progress_labels", "rules", "node_health", "bisection"},
-                               "decision rules"));
-    if (const YAML::Node l = root["limits"]) {
-      RETURN_IF_ERROR(r.OnlyKeys(l, {"max_retries_per_job", "retries_exceeded_action", "max_excluded_nodes_per_sweep",
-                                     "excluded_nodes_exceeded_action", "model_sweep_failing_models",
-                                     "model_sweep_action", "baseline_variant"},
-                                 "limits"));
-      SweepLimits& s = rules.limits;
-      if (l["max_retries_per_job"]) { ASSIGN_OR_RETURN(s.max_retries_per_job, r.Int(l["max_retries_per_job"], "max_retries_per_job")); }
-      if (l["retries_exceeded_action"]) { ASSIGN_OR_RETURN(s.retries_exceeded_action, r.Action(l["retries_exceeded_action"], "retries_exceeded_action")); }
-      if (l["max_excluded_nodes_per_sweep"]) { ASSIGN_OR_RETURN(s.max_excluded_nodes_per_sweep, r.Int(l["max_excluded_nodes_per_sweep"], "max_excluded_nodes_per_sweep")); }
-      if (l["excluded_nodes_exceeded_action"]) { ASSIGN_OR_RETURN(s.excluded_nodes_exceeded_action, r.Action(l["excluded_nodes_exceeded_action"], "excluded_nodes_exceeded_action")); }
-      if (l["model_sweep_failing_models"]) { ASSIGN_OR_RETURN(s.model_sweep_failing_models, r.Int(l["model_sweep_failing_models"], "model_sweep_failing_models")); }
-      if (l["model_sweep_action"]) { ASSIGN_OR_RETURN(s.model_sweep_action, r.Action(l["model_sweep_action"], "model_sweep_action")); }
-      if (l["baseline_variant"]) { ASSIGN_OR_RETURN(s.baseline_variant, r.String(l["baseline_variant"], "baseline_variant")); }
-    }
-    if (root["hang_phases"]) {
-      ASSIGN_OR_RETURN(rules.hang_phases, r.Strings(root["hang_phases"], "hang_phases"));
-      for (const auto& phase : rules.hang_phases)
-        if (!IsKnownHangPhase(phase))
-          return r.Error(root["hang_phases"], "'" + phase + "' is not a hang phase the engine computes");
-    }
-    if (const YAML::Node signals = root["signals"]) {
-      if (!signals.IsMap()) return r.Error(signals, "signals must be a mapping of id -> spec");
-      for (const auto& kv : signals) {
-        const std::string id = kv.first.as<std::string>();
-        ASSIGN_OR_RETURN(SignalSpec spec, ReadSignal(r, id, kv.second));
-        rules.signals.emplace(id, std::move(spec));
-      }
-    }
-    if (const YAML::Node ids = root["hang_suspect_signals"]) {
-      ASSIGN_OR_RETURN(rules.hang_suspect_signals, r.Strings(ids, "hang_suspect_signals"));
-      for (const auto& id : rules.hang_suspect_signals)
-        if (!rules.signals.count(id)) return r.Error(ids, "hang_suspect_signals: '" + id + "' is not a signal defined here");
-    }
-    if (const YAML::Node labels = root["progress_labels"]) {
-      if (!labels.IsMap()) return r.Error(labels, "progress_labels must be a mapping of root cause -> {label, hung}");
-      for (const auto& kv : labels) {
-        ASSIGN_OR_RETURN(std::string cause, r.RootCause(kv.first, "progress_labels"));
-        RETURN_IF_ERROR(r.OnlyKeys(kv.second, {"label", "hung"}, "progress_labels." + cause));
-        DecisionRules::ProgressLabel l;
-        ASSIGN_OR_RETURN(l.label, r.String(kv.second["label"], "progress_labels." + cause + ".label"));
-        if (kv.second["hung"]) { ASSIGN_OR_RETURN(l.hung, r.String(kv.second["hung"], "progress_labels." + cause + ".hung")); }
-        rules.progress_labels[cause] = l;
-      }
-    }
-    if (const YAML::Node causes = root["not_a_mechanism"]) {
-      ASSIGN_OR_RETURN(rules.not_a_mechanism, r.Strings(causes, "not_a_mechanism"));
-      for (const auto& cause : rules.not_a_mechanism)
-        if (!IsKnownRootCause(cause)) return r.Error(causes, "not_a_mechanism: '" + cause + "' is not a root cause of the contract");
-    }
-    if (const YAML::Node list = root["rules"]) {
-      if (!list.IsSequence()) return r.Error(list, "rules must be a list");
-      std::set<std::string> ids;
-      for (const auto& item : list) {
-        ASSIGN_OR_RETURN(DecisionRule rule, ReadRule(r, item, rules));
-        if (!ids.insert(rule.id).second) return r.Error(item, "duplicate rule id '" + rule.id + "'");
-        rules.rules.push_back(std::move(rule));
-      }
-    }
-    if (const YAML::Node n = root["node_health"]) {
-      RETURN_IF_ERROR(r.OnlyKeys(n, {"steady_first_step", "steady_last_step", "min_steady_steps", "healthy_within_pct",
-                                     "degraded_below_pct", "exclude_statuses"},
-                                 "node_health"));
-      NodeHealthThresholds& t = rules.node_health;
-      if (n["steady_first_step"]) { ASSIGN_OR_RETURN(t.steady_first_step, r.Int(n["steady_first_step"], "steady_first_step")); }
-      if (n["steady_last_step"]) { ASSIGN_OR_RETURN(t.steady_last_step, r.Int(n["steady_last_step"], "steady_last_step")); }
-      if (n["min_steady_steps"]) { ASSIGN_OR_RETURN(t.min_steady_steps, r.Int(n["min_steady_steps"], "min_steady_steps")); }
-      if (n["healthy_within_pct"]) { ASSIGN_OR_RETURN(t.healthy_within_pct, r.Double(n["healthy_within_pct"], "healthy_within_pct")); }
-      if (n["degraded_below_pct"]) { ASSIGN_OR_RETURN(t.degraded_below_pct, r.Double(n["degraded_below_pct"], "degraded_below_pct")); }
-      if (n["exclude_statuses"]) {
-        ASSIGN_OR_RETURN(std::vector<std::string> words, r.Strings(n["exclude_statuses"], "exclude_statuses"));
-        t.exclude_statuses.clear();
-        for (const auto& word : words) {
-          const std::optional<NodeStatus> status = ParseNodeStatus(word);
-          if (!status) return r.Error(n["exclude_statuses"], "'" + word + "' is not a node status");
-          t.exclude_statuses.push_back(*status);
-        }
-      }
-      if (t.healthy_within_pct > t.degraded_below_pct)
-        return r.Error(n, "healthy_within_pct must not exceed degraded_below_pct");
-    }
-    if (const YAML::Node b = root["bisection"]) {
-      RETURN_IF_ERROR(r.OnlyKeys(b, {"degraded_below_pct", "first_step"}, "bisection"));
-      if (b["degraded_below_pct"]) { ASSIGN_OR_RETURN(rules.bisection.degraded_below_pct, r.Double(b["degraded_below_pct"], "degraded_below_pct")); }
-      if (b["first_step"]) { ASSIGN_OR_RETURN(rules.bisection.first_step, r.Int(b["first_step"], "first_step")); }
-    }
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(source_name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  // Each section, and each signal and rule within, is one part: a mistake in one still lets the
+  // others be read and checked, so the error lists every mistake of the file.
+  r.Part([&] {
+    return r.OnlyKeys(root, {"version", "limits", "hang_phases", "signals", "hang_suspect_signals", "not_a_mechanism",
+                             "progress_labels", "rules", "node_health", "bisection"},
+                      "decision rules");
+  });
+  if (const YAML::Node l = root["limits"]) r.Part([&] { return ReadLimits(r, l, rules.limits); });
+  if (const YAML::Node phases = root["hang_phases"]) {
+    r.Part([&] {
+      return r.KnownWords(phases, "hang_phases", rules.hang_phases, IsKnownHangPhase,
+                          "'{}' is not a hang phase the engine computes");
+    });
   }
+  if (const YAML::Node signals = root["signals"]) ReadSignals(r, signals, rules);
+  if (const YAML::Node ids = root["hang_suspect_signals"]) {
+    const auto defined = [&](const std::string& id) { return rules.signals.count(id) > 0; };
+    r.Part([&] {
+      return r.KnownWords(ids, "hang_suspect_signals", rules.hang_suspect_signals, defined,
+                          "hang_suspect_signals: '{}' is not a signal defined here");
+    });
+  }
+  if (const YAML::Node labels = root["progress_labels"]) r.Part([&] { return ReadProgressLabels(r, labels, rules); });
+  if (const YAML::Node causes = root["not_a_mechanism"]) {
+    r.Part([&] {
+      return r.KnownWords(causes, "not_a_mechanism", rules.not_a_mechanism, IsKnownRootCause,
+                          "not_a_mechanism: '{}' is not a root cause of the contract");
+    });
+  }
+  if (const YAML::Node list = root["rules"]) ReadRules(r, list, rules);
+  if (const YAML::Node n = root["node_health"]) r.Part([&] { return ReadNodeHealth(r, n, rules.node_health); });
+  if (const YAML::Node b = root["bisection"]) r.Part([&] { return ReadBisection(r, b, rules.bisection); });
+  RETURN_IF_ERROR(r.Finish());
   return rules;
 }
 

@@ -6,17 +6,21 @@
 #include <optional>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "engine/core/vocabulary.h"
 
 namespace diagnose {
 
 enum class ExcludeScope { kJob, kSweep };
 
-std::string_view ToString(ExcludeScope scope);
-std::optional<ExcludeScope> ParseExcludeScope(std::string_view word);
+template <>
+struct VocabularyOf<ExcludeScope> {
+  static constexpr Vocabulary<ExcludeScope, 2> kWords{{{
+      {ExcludeScope::kJob, "job"},
+      {ExcludeScope::kSweep, "sweep"},
+  }}};
+  static constexpr std::string_view kWhat = "exclude_scope";
+};
 
-// JSON carries the word; an unknown word throws like any other malformed field.
-void to_json(nlohmann::json& j, ExcludeScope scope);
-void from_json(const nlohmann::json& j, ExcludeScope& scope);
+inline std::optional<ExcludeScope> ParseExcludeScope(std::string_view word) { return ParseWord<ExcludeScope>(word); }
 
 }  // namespace diagnose

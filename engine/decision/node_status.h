@@ -3,11 +3,10 @@
 // written only where a table, line or JSON leaves.
 #pragma once
 
-#include <iosfwd>
 #include <optional>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "engine/core/vocabulary.h"
 
 namespace diagnose {
 
@@ -15,18 +14,29 @@ namespace diagnose {
 enum class NodeStatus { kUnjudged, kHealthy, kMarginal, kDegraded, kUnhealthy, kInsufficientData };
 enum class GroupStatus { kHealthy, kDegraded, kFailed };
 
-std::string_view ToString(NodeStatus status);
-std::string_view ToString(GroupStatus status);
-std::optional<NodeStatus> ParseNodeStatus(std::string_view word);
+template <>
+struct VocabularyOf<NodeStatus> {
+  static constexpr Vocabulary<NodeStatus, 6> kWords{{{
+      {NodeStatus::kUnjudged, ""},
+      {NodeStatus::kHealthy, "healthy"},
+      {NodeStatus::kMarginal, "marginal"},
+      {NodeStatus::kDegraded, "degraded"},
+      {NodeStatus::kUnhealthy, "unhealthy"},
+      {NodeStatus::kInsufficientData, "insufficient-data"},
+  }}};
+  static constexpr std::string_view kWhat = "node status";
+};
 
-// For test failure messages and logs: the word.
-std::ostream& operator<<(std::ostream& out, NodeStatus status);
-std::ostream& operator<<(std::ostream& out, GroupStatus status);
+inline std::optional<NodeStatus> ParseNodeStatus(std::string_view word) { return ParseWord<NodeStatus>(word); }
 
-// JSON carries the word; an unknown word throws like any other malformed field.
-void to_json(nlohmann::json& j, NodeStatus status);
-void from_json(const nlohmann::json& j, NodeStatus& status);
-void to_json(nlohmann::json& j, GroupStatus status);
-void from_json(const nlohmann::json& j, GroupStatus& status);
+template <>
+struct VocabularyOf<GroupStatus> {
+  static constexpr Vocabulary<GroupStatus, 3> kWords{{{
+      {GroupStatus::kHealthy, "healthy"},
+      {GroupStatus::kDegraded, "degraded"},
+      {GroupStatus::kFailed, "failed"},
+  }}};
+  static constexpr std::string_view kWhat = "group status";
+};
 
 }  // namespace diagnose

@@ -57,6 +57,18 @@ Value Arith(const std::string& op, double a, double b) {
   return Value();
 }
 
+// One key of a map operation on two numbers: arithmetic keeps its result (none where it is
+// undefined, as x/0), a comparison keeps the map's own value `kept` where it holds.
+void CombineEntry(const std::string& op, bool arith, const std::string& key, const Value& l, const Value& r,
+                  const Value& kept, Value& out) {
+  if (arith) {
+    Value v = Arith(op, l.get<double>(), r.get<double>());
+    if (!v.is_null()) out[key] = std::move(v);
+  } else if (IsCmp(op) && Compare(op, l, r)) {
+    out[key] = kept;
+  }
+}
+
 StatusOr<Value> EvalBinary(const Expr& e, const Value& a, const Value& b) {
   const std::string& op = e.text;
   if (op == "in") {
@@ -79,12 +91,7 @@ StatusOr<Value> EvalBinary(const Expr& e, const Value& a, const Value& b) {
         if (!b.contains(k)) continue;
         const Value& y = b[k];
         if (!x.is_number() || !y.is_number()) continue;
-        if (arith) {
-          Value r = Arith(op, x.get<double>(), y.get<double>());
-          if (!r.is_null()) out[k] = r;
-        } else if (IsCmp(op) && Compare(op, x, y)) {
-          out[k] = x;
-        }
+        CombineEntry(op, arith, k, x, y, x, out);
       }
       return out;
     }
@@ -96,12 +103,7 @@ StatusOr<Value> EvalBinary(const Expr& e, const Value& a, const Value& b) {
       if (!x.is_number()) continue;
       const Value& l = a.is_object() ? x : s;
       const Value& r = a.is_object() ? s : x;
-      if (arith) {
-        Value v = Arith(op, l.get<double>(), r.get<double>());
-        if (!v.is_null()) out[k] = v;
-      } else if (IsCmp(op) && Compare(op, l, r)) {
-        out[k] = x;
-      }
+      CombineEntry(op, arith, k, l, r, x, out);
     }
     return out;
   }

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -161,103 +162,73 @@ class Parser {
     return e;
   }
 
-  std::unique_ptr<Expr> ParseOr() {
-    auto l = ParseAnd();
-    while (l && IsWord("or")) {
+  // One left-associative level: `operand (operator operand)*`, the operator being whichever of
+  // `operators` the current token is (all words or all symbols).
+  std::unique_ptr<Expr> ParseLeftAssociative(std::unique_ptr<Expr> (Parser::*operand)(),
+                                             std::initializer_list<const char*> operators, bool words) {
+    const auto at_operator = [&] {
+      for (const char* op : operators)
+        if (words ? IsWord(op) : IsOp(op)) return true;
+      return false;
+    };
+    auto l = (this->*operand)();
+    while (l && at_operator()) {
+      std::string op = tok_.text;
       size_t off = tok_.offset;
       Advance();
-      auto r = ParseAnd();
+      auto r = (this->*operand)();
       if (!r) return nullptr;
-      l = Binary("or", off, std::move(l), std::move(r));
+      l = Binary(std::move(op), off, std::move(l), std::move(r));
     }
     return l;
   }
-  std::unique_ptr<Expr> ParseAnd() {
-    auto l = ParseNot();
-    while (l && IsWord("and")) {
-      size_t off = tok_.offset;
-      Advance();
-      auto r = ParseNot();
-      if (!r) return nullptr;
-      l = Binary("and", off, std::move(l), std::move(r));
-    }
-    return l;
+  std::unique_ptr<Expr> ParseOr() { return ParseLeftAssociative(&Parser::ParseAnd, {"or"}, true); }
+  std::unique_ptr<Expr> ParseAnd() { return ParseLeftAssociative(&Parser::ParseNot, {"and"}, true); }
+  // One prefix level: `op operand`, the operand parsed by `self` (so `not not x` nests), else `next`.
+  std::unique_ptr<Expr> ParsePrefix(const char* op, bool word, std::unique_ptr<Expr> (Parser::*self)(),
+                                    std::unique_ptr<Expr> (Parser::*next)()) {
+    if (!(word ? IsWord(op) : IsOp(op))) return (this->*next)();
+    size_t off = tok_.offset;
+    Advance();
+    auto operand = (this->*self)();
+    if (!operand) return nullptr;
+    return Unary(op, off, std::move(operand));
   }
-  std::unique_ptr<Expr> ParseNot() {
-    if (IsWord("not")) {
-      size_t off = tok_.offset;
-      Advance();
-      auto operand = ParseNot();
-      if (!operand) return nullptr;
-      return Unary("not", off, std::move(operand));
-    }
-    return ParseCmp();
-  }
+  std::unique_ptr<Expr> ParseNot() { return ParsePrefix("not", true, &Parser::ParseNot, &Parser::ParseCmp); }
   std::unique_ptr<Expr> ParseCmp() {
     auto l = ParseAdd();
     if (!l) return nullptr;
+    // `l op r`, the operator's tokens consumed and `off` where they began.
+    const auto with_right_operand = [&](const char* op, size_t off) -> std::unique_ptr<Expr> {
+      auto r = ParseAdd();
+      if (!r) return nullptr;
+      return Binary(op, off, std::move(l), std::move(r));
+    };
     static const char* kCmp[] = {"==", "!=", "<", "<=", ">", ">="};
+    const size_t off = tok_.offset;
     for (const char* op : kCmp) {
       if (IsOp(op)) {
-        size_t off = tok_.offset;
         Advance();
-        auto r = ParseAdd();
-        if (!r) return nullptr;
-        return Binary(op, off, std::move(l), std::move(r));
+        return with_right_operand(op, off);
       }
     }
     if (IsWord("in")) {
-      size_t off = tok_.offset;
       Advance();
-      auto r = ParseAdd();
-      if (!r) return nullptr;
-      return Binary("in", off, std::move(l), std::move(r));
+      return with_right_operand("in", off);
     }
     if (IsWord("not")) {
-      size_t off = tok_.offset;
       Advance();
       if (!IsWord("in")) return Fail(tok_.offset, "expected 'in' after 'not'");
       Advance();
-      auto r = ParseAdd();
-      if (!r) return nullptr;
-      return Unary("not", off, Binary("in", off, std::move(l), std::move(r)));
+      auto in = with_right_operand("in", off);
+      if (!in) return nullptr;
+      return Unary("not", off, std::move(in));
     }
     return l;
   }
-  std::unique_ptr<Expr> ParseAdd() {
-    auto l = ParseMul();
-    while (l && (IsOp("+") || IsOp("-"))) {
-      std::string op = tok_.text;
-      size_t off = tok_.offset;
-      Advance();
-      auto r = ParseMul();
-      if (!r) return nullptr;
-      l = Binary(op, off, std::move(l), std::move(r));
-    }
-    return l;
-  }
-  std::unique_ptr<Expr> ParseMul() {
-    auto l = ParseUnary();
-    while (l && (IsOp("*") || IsOp("/") || IsOp("%"))) {
-      std::string op = tok_.text;
-      size_t off = tok_.offset;
-      Advance();
-      auto r = ParseUnary();
-      if (!r) return nullptr;
-      l = Binary(op, off, std::move(l), std::move(r));
-    }
-    return l;
-  }
-  std::unique_ptr<Expr> ParseUnary() {
-    if (IsOp("-")) {
-      size_t off = tok_.offset;
-      Advance();
-      auto operand = ParseUnary();
-      if (!operand) return nullptr;
-      return Unary("-", off, std::move(operand));
-    }
-    return ParsePostfix();
-  }
+  std::unique_ptr<Expr> ParseAdd() { return ParseLeftAssociative(&Parser::ParseMul, {"+", "-"}, false); }
+  std::unique_ptr<Expr> ParseMul() { return ParseLeftAssociative(&Parser::ParseUnary, {"*", "/", "%"}, false); }
+  std::unique_ptr<Expr> ParseUnary() { return ParsePrefix("-", false, &Parser::ParseUnary, &Parser::ParsePostfix); }
   std::unique_ptr<Expr> ParsePostfix() {
     auto e = ParsePrimary();
     while (e) {

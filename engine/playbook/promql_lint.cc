@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "engine/core/json.h"
+#include "engine/core/scratch_dir.h"
 #include "engine/core/text.h"
 #include "engine/core/subprocess.h"
 #include "engine/playbook/messages.h"
@@ -71,17 +72,13 @@ StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, 
   for (size_t i = 0; i < queries.size(); ++i)
     rules.push_back({{"record", "lint_" + std::to_string(i)}, {"expr", BindForSyntaxCheck(*queries[i].rule, queries[i].playbook)}});
   const nlohmann::json file = {{"groups", {{{"name", "diagnose-lint"}, {"rules", rules}}}}};
-  std::string dir_template = (fs::temp_directory_path() / "diagnose-lint-XXXXXX").string();
-  if (::mkdtemp(dir_template.data()) == nullptr) return UnavailableError("cannot create a temp dir for promtool");
-  const fs::path dir = dir_template;
-  const fs::path path = dir / "queries.rules.yml";
+  ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Create("diagnose-lint", "promtool"));
+  const fs::path path = dir.path() / "queries.rules.yml";
   {
     std::ofstream out(path);
     out << DumpJson(file, 1) << "\n";
   }
   auto run = RunCommand({promtool, "check", "rules", path.string()}, std::chrono::seconds(60));
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
 
   // `<file>: 5:15: group "diagnose-lint", rule 1, "lint_0": could not parse expression: 1:16: parse error: ...`

@@ -51,17 +51,25 @@ const std::regex& DurationPattern() {
   return re;
 }
 
+// What an expression and a template field share before their own parsing: the position, and the
+// source text with its locator when the node is a string (else a field-type error, and false).
+template <typename Parsed>
+bool ReadSourceText(const FileCtx& ctx, const YAML::Node& n, const std::string& field, const char* expected, Parsed& out) {
+  out.pos = ctx.Pos(n);
+  if (!n.IsScalar()) {
+    ctx.Add(LoadCode::kFieldType, n, field, fmt::format(fmt::runtime(msg::kFieldType), field, expected));
+    return false;
+  }
+  out.source = n.Scalar();
+  out.locate = ctx.Locator(n);
+  return true;
+}
+
 }  // namespace
 
 CompiledExpr ParseExprNode(const FileCtx& ctx, const YAML::Node& n, const std::string& field) {
   CompiledExpr out;
-  out.pos = ctx.Pos(n);
-  if (!n.IsScalar()) {
-    ctx.Add(LoadCode::kFieldType, n, field, fmt::format(fmt::runtime(msg::kFieldType), field, "an expression string"));
-    return out;
-  }
-  out.source = n.Scalar();
-  out.locate = ctx.Locator(n);
+  if (!ReadSourceText(ctx, n, field, "an expression string", out)) return out;
   ExprSyntaxError err;
   auto ast = ParseExpr(out.source, &err);
   if (!ast) {
@@ -76,13 +84,7 @@ namespace {
 
 Template ParseTemplateNode(const FileCtx& ctx, const YAML::Node& n, const std::string& field) {
   Template out;
-  out.pos = ctx.Pos(n);
-  if (!n.IsScalar()) {
-    ctx.Add(LoadCode::kFieldType, n, field, fmt::format(fmt::runtime(msg::kFieldType), field, "a string"));
-    return out;
-  }
-  out.source = n.Scalar();
-  out.locate = ctx.Locator(n);
+  if (!ReadSourceText(ctx, n, field, "a string", out)) return out;
   std::vector<ExprSyntaxError> errors;
   out.pieces = ParseTemplate(out.source, &errors);
   for (const auto& e : errors)

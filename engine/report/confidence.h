@@ -3,11 +3,10 @@
 // back only where a report, explanation or record leaves.
 #pragma once
 
-#include <iosfwd>
 #include <optional>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "engine/core/vocabulary.h"
 
 namespace diagnose {
 
@@ -15,14 +14,17 @@ enum class Confidence { kInsufficientEvidence, kPossible, kLikely, kConfirmed };
 inline constexpr Confidence kAllConfidences[] = {Confidence::kInsufficientEvidence, Confidence::kPossible,
                                                  Confidence::kLikely, Confidence::kConfirmed};
 
-std::string_view ToString(Confidence confidence);
-std::optional<Confidence> ParseConfidence(std::string_view word);
+template <>
+struct VocabularyOf<Confidence> {
+  static constexpr Vocabulary<Confidence, 4> kWords{{{
+      {Confidence::kInsufficientEvidence, "insufficient-evidence"},
+      {Confidence::kPossible, "possible"},
+      {Confidence::kLikely, "likely"},
+      {Confidence::kConfirmed, "confirmed"},
+  }}};
+  static constexpr std::string_view kWhat = "confidence";
+};
 
-// For test failure messages and logs: the contract word.
-std::ostream& operator<<(std::ostream& out, Confidence confidence);
-
-// JSON carries the contract word; an unknown word throws like any other malformed field.
-void to_json(nlohmann::json& j, Confidence confidence);
-void from_json(const nlohmann::json& j, Confidence& confidence);
+inline std::optional<Confidence> ParseConfidence(std::string_view word) { return ParseWord<Confidence>(word); }
 
 }  // namespace diagnose

@@ -4,24 +4,28 @@
 // instead of a comparison that silently never matches.
 #pragma once
 
-#include <iosfwd>
 #include <optional>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "engine/core/vocabulary.h"
 
 namespace diagnose {
 
 enum class JobStatus { kCompleted, kFailed, kCancelled, kRunning, kHanging, kUnknownDeath };
 
-std::string_view ToString(JobStatus status);
-std::optional<JobStatus> ParseJobStatus(std::string_view word);
+template <>
+struct VocabularyOf<JobStatus> {
+  static constexpr Vocabulary<JobStatus, 6> kWords{{{
+      {JobStatus::kUnknownDeath, "unknown-death"},
+      {JobStatus::kCompleted, "completed"},
+      {JobStatus::kFailed, "failed"},
+      {JobStatus::kCancelled, "cancelled"},
+      {JobStatus::kRunning, "running"},
+      {JobStatus::kHanging, "hanging"},
+  }}};
+  static constexpr std::string_view kWhat = "job status";
+};
 
-// For test failure messages and logs: the contract word.
-std::ostream& operator<<(std::ostream& out, JobStatus status);
-
-// JSON carries the contract word; an unknown word throws like any other malformed field.
-void to_json(nlohmann::json& j, JobStatus status);
-void from_json(const nlohmann::json& j, JobStatus& status);
+inline std::optional<JobStatus> ParseJobStatus(std::string_view word) { return ParseWord<JobStatus>(word); }
 
 }  // namespace diagnose

@@ -1,7 +1,5 @@
 #include "engine/report/report.h"
 
-#include "engine/core/vocabulary.h"
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -212,27 +210,6 @@ nlohmann::json ToJson(const Report& r) {
   if (r.incomplete) out["incomplete"] = *r.incomplete;
   return out;
 }
-
-namespace {
-
-constexpr Vocabulary<TsdbMode, 3> kTsdbModeWords{{{
-    {TsdbMode::kNone, "none"},
-    {TsdbMode::kPrivateCopy, "private-copy"},
-    {TsdbMode::kRemote, "remote"},
-}}};
-
-constexpr Vocabulary<TsdbAvailability, 5> kTsdbAvailabilityWords{{{
-    {TsdbAvailability::kServed, "served"},
-    {TsdbAvailability::kRemote, "remote"},
-    {TsdbAvailability::kUnavailable, "unavailable"},
-    {TsdbAvailability::kFailed, "failed"},
-    {TsdbAvailability::kNotRequested, "not-requested"},
-}}};
-
-}  // namespace
-
-std::string_view ToString(TsdbMode mode) { return kTsdbModeWords.Word(mode); }
-std::string_view ToString(TsdbAvailability state) { return kTsdbAvailabilityWords.Word(state); }
 
 const std::string& ActedOnRootCause(const Report& report) {
   return report.decision.root_cause.empty() ? report.verdict.root_cause : report.decision.root_cause;

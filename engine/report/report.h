@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/json.h"
+#include "engine/core/vocabulary.h"
 #include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
 #include "engine/report/finding_status.h"
@@ -142,13 +143,31 @@ nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes);
 // How a job's metrics were sought (JSON `tsdb[].mode`): a private Prometheus on a copy of the
 // snapshot, a --prometheus endpoint, or not at all.
 enum class TsdbMode { kNone, kPrivateCopy, kRemote };
-std::string_view ToString(TsdbMode mode);
+template <>
+struct VocabularyOf<TsdbMode> {
+  static constexpr Vocabulary<TsdbMode, 3> kWords{{{
+      {TsdbMode::kNone, "none"},
+      {TsdbMode::kPrivateCopy, "private-copy"},
+      {TsdbMode::kRemote, "remote"},
+  }}};
+  static constexpr std::string_view kWhat = "tsdb mode";
+};
 
 // What came of it (JSON `tsdb[].state`): served (private copy) | remote | unavailable (the job has
 // none we can read: a fact about the job) | failed (diagnose could not reach or serve it: a fact
 // about the tool) | not-requested (--logs-only).
 enum class TsdbAvailability { kServed, kRemote, kUnavailable, kFailed, kNotRequested };
-std::string_view ToString(TsdbAvailability state);
+template <>
+struct VocabularyOf<TsdbAvailability> {
+  static constexpr Vocabulary<TsdbAvailability, 5> kWords{{{
+      {TsdbAvailability::kServed, "served"},
+      {TsdbAvailability::kRemote, "remote"},
+      {TsdbAvailability::kUnavailable, "unavailable"},
+      {TsdbAvailability::kFailed, "failed"},
+      {TsdbAvailability::kNotRequested, "not-requested"},
+  }}};
+  static constexpr std::string_view kWhat = "tsdb state";
+};
 
 // Where the metrics came from and what could not be asked (extension "tsdb").
 struct TsdbState {

@@ -9,19 +9,14 @@
 #include <sstream>
 
 #include "engine/core/bounded_yaml.h"
+#include "engine/core/yaml_reader.h"
 #include "engine/report/report.h"
 
 namespace diagnose {
 
 namespace {
 
-std::string Where(const std::string& source, const YAML::Node& n) {
-  YAML::Mark m = n.Mark();
-  if (m.line < 0) return source;
-  return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-StatusOr<SignaturePattern> ParsePattern(const YAML::Node& n, const std::string& source) {
+StatusOr<SignaturePattern> ParsePattern(const YamlReader& r, const YAML::Node& n) {
   SignaturePattern p;
   if (n.IsScalar()) {
     p.literal = n.as<std::string>();
@@ -31,31 +26,84 @@ StatusOr<SignaturePattern> ParsePattern(const YAML::Node& n, const std::string& 
     } else if (n["regex"]) {
       p.regex_text = n["regex"].as<std::string>();
       if (!n["requires"])
-        return ParseError(Where(source, n) + ": regex pattern needs `requires:` (a literal it always contains)");
+        return ParseError(r.Where(n) + ": regex pattern needs `requires:` (a literal it always contains)");
       p.literal = n["requires"].as<std::string>();
       try {
         p.regex = std::make_shared<const std::regex>(p.regex_text, std::regex::ECMAScript | std::regex::optimize);
       } catch (const std::regex_error& e) {
-        return ParseError(Where(source, n["regex"]) + ": invalid regex: " + e.what());
+        return ParseError(r.Where(n["regex"]) + ": invalid regex: " + e.what());
       }
     } else {
-      return ParseError(Where(source, n) + ": pattern needs `contains:` or `regex:`");
+      return ParseError(r.Where(n) + ": pattern needs `contains:` or `regex:`");
     }
   } else {
-    return ParseError(Where(source, n) + ": pattern must be a string or a map");
+    return ParseError(r.Where(n) + ": pattern must be a string or a map");
   }
-  if (p.literal.empty()) return ParseError(Where(source, n) + ": empty pattern");
+  if (p.literal.empty()) return ParseError(r.Where(n) + ": empty pattern");
   return p;
 }
 
-Status ParsePatternList(const YAML::Node& list, const std::string& source, std::vector<SignaturePattern>* out) {
+Status ParsePatternList(const YamlReader& r, const YAML::Node& list, std::vector<SignaturePattern>* out) {
   if (!list) return Status::Ok();
-  if (!list.IsSequence()) return ParseError(Where(source, list) + ": expected a list of patterns");
+  if (!list.IsSequence()) return ParseError(r.Where(list) + ": expected a list of patterns");
   for (const auto& item : list) {
-    ASSIGN_OR_RETURN(SignaturePattern p, ParsePattern(item, source));
+    ASSIGN_OR_RETURN(SignaturePattern p, ParsePattern(r, item));
     out->push_back(std::move(p));
   }
   return Status::Ok();
+}
+
+Status ParseThresholds(const YamlReader& r, const YAML::Node& th, SignatureTable& table) {
+  if (!th.IsMap()) return ParseError(r.Where(th) + ": thresholds must be a map");
+  for (const auto& kv : th) table.thresholds[kv.first.as<std::string>()] = kv.second.as<double>();
+  return Status::Ok();
+}
+
+StatusOr<FailureSignature> ParseClass(const YamlReader& r, const YAML::Node& c) {
+  FailureSignature sig;
+  if (!c["id"]) return ParseError(r.Where(c) + ": class without `id`");
+  sig.id = c["id"].as<std::string>();
+  sig.stage = c["stage"] ? c["stage"].as<std::string>() : "";
+  if (sig.stage != "infrastructure" && sig.stage != "training" && sig.stage != "job")
+    return ParseError(r.Where(c) + ": class " + sig.id + ": stage must be infrastructure|training|job");
+  if (!c["priority"]) return ParseError(r.Where(c) + ": class " + sig.id + " has no priority");
+  sig.priority = c["priority"].as<int>();
+  if (c["detector"]) sig.detector = c["detector"].as<std::string>();
+  if (c["fatal"]) sig.fatal = c["fatal"].as<bool>();
+  if (c["cascade"]) sig.cascade = c["cascade"].as<bool>();
+  if (c["summary"]) sig.summary = c["summary"].as<std::string>();
+  RETURN_IF_ERROR(ParsePatternList(r, c["patterns"], &sig.patterns));
+  RETURN_IF_ERROR(ParsePatternList(r, c["ignore"], &sig.ignore));
+  if (sig.patterns.empty() && sig.detector.empty())
+    return ParseError(r.Where(c) + ": class " + sig.id + " has neither patterns nor a detector");
+  if (const YAML::Node v = c["verdict"]) {
+    LogOnlyVerdict lv;
+    lv.root_cause = v["root_cause"] ? v["root_cause"].as<std::string>() : "";
+    const std::string action = v["action"] ? v["action"].as<std::string>() : "";
+    const std::string confidence = v["confidence"] ? v["confidence"].as<std::string>() : "";
+    if (!IsKnownRootCause(lv.root_cause))
+      return ParseError(r.Where(v) + ": class " + sig.id + ": unknown root_cause '" + lv.root_cause + "'");
+    const std::optional<DecisionAction> parsed_action = ParseDecisionAction(action);
+    if (!parsed_action)
+      return ParseError(r.Where(v) + ": class " + sig.id + ": unknown action '" + action + "'");
+    lv.action = *parsed_action;
+    const std::optional<Confidence> parsed_confidence = ParseConfidence(confidence);
+    if (!parsed_confidence)
+      return ParseError(r.Where(v) + ": class " + sig.id + ": unknown confidence '" + confidence + "'");
+    lv.confidence = *parsed_confidence;
+    sig.verdict = lv;
+  }
+  if (const YAML::Node q = c["tsdb_questions"]) {
+    for (const auto& item : q) sig.tsdb_questions.push_back(item.as<std::string>());
+  }
+  if (const YAML::Node examples = c["examples"]) {
+    if (!examples.IsSequence()) return ParseError(r.Where(examples) + ": class " + sig.id + ": examples must be a list of lines");
+    for (const auto& item : examples) {
+      if (!item.IsScalar()) return ParseError(r.Where(item) + ": class " + sig.id + ": an example is one log line");
+      sig.examples.push_back({item.as<std::string>(), item.Mark().line + 1, item.Mark().column + 1});
+    }
+  }
+  return sig;
 }
 
 }  // namespace
@@ -76,67 +124,22 @@ StatusOr<SignatureTable> ParseSignatureTable(const std::string& yaml_text, const
   ASSIGN_OR_RETURN(YAML::Node root, LoadBoundedYaml(yaml_text, source));
   SignatureTable table;
   table.source = source;
-  try {
-    if (!root.IsMap()) return ParseError(source + ": top level must be a map");
-    RETURN_IF_ERROR(ParsePatternList(root["harmless"], source, &table.harmless));
-    if (const YAML::Node th = root["thresholds"]) {
-      if (!th.IsMap()) return ParseError(Where(source, th) + ": thresholds must be a map");
-      for (const auto& kv : th) table.thresholds[kv.first.as<std::string>()] = kv.second.as<double>();
-    }
-    const YAML::Node classes = root["classes"];
-    if (!classes || !classes.IsSequence()) return ParseError(source + ": `classes:` list is missing");
-    std::set<std::string> ids;
-    for (const auto& c : classes) {
-      FailureSignature sig;
-      if (!c["id"]) return ParseError(Where(source, c) + ": class without `id`");
-      sig.id = c["id"].as<std::string>();
-      if (!ids.insert(sig.id).second) return ParseError(Where(source, c["id"]) + ": duplicate class id " + sig.id);
-      sig.stage = c["stage"] ? c["stage"].as<std::string>() : "";
-      if (sig.stage != "infrastructure" && sig.stage != "training" && sig.stage != "job")
-        return ParseError(Where(source, c) + ": class " + sig.id + ": stage must be infrastructure|training|job");
-      if (!c["priority"]) return ParseError(Where(source, c) + ": class " + sig.id + " has no priority");
-      sig.priority = c["priority"].as<int>();
-      if (c["detector"]) sig.detector = c["detector"].as<std::string>();
-      if (c["fatal"]) sig.fatal = c["fatal"].as<bool>();
-      if (c["cascade"]) sig.cascade = c["cascade"].as<bool>();
-      if (c["summary"]) sig.summary = c["summary"].as<std::string>();
-      RETURN_IF_ERROR(ParsePatternList(c["patterns"], source, &sig.patterns));
-      RETURN_IF_ERROR(ParsePatternList(c["ignore"], source, &sig.ignore));
-      if (sig.patterns.empty() && sig.detector.empty())
-        return ParseError(Where(source, c) + ": class " + sig.id + " has neither patterns nor a detector");
-      if (const YAML::Node v = c["verdict"]) {
-        LogOnlyVerdict lv;
-        lv.root_cause = v["root_cause"] ? v["root_cause"].as<std::string>() : "";
-        const std::string action = v["action"] ? v["action"].as<std::string>() : "";
-        const std::string confidence = v["confidence"] ? v["confidence"].as<std::string>() : "";
-        if (!IsKnownRootCause(lv.root_cause))
-          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown root_cause '" + lv.root_cause + "'");
-        const std::optional<DecisionAction> parsed_action = ParseDecisionAction(action);
-        if (!parsed_action)
-          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown action '" + action + "'");
-        lv.action = *parsed_action;
-        const std::optional<Confidence> parsed_confidence = ParseConfidence(confidence);
-        if (!parsed_confidence)
-          return ParseError(Where(source, v) + ": class " + sig.id + ": unknown confidence '" + confidence + "'");
-        lv.confidence = *parsed_confidence;
-        sig.verdict = lv;
-      }
-      if (const YAML::Node q = c["tsdb_questions"]) {
-        for (const auto& item : q) sig.tsdb_questions.push_back(item.as<std::string>());
-      }
-      if (const YAML::Node examples = c["examples"]) {
-        if (!examples.IsSequence()) return ParseError(Where(source, examples) + ": class " + sig.id + ": examples must be a list of lines");
-        for (const auto& item : examples) {
-          if (!item.IsScalar()) return ParseError(Where(source, item) + ": class " + sig.id + ": an example is one log line");
-          sig.examples.push_back({item.as<std::string>(), item.Mark().line + 1, item.Mark().column + 1});
-        }
-      }
-      table.classes.push_back(std::move(sig));
-    }
-  } catch (const YAML::Exception& e) {
-    return ParseError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": " + e.msg);
-  }
+  if (!root.IsMap()) return ParseError(source + ": top level must be a map");
+  const YAML::Node classes = root["classes"];
+  if (!classes || !classes.IsSequence()) return ParseError(source + ": `classes:` list is missing");
+  // The harmless list, the thresholds and each class are parts of their own: a mistake in one still
+  // lets the others be read, so the error names every mistake of the file.
+  YamlReader r(source);
+  r.Part([&] { return ParsePatternList(r, root["harmless"], &table.harmless); });
+  if (const YAML::Node th = root["thresholds"]) r.Part([&] { return ParseThresholds(r, th, table); });
+  std::set<std::string> ids;
+  r.Each(classes, YAML::NodeType::Sequence, "`classes:` must be a list", [&](const YAML::Node& c) -> Status {
+    ASSIGN_OR_RETURN(FailureSignature sig, ParseClass(r, c));
+    if (!ids.insert(sig.id).second) return ParseError(r.Where(c["id"]) + ": duplicate class id " + sig.id);
+    table.classes.push_back(std::move(sig));
+    return Status::Ok();
+  });
+  RETURN_IF_ERROR(r.Finish(StatusCode::kParse));
   return table;
 }
 

@@ -31,12 +31,8 @@ SpawnOptions Options(std::vector<std::string> argv, std::string out = "", std::s
 
 class SubprocessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "subprocess-test-XXXXXX").string();
-    dir_ = mkdtemp(pattern.data());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  testing::TempDir scratch_{"subprocess-test"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 TEST_F(SubprocessTest, RunCommandCapturesStdoutAndStderrAndExitCode) {

@@ -1,4 +1,6 @@
 // Loading rules/sweep/decisions.yaml: the real file loads; mistakes are errors with positions.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "engine/decision/decision_rules.h"
@@ -67,6 +69,36 @@ TEST(DecisionRulesLoad, HangSuspectSignalsAndNonMechanismCausesMustExist) {
   auto cause = ParseDecisionRules("not_a_mechanism: [none, telemetry-ghosts]\n", "t.yaml");
   ASSERT_FALSE(cause.ok());
   EXPECT_NE(cause.status().message().find("'telemetry-ghosts' is not a root cause"), std::string::npos);
+}
+
+TEST(DecisionRulesLoad, EveryMistakeOfTheFileIsReportedWithItsPosition) {
+  // Two broken rules, a broken section after them and a key that is not a string: each reported,
+  // at its own line, in file order; the good rule between them does not hide them.
+  auto r = ParseDecisionRules(Minimal("  - id: a\n    when: {signal: s}\n    decision: {action: reboot}\n"
+                                      "  - id: fine\n    when: {signal: s}\n    decision: {action: none}\n"
+                                      "  - id: b\n    when: {signal: nope}\n    decision: {action: none}\n") +
+                                  "bisection: {first_step: many}\n",
+                              "t.yaml");
+  ASSERT_FALSE(r.ok());
+  const std::string& message = r.status().message();
+  const size_t reboot = message.find("t.yaml:6:");
+  const size_t unknown_signal = message.find("t.yaml:11:");
+  const size_t first_step = message.find("t.yaml:13:");
+  ASSERT_NE(reboot, std::string::npos) << message;
+  ASSERT_NE(unknown_signal, std::string::npos) << message;
+  ASSERT_NE(first_step, std::string::npos) << message;
+  EXPECT_LT(reboot, unknown_signal);
+  EXPECT_LT(unknown_signal, first_step);
+  EXPECT_NE(message.find("unknown signal 'nope'"), std::string::npos) << message;
+  EXPECT_NE(message.find("first_step must be an integer"), std::string::npos) << message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 2) << message;
+}
+
+TEST(DecisionRulesLoad, ANonStringKeyIsAPositionedErrorNotAnException) {
+  auto r = ParseDecisionRules("signals:\n  [a, b]: {classes: [x]}\n  s: {classes: []}\n", "t.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t.yaml:2:"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("t.yaml:3:"), std::string::npos) << r.status().message();
 }
 
 TEST(DecisionRulesLoad, UnknownHangPhaseIsAnError) {

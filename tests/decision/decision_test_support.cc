@@ -53,6 +53,14 @@ void AddEvent(JobFacts* f, const std::string& kind, const std::string& host, con
   f->events.push_back(e);
 }
 
+JobFacts MakeHungFacts(const std::string& id, const std::vector<std::string>& hosts, int last_step,
+                       const std::string& model, const std::map<std::string, std::string>& args) {
+  JobFacts f = MakeFacts(id, hosts, model, args);
+  f.status = JobStatus::kHanging;
+  AddSteps(&f, 0, last_step);
+  return f;
+}
+
 void AddSteps(JobFacts* f, int first, int last, double tgs) {
   for (int s = first; s <= last; ++s) {
     StepRecord r;

@@ -19,6 +19,11 @@ const DecisionRules& SweepRules();
 JobFacts MakeFacts(const std::string& id, const std::vector<std::string>& hosts, const std::string& model = "grok-1",
                    const std::map<std::string, std::string>& args = {{"per_device_batch_size", "8"}, {"steps", "15"}});
 
+// A job that hung after running steps 0..last_step.
+JobFacts MakeHungFacts(const std::string& id, const std::vector<std::string>& hosts, int last_step,
+                       const std::string& model = "grok-1",
+                       const std::map<std::string, std::string>& args = {{"per_device_batch_size", "8"}, {"steps", "15"}});
+
 void AddClass(JobFacts* facts, const std::string& failure_class, const std::string& host, const std::string& text);
 void AddEvent(JobFacts* facts, const std::string& kind, const std::string& host, const std::string& text);
 void AddSteps(JobFacts* facts, int first, int last, double tgs = 1000);

@@ -15,6 +15,7 @@ using testing::AddSteps;
 using testing::DecideAndRecord;
 using testing::MakeDiagnosis;
 using testing::MakeFacts;
+using testing::MakeHungFacts;
 using testing::Refine;
 using testing::SetSummary;
 
@@ -199,9 +200,7 @@ TEST(SweepRules, HangAfterBarrierWithoutMemstatsIsFirstStepHangRetried) {
 
 TEST(SweepRules, HangAfterStep0RetriesOnceThenFails) {
   SweepHistory history;
-  JobFacts first = MakeFacts("1", kEight);
-  first.status = JobStatus::kHanging;
-  AddSteps(&first, 0, 120);
+  JobFacts first = MakeHungFacts("1", kEight, 120);
   EXPECT_EQ(DecideAndRecord(first, &history).decision.action, DecisionAction::kRetrySameNodes);
   JobFacts second = first;
   second.id = "2";
@@ -213,9 +212,7 @@ TEST(SweepRules, HangAfterStep0RetriesOnceThenFails) {
 
 TEST(SweepRules, HangRecurringOnSameNodesExcludesSuspects) {
   SweepHistory history;
-  JobFacts first = MakeFacts("1", kEight);
-  first.status = JobStatus::kHanging;
-  AddSteps(&first, 0, 50);
+  JobFacts first = MakeHungFacts("1", kEight, 50);
   DecideAndRecord(first, &history);
   JobFacts second = first;
   second.id = "2";
@@ -229,9 +226,7 @@ TEST(SweepRules, HangRecurringOnSameNodesExcludesSuspects) {
 
 TEST(SweepRules, HangRecurringSuspectsFromLoggedNicErrors) {
   SweepHistory history;
-  JobFacts first = MakeFacts("1", kEight);
-  first.status = JobStatus::kHanging;
-  AddSteps(&first, 0, 50);
+  JobFacts first = MakeHungFacts("1", kEight, 50);
   DecideAndRecord(first, &history);
   JobFacts second = first;
   second.id = "2";
@@ -243,17 +238,13 @@ TEST(SweepRules, HangRecurringSuspectsFromLoggedNicErrors) {
 
 TEST(SweepRules, HangOnDifferentNodesIsNotARecurrence) {
   SweepHistory history;
-  JobFacts first = MakeFacts("1", kEight);
-  first.status = JobStatus::kHanging;
-  AddSteps(&first, 0, 50);
+  JobFacts first = MakeHungFacts("1", kEight, 50);
   Diagnosis diagnosis = MakeDiagnosis("rccl-hang", DecisionAction::kRetrySameNodes);
   diagnosis.decision.exclude.push_back({"gpu108", 2, "suspect"});
   // First hang excluded gpu108 via escalation? No: first occurrence always retries on the same nodes.
   EXPECT_EQ(DecideAndRecord(first, &history, diagnosis).decision.action, DecisionAction::kRetrySameNodes);
   std::vector<std::string> seven(kEight.begin(), kEight.end() - 1);
-  JobFacts second = MakeFacts("2", seven);
-  second.status = JobStatus::kHanging;
-  AddSteps(&second, 0, 50);
+  JobFacts second = MakeHungFacts("2", seven, 50);
   // Retry chain continues (overlapping nodes) but nodes differ: consecutive-hang limit applies.
   SweepDecision d = Refine(second, history, diagnosis);
   EXPECT_EQ(d.decision.action, DecisionAction::kNoRetry);
@@ -362,9 +353,7 @@ TEST(SweepRules, AllNodesFailingConsistentlyStopsTheSweep) {
 }
 
 TEST(SweepRules, HangRefutedByMetricsIsLeftAlone) {
-  JobFacts f = MakeFacts("1", kEight);
-  f.status = JobStatus::kHanging;
-  AddSteps(&f, 0, 120);
+  JobFacts f = MakeHungFacts("1", kEight, 120);
   Diagnosis still_training = MakeDiagnosis("none", DecisionAction::kNone);
   still_training.verdict.source = "playbooks";
   still_training.verdict.confidence = Confidence::kLikely;
@@ -502,13 +491,9 @@ TEST(SweepLimits, NoThirdRetryOfTheSameJob) {
 
 TEST(SweepLimits, DifferentConfigsDoNotShareARetryChain) {
   SweepHistory history;
-  JobFacts a = MakeFacts("1", kEight, "grok-1", {{"per_device_batch_size", "8"}});
-  a.status = JobStatus::kHanging;
-  AddSteps(&a, 0, 10);
+  JobFacts a = MakeHungFacts("1", kEight, 10, "grok-1", {{"per_device_batch_size", "8"}});
   DecideAndRecord(a, &history);
-  JobFacts b = MakeFacts("2", kEight, "grok-1", {{"per_device_batch_size", "12"}});
-  b.status = JobStatus::kHanging;
-  AddSteps(&b, 0, 10);
+  JobFacts b = MakeHungFacts("2", kEight, 10, "grok-1", {{"per_device_batch_size", "12"}});
   SweepDecision d = Refine(b, history);
   EXPECT_EQ(d.decision.action, DecisionAction::kRetrySameNodes);
   EXPECT_FALSE(d.retry_of);
@@ -516,9 +501,7 @@ TEST(SweepLimits, DifferentConfigsDoNotShareARetryChain) {
 
 TEST(SweepLimits, OtherSweepsDoNotCountTowardLimits) {
   SweepHistory history;
-  JobFacts a = MakeFacts("1", kEight);
-  a.status = JobStatus::kHanging;
-  AddSteps(&a, 0, 10);
+  JobFacts a = MakeHungFacts("1", kEight, 10);
   DecideAndRecord(a, &history);
   history.entries.back().sweep = "yesterday";
   JobFacts b = a;

@@ -13,6 +13,7 @@
 #include "engine/job/job_location.h"
 #include "engine/triage/triage.h"
 #include "tests/decision/decision_test_support.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -21,14 +22,6 @@ namespace fs = std::filesystem;
 
 class TriagedLogTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    outputs_ = fs::temp_directory_path() / ("sweep-triaged-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(outputs_);
-    fs::create_directories(outputs_);
-  }
-  void TearDown() override { fs::remove_all(outputs_); }
-
   // Header (formats §2.1) for `hosts`, then `body`, then optionally a JOB SUMMARY (§2.7).
   std::string WriteLog(const std::string& id, const std::vector<std::string>& hosts, const std::string& body,
                        const std::string& status_line, const std::string& args = "steps=15") {
@@ -75,7 +68,8 @@ class TriagedLogTest : public ::testing::Test {
     return s;
   }
 
-  fs::path outputs_;
+  testing::TempDir scratch_{"sweep-triaged"};
+  const fs::path outputs_ = scratch_.path();
 };
 
 const std::string kDash = "\xE2\x80\x94";

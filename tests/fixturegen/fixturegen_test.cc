@@ -1,5 +1,6 @@
 // Unit tests of the fixture generator: scenario validation, the shared timeline, the
 // metric model's realism invariants, and determinism. No promtool: metrics are checked in memory.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -66,6 +67,19 @@ TEST(Scenario, ParsesMinimalAndDerivesFromPassthrough) {
   EXPECT_DOUBLE_EQ(s.per_device_batch_size, 4);
   EXPECT_EQ(s.hosts.size(), 3u);
   EXPECT_EQ(JobDirName(s), "123-JAX-llama2-70b");
+}
+
+TEST(Scenario, EveryBrokenSectionIsReportedWithItsPosition) {
+  // A fault on a host the job does not have, and a malformed node_exits entry (a yaml-cpp
+  // conversion error, caught inside the reader): both reported, each at its own line.
+  std::string text = kMinimal;
+  text.replace(text.find("hosts: [gpu02]"), 14, "hosts: [gpu09]");
+  text += "node_exits: {one: 1}\n";
+  const std::string error = ErrorOf(text);
+  EXPECT_THAT(error, HasSubstr("bad.yaml:17:"));
+  EXPECT_THAT(error, HasSubstr("fault host 'gpu09' is not in job.hosts"));
+  EXPECT_THAT(error, HasSubstr("bad.yaml:19:"));
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << error;
 }
 
 TEST(Scenario, UnknownKeyNamesFileLineAndColumn) {

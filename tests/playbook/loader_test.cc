@@ -17,6 +17,12 @@ const LoadDiagnostic* Find(const LoadResult& r, LoadCode code) {
   return nullptr;
 }
 
+int Count(const LoadResult& r, LoadCode code) {
+  int n = 0;
+  for (const auto& d : r.diagnostics()) n += d.code == code;
+  return n;
+}
+
 LoadResult LoadText(const std::string& text, Library* lib = nullptr, const std::string& common = "") {
   Loader loader;
   // The shipped shared windows (heartbeat_stop, checkpoints) and the threshold they read.
@@ -178,9 +184,7 @@ rules:
     query: 'x > {{ limit }}'
     finding: {when: "q.count > 0"}
 )");
-  int param_errors = 0;
-  for (const auto& d : r.diagnostics()) param_errors += d.code == LoadCode::kParamType;
-  EXPECT_EQ(param_errors, 2) << r.AsJson().dump(2);
+  EXPECT_EQ(Count(r, LoadCode::kParamType), 2) << r.AsJson().dump(2);
 }
 
 TEST(LoaderTest, UnusedRuleIsAWarningNotAnError) {
@@ -214,9 +218,7 @@ rules:
       confidence: certain
 )");
   EXPECT_NE(Find(r, LoadCode::kRuleKind), nullptr);
-  int bad_values = 0;
-  for (const auto& d : r.diagnostics()) bad_values += d.code == LoadCode::kBadValue;
-  EXPECT_EQ(bad_values, 3) << r.AsJson().dump(2);
+  EXPECT_EQ(Count(r, LoadCode::kBadValue), 3) << r.AsJson().dump(2);
 }
 
 TEST(LoaderTest, UnknownAnalysisAndArg) {
@@ -233,13 +235,8 @@ rules:
     input: facts.steps
     finding: {when: "true"}
 )");
-  int unknown = 0, types = 0;
-  for (const auto& d : r.diagnostics()) {
-    unknown += d.code == LoadCode::kUnknownAnalysis;
-    types += d.code == LoadCode::kParamType;
-  }
-  EXPECT_EQ(unknown, 2) << r.AsJson().dump(2);
-  EXPECT_EQ(types, 1);
+  EXPECT_EQ(Count(r, LoadCode::kUnknownAnalysis), 2) << r.AsJson().dump(2);
+  EXPECT_EQ(Count(r, LoadCode::kParamType), 1);
 }
 
 TEST(LoaderTest, YamlSyntaxErrorHasPosition) {

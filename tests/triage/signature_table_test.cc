@@ -45,6 +45,27 @@ TEST(SignatureTableTest, YamlErrorsNameLineAndColumn) {
   EXPECT_NE(bad_verdict.status().message().find("nope"), std::string::npos);
 }
 
+TEST(SignatureTableTest, EveryBrokenClassIsReportedAtItsOwnLine) {
+  // Class a has a priority that is not a number (a yaml-cpp conversion error, caught in the
+  // reader), class b is fine, class c has no stage: both mistakes named, in file order.
+  auto t = ParseSignatureTable(
+      "classes:\n"
+      "  - {id: a, stage: training, priority: high, patterns: [x]}\n"
+      "  - {id: b, stage: training, priority: 1, patterns: [y]}\n"
+      "  - {id: c, priority: 1, patterns: [z]}\n",
+      "sig.yaml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kParse);
+  const std::string& message = t.status().message();
+  const size_t bad_priority = message.find("sig.yaml:2:");
+  const size_t no_stage = message.find("sig.yaml:4:");
+  ASSERT_NE(bad_priority, std::string::npos) << message;
+  ASSERT_NE(no_stage, std::string::npos) << message;
+  EXPECT_LT(bad_priority, no_stage);
+  EXPECT_NE(message.find("class c: stage must be"), std::string::npos) << message;
+  EXPECT_EQ(message.find("sig.yaml:3:"), std::string::npos) << message;
+}
+
 TEST(SignatureTableTest, MatcherAppliesIgnoreHarmlessAndRegex) {
   auto t = ParseSignatureTable(R"(
 harmless: ["totally fine"]

@@ -36,28 +36,31 @@ JobFacts Triage(const TempOutputs& out, const std::string& id, std::optional<boo
   return facts.ok() ? *facts : JobFacts{};
 }
 
+// The facts of the one job `log` describes, written as job 9101 into an outputs dir of its own.
+JobFacts TriageBuiltLog(const LogBuilder& log) {
+  TempOutputs out;
+  testing::WriteSlurmJob(out, log.spec(), log.str());
+  return Triage(out, "9101");
+}
+
 bool HasClass(const JobFacts& f, const std::string& id) {
   return std::any_of(f.classes.begin(), f.classes.end(), [&](const ClassMatch& c) { return c.failure_class == id; });
 }
 
 // Found by fuzz/log_line (UBSan): a garbled summary wall time of 30 digits overflowed int64.
 TEST(TriageTest, AGarbledSummaryWallTimeSaturatesInsteadOfOverflowing) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 9, 30.0, 3290.0).Summary("SUCCESS (exit 0)", "999999999999999999999999999999h 99999999999999m");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_TRUE(f.summary.present);
   EXPECT_GT(f.summary.wall_seconds, 0);
   EXPECT_LE(f.summary.wall_seconds, int64_t{1} << 40);
 }
 
 TEST(TriageTest, CompletedJobHeaderHostsStepsAndSummary) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 399, 30.0, 3290.0).Summary("SUCCESS (exit 0)", "3h 21m 5s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_EQ(f.failure_class, "");
   EXPECT_EQ(f.header.nnodes, 24);
@@ -90,7 +93,6 @@ TEST(TriageTest, CompletedJobHeaderHostsStepsAndSummary) {
 }
 
 TEST(TriageTest, GpuOomCascadeNamesOomPrimaryAndAllocation) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 20, 30.0, 3290.0);
   b.Line(5, "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 221.71GiB.: "
@@ -102,8 +104,7 @@ TEST(TriageTest, GpuOomCascadeNamesOomPrimaryAndAllocation) {
   b.Line(5, "NODE_EXIT host=gpu405 exit=1");
   b.Line(-1, "srun: error: gpu405: task 5: Exited with exit code 1");
   b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "25m 3s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kFailed);
   EXPECT_EQ(f.failure_class, "oom-gpu");
   EXPECT_EQ(f.oom_allocation, "221.71GiB");
@@ -117,7 +118,6 @@ TEST(TriageTest, GpuOomCascadeNamesOomPrimaryAndAllocation) {
 }
 
 TEST(TriageTest, HeartbeatFalsePositiveAccusedTasksHostsAndTimeline) {
-  TempOutputs out;
   JobSpec spec;
   spec.host_prefix = "node";
   spec.host_first = 7100;
@@ -134,8 +134,7 @@ TEST(TriageTest, HeartbeatFalsePositiveAccusedTasksHostsAndTimeline) {
   b.Line(8, "/job:jax_worker/replica:0/task:8");
   b.Line(10, "F0224 19:21:00 client.h:77] Terminating process because the JAX distributed");
   b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=134)", "47m 12s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.failure_class, "heartbeat-timeout");
   ASSERT_TRUE(f.heartbeat.present);
   EXPECT_EQ(f.heartbeat.accused_tasks, (std::vector<int>{8, 10}));
@@ -156,7 +155,6 @@ TEST(TriageTest, HeartbeatFalsePositiveAccusedTasksHostsAndTimeline) {
 }
 
 TEST(TriageTest, HangThenHeartbeatKillIsPrimaryHang) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 100, 30.0, 3290.0);
   b.Line(0, "UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):");
@@ -164,8 +162,7 @@ TEST(TriageTest, HangThenHeartbeatKillIsPrimaryHang) {
   b.Line(0, "The tasks have crashed.");
   // 101 steps * 30 s = 50 min of steps; wall 3 h: a 2+ hour stall before the kill.
   b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "3h 0m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.failure_class, "hang");
   EXPECT_TRUE(HasClass(f, "heartbeat-timeout"));
   ASSERT_TRUE(f.progress.unexplained_gap_seconds.has_value());
@@ -173,14 +170,12 @@ TEST(TriageTest, HangThenHeartbeatKillIsPrimaryHang) {
 }
 
 TEST(TriageTest, CancelledAfterHang) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 50, 30.0, 3290.0);
   for (int i = 0; i < 40; ++i) b.Line(i % 24, "gpu400:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC");
   b.Line(-1, "slurmstepd: error: *** JOB 9101 ON gpu400 CANCELLED AT 2026-02-25T02:00:00 ***");
   b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "6h 2m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCancelled);
   EXPECT_EQ(f.failure_class, "cancelled-after-hang");
   EXPECT_TRUE(HasClass(f, "hang"));
@@ -188,12 +183,10 @@ TEST(TriageTest, CancelledAfterHang) {
 }
 
 TEST(TriageTest, PlainCancel) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup().Steps(0, 50, 30.0, 3290.0);
   b.Summary("\x1b[31mFAILED (exit 143)\x1b(B\x1b[m \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "40m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCancelled);
   EXPECT_EQ(f.failure_class, "cancelled");
   EXPECT_EQ(f.summary.exit_code, 143);
@@ -201,7 +194,6 @@ TEST(TriageTest, PlainCancel) {
 }
 
 TEST(TriageTest, SoftSuccessAfterFinalStep) {
-  TempOutputs out;
   JobSpec spec;
   spec.passthrough = "steps=30";
   LogBuilder b(spec);
@@ -209,8 +201,7 @@ TEST(TriageTest, SoftSuccessAfterFinalStep) {
   b.Line(3, "[Node 3] Actor failed: RayActorError: The actor died unexpectedly before finishing this task.");
   b.Line(3, "NODE_EXIT host=gpu403 exit=1");
   b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "30m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_TRUE(f.soft_success);
   EXPECT_EQ(f.failure_class, "soft-success");
@@ -218,15 +209,13 @@ TEST(TriageTest, SoftSuccessAfterFinalStep) {
 }
 
 TEST(TriageTest, CleanupExit143AfterFinalStepIsSoftSuccess) {
-  TempOutputs out;
   JobSpec spec;
   spec.passthrough = "steps=20";
   LogBuilder b(spec);
   b.Header().Setup().Steps(0, 19, 30.0, 3290.0);
   for (int t = 0; t < 24; ++t) b.Line(t, "NODE_EXIT host=" + b.Host(t) + " exit=143");
   b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "20m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_TRUE(f.soft_success);
   EXPECT_EQ(f.failure_class, "soft-success");
   EXPECT_FALSE(HasClass(f, "node-fail"));   // 143 everywhere is teardown
@@ -291,7 +280,6 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"train-timeout", "== Training TIMEOUT (7200s/7200s) ==", -1, JobStatus::kFailed}));
 
 TEST(TriageTest, HarmlessLinesAreNotClassified) {
-  TempOutputs out;
   JobSpec spec;
   spec.ntasks = 8;
   LogBuilder b(spec);
@@ -302,8 +290,7 @@ TEST(TriageTest, HarmlessLinesAreNotClassified) {
   b.Line(-1, "srun: error: gpu401: task 1: Exited with exit code 143");
   b.Line(2, "gpu403: GPU[1]\t\t: UMC CE=0 UE=0");   // ECC check with clean counts
   b.Summary("SUCCESS (exit 0)", "20m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_TRUE(f.classes.empty()) << f.classes[0].failure_class;
 }
@@ -358,14 +345,12 @@ TEST(TriageTest, FutureLogMtimeIsClockSkewNotARunningJob) {
 }
 
 TEST(TriageTest, CancelledLongIntoTrainingWithoutAStepIsInitHang) {
-  TempOutputs out;
   LogBuilder b(JobSpec{});
   b.Header().Setup();
   b.Line(0, "gpu400:1:1 [0] NCCL WARN Call to connect returned Connection refused, retrying");
   b.Line(-1, "slurmstepd: error: *** JOB 9101 ON gpu400 CANCELLED AT 2026-02-25T02:00:00 ***");
   b.Summary("FAILED (exit 143) \xe2\x80\x94 CANCELLED (scancel / SIGTERM)", "25m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCancelled);
   EXPECT_EQ(f.failure_class, "cancelled-after-hang");
 }
@@ -385,7 +370,6 @@ TEST(TriageTest, NoSummaryStoppedStepsFollowSchedulerState) {
 }
 
 TEST(TriageTest, TgsDegradationPhasesFromLog) {
-  TempOutputs out;
   JobSpec spec;
   spec.ntasks = 32;
   spec.host_prefix = "mi";
@@ -393,8 +377,7 @@ TEST(TriageTest, TgsDegradationPhasesFromLog) {
   LogBuilder b(spec);
   b.Header().Setup().Steps(0, 150, 30.0, 3300.0).Steps(151, 300, 38.0, 2600.0);
   b.Summary("SUCCESS (exit 0)", "3h 0m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_EQ(f.status, JobStatus::kCompleted);
   EXPECT_EQ(f.failure_class, "tgs-degradation");
   EXPECT_EQ(f.tgs.pattern, "one-time-drop");
@@ -441,7 +424,6 @@ TEST(TriageTest, RayWorkerLogsExtendTruncatedSlurmLogBothLayouts) {
 }
 
 TEST(TriageTest, RestoreDetectedFromLineAndFromFirstStep) {
-  TempOutputs out;
   JobSpec spec;
   spec.ntasks = 8;
   spec.passthrough = "steps=400 enable_checkpointing=true enable_single_replica_ckpt_restoring=true";
@@ -455,8 +437,7 @@ TEST(TriageTest, RestoreDetectedFromLineAndFromFirstStep) {
   b.NcclWave();
   b.Steps(201, 320, 30.0, 3260.0);
   b.Summary("SUCCESS (exit 0)", "1h 10m 0s");
-  testing::WriteSlurmJob(out, b.spec(), b.str());
-  JobFacts f = Triage(out, "9101");
+  JobFacts f = TriageBuiltLog(b);
   EXPECT_TRUE(f.restore.restored);
   EXPECT_EQ(f.restore.restore_step, 200);
   EXPECT_TRUE(f.restore.single_replica_restore);
@@ -528,15 +509,13 @@ TEST(LogAssessmentTest, OomDecidesFromLogsHeartbeatAsksTheTsdb) {
   auto table = LoadSignatureTable(testing::RulesDir() + "/triage/failure-signatures.yaml");
   ASSERT_TRUE(table.ok());
   {
-    TempOutputs out;
     JobSpec spec;
     spec.ntasks = 8;
     LogBuilder b(spec);
     b.Header().Setup().Steps(0, 3, 30.0, 3290.0);
     b.Line(2, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12.50GiB.");
     b.Summary("FAILED (exit 1) \xe2\x80\x94 Training FAILED (exit=1)", "9m 0s");
-    testing::WriteSlurmJob(out, b.spec(), b.str());
-    LogAssessment r = AssessLogs(Triage(out, "9101"), *table);
+    LogAssessment r = AssessLogs(TriageBuiltLog(b), *table);
     EXPECT_EQ(r.verdict.root_cause, "gpu-oom");
     EXPECT_EQ(r.verdict.domain, "gpu");
     EXPECT_EQ(r.decision.action, DecisionAction::kNoRetry);

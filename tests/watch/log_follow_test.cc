@@ -1,5 +1,4 @@
 // The incremental follower: header, labelled step lines, JOB SUMMARY, partial lines, offsets.
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -7,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/watch/log_follow.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -15,20 +15,12 @@ namespace fs = std::filesystem;
 
 class FollowTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("follow-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "9805-JAX-grok-1.log").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void Append(const std::string& text) {
     std::ofstream out(path_, std::ios::app | std::ios::binary);
     out << text;
   }
-  fs::path dir_;
-  std::string path_;
+  testing::TempDir dir_{"follow-test"};
+  const std::string path_ = dir_ / "9805-JAX-grok-1.log";
 };
 
 std::string Step(int task, int step, double tgs, const std::string& label_pad = "") {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/core/yaml_reader.h"
 #include "engine/triage/hostlist.h"
 
 namespace diagnose::fixturegen {
@@ -46,32 +47,11 @@ const std::set<std::string> kFaultKinds = {
 const std::set<std::string> kIonicOnlyFaults = {"rdma_retx", "rdma_ack_timeout", "rdma_retry_exceeded", "rdma_cnp",
                                                 "rdma_cqe_error", "rdma_stale_retry_exceeded"};
 
-std::string Where(const std::string& path, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return path;
-  return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-class Reader {
+// The scenario format's getters on top of the shared positioned reader: optional keys read
+// in place, step ranges and UTC times.
+class Reader : public YamlReader {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
-
-  Status Error(const YAML::Node& node, const std::string& message) const {
-    return InvalidArgumentError(Where(path_, node) + ": " + message);
-  }
-
-  Status CheckKeys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& what) const {
-    if (!map.IsMap()) return Error(map, what + " must be a mapping");
-    for (const auto& kv : map) {
-      std::string key = kv.first.as<std::string>();
-      if (!allowed.count(key)) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        return Error(kv.first, "unknown key '" + key + "' in " + what + " (allowed: " + list + ")");
-      }
-    }
-    return Status::Ok();
-  }
+  using YamlReader::YamlReader;
 
   template <typename T>
   Status Get(const YAML::Node& map, const std::string& key, T* out) const {
@@ -141,11 +121,6 @@ class Reader {
     if (r.last < r.first) return Error(node, "step range '" + text + "' is descending");
     return r;
   }
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 std::string PassthroughValue(const std::vector<std::string>& args, const std::string& key) {
@@ -180,40 +155,12 @@ Status ParseWindow(const Reader& r, const YAML::Node& node, Window* window) {
   return Status::Ok();
 }
 
-}  // namespace
-
-int TaskLabelWidth(int ntasks) {
-  int width = 1;
-  for (int n = std::max(ntasks - 1, 0); n >= 10; n /= 10) ++width;
-  return width;
-}
-
-std::string JobDirName(const Scenario& s) { return s.job_id + "-" + s.job_name; }
-
-StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    return InvalidArgumentError(path + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
-  }
-  Reader r(path);
-  if (!root || !root.IsMap()) return InvalidArgumentError(path + ": a scenario must be a YAML mapping");
-  RETURN_IF_ERROR(r.CheckKeys(root, {"description", "job", "training", "stages", "heartbeat", "summary",
-                                     "node_exits", "running", "log_symlink", "write_log", "metrics",
-                                     "faults", "events", "expect", "mtime_skew_seconds", "profile"},
-                              "scenario"));
-  Scenario s;
-  s.path = path;
-  RETURN_IF_ERROR(r.Get(root, "description", &s.description));
-
-  // --- job
+Status ReadJob(const Reader& r, const YAML::Node& root, Scenario& s) {
   YAML::Node job = root["job"];
   if (!job) return r.Error(root, "missing 'job'");
-  RETURN_IF_ERROR(r.CheckKeys(job, {"id", "name", "model", "alias", "exp_tag", "launcher", "passthrough", "ray",
-                                    "start", "seed", "hosts", "gpu_name", "gpus_per_node"},
-                              "job"));
+  RETURN_IF_ERROR(r.OnlyKeys(job, {"id", "name", "model", "alias", "exp_tag", "launcher", "passthrough", "ray",
+                                   "start", "seed", "hosts", "gpu_name", "gpus_per_node"},
+                             "job"));
   RETURN_IF_ERROR(r.Get(job, "id", &s.job_id));
   RETURN_IF_ERROR(r.Get(job, "name", &s.job_name));
   RETURN_IF_ERROR(r.Get(job, "model", &s.model));
@@ -260,8 +207,11 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       }
     }
   }
+  return Status::Ok();
+}
 
-  // --- training
+// The passthrough args first: the training section may override them.
+Status ReadTraining(const Reader& r, const YAML::Node& root, Scenario& s) {
   std::string steps_arg = PassthroughValue(s.passthrough, "steps");
   if (!steps_arg.empty()) s.total_steps = std::stoll(steps_arg);
   std::string pdbs = PassthroughValue(s.passthrough, "per_device_batch_size");
@@ -273,13 +223,13 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     s.single_replica_restore = true;
 
   if (YAML::Node t = root["training"]) {
-    RETURN_IF_ERROR(r.CheckKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
-                                    "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
-                                    "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
-                                    "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds",
-                                    "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip",
-                                    "checkpoint_writers", "step_jitter_pct"},
-                                "training"));
+    RETURN_IF_ERROR(r.OnlyKeys(t, {"enabled", "steps", "first_step", "last_step", "stop", "moe", "seq_len",
+                                   "step0_seconds", "init_seconds", "tflops_per_tgs", "peak_tflops", "phases",
+                                   "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
+                                   "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds",
+                                   "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip",
+                                   "checkpoint_writers", "step_jitter_pct"},
+                               "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
     RETURN_IF_ERROR(r.Get(t, "first_step", &s.first_step));
@@ -323,7 +273,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     if (s.loss_diverge_rate <= 0) return r.Error(t["loss_diverge_rate"], "loss_diverge_rate must be positive");
     RETURN_IF_ERROR(r.Get(t, "grad_clip", &s.grad_clip));
     if (YAML::Node gs = t["grad_spikes"]) {
-      RETURN_IF_ERROR(r.CheckKeys(gs, {"steps", "factor"}, "grad_spikes"));
+      RETURN_IF_ERROR(r.OnlyKeys(gs, {"steps", "factor"}, "grad_spikes"));
       std::vector<int> steps;
       RETURN_IF_ERROR(r.GetInts(gs, "steps", &steps));
       if (steps.empty()) return r.Error(gs, "grad_spikes needs steps");
@@ -332,7 +282,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       if (s.grad_spike_factor <= 1) return r.Error(gs["factor"], "grad_spikes.factor must be > 1");
     }
     if (YAML::Node lb = t["moe_lb_loss"]) {
-      RETURN_IF_ERROR(r.CheckKeys(lb, {"base", "change_at", "after"}, "moe_lb_loss"));
+      RETURN_IF_ERROR(r.OnlyKeys(lb, {"base", "change_at", "after"}, "moe_lb_loss"));
       RETURN_IF_ERROR(r.Get(lb, "base", &s.lb_loss));
       if (lb["change_at"]) s.lb_loss_change_step = lb["change_at"].as<int64_t>();
       RETURN_IF_ERROR(r.Get(lb, "after", &s.lb_loss_after));
@@ -350,7 +300,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     if (YAML::Node phases = t["phases"]) {
       if (!phases.IsSequence()) return r.Error(phases, "phases must be a list");
       for (const auto& p : phases) {
-        RETURN_IF_ERROR(r.CheckKeys(p, {"steps", "tgs", "tgs_end"}, "phase"));
+        RETURN_IF_ERROR(r.OnlyKeys(p, {"steps", "tgs", "tgs_end"}, "phase"));
         if (!p["steps"] || !p["tgs"]) return r.Error(p, "a phase needs 'steps' and 'tgs'");
         Phase phase;
         ASSIGN_OR_RETURN(phase.steps, r.Steps(p["steps"]));
@@ -374,12 +324,14 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
         return r.Error(root["training"]["phases"], "step " + std::to_string(step) + " is in no phase");
     }
   }
+  return Status::Ok();
+}
 
-  // --- stages
+Status ReadStages(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node stages = root["stages"]) {
-    RETURN_IF_ERROR(r.CheckKeys(stages, {"preflight", "pull", "ecc", "train"}, "stages"));
+    RETURN_IF_ERROR(r.OnlyKeys(stages, {"preflight", "pull", "ecc", "train"}, "stages"));
     for (const auto& kv : stages) {
-      RETURN_IF_ERROR(r.CheckKeys(kv.second, {"result", "elapsed", "exit", "lines"}, "stage"));
+      RETURN_IF_ERROR(r.OnlyKeys(kv.second, {"result", "elapsed", "exit", "lines"}, "stage"));
       StageOutcome o;
       RETURN_IF_ERROR(r.Get(kv.second, "result", &o.result));
       RETURN_IF_ERROR(r.Get(kv.second, "elapsed", &o.elapsed));
@@ -390,9 +342,12 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       s.stages[kv.first.as<std::string>()] = o;
     }
   }
+  return Status::Ok();
+}
 
+Status ReadHeartbeat(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node hb = root["heartbeat"]) {
-    RETURN_IF_ERROR(r.CheckKeys(hb, {"time", "accused", "own_death", "coordinator"}, "heartbeat"));
+    RETURN_IF_ERROR(r.OnlyKeys(hb, {"time", "accused", "own_death", "coordinator"}, "heartbeat"));
     Heartbeat h;
     if (!hb["time"]) return r.Error(hb, "heartbeat.time is required");
     ASSIGN_OR_RETURN(h.time, r.Time(hb["time"]));
@@ -404,12 +359,15 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
         return r.Error(hb["accused"], "accused task " + std::to_string(task) + " is not a task of this job");
     s.heartbeat = h;
   }
+  return Status::Ok();
+}
 
+Status ReadSummary(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node sm = root["summary"]) {
     if (sm.IsNull()) {
       s.summary.present = false;
     } else {
-      RETURN_IF_ERROR(r.CheckKeys(sm, {"status", "exit", "reason", "colour"}, "summary"));
+      RETURN_IF_ERROR(r.OnlyKeys(sm, {"status", "exit", "reason", "colour"}, "summary"));
       RETURN_IF_ERROR(r.Get(sm, "status", &s.summary.status));
       RETURN_IF_ERROR(r.Get(sm, "exit", &s.summary.exit_code));
       RETURN_IF_ERROR(r.Get(sm, "reason", &s.summary.reason));
@@ -418,14 +376,22 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
         return r.Error(sm["status"], "summary.status must be SUCCESS or FAILED");
     }
   }
+  return Status::Ok();
+}
+
+Status ReadNodeExits(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node ne = root["node_exits"]) {
     if (!ne.IsMap()) return r.Error(ne, "node_exits maps task -> exit code");
     for (const auto& kv : ne) s.node_exits[kv.first.as<int>()] = kv.second.as<int>();
   }
+  return Status::Ok();
+}
+
+Status ReadProfile(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node pr = root["profile"]) {
-    RETURN_IF_ERROR(r.CheckKeys(pr, {"run", "timestamp", "launcher_mode", "first_step", "steps", "step_seconds",
-                                     "kernels", "slow_gpu"},
-                                "profile"));
+    RETURN_IF_ERROR(r.OnlyKeys(pr, {"run", "timestamp", "launcher_mode", "first_step", "steps", "step_seconds",
+                                    "kernels", "slow_gpu"},
+                               "profile"));
     ProfileWindow w;
     std::string mode = "1-node/proc";
     RETURN_IF_ERROR(r.Get(pr, "run", &w.run));
@@ -438,7 +404,7 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     if (mode != "1-node/proc" && mode != "1-GPU/proc") return r.Error(pr["launcher_mode"], "launcher_mode must be 1-node/proc or 1-GPU/proc");
     w.spec.one_file_per_gpu = mode == "1-GPU/proc";
     for (const auto& k : pr["kernels"]) {
-      RETURN_IF_ERROR(r.CheckKeys(k, {"name", "stream", "start", "seconds", "launches"}, "profile kernel"));
+      RETURN_IF_ERROR(r.OnlyKeys(k, {"name", "stream", "start", "seconds", "launches"}, "profile kernel"));
       TraceSlice slice;
       RETURN_IF_ERROR(r.Get(k, "name", &slice.name));
       RETURN_IF_ERROR(r.Get(k, "stream", &slice.stream));
@@ -450,13 +416,18 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       w.spec.slices.push_back(slice);
     }
     if (YAML::Node slow = pr["slow_gpu"]) {
-      RETURN_IF_ERROR(r.CheckKeys(slow, {"host", "gpu", "factor"}, "profile.slow_gpu"));
+      RETURN_IF_ERROR(r.OnlyKeys(slow, {"host", "gpu", "factor"}, "profile.slow_gpu"));
       RETURN_IF_ERROR(r.Get(slow, "host", &w.spec.slow_host));
       RETURN_IF_ERROR(r.Get(slow, "gpu", &w.spec.slow_device));
       RETURN_IF_ERROR(r.Get(slow, "factor", &w.spec.slow_factor));
     }
     s.profile = w;
   }
+  return Status::Ok();
+}
+
+// `running`, `log_symlink`, `write_log` and `mtime_skew_seconds`.
+Status ReadLogOptions(const Reader& r, const YAML::Node& root, Scenario& s) {
   RETURN_IF_ERROR(r.Get(root, "running", &s.running));
   if (s.running) s.summary.present = false;
   RETURN_IF_ERROR(r.Get(root, "log_symlink", &s.log_symlink));
@@ -464,13 +435,15 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     return r.Error(root["log_symlink"], "log_symlink must be ok, dangling or none");
   RETURN_IF_ERROR(r.Get(root, "write_log", &s.write_log));
   RETURN_IF_ERROR(r.Get(root, "mtime_skew_seconds", &s.mtime_skew_seconds));
+  return Status::Ok();
+}
 
-  // --- metrics
+Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node m = root["metrics"]) {
-    RETURN_IF_ERROR(r.CheckKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
-                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
-                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "tsdb_format"},
-                                "metrics"));
+    RETURN_IF_ERROR(r.OnlyKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
+                                   "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
+                                   "clock_spread_mhz", "instance_domain", "host_label_fqdn", "tsdb_format"},
+                               "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
     if (s.tsdb_format != "blocks" && s.tsdb_format != "wal")
@@ -499,11 +472,14 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
     if (s.node_hw_interval < 1 || s.ray_interval < 1) return r.Error(m, "scrape intervals must be >= 1 s");
   }
   if (s.tsdb && !s.ray) return r.Error(root["metrics"], "a TSDB exists only for RAY=1 jobs (job.ray: true)");
+  return Status::Ok();
+}
 
+Status ReadFaults(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node faults = root["faults"]) {
     if (!faults.IsSequence()) return r.Error(faults, "faults must be a list");
     for (const auto& f : faults) {
-      RETURN_IF_ERROR(r.CheckKeys(f, {"kind", "hosts", "steps", "from", "to", "after_step", "rate", "devices"}, "fault"));
+      RETURN_IF_ERROR(r.OnlyKeys(f, {"kind", "hosts", "steps", "from", "to", "after_step", "rate", "devices"}, "fault"));
       Fault fault;
       fault.line = f.Mark().line + 1;
       RETURN_IF_ERROR(r.Get(f, "kind", &fault.kind));
@@ -525,11 +501,14 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       s.faults.push_back(fault);
     }
   }
+  return Status::Ok();
+}
 
+Status ReadEvents(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node events = root["events"]) {
     if (!events.IsSequence()) return r.Error(events, "events must be a list");
     for (const auto& e : events) {
-      RETURN_IF_ERROR(r.CheckKeys(e, {"at", "tasks", "trainer", "lines"}, "event"));
+      RETURN_IF_ERROR(r.OnlyKeys(e, {"at", "tasks", "trainer", "lines"}, "event"));
       LogEvent ev;
       std::string at = "end";
       RETURN_IF_ERROR(r.Get(e, "at", &at));
@@ -559,8 +538,51 @@ StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string
       s.events.push_back(ev);
     }
   }
-  s.expect = root["expect"];
-  if (!s.expect) return r.Error(root, "every scenario needs an 'expect' block (the tests read it)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+int TaskLabelWidth(int ntasks) {
+  int width = 1;
+  for (int n = std::max(ntasks - 1, 0); n >= 10; n /= 10) ++width;
+  return width;
+}
+
+std::string JobDirName(const Scenario& s) { return s.job_id + "-" + s.job_name; }
+
+StatusOr<Scenario> ParseScenario(const std::string& yaml_text, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return InvalidArgumentError(path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+  }
+  Reader r(path);
+  if (!root || !root.IsMap()) return InvalidArgumentError(path + ": a scenario must be a YAML mapping");
+  Scenario s;
+  s.path = path;
+  r.Part([&] {
+    return r.OnlyKeys(root, {"description", "job", "training", "stages", "heartbeat", "summary",
+                              "node_exits", "running", "log_symlink", "write_log", "metrics",
+                              "faults", "events", "expect", "mtime_skew_seconds", "profile"},
+                       "scenario");
+  });
+  r.Part([&] { return r.Get(root, "description", &s.description); });
+  // Every later section reads the job's hosts, tasks and passthrough args: its errors end the reading.
+  r.Part([&] { return ReadJob(r, root, s); });
+  if (r.failed()) return r.Finish();
+  // Each section on its own, so that a mistake in one still lets the others be checked.
+  for (const auto read : {ReadTraining, ReadStages, ReadHeartbeat, ReadSummary, ReadNodeExits, ReadProfile,
+                          ReadLogOptions, ReadMetrics, ReadFaults, ReadEvents})
+    r.Part([&] { return read(r, root, s); });
+  r.Part([&]() -> Status {
+    s.expect = root["expect"];
+    if (!s.expect) return r.Error(root, "every scenario needs an 'expect' block (the tests read it)");
+    return Status::Ok();
+  });
+  RETURN_IF_ERROR(r.Finish());
   return s;
 }
 
