@@ -32,6 +32,10 @@ struct RemoteEndpointOptions {
   int max_retries = 2;              // extra attempts for retryable failures only
   double retry_backoff_seconds = 0.2;   // doubled per attempt
   int max_parallel = 8;             // concurrent requests in RunBatch
+  // Ask for gzip/deflate answers. Worth it across a network; on loopback (the private server) the
+  // server's compressing costs more CPU than the bytes it saves (about a tenth of Prometheus' CPU
+  // in a diagnosis of 8308).
+  bool compressed_answers = true;
   // The whole run's deadline (--deadline): no request outlives it, whatever its own timeout and
   // retries, so an endpoint that accepts and never answers cannot hold a Slurm epilog.
   std::optional<std::chrono::steady_clock::time_point> deadline;

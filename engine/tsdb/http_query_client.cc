@@ -270,7 +270,7 @@ void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::str
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
   curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                    std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
-  curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
+  if (options.compressed_answers) curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when offered
   curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(index));
   if (r.post) {
     curl_easy_setopt(easy, CURLOPT_POST, 1L);

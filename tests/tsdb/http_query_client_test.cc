@@ -1,5 +1,7 @@
 #include "engine/tsdb/http_query_client.h"
 
+#include <strings.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -211,6 +213,29 @@ TEST(HttpQueryClientTest, PrefixHeadersTenantAndThanosWarnings) {
   auto has = [&](const std::string& h) { return std::find(got.headers.begin(), got.headers.end(), h) != got.headers.end(); };
   EXPECT_TRUE(has("Authorization: Bearer s3cret"));
   EXPECT_TRUE(has("X-Scope-OrgID: team-a"));
+}
+
+TEST(HttpQueryClientTest, CompressedAnswersAreAskedForOnlyWhenWanted) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};
+  });
+  auto accept_encoding = [](const FakeRequest& request) {
+    for (const auto& h : request.headers)
+      if (strncasecmp(h.c_str(), "Accept-Encoding:", 16) == 0) return h.substr(16);
+    return std::string();
+  };
+  for (const bool compressed : {true, false}) {
+    RemoteEndpointOptions options;
+    options.compressed_answers = compressed;
+    auto client = Client(server.url(), options);
+    ASSERT_TRUE(client->Run(Query::Instant("up", 100)).ok());
+    const std::string asked = accept_encoding(server.received().back());
+    if (compressed) {
+      EXPECT_NE(asked.find("gzip"), std::string::npos) << asked;
+    } else {
+      EXPECT_EQ(asked, "") << asked;
+    }
+  }
 }
 
 TEST(HttpQueryClientTest, PrefixAlreadyInUrlIsNotDoubled) {
