@@ -238,6 +238,26 @@ TEST(HttpQueryClientTest, CompressedAnswersAreAskedForOnlyWhenWanted) {
   }
 }
 
+TEST(HttpQueryClientTest, QueryStatisticsAreAskedForAndTheSamplesReadTotalled) {
+  FakeHttpServer server([](const FakeRequest& request) {
+    const bool stats = FormValue(request.body, "stats") == "all";
+    return FakeResponse{200, std::string(R"({"status":"success","data":{"resultType":"vector","result":[])") +
+                                 (stats ? R"(,"stats":{"samples":{"totalQueryableSamples":250}})" : "") + "}}"};
+  });
+  RemoteEndpointOptions plain;
+  auto without = Client(server.url(), plain);
+  ASSERT_TRUE(without->Run(Query::Instant("up", 100)).ok());
+  EXPECT_EQ(FormValue(server.received().back().body, "stats"), "");
+  EXPECT_EQ(without->samples_read(), 0);
+  RemoteEndpointOptions with_stats;
+  with_stats.query_stats = true;
+  auto client = Client(server.url(), with_stats);
+  auto results = client->RunBatch({Query::Instant("up", 100), Query::Range("up", 0, 600, 60)});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].ok() && results[1].ok());
+  EXPECT_EQ(client->samples_read(), 500);
+}
+
 TEST(HttpQueryClientTest, PrefixAlreadyInUrlIsNotDoubled) {
   RemoteEndpointOptions options;
   options.url = "https://mimir.example/prometheus/";
