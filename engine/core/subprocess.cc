@@ -56,8 +56,21 @@ struct ChildFds {
 
 // fork+exec rather than posix_spawn because the child must call prctl(PR_SET_PDEATHSIG) itself.
 // Everything the child needs is prepared before fork so it only makes async-signal-safe calls.
+// This process's environment plus each default whose name it does not set.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& defaults) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  for (const auto& setting : defaults) {
+    const size_t eq = setting.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string name = setting.substr(0, eq);
+    if (std::getenv(name.c_str()) == nullptr) env.push_back(setting);
+  }
+  return env;
+}
+
 StatusOr<int> ForkExec(const std::vector<std::string>& argv, const std::string& working_dir,
-                       ChildFds fds) {
+                       const std::vector<std::string>& default_environment, ChildFds fds) {
   if (argv.empty()) return InvalidArgumentError("cannot spawn an empty argument vector");
   std::string program = argv[0];
   if (program.find('/') == std::string::npos) {
@@ -68,6 +81,11 @@ StatusOr<int> ForkExec(const std::vector<std::string>& argv, const std::string& 
   cargv.reserve(argv.size() + 1);
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  const std::vector<std::string> environment = ChildEnvironment(default_environment);
+  std::vector<char*> cenv;
+  cenv.reserve(environment.size() + 1);
+  for (const auto& e : environment) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
 
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) {
@@ -102,7 +120,7 @@ StatusOr<int> ForkExec(const std::vector<std::string>& argv, const std::string& 
     if (dup2(fds.stdout_fd >= 0 ? fds.stdout_fd : devnull, STDOUT_FILENO) < 0) ChildFail(report[1], 2);
     if (dup2(fds.stderr_fd >= 0 ? fds.stderr_fd : devnull, STDERR_FILENO) < 0) ChildFail(report[1], 2);
     if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) ChildFail(report[1], 3);
-    execv(program.c_str(), cargv.data());
+    execve(program.c_str(), cargv.data(), cenv.data());
     ChildFail(report[1], 4);
   }
   close(report[1]);
@@ -151,8 +169,9 @@ class SpawnerThread {
     return *current;
   }
 
-  StatusOr<int> Run(const std::vector<std::string>& argv, const std::string& working_dir, ChildFds fds) {
-    std::packaged_task<StatusOr<int>()> task([&] { return ForkExec(argv, working_dir, fds); });
+  StatusOr<int> Run(const std::vector<std::string>& argv, const std::string& working_dir,
+                    const std::vector<std::string>& default_environment, ChildFds fds) {
+    std::packaged_task<StatusOr<int>()> task([&] { return ForkExec(argv, working_dir, default_environment, fds); });
     auto result = task.get_future();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -235,7 +254,7 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const SpawnOptions& options) {
       }
     }
   }
-  auto pid = SpawnerThread::Instance().Run(options.argv, options.working_dir, fds);
+  auto pid = SpawnerThread::Instance().Run(options.argv, options.working_dir, options.default_environment, fds);
   if (fds.stdout_fd >= 0) close(fds.stdout_fd);
   if (fds.stderr_fd >= 0 && fds.stderr_fd != fds.stdout_fd) close(fds.stderr_fd);
   if (!pid.ok()) return pid.status();
@@ -318,7 +337,7 @@ StatusOr<RunResult> RunCommand(const std::vector<std::string>& argv, std::chrono
   }
   // Unlinked at once: the capture is private and cannot be left behind, whatever happens next.
   unlink(name.data());
-  auto pid = SpawnerThread::Instance().Run(argv, "", ChildFds{fd, fd});
+  auto pid = SpawnerThread::Instance().Run(argv, "", {}, ChildFds{fd, fd});
   if (!pid.ok()) {
     close(fd);
     return pid.status();

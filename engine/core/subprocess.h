@@ -17,6 +17,9 @@ struct SpawnOptions {
   std::string stdout_path;              // empty: /dev/null
   std::string stderr_path;              // empty: /dev/null; may equal stdout_path
   std::string working_dir;              // empty: inherit
+  // "NAME=VALUE" settings the child gets unless this process's environment already sets NAME: a
+  // tuning default that a user's own setting overrides.
+  std::vector<std::string> default_environment;
 };
 
 struct RunResult;

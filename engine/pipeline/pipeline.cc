@@ -405,6 +405,14 @@ StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options) {
   return std::move(decided.report);
 }
 
+// Samples the jobs' private servers said their query answers read so far; absent when no job has one.
+std::optional<int64_t> PrivateServerSamplesRead(std::vector<JobContext>& jobs) {
+  std::optional<int64_t> total;
+  for (auto& job : jobs)
+    if (job.server) total = total.value_or(0) + job.server->client().samples_read();
+  return total;
+}
+
 StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
@@ -427,6 +435,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   ReportParts parts;
   double tsdb_seconds = 0, playbooks_seconds = 0;
   int64_t playbook_requests = 0, playbook_points = 0;   // over every attempt, a restart's included
+  std::optional<int64_t> playbook_samples;              // what the private servers read for them
   while (true) {
     auto tsdb_started = Clock::now();
     RETURN_IF_ERROR(OpenTsdbs(jobs, options));
@@ -447,7 +456,10 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
       ctx.baseline = jobs[1].client;
     }
     Stage("running playbooks");
+    const std::optional<int64_t> samples_before = PrivateServerSamplesRead(jobs);
     auto run = dag::RunPlaybooks(library, ctx);
+    if (const auto samples_after = PrivateServerSamplesRead(jobs))
+      playbook_samples = playbook_samples.value_or(0) + *samples_after - samples_before.value_or(0);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
     Stage("playbooks: {} selected, {} queries in {} batches ({} rules shared a request, {} points returned), {} fired",
           run->selection.selected.size(), run->evaluation.queries_run, run->evaluation.batches,
@@ -520,6 +532,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
                             {"total", SecondsSince(started)},
                             {"playbook_requests", playbook_requests},
                             {"playbook_points_returned", playbook_points}};
+  if (playbook_samples) decided.report.timings["playbook_samples_read"] = *playbook_samples;
   return decided;
 }
 

@@ -32,6 +32,13 @@ struct RemoteEndpointOptions {
   int max_retries = 2;              // extra attempts for retryable failures only
   double retry_backoff_seconds = 0.2;   // doubled per attempt
   int max_parallel = 8;             // concurrent requests in RunBatch
+  // Ask for gzip/deflate answers. Worth it across a network; on loopback (the private server) the
+  // server's compressing costs more CPU than the bytes it saves (about a tenth of Prometheus' CPU
+  // in a diagnosis of 8308).
+  bool compressed_answers = true;
+  // Ask for the query's statistics (stats=all) and total the samples the server says it read
+  // (HttpQueryClient::samples_read). Prometheus >= 2.35 reports them; other backends may not.
+  bool query_stats = false;
   // The whole run's deadline (--deadline): no request outlives it, whatever its own timeout and
   // retries, so an endpoint that accepts and never answers cannot hold a Slurm epilog.
   std::optional<std::chrono::steady_clock::time_point> deadline;

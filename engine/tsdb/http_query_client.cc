@@ -134,6 +134,7 @@ struct HttpQueryClient::Request {
   Status status;
   json data;                  // the envelope's data on success
   std::optional<StatusOr<QueryResult>> streamed;   // a query answer decoded without `data`
+  std::optional<int64_t> samples_read;             // the streamed answer's stats
   std::vector<std::string> warnings;
   int attempts = 0;
   double elapsed_seconds = 0;
@@ -225,6 +226,7 @@ HttpQueryClient::Request HttpQueryClient::MakeQueryRequest(const Query& query, d
     form.Add("start", FormatTime(query.start)).Add("end", FormatTime(query.end)).Add("step", FormatStep(step));
   }
   if (options_.thanos) form.Add("partial_response", "false");
+  if (options_.query_stats) form.Add("stats", "all");
   req.form = form.str();
   return req;
 }
@@ -270,7 +272,7 @@ void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::str
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
   curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                    std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
-  curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
+  if (options.compressed_answers) curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when offered
   curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(index));
   if (r.post) {
     curl_easy_setopt(easy, CURLOPT_POST, 1L);
@@ -430,6 +432,7 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
     }
   }
   req.streamed.reset();
+  req.samples_read.reset();
   if (endpoint.deadline && Clock::now() >= *endpoint.deadline)
     return DeadlineExceededError("the run's deadline passed before the answer could be read" + where);
   if (req.query_answer && http >= 200 && http < 300) {
@@ -437,6 +440,7 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
     if (!answer.fallback) {
       req.warnings = std::move(answer.warnings);
       req.streamed = std::move(answer.result);
+      req.samples_read = answer.samples_read;
       return Status::Ok();
     }
   }
@@ -526,6 +530,7 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
       results.emplace_back(r.status);
       continue;
     }
+    if (const auto samples = r.streamed ? r.samples_read : QueryStatsSamples(r.data)) samples_read_ += *samples;
     StatusOr<QueryResult> decoded = r.streamed ? std::move(*r.streamed) : DecodeQueryData(r.data);
     if (!decoded.ok()) {
       results.emplace_back(Status(decoded.status().code(),

@@ -8,6 +8,7 @@
 // raised to ceil((end-start)/11000) so the server's 11,000-points-per-series cap is never hit.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +53,8 @@ class HttpQueryClient : public QueryClient {
   // A write to the endpoint (VictoriaMetrics' import API); the body is sent as is.
   StatusOr<HttpResponse> Post(const std::string& path, const std::string& body, const std::string& content_type,
                               double timeout_seconds);
+  // Samples the server said its query answers read (options.query_stats), over every query so far.
+  int64_t samples_read() const { return samples_read_.load(); }
   // base URL with prefix, no trailing slash
   const std::string& base_url() const { return base_url_; }
 
@@ -73,6 +76,7 @@ class HttpQueryClient : public QueryClient {
   std::vector<std::string> header_lines_;
   std::mutex mutex_;        // one multi handle; concurrent callers take turns
   void* multi_ = nullptr;   // CURLM*, kept so connections are reused across calls
+  std::atomic<int64_t> samples_read_{0};
 };
 
 }  // namespace diagnose

@@ -158,6 +158,10 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
         if (key_ == "data") return Once(seen_data_) && Push(Frame::kData);
         return Push(Frame::kSkip);
       case Frame::kData:
+        return Push(key_ == "stats" ? Frame::kStats : Frame::kSkip);
+      case Frame::kStats:
+        return Push(key_ == "samples" ? Frame::kStatsSamples : Frame::kSkip);
+      case Frame::kStatsSamples:
         return Push(Frame::kSkip);
       case Frame::kResult:
         if (static_cast<int64_t>(series_.size()) >= max_series_) return Limit(LimitId::kHttpSeriesPerQuery);
@@ -199,6 +203,9 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
       case Frame::kValues:
         pair_ = {};
         return Push(Frame::kValuesPair);
+      case Frame::kStats:
+      case Frame::kStatsSamples:
+        return Push(Frame::kSkip);
       default:
         return Fallback();
     }
@@ -238,10 +245,11 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
   std::vector<Series> series_;
   std::vector<std::optional<Sample>> vector_values_;  // per element: its "value"
   bool seen_result_ = false;
+  std::optional<int64_t> samples_read;
 
  private:
   enum class Frame { kNone, kRoot, kData, kResult, kElement, kMetric, kValuePair, kValues, kValuesPair, kWarnings,
-                     kInfos, kSkip };
+                     kInfos, kStats, kStatsSamples, kSkip };
   enum class Atom { kNumber, kString, kOther };
   struct Pair {
     int items = 0;
@@ -281,7 +289,7 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
   // The keys whose values this parser reads, per frame; nullptr where every key is skipped.
   std::set<std::string>* ReadKeysOf(Frame f) {
     static const std::set<std::string> kRootKeys = {"status", "errorType", "error", "data", "warnings", "infos"};
-    static const std::set<std::string> kDataKeys = {"resultType", "result"};
+    static const std::set<std::string> kDataKeys = {"resultType", "result", "stats"};
     static const std::set<std::string> kElementKeys = {"metric", "value", "values"};
     switch (f) {
       case Frame::kRoot: return kRootKeys.count(key_) ? &root_keys_ : nullptr;
@@ -359,6 +367,16 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
         if (atom != Atom::kString) return Fallback();
         infos.push_back("info: " + *text);
         return true;
+      case Frame::kStats:
+        return true;
+      case Frame::kStatsSamples:
+        // The last of a repeated key wins, as in a tree.
+        if (key_ == "totalQueryableSamples") {
+          samples_read = atom == Atom::kNumber && number >= 0 && number < 9.2e18
+                             ? std::optional<int64_t>(static_cast<int64_t>(number))
+                             : std::nullopt;
+        }
+        return true;
       case Frame::kSkip:
         return true;
       default:
@@ -415,7 +433,21 @@ StreamedQueryAnswer ParseQueryAnswer(std::string_view body,
   answer.warnings = std::move(handler.warnings);
   for (auto& info : handler.infos) answer.warnings.push_back(std::move(info));
   answer.result = std::move(result);
+  answer.samples_read = handler.samples_read;
   return answer;
+}
+
+std::optional<int64_t> QueryStatsSamples(const json& data) {
+  if (!data.is_object()) return std::nullopt;
+  const auto stats = data.find("stats");
+  if (stats == data.end() || !stats->is_object()) return std::nullopt;
+  const auto samples = stats->find("samples");
+  if (samples == stats->end() || !samples->is_object()) return std::nullopt;
+  const auto total = samples->find("totalQueryableSamples");
+  if (total == samples->end() || !total->is_number()) return std::nullopt;
+  const double n = total->get<double>();
+  if (!(n >= 0 && n < 9.2e18)) return std::nullopt;
+  return static_cast<int64_t>(n);
 }
 
 StatusOr<std::vector<Labels>> DecodeSeriesData(const json& data) {

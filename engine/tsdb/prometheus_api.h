@@ -48,10 +48,15 @@ struct StreamedQueryAnswer {
   bool fallback = false;
   std::vector<std::string> warnings;  // as ApiEnvelope::warnings
   StatusOr<QueryResult> result = QueryResult{};
+  // data.stats.samples.totalQueryableSamples, when the answer carries it (stats=all).
+  std::optional<int64_t> samples_read;
 };
 // A deadline that passes mid-parse ends it: `result` is then kDeadlineExceeded.
 StreamedQueryAnswer ParseQueryAnswer(std::string_view body,
                                      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+
+// data.stats.samples.totalQueryableSamples of a query answer's `data` (stats=all), when present.
+std::optional<int64_t> QueryStatsSamples(const nlohmann::json& data);
 
 // Label sets of /api/v1/series (`data` must be an array of objects; non-string values are dropped).
 StatusOr<std::vector<Labels>> DecodeSeriesData(const nlohmann::json& data);

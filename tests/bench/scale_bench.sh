@@ -7,8 +7,9 @@
 # job at a time), then runs `diagnose JOB --format json` RUNS times and records the median wall time,
 # the peak RSS of diagnose and of its private `prometheus` child (VmHWM polled from /proc every
 # 50 ms), and the verdict against the scaled expectation. One extra run under strace (not timed)
-# counts the HTTP requests diagnose sends and the bytes it receives (on the wire: Prometheus
-# deflates its answers), since the report only gives discovery's query count.
+# counts the HTTP requests diagnose sends and the bytes it receives (on the wire: since e2c9241 the
+# private server's answers are not compressed on loopback; an older AGAINST binary's were deflated),
+# since the report only gives discovery's query count.
 # Prints a Markdown table and least-squares fits on log-log of time and RSS against nodes.
 #
 #   tests/bench/scale_bench.sh [BUILD_DIR] [--hours H] [NODES...]      (default nodes: 24 128 512 1024)
@@ -313,7 +314,7 @@ sort -t$'\t' -k1,1n "$results" | awk -F'\t' '{h=(NF >= 14 && $14 != "-") ? $14 :
   if (NF < 13) printf "| %s | %s | %s | | | | | | | | | |\n", $1, h, $3
   else printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, h, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}'
 echo "(hours: the TSDB's data range from the report; diagnose/prometheus RSS: max VmHWM over the runs;"
-echo " queries/HTTP MB: one strace'd run, requests sent incl. /-/ready and bytes received on the wire, deflated)"
+echo " queries/HTTP MB: one strace'd run, requests sent incl. /-/ready and bytes received on the wire, uncompressed on loopback since e2c9241)"
 echo
 echo "| nodes | steps | fixturegen peak RSS MB | promtool peak RSS MB |"
 echo "|---:|---:|---:|---:|"

@@ -96,6 +96,22 @@ TEST_F(SubprocessTest, SpawnRedirectsToFilesAndHonoursWorkingDir) {
   EXPECT_EQ(child->ExitCode(), 0);
 }
 
+TEST_F(SubprocessTest, DefaultEnvironmentFillsOnlyWhatTheCallerLeftUnset) {
+  ASSERT_NE(std::getenv("PATH"), nullptr);
+  ::unsetenv("DIAGNOSE_SUBPROCESS_TEST_DEFAULT");
+  const std::string out = dir_ + "/env.txt";
+  SpawnOptions options = Options({"/usr/bin/env"}, out);
+  options.default_environment = {"DIAGNOSE_SUBPROCESS_TEST_DEFAULT=400", "PATH=/nowhere", "=nameless"};
+  auto child = ChildProcess::Spawn(options);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  ASSERT_TRUE(child->Wait(milliseconds(5000)).ok());
+  const std::string env = testing::ReadFileOrEmpty(out);
+  EXPECT_NE(env.find("\nDIAGNOSE_SUBPROCESS_TEST_DEFAULT=400\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("PATH=" + std::string(std::getenv("PATH")) + "\n"), std::string::npos) << env;
+  EXPECT_EQ(env.find("PATH=/nowhere"), std::string::npos) << env;
+  EXPECT_EQ(env.find("=nameless"), std::string::npos) << env;
+}
+
 TEST_F(SubprocessTest, SameFileForStdoutAndStderrKeepsBoth) {
   const std::string log = dir_ + "/log.txt";
   auto child = ChildProcess::Spawn(Options({"sh", "-c", "echo a; echo b >&2"}, log, log));

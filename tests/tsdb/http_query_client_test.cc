@@ -1,5 +1,7 @@
 #include "engine/tsdb/http_query_client.h"
 
+#include <strings.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -211,6 +213,49 @@ TEST(HttpQueryClientTest, PrefixHeadersTenantAndThanosWarnings) {
   auto has = [&](const std::string& h) { return std::find(got.headers.begin(), got.headers.end(), h) != got.headers.end(); };
   EXPECT_TRUE(has("Authorization: Bearer s3cret"));
   EXPECT_TRUE(has("X-Scope-OrgID: team-a"));
+}
+
+TEST(HttpQueryClientTest, CompressedAnswersAreAskedForOnlyWhenWanted) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};
+  });
+  auto accept_encoding = [](const FakeRequest& request) {
+    for (const auto& h : request.headers)
+      if (strncasecmp(h.c_str(), "Accept-Encoding:", 16) == 0) return h.substr(16);
+    return std::string();
+  };
+  for (const bool compressed : {true, false}) {
+    RemoteEndpointOptions options;
+    options.compressed_answers = compressed;
+    auto client = Client(server.url(), options);
+    ASSERT_TRUE(client->Run(Query::Instant("up", 100)).ok());
+    const std::string asked = accept_encoding(server.received().back());
+    if (compressed) {
+      EXPECT_NE(asked.find("gzip"), std::string::npos) << asked;
+    } else {
+      EXPECT_EQ(asked, "") << asked;
+    }
+  }
+}
+
+TEST(HttpQueryClientTest, QueryStatisticsAreAskedForAndTheSamplesReadTotalled) {
+  FakeHttpServer server([](const FakeRequest& request) {
+    const bool stats = FormValue(request.body, "stats") == "all";
+    return FakeResponse{200, std::string(R"({"status":"success","data":{"resultType":"vector","result":[])") +
+                                 (stats ? R"(,"stats":{"samples":{"totalQueryableSamples":250}})" : "") + "}}"};
+  });
+  RemoteEndpointOptions plain;
+  auto without = Client(server.url(), plain);
+  ASSERT_TRUE(without->Run(Query::Instant("up", 100)).ok());
+  EXPECT_EQ(FormValue(server.received().back().body, "stats"), "");
+  EXPECT_EQ(without->samples_read(), 0);
+  RemoteEndpointOptions with_stats;
+  with_stats.query_stats = true;
+  auto client = Client(server.url(), with_stats);
+  auto results = client->RunBatch({Query::Instant("up", 100), Query::Range("up", 0, 600, 60)});
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].ok() && results[1].ok());
+  EXPECT_EQ(client->samples_read(), 500);
 }
 
 TEST(HttpQueryClientTest, PrefixAlreadyInUrlIsNotDoubled) {

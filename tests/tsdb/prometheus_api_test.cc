@@ -114,6 +114,7 @@ StreamedQueryAnswer ExpectSameAsTree(const std::string& body) {
   EXPECT_EQ(streamed.result.status().code(), tree.status().code()) << body;
   if (!streamed.result.ok() || !tree.ok()) return streamed;
   EXPECT_EQ(streamed.warnings, warnings) << body;
+  EXPECT_EQ(streamed.samples_read, QueryStatsSamples(ParseApiEnvelope(body).data)) << body;
   EXPECT_EQ(streamed.result->result_type, tree->result_type) << body;
   EXPECT_EQ(streamed.result->series.size(), tree->series.size()) << body;
   for (size_t i = 0; i < std::min(streamed.result->series.size(), tree->series.size()); ++i) {
@@ -135,6 +136,30 @@ TEST(PrometheusApi, UsualAnswersAreDecodedWhileParsedAsTheTreePathDecodesThem) {
     StreamedQueryAnswer streamed = ExpectSameAsTree(body);
     EXPECT_FALSE(streamed.fallback) << body;
   }
+}
+
+// stats=all: the samples the query read, wherever the statistics put it among other keys.
+TEST(PrometheusApi, TheSamplesAQueryReadAreTakenFromItsStatistics) {
+  const std::string with_stats =
+      R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"h":"a"},"value":[1,"2"]}],)"
+      R"("stats":{"timings":{"evalTotalTime":0.01},"samples":{"totalQueryableSamplesPerStep":[[1,5]],)"
+      R"("totalQueryableSamples":175712,"peakSamples":600}}}})";
+  StreamedQueryAnswer streamed = ExpectSameAsTree(with_stats);
+  EXPECT_FALSE(streamed.fallback);
+  EXPECT_EQ(streamed.samples_read, 175712);
+  for (const char* body : {
+           R"({"status":"success","data":{"resultType":"vector","result":[]}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[],"stats":{"samples":{"totalQueryableSamples":"7"}}}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[],"stats":{"samples":{"totalQueryableSamples":-1}}}})",
+           R"({"status":"success","data":{"resultType":"vector","result":[],"stats":{"samples":[1]}}})",
+       }) {
+    StreamedQueryAnswer none = ExpectSameAsTree(body);
+    EXPECT_FALSE(none.fallback) << body;
+    EXPECT_EQ(none.samples_read, std::nullopt) << body;
+  }
+  // Repeated statistics: the tree keeps the last, so the stream leaves them to it.
+  EXPECT_TRUE(ExpectSameAsTree(R"({"status":"success","data":{"resultType":"vector","result":[],)"
+                               R"("stats":{"samples":{"totalQueryableSamples":3}},"stats":{}}})").fallback);
 }
 
 TEST(PrometheusApi, OddAnswersFallBackToTheTreePath) {
