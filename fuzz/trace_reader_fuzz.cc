@@ -1,6 +1,8 @@
 // The profile trace reader (engine/profile/trace_reader.h) on bytes from anywhere.
-// Mode 0: the bytes as decompressed trace JSON. Otherwise the bytes as a .trace.json.gz file, so
-// the inflate path (truncated members, bad blocks, trailing garbage) is fuzzed too.
+// Mode 0: the bytes as decompressed trace JSON, in one piece. Other even modes: the same JSON fed in
+// pieces of mode/2 bytes, so events, strings and escapes cut at every place meet the reader's
+// carry from one piece to the next. Odd modes: the bytes as a .trace.json.gz file, so the inflate
+// path (truncated members, bad blocks, trailing garbage) is fuzzed too.
 #include <unistd.h>
 
 #include <filesystem>
@@ -31,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = diagnose::fuzz::TakeMode(&text);
   diagnose::profile::TraceReadOptions options;
   options.event_cap = 1000;
-  if (mode == 0) {
+  if (mode % 2 == 0) {
+    if (mode > 0) options.piece_bytes = mode / 2;
     (void)diagnose::profile::ParseTraceJson(std::string(text), "fuzz.trace.json", options);
     return 0;
   }

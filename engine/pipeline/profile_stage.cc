@@ -76,28 +76,30 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
     result.error = families.status().message();
     return result;
   }
-  // A first pass finds the profiled steps; the step time is then taken from the log's other steps.
+  // The window is read once; a first drill finds the profiled steps, then the step time is taken
+  // from the log's other steps and the same window drilled again.
   profile::DrillOptions options;
   // GPUs per node from the log when it says (Memstats lists every device); else from the trace,
   // which can then catch a missing host but not a GPU missing on every host.
   result.gpus_per_node = GpusPerNodeFromLog(facts);
   result.gpus_per_node_source = "the log's Memstats devices per task";
   options.expected_gpus = facts.header.nnodes * result.gpus_per_node;
-  auto drill = profile::RunDrill(files, *families, options);
-  if (!drill.ok()) {
-    result.error = drill.status().message();
+  auto window = profile::ReadWindow(files, *families, options);
+  if (!window.ok()) {
+    result.error = window.status().message();
     return result;
   }
+  profile::ProfileDrill drill = profile::AnalyzeWindow(*window, *families, options);
   bool expected_changed = false;
   if (result.gpus_per_node == 0) {
-    result.gpus_per_node = GpusPerNodeFromTrace(*drill);
+    result.gpus_per_node = GpusPerNodeFromTrace(drill);
     result.gpus_per_node_source = "the trace's device planes per host (the log names no device)";
     options.expected_gpus = facts.header.nnodes * result.gpus_per_node;
     expected_changed = options.expected_gpus > 0;
   }
-  std::set<int64_t> excluded(drill->step_numbers.begin(), drill->step_numbers.end());
-  if (drill->writeback_step) excluded.insert(*drill->writeback_step);
-  const int64_t first_profiled = drill->step_numbers.empty() ? 0 : drill->step_numbers.front();
+  std::set<int64_t> excluded(drill.step_numbers.begin(), drill.step_numbers.end());
+  if (drill.writeback_step) excluded.insert(*drill.writeback_step);
+  const int64_t first_profiled = drill.step_numbers.empty() ? 0 : drill.step_numbers.front();
   std::vector<double> seconds, tgs, mfu;
   for (const auto& step : facts.steps) {
     // Steps before the window are warm-up (compilation, the first steps' slower pace).
@@ -116,13 +118,9 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
       if (!mfu.empty()) result.mfu_pct = analysis::Median(mfu);
     }
     // The window's own numbers do not change; only the step time (and what depends on it) does.
-    drill = profile::RunDrill(files, *families, options);
-    if (!drill.ok()) {
-      result.error = drill.status().message();
-      return result;
-    }
+    drill = profile::AnalyzeWindow(*window, *families, options);
   }
-  result.drill = std::move(*drill);
+  result.drill = std::move(drill);
   return result;
 }
 
@@ -222,9 +220,36 @@ struct Slowdown {
   std::string against;   // "below baseline 8111 (720.0)", "below its own healthy level (720.0, steps 0-19)"
 };
 
+// What the evidence shows first. A GPU slower than its peers makes every other GPU wait at the
+// next collective, and communication no longer under compute makes the step wait for it: either
+// leaves main-stream gaps, so the kernel before the gaps (the blocker) is the cause only when
+// neither stands out.
+enum class Lead { kSlowestGpu, kExposedCommunication, kMainStreamBlocker };
+
+const char* LeadName(Lead lead) {
+  switch (lead) {
+    case Lead::kSlowestGpu: return "slowest-gpu";
+    case Lead::kExposedCommunication: return "exposed-communication";
+    case Lead::kMainStreamBlocker: break;
+  }
+  return "main-stream-blocker";
+}
+
+// Without a baseline's window, communication exposed for this share of the step is the story.
+constexpr double kExposedShareOfStep = 0.05;
+
+Lead ChooseLead(const profile::ProfileDrill& d, const profile::ProfileDrill* base) {
+  const double step = d.step_seconds.value_or(d.median.busy);
+  const double material = kGrowthShareOfStep * step;
+  if (d.slow_gpu && d.slow_gpu->value - d.slow_gpu->median > material) return Lead::kSlowestGpu;
+  const bool exposed = base != nullptr ? d.median.exposed_comm - base->median.exposed_comm > material
+                                       : d.median.exposed_comm > kExposedShareOfStep * step;
+  return exposed ? Lead::kExposedCommunication : Lead::kMainStreamBlocker;
+}
+
 // The family that grew most against the baseline's window, computed identically, and how step −
 // total kernel changed; warns when the windows are not comparable.
-void CompareWithBaselineWindow(const profile::ProfileDrill& d, const profile::ProfileDrill& base,
+void CompareWithBaselineWindow(const profile::ProfileDrill& d, const profile::ProfileDrill& base, Lead lead,
                                nlohmann::json& value, std::string& text) {
   const double material = kGrowthShareOfStep * d.step_seconds.value_or(d.median.busy);
   std::string grown;
@@ -246,26 +271,76 @@ void CompareWithBaselineWindow(const profile::ProfileDrill& d, const profile::Pr
     text += "; " + grown + " grew by " + Fixed(growth, 2) + " s/GPU/step";
   }
   // Communication that used to run under compute and now does not (overlap lost) shows here, not
-  // in any family's own time.
+  // in any family's own time. The exposed-communication lead has said it already.
   const double exposed_growth = d.median.exposed_comm - base.median.exposed_comm;
   if (exposed_growth > material) {
     value["exposed_communication_seconds_per_step"] = d.median.exposed_comm;
     value["baseline_exposed_communication_seconds_per_step"] = base.median.exposed_comm;
-    text += "; exposed communication (not under compute) " + Fixed(base.median.exposed_comm, 2) + " -> " +
-            Fixed(d.median.exposed_comm, 2) + " s/step on the median GPU";
+    if (lead != Lead::kExposedCommunication)
+      text += "; exposed communication (not under compute) " + Fixed(base.median.exposed_comm, 2) + " -> " +
+              Fixed(d.median.exposed_comm, 2) + " s/step on the median GPU";
   }
   if (base.launcher_mode != d.launcher_mode || base.gpus != d.gpus)
     text += "; WARNING: the baseline's window differs (" + base.launcher_mode + ", " + std::to_string(base.gpus) +
             " GPUs): per-kernel numbers are not comparable";
 }
 
+// "GPU 3 of host-02.proc0 (file): compute 12.34 s/step vs 10.10 on the median GPU (+22.2 %, robust
+// z 41.0); its kernels: GEMM 9.80 vs 8.00 s/step".
+std::string SlowestGpuText(const profile::Outlier& slow, nlohmann::json& value) {
+  const double excess_pct = slow.median > 0 ? 100.0 * (slow.value - slow.median) / slow.median : 0;
+  value["slowest_gpu"] = slow.what;
+  value["slowest_gpu_file"] = slow.file;
+  value["slowest_gpu_compute_seconds_per_step"] = slow.value;
+  value["median_gpu_compute_seconds_per_step"] = slow.median;
+  std::string text = "the slowest GPU is " + slow.what + " (" + slow.file + "): compute " + Fixed(slow.value, 2) +
+                     " s/step vs " + Fixed(slow.median, 2) + " on the median GPU (+" + Fixed(excess_pct, 1) +
+                     "%, robust z " + Fixed(slow.robust_z, 1) + ")";
+  nlohmann::json rows = nlohmann::json::array();
+  std::string kernels;
+  for (const auto& f : slow.slower_families) {
+    rows.push_back({{"family", f.label}, {"seconds_per_step", f.seconds}, {"median_gpu_seconds_per_step", f.median}});
+    kernels += (kernels.empty() ? "" : ", ") + f.label + " " + Fixed(f.seconds, 2) + " vs " + Fixed(f.median, 2) +
+               " s/step";
+  }
+  value["slowest_gpu_families"] = rows;
+  if (!kernels.empty()) text += "; its kernels: " + kernels;
+  return text;
+}
+
+// "communication is exposed (not under compute): 0.45 s/step on the median GPU; the collectives:
+// RCCL 0.45 s/GPU/step (252 launches)".
+std::string ExposedCommunicationText(const profile::ProfileDrill& d, const profile::ProfileDrill* base,
+                                     nlohmann::json& value) {
+  value["exposed_communication_seconds_per_step"] = d.median.exposed_comm;
+  std::string text = "communication is exposed (not under compute): " + Fixed(d.median.exposed_comm, 2) +
+                     " s/step on the median GPU";
+  if (base != nullptr) text += " (" + Fixed(base->median.exposed_comm, 2) + " in the baseline's window)";
+  std::vector<const profile::FamilyRow*> collectives;
+  for (const auto& f : d.families)
+    if (f.kind == profile::KernelKind::kCommunication && f.launches > 0) collectives.push_back(&f);
+  std::stable_sort(collectives.begin(), collectives.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+  nlohmann::json rows = nlohmann::json::array();
+  std::string names;
+  for (const auto* f : collectives) {
+    rows.push_back({{"family", f->label}, {"seconds_per_gpu_step", f->seconds}, {"launches", f->launches}});
+    names += (names.empty() ? "" : ", ") + f->label + " " + Fixed(f->seconds, 2) + " s/GPU/step (" +
+             std::to_string(f->launches) + " launches)";
+  }
+  value["collectives"] = rows;
+  if (!names.empty()) text += "; the collectives: " + names;
+  return text;
+}
+
 // `profile/main-stream-blocker` from a drill with a blocker: evidence of kind `profile` naming the
-// trace file, GPU, kernel and seconds.
+// trace file, GPU, kernel and seconds, led by what the evidence shows first (ChooseLead).
 Finding BlockerFinding(const JobFacts& subject, const profile::ProfileDrill& d, const Slowdown& slow,
                        const profile::ProfileDrill* base) {
   const profile::Blocker& b = *d.blocker;
   const double loss_pct = 100.0 * (slow.reference_tgs - slow.tgs) / slow.reference_tgs;
-  nlohmann::json value = {{"gpu", b.device},
+  const Lead lead = ChooseLead(d, base);
+  nlohmann::json value = {{"lead", LeadName(lead)},
+                          {"gpu", b.device},
                           {"kernel", b.kernel},
                           {"family", b.family},
                           {"gap_seconds_per_gpu_step", b.gap_seconds},
@@ -274,19 +349,32 @@ Finding BlockerFinding(const JobFacts& subject, const profile::ProfileDrill& d, 
                           {"step_minus_total_kernel_seconds", *d.step_minus_total},
                           {"tgs", slow.tgs},
                           {"baseline_tgs", slow.reference_tgs}};
+  const auto gap = [&](const std::string& of_gap) {
+    return Fixed(b.gap_seconds, 2) + " s/GPU/step of " + of_gap + " (" + Fixed(b.worst_gap_seconds, 2) + " s on GPU " +
+           std::to_string(b.device) + " of " + b.file + "), step - total kernel " + Fixed(*d.step_minus_total, 2) + " s";
+  };
   std::string text = "job " + subject.id + " runs at " + Fixed(slow.tgs, 1) + " TGS, " + Fixed(loss_pct, 1) + "% " +
-                     slow.against + "; " + b.kernel + " blocks the main stream: " + Fixed(b.gap_seconds, 2) +
-                     " s/GPU/step of gap after it (" + Fixed(b.worst_gap_seconds, 2) + " s on GPU " +
-                     std::to_string(b.device) + " of " + b.file + "), step - total kernel " +
-                     Fixed(*d.step_minus_total, 2) + " s";
-  if (base != nullptr) CompareWithBaselineWindow(d, *base, value, text);
-  if (d.slow_gpu) {
+                     slow.against + "; ";
+  switch (lead) {
+    case Lead::kSlowestGpu:
+      text += SlowestGpuText(*d.slow_gpu, value) + "; the other GPUs wait for it: " + gap("main-stream gap after " + b.kernel);
+      break;
+    case Lead::kExposedCommunication:
+      text += ExposedCommunicationText(d, base, value) + "; the main stream waits for them: " + gap("gap after " + b.kernel);
+      break;
+    case Lead::kMainStreamBlocker:
+      text += b.kernel + " blocks the main stream: " + gap("gap after it");
+      break;
+  }
+  if (base != nullptr) CompareWithBaselineWindow(d, *base, lead, value, text);
+  if (lead != Lead::kSlowestGpu && d.slow_gpu) {
     value["slowest_gpu"] = d.slow_gpu->what;
     value["slowest_gpu_file"] = d.slow_gpu->file;
     text += "; slowest GPU " + d.slow_gpu->what + ": compute " + Fixed(d.slow_gpu->value, 2) + " s/step vs median " +
             Fixed(d.slow_gpu->median, 2) + " (robust z " + Fixed(d.slow_gpu->robust_z, 1) + "), the others wait for it";
   }
-  if (!b.remedy.empty()) {
+  // The remedy is the blocking family's: it answers a blocker, not a slow GPU or lost overlap.
+  if (lead == Lead::kMainStreamBlocker && !b.remedy.empty()) {
     value["remedy"] = b.remedy;
     text += ". Remedy: " + b.remedy;
   }
@@ -297,7 +385,7 @@ Finding BlockerFinding(const JobFacts& subject, const profile::ProfileDrill& d, 
   f.summary = text;
   Evidence e;
   e.kind = "profile";
-  e.query = b.file;
+  e.query = lead == Lead::kSlowestGpu ? d.slow_gpu->file : b.file;
   e.value = value;
   e.text = text;
   f.evidence.push_back(e);
@@ -366,8 +454,23 @@ Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const 
   diagnosis.verdict.summary = "Slower than " + reference.summary +
                               " with no system cause found; the profile shows where the time went: " + finding.summary;
   diagnosis.verdict.finding = finding.id;
-  diagnosis.causal_chain = {"main-stream blocker " + finding.evidence.front().value.value("kernel", std::string()),
-                            "the GPU waits on the main stream (step - total kernel > 0)", "lower TGS than " + reference.chain};
+  const nlohmann::json& value = finding.evidence.front().value;
+  const std::string lead = value.value("lead", std::string());
+  const std::string lower = "lower TGS than " + reference.chain;
+  if (lead == "slowest-gpu") {
+    diagnosis.causal_chain = {value.value("slowest_gpu", std::string()) + " is the slowest GPU: compute " +
+                                  Fixed(value.value("slowest_gpu_compute_seconds_per_step", 0.0), 2) + " s/step vs " +
+                                  Fixed(value.value("median_gpu_compute_seconds_per_step", 0.0), 2) + " on the median GPU",
+                              "the other GPUs wait for it at each collective (step - total kernel > 0)", lower};
+  } else if (lead == "exposed-communication") {
+    diagnosis.causal_chain = {"communication no longer under compute: " +
+                                  Fixed(value.value("exposed_communication_seconds_per_step", 0.0), 2) +
+                                  " s/step exposed",
+                              "the step waits for the collectives (step - total kernel > 0)", lower};
+  } else {
+    diagnosis.causal_chain = {"main-stream blocker " + value.value("kernel", std::string()),
+                              "the GPU waits on the main stream (step - total kernel > 0)", lower};
+  }
   return diagnosis;
 }
 

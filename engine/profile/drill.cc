@@ -27,31 +27,6 @@ constexpr double kBlockerShareOfStep = 0.05;
 // an hour apart they are two windows.
 constexpr double kStaleWindowSeconds = 600;
 
-struct NameTotals {
-  double us = 0;
-  int64_t launches = 0;
-  double gap_us = 0;             // main-stream gap after this kernel, all GPUs
-  double worst_gpu_gap_us = 0;   // the largest of one GPU
-  int worst_device = 0;
-};
-
-struct GpuSummary {
-  int device = 0;
-  double kernel_us = 0, busy_us = 0, compute_us = 0;
-};
-
-// One file reduced right after it is read, so memory holds one file's kernels at a time.
-struct TraceSummary {
-  std::string path, host, window_dir;
-  int64_t events = 0, bytes = 0;
-  bool truncated = false;
-  PidNumbering numbering = PidNumbering::kUnknown;
-  std::vector<std::string> warnings;
-  std::vector<TraceStep> steps;
-  std::vector<GpuSummary> gpus;
-  std::map<std::string, NameTotals> names;
-};
-
 struct Interval {
   double start, end;
 };
@@ -107,6 +82,7 @@ TraceSummary Summarize(const TraceFile& file, const KernelFamilies& families) {
   for (const auto& gpu : file.gpus) {
     GpuSummary g;
     g.device = gpu.device;
+    g.family_us.assign(families.families.size() + 1, 0);
     std::vector<Interval> all, compute;
     std::vector<size_t> all_ends, compute_ends;   // where each stream's run ends (kernels come by stream)
     std::vector<double> stream_compute(gpu.streams.size(), 0), stream_total(gpu.streams.size(), 0);
@@ -122,6 +98,7 @@ TraceSummary Summarize(const TraceFile& file, const KernelFamilies& families) {
       }
       const double dur = k.end_us - k.start_us;
       g.kernel_us += dur;
+      g.family_us[family_of[k.name]] += dur;
       name_us[k.name] += dur;
       ++name_launches[k.name];
       stream_total[k.stream] += dur;
@@ -360,14 +337,36 @@ void FillFamilies(const std::map<std::string, NameTotals>& names, const KernelFa
 }
 
 // Per GPU, per step: the decomposition, its medians, and the GPU and host slower than their peers.
-void DecomposePerGpu(const std::vector<TraceSummary>& traces, ProfileDrill& d) {
+// The families that make the slow GPU slow: its time in each against the median GPU's, those above
+// it by a material share of the slow GPU's compute, most first.
+std::vector<FamilyOnGpu> SlowerFamilies(const std::vector<const GpuSummary*>& gpus, size_t slow,
+                                        const KernelFamilies& families, double steps) {
+  constexpr double kMaterialShare = 0.01;
+  std::vector<FamilyOnGpu> slower;
+  const GpuSummary& s = *gpus[slow];
+  for (size_t f = 0; f < s.family_us.size(); ++f) {
+    std::vector<double> v;
+    for (const GpuSummary* g : gpus) v.push_back(f < g->family_us.size() ? g->family_us[f] : 0);
+    const double median = analysis::Median(v);
+    if (s.family_us[f] - median > kMaterialShare * s.compute_us)
+      slower.push_back({families.LabelOf(f), s.family_us[f] / kMicros / steps, median / kMicros / steps});
+  }
+  std::sort(slower.begin(), slower.end(), [](const FamilyOnGpu& a, const FamilyOnGpu& b) {
+    return a.seconds - a.median > b.seconds - b.median;
+  });
+  return slower;
+}
+
+void DecomposePerGpu(const std::vector<TraceSummary>& traces, const KernelFamilies& families, ProfileDrill& d) {
   const double steps = d.steps;
   std::vector<std::pair<std::string, double>> gpu_compute;
   std::vector<std::string> gpu_files;
   std::map<std::string, std::vector<double>> host_compute;
   std::map<std::string, std::string> host_file;
+  std::vector<const GpuSummary*> gpus;
   for (const auto& t : traces)
     for (const auto& g : t.gpus) {
+      gpus.push_back(&g);
       GpuBreakdown b;
       b.file = t.path;
       b.host = t.host;
@@ -393,6 +392,13 @@ void DecomposePerGpu(const std::vector<TraceSummary>& traces, ProfileDrill& d) {
                                       &GpuBreakdown::exposed_comm, &GpuBreakdown::overlap, &GpuBreakdown::idle})
     d.median.*field = median_of(field);
   d.slow_gpu = FindOutlier(gpu_compute, gpu_files);
+  if (d.slow_gpu) {
+    // FindOutlier's GPU: the first with the largest compute.
+    const auto slow = std::max_element(gpu_compute.begin(), gpu_compute.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    d.slow_gpu->slower_families =
+        SlowerFamilies(gpus, static_cast<size_t>(slow - gpu_compute.begin()), families, d.steps);
+  }
   std::vector<std::pair<std::string, double>> hosts;
   std::vector<std::string> host_files;
   for (const auto& [host, values] : host_compute) {
@@ -440,7 +446,7 @@ ProfileDrill Analyze(const std::vector<TraceSummary>& traces, const KernelFamili
   const double divisor_us = d.divisor > 0 ? static_cast<double>(d.divisor) * kMicros : 1;
   const KernelTotals totals = MergeKernelTotals(traces);
   FillFamilies(totals.names, families, divisor_us, d);
-  DecomposePerGpu(traces, d);
+  DecomposePerGpu(traces, families, d);
   FindBlocker(totals, families, divisor_us, d);
   return d;
 }
@@ -496,8 +502,19 @@ ProfileDrill AnalyzeTraces(const std::vector<TraceFile>& traces, const KernelFam
   return Analyze(summaries, families, options);
 }
 
+ProfileDrill AnalyzeWindow(const std::vector<TraceSummary>& window, const KernelFamilies& families,
+                           const DrillOptions& options) {
+  return Analyze(window, families, options);
+}
+
 StatusOr<ProfileDrill> RunDrill(const std::vector<std::string>& files, const KernelFamilies& families,
                                 const DrillOptions& options) {
+  ASSIGN_OR_RETURN(const std::vector<TraceSummary> window, ReadWindow(files, families, options));
+  return Analyze(window, families, options);
+}
+
+StatusOr<std::vector<TraceSummary>> ReadWindow(const std::vector<std::string>& files, const KernelFamilies& families,
+                                               const DrillOptions& options) {
   if (files.empty()) return InvalidArgumentError("no trace file given");
   const size_t threads = std::min<size_t>(
       files.size(),
@@ -526,7 +543,7 @@ StatusOr<ProfileDrill> RunDrill(const std::vector<std::string>& files, const Ker
     if (!error.ok()) return error;
   std::vector<TraceSummary> done;
   for (auto& s : summaries) done.push_back(std::move(*s));
-  return Analyze(done, families, options);
+  return done;
 }
 
 std::string FormatDrillText(const ProfileDrill& d) {

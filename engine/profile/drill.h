@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,35 @@ struct DrillOptions {
   int expected_gpus = 0;          // nodes × GPUs per node from the log; 0 unknown
   int threads = 0;                // 0: hardware concurrency, at most 2 (memory: one file per thread)
   TraceReadOptions read;
+};
+
+// One kernel name in one file, summed over its GPUs (µs).
+struct NameTotals {
+  double us = 0;
+  int64_t launches = 0;
+  double gap_us = 0;             // main-stream gap after this kernel, all GPUs
+  double worst_gpu_gap_us = 0;   // the largest of one GPU
+  int worst_device = 0;
+};
+
+// One GPU over the whole window (µs).
+struct GpuSummary {
+  int device = 0;
+  double kernel_us = 0, busy_us = 0, compute_us = 0;
+  std::vector<double> family_us;   // by family index (KernelFamilies::Classify)
+};
+
+// One file reduced right after it is read, so memory holds one file's kernels at a time: all that a
+// drill of the window needs, whatever its step time or expected GPU count.
+struct TraceSummary {
+  std::string path, host, window_dir;
+  int64_t events = 0, bytes = 0;
+  bool truncated = false;
+  PidNumbering numbering = PidNumbering::kUnknown;
+  std::vector<std::string> warnings;
+  std::vector<TraceStep> steps;
+  std::vector<GpuSummary> gpus;
+  std::map<std::string, NameTotals> names;
 };
 
 struct KernelRow {
@@ -72,6 +102,13 @@ struct Blocker {
   std::string remedy;
 };
 
+// A family's time on one GPU against the median GPU's, seconds per step.
+struct FamilyOnGpu {
+  std::string label;
+  double seconds = 0;
+  double median = 0;
+};
+
 struct Outlier {
   std::string what;     // "GPU 3 of host-07" or "host-07"
   std::string file;
@@ -79,6 +116,7 @@ struct Outlier {
   double median = 0;
   double mad = 0;
   double robust_z = 0;
+  std::vector<FamilyOnGpu> slower_families;   // the slow GPU's families above the median GPU's, most first
 };
 
 struct ProfileDrill {
@@ -111,7 +149,16 @@ struct ProfileDrill {
 // <job>/<run>/tensorboard/plugins/profile/<ts>/ depth, every timestamp directory included.
 StatusOr<std::vector<std::string>> FindTraceFiles(const std::vector<std::string>& paths);
 
-// Reads the files in parallel (at most options.threads at once) and drills them.
+// Reads the files in parallel (at most options.threads at once), each reduced as soon as it is read.
+StatusOr<std::vector<TraceSummary>> ReadWindow(const std::vector<std::string>& files, const KernelFamilies& families,
+                                               const DrillOptions& options);
+
+// The drill of a window already read: a diagnosis that learns the step time after a first look
+// drills again without reading the files again.
+ProfileDrill AnalyzeWindow(const std::vector<TraceSummary>& window, const KernelFamilies& families,
+                           const DrillOptions& options);
+
+// ReadWindow then AnalyzeWindow.
 StatusOr<ProfileDrill> RunDrill(const std::vector<std::string>& files, const KernelFamilies& families,
                                 const DrillOptions& options);
 

@@ -12,8 +12,13 @@
 #include <optional>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <isa-l/igzip_lib.h>
 #include <simdjson.h>
@@ -115,25 +120,19 @@ std::optional<int64_t> ParseInteger(std::string_view text) {
   return value;
 }
 
-// The fields of one event that matter; every other field is skipped unread.
+// The fields of one event that matter; every other field is skipped unread. The views point into
+// the document or simdjson's string buffer, both alive until the run of events is parsed.
 struct EventFields {
   std::string_view ph;
-  std::string name;
+  std::string_view name;
   int64_t pid = 0;
   int64_t tid = 0;
   double ts = 0;
   double dur = 0;
-  std::string arg_name;
+  std::string_view arg_name;
   std::optional<int64_t> step_num;
 
-  void Reset() {
-    ph = {};
-    name.clear();
-    pid = tid = 0;
-    ts = dur = 0;
-    arg_name.clear();
-    step_num.reset();
-  }
+  void Reset() { *this = EventFields(); }
 };
 
 // Numbers may be written as integers or fractions; simdjson's get_double takes both.
@@ -153,10 +152,26 @@ simdjson::error_code ReadInteger(simdjson::ondemand::value value, int64_t* out) 
   return simdjson::SUCCESS;
 }
 
+// The exporter writes keys without escapes: such a key is compared where it lies, and only a key
+// holding a backslash is unescaped (a copy into simdjson's string buffer, once per key, was the
+// largest share of the parse). Stage 1 found the key's closing quote, so the walk ends there.
+simdjson::error_code KeyOf(simdjson::simdjson_result<simdjson::ondemand::field>& field, std::string_view* key) {
+  simdjson::ondemand::raw_json_string raw_key;
+  if (auto error = field.key().get(raw_key)) return error;
+  const char* raw = raw_key.raw();
+  size_t length = 0;
+  while (raw[length] != '"' && raw[length] != '\\') ++length;
+  if (raw[length] == '"') {
+    *key = std::string_view(raw, length);
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(*key);
+}
+
 simdjson::error_code ReadArgs(simdjson::ondemand::object args, EventFields* fields) {
   for (auto field : args) {
     std::string_view key;
-    if (auto error = field.unescaped_key().get(key)) return error;
+    if (auto error = KeyOf(field, &key)) return error;
     if (key != "name" && key != "step_num") continue;
     simdjson::ondemand::value value;
     if (auto error = field.value().get(value)) return error;
@@ -165,7 +180,7 @@ simdjson::error_code ReadArgs(simdjson::ondemand::object args, EventFields* fiel
     if (type != simdjson::ondemand::json_type::string) continue;   // the exporter writes strings only
     std::string_view text;
     if (auto error = value.get_string().get(text)) return error;
-    if (key == "name") fields->arg_name.assign(text);
+    if (key == "name") fields->arg_name = text;
     else fields->step_num = ParseInteger(text);
   }
   return simdjson::SUCCESS;
@@ -174,19 +189,13 @@ simdjson::error_code ReadArgs(simdjson::ondemand::object args, EventFields* fiel
 simdjson::error_code ReadEvent(simdjson::ondemand::object event, EventFields* fields) {
   for (auto field : event) {
     std::string_view key;
-    if (auto error = field.unescaped_key().get(key)) return error;
+    if (auto error = KeyOf(field, &key)) return error;
     simdjson::ondemand::value value;
     if (auto error = field.value().get(value)) return error;
     if (key == "ph") {
       if (auto error = value.get_string().get(fields->ph)) return error;
-      // The view points into the parser's string buffer, which later strings overwrite.
-      if (fields->ph == "X") fields->ph = "X";
-      else if (fields->ph == "M") fields->ph = "M";
-      else fields->ph = "?";
     } else if (key == "name") {
-      std::string_view text;
-      if (auto error = value.get_string().get(text)) return error;
-      fields->name.assign(text);
+      if (auto error = value.get_string().get(fields->name)) return error;
     } else if (key == "pid") {
       if (auto error = ReadInteger(value, &fields->pid)) return error;
     } else if (key == "tid") {
@@ -207,8 +216,8 @@ simdjson::error_code ReadEvent(simdjson::ondemand::object event, EventFields* fi
 
 void Record(EventFields& fields, ParseState* state) {
   if (fields.ph == "M") {
-    if (fields.name == "process_name") state->process_names[fields.pid] = fields.arg_name;
-    else if (fields.name == "thread_name") state->thread_names[{fields.pid, fields.tid}] = fields.arg_name;
+    if (fields.name == "process_name") state->process_names[fields.pid] = std::string(fields.arg_name);
+    else if (fields.name == "thread_name") state->thread_names[{fields.pid, fields.tid}] = std::string(fields.arg_name);
     return;
   }
   if (fields.ph != "X") return;
@@ -340,23 +349,107 @@ constexpr std::array<bool, 256> kStructural = [] {
   return table;
 }();
 
-// The traceEvents array of a document fed in pieces: a scanner finds each complete event (strings
-// and nesting tracked across pieces), and each run of complete events is parsed as one small JSON
-// array by simdjson. Memory is a piece and the events kept, never the whole document, so a file's
-// cost does not grow with its JSON text and several files can be read at once.
+constexpr size_t kBlock = 64;
+
+// Bits of 64 bytes: quotes, backslashes, and the brackets {}[] (strings not yet masked out).
+struct BlockBits {
+  uint64_t quote = 0, backslash = 0, bracket = 0;
+};
+
+BlockBits ClassifyBlock(const char* block) {
+  BlockBits bits;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  // '[' | 0x20 is '{' and ']' | 0x20 is '}': one compare finds both of a pair.
+  const __m128i lower = _mm_set1_epi8(0x20), open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+  for (size_t i = 0; i < kBlock / 16; ++i) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
+    const __m128i folded = _mm_or_si128(bytes, lower);
+    const auto mask = [](__m128i m) { return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(m))); };
+    bits.quote |= mask(_mm_cmpeq_epi8(bytes, quote)) << (16 * i);
+    bits.backslash |= mask(_mm_cmpeq_epi8(bytes, backslash)) << (16 * i);
+    bits.bracket |= mask(_mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close))) << (16 * i);
+  }
+#else
+  for (size_t i = 0; i < kBlock; ++i) {
+    const char c = block[i];
+    bits.quote |= static_cast<uint64_t>(c == '"') << i;
+    bits.backslash |= static_cast<uint64_t>(c == '\\') << i;
+    bits.bracket |= static_cast<uint64_t>(c == '{' || c == '}' || c == '[' || c == ']') << i;
+  }
+#endif
+  return bits;
+}
+
+// The brackets outside strings, 64 bytes at a time, as simdjson's stage 1 finds its structurals:
+// a quote is escaped when an odd run of backslashes precedes it, and a prefix XOR of the unescaped
+// quotes marks the inside of every string. Both states carry into the next block.
+class StructuralScanner {
+ public:
+  uint64_t Brackets(const char* block) {
+    const BlockBits bits = ClassifyBlock(block);
+    const uint64_t quotes = bits.quote & ~Escaped(bits.backslash);
+    const uint64_t in_string = PrefixXor(quotes) ^ in_string_;
+    in_string_ = static_cast<uint64_t>(static_cast<int64_t>(in_string) >> 63);
+    return bits.bracket & ~in_string;
+  }
+
+ private:
+  static uint64_t PrefixXor(uint64_t bits) {
+    for (int shift = 1; shift < 64; shift *= 2) bits ^= bits << shift;
+    return bits;
+  }
+
+  // The characters that follow an odd run of backslashes (simdjson's find_escaped_branchless).
+  uint64_t Escaped(uint64_t backslash) {
+    constexpr uint64_t kEvenBits = 0x5555555555555555ULL;
+    backslash &= ~escaped_;
+    const uint64_t follows_escape = backslash << 1 | escaped_;
+    const uint64_t odd_starts = backslash & ~kEvenBits & ~follows_escape;
+    uint64_t even_starts = 0;
+    escaped_ = __builtin_add_overflow(odd_starts, backslash, &even_starts) ? 1 : 0;
+    const uint64_t invert = even_starts << 1;
+    return (kEvenBits ^ invert) & follows_escape;
+  }
+
+  uint64_t in_string_ = 0;   // all ones when the last block ended inside a string
+  uint64_t escaped_ = 0;     // 1 when it ended in an odd run of backslashes
+};
+
+// The traceEvents array of a document inflated into this parser's buffer a piece at a time. The
+// bracket scan (above) finds where complete events end, and each run of complete events is parsed
+// by simdjson in place: the byte before the run and the one after it become '[' and ']' for the
+// parse, and the buffer keeps simdjson's padding after its end. Memory is a piece, the unfinished
+// event carried to the next, and the events kept, never the whole document, so a file's cost does
+// not grow with its JSON text and several files can be read at once.
 class TraceStreamParser {
  public:
   TraceStreamParser(std::string path, const TraceReadOptions& options) : path_(std::move(path)), options_(options) {}
 
-  Status Feed(std::string_view piece) {
-    buffer_.append(piece);
-    Scan();
-    if (failed_) return ParseError(path_ + ": not a trace-event JSON file: unbalanced brackets at byte " +
-                                   std::to_string(base_ + scan_));
+  // Where the next `bytes` decompressed bytes are written, then handed over with Commit.
+  char* Reserve(size_t bytes) {
+    if (capacity_ - size_ < bytes) {
+      // A quarter over what is asked, so the carried tail of an event does not force a copy of
+      // the buffer at every piece.
+      const size_t capacity = std::max(size_ + bytes + bytes / 4, capacity_ + capacity_ / 2 + kBlock);
+      auto data = std::make_unique_for_overwrite<char[]>(capacity + kSlack);
+      if (size_ > 0) std::memcpy(data.get(), data_.get(), size_);
+      data_ = std::move(data);
+      capacity_ = capacity;
+    }
+    return data_.get() + size_;
+  }
+
+  Status Commit(size_t bytes) {
+    size_ += bytes;
+    Scan(/*at_end=*/false);
+    if (failed_) return UnbalancedError();
     if (last_event_end_ > first_event_start_) RETURN_IF_ERROR(ParseEvents());
-    // Keep only what is not parsed yet: the tail of an unfinished event.
-    const size_t keep_from = std::min({scan_, pending_start_.value_or(scan_), key_start_.value_or(scan_)});
-    buffer_.erase(0, keep_from);
+    // Keep only what is not parsed yet (the tail of an unfinished event), and the byte before it.
+    size_t keep_from = std::min({scan_, pending_start_.value_or(scan_), key_start_.value_or(scan_)});
+    if (keep_from > 0) --keep_from;
+    std::memmove(data_.get(), data_.get() + keep_from, size_ - keep_from);
+    size_ -= keep_from;
     base_ += static_cast<int64_t>(keep_from);
     scan_ -= keep_from;
     if (pending_start_) *pending_start_ -= keep_from;
@@ -365,18 +458,27 @@ class TraceStreamParser {
     return Status::Ok();
   }
 
+  Status Feed(std::string_view piece) {
+    if (piece.empty()) return Status::Ok();
+    std::memcpy(Reserve(piece.size()), piece.data(), piece.size());
+    return Commit(piece.size());
+  }
+
   StatusOr<TraceFile> Finish() {
+    Scan(/*at_end=*/true);
+    if (failed_) return UnbalancedError();
+    if (last_event_end_ > first_event_start_) RETURN_IF_ERROR(ParseEvents());
     if (phase_ == Phase::kBeforeArray)
       return ParseError(path_ + ": no traceEvents array: not a Chrome trace-event file");
     if (phase_ == Phase::kInArray || depth_ != 0)
       return ParseError(path_ + ": not a trace-event JSON file: the document ends at byte " +
-                        std::to_string(base_ + static_cast<int64_t>(buffer_.size())) + " inside " +
+                        std::to_string(base_ + static_cast<int64_t>(size_)) + " inside " +
                         (phase_ == Phase::kInArray ? "traceEvents" : "the top-level object"));
     TraceFile file;
     file.path = path_;
     file.host = HostOfTraceFile(path_);
     file.window_dir = std::filesystem::path(path_).parent_path().filename().string();
-    file.uncompressed_bytes = base_ + static_cast<int64_t>(buffer_.size());
+    file.uncompressed_bytes = base_ + static_cast<int64_t>(size_);
     file.events = state_.x_events;
     file.truncated = options_.event_cap > 0 && state_.x_events >= options_.event_cap;
     if (file.truncated)
@@ -391,16 +493,28 @@ class TraceStreamParser {
 
  private:
   enum class Phase { kBeforeArray, kInArray, kAfterArray };
+  // The ']' written after a run of events, then simdjson's padding.
+  static constexpr size_t kSlack = 1 + simdjson::SIMDJSON_PADDING;
 
-  // Advances scan_ over buffer_, noting where complete events start and end.
-  void Scan() {
-    const char* data = buffer_.data();
-    const size_t size = buffer_.size();
-    while (scan_ < size && !failed_) {
+  Status UnbalancedError() const {
+    return ParseError(path_ + ": not a trace-event JSON file: unbalanced brackets at byte " +
+                      std::to_string(base_ + static_cast<int64_t>(scan_)));
+  }
+
+  void Scan(bool at_end) {
+    if (phase_ == Phase::kBeforeArray) ScanHeader();
+    if (phase_ != Phase::kBeforeArray) ScanBlocks(at_end);
+  }
+
+  // The top-level object up to the traceEvents array, a byte at a time: it is a few dozen bytes,
+  // and finding the array needs the text of each top-level key.
+  void ScanHeader() {
+    const char* data = data_.get();
+    while (scan_ < size_ && !failed_ && phase_ == Phase::kBeforeArray) {
       if (in_string_) {
-        const void* quote = std::memchr(data + scan_, '"', size - scan_);
+        const void* quote = std::memchr(data + scan_, '"', size_ - scan_);
         if (quote == nullptr) {
-          scan_ = size;
+          scan_ = size_;
           break;
         }
         size_t at = static_cast<const char*>(quote) - data;
@@ -414,70 +528,107 @@ class TraceStreamParser {
         key_start_.reset();
         continue;
       }
-      // Most bytes outside strings are digits, commas, colons and spaces: skip them in a run.
-      while (scan_ < size && !kStructural[static_cast<uint8_t>(data[scan_])]) ++scan_;
-      if (scan_ == size) break;
+      while (scan_ < size_ && !kStructural[static_cast<uint8_t>(data[scan_])]) ++scan_;
+      if (scan_ == size_) break;
       const char c = data[scan_];
-      switch (c) {
-        case '"':
-          in_string_ = true;
-          if (depth_ == 1 && phase_ == Phase::kBeforeArray) key_start_ = scan_ + 1;
-          break;
-        case '{':
-        case '[':
-          ++depth_;
-          if (c == '[' && depth_ == 2 && phase_ == Phase::kBeforeArray && last_key_) phase_ = Phase::kInArray;
-          else if (c == '{' && depth_ == 3 && phase_ == Phase::kInArray && !pending_start_) pending_start_ = scan_;
-          break;
-        case '}':
-        case ']':
-          if (depth_ == 0) failed_ = true;
-          --depth_;
-          if (phase_ == Phase::kInArray) {
-            if (c == '}' && depth_ == 2 && pending_start_) {
-              if (last_event_end_ <= first_event_start_) first_event_start_ = *pending_start_;
-              last_event_end_ = scan_ + 1;
-              pending_start_.reset();
-            } else if (c == ']' && depth_ == 1) {
-              phase_ = Phase::kAfterArray;
-            }
-          }
-          break;
-        default:
-          break;
+      if (c == '"') {
+        in_string_ = true;
+        if (depth_ == 1) key_start_ = scan_ + 1;
+      } else if (c == '{' || c == '[') {
+        ++depth_;
+        if (c == '[' && depth_ == 2 && last_key_) phase_ = Phase::kInArray;
+      } else {
+        if (depth_ == 0) failed_ = true;
+        --depth_;
       }
       ++scan_;
     }
   }
 
+  // From the array on, whole 64-byte blocks; at the end of the document the last part block too,
+  // padded with spaces.
+  void ScanBlocks(bool at_end) {
+    while (!failed_) {
+      const char* block = data_.get() + scan_;
+      char last[kBlock];
+      if (size_ - scan_ < kBlock) {
+        if (!at_end || scan_ == size_) return;
+        std::memset(last, ' ', kBlock);
+        std::memcpy(last, block, size_ - scan_);
+        block = last;
+      }
+      for (uint64_t brackets = blocks_.Brackets(block); brackets != 0; brackets &= brackets - 1) {
+        const size_t at = scan_ + static_cast<size_t>(__builtin_ctzll(brackets));
+        OnBracket(at, data_[at]);
+        if (failed_) {
+          scan_ = at;
+          return;
+        }
+      }
+      scan_ = std::min(scan_ + kBlock, size_);
+    }
+  }
+
+  void OnBracket(size_t at, char c) {
+    if (c == '{' || c == '[') {
+      ++depth_;
+      if (c == '{' && depth_ == 3 && phase_ == Phase::kInArray && !pending_start_) pending_start_ = at;
+      return;
+    }
+    if (depth_ == 0) {
+      failed_ = true;
+      return;
+    }
+    --depth_;
+    if (phase_ != Phase::kInArray) return;
+    if (c == '}' && depth_ == 2 && pending_start_) {
+      if (last_event_end_ <= first_event_start_) first_event_start_ = *pending_start_;
+      last_event_end_ = at + 1;
+      pending_start_.reset();
+    } else if (c == ']' && depth_ == 1) {
+      phase_ = Phase::kAfterArray;
+    }
+  }
+
   Status ParseEvents() {
-    const std::string_view events(buffer_.data() + first_event_start_, last_event_end_ - first_event_start_);
+    // The byte before the first event (a comma, space or the array's '['): Commit keeps it.
+    if (first_event_start_ == 0) return InternalError(path_ + ": trace reader lost the byte before an event");
+    char* const data = data_.get();
+    const std::string_view events(data + first_event_start_, last_event_end_ - first_event_start_);
     const int64_t offset = base_ + static_cast<int64_t>(first_event_start_);
     if (!simdjson::validate_utf8(events.data(), events.size())) {
       const size_t bad = FirstInvalidUtf8(events);
       return DataLossError(path_ + ": invalid UTF-8 at byte " + std::to_string(offset + static_cast<int64_t>(bad)) +
                            " of the decompressed JSON");
     }
-    chunk_.assign(1, '[');
-    chunk_.append(events);
-    chunk_.push_back(']');
-    const size_t length = chunk_.size();
-    chunk_.resize(length + simdjson::SIMDJSON_PADDING);
+    char* const open = data + first_event_start_ - 1;
+    char* const close = data + last_event_end_;
+    const char saved_open = *open, saved_close = *close;
+    *open = '[';
+    *close = ']';
+    const size_t length = static_cast<size_t>(close - open) + 1;
+    Status status = ParseEventArray(open, length, offset);
+    *open = saved_open;
+    *close = saved_close;
+    return status;
+  }
+
+  // `array` is "[event,...,event]" with kSlack - 1 padding bytes allocated after it.
+  Status ParseEventArray(const char* array, size_t length, int64_t offset) {
     simdjson::ondemand::document doc;
     const auto where = [&](simdjson::error_code error) {
       const char* at = nullptr;
       std::string text = path_;
       if (doc.current_location().get(at) == simdjson::SUCCESS && at != nullptr)
-        text += " (byte " + std::to_string(offset + (at - chunk_.data()) - 1) + " of the decompressed JSON)";
+        text += " (byte " + std::to_string(offset + (at - array) - 1) + " of the decompressed JSON)";
       return ParseError(text + ": not a trace-event JSON file: " + simdjson::error_message(error));
     };
-    if (auto error = parser_.iterate(chunk_.data(), length, chunk_.size()).get(doc))
+    if (auto error = parser_.iterate(array, length, length + simdjson::SIMDJSON_PADDING).get(doc))
       return ParseError(path_ + ": not a trace-event JSON file: " + simdjson::error_message(error));
-    simdjson::ondemand::array array;
-    if (auto error = doc.get_array().get(array)) return where(error);
-    // One EventFields for the run: its strings keep their capacity, so an event costs no allocation.
+    simdjson::ondemand::array events;
+    if (auto error = doc.get_array().get(events)) return where(error);
     EventFields fields;
-    for (auto element : array) {
+    for (auto element : events) {
       simdjson::ondemand::object event;
       if (auto error = element.get_object().get(event)) return where(error);
       fields.Reset();
@@ -489,14 +640,16 @@ class TraceStreamParser {
 
   std::string path_;
   TraceReadOptions options_;
-  std::string buffer_;
-  std::string chunk_;
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;         // data_ holds capacity_ + kSlack bytes
   simdjson::ondemand::parser parser_;
   ParseState state_;
-  int64_t base_ = 0;            // offset of buffer_[0] in the document
+  StructuralScanner blocks_;
+  int64_t base_ = 0;            // offset of data_[0] in the document
   size_t scan_ = 0;
   int depth_ = 0;
-  bool in_string_ = false;
+  bool in_string_ = false;      // ScanHeader's
   bool failed_ = false;
   bool last_key_ = false;       // the last key of the top-level object was traceEvents
   std::optional<size_t> key_start_;
@@ -536,13 +689,18 @@ std::string HostOfTraceFile(std::string_view path) {
   return name;
 }
 
-Status InflateGzipStream(const std::string& path, const std::function<Status(std::string_view)>& sink,
-                         size_t piece_bytes) {
+namespace {
+
+// Every gzip member of `path` inflated into room the caller gives: `room(bytes)` says where up to
+// `bytes` bytes may be written, `took(count)` is told how many were. A trace parser gives room in
+// its own buffer, so the decompressed bytes are never copied on their way to simdjson.
+template <typename Room, typename Took>
+Status InflateGzipInto(const std::string& path, size_t piece_bytes, Room&& room, Took&& took) {
   ASSIGN_OR_RETURN(std::string compressed, ReadWholeFile(path));
   const int64_t limit = GetLimit(LimitId::kProfileTraceBytes);
   if (!IsGzipMagic(compressed, 0)) return DataLossError(path + ": not a gzip file (no gzip magic at byte 0)");
   // A small file needs no full piece: JSON this regular inflates about 15-fold.
-  std::string out(std::clamp<size_t>(compressed.size() * 16, 1, std::max<size_t>(piece_bytes, 1)), '\0');
+  const size_t piece = std::clamp<size_t>(compressed.size() * 16, 1, std::max<size_t>(piece_bytes, 1));
   int64_t produced = 0;
   size_t member_start = 0;
   inflate_state state;
@@ -552,17 +710,17 @@ Status InflateGzipStream(const std::string& path, const std::function<Status(std
     state.next_in = reinterpret_cast<uint8_t*>(compressed.data() + member_start);
     state.avail_in = static_cast<uint32_t>(compressed.size() - member_start);
     for (;;) {
-      state.next_out = reinterpret_cast<uint8_t*>(out.data());
-      state.avail_out = static_cast<uint32_t>(out.size());
+      state.next_out = reinterpret_cast<uint8_t*>(room(piece));
+      state.avail_out = static_cast<uint32_t>(piece);
       const int rc = isal_inflate(&state);
-      const size_t got = out.size() - state.avail_out;
+      const size_t got = piece - state.avail_out;
       produced += static_cast<int64_t>(got);
       const size_t consumed = compressed.size() - member_start - state.avail_in;
       if (rc < 0)
         return DataLossError(path + ": corrupt gzip stream: " + InflateErrorText(rc) + " near compressed byte " +
                              std::to_string(member_start + consumed));
       if (produced > limit) return LimitExceeded(LimitId::kProfileTraceBytes, path + " decompressed");
-      if (got > 0) RETURN_IF_ERROR(sink(std::string_view(out.data(), got)));
+      if (got > 0) RETURN_IF_ERROR(took(got));
       if (state.block_state == ISAL_BLOCK_FINISH) {
         member_start += consumed;
         break;
@@ -575,6 +733,20 @@ Status InflateGzipStream(const std::string& path, const std::function<Status(std
     if (!IsGzipMagic(compressed, member_start)) break;   // trailing padding after the last member
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status InflateGzipStream(const std::string& path, const std::function<Status(std::string_view)>& sink,
+                         size_t piece_bytes) {
+  std::string out;
+  return InflateGzipInto(
+      path, piece_bytes,
+      [&](size_t bytes) {
+        out.resize(bytes);
+        return out.data();
+      },
+      [&](size_t got) { return sink(std::string_view(out.data(), got)); });
 }
 
 StatusOr<std::string> InflateGzipFile(const std::string& path) {
@@ -603,8 +775,9 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path, const TraceReadOption
     return ParseTraceJson(std::move(json), path, options);
   }
   TraceStreamParser parser(path, options);
-  RETURN_IF_ERROR(
-      InflateGzipStream(path, [&](std::string_view piece) { return parser.Feed(piece); }, options.piece_bytes));
+  RETURN_IF_ERROR(InflateGzipInto(
+      path, options.piece_bytes, [&](size_t bytes) { return parser.Reserve(bytes); },
+      [&](size_t got) { return parser.Commit(got); }));
   return parser.Finish();
 }
 

@@ -67,15 +67,17 @@ struct TraceFile {
 
 struct TraceReadOptions {
   int64_t event_cap = kExporterEventCap;
-  // Decompressed bytes parsed at a time: what a file costs in memory besides its events.
-  size_t piece_bytes = 8 << 20;
+  // Decompressed bytes parsed at a time: what a file costs in memory besides its events. A piece
+  // that stays in cache between the inflate writing it and simdjson reading it: 1 MiB parsed a
+  // 1 M-event file in 0.22 s of CPU where 8 MiB took 0.29 s (the README's "Reading a trace").
+  size_t piece_bytes = 1 << 20;
 };
 
 // The decompressed bytes of a gzip file (concatenated members too), handed to `sink` a piece at a
 // time, bounded in total by the limit profile.trace_bytes. kDataLoss names the byte offset where a
 // truncated or corrupt stream ends; an error from `sink` stops the inflate and is returned.
 Status InflateGzipStream(const std::string& path, const std::function<Status(std::string_view)>& sink,
-                         size_t piece_bytes = 8 << 20);
+                         size_t piece_bytes = 1 << 20);
 // The same, whole (benchmarks, tests).
 StatusOr<std::string> InflateGzipFile(const std::string& path);
 

@@ -18,6 +18,7 @@ namespace diagnose::bench {
 
 struct ChildRun {
   double seconds = 0;
+  double cpu_seconds = 0;   // user + system, every thread of the child
   double max_rss_mib = 0;
   int status = -1;
   std::string out;
@@ -48,6 +49,8 @@ inline ChildRun RunChild(const std::vector<std::string>& args, bool merge_stderr
     struct rusage usage {};
     ::wait4(pid, &run.status, 0, &usage);
     run.max_rss_mib = usage.ru_maxrss / 1024.0;
+    const auto seconds_of = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    run.cpu_seconds = seconds_of(usage.ru_utime) + seconds_of(usage.ru_stime);
   }
   ::close(pipefd[0]);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -192,6 +192,9 @@ TEST(Drill, OneSlowGpuIsNamedAgainstItsPeers) {
   EXPECT_EQ(d.slow_gpu->what, "GPU 5 of node-13");
   EXPECT_GT(d.slow_gpu->robust_z, 3.5);
   EXPECT_FALSE(d.slow_host) << "one GPU does not make its host's median slow";
+  // Its main-stream kernels run 1.25x longer: the families that make it slow, against the median GPU.
+  ASSERT_FALSE(d.slow_gpu->slower_families.empty());
+  for (const auto& f : d.slow_gpu->slower_families) EXPECT_NEAR(f.seconds / f.median, 1.25, 0.01) << f.label;
 }
 
 TEST(Drill, NoGpuStandsOutWhenAllAreAlike) {

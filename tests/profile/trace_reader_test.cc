@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -235,6 +237,51 @@ TEST(TraceReader, PiecesCutAnywhereGiveTheSameTrace) {
     EXPECT_EQ(cut->names, whole->names) << piece;
     EXPECT_EQ(cut->uncompressed_bytes, static_cast<int64_t>(json.size()));
   }
+}
+
+// The bracket scan reads 64 bytes at a time: runs of backslashes, escaped quotes and brackets inside
+// strings must be read the same wherever a block or a piece boundary falls among them. Each kernel
+// name is shifted by one more byte, so every run meets every block offset.
+TEST(TraceReader, EscapesAndBracketsInStringsAtEveryBlockOffset) {
+  std::string events = kGpu0;
+  std::vector<std::string> expected;
+  for (int shift = 0; shift < 70; ++shift) {
+    const std::string pad(static_cast<size_t>(shift), 'p');
+    const int slashes = shift % 5;   // an even or odd run before the quote
+    std::string raw = pad + "k" + std::string(static_cast<size_t>(2 * slashes), '\\') + "\\\"}]{[" + pad;
+    std::string name = pad + "k" + std::string(static_cast<size_t>(slashes), '\\') + "\"}]{[" + pad;
+    expected.push_back(name);
+    events += R"j(,{"ph":"X","pid":1,"tid":7,"ts":)j" + std::to_string(10 * shift) + R"j(,"dur":1,"name":")j" + raw +
+              R"j(","args":{"x":"]}\\"}})j";
+  }
+  // A key written with an escape is the same key.
+  events += R"j(,{"ph":"X","p\u0069d":1,"tid":7,"ts":1000,"dur":1,"n\u0061me":"escaped-key"})j";
+  expected.push_back("escaped-key");
+  const std::string json = Trace(events);
+  for (size_t piece : {size_t{1}, size_t{5}, size_t{63}, size_t{64}, size_t{65}, size_t{8} << 20}) {
+    TraceReadOptions options;
+    options.piece_bytes = piece;
+    auto file = ParseTraceJson(json, "escapes.json", options);
+    ASSERT_TRUE(file.ok()) << piece << ": " << file.status().message();
+    ASSERT_EQ(file->gpus.size(), 1u);
+    ASSERT_EQ(file->gpus[0].kernels.size(), expected.size()) << piece;
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(file->names[file->gpus[0].kernels[i].name], expected[i]) << piece << " kernel " << i;
+  }
+}
+
+// A stray bracket after the array, or a document cut inside an escape, is still refused.
+TEST(TraceReader, UnbalancedAfterTheArrayAndCutEscapesAreRefused) {
+  auto closer = ParseTraceJson(Trace(std::string(kGpu0)) + "]}", "closer.json");
+  ASSERT_FALSE(closer.ok());
+  EXPECT_NE(closer.status().message().find("closer.json: not a trace-event JSON file: unbalanced brackets at byte"),
+            std::string::npos)
+      << closer.status().message();
+  auto cut = ParseTraceJson(R"j({"traceEvents":[{"ph":"X","name":"a\)j", "cut.json");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("cut.json: not a trace-event JSON file: the document ends at byte"),
+            std::string::npos)
+      << cut.status().message();
 }
 
 TEST(TraceReader, AGzipWindowReadInSmallPiecesMatchesTheWhole) {
