@@ -302,6 +302,28 @@ TEST(TuningSweep, NamesTheRealWinnerAndNotTheNoise) {
   EXPECT_NE(null.cells[0].conclusion.find("no variant beats"), std::string::npos);
 }
 
+TEST(TuningSweep, BaselineRepeatsThatSpreadByChanceDoNotHideARealWinner) {
+  // The three baseline runs sit 0.6 % apart under 0.3 % step noise: the F test says runs differ.
+  // On their 2 degrees of freedom alone no +3 % effect could ever show; pooled with the 31 single
+  // runs' spread it does, and none of the 30 profiles without an effect is crowned.
+  std::mt19937 rng(21);
+  std::vector<JobFacts> jobs;
+  int id = 500;
+  for (double level : {1988.0, 2000.0, 2012.0}) jobs.push_back(Job(std::to_string(id++), "baseline", Steps(level, 0.3, rng)));
+  for (int p = 0; p < 30; ++p) jobs.push_back(Job(std::to_string(id++), "null" + std::to_string(p), Steps(2000, 0.3, rng)));
+  jobs.push_back(Job(std::to_string(id++), "good", Steps(2060, 0.3, rng)));
+  const CellResult cell = AnalyzeSweep(Inputs(jobs)).cells.at(0);
+  ASSERT_TRUE(cell.noise.run_to_run_dominates);
+  EXPECT_GT(cell.noise.bulk_df, 20);
+  EXPECT_GT(cell.noise.JobMeanDf(), cell.noise.run_df);
+  ASSERT_TRUE(cell.winner.has_value()) << cell.conclusion;
+  EXPECT_EQ(*cell.winner, "good");
+  int better = 0;
+  for (const auto& v : cell.variants) better += v.vs_baseline.verdict == Verdict::kBetter;
+  EXPECT_EQ(better, 1);
+  EXPECT_GT(cell.family_critical, 2.5);
+}
+
 TEST(TuningSweep, AJobOffThePinnedNodelistIsFlaggedAndKeptOut) {
   std::mt19937 rng(5);
   std::vector<JobFacts> jobs = {Job("1", "baseline", Steps(2000, 0.5, rng)), Job("2", "baseline", Steps(2000, 0.5, rng)),
