@@ -125,8 +125,11 @@ std::string FormatSweepMarkdown(const SweepResult& result) {
         << (cell.noise.run_to_run_measured()
                 ? FixedDecimal(base && base->mean_tgs > 0 ? 100 * std::sqrt(cell.noise.run_variance) / base->mean_tgs : 0, 2) + " %"
                 : std::string("unmeasured"))
+        << (!cell.noise.run_to_run_dominates ? ""
+            : cell.noise.bulk_df > 0        ? " (beyond step noise: pooled with the single runs' spread)"
+                                            : " (beyond step noise: used)")
         << "; intervals are " << FixedDecimal(100 * (1 - kFamilyAlpha), 0) << " % family-wise over "
-        << cell.family_size << " comparisons\n\n";
+        << cell.family_size << " comparisons (Dunnett, |t| <= " << FixedDecimal(cell.family_critical, 2) << ")\n\n";
 
     out << "## TL;DR\n\n" << cell.conclusion << ".\n";
     if (cell.stop_sweep) out << "\n**Sweep stopped**: " << cell.stop_reason << ".\n";
@@ -259,8 +262,14 @@ nlohmann::json SweepJson(const SweepResult& result) {
                        {"step_df", c.noise.step_df},
                        {"run_variance", c.noise.run_variance},
                        {"run_df", c.noise.run_df},
-                       {"mean_steps", c.noise.mean_steps}}},
+                       {"mean_steps", c.noise.mean_steps},
+                       {"run_to_run_used", c.noise.run_to_run_dominates},
+                       {"bulk_variance", c.noise.bulk_variance},
+                       {"bulk_df", c.noise.bulk_df},
+                       {"job_mean_variance", c.noise.JobMeanVariance()},
+                       {"job_mean_df", c.noise.JobMeanDf()}}},
                      {"family_size", c.family_size},
+                     {"family_critical", c.family_critical},
                      {"winner", c.winner ? nlohmann::json(*c.winner) : nullptr},
                      {"conclusion", c.conclusion},
                      {"stop_sweep", c.stop_sweep},

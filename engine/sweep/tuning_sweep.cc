@@ -190,10 +190,15 @@ bool CompareWithBaseline(CellResult* cell) {
   for (auto& v : cell->variants)
     if (v.name == cell->baseline) v.is_baseline = true, baseline = &v;
   if (baseline != nullptr) {
+    std::vector<int> family_jobs;
+    for (const auto& v : cell->variants)
+      if (v.measured() && !v.is_baseline) family_jobs.push_back(static_cast<int>(v.samples.size()));
+    const int baseline_jobs = static_cast<int>(baseline->samples.size());
+    cell->family_critical = FamilyCritical(family_jobs, baseline_jobs, cell->noise);
     for (auto& v : cell->variants) {
       if (!v.measured() || v.is_baseline) continue;
-      v.vs_baseline = CompareMeans(v.mean_tgs, static_cast<int>(v.samples.size()), baseline->mean_tgs,
-                                   static_cast<int>(baseline->samples.size()), cell->noise, cell->family_size);
+      v.vs_baseline = CompareMeans(v.mean_tgs, static_cast<int>(v.samples.size()), baseline->mean_tgs, baseline_jobs,
+                                   cell->noise, cell->family_critical);
     }
   }
   std::stable_sort(cell->variants.begin(), cell->variants.end(), [](const VariantResult& a, const VariantResult& b) {
@@ -219,7 +224,7 @@ void ConcludeCell(bool has_baseline, CellResult* cell) {
     cell->conclusion = "only " + cell->baseline + " was measured; nothing to compare it with";
   } else if (winner == nullptr) {
     cell->conclusion = "no variant beats " + cell->baseline + " beyond noise (" + std::to_string(cell->family_size) +
-                       " compared, " + FixedDecimal(100 * (1 - kFamilyAlpha), 0) + " % family-wise intervals)";
+                       " compared, " + FixedDecimal(100 * (1 - kFamilyAlpha), 0) + " % family-wise intervals, Dunnett)";
   } else {
     winner->is_winner = true;
     cell->winner = winner->name;
@@ -229,7 +234,7 @@ void ConcludeCell(bool has_baseline, CellResult* cell) {
     if (runner_up != nullptr) {
       const Comparison gap =
           CompareMeans(winner->mean_tgs, static_cast<int>(winner->samples.size()), runner_up->mean_tgs,
-                       static_cast<int>(runner_up->samples.size()), cell->noise, 1);
+                       static_cast<int>(runner_up->samples.size()), cell->noise);
       cell->conclusion += gap.verdict == Verdict::kBetter
                               ? "; ahead of the runner-up " + runner_up->name + " beyond noise"
                               : "; not separable from the runner-up " + runner_up->name + " (" +

@@ -60,6 +60,7 @@ struct CellResult {
   std::string baseline_reason;            // "TUNE_PROFILE empty (baseline-deployed)" | "first submitted"
   NoiseModel noise;
   int family_size = 0;                    // variants compared with the baseline
+  double family_critical = 0;             // Dunnett's |t| bound for the family (noise_comparison.h)
   std::vector<VariantResult> variants;    // measured by mean TGS descending, then unmeasured
   std::optional<std::string> winner;
   std::string conclusion;                 // one sentence: the winner and why, or no winner

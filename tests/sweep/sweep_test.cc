@@ -102,14 +102,68 @@ TEST(NoiseComparison, BetterWorseAndWithinNoise) {
   m.step_variance = 20 * 20;   // 1 % of 2000
   m.step_df = 90;
   m.mean_steps = 10;
-  EXPECT_EQ(CompareMeans(2060, 1, 2000, 3, m, 1).verdict, Verdict::kBetter);
-  EXPECT_EQ(CompareMeans(1940, 1, 2000, 3, m, 1).verdict, Verdict::kWorse);
-  EXPECT_EQ(CompareMeans(2005, 1, 2000, 3, m, 1).verdict, Verdict::kWithinNoise);
+  EXPECT_EQ(CompareMeans(2060, 1, 2000, 3, m).verdict, Verdict::kBetter);
+  EXPECT_EQ(CompareMeans(1940, 1, 2000, 3, m).verdict, Verdict::kWorse);
+  EXPECT_EQ(CompareMeans(2005, 1, 2000, 3, m).verdict, Verdict::kWithinNoise);
   // The same delta among 40 comparisons needs more to count.
-  const Comparison one = CompareMeans(2030, 1, 2000, 3, m, 1);
-  const Comparison forty = CompareMeans(2030, 1, 2000, 3, m, 40);
+  const Comparison one = CompareMeans(2030, 1, 2000, 3, m);
+  const Comparison forty = CompareMeans(2030, 1, 2000, 3, m, FamilyCritical(std::vector<int>(40, 1), 3, m));
   EXPECT_GT(forty.high_pct - forty.low_pct, one.high_pct - one.low_pct);
+  EXPECT_GT(forty.confidence, one.confidence);
+  EXPECT_NEAR(one.confidence, 0.95, 1e-9);
   EXPECT_NEAR(one.delta_pct, 1.5, 1e-9);
+}
+
+TEST(NoiseComparison, MaxStatisticCriticalIsDunnettsTabledValue) {
+  // Dunnett (1955), two-sided 5 %, equal group sizes (lambda^2 = 1/2), infinite df: 2.21 for two
+  // comparisons, 2.44 for four.
+  const double half = std::sqrt(0.5);
+  EXPECT_NEAR(MaxStatisticCritical({half, half}, 0), 2.21, 0.01);
+  EXPECT_NEAR(MaxStatisticCritical({half, half, half, half}, 0), 2.44, 0.01);
+  // One comparison: the Student t quantile.
+  EXPECT_NEAR(MaxStatisticCritical({0.5}, 12), 2.1788, 1e-3);
+  // Uncorrelated comparisons: Sidak's value; correlated ones need less, Bonferroni more.
+  const double sidak = 3.0157;   // the normal quantile at (1 + 0.95^(1/20)) / 2
+  EXPECT_NEAR(MaxStatisticCritical(std::vector<double>(20, 0.0), 0), sidak, 0.01);
+  const double dunnett = MaxStatisticCritical(std::vector<double>(20, 0.5), 0);
+  EXPECT_LT(dunnett, sidak);
+  EXPECT_GT(dunnett, 1.96);
+  // Few degrees of freedom widen it; the same family gives the same value.
+  EXPECT_GT(MaxStatisticCritical(std::vector<double>(20, 0.5), 8), dunnett + 0.5);
+  EXPECT_EQ(MaxStatisticCritical(std::vector<double>(20, 0.5), 8), MaxStatisticCritical(std::vector<double>(20, 0.5), 8));
+}
+
+TEST(NoiseComparison, BiweightSpreadIgnoresFarOffValues) {
+  std::vector<double> values;
+  for (int i = 0; i < 30; ++i) values.push_back(1000 + (i % 2 == 0 ? 1 : -1) * (i % 5));   // sd ~2.9
+  const double clean = BiweightMidvariance(values);
+  EXPECT_GT(clean, 4);
+  EXPECT_LT(clean, 16);
+  values.push_back(1060);   // a real +6 % effect
+  values.push_back(940);
+  EXPECT_NEAR(BiweightMidvariance(values), clean, 0.25 * clean);
+  EXPECT_EQ(BiweightMidvariance({1000}), 0);
+}
+
+TEST(NoiseComparison, RepeatsThatSpreadByChancePoolWithTheSingleRunsInsteadOfTwoDf) {
+  // Step sd 10 over 10 steps: a job mean carries variance 10. Three baseline repeats that happen to
+  // spread (variance 49 between them), and 30 single-run variants whose means spread by ~4.
+  auto job = [](double mean) { return JobSample{mean, 10, 10}; };
+  std::vector<std::vector<JobSample>> groups = {{job(1000), job(1007), job(993)}};
+  for (int v = 0; v < 30; ++v) groups.push_back({job(1000 + 2 * (v % 7 - 3))});
+  const NoiseModel noise = EstimateNoise(groups);
+  ASSERT_TRUE(noise.run_to_run_dominates);
+  EXPECT_EQ(noise.run_df, 2);
+  EXPECT_EQ(noise.bulk_df, static_cast<int>(kBiweightEfficiency * 29));
+  // Neither the repeats' 49 on 2 df nor step noise alone: the pooled spread, on 27 df.
+  EXPECT_GT(noise.JobMeanVariance(), 10);
+  EXPECT_LT(noise.JobMeanVariance(), 49);
+  EXPECT_EQ(noise.JobMeanDf(), 2 + noise.bulk_df);
+  // Without enough single runs the repeats speak alone.
+  groups.resize(5);
+  const NoiseModel few = EstimateNoise(groups);
+  EXPECT_EQ(few.bulk_df, 0);
+  EXPECT_EQ(few.JobMeanDf(), few.run_df);
 }
 
 TEST(FailureRules, ThreeConsecutiveRcclFlakesDropTheProfileAsInfraFlake) {
@@ -246,6 +300,28 @@ TEST(TuningSweep, NamesTheRealWinnerAndNotTheNoise) {
   const SweepResult null = AnalyzeSweep(Inputs(jobs));
   EXPECT_FALSE(null.cells[0].winner.has_value()) << null.cells[0].conclusion;
   EXPECT_NE(null.cells[0].conclusion.find("no variant beats"), std::string::npos);
+}
+
+TEST(TuningSweep, BaselineRepeatsThatSpreadByChanceDoNotHideARealWinner) {
+  // The three baseline runs sit 0.6 % apart under 0.3 % step noise: the F test says runs differ.
+  // On their 2 degrees of freedom alone no +3 % effect could ever show; pooled with the 31 single
+  // runs' spread it does, and none of the 30 profiles without an effect is crowned.
+  std::mt19937 rng(21);
+  std::vector<JobFacts> jobs;
+  int id = 500;
+  for (double level : {1988.0, 2000.0, 2012.0}) jobs.push_back(Job(std::to_string(id++), "baseline", Steps(level, 0.3, rng)));
+  for (int p = 0; p < 30; ++p) jobs.push_back(Job(std::to_string(id++), "null" + std::to_string(p), Steps(2000, 0.3, rng)));
+  jobs.push_back(Job(std::to_string(id++), "good", Steps(2060, 0.3, rng)));
+  const CellResult cell = AnalyzeSweep(Inputs(jobs)).cells.at(0);
+  ASSERT_TRUE(cell.noise.run_to_run_dominates);
+  EXPECT_GT(cell.noise.bulk_df, 20);
+  EXPECT_GT(cell.noise.JobMeanDf(), cell.noise.run_df);
+  ASSERT_TRUE(cell.winner.has_value()) << cell.conclusion;
+  EXPECT_EQ(*cell.winner, "good");
+  int better = 0;
+  for (const auto& v : cell.variants) better += v.vs_baseline.verdict == Verdict::kBetter;
+  EXPECT_EQ(better, 1);
+  EXPECT_GT(cell.family_critical, 2.5);
 }
 
 TEST(TuningSweep, AJobOffThePinnedNodelistIsFlaggedAndKeptOut) {

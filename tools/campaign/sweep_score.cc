@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include <boost/math/distributions/normal.hpp>
 #include <nlohmann/json.hpp>
 
 #include "tools/campaign/job_runs.h"
@@ -20,6 +21,7 @@ constexpr int kTimeoutSeconds = 300;
 
 struct Tally {
   int winner_sweeps = 0, winner_named = 0;
+  int weak_winner_sweeps = 0, weak_winner_named = 0;   // planted below what the design can show
   int null_sweeps = 0, null_crowned = 0;
   int rules = 0, rules_right = 0;
   int outcomes = 0, outcomes_right = 0;
@@ -38,6 +40,25 @@ StatusOr<json> RunJson(const std::vector<std::string>& argv, const fs::path& run
   json j = json::parse(run.output, nullptr, false);
   if (j.is_discarded()) return ParseError(name + ": diagnose printed no JSON");
   return j;
+}
+
+// What the sweep's design can show at best: the probability that the planted winner's delta clears
+// a two-sided Bonferroni bound over every profile when the step noise is known exactly (no
+// run-to-run noise is planted): steps per job from the profiler, one job per profile against three
+// baseline repeats. Any rule that estimates its noise does no better.
+constexpr double kWeakDesignPower = 0.8;
+constexpr int kBaselineRepeats = 3;
+constexpr double kDesignFamilyAlpha = 0.05;   // the leaderboard's family-wise error
+
+double DesignPower(const json& truth) {
+  const double steps = truth.value("profiler", false) ? 6 : 10;
+  const double noise_pct = truth.value("noise_pct", 1.0);
+  const double se_pct = noise_pct * std::sqrt(1 / steps + 1 / (kBaselineRepeats * steps));
+  const double effect = truth["effects_pct"].value(truth["winner"].get<std::string>(), 0.0);
+  const double family = std::max<double>(1, static_cast<double>(truth["effects_pct"].size()));
+  boost::math::normal normal;
+  const double critical = boost::math::quantile(boost::math::complement(normal, kDesignFamilyAlpha / 2 / family));
+  return boost::math::cdf(normal, effect / se_pct - critical);
 }
 
 const json* FindCell(const json& sweep) {
@@ -61,11 +82,18 @@ Status ScoreTuning(const SweepScoreOptions& o, const fs::path& dir, const json& 
     }
   } else {
     ++t.winner_sweeps;
-    if (named == truth["winner"]) ++t.winner_named;
+    const double power = DesignPower(truth);
+    const bool weak = power < kWeakDesignPower;
+    t.weak_winner_sweeps += weak;
+    if (named == truth["winner"]) ++t.winner_named, t.weak_winner_named += weak;
     else
       t.misses.push_back({{"sweep", dir.filename().string()},
                           {"what", "true winner not named"},
                           {"truth", truth["winner"]},
+                          {"effect_pct", truth["effects_pct"][truth["winner"].get<std::string>()]},
+                          {"noise_pct", truth["noise_pct"]},
+                          {"profiler", truth["profiler"]},
+                          {"design_power", power},
                           {"named", named},
                           {"conclusion", (*cell)["conclusion"]}});
   }
@@ -159,6 +187,8 @@ int ScoreSweeps(const SweepScoreOptions& o) {
   const double rules = Share(t.rules_right + t.outcomes_right + t.agreements_right, t.rules + t.outcomes + t.agreements);
   std::printf("tuning sweeps with a true winner: %d, winner named %d (%.1f %%)\n", t.winner_sweeps, t.winner_named,
               100 * winner);
+  std::printf("  of them planted below what the design can show (power < %.0f %% with the step noise known): %d, "
+              "named %d\n", 100 * kWeakDesignPower, t.weak_winner_sweeps, t.weak_winner_named);
   std::printf("tuning sweeps with no real winner: %d, a winner named %d (%.1f %%)\n", t.null_sweeps, t.null_crowned,
               100 * false_winner);
   std::printf("recovery rules and nodelist checks right: %d/%d\n", t.rules_right, t.rules);
@@ -168,6 +198,7 @@ int ScoreSweeps(const SweepScoreOptions& o) {
   std::printf("diagnose runs: %d, mean %.2f s, max %.2f s\n", t.runs, t.runs ? t.seconds_total / t.runs : 0.0,
               t.seconds_max);
   const json summary = {{"winner_sweeps", t.winner_sweeps},  {"winner_named", t.winner_named},
+                        {"weak_winner_sweeps", t.weak_winner_sweeps}, {"weak_winner_named", t.weak_winner_named},
                         {"null_sweeps", t.null_sweeps},      {"null_crowned", t.null_crowned},
                         {"rules", t.rules},                  {"rules_right", t.rules_right},
                         {"outcomes", t.outcomes},            {"outcomes_right", t.outcomes_right},
