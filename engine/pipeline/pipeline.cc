@@ -413,6 +413,24 @@ std::optional<int64_t> PrivateServerSamplesRead(std::vector<JobContext>& jobs) {
   return total;
 }
 
+// The profile drill's finding, and its verdict over the diagnosis: against the baseline job's
+// profile when a baseline is given, else against the job's own healthy level.
+void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& data_dir, ReportParts& parts) {
+  if (!parts.profile) return;
+  if (jobs.size() > 1) {
+    const std::optional<JobProfile> baseline_profile = DrillJobProfile(jobs[1].facts, data_dir);
+    if (auto finding = ProfileRegressionFinding(jobs.front().facts, *parts.profile, jobs[1].facts,
+                                                baseline_profile ? &*baseline_profile : nullptr)) {
+      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstBaseline);
+      parts.profile_findings.push_back(std::move(*finding));
+    }
+  } else if (auto finding = SlowPhaseProfileFinding(jobs.front().facts, *parts.profile)) {
+    if (finding->status == FindingStatus::kFired)
+      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstOwnHealthyLevel);
+    parts.profile_findings.push_back(std::move(*finding));
+  }
+}
+
 StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
@@ -502,20 +520,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   }
   parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir);
   parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
-  if (parts.profile && jobs.size() > 1) {
-    const std::optional<JobProfile> baseline_profile = DrillJobProfile(jobs[1].facts, options.data_dir);
-    if (auto finding = ProfileRegressionFinding(jobs.front().facts, *parts.profile, jobs[1].facts,
-                                                baseline_profile ? &*baseline_profile : nullptr)) {
-      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstBaseline);
-      parts.profile_findings.push_back(std::move(*finding));
-    }
-  } else if (parts.profile) {
-    if (auto finding = SlowPhaseProfileFinding(jobs.front().facts, *parts.profile)) {
-      if (finding->status == FindingStatus::kFired)
-        parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstOwnHealthyLevel);
-      parts.profile_findings.push_back(std::move(*finding));
-    }
-  }
+  ApplyProfileDrill(jobs, options.data_dir, parts);
   parts.incompleteness = IncompletenessOf(jobs);
   if (!parts.incompleteness) {
     SweepContext sweep_context = options.sweep.value_or(SweepContext{});
