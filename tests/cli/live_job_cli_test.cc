@@ -144,12 +144,14 @@ class LiveJob {
     ASSERT_TRUE(child.ok()) << child.status().message();
     prometheus_.emplace(std::move(*child));
     static const std::regex kListening(R"(msg="Listening on" address=(127\.0\.0\.1:\d+))");
-    std::smatch m;
+    std::string listening;   // copied out: a match points into the text it was found in
     ASSERT_TRUE(WaitFor(30, [&] {
       const std::string text = ReadFileOrEmpty(log);
-      return std::regex_search(text, m, kListening);
+      std::smatch m;
+      if (std::regex_search(text, m, kListening)) listening = m[1].str();
+      return !listening.empty();
     })) << ReadFileOrEmpty(log);
-    url_ = "http://" + m[1].str();
+    url_ = "http://" + listening;
     RemoteEndpointOptions endpoint;
     endpoint.url = url_;
     auto client = HttpQueryClient::Create(endpoint);
