@@ -1,16 +1,12 @@
 // `diagnose watch OUTPUTS_DIR`: follow a sweep's outputs directory, diagnose each job once when it
 // ends unsuccessfully or stalls, append the sweep decision to the history, print one line per result.
 #include <atomic>
-#include <chrono>
-#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <set>
-#include <thread>
 #include <cstdio>
 #include <string>
 
-#include "engine/alerting/alert_replay.h"
 #include "engine/alerting/alert_rules.h"
 #include "engine/alerting/rule_export.h"
 #include "engine/core/cleanup_registry.h"

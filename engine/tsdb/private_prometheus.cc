@@ -416,18 +416,22 @@ Status PrivatePrometheus::StartupFailure(const std::string& tsdb_dir, const std:
   return UnavailableError(message);
 }
 
+std::optional<int> ListeningPortInLog(const std::string& log_text) {
+  static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))");
+  std::smatch m;
+  if (!std::regex_search(log_text, m, kListening)) return std::nullopt;
+  return std::stoi(m[1].str());
+}
+
 Status PrivatePrometheus::WaitUntilReady(const std::string& tsdb_dir, const PrivatePrometheusOptions& options,
                                          const WebCredentials& credentials, Clock::time_point spawned) {
   auto deadline = spawned + std::chrono::milliseconds(static_cast<int64_t>(options.startup_timeout_seconds * 1000));
   if (options.deadline && *options.deadline < deadline) deadline = *options.deadline;
   const std::string log = copy_dir_ + "/prometheus.log";
-  static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))");
   int port = 0;
   while (port == 0) {
-    std::smatch m;
-    const std::string head = ReadTail(log, 1 << 20);
-    if (std::regex_search(head, m, kListening)) {
-      port = std::stoi(m[1].str());
+    if (const std::optional<int> listening = ListeningPortInLog(ReadTail(log, 1 << 20))) {
+      port = *listening;
       break;
     }
     if (!child_->Running()) {

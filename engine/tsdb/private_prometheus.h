@@ -67,6 +67,10 @@ struct PrivatePrometheusOptions {
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
+// The loopback port a Prometheus started on 127.0.0.1:0 says it listens on (its "Listening on" log
+// line), once it has said so. The one reading of it: the private server and the tests' servers.
+std::optional<int> ListeningPortInLog(const std::string& log_text);
+
 // kFailedPrecondition when the TSDB is being written by a running Prometheus, with the two ways out.
 // Evidence that does not depend on two clocks agreeing comes first: a held `lock` means live, a
 // job the log shows finished is not. Only then is a recent WAL write taken as a sign of life, and

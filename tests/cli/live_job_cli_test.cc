@@ -16,7 +16,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -24,6 +23,7 @@
 
 #include "engine/core/subprocess.h"
 #include "engine/tsdb/http_query_client.h"
+#include "engine/tsdb/private_prometheus.h"
 #include "tests/support/cli.h"
 #include "tests/support/files.h"
 
@@ -143,15 +143,10 @@ class LiveJob {
     auto child = ChildProcess::Spawn(spawn);
     ASSERT_TRUE(child.ok()) << child.status().message();
     prometheus_.emplace(std::move(*child));
-    static const std::regex kListening(R"(msg="Listening on" address=(127\.0\.0\.1:\d+))");
-    std::string listening;   // copied out: a match points into the text it was found in
-    ASSERT_TRUE(WaitFor(30, [&] {
-      const std::string text = ReadFileOrEmpty(log);
-      std::smatch m;
-      if (std::regex_search(text, m, kListening)) listening = m[1].str();
-      return !listening.empty();
-    })) << ReadFileOrEmpty(log);
-    url_ = "http://" + listening;
+    std::optional<int> port;
+    ASSERT_TRUE(WaitFor(30, [&] { return (port = ListeningPortInLog(ReadFileOrEmpty(log))).has_value(); }))
+        << ReadFileOrEmpty(log);
+    url_ = "http://127.0.0.1:" + std::to_string(*port);
     RemoteEndpointOptions endpoint;
     endpoint.url = url_;
     auto client = HttpQueryClient::Create(endpoint);

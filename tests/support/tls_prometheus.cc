@@ -5,11 +5,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <thread>
 
 #include "engine/tsdb/http_query_client.h"
+#include "engine/tsdb/private_prometheus.h"
 #include "tests/support/files.h"
 
 namespace diagnose::testing {
@@ -159,13 +159,11 @@ StatusOr<std::string> TlsTestBed::StartServer(const std::string& cert_file, cons
 
   // The port, from its log as the private Prometheus reads it.
   const auto deadline = Clock::now() + std::chrono::seconds(20);
-  static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:(\d+))");
   std::string url;
   while (url.empty()) {
-    std::smatch m;
     const std::string text = ReadFileOrEmpty(log);
-    if (std::regex_search(text, m, kListening)) {
-      url = (cert_file.empty() ? "http" : "https") + std::string("://127.0.0.1:") + m[1].str();
+    if (const std::optional<int> port = ListeningPortInLog(text)) {
+      url = (cert_file.empty() ? "http" : "https") + std::string("://127.0.0.1:") + std::to_string(*port);
     } else if (!server.Running() || Clock::now() > deadline) {
       return UnavailableError("TLS Prometheus did not start; log: " + text.substr(0, 3000));
     } else {

@@ -72,6 +72,17 @@ class PrivatePrometheusTest : public ::testing::Test {
   PrivatePrometheusOptions options_;
 };
 
+TEST(ListeningPortInLog, ReadsTheLoopbackPortOnceTheServerSaidIt) {
+  EXPECT_EQ(ListeningPortInLog(""), std::nullopt);
+  EXPECT_EQ(ListeningPortInLog("ts=2026-11-28T00:00:00Z caller=main.go msg=\"Starting Prometheus\"\n"), std::nullopt);
+  EXPECT_EQ(ListeningPortInLog("ts=... caller=web.go level=info component=web msg=\"Start listening for connections\" "
+                               "address=127.0.0.1:0\nts=... caller=tls_config.go level=info msg=\"Listening on\" "
+                               "address=127.0.0.1:43715\n"),
+            43715);
+  // Another interface is not the loopback the server was told to use.
+  EXPECT_EQ(ListeningPortInLog("msg=\"Listening on\" address=0.0.0.0:9090\n"), std::nullopt);
+}
+
 TEST_F(PrivatePrometheusTest, ServesTheSnapshotAndNeverWritesTheJobDir) {
   const auto& job = SharedJobFixture();
   const std::string before = testing::DirectoryFingerprint(job.job_dir);
