@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/analysis/robust_statistics.h"
+#include "engine/core/untrusted_json.h"
 #include "engine/analysis/tgs_attribution.h"
 
 namespace diagnose::analysis {
@@ -153,7 +154,7 @@ StatusOr<Json> TaskNeighbours(const AnalysisInput& in) {
     return InvalidArgumentError("task_neighbours: input must be [accused_tasks, task_ordered_hosts]");
   std::set<long> accused;
   for (const auto& t : in.input[0])
-    if (t.is_number()) accused.insert(t.get<long>());
+    if (auto task = ClampedInteger(t, -1, 1L << 40)) accused.insert(*task);
   const Json& hosts = in.input[1];
   const long n = static_cast<long>(hosts.size());
   Json out = {{"task", nullptr}, {"host", nullptr}, {"candidates", Json::array()}};

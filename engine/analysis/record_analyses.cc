@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/analysis/robust_statistics.h"
+#include "engine/core/untrusted_json.h"
 
 namespace diagnose::analysis {
 namespace {
@@ -67,7 +68,7 @@ StatusOr<Json> SelectRecords(const AnalysisInput& in) {
     auto host = record.find(host_field);
     if (host != record.end() && host->is_string() && !host->get<std::string>().empty()) {
       // A record may stand for several matching lines (ClassMatch.count).
-      int64_t n = record.contains("count") && record["count"].is_number() ? record["count"].get<int64_t>() : 1;
+      const int64_t n = record.contains("count") ? ClampedInteger(record["count"], 1, 1L << 40).value_or(1) : 1;
       per_host[host->get<std::string>()] += std::max<int64_t>(n, 1);
     }
   }

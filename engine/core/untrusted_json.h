@@ -1,6 +1,7 @@
 // JSON that others wrote: a sweep history, a block's meta.json, an endpoint's answer.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +27,19 @@ inline nlohmann::json ParseUntrustedJson(std::string_view text) {
     return true;
   };
   return nlohmann::json::parse(text.begin(), text.end(), tame, /*allow_exceptions=*/false);
+}
+
+// A number read as an integer in [lo, hi]: a float is truncated and clamped there first, since
+// casting a float outside the integer's range is undefined behaviour (fuzz/expr_template found
+// round(x, 1e300)). nullopt for anything but a number, and for NaN.
+inline std::optional<int64_t> ClampedInteger(const nlohmann::json& v, int64_t lo, int64_t hi) {
+  if (v.is_number_integer()) return std::clamp<int64_t>(v.get<int64_t>(), lo, hi);
+  if (v.is_number_unsigned()) return v.get<uint64_t>() > static_cast<uint64_t>(hi) ? hi : std::max<int64_t>(lo, v.get<int64_t>());
+  if (!v.is_number_float() || std::isnan(v.get<double>())) return std::nullopt;
+  const double d = std::trunc(v.get<double>());
+  if (d <= static_cast<double>(lo)) return lo;
+  if (d >= static_cast<double>(hi)) return hi;
+  return static_cast<int64_t>(d);
 }
 
 // What a parse of a large answer may spend: an answer parsed after the run's deadline would hold an

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "engine/core/untrusted_json.h"
 #include "engine/playbook/expr.h"
 #include "engine/playbook/expr_internal.h"
 
@@ -123,7 +124,7 @@ StatusOr<Value> Round(const Expr& e, const std::vector<Value>& args, const NameR
   const Value& a = args[0];
   if (a.is_null()) return Value();
   if (!a.is_number()) return EvalError(e, "round() needs a number, got " + TypeName(a));
-  int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 0;
+  const int digits = args.size() > 1 ? static_cast<int>(ClampedInteger(args[1], -308, 308).value_or(0)) : 0;
   double scale = std::pow(10.0, digits);
   return Value(std::round(a.get<double>() * scale) / scale);
 }
@@ -215,7 +216,7 @@ Value FormattedNumber(const Value& a, int digits) {
 // many hosts' values reads "916 / 914 W" rather than the 6 significant digits a bare join prints.
 StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResolver&) {
   const Value& a = args[0];
-  const int digits = args.size() > 1 && args[1].is_number() ? args[1].get<int>() : 2;
+  const int digits = args.size() > 1 ? static_cast<int>(ClampedInteger(args[1], 0, 12).value_or(2)) : 2;
   if (!a.is_array() && !a.is_object()) return FormattedNumber(a, digits);
   Value out = a;
   for (auto& x : out) x = FormattedNumber(x, digits);
@@ -406,9 +407,8 @@ StatusOr<Value> HostsOfTasks(const Expr&, const std::vector<Value>& args, const 
     host_list = &(*facts)["header"]["hosts"];
   if (a.is_array() && host_list && host_list->is_array()) {
     for (const auto& t : a) {
-      if (!t.is_number()) continue;
-      int i = t.get<int>();
-      if (i >= 0 && i < static_cast<int>(host_list->size())) hosts.push_back((*host_list)[i]);
+      const auto i = ClampedInteger(t, -1, static_cast<int64_t>(host_list->size()));
+      if (i && *i >= 0 && *i < static_cast<int64_t>(host_list->size())) hosts.push_back((*host_list)[*i]);
     }
   }
   return hosts;

@@ -41,6 +41,17 @@ TEST(ExprTest, AnIndexOutOfAnyRangeIsNullNotAnOverflow) {
   EXPECT_EQ(Eval("[1, 2, 3][2.5]"), 3.0);
 }
 
+// Casting a float outside int's range is undefined behaviour (fuzz/expr_template); a digit count or
+// a task index out of any range is clamped, not cast.
+TEST(ExprTest, DigitCountsAndTaskIndicesOutOfAnyRangeAreClamped) {
+  Value env = {{"facts", {{"header", {{"hosts", {"n0", "n1"}}}}}}};
+  EXPECT_EQ(Eval("hosts_of_tasks([1e300, -1e300, 1, 1.7])", env), Value({"n1", "n1"}));
+  EXPECT_EQ(Eval("fmt(2.0/3, 1e300)"), "0.666666666667");
+  EXPECT_EQ(Eval("fmt(2.0/3, -1e300)"), "1");
+  EXPECT_EQ(Eval("round(2.5, -1e300)"), 0.0);
+  EXPECT_EQ(Eval("round(1.25, 1)"), 1.3);
+}
+
 TEST(ExprTest, MapsFilterLikePromqlVectors) {
   Value env = {{"q", {{"values", {{"h1", 0.0}, {"h2", 5.0}, {"h3", 12.0}}}}},
                {"b", {{"values", {{"h1", 1.0}, {"h2", 1.0}}}}}};
