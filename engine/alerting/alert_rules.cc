@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "engine/playbook/expr.h"
 #include "engine/playbook/messages.h"
 #include "engine/playbook/promql_template.h"
+#include "engine/playbook/yaml_file.h"
 
 namespace diagnose::alerting {
 
@@ -26,48 +28,6 @@ const std::set<std::string> kAlertKeys = {"alert", "playbook", "root_cause", "ev
 const std::set<std::string> kArgKeys = {"type", "value", "expr", "doc"};
 const std::set<std::string> kSeverities = {"info", "warning", "critical"};
 
-std::string JoinKeys(const std::set<std::string>& keys) {
-  std::string out;
-  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
-  return out;
-}
-
-// Problems of one file, each with the position of the node it is about.
-struct FileCheck {
-  std::string file;
-  pb::LoadResult* result;
-  pb::SourcePos Pos(const YAML::Node& n) const {
-    auto m = n.Mark();
-    return {file, m.line + 1, m.column + 1};
-  }
-  void Add(LoadCode code, const YAML::Node& n, const std::string& rule, const std::string& field,
-           const std::string& message) const {
-    result->Add({code, Pos(n), "", rule, field, message});
-  }
-  void CheckKeys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& rule) const {
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      std::string key = it->first.Scalar();
-      if (!allowed.count(key))
-        Add(LoadCode::kUnknownKey, it->first, rule, key,
-            fmt::format(fmt::runtime(pb::msg::kUnknownKey), key, JoinKeys(allowed)));
-    }
-  }
-  // A required scalar field.
-  bool Scalar(const YAML::Node& map, const std::string& key, const std::string& rule, std::string* out) const {
-    YAML::Node n = map[key];
-    if (!n) {
-      Add(LoadCode::kMissingField, map, rule, key, fmt::format(fmt::runtime(pb::msg::kMissingField), key));
-      return false;
-    }
-    if (!n.IsScalar()) {
-      Add(LoadCode::kFieldType, n, rule, key, fmt::format(fmt::runtime(pb::msg::kFieldType), key, "a string"));
-      return false;
-    }
-    *out = n.Scalar();
-    return true;
-  }
-};
-
 // {{ name }} placeholders of a PromQL template, in order.
 std::vector<std::string> Placeholders(const std::string& tpl) {
   std::vector<std::string> names;
@@ -78,8 +38,7 @@ std::vector<std::string> Placeholders(const std::string& tpl) {
 }
 
 // A typed arg: `{type, value}` or `{type, expr}`; `for:` also takes a bare duration.
-pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::string& name, const std::string& rule,
-                       bool bare_duration_ok) {
+pb::ParamSpec ParseArg(const pb::FileCtx& check, const YAML::Node& n, const std::string& name, bool bare_duration_ok) {
   pb::ParamSpec p;
   p.name = name;
   p.pos = check.Pos(n);
@@ -89,16 +48,16 @@ pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::s
     return p;
   }
   if (!n.IsMap()) {
-    check.Add(LoadCode::kFieldType, n, rule, name,
+    check.Add(LoadCode::kFieldType, n, name,
               fmt::format(fmt::runtime(pb::msg::kFieldType), name, "a map with 'type' and 'value' or 'expr'"));
     return p;
   }
-  check.CheckKeys(n, kArgKeys, rule);
+  pb::CheckKeys(check, n, kArgKeys);
   std::string type_name;
-  if (!check.Scalar(n, "type", rule, &type_name)) return p;
+  if (!pb::GetScalar(check, n, "type", true, &type_name)) return p;
   auto type = pb::ParseParamType(type_name);
   if (!type) {
-    check.Add(LoadCode::kParamType, n["type"], rule, name,
+    check.Add(LoadCode::kParamType, n["type"], name,
               "field '" + name + "': unknown type '" + type_name + "' (number, duration, string, bool)");
     return p;
   }
@@ -106,12 +65,12 @@ pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::s
   if (n["doc"] && n["doc"].IsScalar()) p.doc = n["doc"].Scalar();
   YAML::Node value = n["value"], expr = n["expr"];
   if (static_cast<bool>(value) == static_cast<bool>(expr)) {
-    check.Add(LoadCode::kMissingField, n, rule, name, "field '" + name + "' needs exactly one of 'value' and 'expr'");
+    check.Add(LoadCode::kMissingField, n, name, "field '" + name + "' needs exactly one of 'value' and 'expr'");
     return p;
   }
   if (value) {
     if (!value.IsScalar()) {
-      check.Add(LoadCode::kFieldType, value, rule, name, fmt::format(fmt::runtime(pb::msg::kFieldType), name, "a scalar"));
+      check.Add(LoadCode::kFieldType, value, name, fmt::format(fmt::runtime(pb::msg::kFieldType), name, "a scalar"));
       return p;
     }
     const std::string& s = value.Scalar();
@@ -124,7 +83,7 @@ pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::s
     return p;
   }
   if (!expr.IsScalar()) {
-    check.Add(LoadCode::kFieldType, expr, rule, name, fmt::format(fmt::runtime(pb::msg::kFieldType), name, "an expression"));
+    check.Add(LoadCode::kFieldType, expr, name, fmt::format(fmt::runtime(pb::msg::kFieldType), name, "an expression"));
     return p;
   }
   p.expr.source = expr.Scalar();
@@ -132,7 +91,7 @@ pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::s
   pb::ExprSyntaxError error;
   auto ast = pb::ParseExpr(p.expr.source, &error);
   if (!ast) {
-    check.Add(LoadCode::kExprSyntax, expr, rule, name, fmt::format(fmt::runtime(pb::msg::kExprSyntax), name, error.message));
+    check.Add(LoadCode::kExprSyntax, expr, name, fmt::format(fmt::runtime(pb::msg::kExprSyntax), name, error.message));
     return p;
   }
   p.expr.ast = std::shared_ptr<const pb::Expr>(std::move(ast));
@@ -140,7 +99,7 @@ pb::ParamSpec ParseArg(const FileCheck& check, const YAML::Node& n, const std::s
 }
 
 // An alert has no job: its args may read thresholds and the playbook's params, nothing else.
-void CheckArgScope(const FileCheck& check, const YAML::Node& node, const pb::ParamSpec& arg, const std::string& rule,
+void CheckArgScope(const pb::FileCtx& check, const YAML::Node& node, const pb::ParamSpec& arg,
                    const pb::Library& library, const pb::PlaybookSpec* playbook) {
   if (!arg.expr.present()) return;
   std::vector<pb::NameRef> refs;
@@ -154,13 +113,13 @@ void CheckArgScope(const FileCheck& check, const YAML::Node& node, const pb::Par
     std::string what = root == "thresholds" || root == "params"
                            ? "unknown name '" + root + "." + leaf + "'"
                            : "'" + root + "' is not in scope: an alert sees thresholds.* and params.* only (no job, log or window)";
-    check.Add(LoadCode::kUnknownReference, node, rule, arg.name, "field '" + arg.name + "': " + what);
+    check.Add(LoadCode::kUnknownReference, node, arg.name, "field '" + arg.name + "': " + what);
   }
 }
 
 // Every arg (and `for`) evaluates to a value of its declared type.
-void CheckArgValues(const FileCheck& check, const YAML::Node& node, const std::map<std::string, pb::ParamSpec>& args,
-                    const std::string& rule, const pb::Library& library, const pb::PlaybookSpec* playbook) {
+void CheckArgValues(const pb::FileCtx& check, const YAML::Node& node, const std::map<std::string, pb::ParamSpec>& args,
+                    const pb::Library& library, const pb::PlaybookSpec* playbook) {
   nlohmann::json params = DefaultParams(playbook, library.thresholds);
   for (const auto& [name, arg] : args) {
     if (arg.literal.is_null() && !arg.expr.present()) continue;   // already reported
@@ -170,30 +129,29 @@ void CheckArgValues(const FileCheck& check, const YAML::Node& node, const std::m
       if (text.ok()) continue;
       value = text.status();
     }
-    check.Add(LoadCode::kParamType, node, rule, name, "field '" + name + "': " + value.status().message());
+    check.Add(LoadCode::kParamType, node, name, "field '" + name + "': " + value.status().message());
   }
 }
 
-std::map<std::string, pb::ParamSpec> ParseArgs(const FileCheck& check, const YAML::Node& n, const std::string& rule,
-                                               const std::string& tpl) {
+std::map<std::string, pb::ParamSpec> ParseArgs(const pb::FileCtx& check, const YAML::Node& n, const std::string& tpl) {
   std::map<std::string, pb::ParamSpec> args;
   if (YAML::Node a = n["args"]) {
     if (!a.IsMap()) {
-      check.Add(LoadCode::kFieldType, a, rule, "args", fmt::format(fmt::runtime(pb::msg::kFieldType), "args", "a map"));
+      check.Add(LoadCode::kFieldType, a, "args", fmt::format(fmt::runtime(pb::msg::kFieldType), "args", "a map"));
     } else {
       for (auto it = a.begin(); it != a.end(); ++it)
-        args[it->first.Scalar()] = ParseArg(check, it->second, it->first.Scalar(), rule, false);
+        args[it->first.Scalar()] = ParseArg(check, it->second, it->first.Scalar(), false);
     }
   }
   std::set<std::string> used;
   for (const auto& name : Placeholders(tpl)) {
     used.insert(name);
     if (!args.count(name))
-      check.Add(LoadCode::kTemplateParam, n["expr"], rule, "expr", "field 'expr': placeholder '{{ " + name + " }}' has no arg");
+      check.Add(LoadCode::kTemplateParam, n["expr"], "expr", "field 'expr': placeholder '{{ " + name + " }}' has no arg");
   }
   for (const auto& [name, arg] : args)
     if (!used.count(name))
-      check.result->Add({LoadCode::kUnusedArg, arg.pos, "", rule, name, "arg '" + name + "' is not used by 'expr'"});
+      check.Add(LoadCode::kUnusedArg, arg.pos, name, "arg '" + name + "' is not used by 'expr'");
   return args;
 }
 
@@ -235,6 +193,125 @@ StatusOr<nlohmann::json> ArgValue(const pb::ParamSpec& arg, const nlohmann::json
   return value;
 }
 
+namespace {
+
+// Ids seen so far in one file: records and alerts share one namespace of names.
+class UniqueIds {
+ public:
+  bool Claim(const pb::FileCtx& check, const YAML::Node& n, const std::string& field) {
+    auto [it, fresh] = seen_.emplace(check.rule, check.Pos(n));
+    if (fresh) return true;
+    check.Add(LoadCode::kDuplicateId, n, field,
+              fmt::format(fmt::runtime(pb::msg::kDuplicateId), check.rule, it->second.ToString()));
+    return false;
+  }
+
+ private:
+  std::map<std::string, pb::SourcePos> seen_;
+};
+
+// An entry of `records:` or `alerts:` is a map named by its `id_key`: the file's diagnostics about
+// the rest of it name that id. Nullopt (reported) when the entry has no name to go by.
+std::optional<pb::FileCtx> EntryNamedBy(const pb::FileCtx& file, const YAML::Node& entry, const std::string& section,
+                                        const std::string& id_key, const std::set<std::string>& keys, std::string* id) {
+  if (!entry.IsMap()) {
+    file.Add(LoadCode::kFieldType, entry, section, "each " + section.substr(0, section.size() - 1) + " is a map");
+    return std::nullopt;
+  }
+  if (!pb::GetScalar(file, entry, id_key, true, id)) return std::nullopt;
+  pb::FileCtx check = file.ForRule(*id);
+  pb::CheckKeys(check, entry, keys);
+  return check;
+}
+
+void ReadRecord(const pb::FileCtx& file, const YAML::Node& r, const pb::Library& library, UniqueIds& ids, AlertBook* book) {
+  static const std::regex record_name("^[a-zA-Z_:][a-zA-Z0-9_:]*$");
+  RecordSpec spec;
+  spec.pos = file.Pos(r);
+  const std::optional<pb::FileCtx> check = EntryNamedBy(file, r, "records", "record", kRecordKeys, &spec.record);
+  if (!check) return;
+  if (!std::regex_match(spec.record, record_name))
+    check->Add(LoadCode::kBadValue, r["record"], "record", "field 'record': '" + spec.record + "' is not a metric name");
+  // Prometheus's naming rule for recorded series (level:metric:operations), and what keeps
+  // InlineRecords, a replacement of whole words, from touching a label name or a function.
+  else if (spec.record.find(':') == std::string::npos)
+    check->Add(LoadCode::kBadValue, r["record"], "record",
+               "field 'record': '" + spec.record + "' has no ':' (recording rule names are level:metric:operations)");
+  if (!pb::GetScalar(*check, r, "expr", true, &spec.expr_template)) return;
+  spec.expr_pos = check->Pos(r["expr"]);
+  if (r["description"] && r["description"].IsScalar()) spec.description = r["description"].Scalar();
+  spec.args = ParseArgs(*check, r, spec.expr_template);
+  for (const auto& [arg_name, arg] : spec.args) CheckArgScope(*check, r["args"][arg_name], arg, library, nullptr);
+  CheckArgValues(*check, r, spec.args, library, nullptr);
+  if (ids.Claim(*check, r["record"], "record")) book->records.push_back(std::move(spec));
+}
+
+// `evidence:` names rules of the alert's playbook, or shared ones as common.<id>.
+void ReadEvidence(const pb::FileCtx& check, const YAML::Node& a, const pb::Library& library,
+                  const pb::PlaybookSpec* playbook, AlertSpec& spec) {
+  YAML::Node evidence = a["evidence"];
+  if (!evidence || !evidence.IsSequence() || evidence.size() == 0) {
+    check.Add(LoadCode::kMissingField, evidence ? evidence : YAML::Node(a), "evidence",
+              "field 'evidence' must list the playbook rules the alert carries");
+    return;
+  }
+  for (const auto& e : evidence) {
+    std::string rule_id = e.IsScalar() ? e.Scalar() : "";
+    bool shared = rule_id.rfind("common.", 0) == 0;
+    if (shared && !library.FindCommonRule(rule_id.substr(7)))
+      check.Add(LoadCode::kUnknownReference, e, "evidence", "field 'evidence': unknown shared rule '" + rule_id + "'");
+    else if (!shared && playbook && !playbook->FindRule(rule_id))
+      check.Add(LoadCode::kUnknownReference, e, "evidence",
+                "field 'evidence': playbook '" + spec.playbook + "' has no rule '" + rule_id + "'");
+    spec.evidence.push_back(rule_id);
+  }
+}
+
+void ReadAlert(const pb::FileCtx& file, const YAML::Node& a, const pb::Library& library, UniqueIds& ids, AlertBook* book) {
+  static const std::regex alert_name("^[a-zA-Z_][a-zA-Z0-9_]*$");
+  AlertSpec spec;
+  spec.pos = file.Pos(a);
+  const std::optional<pb::FileCtx> named = EntryNamedBy(file, a, "alerts", "alert", kAlertKeys, &spec.alert);
+  if (!named) return;
+  const pb::FileCtx& check = *named;
+  const std::string& id = spec.alert;
+  if (!std::regex_match(id, alert_name))
+    check.Add(LoadCode::kBadValue, a["alert"], "alert", "field 'alert': '" + id + "' is not a valid alert name");
+  bool complete = pb::GetScalar(check, a, "playbook", true, &spec.playbook) &
+                  pb::GetScalar(check, a, "root_cause", true, &spec.root_cause) &
+                  pb::GetScalar(check, a, "severity", true, &spec.severity) &
+                  pb::GetScalar(check, a, "expr", true, &spec.expr_template) &
+                  pb::GetScalar(check, a, "summary", true, &spec.summary);
+  if (!complete) return;
+  spec.expr_pos = check.Pos(a["expr"]);
+  const pb::PlaybookSpec* playbook = library.FindPlaybook(spec.playbook);
+  if (!playbook) {
+    check.Add(LoadCode::kUnknownReference, a["playbook"], "playbook", "field 'playbook': unknown playbook '" + spec.playbook + "'");
+  } else if (!VerdictRootCauses(*playbook).count(spec.root_cause)) {
+    check.Add(LoadCode::kUnknownReference, a["root_cause"], "root_cause",
+              "field 'root_cause': playbook '" + spec.playbook + "' has no verdict with root cause '" + spec.root_cause + "'");
+  }
+  ReadEvidence(check, a, library, playbook, spec);
+  if (!kSeverities.count(spec.severity))
+    check.Add(LoadCode::kBadValue, a["severity"], "severity",
+              fmt::format(fmt::runtime(pb::msg::kBadValue), "severity", spec.severity, pb::JoinSet(kSeverities)));
+  if (!a["for"]) {
+    check.Add(LoadCode::kMissingField, a, "for", fmt::format(fmt::runtime(pb::msg::kMissingField), "for"));
+    return;
+  }
+  spec.hold = ParseArg(check, a["for"], "for", true);
+  if (spec.hold.type != pb::ParamType::kDuration)
+    check.Add(LoadCode::kParamType, a["for"], "for", "field 'for' must be of type duration");
+  spec.args = ParseArgs(check, a, spec.expr_template);
+  for (const auto& [arg_name, arg] : spec.args) CheckArgScope(check, a["args"][arg_name], arg, library, playbook);
+  CheckArgScope(check, a["for"], spec.hold, library, playbook);
+  CheckArgValues(check, a, spec.args, library, playbook);
+  CheckArgValues(check, a["for"], {{"for", spec.hold}}, library, playbook);
+  if (ids.Claim(check, a["alert"], "alert")) book->alerts.push_back(std::move(spec));
+}
+
+}  // namespace
+
 void LoadAlertText(const std::string& text, const std::string& name, const pb::Library& library, AlertBook* book,
                    pb::LoadResult* result) {
   auto root = LoadBoundedYaml(text, name);
@@ -242,108 +319,24 @@ void LoadAlertText(const std::string& text, const std::string& name, const pb::L
     result->Add({LoadCode::kYamlParse, {name, 0, 0}, "", "", "", root.status().message()});
     return;
   }
-  FileCheck check{name, result};
+  pb::FileCtx file;
+  file.file = name;
+  file.result = result;
   if (!root->IsMap()) {
-    result->Add({LoadCode::kFieldType, {name, 1, 1}, "", "", "", "an alerts file is a map with 'records' and 'alerts'"});
+    file.Add(LoadCode::kFieldType, pb::SourcePos{name, 1, 1}, "", "an alerts file is a map with 'records' and 'alerts'");
     return;
   }
-  check.CheckKeys(*root, kTopKeys, "");
-  static const std::regex record_name("^[a-zA-Z_:][a-zA-Z0-9_:]*$");
-  static const std::regex alert_name("^[a-zA-Z_][a-zA-Z0-9_]*$");
-  std::map<std::string, pb::SourcePos> seen;
-  auto unique = [&](const YAML::Node& n, const std::string& id, const std::string& field) {
-    auto [it, fresh] = seen.emplace(id, check.Pos(n));
-    if (fresh) return true;
-    check.Add(LoadCode::kDuplicateId, n, id, field, fmt::format(fmt::runtime(pb::msg::kDuplicateId), id, it->second.ToString()));
-    return false;
-  };
+  pb::CheckKeys(file, *root, kTopKeys);
   for (const char* section : {"records", "alerts"}) {
     YAML::Node n = (*root)[section];
     if (n && !n.IsSequence())
-      check.Add(LoadCode::kFieldType, n, "", section, fmt::format(fmt::runtime(pb::msg::kFieldType), section, "a list"));
+      file.Add(LoadCode::kFieldType, n, section, fmt::format(fmt::runtime(pb::msg::kFieldType), section, "a list"));
   }
-  const YAML::Node records = (*root)["records"], alerts = (*root)["alerts"];
-  for (const auto& r : records.IsSequence() ? records : YAML::Node(YAML::NodeType::Sequence)) {
-    if (!r.IsMap()) {
-      check.Add(LoadCode::kFieldType, r, "", "records", "each record is a map");
-      continue;
-    }
-    RecordSpec spec;
-    spec.pos = check.Pos(r);
-    if (!check.Scalar(r, "record", "", &spec.record)) continue;
-    check.CheckKeys(r, kRecordKeys, spec.record);
-    if (!std::regex_match(spec.record, record_name))
-      check.Add(LoadCode::kBadValue, r["record"], spec.record, "record", "field 'record': '" + spec.record + "' is not a metric name");
-    // Prometheus's naming rule for recorded series (level:metric:operations), and what keeps
-    // InlineRecords, a replacement of whole words, from touching a label name or a function.
-    else if (spec.record.find(':') == std::string::npos)
-      check.Add(LoadCode::kBadValue, r["record"], spec.record, "record",
-                "field 'record': '" + spec.record + "' has no ':' (recording rule names are level:metric:operations)");
-    if (!check.Scalar(r, "expr", spec.record, &spec.expr_template)) continue;
-    spec.expr_pos = check.Pos(r["expr"]);
-    if (r["description"] && r["description"].IsScalar()) spec.description = r["description"].Scalar();
-    spec.args = ParseArgs(check, r, spec.record, spec.expr_template);
-    for (const auto& [arg_name, arg] : spec.args) CheckArgScope(check, r["args"][arg_name], arg, spec.record, library, nullptr);
-    CheckArgValues(check, r, spec.args, spec.record, library, nullptr);
-    if (unique(r["record"], spec.record, "record")) book->records.push_back(std::move(spec));
-  }
-  for (const auto& a : alerts.IsSequence() ? alerts : YAML::Node(YAML::NodeType::Sequence)) {
-    if (!a.IsMap()) {
-      check.Add(LoadCode::kFieldType, a, "", "alerts", "each alert is a map");
-      continue;
-    }
-    AlertSpec spec;
-    spec.pos = check.Pos(a);
-    if (!check.Scalar(a, "alert", "", &spec.alert)) continue;
-    const std::string& id = spec.alert;
-    check.CheckKeys(a, kAlertKeys, id);
-    if (!std::regex_match(id, alert_name))
-      check.Add(LoadCode::kBadValue, a["alert"], id, "alert", "field 'alert': '" + id + "' is not a valid alert name");
-    bool complete = check.Scalar(a, "playbook", id, &spec.playbook) & check.Scalar(a, "root_cause", id, &spec.root_cause) &
-                    check.Scalar(a, "severity", id, &spec.severity) & check.Scalar(a, "expr", id, &spec.expr_template) &
-                    check.Scalar(a, "summary", id, &spec.summary);
-    if (!complete) continue;
-    spec.expr_pos = check.Pos(a["expr"]);
-    const pb::PlaybookSpec* playbook = library.FindPlaybook(spec.playbook);
-    if (!playbook) {
-      check.Add(LoadCode::kUnknownReference, a["playbook"], id, "playbook", "field 'playbook': unknown playbook '" + spec.playbook + "'");
-    } else if (!VerdictRootCauses(*playbook).count(spec.root_cause)) {
-      check.Add(LoadCode::kUnknownReference, a["root_cause"], id, "root_cause",
-                "field 'root_cause': playbook '" + spec.playbook + "' has no verdict with root cause '" + spec.root_cause + "'");
-    }
-    YAML::Node evidence = a["evidence"];
-    if (!evidence || !evidence.IsSequence() || evidence.size() == 0) {
-      check.Add(LoadCode::kMissingField, evidence ? evidence : YAML::Node(a), id, "evidence",
-                "field 'evidence' must list the playbook rules the alert carries");
-    } else {
-      for (const auto& e : evidence) {
-        std::string rule_id = e.IsScalar() ? e.Scalar() : "";
-        bool shared = rule_id.rfind("common.", 0) == 0;
-        if (shared && !library.FindCommonRule(rule_id.substr(7)))
-          check.Add(LoadCode::kUnknownReference, e, id, "evidence", "field 'evidence': unknown shared rule '" + rule_id + "'");
-        else if (!shared && playbook && !playbook->FindRule(rule_id))
-          check.Add(LoadCode::kUnknownReference, e, id, "evidence",
-                    "field 'evidence': playbook '" + spec.playbook + "' has no rule '" + rule_id + "'");
-        spec.evidence.push_back(rule_id);
-      }
-    }
-    if (!kSeverities.count(spec.severity))
-      check.Add(LoadCode::kBadValue, a["severity"], id, "severity",
-                fmt::format(fmt::runtime(pb::msg::kBadValue), "severity", spec.severity, JoinKeys(kSeverities)));
-    if (!a["for"]) {
-      check.Add(LoadCode::kMissingField, a, id, "for", fmt::format(fmt::runtime(pb::msg::kMissingField), "for"));
-      continue;
-    }
-    spec.hold = ParseArg(check, a["for"], "for", id, true);
-    if (spec.hold.type != pb::ParamType::kDuration)
-      check.Add(LoadCode::kParamType, a["for"], id, "for", "field 'for' must be of type duration");
-    spec.args = ParseArgs(check, a, id, spec.expr_template);
-    for (const auto& [arg_name, arg] : spec.args) CheckArgScope(check, a["args"][arg_name], arg, id, library, playbook);
-    CheckArgScope(check, a["for"], spec.hold, id, library, playbook);
-    CheckArgValues(check, a, spec.args, id, library, playbook);
-    CheckArgValues(check, a["for"], {{"for", spec.hold}}, id, library, playbook);
-    if (unique(a["alert"], id, "alert")) book->alerts.push_back(std::move(spec));
-  }
+  UniqueIds ids;
+  if (const YAML::Node records = (*root)["records"]; records.IsSequence())
+    for (const auto& r : records) ReadRecord(file, r, library, ids, book);
+  if (const YAML::Node alerts = (*root)["alerts"]; alerts.IsSequence())
+    for (const auto& a : alerts) ReadAlert(file, a, library, ids, book);
 }
 
 AlertBook LoadAlertBook(const std::string& data_dir, const pb::Library& library, pb::LoadResult* result) {

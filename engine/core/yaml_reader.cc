@@ -27,21 +27,21 @@ StatusOr<std::string> YamlReader::String(const YAML::Node& node, const std::stri
 }
 
 StatusOr<int> YamlReader::Int(const YAML::Node& node, const std::string& what) const {
-  int value = 0;
-  if (!node.IsScalar() || !YAML::convert<int>::decode(node, value)) return Error(node, what + " must be an integer");
-  return value;
+  const std::optional<int> value = ScalarAs<int>(node);
+  if (!value) return Error(node, what + " must be an integer");
+  return *value;
 }
 
 StatusOr<double> YamlReader::Double(const YAML::Node& node, const std::string& what) const {
-  double value = 0;
-  if (!node.IsScalar() || !YAML::convert<double>::decode(node, value)) return Error(node, what + " must be a number");
-  return value;
+  const std::optional<double> value = ScalarAs<double>(node);
+  if (!value) return Error(node, what + " must be a number");
+  return *value;
 }
 
 StatusOr<bool> YamlReader::Bool(const YAML::Node& node, const std::string& what) const {
-  bool value = false;
-  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) return Error(node, what + " must be true or false");
-  return value;
+  const std::optional<bool> value = ScalarAs<bool>(node);
+  if (!value) return Error(node, what + " must be true or false");
+  return *value;
 }
 
 StatusOr<std::vector<std::string>> YamlReader::Strings(const YAML::Node& node, const std::string& what) const {

@@ -4,6 +4,7 @@
 // its own vocabulary (a contract action, a root cause), built on Error() and the typed getters.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -14,6 +15,15 @@
 #include "engine/core/status.h"
 
 namespace diagnose {
+
+// A scalar node's value as T (yaml-cpp's own conversion), or nullopt for a node that is absent, not a
+// scalar or not a T: the conversion without the exception `as<T>()` throws, for every reader here.
+template <typename T>
+std::optional<T> ScalarAs(const YAML::Node& node) {
+  T value{};
+  if (!node.IsDefined() || !node.IsScalar() || !YAML::convert<T>::decode(node, value)) return std::nullopt;
+  return value;
+}
 
 class YamlReader {
  public:
@@ -81,6 +91,14 @@ Status ReadOptional(const Reader& reader, const YAML::Node& map, const std::stri
   if (!node) return Status::Ok();
   ASSIGN_OR_RETURN(out, (reader.*get)(node, key));
   return Status::Ok();
+}
+
+// ReadOptional of a key the map must have: its absence is an error at the map naming the key.
+template <typename Reader, typename Owner, typename T, typename Value>
+Status ReadRequired(const Reader& reader, const YAML::Node& map, const std::string& key, T& out,
+                    StatusOr<Value> (Owner::*get)(const YAML::Node&, const std::string&) const) {
+  if (!map[key]) return reader.Error(map, "missing key '" + key + "'");
+  return ReadOptional(reader, map, key, out, get);
 }
 
 }  // namespace diagnose

@@ -11,6 +11,7 @@
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/iso_time.h"
 #include "engine/core/utf8.h"
+#include "engine/core/yaml_reader.h"
 #include "engine/tsdb/promql_escape.h"
 
 namespace diagnose {
@@ -60,10 +61,36 @@ std::string LabelKey(const Labels& labels) {
   return key;
 }
 
-template <typename T>
-T Required(const YAML::Node& node, const std::string& key, const std::string& path) {
-  if (!node[key]) throw std::runtime_error(path + ": missing key '" + key + "'");
-  return node[key].as<T>();
+// hosts_from of a family or a heartbeat: "host" when absent.
+StatusOr<std::string> ReadHostsFrom(const YamlReader& r, const YAML::Node& entry, const std::string& what) {
+  std::string hosts_from = "host";
+  RETURN_IF_ERROR(ReadOptional(r, entry, "hosts_from", hosts_from, &YamlReader::String));
+  if (hosts_from != "host" && hosts_from != "instance")
+    return r.Error(entry["hosts_from"], what + " hosts_from must be host or instance");
+  return hosts_from;
+}
+
+Status ReadPositiveSeconds(const YamlReader& r, const YAML::Node& map, const std::string& key, double& out) {
+  RETURN_IF_ERROR(ReadRequired(r, map, key, out, &YamlReader::Double));
+  if (!(out > 0)) return r.Error(map[key], key + " must be positive");
+  return Status::Ok();
+}
+
+StatusOr<FamilyExpectation> ReadFamily(const YamlReader& r, const YAML::Node& f) {
+  FamilyExpectation family;
+  RETURN_IF_ERROR(ReadRequired(r, f, "id", family.id, &YamlReader::String));
+  RETURN_IF_ERROR(ReadRequired(r, f, "selector", family.selector, &YamlReader::String));
+  ASSIGN_OR_RETURN(family.hosts_from, ReadHostsFrom(r, f, "family '" + family.id + "':"));
+  RETURN_IF_ERROR(ReadOptional(r, f, "per_host", family.per_host, &YamlReader::Bool));
+  RETURN_IF_ERROR(ReadOptional(r, f, "why", family.why, &YamlReader::String));
+  return family;
+}
+
+StatusOr<HeartbeatSeries> ReadHeartbeat(const YamlReader& r, const YAML::Node& h) {
+  HeartbeatSeries heartbeat;
+  RETURN_IF_ERROR(ReadRequired(r, h, "selector", heartbeat.selector, &YamlReader::String));
+  ASSIGN_OR_RETURN(heartbeat.hosts_from, ReadHostsFrom(r, h, "heartbeat"));
+  return heartbeat;
 }
 
 }  // namespace
@@ -71,48 +98,29 @@ T Required(const YAML::Node& node, const std::string& key, const std::string& pa
 StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
   DiscoveryRules rules;
   ASSIGN_OR_RETURN(const YAML::Node root, LoadBoundedYamlFile(path));
-  try {
-    for (const auto& f : root["families"]) {
-      FamilyExpectation fam;
-      fam.id = Required<std::string>(f, "id", path);
-      fam.selector = Required<std::string>(f, "selector", path);
-      fam.hosts_from = f["hosts_from"] ? f["hosts_from"].as<std::string>() : "host";
-      fam.per_host = f["per_host"] && f["per_host"].as<bool>();
-      fam.why = f["why"] ? f["why"].as<std::string>() : "";
-      if (fam.hosts_from != "host" && fam.hosts_from != "instance") {
-        return InvalidArgumentError(path + ":" + std::to_string(f.Mark().line + 1) + ": family '" + fam.id +
-                                    "': hosts_from must be host or instance");
-      }
-      rules.families.push_back(fam);
-    }
-    for (const auto& h : root["heartbeats"]) {
-      HeartbeatSeries hb;
-      hb.selector = Required<std::string>(h, "selector", path);
-      hb.hosts_from = h["hosts_from"] ? h["hosts_from"].as<std::string>() : "host";
-      if (hb.hosts_from != "host" && hb.hosts_from != "instance") {
-        return InvalidArgumentError(path + ":" + std::to_string(h.Mark().line + 1) +
-                                    ": heartbeat hosts_from must be host or instance");
-      }
-      rules.heartbeats.push_back(hb);
-    }
-    rules.gap_threshold_seconds = Required<double>(root, "gap_threshold_seconds", path);
-    rules.gap_resolution_seconds = Required<double>(root, "gap_resolution_seconds", path);
-    if (root["ignored_instance_hosts"]) {
-      rules.ignored_instance_hosts = root["ignored_instance_hosts"].as<std::vector<std::string>>();
-    }
-    rules.step_metric = Required<std::string>(root, "step_metric", path);
-    rules.staleness_metric = Required<std::string>(root, "staleness_metric", path);
-    rules.wrong_db_max_steps_ahead = Required<int64_t>(root, "wrong_db_max_steps_ahead", path);
-    rules.wrong_db_max_steps_behind = Required<int64_t>(root, "wrong_db_max_steps_behind", path);
-  } catch (const YAML::Exception& e) {
-    return ParseError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": " + e.msg);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(e.what());
+  YamlReader r(path);
+  if (const YAML::Node families = root["families"]) {
+    r.Each(families, YAML::NodeType::Sequence, "families must be a list", [&](const YAML::Node& f) -> Status {
+      ASSIGN_OR_RETURN(FamilyExpectation family, ReadFamily(r, f));
+      rules.families.push_back(std::move(family));
+      return Status::Ok();
+    });
   }
-  if (rules.gap_resolution_seconds <= 0 || rules.gap_threshold_seconds <= 0) {
-    return InvalidArgumentError(path + ": gap_threshold_seconds and gap_resolution_seconds must be positive");
+  if (const YAML::Node heartbeats = root["heartbeats"]) {
+    r.Each(heartbeats, YAML::NodeType::Sequence, "heartbeats must be a list", [&](const YAML::Node& h) -> Status {
+      ASSIGN_OR_RETURN(HeartbeatSeries heartbeat, ReadHeartbeat(r, h));
+      rules.heartbeats.push_back(std::move(heartbeat));
+      return Status::Ok();
+    });
   }
+  r.Part([&] { return ReadPositiveSeconds(r, root, "gap_threshold_seconds", rules.gap_threshold_seconds); });
+  r.Part([&] { return ReadPositiveSeconds(r, root, "gap_resolution_seconds", rules.gap_resolution_seconds); });
+  r.Part([&] { return ReadOptional(r, root, "ignored_instance_hosts", rules.ignored_instance_hosts, &YamlReader::Strings); });
+  r.Part([&] { return ReadRequired(r, root, "step_metric", rules.step_metric, &YamlReader::String); });
+  r.Part([&] { return ReadRequired(r, root, "staleness_metric", rules.staleness_metric, &YamlReader::String); });
+  r.Part([&] { return ReadRequired(r, root, "wrong_db_max_steps_ahead", rules.wrong_db_max_steps_ahead, &YamlReader::Int); });
+  r.Part([&] { return ReadRequired(r, root, "wrong_db_max_steps_behind", rules.wrong_db_max_steps_behind, &YamlReader::Int); });
+  RETURN_IF_ERROR(r.Finish());
   return rules;
 }
 

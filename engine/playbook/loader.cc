@@ -371,12 +371,11 @@ void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
   }
   // Every file's thresholds first: a shared window or rule may use one another file defines.
   for (auto& [ctx, root] : files) {
-    try {
-      if (root.IsMap() && root["thresholds"] && root["thresholds"].IsMap())
-        for (auto it = root["thresholds"].begin(); it != root["thresholds"].end(); ++it)
-          library_.thresholds[it->first.Scalar()] = it->second.as<double>();
-    } catch (const YAML::Exception&) {
-      // Reported with its position when the file's rules are loaded below.
+    if (!root.IsMap() || !root["thresholds"] || !root["thresholds"].IsMap()) continue;
+    for (auto it = root["thresholds"].begin(); it != root["thresholds"].end(); ++it) {
+      // One that is not a number is reported with its position when the file's rules are loaded below.
+      if (const std::optional<double> value = ScalarAs<double>(it->second))
+        library_.thresholds[it->first.Scalar()] = *value;
     }
   }
   for (auto& [ctx, root] : files)

@@ -1,4 +1,4 @@
-// Internal to the playbook loader, shared by its stages: reading YAML (yaml_read.cc, rule_reader.cc),
+// Internal to the playbook loader, shared by its stages: reading YAML (yaml_file.h, rule_reader.cc),
 // checking what needs more than one rule (rule_checker.cc) and collecting files (loader.cc).
 #pragma once
 
@@ -15,37 +15,19 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/playbook/loader.h"
+#include "engine/playbook/yaml_file.h"
 
 namespace diagnose::playbook::internal {
 
-std::string JoinSet(const std::set<std::string>& s);
-
-// ---- YAML access (yaml_read.cc) ----
-
-// Where a file's diagnostics go and where its nodes were written.
-struct FileCtx {
-  std::string file;
-  std::shared_ptr<const std::string> text;
-  LoadResult* result = nullptr;
-  std::string playbook;
-  std::string rule;
-
-  // Where nodes without a position of their own (copies made by `for_each`) were written.
-  YAML::Mark expanded_from = YAML::Mark::null_mark();
-
-  SourcePos Pos(const YAML::Node& n) const;
-  std::function<SourcePos(size_t)> Locator(const YAML::Node& n) const;
-  void Add(LoadCode code, const SourcePos& pos, const std::string& field, std::string message) const;
-  void Add(LoadCode code, const YAML::Node& n, const std::string& field, std::string message) const;
-};
-
-void CheckKeys(const FileCtx& ctx, const YAML::Node& map, const std::set<std::string>& allowed);
-bool GetScalar(const FileCtx& ctx, const YAML::Node& parent, const std::string& key, bool required, std::string* out);
-bool GetStringList(const FileCtx& ctx, const YAML::Node& n, const std::string& key, std::vector<std::string>* out);
-bool GetBool(const FileCtx& ctx, const YAML::Node& n, const std::string& key, bool* out);
-bool GetNumber(const FileCtx& ctx, const YAML::Node& n, const std::string& key, double* out);
-// Parses ctx.text within the size and node limits; false (and reported) otherwise.
-bool ParseYaml(FileCtx& ctx, YAML::Node* root);
+// YAML access, shared with the alert book (yaml_file.h, yaml_read.cc).
+using playbook::CheckKeys;
+using playbook::FileCtx;
+using playbook::GetBool;
+using playbook::GetNumber;
+using playbook::GetScalar;
+using playbook::GetStringList;
+using playbook::JoinSet;
+using playbook::ParseYaml;
 
 // ---- read: YAML -> RuleSpec, one rule at a time (rule_reader.cc) ----
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/core/bounded_yaml.h"
+#include "engine/core/yaml_reader.h"
 
 namespace diagnose::playbook {
 
@@ -30,37 +31,44 @@ StatusOr<MetricCatalogue> MetricCatalogue::Load(const std::string& path) {
   return Parse(text, path);
 }
 
+namespace {
+
+StatusOr<CatalogueMetric> ReadMetric(const YamlReader& r, const YAML::Node& m, std::vector<std::regex>& patterns) {
+  if (!m.IsMap()) return r.Error(m, "a metric is a map with 'name' or 'pattern'");
+  CatalogueMetric metric;
+  metric.line = m.Mark().line + 1;
+  RETURN_IF_ERROR(ReadOptional(r, m, "name", metric.name, &YamlReader::String));
+  RETURN_IF_ERROR(ReadOptional(r, m, "pattern", metric.pattern, &YamlReader::String));
+  RETURN_IF_ERROR(ReadOptional(r, m, "meaning", metric.meaning, &YamlReader::String));
+  RETURN_IF_ERROR(ReadOptional(r, m, "node_labels", metric.node_labels, &YamlReader::Strings));
+  if (metric.name.empty() == metric.pattern.empty())
+    return r.Error(m, "a metric needs exactly one of 'name' and 'pattern'");
+  if (metric.meaning.empty()) return r.Error(m, "metric '" + metric.name + metric.pattern + "' needs a 'meaning'");
+  if (!metric.pattern.empty()) {
+    try {
+      patterns.emplace_back(metric.pattern);
+    } catch (const std::regex_error& e) {
+      return r.Error(m["pattern"], "pattern '" + metric.pattern + "': " + e.what());
+    }
+  }
+  return metric;
+}
+
+}  // namespace
+
 StatusOr<MetricCatalogue> MetricCatalogue::Parse(const std::string& text, const std::string& source) {
   ASSIGN_OR_RETURN(const YAML::Node root, LoadBoundedYaml(text, source));
   MetricCatalogue out;
   out.source_ = source;
   const YAML::Node list = root["metrics"];
   if (!list || !list.IsSequence()) return InvalidArgumentError(source + ": 'metrics' must be a list");
-  for (const auto& m : list) {
-    const std::string at = source + ":" + std::to_string(m.Mark().line + 1);
-    if (!m.IsMap()) return InvalidArgumentError(at + ": a metric is a map with 'name' or 'pattern'");
-    CatalogueMetric metric;
-    metric.line = m.Mark().line + 1;
-    try {
-      if (m["name"]) metric.name = m["name"].as<std::string>();
-      if (m["pattern"]) metric.pattern = m["pattern"].as<std::string>();
-      if (m["meaning"]) metric.meaning = m["meaning"].as<std::string>();
-      if (m["node_labels"]) metric.node_labels = m["node_labels"].as<std::vector<std::string>>();
-    } catch (const YAML::Exception& e) {
-      return InvalidArgumentError(at + ": " + e.what());
-    }
-    if (metric.name.empty() == metric.pattern.empty())
-      return InvalidArgumentError(at + ": a metric needs exactly one of 'name' and 'pattern'");
-    if (metric.meaning.empty()) return InvalidArgumentError(at + ": metric '" + metric.name + metric.pattern + "' needs a 'meaning'");
-    if (!metric.pattern.empty()) {
-      try {
-        out.patterns_.emplace_back(metric.pattern);
-      } catch (const std::regex_error& e) {
-        return InvalidArgumentError(at + ": pattern '" + metric.pattern + "': " + e.what());
-      }
-    }
+  YamlReader r(source);
+  r.Each(list, YAML::NodeType::Sequence, "'metrics' must be a list", [&](const YAML::Node& m) -> Status {
+    ASSIGN_OR_RETURN(CatalogueMetric metric, ReadMetric(r, m, out.patterns_));
     out.metrics_.push_back(std::move(metric));
-  }
+    return Status::Ok();
+  });
+  RETURN_IF_ERROR(r.Finish());
   return out;
 }
 

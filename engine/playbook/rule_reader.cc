@@ -101,12 +101,10 @@ bool CheckLiteral(const FileCtx& ctx, const YAML::Node& n, const std::string& fi
   };
   switch (type) {
     case ParamType::kNumber: {
-      try {
-        *out = n.as<double>();
-        return true;
-      } catch (const YAML::Exception&) {
-        return bad(n.IsScalar() ? "'" + n.Scalar() + "'" : "(not a scalar)");
-      }
+      const std::optional<double> number = ScalarAs<double>(n);
+      if (!number) return bad(n.IsScalar() ? "'" + n.Scalar() + "'" : "(not a scalar)");
+      *out = *number;
+      return true;
     }
     case ParamType::kDuration: {
       if (!n.IsScalar()) return bad("(not a scalar)");
@@ -115,13 +113,9 @@ bool CheckLiteral(const FileCtx& ctx, const YAML::Node& n, const std::string& fi
         *out = s;
         return true;
       }
-      try {
-        double secs = n.as<double>();
-        if (secs > 0) {
-          *out = fmt::format("{}s", static_cast<long long>(secs));
-          return true;
-        }
-      } catch (const YAML::Exception&) {
+      if (const std::optional<double> secs = ScalarAs<double>(n); secs && *secs > 0) {
+        *out = fmt::format("{}s", static_cast<long long>(*secs));
+        return true;
       }
       return bad("'" + s + "'");
     }
@@ -131,12 +125,10 @@ bool CheckLiteral(const FileCtx& ctx, const YAML::Node& n, const std::string& fi
       *out = n.Scalar();
       return true;
     case ParamType::kBool: {
-      try {
-        *out = n.as<bool>();
-        return true;
-      } catch (const YAML::Exception&) {
-        return bad(n.IsScalar() ? "'" + n.Scalar() + "'" : "(not a scalar)");
-      }
+      const std::optional<bool> flag = ScalarAs<bool>(n);
+      if (!flag) return bad(n.IsScalar() ? "'" + n.Scalar() + "'" : "(not a scalar)");
+      *out = *flag;
+      return true;
     }
     case ParamType::kHosts:
     case ParamType::kStrings: {
@@ -323,17 +315,13 @@ void ParseAnalysis(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
       const std::string& type = spec->second.type;
       bool ok = v.IsScalar();
       if (ok && type == "number") {
-        try {
-          a.args[k] = v.as<double>();
-        } catch (const YAML::Exception&) {
-          ok = false;
-        }
+        const std::optional<double> number = ScalarAs<double>(v);
+        ok = number.has_value();
+        if (ok) a.args[k] = *number;
       } else if (ok && type == "bool") {
-        try {
-          a.args[k] = v.as<bool>();
-        } catch (const YAML::Exception&) {
-          ok = false;
-        }
+        const std::optional<bool> flag = ScalarAs<bool>(v);
+        ok = flag.has_value();
+        if (ok) a.args[k] = *flag;
       } else if (ok && type == "duration") {
         double secs = 0;
         ok = analysis::ParseDurationSeconds(v.Scalar(), &secs);

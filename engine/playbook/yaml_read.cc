@@ -5,9 +5,9 @@
 
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/limits.h"
-#include "engine/playbook/loader_internal.h"
+#include "engine/playbook/yaml_file.h"
 
-namespace diagnose::playbook::internal {
+namespace diagnose::playbook {
 namespace {
 
 SourcePos PosInScalar(const std::string& file, const std::string& text, const YAML::Mark& m,
@@ -106,6 +106,12 @@ void FileCtx::Add(LoadCode code, const SourcePos& pos, const std::string& field,
   result->Add(std::move(d));
 }
 
+FileCtx FileCtx::ForRule(std::string rule_id) const {
+  FileCtx ctx = *this;
+  ctx.rule = std::move(rule_id);
+  return ctx;
+}
+
 void FileCtx::Add(LoadCode code, const YAML::Node& n, const std::string& field, std::string message) const {
   Add(code, Pos(n), field, std::move(message));
 }
@@ -152,24 +158,23 @@ bool GetStringList(const FileCtx& ctx, const YAML::Node& n, const std::string& k
 }
 
 bool GetBool(const FileCtx& ctx, const YAML::Node& n, const std::string& key, bool* out) {
-  try {
-    *out = n.as<bool>();
-    return true;
-  } catch (const YAML::Exception&) {
+  const std::optional<bool> value = ScalarAs<bool>(n);
+  if (!value) {
     ctx.Add(LoadCode::kFieldType, n, key, fmt::format(fmt::runtime(msg::kFieldType), key, "true or false"));
     return false;
   }
+  *out = *value;
+  return true;
 }
 
 bool GetNumber(const FileCtx& ctx, const YAML::Node& n, const std::string& key, double* out) {
-  try {
-    if (!n.IsScalar()) throw YAML::Exception(YAML::Mark(), "not scalar");
-    *out = n.as<double>();
-    return true;
-  } catch (const YAML::Exception&) {
+  const std::optional<double> value = ScalarAs<double>(n);
+  if (!value) {
     ctx.Add(LoadCode::kFieldType, n, key, fmt::format(fmt::runtime(msg::kFieldType), key, "a number"));
     return false;
   }
+  *out = *value;
+  return true;
 }
 
 bool ParseYaml(FileCtx& ctx, YAML::Node* root) {
@@ -191,4 +196,4 @@ bool ParseYaml(FileCtx& ctx, YAML::Node* root) {
   return true;
 }
 
-}  // namespace diagnose::playbook::internal
+}  // namespace diagnose::playbook

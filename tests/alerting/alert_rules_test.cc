@@ -103,6 +103,18 @@ TEST(AlertBook, SectionsOfTheWrongShapeAreReportedNotThrown) {
   EXPECT_THAT(problems[1], HasSubstr("a.yaml:2:9: field 'alerts' must be a list"));
 }
 
+// Reading goes on past a mistake: a bad record and a bad alert in one file are both reported,
+// each at its own position and naming its own rule.
+TEST(AlertBook, EveryMistakeOfAFileIsReportedWithItsPosition) {
+  std::string text = std::string("records:\n  - record: host\n    expr: 'up'\n") + kValidAlert;
+  const std::string from = "severity: warning";
+  text.replace(text.find(from), from.size(), "severity: loud");
+  std::string all;
+  for (const auto& p : Problems(text)) all += p + "\n";
+  EXPECT_THAT(all, HasSubstr("a.yaml:2:13: rule \"host\": field 'record': 'host' has no ':'"));
+  EXPECT_THAT(all, HasSubstr("a.yaml:9:15: rule \"TestAlert\": field 'severity': 'loud' is not one of"));
+}
+
 TEST(AlertBook, ArgsReadThresholdsAndPlaybookParams) {
   pb::ParamSpec arg;
   arg.type = pb::ParamType::kNumber;

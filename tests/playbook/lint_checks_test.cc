@@ -100,6 +100,14 @@ TEST(LintMetricNames, CatalogueEntriesAreWellFormed) {
   EXPECT_FALSE(MetricCatalogue::Parse("metrics:\n  - {pattern: '(', meaning: m}\n", "x").ok());
 }
 
+TEST(LintMetricNames, EveryMistakeOfACatalogueIsReportedWithItsPosition) {
+  auto c = MetricCatalogue::Parse(
+      "metrics:\n  - {name: a}\n  - {name: up, meaning: scrape succeeded}\n  - {pattern: '(', meaning: m}\n", "x.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), ::testing::HasSubstr("x.yaml:2:5: metric 'a' needs a 'meaning'"));
+  EXPECT_THAT(c.status().message(), ::testing::HasSubstr("x.yaml:4:15: pattern '('"));
+}
+
 std::vector<LoadDiagnostic> EmptyListWarnings(const LoadResult& r) {
   std::vector<LoadDiagnostic> out;
   for (const auto& d : r.diagnostics())

@@ -219,6 +219,27 @@ TEST(DiscoveryRulesTest, BadRulesNameTheFile) {
   fs::remove_all(dir);
 }
 
+TEST(DiscoveryRulesTest, EveryMistakeIsReportedWithItsPosition) {
+  testing::ScopedTempDir dir_scope("discovery-rules-");
+  const std::string path = dir_scope.path + "/two-mistakes.yaml";
+  std::ofstream(path) << "families:\n"
+                         "  - id: gpu\n"
+                         "    selector: '{__name__=~\"hw_gpu_.+\"}'\n"
+                         "    hosts_from: rack\n"
+                         "gap_threshold_seconds: 600\n"
+                         "gap_resolution_seconds: soon\n"
+                         "step_metric: tb_step\n"
+                         "staleness_metric: up\n"
+                         "wrong_db_max_steps_ahead: 10\n"
+                         "wrong_db_max_steps_behind: 10\n";
+  auto rules = LoadDiscoveryRules(path);
+  ASSERT_FALSE(rules.ok());
+  const std::string& message = rules.status().message();
+  EXPECT_NE(message.find(path + ":4:17: family 'gpu': hosts_from must be host or instance"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(path + ":6:25: gap_resolution_seconds must be a number"), std::string::npos) << message;
+}
+
 TEST(InstanceHostTest, StripsPortsIncludingIpv6) {
   EXPECT_EQ(InstanceHost("chi2822:9400"), "chi2822");
   EXPECT_EQ(InstanceHost("[fe80::1]:9100"), "fe80::1");
