@@ -2,13 +2,14 @@
 // file words). The enum is what the engine compares; the word exists only where data enters
 // (ParseWord) and where a report, line or record leaves (ToString, <<, JSON).
 //
-// An enum joins by specialising VocabularyOf next to its declaration:
-//   template <> struct VocabularyOf<Color> {
-//     static constexpr Vocabulary<Color, 2> kWords{{{{Color::kRed, "red"}, {Color::kBlue, "blue"}}}};
-//     static constexpr std::string_view kWhat = "color";  // names the field in a JSON error
-//   };
-// and then has ToString, ParseWord<Color>, operator<< and the JSON conversions below, all driven
-// by that one table.
+// An enum is declared with its words from one list, so that each value is written once and none
+// can be added without its word:
+//   #define DIAGNOSE_COLOR_WORDS(WORD) WORD(kRed, "red") WORD(kBlue, "blue")
+//   DIAGNOSE_VOCABULARY(Color, "color", DIAGNOSE_COLOR_WORDS);
+// declares `enum class Color { kRed, kBlue };` (list order is value order) and its VocabularyOf:
+// the word table and kWhat, which names the field in a JSON error. Color then has ToString,
+// ParseWord<Color>, ValuesOf<Color>, operator<< and the JSON conversions below, all driven by that
+// one table. (An enum declared elsewhere may still specialise VocabularyOf by hand.)
 #pragma once
 
 #include <array>
@@ -41,8 +42,26 @@ struct Vocabulary {
   }
 };
 
+template <typename Enum, size_t N>
+constexpr Vocabulary<Enum, N> MakeVocabulary(const std::pair<Enum, std::string_view> (&words)[N]) {
+  Vocabulary<Enum, N> vocabulary{};
+  for (size_t i = 0; i < N; ++i) vocabulary.words[i] = words[i];
+  return vocabulary;
+}
+
 template <typename Enum>
 struct VocabularyOf;
+
+#define DIAGNOSE_VOCABULARY_ENUMERATOR(name, word) name,
+#define DIAGNOSE_VOCABULARY_ENTRY(name, word) {Enum::name, word},
+#define DIAGNOSE_VOCABULARY(EnumName, what, WORDS)                                            \
+  enum class EnumName { WORDS(DIAGNOSE_VOCABULARY_ENUMERATOR) };                              \
+  template <>                                                                                 \
+  struct VocabularyOf<EnumName> {                                                             \
+    using Enum = EnumName;                                                                    \
+    static constexpr auto kWords = MakeVocabulary<Enum>({WORDS(DIAGNOSE_VOCABULARY_ENTRY)}); \
+    static constexpr std::string_view kWhat = what;                                           \
+  }
 
 template <typename Enum>
 concept ClosedVocabulary = std::is_enum_v<Enum> && requires {
@@ -58,6 +77,15 @@ constexpr std::string_view ToString(Enum value) {
 template <ClosedVocabulary Enum>
 constexpr std::optional<Enum> ParseWord(std::string_view word) {
   return VocabularyOf<Enum>::kWords.Parse(word);
+}
+
+// Every value, in table order.
+template <ClosedVocabulary Enum>
+constexpr auto ValuesOf() {
+  constexpr auto& words = VocabularyOf<Enum>::kWords.words;
+  std::array<Enum, words.size()> values{};
+  for (size_t i = 0; i < words.size(); ++i) values[i] = words[i].first;
+  return values;
 }
 
 // For test failure messages and logs: the word.

@@ -10,16 +10,8 @@
 
 namespace diagnose {
 
-enum class ExcludeScope { kJob, kSweep };
-
-template <>
-struct VocabularyOf<ExcludeScope> {
-  static constexpr Vocabulary<ExcludeScope, 2> kWords{{{
-      {ExcludeScope::kJob, "job"},
-      {ExcludeScope::kSweep, "sweep"},
-  }}};
-  static constexpr std::string_view kWhat = "exclude_scope";
-};
+#define DIAGNOSE_EXCLUDE_SCOPE_WORDS(WORD) WORD(kJob, "job") WORD(kSweep, "sweep")
+DIAGNOSE_VOCABULARY(ExcludeScope, "exclude_scope", DIAGNOSE_EXCLUDE_SCOPE_WORDS);
 
 inline std::optional<ExcludeScope> ParseExcludeScope(std::string_view word) { return ParseWord<ExcludeScope>(word); }
 

@@ -11,32 +11,18 @@
 namespace diagnose {
 
 // kUnjudged: measured, but there is no positive median of its model to compare it with.
-enum class NodeStatus { kUnjudged, kHealthy, kMarginal, kDegraded, kUnhealthy, kInsufficientData };
-enum class GroupStatus { kHealthy, kDegraded, kFailed };
-
-template <>
-struct VocabularyOf<NodeStatus> {
-  static constexpr Vocabulary<NodeStatus, 6> kWords{{{
-      {NodeStatus::kUnjudged, ""},
-      {NodeStatus::kHealthy, "healthy"},
-      {NodeStatus::kMarginal, "marginal"},
-      {NodeStatus::kDegraded, "degraded"},
-      {NodeStatus::kUnhealthy, "unhealthy"},
-      {NodeStatus::kInsufficientData, "insufficient-data"},
-  }}};
-  static constexpr std::string_view kWhat = "node status";
-};
+#define DIAGNOSE_NODE_STATUS_WORDS(WORD) \
+  WORD(kUnjudged, "")                    \
+  WORD(kHealthy, "healthy")              \
+  WORD(kMarginal, "marginal")            \
+  WORD(kDegraded, "degraded")            \
+  WORD(kUnhealthy, "unhealthy")          \
+  WORD(kInsufficientData, "insufficient-data")
+DIAGNOSE_VOCABULARY(NodeStatus, "node status", DIAGNOSE_NODE_STATUS_WORDS);
 
 inline std::optional<NodeStatus> ParseNodeStatus(std::string_view word) { return ParseWord<NodeStatus>(word); }
 
-template <>
-struct VocabularyOf<GroupStatus> {
-  static constexpr Vocabulary<GroupStatus, 3> kWords{{{
-      {GroupStatus::kHealthy, "healthy"},
-      {GroupStatus::kDegraded, "degraded"},
-      {GroupStatus::kFailed, "failed"},
-  }}};
-  static constexpr std::string_view kWhat = "group status";
-};
+#define DIAGNOSE_GROUP_STATUS_WORDS(WORD) WORD(kHealthy, "healthy") WORD(kDegraded, "degraded") WORD(kFailed, "failed")
+DIAGNOSE_VOCABULARY(GroupStatus, "group status", DIAGNOSE_GROUP_STATUS_WORDS);
 
 }  // namespace diagnose

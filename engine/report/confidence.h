@@ -10,20 +10,13 @@
 
 namespace diagnose {
 
-enum class Confidence { kInsufficientEvidence, kPossible, kLikely, kConfirmed };
-inline constexpr Confidence kAllConfidences[] = {Confidence::kInsufficientEvidence, Confidence::kPossible,
-                                                 Confidence::kLikely, Confidence::kConfirmed};
-
-template <>
-struct VocabularyOf<Confidence> {
-  static constexpr Vocabulary<Confidence, 4> kWords{{{
-      {Confidence::kInsufficientEvidence, "insufficient-evidence"},
-      {Confidence::kPossible, "possible"},
-      {Confidence::kLikely, "likely"},
-      {Confidence::kConfirmed, "confirmed"},
-  }}};
-  static constexpr std::string_view kWhat = "confidence";
-};
+#define DIAGNOSE_CONFIDENCE_WORDS(WORD)                \
+  WORD(kInsufficientEvidence, "insufficient-evidence") \
+  WORD(kPossible, "possible")                          \
+  WORD(kLikely, "likely")                              \
+  WORD(kConfirmed, "confirmed")
+DIAGNOSE_VOCABULARY(Confidence, "confidence", DIAGNOSE_CONFIDENCE_WORDS);
+inline constexpr auto kAllConfidences = ValuesOf<Confidence>();
 
 inline std::optional<Confidence> ParseConfidence(std::string_view word) { return ParseWord<Confidence>(word); }
 

@@ -10,23 +10,17 @@
 
 namespace diagnose {
 
-enum class DecisionAction { kNone, kRetrySameNodes, kRetryExcludingNodes, kRetryWithChanges, kNoRetry, kStopSweep };
+#define DIAGNOSE_DECISION_ACTION_WORDS(WORD)          \
+  WORD(kNone, "none")                                 \
+  WORD(kRetrySameNodes, "retry-same-nodes")           \
+  WORD(kRetryExcludingNodes, "retry-excluding-nodes") \
+  WORD(kRetryWithChanges, "retry-with-changes")       \
+  WORD(kNoRetry, "no-retry")                          \
+  WORD(kStopSweep, "stop-sweep")
+DIAGNOSE_VOCABULARY(DecisionAction, "decision action", DIAGNOSE_DECISION_ACTION_WORDS);
 
 // Retries of the same config (any node set or changes): what max_retries_per_job counts.
 bool IsRetry(DecisionAction action);
-
-template <>
-struct VocabularyOf<DecisionAction> {
-  static constexpr Vocabulary<DecisionAction, 6> kWords{{{
-      {DecisionAction::kNone, "none"},
-      {DecisionAction::kRetrySameNodes, "retry-same-nodes"},
-      {DecisionAction::kRetryExcludingNodes, "retry-excluding-nodes"},
-      {DecisionAction::kRetryWithChanges, "retry-with-changes"},
-      {DecisionAction::kNoRetry, "no-retry"},
-      {DecisionAction::kStopSweep, "stop-sweep"},
-  }}};
-  static constexpr std::string_view kWhat = "decision action";
-};
 
 inline std::optional<DecisionAction> ParseDecisionAction(std::string_view word) { return ParseWord<DecisionAction>(word); }
 

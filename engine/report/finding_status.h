@@ -9,19 +9,13 @@
 
 namespace diagnose {
 
-enum class FindingStatus { kFired, kClear, kSkipped, kError, kSuppressed };
-
-template <>
-struct VocabularyOf<FindingStatus> {
-  static constexpr Vocabulary<FindingStatus, 5> kWords{{{
-      {FindingStatus::kClear, "clear"},
-      {FindingStatus::kFired, "fired"},
-      {FindingStatus::kSkipped, "skipped"},
-      {FindingStatus::kError, "error"},
-      {FindingStatus::kSuppressed, "suppressed"},
-  }}};
-  static constexpr std::string_view kWhat = "finding status";
-};
+#define DIAGNOSE_FINDING_STATUS_WORDS(WORD) \
+  WORD(kFired, "fired")                     \
+  WORD(kClear, "clear")                     \
+  WORD(kSkipped, "skipped")                 \
+  WORD(kError, "error")                     \
+  WORD(kSuppressed, "suppressed")
+DIAGNOSE_VOCABULARY(FindingStatus, "finding status", DIAGNOSE_FINDING_STATUS_WORDS);
 
 inline std::optional<FindingStatus> ParseFindingStatus(std::string_view word) { return ParseWord<FindingStatus>(word); }
 

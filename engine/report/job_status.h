@@ -11,20 +11,14 @@
 
 namespace diagnose {
 
-enum class JobStatus { kCompleted, kFailed, kCancelled, kRunning, kHanging, kUnknownDeath };
-
-template <>
-struct VocabularyOf<JobStatus> {
-  static constexpr Vocabulary<JobStatus, 6> kWords{{{
-      {JobStatus::kUnknownDeath, "unknown-death"},
-      {JobStatus::kCompleted, "completed"},
-      {JobStatus::kFailed, "failed"},
-      {JobStatus::kCancelled, "cancelled"},
-      {JobStatus::kRunning, "running"},
-      {JobStatus::kHanging, "hanging"},
-  }}};
-  static constexpr std::string_view kWhat = "job status";
-};
+#define DIAGNOSE_JOB_STATUS_WORDS(WORD) \
+  WORD(kCompleted, "completed")         \
+  WORD(kFailed, "failed")               \
+  WORD(kCancelled, "cancelled")         \
+  WORD(kRunning, "running")             \
+  WORD(kHanging, "hanging")             \
+  WORD(kUnknownDeath, "unknown-death")
+DIAGNOSE_VOCABULARY(JobStatus, "job status", DIAGNOSE_JOB_STATUS_WORDS);
 
 inline std::optional<JobStatus> ParseJobStatus(std::string_view word) { return ParseWord<JobStatus>(word); }
 

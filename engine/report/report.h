@@ -142,32 +142,19 @@ nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes);
 
 // How a job's metrics were sought (JSON `tsdb[].mode`): a private Prometheus on a copy of the
 // snapshot, a --prometheus endpoint, or not at all.
-enum class TsdbMode { kNone, kPrivateCopy, kRemote };
-template <>
-struct VocabularyOf<TsdbMode> {
-  static constexpr Vocabulary<TsdbMode, 3> kWords{{{
-      {TsdbMode::kNone, "none"},
-      {TsdbMode::kPrivateCopy, "private-copy"},
-      {TsdbMode::kRemote, "remote"},
-  }}};
-  static constexpr std::string_view kWhat = "tsdb mode";
-};
+#define DIAGNOSE_TSDB_MODE_WORDS(WORD) WORD(kNone, "none") WORD(kPrivateCopy, "private-copy") WORD(kRemote, "remote")
+DIAGNOSE_VOCABULARY(TsdbMode, "tsdb mode", DIAGNOSE_TSDB_MODE_WORDS);
 
 // What came of it (JSON `tsdb[].state`): served (private copy) | remote | unavailable (the job has
 // none we can read: a fact about the job) | failed (diagnose could not reach or serve it: a fact
 // about the tool) | not-requested (--logs-only).
-enum class TsdbAvailability { kServed, kRemote, kUnavailable, kFailed, kNotRequested };
-template <>
-struct VocabularyOf<TsdbAvailability> {
-  static constexpr Vocabulary<TsdbAvailability, 5> kWords{{{
-      {TsdbAvailability::kServed, "served"},
-      {TsdbAvailability::kRemote, "remote"},
-      {TsdbAvailability::kUnavailable, "unavailable"},
-      {TsdbAvailability::kFailed, "failed"},
-      {TsdbAvailability::kNotRequested, "not-requested"},
-  }}};
-  static constexpr std::string_view kWhat = "tsdb state";
-};
+#define DIAGNOSE_TSDB_AVAILABILITY_WORDS(WORD) \
+  WORD(kServed, "served")                      \
+  WORD(kRemote, "remote")                      \
+  WORD(kUnavailable, "unavailable")            \
+  WORD(kFailed, "failed")                      \
+  WORD(kNotRequested, "not-requested")
+DIAGNOSE_VOCABULARY(TsdbAvailability, "tsdb state", DIAGNOSE_TSDB_AVAILABILITY_WORDS);
 
 // Where the metrics came from and what could not be asked (extension "tsdb").
 struct TsdbState {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <utility>
 
 namespace diagnose::sweep {
 
@@ -26,6 +27,18 @@ std::string JoinIds(const std::vector<std::string>& ids) {
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + ids[i];
   return out;
+}
+
+// A rule that settles the variant on its own: it leaves the leaderboard, or (kStopSweep) the sweep
+// stops.
+VariantFailures Decisive(RecoveryRule rule, std::vector<std::string> deciding_jobs, std::string explanation) {
+  VariantFailures v;
+  v.rule = rule;
+  v.dropped = rule != RecoveryRule::kStopSweep;
+  v.stop_sweep = rule == RecoveryRule::kStopSweep;
+  v.deciding_jobs = std::move(deciding_jobs);
+  v.explanation = std::move(explanation);
+  return v;
 }
 
 }  // namespace
@@ -144,25 +157,18 @@ VariantFailures ApplyRecoveryRules(const std::vector<OrderedJobOutcome>& jobs) {
       case JobOutcome::kRunning:
         break;
       case JobOutcome::kOom:
-        v.rule = RecoveryRule::kDroppedOom;
-        v.dropped = true;
-        v.deciding_jobs = {job.job_id};
-        v.explanation = "OOM in job " + job.job_id + " (allocation " + job.failure.detail +
-                        "): same flags, same OOM; dropped without retry";
-        return v;
+        return Decisive(RecoveryRule::kDroppedOom, {job.job_id},
+                        "OOM in job " + job.job_id + " (allocation " + job.failure.detail +
+                            "): same flags, same OOM; dropped without retry");
       case JobOutcome::kUnknownFlag: {
         flag_ids.push_back(job.job_id);
         const bool repeated = std::find(unknown_flags.begin(), unknown_flags.end(), job.failure.detail) !=
                               unknown_flags.end();
         unknown_flags.push_back(job.failure.detail);
-        if (repeated) {
-          v.rule = RecoveryRule::kDroppedObsoleteFlag;
-          v.dropped = true;
-          v.deciding_jobs = flag_ids;
-          v.explanation = "unknown flag " + job.failure.detail + " again after a fix (jobs " + JoinIds(flag_ids) +
-                          "): obsolete in this XLA build; dropped";
-          return v;
-        }
+        if (repeated)
+          return Decisive(RecoveryRule::kDroppedObsoleteFlag, flag_ids,
+                          "unknown flag " + job.failure.detail + " again after a fix (jobs " + JoinIds(flag_ids) +
+                              "): obsolete in this XLA build; dropped");
         succeeded_later = false;
         break;
       }
@@ -170,27 +176,19 @@ VariantFailures ApplyRecoveryRules(const std::vector<OrderedJobOutcome>& jobs) {
         ++flakes;
         flake_ids.push_back(job.job_id);
         succeeded_later = false;
-        if (flakes >= kFlakesToInfraFlake) {
-          v.rule = RecoveryRule::kInfraFlake;
-          v.dropped = true;
-          v.deciding_jobs = flake_ids;
-          v.explanation = std::to_string(flakes) + " consecutive RCCL init flakes (jobs " + JoinIds(flake_ids) +
-                          "): infra-flake, profile dropped";
-          return v;
-        }
+        if (flakes >= kFlakesToInfraFlake)
+          return Decisive(RecoveryRule::kInfraFlake, flake_ids,
+                          std::to_string(flakes) + " consecutive RCCL init flakes (jobs " + JoinIds(flake_ids) +
+                              "): infra-flake, profile dropped");
         break;
       case JobOutcome::kCoordinationTimeout:
         ++timeouts;
         timeout_ids.push_back(job.job_id);
         succeeded_later = false;
-        if (timeouts >= kTimeoutsToStop) {
-          v.rule = RecoveryRule::kStopSweep;
-          v.stop_sweep = true;
-          v.deciding_jobs = timeout_ids;
-          v.explanation = "2 consecutive JAX coordination timeouts (jobs " + JoinIds(timeout_ids) +
-                          "): the coordination service may be sick; stop the sweep";
-          return v;
-        }
+        if (timeouts >= kTimeoutsToStop)
+          return Decisive(RecoveryRule::kStopSweep, timeout_ids,
+                          "2 consecutive JAX coordination timeouts (jobs " + JoinIds(timeout_ids) +
+                              "): the coordination service may be sick; stop the sweep");
         break;
       case JobOutcome::kOtherFailure:
         other_ids.push_back(job.job_id);

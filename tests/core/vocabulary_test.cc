@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -19,7 +20,23 @@ struct VocabularyOf<Shade> {
   static constexpr std::string_view kWhat = "shade";
 };
 
+// Declared from one list, as the engine's vocabularies are.
+#define DIAGNOSE_TONE_WORDS(WORD) WORD(kWarm, "warm") WORD(kCool, "cool") WORD(kFlat, "")
+DIAGNOSE_VOCABULARY(Tone, "tone", DIAGNOSE_TONE_WORDS);
+
 namespace {
+
+TEST(Vocabulary, OneListDeclaresTheValuesInOrderWithTheirWords) {
+  static_assert(static_cast<int>(Tone::kWarm) == 0 && static_cast<int>(Tone::kFlat) == 2);
+  static_assert(ToString(Tone::kCool) == "cool");
+  EXPECT_EQ(ParseWord<Tone>("warm"), Tone::kWarm);
+  EXPECT_EQ(ParseWord<Tone>(""), Tone::kFlat);
+  EXPECT_EQ(ParseWord<Tone>("Cool"), std::nullopt);
+  constexpr auto values = ValuesOf<Tone>();
+  EXPECT_EQ((std::vector<Tone>(values.begin(), values.end())),
+            (std::vector<Tone>{Tone::kWarm, Tone::kCool, Tone::kFlat}));
+  EXPECT_EQ(nlohmann::json(Tone::kCool), "cool");
+}
 
 TEST(Vocabulary, WordsAndParsingComeFromTheOneTable) {
   EXPECT_EQ(ToString(Shade::kDark), "dark");

@@ -343,32 +343,6 @@ TEST(ToolFailure, AnAnswerPastOneOfDiagnosesLimitsIsAnIncompleteDiagnosisNamingT
 namespace diagnose::e2e {
 namespace {
 
-// `diagnose ARGS`, killed if it has not exited within `limit` (a hang is the failure looked for).
-CliRun RunBounded(const std::vector<std::string>& args, std::chrono::seconds limit, bool* hung) {
-  const std::string base = (fs::temp_directory_path() / ("diagnose-bounded-" + std::to_string(getpid()))).string();
-  SpawnOptions options;
-  options.argv = {DIAGNOSE_BINARY};
-  options.argv.insert(options.argv.end(), args.begin(), args.end());
-  options.stdout_path = base + ".out";
-  options.stderr_path = base + ".err";
-  CliRun run;
-  auto child = ChildProcess::Spawn(options);
-  EXPECT_TRUE(child.ok()) << child.status().message();
-  if (!child.ok()) return run;
-  auto code = child->Wait(limit);
-  *hung = !code.ok();
-  if (*hung) {
-    ::kill(child->pid(), SIGKILL);
-    (void)child->Wait(std::chrono::seconds(10));
-  }
-  run.exit_code = code.ok() ? *code : -1;
-  run.out = ReadFileOrEmpty(options.stdout_path);
-  run.err = ReadFileOrEmpty(options.stderr_path);
-  fs::remove(options.stdout_path);
-  fs::remove(options.stderr_path);
-  return run;
-}
-
 // A FIFO where a job log belongs (by id, by path, in a watched dir) is refused by its type in one
 // line; reading it would block until someone writes to it, wedging an epilog or a watcher.
 TEST(ToolFailure, AFifoNamedLikeAJobLogIsOneErrorLineNeverAHang) {
@@ -384,9 +358,8 @@ TEST(ToolFailure, AFifoNamedLikeAJobLogIsOneErrorLineNeverAHang) {
   };
   for (const auto& args : runs) {
     SCOPED_TRACE(args[0]);
-    bool hung = false;
-    CliRun run = RunBounded(args, std::chrono::seconds(20), &hung);
-    ASSERT_FALSE(hung) << "diagnose blocked on the FIFO";
+    CliRun run = RunDiagnoseCli(args, std::chrono::seconds(20));
+    ASSERT_FALSE(run.timed_out) << "diagnose blocked on the FIFO";
     EXPECT_NE(run.err.find("9999-JAX-fifo.log is a FIFO, not a regular file"), std::string::npos) << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
     if (args[0] != "watch") {

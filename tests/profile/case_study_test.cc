@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/bench/child_run.h"
+#include "tests/support/files.h"
 #include "tools/fixturegen/generate.h"
 #include "tools/fixturegen/scenario.h"
 
@@ -32,24 +34,29 @@ void GenerateScenario(const std::string& scenario_file, const std::string& outpu
   ASSERT_TRUE(generated.ok()) << generated.status().message();
 }
 
-class CaseStudy0 : public ::testing::Test {
+// A suite whose tests share one generated outputs dir, made before its first test and removed with
+// everything in it after its last.
+template <typename Suite>
+class SharedOutputsSuite : public ::testing::Test {
+ protected:
+  static void MakeOutputs(const std::string& prefix) { scratch_ = std::make_unique<testing::TempDir>(prefix); }
+  static std::string Outputs() { return scratch_->path().string(); }
+  static void TearDownTestSuite() { scratch_.reset(); }
+
+ private:
+  static inline std::unique_ptr<testing::TempDir> scratch_;
+};
+
+class CaseStudy0 : public SharedOutputsSuite<CaseStudy0> {
  protected:
   static void SetUpTestSuite() {
-    outputs_ = new std::string((std::filesystem::temp_directory_path() /
-                                ("diagnose-case0-" + std::to_string(::getpid()))).string());
-    std::filesystem::remove_all(*outputs_);
-    GenerateScenario("incident-8104-profile-llama405b.yaml", *outputs_, [](fixturegen::Scenario&) {});
-  }
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*outputs_);
-    delete outputs_;
+    MakeOutputs("diagnose-case0");
+    GenerateScenario("incident-8104-profile-llama405b.yaml", Outputs(), [](fixturegen::Scenario&) {});
   }
   static bench::ChildRun Diagnose(const std::string& format) {
-    return bench::RunChild({DIAGNOSE_BINARY, "8104", "--outputs", *outputs_, "--format", format, "--color", "never"});
+    return bench::RunChild({DIAGNOSE_BINARY, "8104", "--outputs", Outputs(), "--format", format, "--color", "never"});
   }
-  static std::string* outputs_;
 };
-std::string* CaseStudy0::outputs_ = nullptr;
 
 TEST_F(CaseStudy0, FirstScreenShowsThroughputDecompositionAndKernels) {
   const auto run = Diagnose("text");
@@ -85,23 +92,17 @@ TEST_F(CaseStudy0, JsonCarriesTheProfile) {
 
 // A job slower than its baseline only because a kernel blocks the main stream: the verdict names
 // the blocker with its evidence, and a slowdown within noise is no regression.
-class BlockerAgainstBaseline : public ::testing::Test {
+class BlockerAgainstBaseline : public SharedOutputsSuite<BlockerAgainstBaseline> {
  protected:
   static void SetUpTestSuite() {
-    outputs_ = new std::string((std::filesystem::temp_directory_path() /
-                                ("diagnose-blocker-" + std::to_string(::getpid()))).string());
-    std::filesystem::remove_all(*outputs_);
+    MakeOutputs("diagnose-blocker");
     Write("8111", 720, false);
     Write("8112", 610, true);
     Write("8113", 715, true);
   }
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*outputs_);
-    delete outputs_;
-  }
   // The 8104 job under another id, at `tgs`, with or without a fusion that stalls the main stream.
   static void Write(const std::string& id, double tgs, bool blocker) {
-    GenerateScenario("incident-8104-profile-llama405b.yaml", *outputs_, [&](fixturegen::Scenario& scenario) {
+    GenerateScenario("incident-8104-profile-llama405b.yaml", Outputs(), [&](fixturegen::Scenario& scenario) {
       scenario.job_id = id;
       scenario.job_name = "JAX-llama3.1-405b-fp8-8N";
       scenario.seed = std::stoull(id);
@@ -119,13 +120,11 @@ class BlockerAgainstBaseline : public ::testing::Test {
   }
   static nlohmann::json Diagnose(const std::string& subject) {
     const auto run = bench::RunChild(
-        {DIAGNOSE_BINARY, subject, "--baseline", "8111", "--outputs", *outputs_, "--format", "json"});
+        {DIAGNOSE_BINARY, subject, "--baseline", "8111", "--outputs", Outputs(), "--format", "json"});
     EXPECT_EQ(WEXITSTATUS(run.status), 0);
     return nlohmann::json::parse(run.out);
   }
-  static std::string* outputs_;
 };
-std::string* BlockerAgainstBaseline::outputs_ = nullptr;
 
 TEST_F(BlockerAgainstBaseline, TheVerdictNamesTheBlockerWithItsEvidence) {
   const auto report = Diagnose("8112");
@@ -157,21 +156,15 @@ TEST_F(BlockerAgainstBaseline, ASlowdownWithinNoiseIsNoRegression) {
 // No baseline: the job ran at its healthy level, then slower. The profile speaks for the slowdown
 // only when its window lies inside the slow stretch triage found; otherwise the evidence is
 // insufficient and the verdict is left alone.
-class BlockerAgainstOwnHealthyLevel : public ::testing::Test {
+class BlockerAgainstOwnHealthyLevel : public SharedOutputsSuite<BlockerAgainstOwnHealthyLevel> {
  protected:
   static void SetUpTestSuite() {
-    outputs_ = new std::string((std::filesystem::temp_directory_path() /
-                                ("diagnose-own-level-" + std::to_string(::getpid()))).string());
-    std::filesystem::remove_all(*outputs_);
+    MakeOutputs("diagnose-own-level");
     Write("8121", 25);   // window inside the slow stretch (steps 20-39)
     Write("8122", 5);    // window in the healthy stretch, before the slowdown
   }
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*outputs_);
-    delete outputs_;
-  }
   static void Write(const std::string& id, int64_t window_first_step) {
-    GenerateScenario("fault-9230-profile-blocker-slow-phase.yaml", *outputs_, [&](fixturegen::Scenario& scenario) {
+    GenerateScenario("fault-9230-profile-blocker-slow-phase.yaml", Outputs(), [&](fixturegen::Scenario& scenario) {
       scenario.job_id = id;
       scenario.seed = std::stoull(id);
       scenario.profile->spec.first_step = window_first_step;
@@ -181,7 +174,7 @@ class BlockerAgainstOwnHealthyLevel : public ::testing::Test {
     });
   }
   static nlohmann::json Diagnose(const std::string& subject) {
-    const auto run = bench::RunChild({DIAGNOSE_BINARY, subject, "--outputs", *outputs_, "--format", "json"});
+    const auto run = bench::RunChild({DIAGNOSE_BINARY, subject, "--outputs", Outputs(), "--format", "json"});
     EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.out;
     return nlohmann::json::parse(run.out);
   }
@@ -190,9 +183,7 @@ class BlockerAgainstOwnHealthyLevel : public ::testing::Test {
       if (f["id"] == "profile/main-stream-blocker") return &f;
     return nullptr;
   }
-  static std::string* outputs_;
 };
-std::string* BlockerAgainstOwnHealthyLevel::outputs_ = nullptr;
 
 TEST_F(BlockerAgainstOwnHealthyLevel, AWindowInsideTheSlowStretchNamesTheBlocker) {
   const auto report = Diagnose("8121");

@@ -43,6 +43,7 @@ CliRun RunProgram(const std::vector<std::string>& argv, std::chrono::millisecond
   }
   auto code = child->Wait(timeout);
   run.exit_code = code.ok() ? *code : -1;
+  run.timed_out = !code.ok();
   run.out = TakeOutput(options.stdout_path);
   run.err = TakeOutput(options.stderr_path);
   return run;

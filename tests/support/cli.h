@@ -10,6 +10,7 @@ namespace diagnose::testing {
 
 struct CliRun {
   int exit_code = -1;   // -1: the program could not start, or outlived the timeout
+  bool timed_out = false;  // it outlived the timeout and was killed (a hang, when that is the failure looked for)
   std::string out, err;
   // Everything it printed, stdout first: for checks that do not care which stream said it.
   std::string Printed() const { return out + err; }

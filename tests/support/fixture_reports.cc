@@ -52,4 +52,9 @@ const nlohmann::json* FindingById(const nlohmann::json& report, const std::strin
   return nullptr;
 }
 
+std::string StatusOfFinding(const nlohmann::json& report, const std::string& id) {
+  const nlohmann::json* finding = FindingById(report, id);
+  return finding ? finding->value("status", "") : "absent";
+}
+
 }  // namespace diagnose::e2e

@@ -41,6 +41,8 @@ std::set<std::string> ExcludedHosts(const nlohmann::json& report);
 std::string Dump(const nlohmann::json& report);
 // The finding with this id, or null.
 const nlohmann::json* FindingById(const nlohmann::json& report, const std::string& id);
+// That finding's status word, "absent" when the report has no such finding.
+std::string StatusOfFinding(const nlohmann::json& report, const std::string& id);
 
 }  // namespace diagnose::e2e
 

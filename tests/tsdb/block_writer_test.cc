@@ -1,7 +1,5 @@
 #include "engine/tsdb/block_writer.h"
 
-#include <stdlib.h>
-
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -10,6 +8,7 @@
 
 #include "engine/core/subprocess.h"
 #include "engine/tsdb/tsdb_dir.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -19,12 +18,6 @@ constexpr double kStart = 1771891200;  // 2026-02-24T00:00:00Z
 
 class BlockWriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "block-writer-test-XXXXXX").string();
-    dir_ = mkdtemp(pattern.data());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   BlockWriteOptions Options(const std::string& name = "tsdb") {
     BlockWriteOptions options;
     options.output_dir = dir_ + "/" + name;
@@ -43,7 +36,8 @@ class BlockWriterTest : public ::testing::Test {
     return r.ok() ? r->output : "";
   }
 
-  std::string dir_;
+  testing::TempDir scratch_{"block-writer-test"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 Series MakeSeries(Labels labels, int n, double step, double start = kStart) {

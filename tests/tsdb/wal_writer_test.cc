@@ -1,7 +1,5 @@
 #include "engine/tsdb/wal_writer.h"
 
-#include <stdlib.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/core/subprocess.h"
+#include "tests/support/files.h"
 
 namespace diagnose {
 namespace {
@@ -21,12 +20,6 @@ constexpr double kStart = 1764676800;  // 2025-12-02T12:00:00Z
 
 class WalWriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "wal-writer-test-XXXXXX").string();
-    dir_ = mkdtemp(pattern.data());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Prometheus' own reading of the TSDB: promtool opens it read-only, replays the WAL into a head
   // and dumps every sample as `{labels} value timestamp_ms`. It writes into the dir, so a copy.
   std::map<std::string, std::map<int64_t, double>> Replay(const std::string& tsdb) {
@@ -55,7 +48,8 @@ class WalWriterTest : public ::testing::Test {
     }
     return samples;
   }
-  std::string dir_;
+  testing::TempDir scratch_{"wal-writer-test"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 TEST(Crc32cTest, MatchesTheCastagnoliCheckValue) {
