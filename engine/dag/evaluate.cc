@@ -27,7 +27,7 @@ void CollectLogRefs(const json& v, std::vector<Evidence>* out, int depth = 0) {
     auto line = v.find("line");
     if (file != v.end() && line != v.end() && file->is_string() && line->is_number() && !file->get<std::string>().empty()) {
       Evidence e;
-      e.kind = "log";
+      e.kind = EvidenceKind::kLog;
       e.query = file->get<std::string>() + ":" + std::to_string(line->get<int64_t>());
       auto text = v.find("text");
       if (text != v.end() && text->is_string()) e.text = text->get<std::string>();
@@ -413,12 +413,12 @@ void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
     out.value = QueryResultJson(*graph_.nodes()[idx].rule, *answer, instance_hosts, q.promql, start, end);
     out.health = NodeHealth::kOk;
     Evidence e;
-    e.kind = "promql";
+    e.kind = EvidenceKind::kPromql;
     e.query = q.promql;
     e.window = TimeWindow{start, end};
     e.value = out.value["values"];
     e.text = graph_.nodes()[idx].rule->description;
-    if (client == ctx_.baseline) e.role = "baseline";
+    if (client == ctx_.baseline) e.role = JobRole::kBaseline;
     if (out.value.contains("series") && !out.value["series"].empty())
       e.series = std::make_shared<const json>(out.value["series"]);
     for (const auto& w : answer->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
@@ -451,7 +451,7 @@ void Evaluator::EvaluateNonQuery(int idx) {
       }
       CollectLogRefs(cite, &out.evidence);
       Evidence derived;
-      derived.kind = "derived";
+      derived.kind = EvidenceKind::kDerived;
       derived.query = rule.fact.value.source;
       derived.value = *v;
       derived.text = rule.description;
@@ -483,7 +483,7 @@ void Evaluator::EvaluateNonQuery(int idx) {
       }
       out.value = std::move(*r);
       Evidence e;
-      e.kind = "derived";
+      e.kind = EvidenceKind::kDerived;
       e.query = def->name + " " + rule.analysis.args.dump();
       e.value = Trimmed(out.value);
       e.text = rule.description.empty() ? def->description : rule.description;

@@ -156,7 +156,7 @@ std::vector<Evidence> Evaluator::FindingEvidence(int idx) {
   std::vector<Evidence> ev;
   std::set<std::string> seen;
   auto add = [&](const Evidence& e) {
-    std::string key = e.kind + '\x1f' + e.query + '\x1f' + e.text + '\x1f' + e.role;
+    std::string key = std::string(ToString(e.kind)) + '\x1f' + e.query + '\x1f' + e.text + '\x1f' + std::string(ToString(e.role));
     if (e.window) key += '\x1f' + std::to_string(e.window->start) + ':' + std::to_string(e.window->end);
     if (seen.insert(std::move(key)).second) ev.push_back(e);
   };
@@ -174,7 +174,7 @@ std::vector<Evidence> Evaluator::FindingEvidence(int idx) {
         if (visited.insert(d).second) {
           next.push_back(d);
           for (const auto& e : result_.nodes[d].evidence)
-            if (e.kind == "promql") add(e);
+            if (e.kind == EvidenceKind::kPromql) add(e);
         }
     frontier = std::move(next);
   }

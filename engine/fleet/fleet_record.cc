@@ -31,7 +31,7 @@ std::vector<Series> VerdictRecordSeries(const Report& report, double at) {
   std::vector<Series> out;
   const JobEntry* subject = nullptr;
   for (const auto& job : report.jobs)
-    if (job.role == "subject") subject = &job;
+    if (job.role == JobRole::kSubject) subject = &job;
   if (!subject) return out;
   // The value is the job's end too, so last_over_time() gives it back on any PromQL engine.
   const Sample sample{at, at};

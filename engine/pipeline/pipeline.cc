@@ -49,7 +49,7 @@ double SecondsSince(Clock::time_point start) {
 struct JobContext {
   JobLocation location;
   JobFacts facts;
-  std::string role;
+  JobRole role = JobRole::kSubject;
   TsdbState tsdb;
   std::unique_ptr<PrivatePrometheus> server;
   std::unique_ptr<HttpQueryClient> remote;
@@ -77,7 +77,7 @@ struct JobContext {
 };
 
 StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& outputs_dir,
-                                     const std::string& role, const DiagnoseOptions& options) {
+                                     JobRole role, const DiagnoseOptions& options) {
   JobContext job;
   job.role = role;
   Stage("locating {} in {}", ref, outputs_dir);
@@ -127,7 +127,7 @@ std::string FormatRange(const TimeRange& r) {
 // An end missing from the log is estimated from the steps' total time plus an hour of setup.
 std::optional<TimeRange> RemoteSearchWindow(const JobContext& job, const DiagnoseOptions& options,
                                             std::string* provenance) {
-  if (job.role == "subject" && options.window) {
+  if (job.role == JobRole::kSubject && options.window) {
     *provenance = "--window " + FormatRange(*options.window);
     return options.window;
   }
@@ -268,10 +268,10 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
 StatusOr<std::vector<JobContext>> LocateAndTriageAll(const DiagnoseOptions& options) {
   const std::string outputs = DefaultOutputsDir(options.outputs_dir);
   std::vector<JobContext> jobs;
-  ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, "subject", options));
+  ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, JobRole::kSubject, options));
   jobs.push_back(std::move(subject));
   if (options.baseline_ref) {
-    ASSIGN_OR_RETURN(JobContext baseline, LocateAndTriage(*options.baseline_ref, outputs, "baseline", options));
+    ASSIGN_OR_RETURN(JobContext baseline, LocateAndTriage(*options.baseline_ref, outputs, JobRole::kBaseline, options));
     jobs.push_back(std::move(baseline));
   }
   return jobs;
@@ -338,7 +338,7 @@ StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_option
       RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
       if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
       if (job.tsdb.state == TsdbAvailability::kUnavailable || job.tsdb.state == TsdbAvailability::kFailed)
-        inputs.notes.push_back(job.role + " TSDB " + std::string(ToString(job.tsdb.state)) + ": " + job.tsdb.reason);
+        inputs.notes.push_back(std::string(ToString(job.role)) + " TSDB " + std::string(ToString(job.tsdb.state)) + ": " + job.tsdb.reason);
     }
   }
   inputs.facts = jobs[0].facts;
@@ -375,7 +375,7 @@ class OpenedJob : public OpenedJobMetrics {
 StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions& raw_options) {
   ASSIGN_OR_RETURN(const DiagnoseOptions options, Resolved(raw_options));
   const std::string outputs = DefaultOutputsDir(options.outputs_dir);
-  ASSIGN_OR_RETURN(JobContext job, LocateAndTriage(options.job_ref, outputs, "subject", options));
+  ASSIGN_OR_RETURN(JobContext job, LocateAndTriage(options.job_ref, outputs, JobRole::kSubject, options));
   RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
   if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
   return std::unique_ptr<OpenedJobMetrics>(std::make_unique<OpenedJob>(std::move(job)));

@@ -384,7 +384,7 @@ Finding BlockerFinding(const JobFacts& subject, const profile::ProfileDrill& d, 
   f.status = FindingStatus::kFired;
   f.summary = text;
   Evidence e;
-  e.kind = "profile";
+  e.kind = EvidenceKind::kProfile;
   e.query = lead == Lead::kSlowestGpu ? d.slow_gpu->file : b.file;
   e.value = value;
   e.text = text;

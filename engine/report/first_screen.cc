@@ -30,7 +30,7 @@ std::string LogTimeText(const LogTime& t) {
 }
 
 std::string JobHeadline(const JobEntry& job, const JobFacts* facts) {
-  std::string line = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
+  std::string line = "job " + job.id + (job.role == JobRole::kBaseline ? " (baseline)" : "");
   if (facts != nullptr && !facts->header.model_name.empty()) line += ", " + facts->header.model_name;
   if (!job.hosts.empty()) line += ", " + std::to_string(job.hosts.size()) + (job.hosts.size() == 1 ? " host" : " hosts");
   line += ": " + std::string(ToString(job.status));
@@ -173,29 +173,29 @@ std::optional<ScreenEvidence> StrongestEvidence(const Finding& f) {
         return;
       }
   };
-  auto answered = [](const Evidence& e) { return e.kind == "promql" && e.window && !e.value.is_null() && !e.value.empty(); };
-  pick([&](const Evidence& e) { return e.kind == "promql" && NamesHosts(e, f.hosts); });
+  auto answered = [](const Evidence& e) { return e.kind == EvidenceKind::kPromql && e.window && !e.value.is_null() && !e.value.empty(); };
+  pick([&](const Evidence& e) { return e.kind == EvidenceKind::kPromql && NamesHosts(e, f.hosts); });
   // A series over a window shows the change; an instant lookup (the step at a time) only places it.
   pick([&](const Evidence& e) { return answered(e) && e.window->end > e.window->start && e.series; });
   pick(answered);
-  pick([&](const Evidence& e) { return e.kind == "log"; });
-  pick([&](const Evidence& e) { return e.kind == "promql"; });
-  pick([&](const Evidence& e) { return e.kind == "derived" && !e.value.is_null(); });
+  pick([&](const Evidence& e) { return e.kind == EvidenceKind::kLog; });
+  pick([&](const Evidence& e) { return e.kind == EvidenceKind::kPromql; });
+  pick([&](const Evidence& e) { return e.kind == EvidenceKind::kDerived && !e.value.is_null(); });
   if (!best) return std::nullopt;
   ScreenEvidence out;
-  if (best->kind == "promql") {
+  if (best->kind == EvidenceKind::kPromql) {
     out.where = "promql " + ValidUtf8(best->query, 110, true);
     if (best->window) out.where += " " + IsoWindow(*best->window);
     out.detail = TopValues(best->value, f.hosts);
     if (out.detail.empty()) out.detail = "no series";
-  } else if (best->kind == "log") {
+  } else if (best->kind == EvidenceKind::kLog) {
     out.where = "log " + best->query;
     out.detail = ValidUtf8(best->text, 140, true);
   } else {
     out.where = ValidUtf8(best->text.empty() ? best->query : best->text, 110, true);
     out.detail = ValidUtf8(FormatEvidenceValue(best->value), 120, true);
   }
-  if (best->role == "baseline") out.where = "baseline " + out.where;
+  if (best->role == JobRole::kBaseline) out.where = "baseline " + out.where;
   return out;
 }
 

@@ -233,7 +233,7 @@ std::string BaselineChart(const Report& r, const std::string& finding_ids, const
   const std::string subject_id = r.jobs.empty() ? "subject" : r.jobs.front().id;
   std::string baseline_id = "baseline";
   for (const auto& j : r.jobs)
-    if (j.role == "baseline") baseline_id = j.id;
+    if (j.role == JobRole::kBaseline) baseline_id = j.id;
   using JobSeries = std::pair<const Evidence*, const std::string*>;
   for (const auto& [e, id] : {JobSeries{&subject, &subject_id}, JobSeries{&baseline, &baseline_id}}) {
     std::vector<const json*> lists;
@@ -298,8 +298,8 @@ std::string EvidenceList(const Report& r, const Finding& f) {
   out << "<ul class=\"evidence\">";
   for (const auto& e : f.evidence) {
     out << "<li>";
-    if (e.role == "baseline") out << "<span class=\"muted\">baseline job</span> ";
-    if (e.kind == "promql") {
+    if (e.role == JobRole::kBaseline) out << "<span class=\"muted\">baseline job</span> ";
+    if (e.kind == EvidenceKind::kPromql) {
       out << "<pre class=\"promql\">" << Esc(e.query) << "</pre>";
       if (e.window) out << "<span class=\"muted\">" << Esc(IsoWindow(*e.window)) << "</span> ";
       if (!e.text.empty()) out << Esc(e.text) << " ";
@@ -309,7 +309,7 @@ std::string EvidenceList(const Report& r, const Finding& f) {
       }
       if (auto strongest = StrongestEvidence(Finding{f.id, f.playbook, f.status, f.hosts, {e}, "", std::nullopt}))
         out << "<br><span class=\"muted\">" << Esc(strongest->detail) << "</span>";
-    } else if (e.kind == "log") {
+    } else if (e.kind == EvidenceKind::kLog) {
       out << "<code>" << Esc(e.query) << "</code> <span class=\"quote\">" << Esc(ValidUtf8(e.text, 400, true)) << "</span>";
     } else {
       out << Esc(e.text.empty() ? e.query : e.text);
@@ -446,7 +446,7 @@ std::string ThroughputSection(const Report& r) {
     c.x_label = "step";
     for (const auto& job : r.jobs) {
       svg::Line l;
-      l.label = "job " + job.id + (job.role == "baseline" ? " (baseline)" : "");
+      l.label = "job " + job.id + (job.role == JobRole::kBaseline ? " (baseline)" : "");
       l.css_class = "series";
       l.data["job"] = job.id;
       if (const JobFacts* facts = FactsOf(r, job.id))
@@ -463,10 +463,10 @@ std::string ThroughputSection(const Report& r) {
 }
 
 bool ChartedSeries(const Evidence& e) {
-  return e.kind == "promql" && e.series && e.series->is_object() && !e.series->empty();
+  return e.kind == EvidenceKind::kPromql && e.series && e.series->is_object() && !e.series->empty();
 }
 
-std::string ChartKey(const Evidence& e) { return e.role + '\x1f' + e.query; }
+std::string ChartKey(const Evidence& e) { return std::string(ToString(e.role)) + '\x1f' + e.query; }
 
 // Which fired findings cite each charted query, which queries are drawn already, and where the
 // heatmap goes: shared by every finding's section, so a query several cite is drawn once.
@@ -504,7 +504,7 @@ ChartPlan PlanCharts(const Report& r, const std::vector<const Finding*>& fired) 
   // The heatmap: the first per-host family over 16+ hosts, the deciding finding's first.
   for (const Finding* f : fired) {
     for (const auto& e : f->evidence) {
-      if (!ChartedSeries(e) || e.role != "subject") continue;
+      if (!ChartedSeries(e) || e.role != JobRole::kSubject) continue;
       std::set<std::string> hosts;
       for (const auto& [key, list] : e.series->items()) hosts.insert(HostOfKey(key));
       if (hosts.size() >= kHeatmapMinHosts) {
@@ -534,7 +534,7 @@ struct EvidenceRanking {
   }
   // Blamed hosts beside the others show the contrast; blamed hosts alone show only their shape.
   int Rank(const Evidence& e) const {
-    if (e.role == "subject" && PartnerOf(e)) return 0;
+    if (e.role == JobRole::kSubject && PartnerOf(e)) return 0;
     bool some_blamed = false, some_other = false;
     for (const auto& [key, list] : e.series->items()) (blamed.count(HostOfKey(key)) ? some_blamed : some_other) = true;
     if (some_blamed && some_other && excludes && !SeparatesBlamedHosts(e, blamed)) return kNoContrast;
@@ -580,7 +580,7 @@ std::string FindingSection(const Report& r, const Finding& f, ChartPlan& plan) {
       plan.charted.erase(ChartKey(e));   // left for a later finding that cites it
       continue;
     }
-    const Evidence* partner = e.role == "subject" ? ranking.PartnerOf(e) : nullptr;
+    const Evidence* partner = e.role == JobRole::kSubject ? ranking.PartnerOf(e) : nullptr;
     if (partner) {
       plan.charted.insert(ChartKey(*partner));
       out << BaselineChart(r, plan.IdsCiting(e), e, *partner);

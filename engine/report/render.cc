@@ -27,8 +27,8 @@ class Sink {
 std::string Num(double v, int prec = 1) { return FixedDecimal(v, prec); }
 
 std::string EvidenceLine(const Evidence& e) {
-  std::string where = e.role == "baseline" ? "(baseline) " + e.query : e.query;
-  if (e.kind == "promql" && e.window) where += " " + IsoWindow(*e.window);
+  std::string where = e.role == JobRole::kBaseline ? "(baseline) " + e.query : e.query;
+  if (e.kind == EvidenceKind::kPromql && e.window) where += " " + IsoWindow(*e.window);
   return where;
 }
 
@@ -81,7 +81,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   // First, before anything a reader might act on.
   if (r.incomplete) s->KeyValue("INCOMPLETE", *r.incomplete + " (exit status 3; the decision is none)", true);
   for (const auto& job : r.jobs) {
-    s->Section("Job " + job.id + (job.role == "baseline" ? " (baseline)" : ""));
+    s->Section("Job " + job.id + (job.role == JobRole::kBaseline ? " (baseline)" : ""));
     s->KeyValue("status", std::string(ToString(job.status)), true);
     s->KeyValue("failure class", job.failure_class.empty() ? "none" : job.failure_class, true);
     if (!job.dir.empty()) s->KeyValue("dir", job.dir);
@@ -114,7 +114,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
       if (!f.hosts.empty()) head += " hosts: " + JoinStrings(f.hosts);
       if (!f.summary.empty()) head += " - " + f.summary;
       s->Bullet(head);
-      for (const auto& e : f.evidence) s->Bullet("  " + e.kind + " " + EvidenceLine(e), e.text);
+      for (const auto& e : f.evidence) s->Bullet("  " + std::string(ToString(e.kind)) + " " + EvidenceLine(e), e.text);
     }
   }
   if (!r.not_evaluated.empty()) {

@@ -71,7 +71,7 @@ nlohmann::json ToJson(const Evidence& e) {
   if (e.window) j["window"] = {{"start", e.window->start}, {"end", e.window->end}};
   j["value"] = e.value;
   j["text"] = e.text;
-  if (e.role == "baseline") j["role"] = e.role;
+  if (e.role == JobRole::kBaseline) j["role"] = e.role;
   return j;
 }
 
@@ -224,7 +224,7 @@ const JobFacts* SubjectFacts(const Report& report) {
   if (report.jobs.empty()) return nullptr;
   std::string id = report.jobs.front().id;
   for (const auto& job : report.jobs)
-    if (job.role == "subject") id = job.id;
+    if (job.role == JobRole::kSubject) id = job.id;
   return FactsOf(report, id);
 }
 

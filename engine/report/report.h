@@ -13,7 +13,9 @@
 #include "engine/core/vocabulary.h"
 #include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
+#include "engine/report/evidence_kind.h"
 #include "engine/report/finding_status.h"
+#include "engine/report/job_role.h"
 #include "engine/report/job_facts.h"
 #include "engine/report/job_status.h"
 
@@ -26,14 +28,13 @@ struct TimeWindow {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TimeWindow, start, end)
 
 struct Evidence {
-  std::string kind;                   // promql | log | derived | profile (a trace file: query is its path)
+  EvidenceKind kind = EvidenceKind::kDerived;   // a profile's query is the trace file's path
   std::string query;                  // PromQL text as run (promql), or "file:line" (log)
   std::optional<TimeWindow> window;   // the range or instant ([t, t]) it was evaluated over
   nlohmann::json value;               // number, per-host object, or table
   std::string text;                   // human sentence or the quoted log line
-  // Which job's TSDB answered (promql): "baseline" for the --baseline job, else "subject". In JSON
-  // only when "baseline" (extension).
-  std::string role = "subject";
+  // Which job's TSDB answered (promql). In JSON only for the baseline (extension).
+  JobRole role = JobRole::kSubject;
   // The range query's series keyed like `value` ("host" or "host/device" -> [[t, v], ...]), shared
   // with the rule that asked. Drawn by the HTML report; never in JSON (a 1,000-host job's series
   // would dwarf the report).
@@ -52,7 +53,7 @@ struct Finding {
 
 struct JobEntry {
   std::string id;
-  std::string role = "subject";   // subject | baseline
+  JobRole role = JobRole::kSubject;
   std::string dir;
   JobStatus status = JobStatus::kUnknownDeath;
   std::string failure_class;

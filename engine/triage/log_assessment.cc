@@ -10,7 +10,7 @@ namespace {
 
 Evidence LogEvidence(const LogRef& r) {
   Evidence e;
-  e.kind = "log";
+  e.kind = EvidenceKind::kLog;
   e.query = r.file + ":" + std::to_string(r.line);
   e.value = nullptr;
   e.text = r.text;
@@ -19,7 +19,7 @@ Evidence LogEvidence(const LogRef& r) {
 
 }  // namespace
 
-JobEntry JobEntryFromFacts(const JobFacts& f, const std::string& role) {
+JobEntry JobEntryFromFacts(const JobFacts& f, JobRole role) {
   JobEntry j;
   j.id = f.id;
   j.role = role;
@@ -65,7 +65,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     for (const auto& e : f.heartbeat.evidence) fd.evidence.push_back(LogEvidence(e));
     if (f.heartbeat.heartbeat_stop_time && f.heartbeat.crash_time) {
       Evidence d;
-      d.kind = "derived";
+      d.kind = EvidenceKind::kDerived;
       d.window = TimeWindow{static_cast<double>(f.heartbeat.heartbeat_stop_time->epoch),
                             static_cast<double>(f.heartbeat.crash_time->epoch)};
       d.value = f.heartbeat.timeout_seconds;
@@ -84,7 +84,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
     fd.summary = "TGS pattern " + f.tgs.pattern + ": steady " + FixedDecimal(f.tgs.steady_tgs, 0) + ", recent " +
                  FixedDecimal(f.tgs.recent_tgs, 0);
     Evidence d;
-    d.kind = "derived";
+    d.kind = EvidenceKind::kDerived;
     d.query = "completed step lines";
     d.value = nlohmann::json(f.tgs.phases);
     std::string phases;
@@ -98,7 +98,7 @@ std::vector<Finding> LogFindings(const JobFacts& f, const SignatureTable& table)
   return out;
 }
 
-LogAssessment AssessLogs(const JobFacts& f, const SignatureTable& table, const std::string& role) {
+LogAssessment AssessLogs(const JobFacts& f, const SignatureTable& table, JobRole role) {
   LogAssessment a;
   a.job = JobEntryFromFacts(f, role);
   a.findings = LogFindings(f, table);

@@ -10,7 +10,7 @@
 
 namespace diagnose {
 
-JobEntry JobEntryFromFacts(const JobFacts& facts, const std::string& role = "subject");
+JobEntry JobEntryFromFacts(const JobFacts& facts, JobRole role = JobRole::kSubject);
 
 // Findings for every matched class (and the heartbeat and TGS facts), each citing log evidence.
 std::vector<Finding> LogFindings(const JobFacts& facts, const SignatureTable& table);
@@ -26,6 +26,6 @@ struct LogAssessment {
   std::vector<std::string> tsdb_questions;
 };
 
-LogAssessment AssessLogs(const JobFacts& facts, const SignatureTable& table, const std::string& role = "subject");
+LogAssessment AssessLogs(const JobFacts& facts, const SignatureTable& table, JobRole role = JobRole::kSubject);
 
 }  // namespace diagnose

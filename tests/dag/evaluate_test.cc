@@ -207,8 +207,8 @@ TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   EXPECT_EQ(alive->status, FindingStatus::kFired);
   bool promql = false, log = false;
   for (const auto& e : alive->evidence) {
-    promql |= e.kind == "promql" && e.query.find("hw_gpu_power_watts") != std::string::npos && e.window->start == 9100;
-    log |= e.kind == "log" && e.query == "job.log:42";
+    promql |= e.kind == EvidenceKind::kPromql && e.query.find("hw_gpu_power_watts") != std::string::npos && e.window->start == 9100;
+    log |= e.kind == EvidenceKind::kLog && e.query == "job.log:42";
   }
   EXPECT_TRUE(promql);
   EXPECT_TRUE(log);

@@ -14,7 +14,7 @@ Report JobReport(const std::vector<std::string>& hosts, const std::vector<Exclus
   subject.hosts = hosts;
   r.jobs.push_back(subject);
   JobEntry baseline = subject;
-  baseline.role = "baseline";
+  baseline.role = JobRole::kBaseline;
   baseline.hosts = {"other-host"};
   r.jobs.push_back(baseline);
   r.verdict.root_cause = "rdma-link-degradation";

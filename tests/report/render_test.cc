@@ -37,7 +37,7 @@ Report SampleReport() {
   f.playbook = "log-triage";
   f.status = FindingStatus::kFired;
   f.hosts = {"gpu401"};
-  f.evidence.push_back({"log", "9101-JAX-x.log:812", std::nullopt, nullptr,
+  f.evidence.push_back({EvidenceKind::kLog, "9101-JAX-x.log:812", std::nullopt, nullptr,
                         "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 221.71GiB & <more>"});
   r.findings.push_back(f);
   r.decision.action = DecisionAction::kNoRetry;
@@ -138,7 +138,7 @@ TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) 
   f.id = "rdma/bad_hosts";
   f.status = FindingStatus::kFired;
   f.hosts = {"gpu413"};
-  Evidence e{"promql", "sum by (host, device) (rate(x_total[2m]))", TimeWindow{1000, 7500}, nlohmann::json{{"gpu413/ionic_0", 900}}, "retransmits"};
+  Evidence e{EvidenceKind::kPromql, "sum by (host, device) (rate(x_total[2m]))", TimeWindow{1000, 7500}, nlohmann::json{{"gpu413/ionic_0", 900}}, "retransmits"};
   e.series = series;
   f.evidence.push_back(e);
   r.findings.push_back(f);
@@ -191,7 +191,7 @@ TEST(RenderTest, EvidenceValuesAreFormattedNumbersAndTimes) {
   Finding f;
   f.id = "pb/recovery";
   f.status = FindingStatus::kFired;
-  f.evidence.push_back({"derived", "recovery", std::nullopt, value, "recovery test"});
+  f.evidence.push_back({EvidenceKind::kDerived, "recovery", std::nullopt, value, "recovery test"});
   r.findings.push_back(f);
   const std::string h = RenderHtml(r);
   EXPECT_EQ(h.find("3291.778"), std::string::npos);
@@ -219,7 +219,7 @@ TEST(RenderTest, ChartsThatDoNotSetTheExcludedHostsApartAreLeftOut) {
   f.hosts = {"gpu413"};
   for (const auto& [name, apart] : {std::pair{"retransmits", true}, std::pair{"congestion everywhere", false},
                                     std::pair{"ack timeouts", true}}) {
-    Evidence e{"promql", std::string("rate(") + name + "[2m])", TimeWindow{1000, 2800}, nlohmann::json::object(), name};
+    Evidence e{EvidenceKind::kPromql, std::string("rate(") + name + "[2m])", TimeWindow{1000, 2800}, nlohmann::json::object(), name};
     e.series = series_of(apart);
     f.evidence.push_back(e);
   }

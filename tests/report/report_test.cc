@@ -54,7 +54,7 @@ TEST(ReportFacts, SubjectFactsAreTheSubjectJobsTypedFacts) {
   Report report;
   JobEntry baseline;
   baseline.id = "76";
-  baseline.role = "baseline";
+  baseline.role = JobRole::kBaseline;
   JobEntry subject;
   subject.id = "77";
   report.jobs = {baseline, subject};
