@@ -351,6 +351,10 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
   return true;
 }
 
+Evaluator::QuestionKey Evaluator::KeyOf(const QueryClient* client, const Query& q) {
+  return {client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
+}
+
 std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
   // Rules asking the very same question (PromQL, kind and times) share one request, within the
   // wave and with every earlier wave of the run; one RunBatch per client (subject, baseline).
@@ -361,12 +365,12 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
     for (size_t i = 0; i < wave->nodes.size(); ++i) {
       if (wave->clients[i] != client) continue;
       const Query& q = wave->queries[i];
-      QuestionKey key{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
-      auto [it, fresh] = answers_.try_emplace(key);
+      auto [it, fresh] = answers_.try_emplace(KeyOf(client, q));
       if (fresh) unique.push_back(q);
       else ++result_.queries_shared;
       it->second.templates.push_back(TemplateOf(wave->nodes[i]));
     }
+    if (client->EvaluatesPromql()) SetDerivedAside(client, &unique, wave);
     if (unique.empty()) continue;
     ++result_.batches;
     result_.queries_run += static_cast<int>(unique.size());
@@ -381,7 +385,7 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
       std::vector<StatusOr<QueryResult>> fetched = client->RunBatch(queries);
       for (size_t u = 0; u < queries.size(); ++u) {
         const Query& q = queries[u];
-        answers.emplace_back(QuestionKey{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step},
+        answers.emplace_back(KeyOf(client, q),
                              u < fetched.size() ? std::move(fetched[u]) : StatusOr<QueryResult>(InternalError("no result")));
       }
     }
@@ -389,18 +393,70 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
   });
 }
 
-void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
-  for (auto& [key, answer] : fetched) {
-    if (answer.ok())
-      for (const auto& series : answer->series) result_.points_returned += static_cast<int64_t>(series.samples.size());
-    answers_[key].result = std::make_shared<const StatusOr<QueryResult>>(std::move(answer));
+void Evaluator::SetDerivedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave) {
+  auto source_of = [client](const Query& q, const Derivation& d) {
+    Query source = q;
+    source.promql = d.source;
+    return KeyOf(client, source);
+  };
+  // A question derivable in this wave is not a source in it: it has no answer until the sent ones do.
+  std::vector<std::optional<Derivation>> derivations;
+  std::set<QuestionKey> derivable;
+  for (const Query& q : *unique) {
+    derivations.push_back(DerivationOf(q.promql));
+    if (derivations.back() && answers_.count(source_of(q, *derivations.back()))) derivable.insert(KeyOf(client, q));
   }
+  std::vector<Query> sent;
+  for (size_t u = 0; u < unique->size(); ++u) {
+    Query& q = (*unique)[u];
+    if (!derivable.count(KeyOf(client, q))) {
+      sent.push_back(std::move(q));
+      continue;
+    }
+    const QuestionKey source = source_of(q, *derivations[u]);
+    if (derivable.count(source)) {
+      sent.push_back(std::move(q));
+      continue;
+    }
+    ++result_.queries_derived;
+    wave->derived.push_back({client, std::move(q), source, std::move(*derivations[u])});
+  }
+  *unique = std::move(sent);
+}
+
+void Evaluator::AnswerDerived(const Wave& wave) {
+  std::map<QueryClient*, std::vector<Query>> ask;
+  for (const auto& d : wave.derived) {
+    const auto& source = answers_.at(d.source).result;
+    std::optional<QueryResult> answer;
+    if (source && source->ok()) answer = DeriveAnswer(d.derivation, **source, d.query.kind);
+    if (answer) answers_[KeyOf(d.client, d.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
+    else ask[d.client].push_back(d.query);
+  }
+  for (auto& [client, queries] : ask) {
+    ++result_.batches;
+    result_.queries_run += static_cast<int>(queries.size());
+    result_.queries_derived -= static_cast<int>(queries.size());
+    std::vector<StatusOr<QueryResult>> fetched = client->RunBatch(queries);
+    for (size_t u = 0; u < queries.size(); ++u)
+      KeepAnswer(KeyOf(client, queries[u]), u < fetched.size() ? std::move(fetched[u]) : StatusOr<QueryResult>(InternalError("no result")));
+  }
+}
+
+void Evaluator::KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer) {
+  if (answer.ok())
+    for (const auto& series : answer->series) result_.points_returned += static_cast<int64_t>(series.samples.size());
+  answers_[key].result = std::make_shared<const StatusOr<QueryResult>>(std::move(answer));
+}
+
+void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
+  for (auto& [key, answer] : fetched) KeepAnswer(key, std::move(answer));
+  AnswerDerived(wave);
   for (size_t i = 0; i < wave.nodes.size(); ++i) {
     const int idx = wave.nodes[i];
     const Query& q = wave.queries[i];
     QueryClient* client = wave.clients[i];
-    const QuestionKey key{client, static_cast<int>(q.kind), q.promql, q.time, q.start, q.end, q.step};
-    const StatusOr<QueryResult>& answer = *answers_.at(key).result;
+    const StatusOr<QueryResult>& answer = *answers_.at(KeyOf(client, q)).result;
     if (!answer.ok()) {
       Fail(idx, NodeHealth::kError, "query failed (" + client->Describe() + "): " + answer.status().message() + " [" + q.promql + "]");
       continue;

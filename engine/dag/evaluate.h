@@ -36,6 +36,7 @@ struct EvaluationResult {
   std::vector<std::string> not_evaluated;        // "<node>: <health>: <reason>"
   int queries_run = 0;      // requests sent: each distinct question of the run once
   int queries_shared = 0;   // query rules answered by a request another rule of the run sent
+  int queries_derived = 0;  // questions computed from another question's answer, not sent
   int batches = 0;
   int64_t points_returned = 0;   // samples and instant values in the answers, each request once
 };

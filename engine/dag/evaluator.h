@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/dag/derived_answer.h"
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/expr.h"
 
@@ -84,13 +85,22 @@ class Evaluator {
   // are judged.
   void EvaluateByReadiness();
 
+  using QuestionKey = std::tuple<const QueryClient*, int, std::string, double, double, double, double>;
+  static QuestionKey KeyOf(const QueryClient* client, const Query& q);
+  // A question of the wave answered from another question's answer (derived_answer.h), not sent.
+  struct DerivedQuestion {
+    QueryClient* client = nullptr;
+    Query query;
+    QuestionKey source;
+    Derivation derivation;
+  };
   // The query rules of one pass and what they ask.
   struct Wave {
     std::vector<int> nodes;
     std::vector<Query> queries;
     std::vector<QueryClient*> clients;
+    std::vector<DerivedQuestion> derived;
   };
-  using QuestionKey = std::tuple<const QueryClient*, int, std::string, double, double, double, double>;
   using WaveAnswers = std::vector<std::pair<QuestionKey, StatusOr<QueryResult>>>;
 
   // Adds the query rule to the wave; false when it is final without a request (skipped, failed).
@@ -99,7 +109,14 @@ class Evaluator {
   void Judge(int idx);
   // The wave's questions not yet answered in this run, one request each, sent off this thread.
   std::future<WaveAnswers> SendInBackground(Wave* wave);
+  // The wave's new questions of `client` that are answered from another question of the run, which
+  // is sent (in this wave or an earlier one) rather than derived itself; the rest in `unique`.
+  void SetDerivedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
   void ApplyAnswers(const Wave& wave, WaveAnswers fetched);
+  // The derived questions' answers; one the derivation cannot give exactly is asked of the TSDB.
+  void AnswerDerived(const Wave& wave);
+  // A sent question's answer, kept for the rules asking it (and counted in points_returned).
+  void KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer);
 
   void EvaluateNonQuery(int idx);
 

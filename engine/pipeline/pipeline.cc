@@ -452,7 +452,8 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   // the diagnosis incomplete rather than letting missing answers pass for facts about the job.
   ReportParts parts;
   double tsdb_seconds = 0, playbooks_seconds = 0;
-  int64_t playbook_requests = 0, playbook_points = 0;   // over every attempt, a restart's included
+  // Over every attempt, a restart's included.
+  int64_t playbook_requests = 0, playbook_points = 0, playbook_derived = 0;
   std::optional<int64_t> playbook_samples;              // what the private servers read for them
   while (true) {
     auto tsdb_started = Clock::now();
@@ -479,15 +480,17 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     if (const auto samples_after = PrivateServerSamplesRead(jobs))
       playbook_samples = playbook_samples.value_or(0) + *samples_after - samples_before.value_or(0);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
-    Stage("playbooks: {} selected, {} queries in {} batches ({} rules shared a request, {} points returned), {} fired",
+    Stage("playbooks: {} selected, {} queries in {} batches ({} rules shared a request, {} answers computed from "
+          "another's, {} points returned), {} fired",
           run->selection.selected.size(), run->evaluation.queries_run, run->evaluation.batches,
-          run->evaluation.queries_shared, run->evaluation.points_returned,
+          run->evaluation.queries_shared, run->evaluation.queries_derived, run->evaluation.points_returned,
           std::count_if(run->evaluation.findings.begin(), run->evaluation.findings.end(),
                         [](const Finding& f) { return f.status == FindingStatus::kFired; }));
     parts.playbooks = dag::OutcomeOf(*run);
     playbooks_seconds += SecondsSince(playbooks_started);
     playbook_requests += run->evaluation.queries_run;
     playbook_points += run->evaluation.points_returned;
+    playbook_derived += run->evaluation.queries_derived;
 
     bool restarted = false;
     for (auto& job : jobs) {
@@ -536,7 +539,8 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
                             {"playbooks", playbooks_seconds},
                             {"total", SecondsSince(started)},
                             {"playbook_requests", playbook_requests},
-                            {"playbook_points_returned", playbook_points}};
+                            {"playbook_points_returned", playbook_points},
+                            {"playbook_answers_derived", playbook_derived}};
   if (playbook_samples) decided.report.timings["playbook_samples_read"] = *playbook_samples;
   return decided;
 }

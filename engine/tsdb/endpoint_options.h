@@ -39,6 +39,10 @@ struct RemoteEndpointOptions {
   // Ask for the query's statistics (stats=all) and total the samples the server says it read
   // (HttpQueryClient::samples_read). Prometheus >= 2.35 reports them; other backends may not.
   bool query_stats = false;
+  // The endpoint is Prometheus itself (the private server): the engine may compute an answer from
+  // another one exactly as Prometheus would (QueryClient::EvaluatesPromql). Not assumed of a remote
+  // endpoint, which may speak a dialect (MetricsQL aggregates NaN differently).
+  bool is_prometheus = false;
   // The whole run's deadline (--deadline): no request outlives it, whatever its own timeout and
   // retries, so an endpoint that accepts and never answers cannot hold a Slurm epilog.
   std::optional<std::chrono::steady_clock::time_point> deadline;

@@ -302,8 +302,17 @@ bool FinishTransfer(HttpQueryClient::Request& r, CURLcode code, long http, const
     retryable = false;
   }
   r.elapsed_seconds = std::chrono::duration<double>(Clock::now() - r.first_start).count();
-  // -vvv: where a slow run spends its time, one line per answer.
-  Log().trace("{:.3f} s, {} bytes: {}", r.elapsed_seconds, r.response.size(), r.subject);
+  // -vvv: where a slow run spends its time, one line per answer (with what the server decoded for
+  // it and what it returned, when the answer says).
+  std::string decoded;
+  if (r.streamed && r.streamed->ok()) {
+    int64_t points = 0;
+    for (const auto& series : (*r.streamed)->series) points += static_cast<int64_t>(series.samples.size());
+    decoded = ", " + std::to_string((*r.streamed)->series.size()) + " series, " + std::to_string(points) + " points";
+  }
+  if (const auto samples = r.streamed ? r.samples_read : QueryStatsSamples(r.data))
+    decoded += ", " + std::to_string(*samples) + " samples read";
+  Log().trace("{:.3f} s, {} bytes{}: {}", r.elapsed_seconds, r.response.size(), decoded, r.subject);
   if (r.streamed) {  // decoded: the text is not needed while the rest of the batch arrives
     r.response.clear();
     r.response.shrink_to_fit();

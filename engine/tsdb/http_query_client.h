@@ -47,6 +47,7 @@ class HttpQueryClient : public QueryClient {
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override;
+  bool EvaluatesPromql() const override { return options_.is_prometheus; }
 
   // One GET of `path` under the base URL, no retries, no envelope parsing (readiness probes).
   StatusOr<HttpResponse> Get(const std::string& path, double timeout_seconds);

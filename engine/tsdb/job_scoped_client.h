@@ -34,6 +34,8 @@ class JobScopedClient : public QueryClient {
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe() + " where " + matcher_; }
+  // `X > 3` scoped is `X scoped > 3`: answers derived from one another stay consistent.
+  bool EvaluatesPromql() const override { return inner_.EvaluatesPromql(); }
 
  private:
   StatusOr<std::vector<std::string>> Scoped(const std::vector<std::string>& matchers) const;

@@ -450,6 +450,7 @@ Status PrivatePrometheus::WaitUntilReady(const std::string& tsdb_dir, const Priv
   endpoint.deadline = options.deadline;
   endpoint.compressed_answers = false;   // loopback
   endpoint.query_stats = true;
+  endpoint.is_prometheus = true;
   ASSIGN_OR_RETURN(client_, HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir +
                                                                   " (127.0.0.1:" + std::to_string(port) + ")"));
   while (true) {

@@ -64,6 +64,10 @@ class QueryClient {
                                                        double start, double end) = 0;
   // "private Prometheus on a copy of <dir> (127.0.0.1:PORT)", "https://mimir/prometheus", ...
   virtual std::string Describe() const = 0;
+  // True when every answer is a PromQL engine's evaluation over one data set, so the answer to
+  // `X > 3` or `max by (host) (X)` may be computed from X's answer (engine/dag/derived_answer.h).
+  // A fake answering by the text of the question is not one.
+  virtual bool EvaluatesPromql() const { return false; }
 };
 
 }  // namespace diagnose

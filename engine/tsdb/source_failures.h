@@ -32,6 +32,7 @@ class SourceFailureRecorder : public QueryClient {
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe(); }
+  bool EvaluatesPromql() const override { return inner_.EvaluatesPromql(); }
 
   int requests() const { return requests_.load(); }
   int failures() const { return failures_.load(); }

@@ -166,6 +166,78 @@ rules:
   EXPECT_EQ(r.nodes[graph->IndexOf("mem/late")].value, r.nodes[graph->IndexOf("mem/early")].value);
 }
 
+// A fake standing for a PromQL engine: instant answers are vectors, range answers matrices, and the
+// evaluator may compute one question's answer from another's.
+class PromqlFakeClient : public testing::TableQueryClient {
+ public:
+  bool EvaluatesPromql() const override { return true; }
+  StatusOr<QueryResult> Run(const Query& q) override {
+    auto r = TableQueryClient::Run(q);
+    if (r.ok()) r->result_type = q.kind == Query::Kind::kRange ? "matrix" : "vector";
+    return r;
+  }
+};
+
+TEST_F(EvaluateTest, ThresholdsAndAggregatesOfAnAnswerAreComputedFromIt) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: mem
+description: one question, a threshold of it and an aggregate of it
+rules:
+  - id: all
+    query: 'max by (host) (mem_used)'
+    window: job
+    by: [host]
+  - id: hot
+    query: 'max by (host) (mem_used) > 5'
+    window: job
+    by: [host]
+  - id: peak
+    query: 'max(max by (host) (mem_used))'
+    window: job
+  - id: zeros
+    query: 'signed_zero'
+    window: job
+  - id: zero_peak
+    query: 'max(signed_zero)'
+    window: job
+)YAML", "mem.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"mem"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const auto mem_used = std::vector<Series>{Instant({{"host", "h1"}}, 9), Instant({{"host", "h2"}}, 4)};
+  const auto signed_zero = std::vector<Series>{Instant({{"host", "h1"}}, 0.0), Instant({{"host", "h2"}}, -0.0)};
+
+  PromqlFakeClient promql;
+  promql.answers["mem_used"] = mem_used;
+  promql.answers["signed_zero"] = signed_zero;
+  ctx_.subject = &promql;
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(promql.batches.size(), 2u);
+  ASSERT_EQ(promql.batches[0].size(), 2u) << "the threshold and the aggregates are not sent";
+  EXPECT_EQ(promql.batches[0][0].promql, "max by (host) (mem_used)");
+  EXPECT_EQ(promql.batches[0][1].promql, "signed_zero");
+  // max of +0 and -0 depends on the order Prometheus meets them in: asked, after the wave.
+  ASSERT_EQ(promql.batches[1].size(), 1u);
+  EXPECT_EQ(promql.batches[1][0].promql, "max(signed_zero)");
+  EXPECT_EQ(r.queries_run, 3);
+  EXPECT_EQ(r.queries_derived, 2);
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/hot")].health, NodeHealth::kOk);
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/hot")].value["values"], json({{"h1", 9.0}}));
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/hot")].value["query"], "max by (host) (mem_used) > 5");
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/peak")].value["values"], json({{"", 9.0}}));
+  EXPECT_EQ(r.points_returned, 2 + 2 + 2) << "derived answers are not returned by the TSDB";
+
+  // A client that only matches the question's text cannot have answers derived from it.
+  ctx_.subject = &client_;
+  client_.answers["mem_used"] = mem_used;
+  client_.answers["signed_zero"] = signed_zero;
+  r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 1u);
+  EXPECT_EQ(client_.batches[0].size(), 5u);
+  EXPECT_EQ(r.queries_derived, 0);
+}
+
 TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   client_.answers["hw_gpu_power_watts"] = {Instant({{"host", "gpu-a7"}}, 910), Instant({{"host", "gpu-b\"3"}}, 905)};
   // Ray series carry instance/ip, not host: the host key maps them.
