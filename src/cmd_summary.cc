@@ -22,6 +22,7 @@ struct SummaryArgs {
   std::string history;
   std::string prometheus;
   bool logs_only = false;
+  int parallel = 0;   // 0 = DefaultParallelDiagnoses
   double deadline_seconds = kDefaultDeadlineSeconds;
   int64_t now = 0;
 };
@@ -60,6 +61,7 @@ int RunSummary(const SummaryArgs& args) {
     if (args.now > 0) d.now = args.now;
     return RunDiagnosis(d);
   };
+  options.parallel = ParallelDiagnoses(args.parallel, "summary");
   if (!options.history_file.empty()) Stage("summary: reading the sweep history {}", options.history_file);
   StatusOr<SweepSummary> summary = SummarizeSweep(options);
   if (!summary.ok()) {
@@ -94,6 +96,7 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
   sub->add_flag("--logs-only", args.logs_only, "jobs not in the history: diagnose from logs only (no TSDB; fast)");
   sub->add_option("--deadline", args.deadline_seconds,
                   "per diagnosed job: seconds it may spend reaching metrics (default 60; 0 = none)");
+  AddParallelDiagnosesOption(sub, &args.parallel, "jobs not in the history");
   sub->add_option("--now", args.now, "treat this epoch second as now (--since durations, running jobs; for tests)");
   registry.Add(sub, [] { return RunSummary(args); });
 }

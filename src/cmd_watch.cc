@@ -34,6 +34,7 @@ struct WatchArgs {
   double stall_seconds = 600;
   double poll_seconds = 60;
   bool once = false;
+  int parallel = 0;   // 0 = DefaultParallelDiagnoses
   bool logs_only = false;
   bool alerts = false;
   std::string job;
@@ -161,12 +162,14 @@ int RunWatch(const WatchArgs& args) {
   options.stall_seconds = args.stall_seconds;
   options.poll_seconds = args.poll_seconds;
   options.include_already_ended = args.once;
+  options.parallel = ParallelDiagnoses(args.parallel, "watch");
   options.rules = &(*rulebook)->decisions;
   options.list_jobs = ListWithJobLocation;
   // By value: `options` is moved into the watcher below, and a reference would then read it empty.
   options.diagnose = [&args, outputs_dir = options.outputs_dir, data_dir,
                       book = *rulebook](const WatchEvent& event, const SweepContext& sweep,
-                                        const std::string& history_file) -> StatusOr<DecidedReport> {
+                                        const std::string& history_file,
+                                        const AwaitEarlierFn& await_turn_to_decide) -> StatusOr<DecidedReport> {
     DiagnoseOptions d;
     d.job_ref = event.job.log_path;
     d.outputs_dir = outputs_dir;
@@ -177,6 +180,7 @@ int RunWatch(const WatchArgs& args) {
     // The diagnosis decides with the watcher's sweep context and appends to the history, once per job.
     d.sweep = sweep;
     d.history_file = history_file;
+    d.before_deciding = await_turn_to_decide;
     return RunDecidedDiagnosis(d);
   };
   options.on_result = [](const WatchResult& result) {
@@ -251,6 +255,7 @@ void RegisterWatch(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--job-label", args.job_label,
                   "with --alerts on a fleet store: the label naming each series' job; alerts keep it and name the "
                   "job to diagnose");
+  AddParallelDiagnosesOption(sub, &args.parallel, "jobs that end or stall in the same scan");
   sub->add_flag("--once", args.once, "scan once: handle jobs that have ended and are not in the history, then exit");
   registry.Add(sub, [] { return RunWatch(args); });
 }

@@ -9,6 +9,7 @@
 #include "engine/core/limits.h"
 #include "engine/core/logging.h"
 #include "engine/core/utf8.h"
+#include "engine/pipeline/parallel_diagnoses.h"
 
 namespace diagnose::cli {
 
@@ -120,6 +121,25 @@ bool SplitHeader(const std::string& raw, std::string* name, std::string* value) 
   auto start = raw.find_first_not_of(' ', colon + 1);
   *value = start == std::string::npos ? "" : raw.substr(start);
   return true;
+}
+
+void AddParallelDiagnosesOption(CLI::App* sub, int* parallel, const std::string& which_jobs) {
+  sub->add_option("--parallel", *parallel,
+                  which_jobs + ": diagnose N at a time (default: the usable cores, capped so that N diagnoses at " +
+                      std::to_string(kDiagnosisPeakBytes >> 20) +
+                      " MiB each, their private Prometheus included, fit in half the available memory); the "
+                      "output is the same for every N")
+      ->check(CLI::Range(1, 64));
+}
+
+int ParallelDiagnoses(int flag, const std::string& command) {
+  if (flag > 0) {
+    Stage("{}: {} job(s) diagnosed at a time (--parallel)", command, flag);
+    return flag;
+  }
+  const ParallelismBound bound = DefaultParallelDiagnoses();
+  Stage("{}: {} job(s) diagnosed at a time ({})", command, bound.parallel, bound.reason);
+  return bound.parallel;
 }
 
 void PrintError(const std::string& command, const std::string& message) {

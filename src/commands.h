@@ -50,6 +50,11 @@ bool SplitHeader(const std::string& raw, std::string* name, std::string* value);
 // newline, a server's binary answer).
 void PrintError(const std::string& command, const std::string& message);
 
+// --parallel N of the commands that diagnose many jobs (summary, watch): the option, and the count
+// to use (the flag's, else DefaultParallelDiagnoses), said in one stage line naming `command`.
+void AddParallelDiagnosesOption(CLI::App* sub, int* parallel, const std::string& which_jobs);
+int ParallelDiagnoses(int flag, const std::string& command);
+
 // The common --color option (auto|always|never), for whatever a command writes to a terminal.
 ColorMode RequestedColorMode();
 

@@ -1,13 +1,12 @@
 #include "engine/pipeline/fleet_import.h"
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "engine/core/iso_time.h"
+#include "engine/core/ordered_parallel.h"
 #include "engine/fleet/fleet_record.h"
 #include "engine/fleet/raw_export.h"
 #include "engine/tsdb/job_scoped_client.h"
@@ -193,28 +192,11 @@ JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const s
 std::vector<JobImport> ImportJobs(VictoriaMetricsStore& store, const std::vector<JobLocation>& jobs,
                                   const std::string& outputs_dir, const FleetImportOptions& options, int parallel,
                                   const std::function<void(const JobImport&)>& on_result) {
-  std::vector<std::optional<JobImport>> done(jobs.size());
-  std::mutex mutex;
-  size_t next_to_report = 0;
-  std::atomic<size_t> next_job{0};
-  auto worker = [&] {
-    for (size_t i; (i = next_job++) < jobs.size();) {
-      JobImport r = ImportJob(store, jobs[i], outputs_dir, options);
-      std::lock_guard<std::mutex> lock(mutex);
-      done[i] = std::move(r);
-      for (; next_to_report < done.size() && done[next_to_report]; ++next_to_report)
-        if (on_result) on_result(*done[next_to_report]);
-    }
-  };
-  std::vector<std::thread> workers;
-  const size_t threads = std::min(jobs.size(), static_cast<size_t>(std::max(1, parallel)));
-  for (size_t t = 1; t < threads; ++t) workers.emplace_back(worker);
-  worker();
-  for (auto& w : workers) w.join();
-  std::vector<JobImport> results;
-  results.reserve(done.size());
-  for (auto& r : done) results.push_back(std::move(*r));
-  return results;
+  return RunInOrder<JobImport>(
+      jobs.size(), parallel, [&](size_t i) { return ImportJob(store, jobs[i], outputs_dir, options); },
+      [&](size_t, const JobImport& r) {
+        if (on_result) on_result(r);
+      });
 }
 
 }  // namespace diagnose

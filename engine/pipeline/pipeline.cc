@@ -528,6 +528,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   if (!parts.incompleteness) {
     SweepContext sweep_context = options.sweep.value_or(SweepContext{});
     if (!options.sweep) sweep_context.now = options.now.value_or(static_cast<int64_t>(std::time(nullptr)));
+    if (options.before_deciding) options.before_deciding();
     ASSIGN_OR_RETURN(parts.sweep, DecideSweep(options.rulebook->decisions, options.history_file, sweep_context,
                                               parts.diagnosis, jobs.front().facts));
     parts.fleet = CiteFleetRecord(jobs.front(), options, parts.sweep->decision);

@@ -1,6 +1,7 @@
 // The whole pipeline: locate -> triage -> TSDB -> playbooks (DAG) -> verdict -> decision -> report.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,6 +44,9 @@ struct DiagnoseOptions {
   // The sweep this job belongs to, as `watch` follows it (sweep id, variant, stalled, its clock);
   // unset for a standalone diagnosis (its `now` then stamps the history entry).
   std::optional<SweepContext> sweep;
+  // Called right before the sweep decision is made against history_file and appended to it: `watch`
+  // diagnosing several jobs at once waits there until the jobs before this one have decided.
+  std::function<void()> before_deciding;
   // --window: the subject's time range on an endpoint (--prometheus) instead of the log's run window.
   std::optional<TimeRange> window;
   // --job-label: the label that tells this job's series from other jobs' in a fleet store; every

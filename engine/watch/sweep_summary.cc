@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
@@ -13,6 +14,7 @@
 
 #include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
+#include "engine/core/ordered_parallel.h"
 #include "engine/core/utf8.h"
 #include "engine/decision/refine.h"
 #include "engine/decision/sweep_history.h"
@@ -157,8 +159,11 @@ StatusOr<SweepSummary> SummarizeSweep(const SummaryOptions& options) {
   Stage("summary: {} job(s) in {}: {} decided in the history, {} to diagnose", selected.size() + summary.rows.size(),
         options.outputs_dir, selected.size() - to_diagnose, to_diagnose);
 
-  size_t diagnosed = 0;
-  for (const auto& [job, time] : selected) {
+  // Jobs are diagnosed `parallel` at a time; each row is its job's alone, and the rows are sorted
+  // afterwards, so the summary is the same whatever the order the diagnoses finish in.
+  std::atomic<size_t> diagnosed{0};
+  std::vector<SummaryRow> rows = RunInOrder<SummaryRow>(selected.size(), options.parallel, [&](size_t i) {
+    const auto& [job, time] = selected[i];
     SummaryRow row;
     row.id = job->id;
     row.name = job->name;
@@ -166,14 +171,15 @@ StatusOr<SweepSummary> SummarizeSweep(const SummaryOptions& options) {
     FillFromLog(*job, &row);
     if (auto entry = decided.find(job->id); entry != decided.end()) {
       FillFromHistory(entry->second, &row);
-    } else {
-      Stage("summary: diagnosing {} ({} of {})", job->id, ++diagnosed, to_diagnose);
-      StatusOr<Report> report = options.diagnose(*job);
-      if (report.ok()) FillFromReport(*report, &row);
-      else row = Unreadable(job->id, job->name, row.time, report.status());
+      return row;
     }
-    summary.rows.push_back(std::move(row));
-  }
+    Stage("summary: diagnosing {} ({} of {})", job->id, ++diagnosed, to_diagnose);
+    StatusOr<Report> report = options.diagnose(*job);
+    if (report.ok()) FillFromReport(*report, &row);
+    else row = Unreadable(job->id, job->name, row.time, report.status());
+    return row;
+  });
+  for (auto& row : rows) summary.rows.push_back(std::move(row));
   std::sort(summary.rows.begin(), summary.rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
     if (a.time != b.time) return a.time < b.time;
     if (a.id != b.id) return IdBefore(a.id, b.id);

@@ -44,6 +44,9 @@ struct SummaryOptions {
   std::string history_file;              // "" = no history: every job is diagnosed
   std::optional<int64_t> since;          // leave out jobs whose time is before this (epoch seconds)
   SummaryDiagnoseFn diagnose;            // required: jobs the history has not decided
+  // How many jobs are read and diagnosed at a time: `diagnose` is then called from that many
+  // threads at once and must be safe to (RunDiagnosis is; each holds its own private Prometheus).
+  int parallel = 1;
 };
 
 struct SweepSummary {

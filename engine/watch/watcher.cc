@@ -119,6 +119,7 @@ StatusOr<std::unique_ptr<Watcher>> Watcher::Create(WatchOptions options) {
   if (!options.diagnose) return InvalidArgumentError("watch: no diagnosis function given");
   if (options.stall_seconds <= 0) return InvalidArgumentError("watch: --stall-seconds must be positive");
   if (options.poll_seconds <= 0) return InvalidArgumentError("watch: --poll-seconds must be positive");
+  if (options.parallel < 1) return InvalidArgumentError("watch: --parallel must be at least 1");
   if (!options.list_jobs) options.list_jobs = ScanOutputsForJobLogs;
   if (!options.now) options.now = WallClockSeconds;
   if (options.sweep.empty() && !options.history_file.empty()) options.sweep = DefaultSweepId(options.history_file);
@@ -135,7 +136,8 @@ StatusOr<std::unique_ptr<Watcher>> Watcher::Create(WatchOptions options) {
   return watcher;
 }
 
-WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger) {
+WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger,
+                            const AwaitEarlierFn& await_turn_to_decide) {
   WatchResult result;
   result.event = {followed.job, trigger, followed.follower.progress()};
   const LogProgress& p = result.event.progress;
@@ -146,7 +148,7 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
   // quarter of its throughput to one bad link, and the line must say what `diagnose JOB` says.
   const bool completed = trigger == "ended" && p.summary_status == "SUCCESS" && p.exit_code == 0;
   Stage("watch: job {} {}; diagnosing", followed.job.id, trigger);
-  StatusOr<DecidedReport> decided = options_.diagnose(result.event, context, options_.history_file);
+  StatusOr<DecidedReport> decided = options_.diagnose(result.event, context, options_.history_file, await_turn_to_decide);
   if (!decided.ok()) {
     result.status = decided.status();
     result.line = FormatResultLine(*options_.rules, result.event, "diagnosis failed: " + decided.status().message(), "",
@@ -185,7 +187,6 @@ WatchResult Watcher::Handle(const Followed& followed, const std::string& trigger
 }
 
 StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
-  std::vector<WatchResult> results;
   ASSIGN_OR_RETURN(std::vector<WatchedJob> jobs, options_.list_jobs(options_.outputs_dir));
   const int64_t now = options_.now();
   for (const auto& job : jobs) {
@@ -218,6 +219,7 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
   first_scan_ = false;
 
   std::vector<std::string> finished;
+  std::vector<std::pair<const Followed*, std::string>> triggered;   // in job order, with the trigger
   for (auto& [id, f] : followed_) {
     StatusOr<bool> progressed = f.follower.Poll();
     if (!progressed.ok()) {
@@ -231,14 +233,22 @@ StatusOr<std::vector<WatchResult>> Watcher::PollOnce() {
     std::string trigger;
     if (f.follower.progress().summary_seen) trigger = "ended";
     else if (static_cast<double>(now - f.last_progress_time) >= options_.stall_seconds) trigger = "stalled";
-    if (trigger.empty()) continue;
-    WatchResult result = Handle(f, trigger);
-    handled_.insert(id);
-    finished.push_back(id);
-    ++results_;
-    if (options_.on_result) options_.on_result(result);
-    results.push_back(std::move(result));
+    if (!trigger.empty()) triggered.emplace_back(&f, std::move(trigger));
   }
+  // Handed on in job order, as each and every job before it is done (on_result under the runner's
+  // lock, so never two at once).
+  std::vector<WatchResult> results = RunInOrder<WatchResult>(
+      triggered.size(), options_.parallel,
+      [&](size_t i, const AwaitEarlierFn& await_turn_to_decide) {
+        return Handle(*triggered[i].first, triggered[i].second, await_turn_to_decide);
+      },
+      [&](size_t i, const WatchResult& result) {
+        const std::string& id = triggered[i].first->job.id;
+        handled_.insert(id);
+        finished.push_back(id);
+        ++results_;
+        if (options_.on_result) options_.on_result(result);
+      });
   for (const auto& id : finished) followed_.erase(id);
   Log().debug("watch: scanned {}: {} job(s) followed, {} handled", options_.outputs_dir, followed_.size(),
               handled_.size());

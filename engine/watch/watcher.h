@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/ordered_parallel.h"
 #include "engine/core/status.h"
 #include "engine/decision/decision_rules.h"
 #include "engine/decision/refine.h"
@@ -48,8 +49,12 @@ struct WatchResult {
 using ListJobsFn = std::function<StatusOr<std::vector<WatchedJob>>(const std::string& outputs_dir)>;
 // Diagnoses the job and makes its sweep decision with `sweep` against `history_file` ("" = none),
 // appending it there: the decision is made once, by the diagnosis (the pipeline in `diagnose watch`).
+// Jobs of one poll are diagnosed concurrently (WatchOptions::parallel), but each decides against the
+// decisions of the jobs before it: `await_turn_to_decide` must be called right before deciding (the
+// pipeline's DiagnoseOptions::before_deciding), and returns once every earlier job of the poll is done.
 using DiagnoseFn = std::function<StatusOr<DecidedReport>(const WatchEvent& event, const SweepContext& sweep,
-                                                         const std::string& history_file)>;
+                                                         const std::string& history_file,
+                                                         const AwaitEarlierFn& await_turn_to_decide)>;
 using ResultFn = std::function<void(const WatchResult& result)>;
 
 struct WatchOptions {
@@ -59,6 +64,9 @@ struct WatchOptions {
   std::string variant;
   double stall_seconds = 600;          // batch-sweep: hanging = 10+ min without new output
   double poll_seconds = 60;
+  // Jobs that ended or stalled in the same poll are diagnosed this many at a time; their results
+  // (on_result, the history's decisions) still come in job order, each as the sequential run has it.
+  int parallel = 1;
   // Jobs already in the history are always skipped. Jobs that had already ended when the watcher
   // first saw them are skipped too, unless their log changed after the sweep's latest recorded
   // decision (they ended while the watcher was down) or this is set.
@@ -110,7 +118,7 @@ class Watcher {
     int64_t last_progress_time = 0;   // when a new step (or the job) was last seen
     bool caught_up = false;           // the log's existing content has been read once
   };
-  WatchResult Handle(const Followed& followed, const std::string& trigger);
+  WatchResult Handle(const Followed& followed, const std::string& trigger, const AwaitEarlierFn& await_turn_to_decide);
 
   WatchOptions options_;
   std::map<std::string, Followed> followed_;

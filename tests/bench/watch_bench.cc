@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
   options.rules = &*rules;
   options.include_already_ended = true;
   // No diagnosis and no sweep decision: the bench measures discovery and following, not the pipeline.
-  options.diagnose = [](const diagnose::WatchEvent&, const diagnose::SweepContext&,
-                        const std::string&) -> diagnose::StatusOr<diagnose::DecidedReport> {
+  options.diagnose = [](const diagnose::WatchEvent&, const diagnose::SweepContext&, const std::string&,
+                        const diagnose::AwaitEarlierFn&) -> diagnose::StatusOr<diagnose::DecidedReport> {
     return diagnose::DecidedReport{};
   };
   auto watcher = diagnose::Watcher::Create(options);

@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -163,6 +164,40 @@ TEST(ProcessFaults, ASignalIsNamedInOneStderrLine) {
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   }
   fs::remove_all(dir);
+}
+
+// A summary diagnosing two jobs at a time holds two private Prometheus servers and two temp copies
+// when SIGTERM lands: the termination thread stops both, whichever worker started them.
+TEST(ProcessFaults, SigtermMidParallelSummaryLeavesNoChildAndNoTempDir) {
+  REQUIRE_FIXTURE("8308");
+  const fs::path out = FreshDir("summary-signal-out");   // before TMPDIR points into the watched dir
+  const fs::path tmp = FreshDir("summary-signal-tmp");
+  ScopedEnv tmpdir("TMPDIR", tmp.string());
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY, "summary", DIAGNOSE_FIXTURE_OUTPUTS, "--parallel", "2", "--format", "json"};
+  options.stdout_path = (out / "out").string();
+  options.stderr_path = (out / "err").string();
+  auto child = ChildProcess::Spawn(options);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  // Two servers of this run alive at once: the signal surely lands mid-summary, with both workers busy.
+  size_t most = 0;
+  for (int i = 0; i < 1500 && most < 2; ++i) {
+    size_t servers = 0;
+    for (const auto& p : ProcessesMentioning(tmp.string())) servers += p.find("prometheus") != std::string::npos;
+    most = std::max(most, servers);
+    if (most < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(::kill(child->pid(), SIGTERM), 0);
+  auto code = child->Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(code.ok()) << "diagnose summary did not exit after SIGTERM";
+  EXPECT_EQ(most, 2u) << "never saw two private Prometheus servers of the summary at once";
+  EXPECT_EQ(*code, 128 + SIGTERM) << e2e::ReadFileOrEmpty(options.stderr_path);
+  EXPECT_EQ(LeftoversAfter(tmp), std::vector<std::string>{}) << "a child of the summary survived it";
+  EXPECT_EQ(EntriesOf(tmp), std::vector<std::string>{}) << "the summary left files in TMPDIR";
+  const std::string err = e2e::ReadFileOrEmpty(options.stderr_path);
+  EXPECT_NE(err.find("diagnose: stopped by SIGTERM"), std::string::npos) << err;
+  fs::remove_all(tmp);
+  fs::remove_all(out);
 }
 
 TEST(ProcessFaults, ConcurrentRunsAppendingToOneHistoryLoseNoLineAndTearNone) {

@@ -15,6 +15,7 @@
 #include "engine/job/job_location.h"
 #include "engine/triage/triage.h"
 #include "engine/watch/watcher.h"
+#include "tests/support/files.h"
 #include "tests/support/job_logs.h"
 
 namespace diagnose {
@@ -39,13 +40,25 @@ struct FakeDiagnosis {
   std::map<std::string, std::string> failure_class;         // scripted per job
   std::map<std::string, Decision> found;                    // scripted root cause (verdict) per job
   std::map<std::string, int64_t> last_step_seen;
+  // Diagnoses in flight at once; with wait_for_company, each waits (up to 10 s) for a second one
+  // before deciding, so a watcher that runs several at a time surely shows it.
+  std::atomic<int> in_flight{0}, most_in_flight{0};
+  bool wait_for_company = false;
 
   DiagnoseFn Fn() {
-    return [this](const WatchEvent& e, const SweepContext& sweep,
-                  const std::string& history_file) -> StatusOr<DecidedReport> {
-      std::lock_guard<std::mutex> lock(mu);
-      calls.emplace_back(e.job.id, e.trigger);
-      last_step_seen[e.job.id] = e.progress.last_step.value_or(-1);
+    return [this](const WatchEvent& e, const SweepContext& sweep, const std::string& history_file,
+                  const AwaitEarlierFn& await_turn_to_decide) -> StatusOr<DecidedReport> {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        calls.emplace_back(e.job.id, e.trigger);
+        last_step_seen[e.job.id] = e.progress.last_step.value_or(-1);
+      }
+      const int now_in_flight = ++in_flight;
+      for (int seen = most_in_flight.load(); now_in_flight > seen && !most_in_flight.compare_exchange_weak(seen, now_in_flight);) {
+      }
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (wait_for_company && most_in_flight.load() < 2 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
       Report r;
       JobEntry entry;
       entry.id = e.job.id;
@@ -92,7 +105,9 @@ struct FakeDiagnosis {
         diagnosis.decision.notes.clear();
       }
       r.verdict = diagnosis.verdict;
+      await_turn_to_decide();
       StatusOr<SweepDecision> decided = DecideSweep(Rules(), history_file, sweep, diagnosis, f);
+      --in_flight;
       if (!decided.ok()) return decided.status();
       r.decision = decided->decision;
       return DecidedReport{std::move(r), std::move(decided).value()};
@@ -356,6 +371,54 @@ TEST_F(WatchTest, CompletedJobWithACauseIsDegradedNotPass) {
                           "\xE2\x80\x94 DEGRADED \xE2\x80\x94 retry-excluding-nodes gpu2");
 }
 
+// Four jobs end in the same scan, each with a node to exclude; the sweep allows two exclusions, so
+// what a job's decision is depends on the decisions before it. Three at a time, the diagnoses
+// overlap, yet every job decides after the jobs before it: the lines and the history are those of
+// the one-at-a-time run, byte for byte.
+TEST_F(WatchTest, JobsEndingInOneScanDiagnosedConcurrentlyDecideInJobOrder) {
+  auto run = [&](int parallel, int* most_in_flight) {
+    FakeDiagnosis fake;
+    fake.wait_for_company = parallel > 1;
+    for (const std::string id : {"5001", "5002", "5003", "5004"}) {
+      Decision exclude;
+      exclude.action = DecisionAction::kRetryExcludingNodes;
+      exclude.exclude.push_back({"gpu" + id, 1, "RDMA retransmits aligned with the slow phase"});
+      exclude.notes.push_back("rdma-link-degradation");
+      fake.found[id] = exclude;
+    }
+    std::filesystem::remove(history_);
+    auto o = Options(&fake);
+    o.include_already_ended = true;
+    o.parallel = parallel;
+    std::vector<std::string> delivered;
+    o.on_result = [&](const WatchResult& r) { delivered.push_back(r.event.job.id); };
+    auto w = Watcher::Create(std::move(o));
+    EXPECT_TRUE(w.ok());
+    auto r = (*w)->PollOnce();
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(delivered, (std::vector<std::string>{"5001", "5002", "5003", "5004"}));
+    *most_in_flight = fake.most_in_flight.load();
+    return std::make_pair(Lines(*r), testing::ReadFileOrEmpty(history_));
+  };
+  for (const std::string id : {"5001", "5002", "5003", "5004"}) {
+    JobLog job(outputs_, id, "mixtral-8x22b", {"gpu" + id, "gpu9" + id});
+    job.Steps(0, 14, 3293, 8.4);
+    job.Summary(false, 1, "Training FAILED (exit=1)");
+  }
+  int one_in_flight = 0, three_in_flight = 0;
+  const auto one = run(1, &one_in_flight);
+  const auto three = run(3, &three_in_flight);
+  EXPECT_EQ(one_in_flight, 1);
+  EXPECT_GE(three_in_flight, 2);
+  ASSERT_EQ(one.first.size(), 4u);
+  EXPECT_EQ(three.first, one.first);
+  EXPECT_EQ(three.second, one.second);
+  // The order mattered: the first two exclude their node, the sweep's budget stops the later ones.
+  EXPECT_NE(one.first[0].find("retry-excluding-nodes gpu5001"), std::string::npos) << one.first[0];
+  EXPECT_NE(one.first[1].find("retry-excluding-nodes gpu5002"), std::string::npos) << one.first[1];
+  EXPECT_NE(one.first[3].find("stop-sweep"), std::string::npos) << one.first[3];
+}
+
 // With the profiler on, steps 5-8 sit in the capture window: the runbook's steady state is steps
 // 9-14, and watch says the figure `diagnose sweep` says (the launcher's 5-14 mean would be 1,822).
 TEST_F(WatchTest, TheLinesThroughputIsTheSweepsSteadyState) {
@@ -378,7 +441,8 @@ TEST_F(WatchTest, DiagnosisFailureIsReportedOnceAndNotRetriedForever) {
   FakeDiagnosis fake;
   auto o = Options(&fake);
   int calls = 0;
-  o.diagnose = [&](const WatchEvent&, const SweepContext&, const std::string&) -> StatusOr<DecidedReport> {
+  o.diagnose = [&](const WatchEvent&, const SweepContext&, const std::string&,
+                   const AwaitEarlierFn&) -> StatusOr<DecidedReport> {
     ++calls;
     return NotFoundError("no TSDB for job 77");
   };
