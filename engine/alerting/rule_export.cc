@@ -55,7 +55,7 @@ void CollectBlockers(const pb::Library& library, const pb::PlaybookSpec& playboo
   std::vector<const pb::CompiledExpr*> exprs;
   switch (rule.kind) {
     case pb::RuleKind::kQuery:
-      if (rule.query.tsdb == "baseline") blockers->insert("baseline:");
+      if (rule.query.tsdb == JobRole::kBaseline) blockers->insert("baseline:");
       if (rule.query.window != "job") blockers->insert("window:" + rule.query.window);
       for (const auto& [name, arg] : rule.query.args) exprs.push_back(&arg.expr);
       break;

@@ -169,7 +169,7 @@ const std::string Evaluator::PlaybookOf(int idx) const {
 
 std::string Evaluator::TemplateOf(int idx) const {
   const auto& spec = graph_.nodes()[idx].rule->query;
-  return spec.tsdb + "\n" + spec.promql_template;
+  return std::string(ToString(spec.tsdb)) + "\n" + spec.promql_template;
 }
 
 bool Evaluator::DepsOk(int idx) {
@@ -343,9 +343,9 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
     start = end = t;
   }
   out.value = {{"query", *promql}, {"window", {{"start", start}, {"end", end}}}};
-  *client = spec.tsdb == "baseline" ? ctx_.baseline : ctx_.subject;
+  *client = spec.tsdb == JobRole::kBaseline ? ctx_.baseline : ctx_.subject;
   if (*client == nullptr) {
-    Fail(idx, NodeHealth::kSkipped, spec.tsdb == "baseline" ? "no baseline TSDB" : "no TSDB");
+    Fail(idx, NodeHealth::kSkipped, spec.tsdb == JobRole::kBaseline ? "no baseline TSDB" : "no TSDB");
     return false;
   }
   return true;

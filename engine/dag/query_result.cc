@@ -12,6 +12,7 @@ namespace {
 
 using nlohmann::json;
 using playbook::RuleSpec;
+using diagnose::Reduction;
 
 std::string Lookup(const json& map, const std::string& key) {
   if (map.is_object()) {
@@ -36,33 +37,33 @@ std::string KeyOf(const Labels& labels, const std::vector<std::string>& by, cons
   return key;
 }
 
-double Reduce(const std::vector<Sample>& samples, const std::string& how) {
+double Reduce(const std::vector<Sample>& samples, Reduction how) {
   if (samples.empty()) return std::nan("");
-  if (how == "last") return samples.back().v;
-  if (how == "first") return samples.front().v;
-  if (how == "count") return static_cast<double>(samples.size());
+  if (how == Reduction::kLast) return samples.back().v;
+  if (how == Reduction::kFirst) return samples.front().v;
+  if (how == Reduction::kCount) return static_cast<double>(samples.size());
   double sum = 0, lo = samples[0].v, hi = samples[0].v;
   for (const auto& s : samples) {
     sum += s.v;
     lo = std::min(lo, s.v);
     hi = std::max(hi, s.v);
   }
-  if (how == "sum") return sum;
-  if (how == "min") return lo;
-  if (how == "max") return hi;
+  if (how == Reduction::kSum) return sum;
+  if (how == Reduction::kMin) return lo;
+  if (how == Reduction::kMax) return hi;
   double mean = sum / samples.size();
-  if (how == "avg") return mean;
+  if (how == Reduction::kAvg) return mean;
   double var = 0;
   for (const auto& s : samples) var += (s.v - mean) * (s.v - mean);
   return samples.size() > 1 ? std::sqrt(var / (samples.size() - 1)) : 0;   // stddev
 }
 
 // Series with the same key are combined: summed for sum/count, minimum for min, maximum otherwise.
-double Combine(double a, double b, const std::string& how) {
+double Combine(double a, double b, Reduction how) {
   if (std::isnan(a)) return b;
   if (std::isnan(b)) return a;
-  if (how == "sum" || how == "count") return a + b;
-  if (how == "min") return std::min(a, b);
+  if (how == Reduction::kSum || how == Reduction::kCount) return a + b;
+  if (how == Reduction::kMin) return std::min(a, b);
   return std::max(a, b);
 }
 
@@ -83,7 +84,7 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
       for (const auto& how : q.reductions) {
         double v = Reduce(s.samples, how);
         if (std::isnan(v)) continue;
-        auto& slot = reduced[how];
+        auto& slot = reduced[std::string(diagnose::ToString(how))];
         double prev = slot.contains(key) ? slot[key].get<double>() : std::nan("");
         slot[key] = Combine(prev, v, how);
       }
@@ -91,7 +92,7 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
     double v = q.range ? Reduce(s.samples, q.reduce) : (s.samples.empty() ? std::nan("") : s.samples.back().v);
     if (std::isnan(v)) continue;
     double prev = values.contains(key) ? values[key].get<double>() : std::nan("");
-    values[key] = Combine(prev, v, q.range ? q.reduce : "max");
+    values[key] = Combine(prev, v, q.range ? q.reduce : Reduction::kMax);
     if (q.range) {
       auto& pts = series[key];
       for (const auto& smp : s.samples) {
@@ -105,7 +106,7 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
   out["values"] = values;
   if (q.range && q.reductions.size() > 1) {
     for (const auto& how : q.reductions)
-      if (!reduced.contains(how)) reduced[how] = json::object();
+      if (!reduced.contains(std::string(diagnose::ToString(how)))) reduced[std::string(diagnose::ToString(how))] = json::object();
     out["reduced"] = std::move(reduced);
   }
   out["hosts"] = json(std::vector<std::string>(hosts.begin(), hosts.end()));

@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/playbook/expr.h"
+#include "engine/playbook/reduction.h"
 #include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
+#include "engine/report/job_role.h"
 
 namespace diagnose::playbook {
 
@@ -86,12 +88,12 @@ struct QuerySpec {
   std::string at = "end";           // start | end | expression (instant only)
   CompiledExpr at_expr;
   double step_seconds = 30;
-  std::string tsdb = "subject";     // subject | baseline
+  JobRole tsdb = JobRole::kSubject;
   std::vector<std::string> by;
-  std::string reduce = "max";
+  Reduction reduce = Reduction::kMax;
   // More than one reduction of the same range query (`reduce: [last, max]`): `values` holds the
   // first, `reduced.<how>` each of them.
-  std::vector<std::string> reductions;
+  std::vector<Reduction> reductions;
   std::map<std::string, ParamSpec> args;
   std::vector<std::string> placeholders;   // in template order, unique
 };

@@ -34,7 +34,11 @@ const std::set<std::string> kParamKeys = {"type", "default", "expr", "doc"};
 const std::set<std::string> kExcludeKeys = {"hosts", "priority", "reason"};
 const std::set<std::string> kConfidenceKeys = {"level", "when"};
 const std::set<std::string> kNoteKeys = {"text", "when"};
-const std::set<std::string> kReduce = {"max", "min", "avg", "sum", "last", "first", "count", "stddev"};
+const std::set<std::string> kReduce = [] {
+  std::set<std::string> words;
+  for (Reduction how : ValuesOf<Reduction>()) words.emplace(ToString(how));
+  return words;
+}();
 // The contract words, for the message that names what a misspelt level should have been.
 const std::set<std::string> kConfidenceLevels = [] {
   std::set<std::string> words;
@@ -234,9 +238,13 @@ void ParseQuery(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
     }
   }
   if (n["tsdb"]) {
-    GetScalar(ctx, n, "tsdb", false, &q.tsdb);
-    if (q.tsdb != "subject" && q.tsdb != "baseline")
-      ctx.Add(LoadCode::kBadValue, n["tsdb"], "tsdb", fmt::format(fmt::runtime(msg::kBadValue), "tsdb", q.tsdb, "subject, baseline"));
+    std::string tsdb;
+    if (GetScalar(ctx, n, "tsdb", false, &tsdb)) {
+      if (const std::optional<JobRole> role = ParseWord<JobRole>(tsdb))
+        q.tsdb = *role;
+      else
+        ctx.Add(LoadCode::kBadValue, n["tsdb"], "tsdb", fmt::format(fmt::runtime(msg::kBadValue), "tsdb", tsdb, "subject, baseline"));
+    }
   }
   if (n["by"]) GetStringList(ctx, n["by"], "by", &q.by);
   if (YAML::Node reduce = n["reduce"]) {
@@ -245,8 +253,8 @@ void ParseQuery(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
       GetStringList(ctx, reduce, "reduce", &hows);
       if (hows.empty())
         ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", "[]", JoinSet(kReduce)));
-    } else if (GetScalar(ctx, n, "reduce", false, &q.reduce)) {
-      hows.push_back(q.reduce);
+    } else if (std::string how; GetScalar(ctx, n, "reduce", false, &how)) {
+      hows.push_back(how);
     }
     std::set<std::string> seen;
     for (const auto& how : hows) {
@@ -255,8 +263,10 @@ void ParseQuery(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
       else if (!seen.insert(how).second)
         ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", how + " (listed twice)", JoinSet(kReduce)));
     }
-    if (!hows.empty()) q.reduce = hows.front();
-    q.reductions = hows;
+    q.reductions.clear();
+    for (const auto& how : hows)
+      if (const std::optional<Reduction> parsed = ParseWord<Reduction>(how)) q.reductions.push_back(*parsed);
+    if (!q.reductions.empty()) q.reduce = q.reductions.front();
     if (hows.size() > 1 && !q.range)
       ctx.Add(LoadCode::kBadValue, reduce, "reduce", fmt::format(fmt::runtime(msg::kBadValue), "reduce", "a list", "one reduction (an instant query has one value per series; set `range: true`)"));
   }
