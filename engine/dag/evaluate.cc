@@ -325,7 +325,7 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
     *q = Query::Range(*promql, start, end, spec.step_seconds, node.id);
   } else {
     double t = end;
-    if (spec.at == "start") {
+    if (spec.at == QueryAt::kStart) {
       t = start;
     } else if (spec.at_expr.present()) {
       auto v = Eval(idx, spec.at_expr);

@@ -31,7 +31,7 @@ json RuleDefinition(const RuleSpec& r) {
       d["query"] = q.promql_template;
       d["range"] = q.range;
       d["window"] = q.window;
-      if (!q.range) d["at"] = q.at;
+      if (!q.range) d["at"] = q.at == QueryAt::kExpression ? nlohmann::json(q.at_expr.source) : nlohmann::json(q.at);
       if (q.range) {
         d["step_seconds"] = q.step_seconds;
         d["reduce"] = q.reduce;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/playbook/expr.h"
+#include "engine/playbook/query_at.h"
 #include "engine/playbook/reduction.h"
 #include "engine/report/confidence.h"
 #include "engine/report/decision_action.h"
@@ -85,8 +86,8 @@ struct QuerySpec {
   SourcePos TemplateAt(size_t offset) const { return template_locate ? template_locate(offset) : template_pos; }
   bool range = false;
   std::string window = "job";
-  std::string at = "end";           // start | end | expression (instant only)
-  CompiledExpr at_expr;
+  QueryAt at = QueryAt::kEnd;       // instant only
+  CompiledExpr at_expr;             // when `at` is kExpression
   double step_seconds = 30;
   JobRole tsdb = JobRole::kSubject;
   std::vector<std::string> by;

@@ -223,8 +223,10 @@ void ParseQuery(const FileCtx& ctx, const YAML::Node& n, RuleSpec* rule) {
   if (n["at"]) {
     std::string at;
     if (GetScalar(ctx, n, "at", false, &at)) {
-      q.at = at;
-      if (at != "start" && at != "end") q.at_expr = ParseExprNode(ctx, n["at"], "at");
+      // Only `start` and `end` are words; any other text (even "expression") is an expression.
+      const std::optional<QueryAt> word = ParseWord<QueryAt>(at);
+      q.at = word && *word != QueryAt::kExpression ? *word : QueryAt::kExpression;
+      if (q.at == QueryAt::kExpression) q.at_expr = ParseExprNode(ctx, n["at"], "at");
     }
   }
   if (n["step"]) {
