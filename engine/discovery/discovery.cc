@@ -126,10 +126,6 @@ StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
 
 namespace {
 
-// How far outside the logged run a block may lie and still be the job's: log stamps without a
-// zone, and a TSDB kept running a while after the job, move it by hours, never by days.
-constexpr double kRunWindowToleranceSeconds = 86400;
-
 std::string Days(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", seconds / 86400);
@@ -138,26 +134,34 @@ std::string Days(double seconds) {
 
 }  // namespace
 
+// The logged run as the gap sentences tell it, saying where a start raised by the data came from.
+std::string DescribeRun(const LoggedRunSpan& logged, const LoggedRunSpan& anchored) {
+  const bool raised = anchored.start > logged.start;
+  const std::string start =
+      raised ? FormatTime(anchored.start) + " (its newest block's end minus the log's wall time)" : FormatTime(anchored.start);
+  return std::isfinite(anchored.start) && std::isfinite(anchored.end) ? start + " to " + FormatTime(anchored.end)
+         : std::isfinite(anchored.end)                                ? "ending " + FormatTime(anchored.end)
+                                                                      : "starting " + start;
+}
+
 DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window,
-                                  std::optional<TimeRange> run_window) {
+                                  std::optional<LoggedRunSpan> logged_run) {
   DiscoveryInputs inputs;
   std::optional<TimeRange> blocks;
+  const std::optional<LoggedRunSpan> run_window =
+      logged_run ? std::optional(AnchoredRun(inventory.blocks, *logged_run)) : std::nullopt;
   for (const auto& block : inventory.blocks) {
     const TimeRange held{block.min_time_ms / 1000.0, (block.max_time_ms - 1) / 1000.0};
-    if (run_window && (held.start > run_window->end + kRunWindowToleranceSeconds ||
-                       held.end < run_window->start - kRunWindowToleranceSeconds)) {
+    if (run_window && BlockOutsideRun(block, *run_window)) {
       const bool after = held.start > run_window->end;
       const double off = after ? held.start - run_window->end : run_window->start - held.end;
       ObservabilityGap gap;
       gap.kind = "outside-run-window";
       gap.from = held.start;
       gap.to = held.end;
-      const std::string run = std::isfinite(run_window->start) && std::isfinite(run_window->end)
-                                  ? FormatTime(run_window->start) + " to " + FormatTime(run_window->end)
-                              : std::isfinite(run_window->end) ? "ending " + FormatTime(run_window->end)
-                                                               : "starting " + FormatTime(run_window->start);
       gap.detail = "block " + block.ulid + " holds data from " + FormatTime(held.start) + " to " + FormatTime(held.end) +
-                   ", " + Days(off) + " days " + (after ? "after" : "before") + " the job's run in its log (" + run +
+                   ", " + Days(off) + " days " + (after ? "after" : "before") + " the job's run in its log (" +
+                   DescribeRun(*logged_run, *run_window) +
                    "): clock skew when it was written, or a block of another job; not read as this job's data";
       inputs.gaps.push_back(std::move(gap));
       continue;

@@ -130,12 +130,13 @@ StatusOr<Discovery> Discover(QueryClient& client, const DiscoveryInputs& inputs,
 // past the blocks; then the range is searched in the blocks' span widened by the log's window (or
 // by the ~3 h a head can hold when the log gives none).
 //
-// `run_window` is when the job's log says it ran (either end may be unbounded, +-infinity, when the
-// log cannot tell it). A block lying wholly more than a day outside it
+// `logged_run` is when the job's log says it ran (either end may be unbounded, +-infinity, when the
+// log cannot tell it; with the run's length the start is anchored on the data: AnchoredRun). A block
+// lying wholly more than a day outside it
 // (a node clock that was wrong when it was written, a block of another job) is named as an
 // `outside-run-window` gap and left out of the range; when every block is, the inputs are
 // `untrusted`: missing samples must never pass for a healthy job.
 DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<TimeRange> log_window = std::nullopt,
-                                  std::optional<TimeRange> run_window = std::nullopt);
+                                  std::optional<LoggedRunSpan> logged_run = std::nullopt);
 
 }  // namespace diagnose

@@ -1,5 +1,6 @@
 #include "engine/pipeline/fleet_import.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "engine/core/ordered_parallel.h"
 #include "engine/fleet/fleet_record.h"
 #include "engine/fleet/raw_export.h"
+#include "engine/pipeline/logged_run.h"
 #include "engine/tsdb/job_scoped_client.h"
 #include "engine/tsdb/private_prometheus.h"
 #include "engine/tsdb/prometheus_api.h"
@@ -24,11 +26,13 @@ using Clock = std::chrono::steady_clock;
 // Where the snapshot's samples lie: the blocks' meta.json bound what is on disk in blocks, the
 // head (the WAL, replayed by the private server) extends it; /api/v1/status/tsdb reports the head.
 StatusOr<TimeRange> SnapshotRange(PrivatePrometheus& server) {
-  const TsdbInventory& inv = server.inventory();
+  // Over the blocks the server was given: another job's blocks in the same directory are not this job's.
+  const std::vector<std::string>& unserved = server.unserved_blocks();
   double start = INFINITY, end = -INFINITY;
-  if (!inv.blocks.empty()) {
-    start = inv.min_time_ms() / 1000.0;
-    end = (inv.max_time_ms() - 1) / 1000.0;
+  for (const BlockMeta& block : server.inventory().blocks) {
+    if (std::find(unserved.begin(), unserved.end(), block.ulid) != unserved.end()) continue;
+    start = std::min(start, block.min_time_ms / 1000.0);
+    end = std::max(end, (block.max_time_ms - 1) / 1000.0);
   }
   auto status = server.client().Get("/api/v1/status/tsdb", 30);
   if (status.ok() && status->http_code == 200) {
@@ -50,7 +54,7 @@ StatusOr<TimeRange> SnapshotRange(PrivatePrometheus& server) {
     }
   }
   if (!std::isfinite(start) || !std::isfinite(end)) {
-    return NotFoundError("the TSDB at " + inv.dir + " holds no samples (no blocks, empty head)");
+    return NotFoundError("the TSDB at " + server.inventory().dir + " holds no samples (no blocks, empty head)");
   }
   return TimeRange{start, end};
 }
@@ -125,7 +129,10 @@ JobImport ImportJob(VictoriaMetricsStore& store, const JobLocation& job, const s
   PrivatePrometheusOptions server_options;
   server_options.prometheus_binary = options.prometheus_binary;
   server_options.deadline = options.diagnose.remote.deadline;
-  if (const JobFacts* facts = FactsOf(*report, job.id)) server_options.job_finished = LogShowsFinished(*facts);
+  if (const JobFacts* facts = FactsOf(*report, job.id)) {
+    server_options.job_finished = LogShowsFinished(*facts);
+    if (const std::optional<LoggedRunSpan> run = LoggedRun(*facts)) server_options.logged_run = *run;
+  }
   auto server = PrivatePrometheus::Start(*job.prometheus_dir, server_options);
   if (!server.ok() && server.status().code() == StatusCode::kNotFound) {   // a TSDB dir with nothing in it
     auto record = WriteRecord(store, *report, job.id, job_labels, std::nullopt);

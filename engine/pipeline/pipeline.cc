@@ -24,6 +24,7 @@
 #include "engine/playbook/loader.h"
 #include "engine/job/job_location.h"
 #include "engine/pipeline/assemble_report.h"
+#include "engine/pipeline/logged_run.h"
 #include "engine/triage/log_assessment.h"
 #include "engine/triage/signature_table.h"
 #include "engine/triage/triage.h"
@@ -103,19 +104,6 @@ std::optional<TimeRange> LogWindow(const JobFacts& facts) {
   double end = static_cast<double>(facts.heartbeat.crash_time->epoch);
   double span = facts.progress.sum_step_seconds + 3600;
   return TimeRange{end - span, end + 600};
-}
-
-// When the log says the job ran, what a TSDB's blocks are checked against. A start counts only
-// when the log's text gives it (the artifact id's submit time): one derived from the log's mtime
-// moves to the copy time with every copy of the job dir, which leaves older blocks before it; no
-// block can hold data from after the log's last write, whatever the end rests on.
-std::optional<TimeRange> LoggedRun(const JobFacts& facts) {
-  const RunWindow& w = facts.run_window;
-  TimeRange run{-INFINITY, INFINITY};
-  if (w.start && w.start_source == "artifact-id") run.start = static_cast<double>(*w.start);
-  if (w.end) run.end = static_cast<double>(*w.end);
-  if (!std::isfinite(run.start) && !std::isfinite(run.end)) return std::nullopt;
-  return run;
 }
 
 std::string FormatRange(const TimeRange& r) {
@@ -239,6 +227,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   server_options.deadline = options.remote.deadline;
   server_options.blocks_only = options.blocks_only;
   server_options.job_finished = LogShowsFinished(job.facts);
+  if (const std::optional<LoggedRunSpan> run = LoggedRun(job.facts)) server_options.logged_run = *run;
   Stage("starting Prometheus on {}", *job.location.prometheus_dir);
   auto server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
   if (!server.ok() && IsServerStartFailure(server.status()) && !job.server_restarted) {   // it may have been killed
@@ -255,6 +244,11 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     return Status::Ok();
   }
   job.server = std::move(server).value();
+  if (const auto& unserved = job.server->unserved_blocks(); !unserved.empty()) {
+    Stage("served {} of {} blocks: {} outside the job's logged run (by more than a day) were not loaded",
+          job.server->inventory().blocks.size() - unserved.size(), job.server->inventory().blocks.size(),
+          unserved.size());
+  }
   job.recorder = std::make_unique<SourceFailureRecorder>(job.server->client());
   job.client = job.recorder.get();
   job.tsdb.state = TsdbAvailability::kServed;

@@ -59,6 +59,11 @@ struct PrivatePrometheusOptions {
   // What the job log says about the job's end (JOB SUMMARY, final status): a finished job's TSDB is
   // not live whatever its mtimes say. Absent when the log cannot tell.
   std::optional<bool> job_finished;
+  // The job's run as its log tells it: completed blocks lying wholly outside it (BlockOutsideRun: a
+  // shared TSDB's other jobs, or days of history before this one) are neither copied nor loaded by
+  // the server, so its start-up and memory follow the job, not the directory. When no block lies in
+  // the run, all are served: discovery then says none is the job's.
+  LoggedRunSpan logged_run;
   double startup_timeout_seconds = 60;
   double query_timeout_seconds = 60;
   int max_parallel = 8;
@@ -100,6 +105,8 @@ class PrivatePrometheus {
   int64_t linked_files() const { return linked_files_; }
   int64_t symlinked_files() const { return symlinked_files_; }
   int64_t copied_bytes() const { return copied_bytes_; }
+  // Completed blocks of the snapshot left out of the copy as outside the job's logged run.
+  const std::vector<std::string>& unserved_blocks() const { return unserved_blocks_; }
   const std::vector<std::string>& caveats() const { return caveats_; }
   // kUnavailable naming the exit code and the log tail once the server has died.
   Status Health();
@@ -129,6 +136,7 @@ class PrivatePrometheus {
   int64_t linked_files_ = 0;
   int64_t symlinked_files_ = 0;
   int64_t copied_bytes_ = 0;
+  std::vector<std::string> unserved_blocks_;
   std::vector<std::string> caveats_;
 };
 

@@ -12,6 +12,24 @@ namespace fs = std::filesystem;
 // A real meta.json is a few hundred bytes (a compacted block lists its parents: a few KiB).
 constexpr size_t kMaxMetaBytes = 1 << 20;
 
+LoggedRunSpan AnchoredRun(const std::vector<BlockMeta>& blocks, const LoggedRunSpan& run) {
+  if (!run.length_seconds) return run;
+  std::optional<double> newest_end;
+  for (const auto& block : blocks) {
+    const double last = (block.max_time_ms - 1) / 1000.0;
+    if (block.min_time_ms / 1000.0 > run.end + kRunWindowToleranceSeconds) continue;   // after the run
+    newest_end = std::max(newest_end.value_or(last), std::min(last, run.end));
+  }
+  LoggedRunSpan anchored = run;
+  if (newest_end) anchored.start = std::max(run.start, *newest_end - *run.length_seconds);
+  return anchored;
+}
+
+bool BlockOutsideRun(const BlockMeta& block, const LoggedRunSpan& run) {
+  const double first = block.min_time_ms / 1000.0, last = (block.max_time_ms - 1) / 1000.0;
+  return first > run.end + kRunWindowToleranceSeconds || last < run.start - kRunWindowToleranceSeconds;
+}
+
 bool IsUlid(const std::string& name) {
   if (name.size() != 26) return false;
   static const std::string kAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";

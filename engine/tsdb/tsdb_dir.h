@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,29 @@ struct BlockMeta {
   int64_t num_samples = 0;
   int64_t num_series = 0;
 };
+
+// How far outside a job's logged run a block may lie and still be the job's: log stamps without a
+// zone, and a TSDB kept running a while after the job, move it by hours, never by days.
+inline constexpr double kRunWindowToleranceSeconds = 86400;
+
+// The run as the job's log tells it, in epoch seconds. An end the log does not give is infinite, and
+// so is a start it gives only through the log's mtime (which moves with every copy of the job dir).
+// `length_seconds`, the run's wall time when the log gives it, bounds the start from the data itself.
+struct LoggedRunSpan {
+  double start = -std::numeric_limits<double>::infinity();
+  double end = std::numeric_limits<double>::infinity();
+  std::optional<double> length_seconds;
+};
+
+// The span the blocks are judged against: with the run's length, its start is raised to the end of
+// the newest block not after the run's end, minus that length. The job's own data cannot start
+// earlier (that block ends no later than the job did), so what lies before is an older job's data in
+// a shared directory, however far the log's mtime has moved. Without blocks or a length: `run`.
+LoggedRunSpan AnchoredRun(const std::vector<BlockMeta>& blocks, const LoggedRunSpan& run);
+
+// True when the block's data lies more than kRunWindowToleranceSeconds before the span's start or
+// after its end (pass the AnchoredRun): clock skew when it was written, or another job's block.
+bool BlockOutsideRun(const BlockMeta& block, const LoggedRunSpan& run);
 
 // True for a 26-character Crockford base32 ULID, the name Prometheus gives block directories.
 bool IsUlid(const std::string& name);

@@ -142,3 +142,53 @@ TEST(ClockSkew, BlocksFarOutsideTheLoggedRunAreNamedAndMissingDataIsNeverHealthy
 
 }  // namespace
 }  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+// A reused job dir whose prometheus/ also holds a block of a job run 400 days earlier. Before, the
+// run's start was unknown (the log gives only its mtime and a wall time), the older block widened
+// every window to 400 days and the diagnosis ran out of time; now the wall time anchored on the
+// newest block leaves it out, names it, and the diagnosis is the plain job's.
+TEST(SharedTsdb, AnOlderJobsBlockIsNamedNotServedAndTheDiagnosisIsTheJobsOwn) {
+  const std::string id = "8308";
+  REQUIRE_FIXTURE(id);
+  const fs::path outputs = fs::temp_directory_path() / ("diagnose-shared-" + id + "-" + std::to_string(::getpid()));
+  CopyFixtureJob(id, outputs);
+  std::string older_ulid = "01AAAAAAAAAAAAAAAAAAAAAAAA";
+  bool added = false;
+  for (const auto& entry : fs::recursive_directory_iterator(outputs)) {
+    if (added || entry.path().filename() != "meta.json") continue;
+    const fs::path older = entry.path().parent_path().parent_path() / older_ulid;
+    fs::copy(entry.path().parent_path(), older, fs::copy_options::recursive);
+    nlohmann::json meta = nlohmann::json::parse(ReadFileOrEmpty((older / "meta.json").string()));
+    const int64_t shift_ms = int64_t{400} * 86400 * 1000;
+    meta["ulid"] = older_ulid;
+    meta["minTime"] = meta["minTime"].get<int64_t>() - shift_ms;
+    meta["maxTime"] = meta["maxTime"].get<int64_t>() - shift_ms;
+    std::ofstream(older / "meta.json") << meta.dump();
+    added = true;
+  }
+  ASSERT_TRUE(added);
+  const nlohmann::json plain = DiagnoseIn(DIAGNOSE_FIXTURE_OUTPUTS, id);
+  const nlohmann::json shared = DiagnoseIn(outputs.string(), id);
+  ASSERT_FALSE(plain.is_null());
+  ASSERT_FALSE(shared.is_null());
+  EXPECT_EQ(shared["verdict"]["root_cause"], plain["verdict"]["root_cause"]) << Dump(shared["verdict"]);
+  EXPECT_EQ(shared["decision"]["action"], plain["decision"]["action"]);
+  EXPECT_EQ(shared["decision"]["exclude"], plain["decision"]["exclude"]);
+  // Findings compared without their evidence, which cites the log by its path in each outputs dir.
+  auto without_evidence = [](nlohmann::json findings) {
+    for (auto& finding : findings) finding.erase("evidence");
+    return findings;
+  };
+  EXPECT_EQ(without_evidence(shared["findings"]), without_evidence(plain["findings"]));
+  const std::string tsdb = shared["tsdb"].dump();
+  EXPECT_NE(tsdb.find("block " + older_ulid), std::string::npos) << Dump(shared["tsdb"]);
+  EXPECT_NE(tsdb.find("days before the job's run"), std::string::npos) << Dump(shared["tsdb"]);
+  EXPECT_NE(tsdb.find("newest block's end minus the log's wall time"), std::string::npos) << Dump(shared["tsdb"]);
+  fs::remove_all(outputs);
+}
+
+}  // namespace
+}  // namespace diagnose::e2e

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/tsdb/promql_escape.h"
 #include "engine/tsdb/web_auth.h"
@@ -183,6 +184,52 @@ TEST_F(PrivatePrometheusTest, BlocksOnAnotherFilesystemAreServedThroughSymlinksN
   EXPECT_EQ(testing::DirectoryFingerprint(job.job_dir), before);
   EXPECT_EQ(CountCopies(other_root), 0);
   fs::remove_all(other_root);
+}
+
+// A TSDB dir that also holds an older job's block (a shared or reused directory): the server
+// gets the job's own blocks only, and answers about the job as it does without the older block.
+TEST_F(PrivatePrometheusTest, AnOlderJobsBlockIsNeitherCopiedNorServed) {
+  const auto& job = SharedJobFixture();
+  const std::string snapshot = MakeTempDir("private-prom-shared-");
+  fs::copy(job.tsdb_dir, snapshot, fs::copy_options::recursive);
+  auto inventory = InspectTsdbDir(snapshot);
+  ASSERT_TRUE(inventory.ok()) << inventory.status().ToString();
+  ASSERT_FALSE(inventory->blocks.empty());
+  const std::string older = "01AAAAAAAAAAAAAAAAAAAAAAAA";
+  fs::copy(fs::path(snapshot) / inventory->blocks.front().ulid, fs::path(snapshot) / older, fs::copy_options::recursive);
+  const int64_t shift_ms = int64_t{400} * 86400 * 1000;
+  {
+    const std::string meta_path = (fs::path(snapshot) / older / "meta.json").string();
+    nlohmann::json meta = nlohmann::json::parse(std::ifstream(meta_path));
+    meta["ulid"] = older;
+    meta["minTime"] = meta["minTime"].get<int64_t>() - shift_ms;
+    meta["maxTime"] = meta["maxTime"].get<int64_t>() - shift_ms;
+    std::ofstream(meta_path) << meta.dump();
+  }
+  const double end = EndOf(*inventory);
+  PrivatePrometheusOptions options = options_;
+  options.logged_run = {.end = end, .length_seconds = end - inventory->min_time_ms() / 1000.0};
+  const std::string before = testing::DirectoryFingerprint(snapshot);
+  {
+    auto server = PrivatePrometheus::Start(snapshot, options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    EXPECT_EQ((*server)->unserved_blocks(), std::vector<std::string>{older});
+    EXPECT_FALSE(fs::exists(fs::path((*server)->copy_dir()) / "data" / older));
+    EXPECT_TRUE(fs::exists(fs::path((*server)->copy_dir()) / "data" / inventory->blocks.front().ulid));
+    auto r = (*server)->client().Run(Query::Instant("count(hw_gpu_power_watts)", end));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->series.size(), 1u);
+    EXPECT_EQ(r->series[0].samples[0].v, 24 * 8);
+  }
+  // Without the run's length nothing places the older block outside: it is served, as before.
+  options.logged_run.length_seconds.reset();
+  {
+    auto server = PrivatePrometheus::Start(snapshot, options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    EXPECT_TRUE((*server)->unserved_blocks().empty());
+  }
+  EXPECT_EQ(testing::DirectoryFingerprint(snapshot), before);
+  fs::remove_all(snapshot);
 }
 
 TEST(WebAuthTest, CredentialsAreFreshBcryptAndTheHeaderIsRfc7617) {
