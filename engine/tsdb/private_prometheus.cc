@@ -289,6 +289,7 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   acquiring.emplace();
   RETURN_IF_ERROR(server->MakePrivateCopy(tsdb_dir, options));
   ASSIGN_OR_RETURN(const WebCredentials credentials, server->WriteServerConfig());
+  server->authorization_ = BasicAuthorization(credentials.user, credentials.password);
   const auto spawned = Clock::now();
   RETURN_IF_ERROR(server->SpawnServer(binary));
   acquiring.reset();

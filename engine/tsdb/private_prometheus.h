@@ -94,6 +94,9 @@ class PrivatePrometheus {
   PrivatePrometheus& operator=(const PrivatePrometheus&) = delete;
 
   HttpQueryClient& client() { return *client_; }
+  // The Authorization header value the server's port requires: for a second client of the same
+  // server (diagnose_e2e_bench --remote hands it to `diagnose --prometheus`).
+  const std::string& authorization() const { return authorization_; }
   const TsdbInventory& inventory() const { return inventory_; }
   const std::string& url() const { return url_; }
   const std::string& copy_dir() const { return copy_dir_; }
@@ -137,6 +140,7 @@ class PrivatePrometheus {
   int64_t symlinked_files_ = 0;
   int64_t copied_bytes_ = 0;
   std::vector<std::string> unserved_blocks_;
+  std::string authorization_;
   std::vector<std::string> caveats_;
 };
 
