@@ -25,6 +25,7 @@ jobs=${JOBS:-2}
 timeout=600   # for tests without a TIMEOUT property of their own
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$jobs"
+echo "test: main tree built at ${SECONDS} s"
 
 sanitize=0
 if [ "$quick" != 1 ] && [ "${DIAGNOSE_SKIP_SANITIZE:-0}" != 1 ]; then sanitize=1; fi
@@ -68,9 +69,11 @@ if compgen -G "playbooks/tests/*.yaml" >/dev/null && "./$build/diagnose" --help 
   "./$build/diagnose" test playbooks/tests/*.yaml
 fi
 if [ "$sanitize" = 1 ]; then
+  echo "test: main tree tested at ${SECONDS} s"
   build_rc=0
   wait "$sanitize_pid" || build_rc=$?
   sanitize_pid=""
+  echo "test: sanitized tree built at ${SECONDS} s"
   echo "== the sanitized tree's build (ran alongside the main tree's tests) =="
   cat "$sanitize_log"
   if [ "$build_rc" != 0 ]; then
@@ -78,4 +81,5 @@ if [ "$sanitize" = 1 ]; then
     exit "$build_rc"
   fi
   bash scripts/sanitize.sh
+  echo "test: sanitized tree tested and fuzzed at ${SECONDS} s"
 fi
