@@ -4,9 +4,17 @@
 # no fixture generation (it tests against the fixtures scripts/test.sh's build generated). Runs the
 # unit and integration tests under the sanitizers, then each fuzzer for FUZZ_SECONDS (default 30).
 #   scripts/sanitize.sh            # as CI runs it
+#   scripts/sanitize.sh --build-only   # configure and build only (scripts/test.sh builds the tree
+#                                      # this way while the main tree's tests run)
 #   FUZZ_SECONDS=600 FUZZ_NEW_FINDINGS=report scripts/sanitize.sh   # a campaign
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+case "${1:-}" in
+  --build-only) build_only=1 ;;
+  "") ;;
+  *) echo "usage: scripts/sanitize.sh [--build-only]" >&2; exit 2 ;;
+esac
 build=${SANITIZE_BUILD_DIR:-build-sanitize}
 jobs=${JOBS:-2}
 if ! compgen -G "fixtures/outputs/*.log" >/dev/null; then
@@ -21,6 +29,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DDIAGNOSE_SANITIZE=address,undefined -DDIAGNOSE_FUZZ=ON \
   -DDIAGNOSE_GENERATE_FIXTURES=OFF -DDIAGNOSE_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$build" -j "$jobs"
+[ "$build_only" = 1 ] && exit 0
 
 # Every report fails the test that triggered it; leaks are checked at exit of each test process.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=0}
@@ -32,6 +41,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_su
 # text form runs the same diagnoses), the report schema check (the JSON of the same diagnoses the
 # agreement test runs) and the browser test (Chromium's memory, not ours).
 junit="$PWD/$build/ctest-junit.xml"
+bash scripts/test-costs.sh seed "$build" sanitize
 ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 --output-junit "$junit" \
   -E '^(Shards/ScenarioVariants\.|Shards/FleetStoreEveryFixture\.|SummaryCli\.JsonIsAnArrayOfRows$|report_schema$|browser_reports$)'
 # The sanitized tests run several times slower than the main tree's, under the same limits: their
