@@ -52,6 +52,24 @@ json Trimmed(const json& v) {
   return out;
 }
 
+// Whether a query template's questions are composite (composite_answer.h), its placeholders read as
+// a number (`[{{ w }}]`, `offset {{ lead }}`, `> {{ t }}`). Only decides how long parts are kept.
+bool IsCompositeTemplate(const std::string& promql_template) {
+  std::string text;
+  for (size_t i = 0; i < promql_template.size();) {
+    if (promql_template.compare(i, 2, "{{") == 0) {
+      const size_t close = promql_template.find("}}", i + 2);
+      if (close == std::string::npos) return false;
+      text += "0";
+      i = close + 2;
+    } else {
+      text += promql_template[i++];
+    }
+  }
+  auto composite = CompositeOf(text);
+  return composite && composite->RepeatsAPart();
+}
+
 }  // namespace
 
 EvaluationResult Evaluator::Run() {
@@ -99,8 +117,13 @@ void Evaluator::EvaluateByReadiness() {
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     if (nodes[*it].rule->kind == RuleKind::kQuery || feeds_query[*it])
       for (int d : before[*it]) feeds_query[d] = true;
-  for (int idx : order)
-    if (nodes[idx].rule->kind == RuleKind::kQuery) ++unstarted_queries_of_template_[TemplateOf(idx)];
+  composite_template_.assign(nodes.size(), false);
+  for (int idx : order) {
+    if (nodes[idx].rule->kind != RuleKind::kQuery) continue;
+    ++unstarted_queries_of_template_[TemplateOf(idx)];
+    if ((composite_template_[idx] = IsCompositeTemplate(nodes[idx].rule->query.promql_template)))
+      ++unstarted_queries_of_template_[kCompositePartTemplate];
+  }
 
   enum class State { kWaiting, kInFlight, kDone };
   std::vector<State> state(nodes.size(), State::kWaiting);
@@ -143,6 +166,7 @@ void Evaluator::EvaluateByReadiness() {
 
 bool Evaluator::StartQuery(int idx, Wave* wave) {
   --unstarted_queries_of_template_[TemplateOf(idx)];
+  if (composite_template_[idx]) --unstarted_queries_of_template_[kCompositePartTemplate];
   if (DeadlinePassed()) {
     Fail(idx, NodeHealth::kSkipped, "the run's deadline (--deadline) passed before it was evaluated");
     return false;
@@ -370,7 +394,10 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
       else ++result_.queries_shared;
       it->second.templates.push_back(TemplateOf(wave->nodes[i]));
     }
-    if (client->EvaluatesPromql()) SetDerivedAside(client, &unique, wave);
+    if (client->EvaluatesPromql()) {
+      SetComposedAside(client, &unique, wave);
+      SetDerivedAside(client, &unique, wave);
+    }
     if (unique.empty()) continue;
     ++result_.batches;
     result_.queries_run += static_cast<int>(unique.size());
@@ -424,15 +451,52 @@ void Evaluator::SetDerivedAside(QueryClient* client, std::vector<Query>* unique,
   *unique = std::move(sent);
 }
 
-void Evaluator::AnswerDerived(const Wave& wave) {
-  std::map<QueryClient*, std::vector<Query>> ask;
-  for (const auto& d : wave.derived) {
-    const auto& source = answers_.at(d.source).result;
-    std::optional<QueryResult> answer;
-    if (source && source->ok()) answer = DeriveAnswer(d.derivation, **source, d.query.kind);
-    if (answer) answers_[KeyOf(d.client, d.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
-    else ask[d.client].push_back(d.query);
+void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave) {
+  std::vector<Query> sent, parts;
+  for (Query& q : *unique) {
+    std::optional<CompositeQuestion> composite;
+    if (q.kind == Query::Kind::kInstant) composite = CompositeOf(q.promql);
+    if (!composite) {
+      sent.push_back(std::move(q));
+      continue;
+    }
+    auto part_query = [&](const std::string& part) { return Query::Instant(part, q.time, q.id); };
+    // `X > 3` or `max by (host) (X)` with X asked already is derived_answer.h's.
+    if (auto d = DerivationOf(q.promql)) {
+      Query source = q;
+      source.promql = d->source;
+      if (answers_.count(KeyOf(client, source))) {
+        sent.push_back(std::move(q));
+        continue;
+      }
+    }
+    const bool parts_asked = std::all_of(composite->parts.begin(), composite->parts.end(), [&](const std::string& part) {
+      return answers_.count(KeyOf(client, part_query(part))) > 0;
+    });
+    if (!composite->RepeatsAPart() && !parts_asked) {
+      sent.push_back(std::move(q));
+      continue;
+    }
+    ComposedQuestion composed{client, q, {}, std::move(*composite)};
+    const std::vector<std::string> templates = answers_.at(KeyOf(client, q)).templates;
+    for (const auto& part : composed.composite.parts) {
+      Query pq = part_query(part);
+      const QuestionKey key = KeyOf(client, pq);
+      auto [it, fresh] = answers_.try_emplace(key);
+      auto& kept_for = it->second.templates;
+      kept_for.insert(kept_for.end(), templates.begin(), templates.end());
+      kept_for.push_back(kCompositePartTemplate);
+      if (fresh) parts.push_back(std::move(pq));
+      composed.parts.push_back(key);
+    }
+    ++result_.queries_derived;
+    wave->composed.push_back(std::move(composed));
   }
+  sent.insert(sent.end(), std::make_move_iterator(parts.begin()), std::make_move_iterator(parts.end()));
+  *unique = std::move(sent);
+}
+
+void Evaluator::AskNow(const std::map<QueryClient*, std::vector<Query>>& ask) {
   for (auto& [client, queries] : ask) {
     ++result_.batches;
     result_.queries_run += static_cast<int>(queries.size());
@@ -443,6 +507,34 @@ void Evaluator::AnswerDerived(const Wave& wave) {
   }
 }
 
+void Evaluator::AnswerComposed(const Wave& wave) {
+  std::map<QueryClient*, std::vector<Query>> ask;
+  for (const auto& c : wave.composed) {
+    std::vector<const QueryResult*> parts;
+    for (const auto& key : c.parts) {
+      const auto& part = answers_.at(key).result;
+      parts.push_back(part && part->ok() ? &**part : nullptr);
+    }
+    std::optional<QueryResult> answer;
+    if (std::find(parts.begin(), parts.end(), nullptr) == parts.end()) answer = AnswerComposite(c.composite, parts);
+    if (answer) answers_[KeyOf(c.client, c.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
+    else ask[c.client].push_back(c.query);
+  }
+  AskNow(ask);
+}
+
+void Evaluator::AnswerDerived(const Wave& wave) {
+  std::map<QueryClient*, std::vector<Query>> ask;
+  for (const auto& d : wave.derived) {
+    const auto& source = answers_.at(d.source).result;
+    std::optional<QueryResult> answer;
+    if (source && source->ok()) answer = DeriveAnswer(d.derivation, **source, d.query.kind);
+    if (answer) answers_[KeyOf(d.client, d.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
+    else ask[d.client].push_back(d.query);
+  }
+  AskNow(ask);
+}
+
 void Evaluator::KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer) {
   if (answer.ok())
     for (const auto& series : answer->series) result_.points_returned += static_cast<int64_t>(series.samples.size());
@@ -451,6 +543,8 @@ void Evaluator::KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer)
 
 void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
   for (auto& [key, answer] : fetched) KeepAnswer(key, std::move(answer));
+  // Composed first: a derived question's source may be a composed one, never a composed one's part.
+  AnswerComposed(wave);
   AnswerDerived(wave);
   for (size_t i = 0; i < wave.nodes.size(); ++i) {
     const int idx = wave.nodes[i];

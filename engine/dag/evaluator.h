@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/dag/composite_answer.h"
 #include "engine/dag/derived_answer.h"
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/expr.h"
@@ -94,12 +95,20 @@ class Evaluator {
     QuestionKey source;
     Derivation derivation;
   };
+  // A question of the wave answered from its parts' answers (composite_answer.h), not sent.
+  struct ComposedQuestion {
+    QueryClient* client = nullptr;
+    Query query;
+    std::vector<QuestionKey> parts;
+    CompositeQuestion composite;
+  };
   // The query rules of one pass and what they ask.
   struct Wave {
     std::vector<int> nodes;
     std::vector<Query> queries;
     std::vector<QueryClient*> clients;
     std::vector<DerivedQuestion> derived;
+    std::vector<ComposedQuestion> composed;
   };
   using WaveAnswers = std::vector<std::pair<QuestionKey, StatusOr<QueryResult>>>;
 
@@ -112,6 +121,14 @@ class Evaluator {
   // The wave's new questions of `client` that are answered from another question of the run, which
   // is sent (in this wave or an earlier one) rather than derived itself; the rest in `unique`.
   void SetDerivedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
+  // The wave's new instant questions of `client` whose operators the engine applies to their parts'
+  // answers: those that read a part twice, or whose parts the run asks anyway. Their parts replace
+  // them in `unique` (once each, and not when asked already).
+  void SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
+  // The composed questions' answers; one the engine cannot give exactly is asked of the TSDB.
+  void AnswerComposed(const Wave& wave);
+  // Asks `ask` of each client now (the answers the engine declined to compute).
+  void AskNow(const std::map<QueryClient*, std::vector<Query>>& ask);
   void ApplyAnswers(const Wave& wave, WaveAnswers fetched);
   // The derived questions' answers; one the derivation cannot give exactly is asked of the TSDB.
   void AnswerDerived(const Wave& wave);
@@ -170,6 +187,10 @@ class Evaluator {
   };
   std::map<QuestionKey, Answer> answers_;
   std::map<std::string, int> unstarted_queries_of_template_;
+  // The pseudo-template of composed questions' parts: a part is kept while a query rule whose
+  // template is composite is still to be started (another composite may share it).
+  static constexpr const char* kCompositePartTemplate = "\ncomposite part";
+  std::vector<bool> composite_template_;   // by node: its query template is composite
 };
 
 }  // namespace diagnose::dag::internal

@@ -1,4 +1,5 @@
 #include "engine/dag/derived_answer.h"
+#include "engine/dag/composite_answer.h"
 
 #include <cmath>
 
@@ -181,6 +182,193 @@ TEST(DeriveAnswerTest, RefusesWhatItCannotAnswerExactly) {
   scalar.result_type = "scalar";
   scalar.series = {At100({}, 1)};
   EXPECT_FALSE(DeriveAnswer(*DerivationOf("x > 0"), scalar, Query::Kind::kInstant));
+}
+
+// The answer to `promql` from the answers to its parts, named by their PromQL.
+std::optional<QueryResult> Answer(const std::string& promql, const std::map<std::string, QueryResult>& parts) {
+  auto composite = CompositeOf(promql);
+  EXPECT_TRUE(composite) << promql;
+  if (!composite) return std::nullopt;
+  std::vector<const QueryResult*> answers;
+  for (const auto& part : composite->parts) {
+    auto it = parts.find(part);
+    EXPECT_NE(it, parts.end()) << "no answer for part `" << part << "`";
+    if (it == parts.end()) return std::nullopt;
+    answers.push_back(&it->second);
+  }
+  return AnswerComposite(*composite, answers);
+}
+
+// (labels, value) in the answer's order.
+std::vector<std::pair<Labels, double>> Flat(const QueryResult& r) {
+  std::vector<std::pair<Labels, double>> out;
+  for (const auto& s : r.series) {
+    EXPECT_EQ(s.samples.size(), 1u);
+    out.emplace_back(s.labels, s.samples.at(0).v);
+  }
+  return out;
+}
+
+const std::string kIncrease =
+    "(max_over_time(c[600s]) - min_over_time(c[600s] offset 3253s)) >= 0 or max_over_time(c[600s]) < min_over_time(c[600s] offset 3253s)";
+
+TEST(CompositeOfTest, TheCounterIncreaseReadsEachWindowOnce) {
+  auto c = CompositeOf(kIncrease);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->parts, (std::vector<std::string>{"max_over_time(c[600s])", "min_over_time(c[600s] offset 3253s)"}));
+  EXPECT_EQ(c->part_occurrences, 4);
+  EXPECT_TRUE(c->RepeatsAPart());
+  c = CompositeOf("sum by (host, instance) (label_replace((" + kIncrease + "), \"block\", \"umc\", \"\", \"\") or label_replace(d, 'block', `x`, \"\", \"\"))");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->parts.size(), 3u);
+  EXPECT_EQ(c->parts.back(), "d");
+}
+
+TEST(CompositeOfTest, PartsAreWhatTheEngineDoesNotEvaluateAsWritten) {
+  auto c = CompositeOf(R"(rate(x{a="b) or c"}[5m] offset -1h) + avg by (host) (y) / quantile(0.5, z) without (gpu) - w @ 100 * {__name__="v"})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->parts, (std::vector<std::string>{R"(rate(x{a="b) or c"}[5m] offset -1h))", "avg by (host) (y)",
+                                                "quantile(0.5, z) without (gpu)", "w @ 100", R"({__name__="v"})"}));
+  EXPECT_FALSE(c->RepeatsAPart());
+}
+
+TEST(CompositeOfTest, AnythingUnsureIsAskedAsWritten) {
+  for (const char* promql : {
+           "x",                                   // a part alone
+           "max_over_time(x[5m])",
+           "1 + 2",                               // numbers only
+           "x + on (host) y", "x / ignoring (gpu) y", "x * on (host) group_left y",
+           "x ^ 2", "atan2(x, y)", "x atan2 y",   // Go's Pow and Atan2
+           "sum without (gpu) (x) + x",
+           "label_replace(x, \"a\", \"$1\", \"b\", \"(.*)\") or x",   // a real regular expression
+           "label_replace(x, \"a\", \"v\", \"b\", \"c.d\") or x",
+           "label_replace(x, \"1a\", \"v\", \"b\", \"\") or x",       // invalid label name
+           "label_replace(x, \"a\", \"v\\\"\", \"b\", \"\") or x",   // escapes
+           "(x + x)[5m:1m]", "(x + x) offset 5m",
+           "x + x # comment", "x > 0x1f", "x - -x", "x and 1", "1 or x", "sum(1)", "x + Inf",
+           "(x + x", "x + x)", "x +", "sum by (a) by (b) (x)"}) {
+    EXPECT_FALSE(CompositeOf(promql)) << promql;
+  }
+}
+
+TEST(CompositeAnswerTest, CounterIncreaseKeepsGrowthOrTheValueAfterAReset) {
+  const auto answer = Answer(kIncrease, {
+      {"max_over_time(c[600s])", Vector({At100({{"gpu", "0"}}, 5), At100({{"gpu", "1"}}, 1), At100({{"gpu", "2"}}, kNaN),
+                                         At100({{"gpu", "3"}}, 7), At100({{"gpu", "4"}}, 3)})},
+      {"min_over_time(c[600s] offset 3253s)", Vector({At100({{"gpu", "4"}}, 3), At100({{"gpu", "0"}}, 3),
+                                                      At100({{"gpu", "1"}}, 3), At100({{"gpu", "2"}}, 1)})},
+  });
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->result_type, "vector");
+  // gpu 2 (NaN) is neither; gpu 3 has no earlier window; gpu 1 was reset: its value after the reset.
+  // The left side's order (A's), then the right side's additions.
+  const auto flat = Flat(*answer);
+  ASSERT_EQ(flat.size(), 3u);
+  EXPECT_EQ(flat[0], (std::pair<Labels, double>{{{"gpu", "0"}}, 2}));
+  EXPECT_EQ(flat[1], (std::pair<Labels, double>{{{"gpu", "4"}}, 0}));
+  EXPECT_EQ(flat[2], (std::pair<Labels, double>{{{"gpu", "1"}}, 1}));
+  EXPECT_EQ(answer->series[0].samples[0].t, 100);
+}
+
+TEST(CompositeAnswerTest, ArithmeticDropsTheNameComparisonKeepsItBoolGivesZeroOrOne) {
+  const std::map<std::string, QueryResult> parts = {
+      {"a", Vector({At100({{"__name__", "a"}, {"h", "1"}}, 2), At100({{"__name__", "a"}, {"h", "2"}}, 5)})},
+      {"b", Vector({At100({{"__name__", "b"}, {"h", "2"}}, 4), At100({{"__name__", "b"}, {"h", "1"}}, 3)})},
+  };
+  auto r = Answer("a - b + a", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Flat(*r), (std::vector<std::pair<Labels, double>>{{{{"h", "1"}}, 1}, {{{"h", "2"}}, 6}}));
+  r = Answer("a > b or a", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Flat(*r), (std::vector<std::pair<Labels, double>>{{{{"__name__", "a"}, {"h", "2"}}, 5},
+                                                              {{{"__name__", "a"}, {"h", "1"}}, 2}}));
+  r = Answer("a > bool b or a", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Flat(*r), (std::vector<std::pair<Labels, double>>{{{{"h", "1"}}, 0}, {{{"h", "2"}}, 1}}))
+      << "`or` matches without __name__: both `a` series have a nameless twin on the left";
+  // A number on the left of a comparison keeps the vector's value; on the left of `-` it is the minuend.
+  r = Answer("3 < a or 10 - a", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Flat(*r), (std::vector<std::pair<Labels, double>>{{{{"__name__", "a"}, {"h", "2"}}, 5}, {{{"h", "1"}}, 8}}));
+  r = Answer("a % 3 + a / 0 * 0 + a", parts);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(std::isnan(r->series[0].samples[0].v));
+}
+
+TEST(CompositeAnswerTest, SetOperatorsAndEmptySides) {
+  const std::map<std::string, QueryResult> parts = {
+      {"a", Vector({At100({{"h", "1"}}, 1), At100({{"h", "2"}}, 2)})},
+      {"b", Vector({At100({{"h", "2"}}, 20), At100({{"h", "3"}}, 30)})},
+      {"none", Vector({})},
+  };
+  auto flat = [&](const std::string& promql) {
+    auto r = Answer(promql, parts);
+    EXPECT_TRUE(r) << promql;
+    return r ? Flat(*r) : std::vector<std::pair<Labels, double>>{};
+  };
+  using F = std::vector<std::pair<Labels, double>>;
+  EXPECT_EQ(flat("a and b or a and b"), (F{{{{"h", "2"}}, 2}}));
+  EXPECT_EQ(flat("a unless b or b unless a"), (F{{{{"h", "1"}}, 1}, {{{"h", "3"}}, 30}}));
+  EXPECT_EQ(flat("none or b or none"), (F{{{{"h", "2"}}, 20}, {{{"h", "3"}}, 30}}));
+  EXPECT_EQ(flat("a - none or none"), F{});
+  EXPECT_EQ(flat("a unless none and a"), (F{{{{"h", "1"}}, 1}, {{{"h", "2"}}, 2}}));
+  EXPECT_EQ(flat("a * 2 or a"), (F{{{{"h", "1"}}, 2}, {{{"h", "2"}}, 4}}));
+}
+
+TEST(CompositeAnswerTest, AggregationsGroupInOrderOfFirstAppearanceAndAddInSeriesOrder) {
+  const std::map<std::string, QueryResult> parts = {
+      {"x", Vector({At100({{"host", "b"}, {"gpu", "0"}}, 1e16), At100({{"host", "a"}, {"gpu", "0"}}, kNaN),
+                    At100({{"host", "b"}, {"gpu", "1"}}, 1), At100({{"host", "a"}, {"gpu", "1"}}, 4),
+                    At100({{"host", "b"}, {"gpu", "2"}}, 1), At100({{"gpu", "9"}}, 7)})},
+  };
+  auto r = Answer("sum by (host) (x) or max by (host) (x) or min by (host, nope) (x) or count(x) or group by (gpu) (x) + x", parts);
+  ASSERT_TRUE(r);
+  const auto flat = Flat(*r);
+  // The max and min have the sum's three label sets, count(x) the empty one; of `group by (gpu) (x) + x`
+  // only gpu 9, whose series has no host, matches.
+  ASSERT_EQ(flat.size(), 4u);
+  EXPECT_EQ(flat[0].first, (Labels{{"host", "b"}}));
+  EXPECT_EQ(flat[0].second, (1e16 + 1) + 1) << "added in series order: 1e16 + 1 + 1 is 1e16 in doubles";
+  EXPECT_EQ(flat[1].first, (Labels{{"host", "a"}}));
+  EXPECT_TRUE(std::isnan(flat[1].second));
+  EXPECT_EQ(flat[2], (std::pair<Labels, double>{{}, 7}));
+  EXPECT_EQ(flat[3], (std::pair<Labels, double>{{{"gpu", "9"}}, 8}));
+
+  r = Answer("max by (host) (x) - min by (host) (x)", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->series[1].samples[0].v, 0) << "max and min skip a NaN met first";
+  r = Answer("count by (host) (x) + group by (host) (x)", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Flat(*r), (std::vector<std::pair<Labels, double>>{{{{"host", "b"}}, 4}, {{{"host", "a"}}, 3}, {{}, 2}}));
+}
+
+TEST(CompositeAnswerTest, LabelReplaceOfAConstant) {
+  const std::map<std::string, QueryResult> parts = {
+      {"x", Vector({At100({{"__name__", "x"}, {"gpu", "0"}, {"block", "old"}}, 1), At100({{"gpu", "1"}, {"src", "s"}}, 2)})},
+  };
+  auto r = Answer("label_replace(x, \"block\", \"umc\", \"\", \"\") or label_replace(x, \"block\", \"\", \"src\", \"s\")", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Flat(*r), (std::vector<std::pair<Labels, double>>{
+                          {{{"__name__", "x"}, {"gpu", "0"}, {"block", "umc"}}, 1},
+                          {{{"gpu", "1"}, {"src", "s"}, {"block", "umc"}}, 2},
+                          {{{"__name__", "x"}, {"gpu", "0"}, {"block", "old"}}, 1},   // src "" is not "s": kept as is
+                          {{{"gpu", "1"}, {"src", "s"}}, 2}}));                        // the empty value deletes
+}
+
+TEST(CompositeAnswerTest, WherePrometheusWouldFailTheEngineDeclines) {
+  const std::map<std::string, QueryResult> parts = {
+      {"x", Vector({At100({{"__name__", "x"}, {"gpu", "0"}}, 1), At100({{"__name__", "y"}, {"gpu", "0"}}, 2)})},
+      {"z", Vector({At100({{"gpu", "0"}}, 1)})},
+      {"s", []{ QueryResult r; r.result_type = "scalar"; r.series = {At100({}, 1)}; return r; }()},
+      {"m", []{ QueryResult r; r.result_type = "matrix"; r.series = {{{{"gpu", "0"}}, {{1, 1}, {2, 2}}}}; return r; }()},
+  };
+  EXPECT_FALSE(Answer("z - x or z", parts)) << "duplicate series for the match group on the right";
+  EXPECT_FALSE(Answer("x - z or z", parts)) << "many-to-one without group_left";
+  EXPECT_TRUE(Answer("x < z or z", parts)) << "a match not kept is no duplicate";
+  EXPECT_FALSE(Answer("x * 1 or z", parts)) << "two series with one label set once the name is dropped";
+  EXPECT_FALSE(Answer("label_replace(x, \"__name__\", \"n\", \"\", \"\") or z", parts)) << "one label set twice";
+  EXPECT_FALSE(Answer("s + z or z", parts)) << "a scalar part";
+  EXPECT_FALSE(Answer("m + z or z", parts)) << "a range vector part";
 }
 
 }  // namespace

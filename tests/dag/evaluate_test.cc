@@ -238,6 +238,57 @@ rules:
   EXPECT_EQ(r.queries_derived, 0);
 }
 
+TEST_F(EvaluateTest, AUnionOfCounterIncreasesIsComputedFromEachWindowAskedOnce) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: ras
+description: a counter's increase per GPU and its sum per host, from the same two windows
+rules:
+  - id: per_gpu
+    query: '(max_over_time(c[60s]) - min_over_time(c[60s] offset 60s)) >= 0 or max_over_time(c[60s]) < min_over_time(c[60s] offset 60s)'
+    window: job
+    by: [host, gpu]
+  - id: per_host
+    query: 'sum by (host) (label_replace((max_over_time(c[60s]) - min_over_time(c[60s] offset 60s)) >= 0 or max_over_time(c[60s]) < min_over_time(c[60s] offset 60s), "counter", "c", "", ""))'
+    window: job
+    by: [host]
+)YAML", "ras.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"ras"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+
+  PromqlFakeClient promql;
+  promql.answers["max_over_time(c[60s])"] = {Instant({{"host", "h1"}, {"gpu", "0"}}, 5), Instant({{"host", "h1"}, {"gpu", "1"}}, 1),
+                                             Instant({{"host", "h2"}, {"gpu", "0"}}, 4)};
+  promql.answers["min_over_time(c[60s] offset 60s)"] = {Instant({{"host", "h1"}, {"gpu", "0"}}, 3),
+                                                        Instant({{"host", "h1"}, {"gpu", "1"}}, 3),
+                                                        Instant({{"host", "h2"}, {"gpu", "0"}}, 4)};
+  ctx_.subject = &promql;
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(promql.batches.size(), 1u);
+  ASSERT_EQ(promql.batches[0].size(), 2u) << "each window once, for both rules";
+  EXPECT_EQ(promql.batches[0][0].promql, "max_over_time(c[60s])");
+  EXPECT_EQ(promql.batches[0][1].promql, "min_over_time(c[60s] offset 60s)");
+  EXPECT_EQ(r.queries_run, 2);
+  EXPECT_EQ(r.queries_derived, 2);
+  const auto& per_gpu = r.nodes[graph->IndexOf("ras/per_gpu")];
+  ASSERT_EQ(per_gpu.health, NodeHealth::kOk) << per_gpu.reason;
+  EXPECT_EQ(per_gpu.value["query"], library.playbooks.at(0).rules.at(0).query.promql_template);
+  EXPECT_EQ(per_gpu.value["values"], json({{"h1/0", 2.0}, {"h1/1", 1.0}, {"h2/0", 0.0}}));
+  const auto& per_host = r.nodes[graph->IndexOf("ras/per_host")];
+  ASSERT_EQ(per_host.health, NodeHealth::kOk) << per_host.reason;
+  EXPECT_EQ(per_host.value["values"], json({{"h1", 3.0}, {"h2", 0.0}}));
+
+  // A store that may speak another dialect is asked the questions as written.
+  ctx_.subject = &client_;
+  client_.answers = promql.answers;
+  r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 1u);
+  ASSERT_EQ(client_.batches[0].size(), 2u);
+  EXPECT_EQ(client_.batches[0][1].promql, library.playbooks.at(0).rules.at(1).query.promql_template);
+  EXPECT_EQ(r.queries_derived, 0);
+}
+
 TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   client_.answers["hw_gpu_power_watts"] = {Instant({{"host", "gpu-a7"}}, 910), Instant({{"host", "gpu-b\"3"}}, 905)};
   // Ray series carry instance/ip, not host: the host key maps them.

@@ -1,7 +1,9 @@
-// The answers the engine derives from another answer (engine/dag/derived_answer.h) against
-// Prometheus' own answers to the same questions, on the shared 24-host job: value for value, bit for
-// bit (NaN, -0, a host's gap in a range).
+// The answers the engine derives from another answer (engine/dag/derived_answer.h) or composes from
+// the answers to their parts (engine/dag/composite_answer.h) against Prometheus' own answers to the
+// same questions, on the shared 24-host job: value for value, bit for bit (NaN, -0, a host's gap in
+// a range, sums in series order, a side with no series); composed ones also in Prometheus' order.
 #include "engine/dag/derived_answer.h"
+#include "engine/dag/composite_answer.h"
 
 #include <cmath>
 #include <map>
@@ -15,6 +17,8 @@
 namespace diagnose {
 namespace {
 
+using dag::AnswerComposite;
+using dag::CompositeOf;
 using dag::DerivationOf;
 using dag::DeriveAnswer;
 using nlohmann::json;
@@ -45,6 +49,43 @@ void ExpectSameAnswer(const QueryResult& derived, const QueryResult& asked) {
           << ai->second[i].v;
     }
   }
+}
+
+void ExpectSameAnswerInOrder(const QueryResult& composed, const QueryResult& asked) {
+  EXPECT_EQ(composed.result_type, asked.result_type);
+  ASSERT_EQ(composed.series.size(), asked.series.size());
+  for (size_t i = 0; i < asked.series.size(); ++i) {
+    const auto& c = composed.series[i];
+    const auto& a = asked.series[i];
+    ASSERT_EQ(json(c.labels).dump(), json(a.labels).dump()) << "series " << i;
+    ASSERT_EQ(c.samples.size(), 1u);
+    ASSERT_EQ(a.samples.size(), 1u);
+    EXPECT_EQ(c.samples[0].t, a.samples[0].t);
+    EXPECT_TRUE(SameValue(c.samples[0].v, a.samples[0].v))
+        << json(a.labels).dump() << ": composed " << c.samples[0].v << ", Prometheus " << a.samples[0].v;
+  }
+}
+
+// `(A - B) >= 0 or A < B`: the growth of a counter, or its value after a reset.
+std::string Increase(const std::string& a, const std::string& b) {
+  return "((" + a + " - " + b + ") >= 0 or " + a + " < " + b + ")";
+}
+
+// The composite question's answer from Prometheus' answers to its parts at `time`.
+std::optional<QueryResult> ComposedFromPrometheusParts(QueryClient& client, const std::string& promql, double time) {
+  auto composite = CompositeOf(promql);
+  EXPECT_TRUE(composite);
+  if (!composite) return std::nullopt;
+  std::vector<QueryResult> answers;
+  for (const auto& part : composite->parts) {
+    auto answer = client.Run(Query::Instant(part, time));
+    EXPECT_TRUE(answer.ok()) << part << ": " << answer.status().ToString();
+    if (!answer.ok()) return std::nullopt;
+    answers.push_back(std::move(*answer));
+  }
+  std::vector<const QueryResult*> parts;
+  for (const auto& a : answers) parts.push_back(&a);
+  return AnswerComposite(*composite, parts);
 }
 
 class DerivedAnswerTest : public ::testing::Test {
@@ -122,6 +163,74 @@ TEST_F(DerivedAnswerTest, EveryDerivedAnswerIsPrometheusOwn) {
     }
   }
   EXPECT_EQ(derived, 24);
+}
+
+TEST_F(DerivedAnswerTest, EveryComposedAnswerIsPrometheusOwnInItsOrder) {
+  QueryClient& client = server_->client();
+  ASSERT_TRUE(client.EvaluatesPromql());
+  const std::string retx = "hw_rdma_tx_retx_pkts_total";
+  const std::string temp = "hw_gpu_temperature_celsius";
+  const std::string power = "hw_gpu_power_watts";
+  // Counter growth, a "reset" on every GPU (the window's min below the earlier window's max), and a
+  // bare selector against itself 45 s earlier (both branches, the right one keeping __name__).
+  const std::string retx_increase = Increase("max_over_time(" + retx + "[600s])", "min_over_time(" + retx + "[600s] offset 3000s)");
+  const std::string temp_reset = Increase("min_over_time(" + temp + "[600s])", "max_over_time(" + temp + "[600s] offset 3000s)");
+  const std::string temp_step = Increase(temp, temp + " offset 45s");
+  const std::string union_of_families = "label_replace(" + retx_increase + ", \"counter\", \"retx\", \"\", \"\") or label_replace(" +
+                                        temp_reset + ", \"counter\", \"temp\", \"\", \"\") or label_replace(" + temp_step +
+                                        ", \"counter\", \"step\", \"\", \"\")";
+  // 0/0 where a GPU sits at exactly 60 °C; -0 and +0 in one group.
+  const std::string some_nan = "(" + temp + " - 60) / (" + temp + " - 60)";
+  const std::string zeros = "(60 - " + temp + ") * 0";
+  const std::string rate = "rate(" + retx + "[2m])";
+  const std::vector<std::string> cases = {
+      retx_increase,
+      "sum by (host, instance) (" + retx_increase + ")",
+      temp_reset,
+      temp_step,
+      union_of_families,
+      "sum by (host, instance) (" + union_of_families + ")",
+      "(" + union_of_families + ") >= 0.5",
+      "sum by (host) (" + temp_step + ") > bool 300 or count by (host) (" + temp_step + ")",
+      some_nan + " > 0 or " + some_nan + " != 1",
+      "sum by (host) (" + some_nan + ") or max by (host) (" + some_nan + ")",
+      "max by (host) (" + zeros + ") - min by (host) (" + zeros + ") or " + zeros,
+      "max(" + zeros + ") or min(" + zeros + ")",
+      "sum by (host) (" + rate + ") / count by (host) (" + rate + ")",
+      "sum(" + rate + " * 1.1) - sum(" + rate + ")",
+      "max by (host, instance) (avg_over_time(" + power + "[3465s])) - min by (host, instance) (avg_over_time(" + power + "[3465s]))",
+      "no_such_metric or " + temp + " > 62 or no_such_metric",
+      temp + " - no_such_metric or 3 < " + temp,
+      temp + "{gpu=\"0\"} - " + temp + " or " + temp + "{gpu=\"1\"} unless " + temp + "{host=\"chi2801\"}",
+      "group by (gpu) (" + temp + ") and " + temp + " or group by (gpu) (" + temp + ")",
+  };
+  for (const auto& promql : cases) {
+    SCOPED_TRACE(promql);
+    std::optional<QueryResult> composed;
+    ASSERT_NO_FATAL_FAILURE(composed = ComposedFromPrometheusParts(client, promql, end_));
+    ASSERT_TRUE(composed) << "declined";
+    auto asked = client.Run(Query::Instant(promql, end_));
+    ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+    EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
+    ExpectSameAnswerInOrder(*composed, *asked);
+  }
+}
+
+// Where Prometheus fails, the engine declines, so the question is asked and fails as Prometheus says.
+TEST_F(DerivedAnswerTest, WherePrometheusFailsTheEngineDeclines) {
+  QueryClient& client = server_->client();
+  const std::string both = "{__name__=~\"hw_gpu_power_watts|hw_gpu_temperature_celsius\"}";
+  for (const std::string& promql : std::vector<std::string>{
+           "hw_gpu_power_watts - " + both + " or hw_gpu_power_watts",             // duplicate series on the right
+           both + " - hw_gpu_power_watts or hw_gpu_power_watts",                 // many-to-one without group_left
+           both + " * 1 or hw_gpu_power_watts",                                  // one label set twice, names dropped
+           std::string("label_replace(hw_gpu_power_watts, \"gpu\", \"0\", \"\", \"\") or hw_gpu_power_watts")}) {
+    SCOPED_TRACE(promql);
+    std::optional<QueryResult> composed;
+    ASSERT_NO_FATAL_FAILURE(composed = ComposedFromPrometheusParts(client, promql, end_));
+    EXPECT_FALSE(composed);
+    EXPECT_FALSE(client.Run(Query::Instant(promql, end_)).ok());
+  }
 }
 
 // A max over +0 and -0 keeps whichever Prometheus met first: not derived, asked.
