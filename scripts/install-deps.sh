@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # Installs everything diagnose needs to build, run and test, from Debian 12 packages only.
 # Run as root. Safe to re-run. Never starts the Prometheus or VictoriaMetrics system service.
+#
+#   scripts/install-deps.sh            # everything: build, run, and every test (README command 2, CI)
+#   scripts/install-deps.sh --build    # what building diagnose and its fixture jobs and diagnosing one
+#                                      # needs (README command 1); the test-only tools (Chromium, clang
+#                                      # and libFuzzer, Slurm and munge, VictoriaMetrics, jq, the
+#                                      # Python checkers) come with the plain command
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
-packages=(
+build_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcurl4-openssl-dev nlohmann-json3-dev libboost-graph-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev
   libsimdjson-dev libisal-dev zlib1g-dev
-  prometheus victoria-metrics
-  chromium chromium-driver python3 python3-jsonschema python3-yaml
+  prometheus
+)
+test_packages=(
+  victoria-metrics python3
+  chromium chromium-driver python3-jsonschema python3-yaml
   clang libclang-rt-14-dev
   munge slurmctld slurmd slurm-client jq
 )
+case "${1:-}" in
+  --build) packages=("${build_packages[@]}") ;;
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: scripts/install-deps.sh [--build]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
