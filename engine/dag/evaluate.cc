@@ -371,6 +371,7 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
       it->second.templates.push_back(TemplateOf(wave->nodes[i]));
     }
     if (client->EvaluatesPromql()) SetDerivedAside(client, &unique, wave);
+    if (client->EvaluatesPromql()) SetCountedAside(client, &unique, wave);
     if (unique.empty()) continue;
     ++result_.batches;
     result_.queries_run += static_cast<int>(unique.size());
@@ -433,7 +434,11 @@ void Evaluator::AnswerDerived(const Wave& wave) {
     if (answer) answers_[KeyOf(d.client, d.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
     else ask[d.client].push_back(d.query);
   }
-  for (auto& [client, queries] : ask) {
+  AskInstead(ask);
+}
+
+void Evaluator::AskInstead(const std::map<QueryClient*, std::vector<Query>>& ask) {
+  for (const auto& [client, queries] : ask) {
     ++result_.batches;
     result_.queries_run += static_cast<int>(queries.size());
     result_.queries_derived -= static_cast<int>(queries.size());
@@ -451,6 +456,7 @@ void Evaluator::KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer)
 
 void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
   for (auto& [key, answer] : fetched) KeepAnswer(key, std::move(answer));
+  AnswerCounted(wave);
   AnswerDerived(wave);
   for (size_t i = 0; i < wave.nodes.size(); ++i) {
     const int idx = wave.nodes[i];

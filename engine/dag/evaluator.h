@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/dag/count_answer.h"
 #include "engine/dag/derived_answer.h"
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/expr.h"
@@ -94,12 +95,20 @@ class Evaluator {
     QuestionKey source;
     Derivation derivation;
   };
+  // A question of the wave computed from per-series sample counts (count_answer.h), not sent.
+  struct CountedQuestion {
+    QueryClient* client = nullptr;
+    Query query;
+    std::vector<QuestionKey> leaves;   // expression.leaves asked with the question's kind and times
+    CountExpression expression;
+  };
   // The query rules of one pass and what they ask.
   struct Wave {
     std::vector<int> nodes;
     std::vector<Query> queries;
     std::vector<QueryClient*> clients;
     std::vector<DerivedQuestion> derived;
+    std::vector<CountedQuestion> counted;
   };
   using WaveAnswers = std::vector<std::pair<QuestionKey, StatusOr<QueryResult>>>;
 
@@ -112,9 +121,17 @@ class Evaluator {
   // The wave's new questions of `client` that are answered from another question of the run, which
   // is sent (in this wave or an earlier one) rather than derived itself; the rest in `unique`.
   void SetDerivedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
+  // The wave's new count questions of `client` (count_answer.h) some range of which is read twice
+  // (by them, by another question of the wave, or already): their `count_over_time` leaves are sent
+  // in their place, each once, unless an earlier wave fetched it.
+  void SetCountedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
+  // The count questions' answers; one the leaves cannot give exactly is asked of the TSDB.
+  void AnswerCounted(const Wave& wave);
   void ApplyAnswers(const Wave& wave, WaveAnswers fetched);
   // The derived questions' answers; one the derivation cannot give exactly is asked of the TSDB.
   void AnswerDerived(const Wave& wave);
+  // Questions computed in the engine whose answer could not be computed exactly, asked of the TSDB.
+  void AskInstead(const std::map<QueryClient*, std::vector<Query>>& ask);
   // A sent question's answer, kept for the rules asking it (and counted in points_returned).
   void KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer);
 
