@@ -8,6 +8,9 @@
 #include <set>
 #include <variant>
 
+#include "engine/analysis/analysis.h"
+#include "engine/tsdb/promql_escape.h"
+
 namespace diagnose::dag {
 
 struct CountNode {
@@ -31,6 +34,28 @@ using Op = CountNode::Op;
 
 bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
 bool IsNameChar(char c) { return IsNameStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
+
+// The index of the bracket closing the one at `open`, string literals skipped; npos if none (or a
+// comment, which nothing here reads past).
+size_t Closing(std::string_view s, size_t open) {
+  int depth = 0;
+  for (size_t j = open; j < s.size(); ++j) {
+    const char c = s[j];
+    if (c == '"' || c == '\'' || c == '`') {
+      const char quote = c;
+      for (++j; j < s.size() && s[j] != quote; ++j)
+        if (s[j] == '\\' && quote != '`') ++j;
+      if (j >= s.size()) return std::string_view::npos;
+    } else if (c == '#') {
+      return std::string_view::npos;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
+      return j;
+    }
+  }
+  return std::string_view::npos;
+}
 
 // A recursive-descent reader of the recognised subset, PromQL's precedence kept: `/` binds tighter
 // than comparisons, which bind tighter than `and`/`unless` (left-associative).
@@ -163,31 +188,10 @@ class Parser {
     return lhs;
   }
 
-  // The index of the bracket closing the one at `open`, string literals skipped; npos if none.
-  size_t Closing(size_t open) const {
-    int depth = 0;
-    for (size_t j = open; j < s_.size(); ++j) {
-      const char c = s_[j];
-      if (c == '"' || c == '\'' || c == '`') {
-        const char quote = c;
-        for (++j; j < s_.size() && s_[j] != quote; ++j)
-          if (s_[j] == '\\' && quote != '`') ++j;
-        if (j >= s_.size()) return std::string_view::npos;
-      } else if (c == '#') {
-        return std::string_view::npos;
-      } else if (c == '(' || c == '[' || c == '{') {
-        ++depth;
-      } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
-        return j;
-      }
-    }
-    return std::string_view::npos;
-  }
-
   NodePtr Leaf(size_t begin) {
     Skip();
     if (i_ >= s_.size() || s_[i_] != '(') return Fail();
-    const size_t close = Closing(i_);
+    const size_t close = Closing(s_, i_);
     if (close == std::string_view::npos) return Fail();
     const std::string text(s_.substr(begin, close + 1 - begin));
     i_ = close + 1;
@@ -456,12 +460,152 @@ std::optional<Vectors> LeafValues(const QueryResult& answer, const std::string& 
   return out;
 }
 
+// Where only a leaf's presence reaches the answer, and on which labels: `on` is nullopt where the
+// values of `node` are needed, else the labels the answer matches `node`'s elements on.
+using Presence = std::optional<std::vector<std::string>>;
+
+void MarkUses(const CountNode& node, const Presence& on, std::vector<std::vector<Presence>>* uses) {
+  auto below = [&](const CountNode& child, const Presence& child_on) { MarkUses(child, child_on, uses); };
+  switch (node.op) {
+    case Op::kLeaf:
+      (*uses)[node.leaf].push_back(on);
+      return;
+    case Op::kNumber:
+      return;
+    case Op::kScalar:
+      return below(*node.children[0], std::nullopt);
+    case Op::kAggregate: {
+      // A group is present where one of its series is: matched on the `on` labels it keeps.
+      if (!on) return below(*node.children[0], std::nullopt);
+      std::vector<std::string> kept;
+      for (const auto& name : *on)
+        if (std::find(node.labels.begin(), node.labels.end(), name) != node.labels.end()) kept.push_back(name);
+      return below(*node.children[0], kept);
+    }
+    case Op::kCompare: {
+      // A filter every count passes (`count(...) > 0`) keeps presence; any other reads values.
+      const CountNode& child = *node.children[0];
+      const double t = node.children[1]->number;
+      const bool passes_counts = child.op == Op::kAggregate && (child.aggregation == "count" || child.aggregation == "group") &&
+                                 ((node.comparison == ">" && t < 1) || (node.comparison == ">=" && t <= 1) ||
+                                  (node.comparison == "!=" && t < 1));
+      return below(child, passes_counts ? on : std::nullopt);
+    }
+    case Op::kDivide:
+      below(*node.children[0], on);
+      return below(*node.children[1], std::nullopt);
+    case Op::kAnd:
+    case Op::kUnless:
+      below(*node.children[0], on);
+      // Without `on` every label is matched: the counts' label sets are needed whole.
+      return below(*node.children[1], node.on ? Presence(node.labels) : std::nullopt);
+  }
+}
+
+std::vector<Presence> PresenceOn(const CountExpression& expression) {
+  std::vector<std::vector<Presence>> uses(expression.leaves.size());
+  MarkUses(*expression.root, std::nullopt, &uses);
+  std::vector<Presence> out;
+  for (const auto& leaf_uses : uses) {
+    std::set<std::string> labels;
+    bool presence_only = true;
+    for (const auto& use : leaf_uses) {
+      if (!use) presence_only = false;
+      else labels.insert(use->begin(), use->end());
+    }
+    if (presence_only && labels.size() <= 1) out.emplace_back(std::vector<std::string>(labels.begin(), labels.end()));
+    else out.emplace_back(std::nullopt);
+  }
+  return out;
+}
+
+// `count_over_time(<metric>[{...}][<range>])` split into its selector and range.
+struct RangeSelector {
+  std::string selector;
+  std::string range;
+};
+
+std::optional<RangeSelector> RangeSelectorOf(std::string_view leaf) {
+  constexpr std::string_view kCall = "count_over_time(";
+  if (leaf.substr(0, kCall.size()) != kCall || leaf.back() != ')') return std::nullopt;
+  std::string_view inner = leaf.substr(kCall.size(), leaf.size() - kCall.size() - 1);
+  while (!inner.empty() && std::isspace(static_cast<unsigned char>(inner.back()))) inner.remove_suffix(1);
+  while (!inner.empty() && std::isspace(static_cast<unsigned char>(inner.front()))) inner.remove_prefix(1);
+  size_t i = 0;
+  while (i < inner.size() && IsNameChar(inner[i])) ++i;
+  if (i == 0 || !IsNameStart(inner[0])) return std::nullopt;
+  if (i < inner.size() && inner[i] == '{') {
+    const size_t close = Closing(inner, i);
+    if (close == std::string_view::npos) return std::nullopt;
+    i = close + 1;
+  }
+  if (i >= inner.size() || inner[i] != '[' || inner.back() != ']') return std::nullopt;
+  const std::string_view range = inner.substr(i + 1, inner.size() - i - 2);
+  for (char c : range)
+    if (!std::isalnum(static_cast<unsigned char>(c))) return std::nullopt;   // no subquery, offset or @
+  return RangeSelector{std::string(inner.substr(0, i)), std::string(range)};
+}
+
+// Prometheus' default lookback: an instant selector sees a series' sample at most this old.
+constexpr double kLookbackSeconds = 300;
+
+std::string CountBy(const std::vector<std::string>& on, const std::string& inner) {
+  return on.empty() ? "count(" + inner + ")" : "count by (" + on[0] + ") (" + inner + ")";
+}
+
 }  // namespace
+
+std::optional<std::string> PresenceNowQuery(const std::string& leaf, const std::vector<std::string>& on) {
+  auto parts = RangeSelectorOf(leaf);
+  double range_seconds = 0;
+  if (!parts || on.size() > 1 || !analysis::ParseDurationSeconds(parts->range, &range_seconds) ||
+      range_seconds < kLookbackSeconds)
+    return std::nullopt;
+  return CountBy(on, parts->selector);
+}
+
+std::optional<std::string> PresenceElsewhereQuery(const std::string& leaf, const std::vector<std::string>& on,
+                                                  const QueryResult& now) {
+  auto parts = RangeSelectorOf(leaf);
+  if (!parts || on.size() > 1) return std::nullopt;
+  if (on.empty() && !now.series.empty()) return std::nullopt;
+  std::string selector = parts->selector;
+  if (!on.empty() && !now.series.empty()) {
+    std::set<std::string> present;
+    for (const auto& series : now.series) {
+      auto it = series.labels.find(on[0]);
+      present.insert(it == series.labels.end() ? "" : it->second);
+    }
+    const std::string matcher = on[0] + "!~\"" + PromqlAlternation({present.begin(), present.end()}) + "\"";
+    if (selector.back() != '}') selector += "{" + matcher + "}";
+    else selector.insert(selector.size() - 1, selector[selector.size() - 2] == '{' ? matcher : ", " + matcher);
+  }
+  return CountBy(on, "count_over_time(" + selector + "[" + parts->range + "])");
+}
+
+QueryResult PresenceAnswer(const std::vector<std::string>& on, const QueryResult& now, const QueryResult* elsewhere) {
+  std::map<Labels, double> present;   // label set -> evaluation time
+  for (const QueryResult* answer : {&now, elsewhere}) {
+    if (answer == nullptr) continue;
+    for (const auto& series : answer->series) {
+      Labels labels;
+      for (const auto& name : on)
+        if (auto it = series.labels.find(name); it != series.labels.end() && !it->second.empty()) labels.emplace(name, it->second);
+      if (!series.samples.empty()) present.emplace(std::move(labels), series.samples.front().t);
+    }
+  }
+  QueryResult out;
+  out.result_type = now.result_type;
+  out.warnings = now.warnings;
+  for (const auto& [labels, t] : present) out.series.push_back({labels, {{t, 1}}});
+  return out;
+}
 
 std::optional<CountExpression> CountExpressionOf(std::string_view promql) {
   auto expression = Parser(promql).Parse();
   // A bare count is a leaf itself: asked as it is, and other questions may share it.
   if (!expression || expression->root->op == Op::kLeaf) return std::nullopt;
+  expression->presence_on = PresenceOn(*expression);
   return expression;
 }
 

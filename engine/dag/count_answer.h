@@ -29,6 +29,10 @@ struct CountExpression {
   std::shared_ptr<const CountNode> root;
   std::vector<std::string> leaves;   // the distinct `count_over_time(...)` calls, as written
   std::vector<int> leaf_reads;       // how often the expression reads each leaf
+  // Per leaf, when only its presence reaches the answer (right-hand sides of and/unless, through
+  // by-aggregations and count filters every count passes): the one label, or none, its presence is
+  // matched on. nullopt when its counts reach the answer.
+  std::vector<std::optional<std::vector<std::string>>> presence_on;
 };
 
 // The count expression `promql` is, when every leaf is a count_over_time call and every operation
@@ -41,5 +45,22 @@ std::optional<CountExpression> CountExpressionOf(std::string_view promql);
 // result would depend on evaluation order.
 std::optional<QueryResult> AnswerFromCounts(const CountExpression& expression,
                                             const std::vector<const QueryResult*>& leaf_answers, Query::Kind kind);
+
+// A leaf whose presence alone matters is answered by two cheap questions instead of its counts
+// (instant queries; exact, not from the index, whose chunk granularity and stale markers would
+// make a superset): the label values of the series with a sample at the evaluation time, which lie
+// in the range because the 5-minute lookback does, and then the counts of only the series whose
+// value is not among them, which nearly always match nothing.
+//
+// The first: `count by (<on>) (<selector>)`; nullopt when the leaf is not `count_over_time(<selector>[<range>])`
+// with a range of at least the lookback.
+std::optional<std::string> PresenceNowQuery(const std::string& leaf, const std::vector<std::string>& on);
+// The second, from the first's answer; nullopt when nothing is left to know (something is present
+// and nothing is matched on).
+std::optional<std::string> PresenceElsewhereQuery(const std::string& leaf, const std::vector<std::string>& on,
+                                                  const QueryResult& now);
+// The leaf's presence as an answer standing for its counts: one element per value of `on` present
+// (value 1), which is all an expression whose counts of the leaf never reach its answer can see.
+QueryResult PresenceAnswer(const std::vector<std::string>& on, const QueryResult& now, const QueryResult* elsewhere);
 
 }  // namespace diagnose::dag

@@ -99,7 +99,10 @@ class Evaluator {
   struct CountedQuestion {
     QueryClient* client = nullptr;
     Query query;
-    std::vector<QuestionKey> leaves;   // expression.leaves asked with the question's kind and times
+    // What was asked for each of expression.leaves, with the question's kind and times: the leaf,
+    // or where only its presence matters, PresenceNowQuery (and presence_on[l] its labels).
+    std::vector<QuestionKey> leaves;
+    std::vector<std::optional<std::vector<std::string>>> presence_on;
     CountExpression expression;
   };
   // The query rules of one pass and what they ask.
@@ -125,7 +128,8 @@ class Evaluator {
   // (by them, by another question of the wave, or already): their `count_over_time` leaves are sent
   // in their place, each once, unless an earlier wave fetched it.
   void SetCountedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
-  // The count questions' answers; one the leaves cannot give exactly is asked of the TSDB.
+  // The count questions' answers (after asking where the presence leaves' series are, when not all
+  // are at the evaluation time); one the leaves cannot give exactly is asked of the TSDB.
   void AnswerCounted(const Wave& wave);
   void ApplyAnswers(const Wave& wave, WaveAnswers fetched);
   // The derived questions' answers; one the derivation cannot give exactly is asked of the TSDB.

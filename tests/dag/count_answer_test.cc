@@ -209,6 +209,78 @@ TEST(CountAnswerTest, RefusesWhatIsNotACountOrNotItsKind) {
   EXPECT_FALSE(AnswerFromCounts(*expression, {&counts, nullptr}, Query::Kind::kInstant)) << "a leaf that failed";
 }
 
+TEST(CountExpressionTest, KnowsWhichLeavesOnlyPresenceReaches) {
+  using On = std::optional<std::vector<std::string>>;
+  auto family = CountExpressionOf(kFamilyMissing);
+  ASSERT_TRUE(family);
+  EXPECT_EQ(family->presence_on, (std::vector<On>{std::nullopt, std::vector<std::string>{"host"}}));
+  // A count by (host, gpu) matched on host only is present by host.
+  auto narrower = CountExpressionOf(
+      "count_over_time(a[1h]) and on (host) count by (host, gpu) (count_over_time(b[1h])) unless on (gpu) count_over_time(c[1h])");
+  ASSERT_TRUE(narrower);
+  EXPECT_EQ(narrower->presence_on, (std::vector<On>{std::nullopt, std::vector<std::string>{"host"},
+                                                    std::vector<std::string>{"gpu"}}));
+  // Values reach the answer: through a filter counts can fail, a set operation without `on`, the
+  // divisor, or a second use that reads them.
+  for (const std::string promql : {
+           "count_over_time(a[1h]) and on (host) (count_over_time(b[1h]) > 3)",
+           "count_over_time(a[1h]) and on (host) (count by (host) (count_over_time(b[1h])) > 1)",
+           "count_over_time(a[1h]) unless count_over_time(b[1h])",
+           "count_over_time(a[1h]) / scalar(count(count_over_time(b[1h])))",
+           "count_over_time(a[1h]) unless on (host) count_over_time(b[1h]) and on () max(count_over_time(b[1h])) > 0",
+           "count_over_time(a[1h]) unless on (host) count_over_time(b[1h]) > 0 and on (gpu) count_over_time(b[1h])",
+       }) {
+    auto e = CountExpressionOf(promql);
+    ASSERT_TRUE(e) << promql;
+    ASSERT_EQ(e->presence_on.size(), 2u) << promql;
+    EXPECT_FALSE(e->presence_on[1]) << promql;
+  }
+  auto guard = CountExpressionOf("count_over_time(a[1h]) and on () (count(count_over_time(b[1h])) >= 1)");
+  ASSERT_TRUE(guard);
+  EXPECT_EQ(guard->presence_on[1], On(std::vector<std::string>{}));
+}
+
+TEST(PresenceTest, AsksWhereTheSeriesAreNowThenOnlyElsewhere) {
+  EXPECT_EQ(PresenceNowQuery("count_over_time(power[1h])", {"host"}), "count by (host) (power)");
+  EXPECT_EQ(PresenceNowQuery(R"(count_over_time(power{type="x}"}[5m]))", {}), R"(count(power{type="x}"}))");
+  EXPECT_FALSE(PresenceNowQuery("count_over_time(power[4m])", {"host"})) << "shorter than the lookback";
+  EXPECT_FALSE(PresenceNowQuery("count_over_time(power[1h] offset 5m)", {"host"}));
+  EXPECT_FALSE(PresenceNowQuery("count_over_time(power[1h:1m])", {"host"}));
+  EXPECT_FALSE(PresenceNowQuery("count_over_time(rate(power[5m])[1h:1m])", {"host"}));
+  EXPECT_FALSE(PresenceNowQuery("count_over_time(power[1h])", {"host", "gpu"}));
+
+  const QueryResult now = CountsVector({Counted({{"host", "a.b"}}, 8), Counted({}, 1)});
+  EXPECT_EQ(PresenceElsewhereQuery("count_over_time(power[1h])", {"host"}, now),
+            R"(count by (host) (count_over_time(power{host!~"|a\\.b"}[1h])))");
+  EXPECT_EQ(PresenceElsewhereQuery(R"(count_over_time(power{type="sclk"}[1h]))", {"host"}, now),
+            R"(count by (host) (count_over_time(power{type="sclk", host!~"|a\\.b"}[1h])))");
+  EXPECT_EQ(PresenceElsewhereQuery("count_over_time(power{}[1h])", {"host"}, CountsVector({})),
+            "count by (host) (count_over_time(power{}[1h]))");
+  EXPECT_FALSE(PresenceElsewhereQuery("count_over_time(power[1h])", {}, now)) << "present: nothing left to know";
+  EXPECT_EQ(PresenceElsewhereQuery("count_over_time(power[1h])", {}, CountsVector({})), "count(count_over_time(power[1h]))");
+
+  const QueryResult elsewhere = CountsVector({Counted({{"host", "c"}}, 3)});
+  const QueryResult presence = PresenceAnswer({"host"}, now, &elsewhere);
+  EXPECT_EQ(presence.result_type, "vector");
+  const auto got = CountsBySeries(presence);
+  ASSERT_EQ(got.size(), 3u);
+  for (const Labels& labels : {Labels{}, Labels{{"host", "a.b"}}, Labels{{"host", "c"}}}) {
+    ASSERT_TRUE(got.count(labels));
+    EXPECT_EQ(got.at(labels)[0].v, 1);
+    EXPECT_EQ(got.at(labels)[0].t, 100);
+  }
+  // Standing for the counts in the family question, the presence gives its answer.
+  const QueryResult cycle = CountsVector({Counted({{"host", "a.b"}, {"instance", "a:9"}}, 6), Counted({{"host", "c"}, {"instance", "c:9"}}, 6),
+                                          Counted({{"host", "d"}, {"instance", "d:9"}}, 6)});
+  auto answer = Computed(kFamilyMissing, {cycle, presence});
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->series.size(), 1u);
+  EXPECT_EQ(answer->series[0].labels, (Labels{{"host", "d"}, {"instance", "d:9"}}));
+  auto none = Computed(kFamilyMissing, {cycle, PresenceAnswer({"host"}, CountsVector({}), nullptr)});
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->series.empty());
+}
+
 // A fake PromQL engine answering exactly the questions it has a table row for.
 class CountingClient : public testing::TableQueryClient {
  public:
@@ -227,24 +299,7 @@ class CountingClient : public testing::TableQueryClient {
 class CountedEvaluationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    playbook::Loader loader;
-    loader.LoadPlaybookText(R"YAML(playbook: gaps
-description: coverage and presence questions over two families
-rules:
-  - id: coverage
-    query: 'sum by (host, instance) (count_over_time(cycle[60s])) / scalar(max(sum by (host, instance) (count_over_time(cycle[60s]))))'
-    window: job
-    by: [host]
-  - id: missing
-    query: 'count by (host, instance) (count_over_time(cycle[60s])) unless on (host) count by (host) (count_over_time(power[60s])) and on () (count(count_over_time(power[60s])) > 0)'
-    window: job
-    by: [host]
-  - id: once
-    query: 'count(count_over_time(temperature[60s])) > 0'
-    window: job
-)YAML", "gaps.yaml");
-    ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
-    library_ = loader.TakeLibrary();
+    Load("60s");
     ctx_.discovery = {{"range", {{"start", 0}, {"end", 100}}}};
     client_.answers["count_over_time(cycle[60s])"] = {Counted({{"host", "a"}, {"instance", "a:9"}}, 6),
                                                       Counted({{"host", "b"}, {"instance", "b:9"}}, 3)};
@@ -252,6 +307,31 @@ rules:
     client_.answers["count(count_over_time(temperature[60s])) > 0"] = {Counted({}, 2)};
     ctx_.subject = &client_;
   }
+
+  // Coverage and presence questions over two families, and one reading its range once, over `range`.
+  void Load(const std::string& range) {
+    std::string yaml = R"YAML(playbook: gaps
+description: coverage and presence questions over two families
+rules:
+  - id: coverage
+    query: 'sum by (host, instance) (count_over_time(cycle[RANGE])) / scalar(max(sum by (host, instance) (count_over_time(cycle[RANGE]))))'
+    window: job
+    by: [host]
+  - id: missing
+    query: 'count by (host, instance) (count_over_time(cycle[RANGE])) unless on (host) count by (host) (count_over_time(power[RANGE])) and on () (count(count_over_time(power[RANGE])) > 0)'
+    window: job
+    by: [host]
+  - id: once
+    query: 'count(count_over_time(temperature[RANGE])) > 0'
+    window: job
+)YAML";
+    for (size_t at; (at = yaml.find("RANGE")) != std::string::npos;) yaml.replace(at, 5, range);
+    playbook::Loader loader;
+    loader.LoadPlaybookText(yaml, "gaps.yaml");
+    ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+    library_ = loader.TakeLibrary();
+  }
+
   playbook::Library library_;
   EvaluationContext ctx_;
   CountingClient client_;
@@ -292,6 +372,43 @@ TEST_F(CountedEvaluationTest, AQuestionWhoseCountsFailedIsAskedItself) {
   EXPECT_EQ(r.queries_derived, 1);
   EXPECT_EQ(r.nodes[graph->IndexOf("gaps/missing")].value["values"], json({{"b", 1.0}}));
   EXPECT_EQ(r.nodes[graph->IndexOf("gaps/coverage")].value["values"], json({{"a", 1.0}, {"b", 0.5}}));
+}
+
+TEST_F(CountedEvaluationTest, AFamilyOnlyPresenceMattersOfIsAskedWhereItsSeriesAre) {
+  Load("1h");
+  auto graph = CompiledGraph::Compile(library_, {"gaps"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  client_.answers["count(count_over_time(temperature[1h])) > 0"] = {Counted({}, 2)};
+  client_.answers["count_over_time(cycle[1h])"] = {Counted({{"host", "a"}, {"instance", "a:9"}}, 6),
+                                                   Counted({{"host", "b"}, {"instance", "b:9"}}, 3),
+                                                   Counted({{"host", "c"}, {"instance", "c:9"}}, 6)};
+  // Power is at the end on a only; b's stopped earlier in the hour, c never had any.
+  client_.answers["count by (host) (power)"] = {Counted({{"host", "a"}}, 8)};
+  client_.answers[R"(count by (host) (count_over_time(power{host!~"a"}[1h])))"] = {Counted({{"host", "b"}}, 8)};
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 2u);
+  std::vector<std::string> first;
+  for (const auto& q : client_.batches[0]) first.push_back(q.promql);
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<std::string>{"count by (host) (power)", "count(count_over_time(temperature[1h])) > 0",
+                                             "count_over_time(cycle[1h])"}));
+  ASSERT_EQ(client_.batches[1].size(), 1u);
+  EXPECT_EQ(client_.batches[1][0].promql, R"(count by (host) (count_over_time(power{host!~"a"}[1h])))");
+  EXPECT_EQ(r.queries_run, 4);
+  EXPECT_EQ(r.queries_derived, 2);
+  EXPECT_EQ(r.nodes[graph->IndexOf("gaps/missing")].value["values"], json({{"c", 1.0}}));
+  EXPECT_EQ(r.nodes[graph->IndexOf("gaps/coverage")].value["values"], json({{"a", 1.0}, {"b", 0.5}, {"c", 1.0}}));
+
+  // Where the question for the rest fails, the family question is asked itself.
+  client_.batches.clear();
+  client_.errors[R"(count by (host) (count_over_time(power{host!~"a"}[1h])))"] = "bad_data: failed";
+  const std::string missing = library_.playbooks[0].rules[1].query.promql_template;
+  client_.answers[missing] = {Counted({{"host", "c"}, {"instance", "c:9"}}, 1)};
+  r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 3u);
+  ASSERT_EQ(client_.batches[2].size(), 1u);
+  EXPECT_EQ(client_.batches[2][0].promql, missing);
+  EXPECT_EQ(r.nodes[graph->IndexOf("gaps/missing")].value["values"], json({{"c", 1.0}}));
 }
 
 TEST_F(CountedEvaluationTest, AClientThatIsNotPrometheusIsAskedEveryQuestion) {
