@@ -3,6 +3,8 @@
 // label), including a family some hosts do not export and one no host exports.
 #include "engine/dag/count_answer.h"
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "engine/tsdb/promql_escape.h"
@@ -78,6 +80,60 @@ TEST_F(CountAnswerTest, EveryCountAnswerIsPrometheusOwn) {
     EXPECT_GE(asked->series.size(), c.expected_series_at_least);
     testing::ExpectSameAnswer(*computed, *asked);
   }
+}
+
+// Presence instead of counts (PresenceNowQuery, PresenceElsewhereQuery): at the end of the data
+// (every series present now), inside a host's scrape gap (its series only earlier in the range) and
+// after the data (none present now, all of them earlier).
+TEST_F(CountAnswerTest, PresenceStandsForTheCountsExactly) {
+  QueryClient& client = server_->client();
+  const auto& spec = testing::SharedJobFixture().spec;
+  ASSERT_GT(spec.gap_to - spec.gap_from, 900) << "the fixture's gap is longer than the lookback";
+  const std::vector<double> times = {end_, spec.start + spec.gap_to - 60, end_ + 600};
+  const std::vector<std::string> questions = {
+      FamilyMissing("hw_scrape_duration_seconds", "host, instance", "hw_gpu_power_watts", "host", "1h"),
+      FamilyMissing("hw_scrape_duration_seconds", "host, instance", "no_such_family", "host", "1h"),
+      FamilyMissing("ray_node_mem_used", "instance, ip", "ray_node_gpus_utilization", "instance", "1h"),
+      "count_over_time(hw_scrape_duration_seconds[20m]) and on (host) count by (host, gpu) (count_over_time(hw_gpu_power_watts[20m]))",
+  };
+  int elsewhere_found = 0;
+  for (double t : times) {
+    for (const auto& promql : questions) {
+      SCOPED_TRACE(promql + " at " + std::to_string(t));
+      auto expression = dag::CountExpressionOf(promql);
+      ASSERT_TRUE(expression);
+      std::vector<QueryResult> leaves;
+      for (size_t l = 0; l < expression->leaves.size(); ++l) {
+        const auto& on = expression->presence_on[l];
+        if (!on) {
+          auto counts = client.Run(Query::Instant(expression->leaves[l], t));
+          ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+          leaves.push_back(std::move(*counts));
+          continue;
+        }
+        auto now_query = dag::PresenceNowQuery(expression->leaves[l], *on);
+        ASSERT_TRUE(now_query);
+        auto now = client.Run(Query::Instant(*now_query, t));
+        ASSERT_TRUE(now.ok()) << now.status().ToString();
+        std::optional<QueryResult> elsewhere;
+        if (auto elsewhere_query = dag::PresenceElsewhereQuery(expression->leaves[l], *on, *now)) {
+          auto answer = client.Run(Query::Instant(*elsewhere_query, t));
+          ASSERT_TRUE(answer.ok()) << *elsewhere_query << ": " << answer.status().ToString();
+          elsewhere_found += !answer->series.empty();
+          elsewhere = std::move(*answer);
+        }
+        leaves.push_back(dag::PresenceAnswer(*on, *now, elsewhere ? &*elsewhere : nullptr));
+      }
+      std::vector<const QueryResult*> pointers;
+      for (const auto& leaf : leaves) pointers.push_back(&leaf);
+      auto computed = dag::AnswerFromCounts(*expression, pointers, Query::Kind::kInstant);
+      ASSERT_TRUE(computed) << "refused";
+      auto asked = client.Run(Query::Instant(promql, t));
+      ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+      testing::ExpectSameAnswer(*computed, *asked);
+    }
+  }
+  EXPECT_GE(elsewhere_found, 3) << "the gap and after the data: series found only earlier in the range";
 }
 
 }  // namespace
