@@ -14,14 +14,14 @@
 namespace diagnose::dag {
 
 struct CountNode {
-  enum class Op { kLeaf, kAggregate, kScalar, kNumber, kDivide, kCompare, kAnd, kUnless };
+  enum class Op { kLeaf, kAggregate, kScalar, kNumber, kDivide, kArithmetic, kCompare, kAnd, kUnless };
   Op op = Op::kLeaf;
   int leaf = -1;                                // kLeaf
   std::string aggregation;                      // kAggregate: sum min max count group
   std::vector<std::string> labels;              // kAggregate: by; kAnd/kUnless: on
   bool on = false;                              // kAnd/kUnless: `on (labels)` given
   double number = 0;                            // kNumber
-  std::string comparison;                       // kCompare: == != > < >= <=
+  std::string comparison;                       // kCompare: == != > < >= <=; kArithmetic: + -
   std::vector<std::shared_ptr<const CountNode>> children;
 
   bool IsVector() const { return op != Op::kScalar && op != Op::kNumber; }
@@ -141,7 +141,7 @@ class Parser {
   }
 
   NodePtr Comparison() {
-    NodePtr lhs = Division();
+    NodePtr lhs = Additive();
     while (lhs && !failed_) {
       Skip();
       if (i_ >= s_.size()) break;
@@ -154,11 +154,30 @@ class Parser {
       else break;
       i_ += op.size();
       if (PeekWord() == "bool") return Fail();   // values become 0/1: not a filter
-      NodePtr rhs = Division();
+      NodePtr rhs = Additive();
       if (!rhs || rhs->op != Op::kNumber || !lhs->IsVector()) return Fail();
       auto node = std::make_shared<CountNode>();
       node->op = Op::kCompare;
       node->comparison = std::move(op);
+      node->children = {lhs, rhs};
+      lhs = std::move(node);
+    }
+    return lhs;
+  }
+
+  // `a - b`, `a + b` of two vectors, matched one-to-one on all their labels (no modifiers).
+  NodePtr Additive() {
+    NodePtr lhs = Division();
+    while (lhs && !failed_) {
+      Skip();
+      if (i_ >= s_.size() || (s_[i_] != '+' && s_[i_] != '-')) break;
+      auto node = std::make_shared<CountNode>();
+      node->op = Op::kArithmetic;
+      node->comparison = std::string(1, s_[i_++]);
+      std::string_view modifier = PeekWord();
+      if (modifier == "on" || modifier == "ignoring" || modifier == "bool") return Fail();
+      NodePtr rhs = Division();
+      if (!rhs || !lhs->IsVector() || !rhs->IsVector()) return Fail();
       node->children = {lhs, rhs};
       lhs = std::move(node);
     }
@@ -171,7 +190,8 @@ class Parser {
       Skip();
       if (i_ >= s_.size()) break;
       const char c = s_[i_];
-      if (c == '+' || c == '-' || c == '*' || c == '%' || c == '^') return Fail();
+      if (c == '*' || c == '%' || c == '^') return Fail();
+      if (c == '+' || c == '-') break;
       if (c != '/') {
         if (PeekWord() == "atan2") return Fail();
         break;
@@ -240,7 +260,8 @@ class Parser {
     const size_t begin = i_;
     std::string_view word = PeekWord();
     i_ += word.size();
-    if (word == "count_over_time") return Leaf(begin);
+    // A range function's answer per series, which Prometheus computes: the leaves.
+    if (word.size() > 10 && word.substr(word.size() - 10) == "_over_time") return Leaf(begin);
     if (word == "scalar") {
       if (!Eat('(')) return Fail();
       NodePtr inner = SetOperation();
@@ -300,6 +321,7 @@ class Evaluation {
       case Op::kScalar: return ScalarOf(node);
       case Op::kAggregate: return Aggregate(node);
       case Op::kDivide: return Divide(node);
+      case Op::kArithmetic: return Arithmetic(node);
       case Op::kCompare: return Compare(node);
       case Op::kAnd:
       case Op::kUnless: return SetOperation(node);
@@ -387,6 +409,33 @@ class Evaluation {
     return std::move(*lhs);
   }
 
+  // Prometheus' one-to-one vector matching on every label but the metric name, which the result
+  // drops; a side with two series of one signature is an error there: refused here.
+  std::optional<Value> Arithmetic(const CountNode& node) {
+    auto lhs = VectorOf(*node.children[0]);
+    auto rhs = VectorOf(*node.children[1]);
+    if (!lhs || !rhs) return std::nullopt;
+    const bool minus = node.comparison == "-";
+    Vectors out;
+    for (auto& [t, elements] : *lhs) {
+      std::map<Labels, double> right;
+      if (auto it = rhs->find(t); it != rhs->end())
+        for (const auto& [labels, x] : it->second)
+          if (!right.emplace(Signature(node, labels), x).second) return std::nullopt;
+      std::set<Labels> left;
+      std::vector<Element> matched;
+      for (auto& [labels, x] : elements) {
+        Labels signature = Signature(node, labels);
+        if (!left.insert(signature).second) return std::nullopt;
+        auto it = right.find(signature);
+        if (it == right.end()) continue;
+        matched.emplace_back(std::move(signature), minus ? x - it->second : x + it->second);
+      }
+      if (!matched.empty()) out.emplace(t, std::move(matched));
+    }
+    return out;
+  }
+
   std::optional<Value> Compare(const CountNode& node) {
     auto lhs = VectorOf(*node.children[0]);
     if (!lhs) return std::nullopt;
@@ -444,16 +493,16 @@ class Evaluation {
   std::vector<Vectors> leaves_;
 };
 
-// A leaf answer as values per time: counts only (a non-negative integer), no metric name (a count
-// drops it), one element per label set.
-std::optional<Vectors> LeafValues(const QueryResult& answer, const std::string& result_type) {
+// A leaf answer as values per time: no metric name (a range function drops it), one element per
+// label set, and for count_over_time a count (a non-negative integer).
+std::optional<Vectors> LeafValues(const QueryResult& answer, const std::string& result_type, bool counts) {
   if (answer.result_type != result_type) return std::nullopt;
   Vectors out;
   std::set<Labels> seen;
   for (const auto& series : answer.series) {
     if (series.labels.count("__name__") || !seen.insert(series.labels).second) return std::nullopt;
     for (const auto& sample : series.samples) {
-      if (!(sample.v >= 0) || sample.v != std::floor(sample.v) || sample.v > kExactIntegerLimit) return std::nullopt;
+      if (counts && (!(sample.v >= 0) || sample.v != std::floor(sample.v) || sample.v > kExactIntegerLimit)) return std::nullopt;
       out[sample.t].emplace_back(series.labels, sample.v);
     }
   }
@@ -491,6 +540,9 @@ void MarkUses(const CountNode& node, const Presence& on, std::vector<std::vector
                                   (node.comparison == "!=" && t < 1));
       return below(child, passes_counts ? on : std::nullopt);
     }
+    case Op::kArithmetic:
+      below(*node.children[0], std::nullopt);
+      return below(*node.children[1], std::nullopt);
     case Op::kDivide:
       below(*node.children[0], on);
       return below(*node.children[1], std::nullopt);
@@ -616,9 +668,10 @@ std::optional<QueryResult> AnswerFromCounts(const CountExpression& expression,
   std::vector<Vectors> leaves;
   QueryResult out;
   out.result_type = result_type;
-  for (const QueryResult* answer : leaf_answers) {
+  for (size_t l = 0; l < leaf_answers.size(); ++l) {
+    const QueryResult* answer = leaf_answers[l];
     if (answer == nullptr) return std::nullopt;
-    auto values = LeafValues(*answer, result_type);
+    auto values = LeafValues(*answer, result_type, expression.leaves[l].rfind("count_over_time(", 0) == 0);
     if (!values) return std::nullopt;
     leaves.push_back(std::move(*values));
     for (const auto& warning : answer->warnings)

@@ -77,7 +77,9 @@ TEST(CountExpressionTest, LeavesEverythingElseToTheTsdb) {
            "count_over_time(x[5m])",                                        // a bare leaf is asked as it is
            "sum by (host) (rate(x[5m]))",                                   // not a count
            "count_over_time(x[5m]) or count_over_time(y[5m])",
-           "count_over_time(x[5m]) + count_over_time(y[5m])",
+           "count_over_time(x[5m]) - on (a) count_over_time(y[5m])",
+           "1 - avg_over_time(x[5m])",
+           "count_over_time(x[5m]) - scalar(count(count_over_time(y[5m])))",
            "count_over_time(x[5m]) - 1",
            "count_over_time(x[5m]) * 2",
            "count_over_time(x[5m]) > bool 2",
@@ -163,6 +165,39 @@ TEST(CountAnswerTest, CoverageDividesByTheScalarOfTheMaximum) {
   auto empty = Computed(kGpuCoverage, {CountsVector({})});
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->series.empty());
+}
+
+TEST(CountAnswerTest, ASpreadIsTheDifferenceOfTheGroupsMaximumAndMinimum) {
+  const std::string spread =
+      "max by (host, instance) (avg_over_time(power[1h])) - min by (host, instance) (avg_over_time(power[1h]))";
+  auto expression = CountExpressionOf(spread);
+  ASSERT_TRUE(expression);
+  EXPECT_EQ(expression->leaves, std::vector<std::string>{"avg_over_time(power[1h])"});
+  EXPECT_EQ(expression->leaf_reads, std::vector<int>{2});
+  const double nan = std::nan("");
+  const QueryResult average = CountsVector({Counted({{"host", "a"}, {"instance", "a:9"}, {"gpu", "0"}}, 701.25),
+                                            Counted({{"host", "a"}, {"instance", "a:9"}, {"gpu", "1"}}, 650.5),
+                                            Counted({{"host", "b"}, {"instance", "b:9"}, {"gpu", "0"}}, nan),
+                                            Counted({{"host", "b"}, {"instance", "b:9"}, {"gpu", "1"}}, 700),
+                                            Counted({{"host", "c"}, {"instance", "c:9"}, {"gpu", "0"}}, 0.1)});
+  auto answer = Computed(spread, {average});
+  ASSERT_TRUE(answer);
+  const auto got = CountsBySeries(*answer);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got.at({{"host", "a"}, {"instance", "a:9"}})[0].v, 701.25 - 650.5);
+  // Prometheus' max and min replace a NaN they started from: 700 - 700.
+  EXPECT_EQ(got.at({{"host", "b"}, {"instance", "b:9"}})[0].v, 0);
+  EXPECT_EQ(got.at({{"host", "c"}, {"instance", "c:9"}})[0].v, 0);
+  // Series without a match on the other side are dropped.
+  auto unmatched = Computed("avg_over_time(power[1h]) - max_over_time(power[1h])",
+                            {CountsVector({Counted({{"gpu", "0"}}, 3), Counted({{"gpu", "1"}}, 4)}),
+                             CountsVector({Counted({{"gpu", "1"}}, 5)})});
+  ASSERT_TRUE(unmatched);
+  ASSERT_EQ(unmatched->series.size(), 1u);
+  EXPECT_EQ(unmatched->series[0].samples[0].v, -1);
+  // A max over +0 and -0 depends on the order; a sum of averages on the order of addition.
+  EXPECT_FALSE(Computed(spread, {CountsVector({Counted({{"host", "a"}, {"gpu", "0"}}, 0.0), Counted({{"host", "a"}, {"gpu", "1"}}, -0.0)})}));
+  EXPECT_FALSE(Computed("sum(avg_over_time(power[1h])) - max(avg_over_time(power[1h]))", {average}));
 }
 
 TEST(CountAnswerTest, RangeAnswersAreEvaluatedAtEachStep) {
@@ -409,6 +444,35 @@ TEST_F(CountedEvaluationTest, AFamilyOnlyPresenceMattersOfIsAskedWhereItsSeriesA
   ASSERT_EQ(client_.batches[2].size(), 1u);
   EXPECT_EQ(client_.batches[2][0].promql, missing);
   EXPECT_EQ(r.nodes[graph->IndexOf("gaps/missing")].value["values"], json({{"c", 1.0}}));
+}
+
+TEST_F(CountedEvaluationTest, ASpreadIsComputedFromThePerGpuAnswerAskedAnyway) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: health
+description: per-GPU average power and its spread within each host
+rules:
+  - id: power_avg
+    query: 'avg_over_time(power[1h])'
+    window: job
+    by: [host, gpu]
+  - id: power_spread
+    query: 'max by (host) (avg_over_time(power[1h])) - min by (host) (avg_over_time(power[1h]))'
+    window: job
+    by: [host]
+)YAML", "health.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  auto library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"health"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  client_.answers["avg_over_time(power[1h])"] = {Counted({{"host", "a"}, {"gpu", "0"}}, 700.5), Counted({{"host", "a"}, {"gpu", "1"}}, 690.25),
+                                                 Counted({{"host", "b"}, {"gpu", "0"}}, 650)};
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 1u);
+  ASSERT_EQ(client_.batches[0].size(), 1u);
+  EXPECT_EQ(client_.batches[0][0].promql, "avg_over_time(power[1h])");
+  EXPECT_EQ(r.queries_derived, 1);
+  EXPECT_EQ(r.nodes[graph->IndexOf("health/power_spread")].value["values"], json({{"a", 700.5 - 690.25}, {"b", 0.0}}));
+  EXPECT_EQ(r.nodes[graph->IndexOf("health/power_avg")].value["values"], json({{"a/0", 700.5}, {"a/1", 690.25}, {"b/0", 650.0}}));
 }
 
 TEST_F(CountedEvaluationTest, AClientThatIsNotPrometheusIsAskedEveryQuestion) {

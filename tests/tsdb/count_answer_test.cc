@@ -57,6 +57,15 @@ TEST_F(CountAnswerTest, EveryCountAnswerIsPrometheusOwn) {
        "(count_over_time(hw_scrape_duration_seconds[15m]))", 23},
       {Query::Kind::kRange,
        "sum by (host) (count_over_time(hw_gpu_power_watts[15m])) / scalar(max(count_over_time(hw_gpu_power_watts[15m])))", 24},
+      // gpu-health's power_spread, and spreads over two leaves and over NaN (0/0 at exactly 60 °C).
+      {Query::Kind::kInstant,
+       "max by (host, instance) (avg_over_time(hw_gpu_power_watts[1h])) - min by (host, instance) (avg_over_time(hw_gpu_power_watts[1h]))", 24},
+      {Query::Kind::kInstant,
+       "max by (host) (max_over_time(hw_gpu_temperature_celsius[1h])) - min by (host) (min_over_time(hw_gpu_temperature_celsius[1h]))", 24},
+      {Query::Kind::kInstant,
+       "max_over_time(hw_gpu_temperature_celsius[1h]) - min_over_time(hw_gpu_temperature_celsius[1h]) > 1", 1},
+      {Query::Kind::kRange,
+       "max by (host) (max_over_time(hw_gpu_power_watts[15m])) - min by (host) (min_over_time(hw_gpu_power_watts[15m]))", 24},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.promql);
