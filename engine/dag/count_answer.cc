@@ -114,6 +114,8 @@ class Parser {
   }
 
   NodePtr SetOperation() {
+    // Playbook text is untrusted: nesting deep enough to exhaust the stack is left to the TSDB.
+    if (++depth_ > kMaxDepth) return Fail();
     NodePtr lhs = Comparison();
     while (lhs && !failed_) {
       std::string_view word = PeekWord();
@@ -137,6 +139,7 @@ class Parser {
       node->children = {lhs, rhs};
       lhs = std::move(node);
     }
+    --depth_;
     return lhs;
   }
 
@@ -296,8 +299,10 @@ class Parser {
     return Fail();
   }
 
+  static constexpr int kMaxDepth = 64;
   std::string_view s_;
   size_t i_ = 0;
+  int depth_ = 0;
   bool failed_ = false;
   CountExpression out_;
 };
@@ -654,6 +659,8 @@ QueryResult PresenceAnswer(const std::vector<std::string>& on, const QueryResult
 }
 
 std::optional<CountExpression> CountExpressionOf(std::string_view promql) {
+  // Bounds the expression tree, whose evaluation and destruction recurse (playbook text is untrusted).
+  if (promql.size() > 8192) return std::nullopt;
   auto expression = Parser(promql).Parse();
   // A bare count is a leaf itself: asked as it is, and other questions may share it.
   if (!expression || expression->root->op == Op::kLeaf) return std::nullopt;

@@ -73,6 +73,12 @@ TEST(CountExpressionTest, RecognisesThePlaybooksCountQuestionsAndTheirRepeatedRa
 }
 
 TEST(CountExpressionTest, LeavesEverythingElseToTheTsdb) {
+  EXPECT_FALSE(CountExpressionOf(std::string(100, '(') + "count(count_over_time(x[5m]))" + std::string(100, ')')))
+      << "nesting beyond the parser's depth";
+  std::string long_chain = "count(count_over_time(x[5m]))";
+  while (long_chain.size() <= 8192) long_chain += " unless on () count(count_over_time(x[5m]))";
+  EXPECT_FALSE(CountExpressionOf(long_chain)) << "longer than the parser reads";
+  EXPECT_TRUE(CountExpressionOf("((((count(count_over_time(x[5m]))))))"));
   for (const std::string promql : {
            "count_over_time(x[5m])",                                        // a bare leaf is asked as it is
            "sum by (host) (rate(x[5m]))",                                   // not a count
