@@ -397,6 +397,7 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
     if (client->EvaluatesPromql()) {
       SetComposedAside(client, &unique, wave);
       SetDerivedAside(client, &unique, wave);
+      SetCountedAside(client, &unique, wave);
     }
     if (unique.empty()) continue;
     ++result_.batches;
@@ -496,8 +497,8 @@ void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique
   *unique = std::move(sent);
 }
 
-void Evaluator::AskNow(const std::map<QueryClient*, std::vector<Query>>& ask) {
-  for (auto& [client, queries] : ask) {
+void Evaluator::AskInstead(const std::map<QueryClient*, std::vector<Query>>& ask) {
+  for (const auto& [client, queries] : ask) {
     ++result_.batches;
     result_.queries_run += static_cast<int>(queries.size());
     result_.queries_derived -= static_cast<int>(queries.size());
@@ -520,7 +521,7 @@ void Evaluator::AnswerComposed(const Wave& wave) {
     if (answer) answers_[KeyOf(c.client, c.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
     else ask[c.client].push_back(c.query);
   }
-  AskNow(ask);
+  AskInstead(ask);
 }
 
 void Evaluator::AnswerDerived(const Wave& wave) {
@@ -532,7 +533,7 @@ void Evaluator::AnswerDerived(const Wave& wave) {
     if (answer) answers_[KeyOf(d.client, d.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
     else ask[d.client].push_back(d.query);
   }
-  AskNow(ask);
+  AskInstead(ask);
 }
 
 void Evaluator::KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer) {
@@ -543,8 +544,10 @@ void Evaluator::KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer)
 
 void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
   for (auto& [key, answer] : fetched) KeepAnswer(key, std::move(answer));
-  // Composed first: a derived question's source may be a composed one, never a composed one's part.
+  // Composed first: a derived or counted question may ask what a composed one answers, never a
+  // composed one's part.
   AnswerComposed(wave);
+  AnswerCounted(wave);
   AnswerDerived(wave);
   for (size_t i = 0; i < wave.nodes.size(); ++i) {
     const int idx = wave.nodes[i];

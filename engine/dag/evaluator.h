@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/dag/composite_answer.h"
+#include "engine/dag/count_answer.h"
 #include "engine/dag/derived_answer.h"
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/expr.h"
@@ -102,6 +103,16 @@ class Evaluator {
     std::vector<QuestionKey> parts;
     CompositeQuestion composite;
   };
+  // A question of the wave computed from per-series sample counts (count_answer.h), not sent.
+  struct CountedQuestion {
+    QueryClient* client = nullptr;
+    Query query;
+    // What was asked for each of expression.leaves, with the question's kind and times: the leaf,
+    // or where only its presence matters, PresenceNowQuery (and presence_on[l] its labels).
+    std::vector<QuestionKey> leaves;
+    std::vector<std::optional<std::vector<std::string>>> presence_on;
+    CountExpression expression;
+  };
   // The query rules of one pass and what they ask.
   struct Wave {
     std::vector<int> nodes;
@@ -109,6 +120,7 @@ class Evaluator {
     std::vector<QueryClient*> clients;
     std::vector<DerivedQuestion> derived;
     std::vector<ComposedQuestion> composed;
+    std::vector<CountedQuestion> counted;
   };
   using WaveAnswers = std::vector<std::pair<QuestionKey, StatusOr<QueryResult>>>;
 
@@ -127,11 +139,18 @@ class Evaluator {
   void SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
   // The composed questions' answers; one the engine cannot give exactly is asked of the TSDB.
   void AnswerComposed(const Wave& wave);
-  // Asks `ask` of each client now (the answers the engine declined to compute).
-  void AskNow(const std::map<QueryClient*, std::vector<Query>>& ask);
+  // The wave's new count questions of `client` (count_answer.h) some range of which is read twice
+  // (by them, by another question of the wave, or already): their `count_over_time` leaves are sent
+  // in their place, each once, unless an earlier wave fetched it.
+  void SetCountedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
+  // The count questions' answers (after asking where the presence leaves' series are, when not all
+  // are at the evaluation time); one the leaves cannot give exactly is asked of the TSDB.
+  void AnswerCounted(const Wave& wave);
   void ApplyAnswers(const Wave& wave, WaveAnswers fetched);
   // The derived questions' answers; one the derivation cannot give exactly is asked of the TSDB.
   void AnswerDerived(const Wave& wave);
+  // Questions computed in the engine whose answer could not be computed exactly, asked of the TSDB.
+  void AskInstead(const std::map<QueryClient*, std::vector<Query>>& ask);
   // A sent question's answer, kept for the rules asking it (and counted in points_returned).
   void KeepAnswer(const QuestionKey& key, StatusOr<QueryResult> answer);
 

@@ -6,13 +6,10 @@
 #include "engine/dag/composite_answer.h"
 
 #include <cmath>
-#include <map>
-#include <memory>
 
 #include <gtest/gtest.h>
 
-#include "engine/tsdb/private_prometheus.h"
-#include "tests/tsdb/tsdb_fixture.h"
+#include "tests/tsdb/same_answer.h"
 
 namespace diagnose {
 namespace {
@@ -23,33 +20,8 @@ using dag::DerivationOf;
 using dag::DeriveAnswer;
 using nlohmann::json;
 
-bool SameValue(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return a == b && std::signbit(a) == std::signbit(b);
-}
-
-// The answer as a set: Prometheus orders an instant vector as its evaluation happened to.
-std::map<Labels, std::vector<Sample>> BySeries(const QueryResult& r) {
-  std::map<Labels, std::vector<Sample>> out;
-  for (const auto& s : r.series) out[s.labels] = s.samples;
-  return out;
-}
-
-void ExpectSameAnswer(const QueryResult& derived, const QueryResult& asked) {
-  EXPECT_EQ(derived.result_type, asked.result_type);
-  const auto d = BySeries(derived), a = BySeries(asked);
-  ASSERT_EQ(d.size(), a.size());
-  for (auto di = d.begin(), ai = a.begin(); di != d.end(); ++di, ++ai) {
-    ASSERT_EQ(di->first, ai->first);
-    ASSERT_EQ(di->second.size(), ai->second.size()) << "series " << json(di->first).dump();
-    for (size_t i = 0; i < di->second.size(); ++i) {
-      EXPECT_EQ(di->second[i].t, ai->second[i].t);
-      EXPECT_TRUE(SameValue(di->second[i].v, ai->second[i].v))
-          << json(di->first).dump() << " at " << di->second[i].t << ": derived " << di->second[i].v << ", Prometheus "
-          << ai->second[i].v;
-    }
-  }
-}
+using DerivedAnswerTest = testing::SharedJobPrometheusTest;
+using testing::ExpectSameAnswer;
 
 void ExpectSameAnswerInOrder(const QueryResult& composed, const QueryResult& asked) {
   EXPECT_EQ(composed.result_type, asked.result_type);
@@ -61,7 +33,7 @@ void ExpectSameAnswerInOrder(const QueryResult& composed, const QueryResult& ask
     ASSERT_EQ(c.samples.size(), 1u);
     ASSERT_EQ(a.samples.size(), 1u);
     EXPECT_EQ(c.samples[0].t, a.samples[0].t);
-    EXPECT_TRUE(SameValue(c.samples[0].v, a.samples[0].v))
+    EXPECT_TRUE(testing::SameValue(c.samples[0].v, a.samples[0].v))
         << json(a.labels).dump() << ": composed " << c.samples[0].v << ", Prometheus " << a.samples[0].v;
   }
 }
@@ -88,20 +60,6 @@ std::optional<QueryResult> ComposedFromPrometheusParts(QueryClient& client, cons
   return AnswerComposite(*composite, parts);
 }
 
-class DerivedAnswerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    PrivatePrometheusOptions options;
-    options.temp_root = temp_root_.path;
-    auto server = PrivatePrometheus::Start(testing::SharedJobFixture().tsdb_dir, options);
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(*server);
-    end_ = (server_->inventory().max_time_ms() - 1) / 1000.0;
-  }
-  testing::ScopedTempDir temp_root_{"derived-answer-root-"};
-  std::unique_ptr<PrivatePrometheus> server_;
-  double end_ = 0;
-};
 
 TEST_F(DerivedAnswerTest, EveryDerivedAnswerIsPrometheusOwn) {
   QueryClient& client = server_->client();
