@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_set>
 
 #include "engine/core/cleanup_registry.h"
@@ -79,9 +81,13 @@ void AppendTimestampMs(std::string& out, int64_t ms) {
     ms = -ms;
   }
   char buf[32];
-  int n = std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ms / 1000),
-                        static_cast<long long>(ms % 1000));
-  out.append(buf, static_cast<size_t>(n));
+  char* end = std::to_chars(buf, buf + sizeof buf, ms / 1000).ptr;
+  const int64_t millis = ms % 1000;
+  *end++ = '.';
+  *end++ = static_cast<char>('0' + millis / 100);
+  *end++ = static_cast<char>('0' + millis / 10 % 10);
+  *end++ = static_cast<char>('0' + millis % 10);
+  out.append(buf, end);
 }
 
 // `name{a="x",b="y"}`; __name__ is the metric name, never a label in the braces.
@@ -130,82 +136,232 @@ int64_t DirectoryBytes(const fs::path& dir) {
 
 }  // namespace
 
+StatusOr<int64_t> PromtoolBlockWindowMs(std::string_view max_block_duration) {
+  // Prometheus duration syntax: units concatenated from largest to smallest, e.g. "6h", "1h30m".
+  static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+      {"ms", 1},           {"s", 1000},          {"m", 60'000},           {"h", 3'600'000},
+      {"d", 86'400'000},   {"w", 604'800'000},   {"y", 31'536'000'000}};
+  std::string_view rest = max_block_duration;
+  int64_t total = 0;
+  if (rest.empty()) return InvalidArgumentError("empty --max-block-duration");
+  while (!rest.empty()) {
+    int64_t number = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), number);
+    if (ec != std::errc() || end == rest.data()) {
+      return InvalidArgumentError("--max-block-duration '" + std::string(max_block_duration) + "' is not a duration");
+    }
+    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
+    int64_t unit = 0;
+    for (const auto& [suffix, ms] : kUnits) {   // "ms" is tried before "m"
+      if (rest.substr(0, suffix.size()) == suffix) {
+        unit = ms;
+        rest.remove_prefix(suffix.size());
+        break;
+      }
+    }
+    if (unit == 0) {
+      return InvalidArgumentError("--max-block-duration '" + std::string(max_block_duration) + "' has no valid unit");
+    }
+    total += number * unit;
+  }
+  // promtool's getCompatibleBlockDuration: the largest of TSDB's ranges 2h x 3^k (k < 10) not above
+  // the maximum, and 2h when the maximum is not above 2h.
+  constexpr int64_t kDefaultBlockMs = 2 * 3'600'000;
+  int64_t window = kDefaultBlockMs;
+  for (int k = 1, range = 3; k < 10 && kDefaultBlockMs * range <= total; ++k, range *= 3) {
+    window = kDefaultBlockMs * range;
+  }
+  return window;
+}
+
 struct BlockWriter::Impl {
+  // One scratch file per block window of a batch; promtool reads it once, as a whole.
+  struct WindowFile {
+    int64_t window_start = 0;   // ms, a multiple of the window
+    std::string path;
+    std::FILE* out = nullptr;
+    int64_t samples = 0;
+  };
+
+  // Has promtool turn each window file of a batch into blocks in output_dir (one run per file, two
+  // at a time: promtool is single-threaded and a window's run holds only that window's samples;
+  // each file removed once promtool consumed it), checking that the new blocks of each window hold
+  // exactly the samples its file got. Runs on the promtool thread: only it writes to output_dir.
+  static StatusOr<BlockWriteStats> BuildBlocksFromBatch(const std::vector<WindowFile>& files, int64_t window_ms,
+                                                       const BlockWriteOptions& options) {
+    std::error_code ec;
+    fs::create_directories(options.output_dir, ec);
+    if (ec) return UnavailableError("cannot create TSDB dir " + options.output_dir + ": " + ec.message());
+    const std::string promtool = FindExecutable("promtool");
+    if (promtool.empty()) return NotFoundError("promtool not found in PATH (Debian package 'prometheus')");
+    std::set<std::string> existing;
+    if (auto before = ListBlockDirs(options.output_dir); before.ok()) {
+      for (const auto& b : *before) existing.insert(b.ulid);
+    }
+    std::vector<Status> runs(files.size());
+    std::atomic<size_t> next{0};
+    auto run_files = [&] {
+      for (size_t i; (i = next++) < files.size();) {
+        std::vector<std::string> argv = {promtool, "tsdb", "create-blocks-from", "openmetrics", "-q",
+                                         "--max-block-duration=" + options.max_block_duration, files[i].path,
+                                         options.output_dir};
+        auto run = RunCommand(argv, std::chrono::milliseconds(
+                                        static_cast<int64_t>(options.promtool_timeout_seconds * 1000)));
+        if (!run.ok()) {
+          runs[i] = run.status();
+        } else if (run->exit_code != 0) {
+          runs[i] = InternalError("promtool failed (exit " + std::to_string(run->exit_code) + ") building blocks in " +
+                                  options.output_dir + ": " + run->output);
+        }
+        std::error_code removed;
+        fs::remove(files[i].path, removed);
+      }
+    };
+    {
+      std::thread second(run_files);
+      run_files();
+      second.join();
+    }
+    for (const auto& run : runs) RETURN_IF_ERROR(run);
+    auto after = ListBlockDirs(options.output_dir);
+    if (!after.ok()) return after.status();
+    BlockWriteStats result;   // what this batch added: blocks, bytes, samples_in_blocks, promtool_runs
+    result.promtool_runs = static_cast<int>(files.size());
+    std::map<int64_t, std::pair<int64_t, int>> stored_by_window;   // samples, blocks
+    for (const auto& block : *after) {
+      if (existing.count(block.ulid)) continue;
+      auto& [stored, blocks] = stored_by_window[FloorToWindow(block.min_time_ms, window_ms)];
+      stored += block.num_samples;
+      ++blocks;
+      ++result.blocks;
+      result.samples_in_blocks += block.num_samples;
+      result.bytes += DirectoryBytes(fs::path(options.output_dir) / block.ulid);
+    }
+    for (const auto& file : files) {
+      const auto [stored, blocks] = stored_by_window[file.window_start];
+      if (stored != file.samples) {
+        int64_t diff = file.samples - stored;
+        return DataLossError("promtool stored " + std::to_string(stored) + " samples in " + std::to_string(blocks) +
+                             " new block(s) under " + options.output_dir + " but " + std::to_string(file.samples) +
+                             " were written (" +
+                             (diff > 0 ? std::to_string(diff) + " missing" : std::to_string(-diff) + " extra") + ")");
+      }
+    }
+    return result;
+  }
+
+  static int64_t FloorToWindow(int64_t ms, int64_t window_ms) {
+    int64_t q = ms / window_ms;
+    if (ms % window_ms != 0 && ms < 0) --q;
+    return q * window_ms;
+  }
+
   BlockWriteOptions options;
-  std::string scratch_dir;      // created by us when options.scratch_dir is empty
-  std::string scratch_parent;   // the dir holding scratch_file
-  std::string scratch_file;
-  std::shared_ptr<std::string> current_scratch_file = std::make_shared<std::string>();  // for the cleanup
-  std::FILE* out = nullptr;
-  int64_t samples_in_file = 0;  // written to scratch_file since the last promtool run
+  int64_t window_ms = 0;        // promtool's block window: each scratch file holds one
+  std::string scratch_dir;      // ours (mkdtemp); every scratch file lives in it
+  // The batch being written: its window files by window start, and the samples they hold.
+  std::map<int64_t, WindowFile> window_files;
+  int64_t samples_in_batch = 0;
+  // promtool builds the previous batch while this one is written (its text is already complete).
+  std::thread promtool_thread;
+  StatusOr<BlockWriteStats> promtool_result = BlockWriteStats{};
   // Label sets already written: a second Add of the same series would interleave its samples with
   // the first and make promtool drop or reject them, so it is refused. Keys are small next to samples.
   std::unordered_set<std::string> seen_series;
   BlockWriteStats stats;
   Status error;                 // first write error; sticky
-  std::optional<CleanupRegistry::Id> cleanup_id;   // removes the scratch files on SIGINT/SIGTERM
+  std::optional<CleanupRegistry::Id> cleanup_id;   // removes the scratch dir on SIGINT/SIGTERM
   bool finished = false;
 
   Status Open() {
     if (options.output_dir.empty()) return InvalidArgumentError("BlockWriter needs an output_dir");
-    AcquisitionScope acquiring;   // the scratch dir and file exist only once their cleanup does
-    std::string dir = options.scratch_dir;
-    if (dir.empty()) {
-      std::string pattern = TempRoot() + "/diagnose-blocks-XXXXXX";
-      std::vector<char> buf(pattern.begin(), pattern.end());
-      buf.push_back('\0');
-      if (!mkdtemp(buf.data())) {
-        return UnavailableError("cannot create a scratch dir under " + TempRoot() + ": " + std::strerror(errno));
-      }
-      scratch_dir = buf.data();
-      dir = scratch_dir;
+    ASSIGN_OR_RETURN(window_ms, PromtoolBlockWindowMs(options.max_block_duration));
+    AcquisitionScope acquiring;   // the scratch dir exists only once its cleanup does
+    const std::string parent = options.scratch_dir.empty() ? TempRoot() : options.scratch_dir;
+    std::string pattern = parent + "/diagnose-blocks-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data())) {
+      return UnavailableError("cannot create a scratch dir under " + parent + ": " + std::strerror(errno));
     }
-    scratch_parent = dir;
-    // The file rotates after each promtool run; the cleanup reads the current name when it runs.
-    const std::string own_dir = scratch_dir;
-    cleanup_id = CleanupRegistry::Instance().Register("block writer scratch in " + dir,
-                                                      [current = current_scratch_file, own_dir] {
+    scratch_dir = buf.data();
+    cleanup_id = CleanupRegistry::Instance().Register("block writer scratch in " + scratch_dir,
+                                                      [dir = scratch_dir] {
       std::error_code ec;
-      if (!current->empty()) fs::remove(*current, ec);
-      if (!own_dir.empty()) fs::remove_all(own_dir, ec);
+      fs::remove_all(dir, ec);
     });
-    return OpenScratchFileLocked();
+    return Status::Ok();
   }
 
-  // Caller holds an AcquisitionScope.
-  Status OpenScratchFileLocked() {
-    std::string pattern = scratch_parent + "/series-XXXXXX.om";
-    std::vector<char> buf(pattern.begin(), pattern.end());
+  StatusOr<WindowFile*> WindowFileFor(int64_t window_start) {
+    WindowFile& file = window_files[window_start];
+    if (file.out) return &file;
+    file.window_start = window_start;
+    AcquisitionScope creating;   // a signal's removal of the scratch dir never races a file's creation
+    file.path = scratch_dir + "/window-" + std::to_string(window_start) + "-XXXXXX.om";
+    std::vector<char> buf(file.path.begin(), file.path.end());
     buf.push_back('\0');
     int fd = mkostemps(buf.data(), 3, O_CLOEXEC);
     if (fd < 0) {
-      return UnavailableError("cannot create the OpenMetrics scratch file in " + scratch_parent + ": " +
+      return UnavailableError("cannot create an OpenMetrics scratch file in " + scratch_dir + ": " +
                               std::strerror(errno));
     }
-    scratch_file = buf.data();
-    *current_scratch_file = scratch_file;
-    samples_in_file = 0;
-    out = fdopen(fd, "w");
-    if (!out) {
+    file.path = buf.data();
+    file.out = fdopen(fd, "w");
+    if (!file.out) {
       close(fd);
-      return InternalError("fdopen failed for " + scratch_file);
+      return InternalError("fdopen failed for " + file.path);
     }
     static constexpr size_t kBuffer = 1 << 20;
-    std::setvbuf(out, nullptr, _IOFBF, kBuffer);
+    std::setvbuf(file.out, nullptr, _IOFBF, kBuffer);
+    return &file;
+  }
+
+  // Waits for the promtool thread and adds what its batch built to the stats.
+  Status JoinPromtool() {
+    if (!promtool_thread.joinable()) return Status::Ok();
+    promtool_thread.join();
+    if (!promtool_result.ok()) return promtool_result.status();
+    stats.blocks += promtool_result->blocks;
+    stats.bytes += promtool_result->bytes;
+    stats.samples_in_blocks += promtool_result->samples_in_blocks;
+    stats.promtool_runs += promtool_result->promtool_runs;
+    promtool_result = BlockWriteStats{};
+    return Status::Ok();
+  }
+
+  // Ends the batch's window files and hands them to the promtool thread once the previous batch
+  // is built, so at most two batches' text is in the scratch dir.
+  Status StartBatch() {
+    RETURN_IF_ERROR(JoinPromtool());
+    std::vector<WindowFile> batch;
+    Status closed;
+    for (auto& [start, file] : window_files) {
+      if (std::fputs("# EOF\n", file.out) < 0 || std::fflush(file.out) != 0) {
+        if (closed.ok()) closed = UnavailableError("writing " + file.path + " failed: " + std::strerror(errno));
+      }
+      std::fclose(file.out);
+      file.out = nullptr;
+      batch.push_back(file);
+    }
+    window_files.clear();
+    samples_in_batch = 0;
+    RETURN_IF_ERROR(closed);
+    promtool_thread = std::thread([this, batch = std::move(batch)] {
+      promtool_result = BuildBlocksFromBatch(batch, window_ms, options);
+    });
     return Status::Ok();
   }
 
   void CloseAndRemoveScratch() {
+    if (promtool_thread.joinable()) promtool_thread.join();
     AcquisitionScope releasing;   // a signal now waits, instead of racing this removal
-    if (out) {
-      std::fclose(out);
-      out = nullptr;
+    for (auto& [start, file] : window_files) {
+      if (file.out) std::fclose(file.out);
     }
+    window_files.clear();
     std::error_code ec;
-    if (!scratch_file.empty()) fs::remove(scratch_file, ec);
     if (!scratch_dir.empty()) fs::remove_all(scratch_dir, ec);
-    scratch_file.clear();
-    current_scratch_file->clear();
     scratch_dir.clear();
     if (cleanup_id) CleanupRegistry::Instance().Unregister(*cleanup_id);
     cleanup_id.reset();
@@ -217,17 +373,10 @@ struct BlockWriter::Impl {
     auto prefix = SeriesPrefix(series.labels);
     if (!prefix.ok()) return prefix.status();
     if (series.samples.empty()) return Status::Ok();
-    if (samples_in_file > 0 &&
-        samples_in_file + static_cast<int64_t>(series.samples.size()) > options.max_samples_per_promtool_run) {
-      if (auto built = BuildBlocksFromScratch(); !built.ok()) {
-        error = built;
-        return error;
-      }
-      AcquisitionScope rotating;
-      std::error_code ec;
-      fs::remove(scratch_file, ec);
-      if (auto opened = OpenScratchFileLocked(); !opened.ok()) {
-        error = opened;
+    if (samples_in_batch > 0 &&
+        samples_in_batch + static_cast<int64_t>(series.samples.size()) > options.max_samples_per_promtool_run) {
+      if (auto started = StartBatch(); !started.ok()) {
+        error = started;
         return error;
       }
     }
@@ -257,81 +406,40 @@ struct BlockWriter::Impl {
     line.reserve(prefix->size() + 48);
     int64_t written = 0;
     int64_t last_ms = 0;
+    WindowFile* file = nullptr;
+    int64_t file_window_end = 0;   // samples are sorted, so the window only moves forward
     for (size_t i = 0; i < samples.size(); ++i) {
       if (i > 0 && samples[i].ms == last_ms) {
         ++stats.duplicates_dropped;
         continue;
       }
       last_ms = samples[i].ms;
+      if (!file || samples[i].ms >= file_window_end) {
+        const int64_t start = FloorToWindow(samples[i].ms, window_ms);
+        auto opened = WindowFileFor(start);
+        if (!opened.ok()) {
+          error = opened.status();
+          return error;
+        }
+        file = *opened;
+        file_window_end = start + window_ms;
+      }
       line.assign(*prefix);
       line += ' ';
       AppendValue(line, samples[i].v);
       line += ' ';
       AppendTimestampMs(line, samples[i].ms);
       line += '\n';
-      if (std::fwrite(line.data(), 1, line.size(), out) != line.size()) {
-        error = UnavailableError("writing " + scratch_file + " failed: " + std::strerror(errno));
+      if (std::fwrite(line.data(), 1, line.size(), file->out) != line.size()) {
+        error = UnavailableError("writing " + file->path + " failed: " + std::strerror(errno));
         return error;
       }
+      ++file->samples;
       ++written;
     }
     ++stats.series;
     stats.samples_written += written;
-    samples_in_file += written;
-    return Status::Ok();
-  }
-
-  // Ends the scratch file and has promtool turn it into blocks in output_dir, checking that the new
-  // blocks hold exactly the samples this file got.
-  Status BuildBlocksFromScratch() {
-    if (std::fputs("# EOF\n", out) < 0 || std::fflush(out) != 0) {
-      return UnavailableError("writing " + scratch_file + " failed: " + std::strerror(errno));
-    }
-    std::fclose(out);
-    out = nullptr;
-
-    std::error_code ec;
-    fs::create_directories(options.output_dir, ec);
-    if (ec) return UnavailableError("cannot create TSDB dir " + options.output_dir + ": " + ec.message());
-    auto before = ListBlockDirs(options.output_dir);
-    std::set<std::string> existing;
-    if (before.ok()) {
-      for (const auto& b : *before) existing.insert(b.ulid);
-    }
-
-    const std::string promtool = FindExecutable("promtool");
-    if (promtool.empty()) return NotFoundError("promtool not found in PATH (Debian package 'prometheus')");
-    std::vector<std::string> argv = {promtool, "tsdb", "create-blocks-from", "openmetrics", "-q",
-                                     "--max-block-duration=" + options.max_block_duration, scratch_file,
-                                     options.output_dir};
-    auto run = RunCommand(argv, std::chrono::milliseconds(
-                                    static_cast<int64_t>(options.promtool_timeout_seconds * 1000)));
-    if (!run.ok()) return run.status();
-    if (run->exit_code != 0) {
-      return InternalError("promtool failed (exit " + std::to_string(run->exit_code) + ") building blocks in " +
-                           options.output_dir + ": " + run->output);
-    }
-    ++stats.promtool_runs;
-
-    auto after = ListBlockDirs(options.output_dir);
-    if (!after.ok()) return after.status();
-    int64_t stored = 0;
-    int blocks = 0;
-    for (const auto& block : *after) {
-      if (existing.count(block.ulid)) continue;
-      ++blocks;
-      stored += block.num_samples;
-      stats.bytes += DirectoryBytes(fs::path(options.output_dir) / block.ulid);
-    }
-    stats.blocks += blocks;
-    stats.samples_in_blocks += stored;
-    if (stored != samples_in_file) {
-      int64_t diff = samples_in_file - stored;
-      return DataLossError("promtool stored " + std::to_string(stored) + " samples in " + std::to_string(blocks) +
-                           " new block(s) under " + options.output_dir + " but " + std::to_string(samples_in_file) +
-                           " were written (" +
-                           (diff > 0 ? std::to_string(diff) + " missing" : std::to_string(-diff) + " extra") + ")");
-    }
+    samples_in_batch += written;
     return Status::Ok();
   }
 
@@ -342,7 +450,8 @@ struct BlockWriter::Impl {
     if (stats.samples_written == 0) {
       return InvalidArgumentError("no samples to write into " + options.output_dir);
     }
-    if (samples_in_file > 0) RETURN_IF_ERROR(BuildBlocksFromScratch());
+    if (samples_in_batch > 0) RETURN_IF_ERROR(StartBatch());
+    RETURN_IF_ERROR(JoinPromtool());
     return stats;
   }
 };

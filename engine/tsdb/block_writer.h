@@ -2,10 +2,14 @@
 // promtool silently drops out-of-order/duplicate samples inside a 5000-sample batch and misreads
 // millisecond timestamps, so this writer sorts and de-duplicates every series, writes seconds, and
 // verifies the sample count of the built blocks against what it wrote.
+// promtool re-parses its whole input once per block window (and once more for the time range), so
+// the text is written as one file per window: a 24 h job is parsed twice instead of six times. The
+// scratch dir is best on RAM-backed storage (/dev/shm): the text is ~100x the size of the blocks.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -16,12 +20,15 @@ namespace diagnose {
 struct BlockWriteOptions {
   std::string output_dir;                 // the TSDB dir (created; blocks are added to it)
   std::string max_block_duration = "6h";  // promtool --max-block-duration
-  std::string scratch_dir;                // where the OpenMetrics file is written; empty = temp dir
+  std::string scratch_dir;                // where the OpenMetrics files are written (in a private
+                                          // subdir, removed at the end); empty = temp dir
   double promtool_timeout_seconds = 1800; // promtool is killed after this long
   // promtool holds a whole block window (>= 2h) in memory, ~160 B per sample: a 1,024-node hour
   // (~170 M samples) needs ~27 GB in one run. Past this many samples the writer runs promtool on
-  // what it has and starts a new file; each run holds whole series, so the runs' blocks overlap in
-  // time but not in series, which Prometheus merges at query time.
+  // what it has and starts new files; each run holds whole series, so the runs' blocks overlap in
+  // time but not in series, which Prometheus merges at query time. promtool builds one batch (two
+  // window files at a time) while the next is written, so the scratch dir holds up to two batches'
+  // text (~130 B per sample).
   int64_t max_samples_per_promtool_run = 20'000'000;
 };
 
@@ -32,8 +39,12 @@ struct BlockWriteStats {
   int64_t duplicates_dropped = 0;
   int blocks = 0;
   int64_t bytes = 0;
-  int promtool_runs = 0;
+  int promtool_runs = 0;                  // one per block window per batch
 };
+
+// promtool's block window for a --max-block-duration (its getCompatibleBlockDuration: the largest of
+// 2h x 3^k not above it, at least 2h), in milliseconds; blocks never straddle a multiple of it.
+StatusOr<int64_t> PromtoolBlockWindowMs(std::string_view max_block_duration);
 
 // Each Series needs labels["__name__"]. NaN values are written as NaN; staleness markers are not
 // representable in OpenMetrics input and are the caller's to omit.

@@ -16,12 +16,17 @@
 #
 # --hours H scales 8308's 380 steps (~3.9 h of job) and its phase boundaries to a job of H hours;
 # without it the job keeps 8308's length. Environment: WORK (default /tmp/scale-bench: scenarios,
-# outputs, results; never the source tree), RUNS (3), GEN_TIMEOUT (seconds per generation, 1800),
+# outputs, results; never the source tree), RUNS (3), GEN_TIMEOUT (seconds per generation; default
+# 1800 or one second per 50 k samples the size is expected to hold, whichever is longer),
 # MIN_FREE_GB (refuse a size when less is free, 5), GEN_MAX_RSS_GB (stop a generation whose
 # fixturegen + promtool RSS passes this, 16), CLEAN (1: delete a size's outputs after
 # measuring it), APPEND (1: keep earlier rows of WORK/results.tsv in the table and fits),
 # DIAGNOSE_ARGS (extra diagnose arguments, e.g. "--deadline 0"), REUSE (1: measure a job already
-# generated in WORK by an earlier invocation for the same size and hours instead of generating it).
+# generated in WORK by an earlier invocation for the same size and hours instead of generating it),
+# SCRATCH (where fixturegen stages its OpenMetrics text and promtool its head chunks: the text is
+# ~100x the size of the blocks, so on disk generation is bound by writing it. Default: a private dir
+# in /dev/shm when that has room for two promtool batches of this size's text and MemAvailable keeps
+# SHM_RESERVE_GB (6) beside it; otherwise WORK/nN/scratch).
 # The binaries are copied into WORK first, so a concurrent rebuild of BUILD_DIR cannot swap them
 # between runs; nothing is built. Data files and playbooks still come from the source tree
 # (diagnose's compiled-in DIAGNOSE_SOURCE_DIR).
@@ -45,7 +50,7 @@ done
 [ ${#sizes[@]} -gt 0 ] || sizes=(24 128 512 1024)
 work=${WORK:-/tmp/scale-bench}
 runs=${RUNS:-3}
-gen_timeout=${GEN_TIMEOUT:-1800}
+shm_reserve_gb=${SHM_RESERVE_GB:-6}
 min_free_gb=${MIN_FREE_GB:-5}
 gen_max_rss_gb=${GEN_MAX_RSS_GB:-16}
 clean=${CLEAN:-0}
@@ -68,6 +73,8 @@ if [ -n "${AGAINST:-}" ]; then
   against_bin="$work/bin/against-diagnose"
 fi
 sha256sum "$work/bin/diagnose" "$work/bin/fixturegen" ${against_bin:+"$against_bin"} | sed 's|  .*/| |' > "$work/bin/SHA256"
+shm_scratch=""   # this invocation's dir in /dev/shm, removed however the script ends
+trap '[ -z "$shm_scratch" ] || rm -rf "$shm_scratch"' EXIT
 results="$work/results.tsv"
 [ "${APPEND:-0}" = 1 ] || : > "$results"   # APPEND=1 adds rows to an earlier invocation's table
 [ "${APPEND:-0}" = 1 ] || : > "$work/against.tsv"
@@ -239,6 +246,9 @@ for n in "${sizes[@]}"; do
   [ "$reuse" = yes ] || { rm -rf "$dir" && mkdir -p "$dir/outputs" "$dir/scratch"; }
   read -r steps expected_hosts < <(write_scenario "$n" "$dir/scenario.yaml")
   expected=$(echo "$expected_hosts" | tr ' ' '\n' | grep -v '^$' | sort | paste -sd,)
+  # ~1,700 samples per node and step (1,024 nodes x 97 steps held 168 M); ~130 B of text per sample.
+  samples_estimate=$((n * steps * 1700))
+  gen_timeout=${GEN_TIMEOUT:-$(( samples_estimate / 50000 > 1800 ? samples_estimate / 50000 : 1800 ))}
   free_gb=$(df -P -BG "$work" | awk 'NR==2{sub("G","",$4); print $4}')
   echo "=== $n nodes, $steps steps: expected exclusions $expected; free disk ${free_gb} GiB"
   if [ "$free_gb" -lt "$min_free_gb" ]; then
@@ -251,9 +261,26 @@ for n in "${sizes[@]}"; do
     read -r gen_s rc gen_time_rss gen_peaks < "$dir/gen.summary"
     echo "reusing the job generated earlier in $dir"
   else
-  read -r gen_s rc gen_time_rss gen_peaks < <(MAX_RSS_KB=$((gen_max_rss_gb * 1048576)) python3 "$work/measure.py" "$dir/gen.time" "$dir/gen.out" \
+  text_mb=""
+  if [ -n "${SCRATCH:-}" ]; then
+    scratch=$(mktemp -d "$SCRATCH/scale-bench-n$n.XXXXXX")
+  else
+    batch_samples=$(( samples_estimate < 20000000 ? samples_estimate : 20000000 ))
+    text_mb=$(( 2 * batch_samples * 130 / 1048576 ))
+    shm_free_mb=$(df -P -BM /dev/shm 2>/dev/null | awk 'NR==2{sub("M","",$4); print $4}')
+    avail_mb=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
+    scratch="$dir/scratch"
+    if [ -n "$shm_free_mb" ] && [ "$shm_free_mb" -gt "$text_mb" ] && [ "$avail_mb" -gt $(( text_mb + shm_reserve_gb * 1024 )) ]; then
+      [ -n "$shm_scratch" ] || shm_scratch=$(mktemp -d /dev/shm/scale-bench.XXXXXX)
+      scratch="$shm_scratch/n$n"
+    fi
+  fi
+  mkdir -p "$scratch"
+  echo "generation scratch: $scratch (up to ~${text_mb:-?} MB of text), timeout ${gen_timeout} s"
+  read -r gen_s rc gen_time_rss gen_peaks < <(TMPDIR="$scratch" MAX_RSS_KB=$((gen_max_rss_gb * 1048576)) python3 "$work/measure.py" "$dir/gen.time" "$dir/gen.out" \
     "$dir/gen.err" timeout "$gen_timeout" "$fixturegen" "$dir/scenario.yaml" --out "$dir/outputs" --jobs 1 \
-    --scratch "$dir/scratch")
+    --scratch "$scratch")
+  rm -rf "$scratch"
   echo "$gen_s $rc $gen_time_rss $gen_peaks" > "$dir/gen.summary"
   fi
   gen_rss=$(echo "$gen_peaks" | peak_of fixturegen)
@@ -267,8 +294,11 @@ for n in "${sizes[@]}"; do
     rm -rf "$dir/outputs" "$dir/scratch"; continue
   fi
   read -r series samples tsdb_mb < <(awk '{for(i=1;i<=NF;i++){if($(i+1)=="series")s=$i; if($(i+1)=="samples")p=$i; if($i=="tsdb")m=$(i+1)}} END{print s, p, m}' "$dir/gen.out")
-  echo "generation: ${gen_s} s, peak RSS fixturegen $(mb "$gen_rss") MB, promtool $(mb "$promtool_rss") MB," \
-    "$(du -sh "$dir/outputs" | cut -f1) on disk"
+  read -r gen_cpu gen_written_gb < <(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} /File system outputs/ {o=$2}
+    END {printf "%.1f %.2f\n", u + s, o * 512 / 1e9}' "$dir/gen.time")
+  echo "generation: ${gen_s} s wall, ${gen_cpu} s CPU (fixturegen + promtool), ${gen_written_gb} GB written to disk," \
+    "peak RSS fixturegen $(mb "$gen_rss") MB, promtool $(mb "$promtool_rss") MB, $(du -sh "$dir/outputs" | cut -f1) on disk;" \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
   # Diagnose: RUNS measured runs.
   walls="" diags="" proms="" verdict_ok=yes against_walls=""
   for run in $(seq "$runs"); do
@@ -299,9 +329,9 @@ for n in "${sizes[@]}"; do
     "$diagnose" 8308 --outputs "$dir/outputs" --format json "${diagnose_args[@]}" > "$dir/strace.json" 2>/dev/null || true
   queries=$(grep -c 'sendto(.*"\(GET\|POST\) /' "$dir/strace.txt" || true)
   http_mb=$(awk '/recvfrom\(.*TCP/ && $NF ~ /^[0-9]+$/ {s+=$NF} END{printf "%.2f", s/1048576}' "$dir/strace.txt")
-  printf '%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$steps" "$series" "$samples" "$tsdb_mb" \
+  printf '%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$steps" "$series" "$samples" "$tsdb_mb" \
     "$gen_s" "$(echo "$walls" | median)" "$(mb "$(echo "$diags" | maxof)")" "$(mb "$(echo "$proms" | maxof)")" \
-    "$queries" "$http_mb" "$verdict_ok" "$(mb "$gen_rss")" "$job_hours" "$(mb "$promtool_rss")" >> "$results"
+    "$queries" "$http_mb" "$verdict_ok" "$(mb "$gen_rss")" "$job_hours" "$(mb "$promtool_rss")" "$gen_cpu" "$gen_written_gb" >> "$results"
   rm -rf "$dir/scratch"
   if [ "$clean" = 1 ]; then rm -rf "$dir/outputs"; fi
 done
@@ -316,9 +346,9 @@ sort -t$'\t' -k1,1n "$results" | awk -F'\t' '{h=(NF >= 14 && $14 != "-") ? $14 :
 echo "(hours: the TSDB's data range from the report; diagnose/prometheus RSS: max VmHWM over the runs;"
 echo " queries/HTTP MB: one strace'd run, requests sent incl. /-/ready and bytes received on the wire, uncompressed on loopback since e2c9241)"
 echo
-echo "| nodes | steps | fixturegen peak RSS MB | promtool peak RSS MB |"
-echo "|---:|---:|---:|---:|"
-sort -t$'\t' -k1,1n "$results" | awk -F'\t' 'NF >= 15 {printf "| %s | %s | %s | %s |\n", $1, $2, $13, $15}'
+echo "| nodes | steps | generation CPU s | written to disk GB | fixturegen peak RSS MB | promtool peak RSS MB |"
+echo "|---:|---:|---:|---:|---:|---:|"
+sort -t$'\t' -k1,1n "$results" | awk -F'\t' 'NF >= 15 {printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $16, $17, $13, $15}'
 awk -F'\t' 'NF < 13 {printf "nodes %s (%s steps): %s\n", $1, $2, $3}' "$results"
 echo
 fit() {  # column label: least squares of log(col) on log(nodes) over the measured rows

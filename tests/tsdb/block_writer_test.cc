@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -65,8 +66,11 @@ TEST_F(BlockWriterTest, CountsAreVerifiedAgainstBlockMeta) {
   ASSERT_TRUE(blocks.ok());
   EXPECT_EQ(blocks->front().min_time_ms, static_cast<int64_t>(kStart) * 1000);
   EXPECT_EQ(blocks->back().max_time_ms, static_cast<int64_t>(kStart + 719 * 10) * 1000 + 1);
-  // The scratch OpenMetrics file is removed.
-  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_NE(e.path().extension(), ".om") << e.path();
+  // The scratch OpenMetrics files and their private dir are removed.
+  for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+    EXPECT_NE(e.path().extension(), ".om") << e.path();
+    EXPECT_NE(e.path().filename().string().rfind("diagnose-blocks-", 0), 0u) << e.path();
+  }
 }
 
 TEST_F(BlockWriterTest, UnsortedAndDuplicateSamplesStillGiveExactCounts) {
@@ -188,7 +192,7 @@ TEST_F(BlockWriterTest, LargeWritesAreSplitIntoSeveralPromtoolRunsOfWholeSeries)
     for (size_t at = dump.find(series); at != std::string::npos; at = dump.find(series, at + 1)) ++count;
     EXPECT_EQ(count, 100u) << series;
   }
-  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_NE(e.path().extension(), ".om") << e.path();
+  for (const auto& e : fs::recursive_directory_iterator(dir_)) EXPECT_NE(e.path().extension(), ".om") << e.path();
 }
 
 TEST_F(BlockWriterTest, OneRunWhenTheWriteFitsTheBudget) {
@@ -202,6 +206,72 @@ TEST_F(BlockWriterTest, OneRunWhenTheWriteFitsTheBudget) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->promtool_runs, 1);
   EXPECT_EQ(stats->samples_in_blocks, 400);
+}
+
+TEST(PromtoolBlockWindowTest, IsTheLargestTsdbRangeNotAboveTheMaximum) {
+  constexpr int64_t kHour = 3'600'000;
+  EXPECT_EQ(PromtoolBlockWindowMs("6h").value(), 6 * kHour);
+  EXPECT_EQ(PromtoolBlockWindowMs("2h").value(), 2 * kHour);
+  EXPECT_EQ(PromtoolBlockWindowMs("1h").value(), 2 * kHour);     // never below TSDB's 2 h
+  EXPECT_EQ(PromtoolBlockWindowMs("5h59m").value(), 2 * kHour);
+  EXPECT_EQ(PromtoolBlockWindowMs("1d").value(), 18 * kHour);
+  EXPECT_EQ(PromtoolBlockWindowMs("1h30m").value(), 2 * kHour);
+  EXPECT_EQ(PromtoolBlockWindowMs("21600000ms").value(), 6 * kHour);
+  EXPECT_EQ(PromtoolBlockWindowMs("10y").value(), 2 * kHour * 19683);  // the largest range, 2h x 3^9
+  EXPECT_EQ(PromtoolBlockWindowMs("").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PromtoolBlockWindowMs("6").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PromtoolBlockWindowMs("6x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PromtoolBlockWindowMs("h").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(BlockWriterTest, EachBlockWindowIsOnePromtoolRunOverItsOwnFile) {
+  // 13 h from midnight with 6 h windows: three windows, so three runs per batch and three blocks,
+  // each inside its window; two batches (budget of one series) give six, the series split whole.
+  BlockWriteOptions options = Options();
+  options.max_block_duration = "6h";
+  options.max_samples_per_promtool_run = 800;
+  BlockWriter writer(options);
+  const int samples = 13 * 60;   // one a minute
+  for (int h = 0; h < 2; ++h) {
+    ASSERT_TRUE(writer.Add(MakeSeries({{"__name__", "x"}, {"host", "h" + std::to_string(h)}}, samples, 60)).ok());
+  }
+  auto stats = writer.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->promtool_runs, 6);
+  EXPECT_EQ(stats->blocks, 6);
+  EXPECT_EQ(stats->samples_in_blocks, 2 * samples);
+  auto blocks = ListBlockDirs(options.output_dir);
+  ASSERT_TRUE(blocks.ok());
+  ASSERT_EQ(blocks->size(), 6u);
+  constexpr int64_t kWindow = 6 * 3'600'000;
+  std::map<int64_t, int64_t> samples_per_window;
+  for (const auto& b : *blocks) {
+    const int64_t window = b.min_time_ms / kWindow;
+    EXPECT_EQ((b.max_time_ms - 1) / kWindow, window) << b.ulid << " straddles a window boundary";
+    EXPECT_EQ(b.num_series, 1) << b.ulid;
+    samples_per_window[window] += b.num_samples;
+  }
+  ASSERT_EQ(samples_per_window.size(), 3u);
+  EXPECT_EQ(samples_per_window.begin()->second, 2 * 6 * 60);   // midnight to 06:00, both series
+  EXPECT_EQ(samples_per_window.rbegin()->second, 2 * 60);       // 12:00 to 13:00
+  const std::string dump = Dump(options.output_dir);
+  for (int h = 0; h < 2; ++h) {
+    const std::string series = "host=\"h" + std::to_string(h) + "\"";
+    size_t count = 0;
+    for (size_t at = dump.find(series); at != std::string::npos; at = dump.find(series, at + 1)) ++count;
+    EXPECT_EQ(count, static_cast<size_t>(samples)) << series;
+  }
+}
+
+TEST_F(BlockWriterTest, AnUnknownBlockDurationFailsBeforeAnythingIsWritten) {
+  BlockWriteOptions options = Options();
+  options.max_block_duration = "six hours";
+  BlockWriter writer(options);
+  Status added = writer.Add(MakeSeries({{"__name__", "x"}}, 3, 1));
+  EXPECT_EQ(added.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(added.message().find("six hours"), std::string::npos) << added.message();
+  EXPECT_FALSE(writer.Finish().ok());
+  EXPECT_FALSE(fs::exists(options.output_dir));
 }
 
 }  // namespace
