@@ -69,6 +69,14 @@ make_seeds() {
     i=$((i + 1)); [ $i -gt 20 ] && break
     { basename "$(dirname "$meta")"; cat "$meta"; } | seed tsdb_meta "meta$i" '\x00'
   done
+  # The playbooks' PromQL as the engine-side answer readers meet it (templates filled with a window),
+  # once per reader (mode byte 0 composite, 1 count, 2 derived).
+  i=0
+  grep -hoE "query: '.*'" playbooks/*.yaml rules/common/*.yaml 2>/dev/null | sed "s/^query: '//; s/'$//; s/{{[^}]*}}/600s/g" |
+    head -150 | while IFS= read -r line; do
+      i=$((i + 1))
+      for mode in 0 1 2; do printf '%s' "$line" | seed promql_answer "q$i-$mode" "\\x0$mode"; done
+    done
   for t in prometheus_response sweep_history expr_template tsdb_meta trace_reader sweep_artifact; do
     mkdir -p "$work/corpus/$t"; cp -n fuzz/seeds/$t/* "$work/corpus/$t/" 2>/dev/null || true
   done

@@ -151,6 +151,8 @@ class Parser {
   }
 
   NodePtr Expression(int min_precedence) {
+    // Playbook text is untrusted: nesting deep enough to exhaust the stack is left to the TSDB.
+    if (++depth_ > kMaxDepth) return Fail();
     NodePtr lhs = Unary();
     while (!failed_) {
       SkipSpaces();
@@ -181,6 +183,7 @@ class Parser {
       node->children = {std::move(lhs), std::move(rhs)};
       lhs = std::move(node);
     }
+    --depth_;
     return failed_ ? nullptr : lhs;
   }
 
@@ -414,8 +417,10 @@ class Parser {
     return node;
   }
 
+  static constexpr int kMaxDepth = 64;
   std::string_view s_;
   size_t i_ = 0;
+  int depth_ = 0;
   bool failed_ = false;
   std::vector<std::string> parts_;
   int occurrences_ = 0;
@@ -659,7 +664,10 @@ std::optional<Value> Evaluate(const CompositeNode& node, const std::vector<Vecto
 }  // namespace
 }  // namespace compose
 
-std::optional<CompositeQuestion> CompositeOf(std::string_view promql) { return compose::Parser(promql).Parse(); }
+std::optional<CompositeQuestion> CompositeOf(std::string_view promql) {
+  if (promql.size() > 8192) return std::nullopt;   // untrusted text: longer questions stay with the TSDB
+  return compose::Parser(promql).Parse();
+}
 
 std::optional<QueryResult> AnswerComposite(const CompositeQuestion& question,
                                            const std::vector<const QueryResult*>& part_answers) {

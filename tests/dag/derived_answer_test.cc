@@ -249,6 +249,14 @@ TEST(CompositeOfTest, AnythingUnsureIsAskedAsWritten) {
            "(x + x", "x + x)", "x +", "sum by (a) by (b) (x)"}) {
     EXPECT_FALSE(CompositeOf(promql)) << promql;
   }
+  // Untrusted text: nesting that would exhaust the stack (a fuzz finding, fuzz/regressions/promql_answer)
+  // and text longer than the parser reads are declined, not followed.
+  EXPECT_FALSE(CompositeOf("x - " + std::string(100000, '(') + "x" + std::string(100000, ')')))
+      << "nesting beyond the parser's depth";
+  EXPECT_TRUE(CompositeOf("x - " + std::string(20, '(') + "x" + std::string(20, ')')));
+  std::string long_union = "x";
+  while (long_union.size() <= 8192) long_union += " or x";
+  EXPECT_FALSE(CompositeOf(long_union)) << "longer than the parser reads";
 }
 
 TEST(CompositeAnswerTest, CounterIncreaseKeepsGrowthOrTheValueAfterAReset) {
