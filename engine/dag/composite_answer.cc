@@ -1,4 +1,5 @@
 #include "engine/dag/composite_answer.h"
+#include "engine/dag/promql_lexis.h"
 
 #include <algorithm>
 #include <cctype>
@@ -27,9 +28,6 @@ namespace compose {
 namespace {
 
 using NodePtr = std::shared_ptr<const CompositeNode>;
-
-bool IsIdentifierStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-bool IsIdentifierChar(char c) { return IsIdentifierStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
 
 bool IsComparison(const std::string& op) {
   return op == "==" || op == "!=" || op == ">" || op == "<" || op == ">=" || op == "<=";
@@ -92,10 +90,8 @@ class Parser {
 
   // The index just past the string literal opened at `open` (npos when unterminated).
   size_t PastString(size_t open) const {
-    const char quote = s_[open];
-    size_t j = open + 1;
-    while (j < s_.size() && s_[j] != quote) j += (s_[j] == '\\' && quote != '`') ? 2 : 1;
-    return j < s_.size() ? j + 1 : std::string_view::npos;
+    const size_t end = EndOfPromqlString(s_, open);
+    return end < s_.size() ? end + 1 : std::string_view::npos;
   }
 
   bool HasComment() const {
@@ -132,8 +128,8 @@ class Parser {
 
   std::string_view PeekWord() const {
     size_t j = i_;
-    if (j >= s_.size() || !IsIdentifierStart(s_[j])) return {};
-    while (j < s_.size() && IsIdentifierChar(s_[j])) ++j;
+    if (j >= s_.size() || !IsPromqlNameStart(s_[j])) return {};
+    while (j < s_.size() && IsPromqlNameChar(s_[j])) ++j;
     return s_.substr(i_, j - i_);
   }
 
@@ -221,7 +217,7 @@ class Parser {
     }
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return Number();
     if (c == '{') return Part(i_);
-    if (!IsIdentifierStart(c)) return Fail();
+    if (!IsPromqlNameStart(c)) return Fail();
     const std::string_view word = PeekWord();
     if (IsReservedWord(word)) return Fail();
     if (IsAggregation(word)) return Aggregation(word);
@@ -237,7 +233,7 @@ class Parser {
       if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
     }
-    if (i_ < s_.size() && IsIdentifierChar(s_[i_])) return Fail();   // 0x1f, 5m
+    if (i_ < s_.size() && IsPromqlNameChar(s_[i_])) return Fail();   // 0x1f, 5m
     const std::string text(s_.substr(start, i_ - start));
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
@@ -490,12 +486,7 @@ std::pair<double, bool> Apply(const std::string& op, double lhs, double rhs) {
   if (op == "*") return {lhs * rhs, true};
   if (op == "/") return {lhs / rhs, true};
   if (op == "%") return {std::fmod(lhs, rhs), true};
-  if (op == "==") return {lhs, lhs == rhs};
-  if (op == "!=") return {lhs, lhs != rhs};
-  if (op == ">") return {lhs, lhs > rhs};
-  if (op == "<") return {lhs, lhs < rhs};
-  if (op == ">=") return {lhs, lhs >= rhs};
-  return {lhs, lhs <= rhs};
+  return {lhs, ComparisonHolds(op, lhs, rhs)};
 }
 
 // VectorscalarBinop.

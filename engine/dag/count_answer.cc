@@ -1,4 +1,5 @@
 #include "engine/dag/count_answer.h"
+#include "engine/dag/promql_lexis.h"
 
 #include <algorithm>
 #include <cctype>
@@ -32,9 +33,6 @@ namespace {
 using NodePtr = std::shared_ptr<const CountNode>;
 using Op = CountNode::Op;
 
-bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-bool IsNameChar(char c) { return IsNameStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
-
 // The index of the bracket closing the one at `open`, string literals skipped; npos if none (or a
 // comment, which nothing here reads past).
 size_t Closing(std::string_view s, size_t open) {
@@ -42,9 +40,7 @@ size_t Closing(std::string_view s, size_t open) {
   for (size_t j = open; j < s.size(); ++j) {
     const char c = s[j];
     if (c == '"' || c == '\'' || c == '`') {
-      const char quote = c;
-      for (++j; j < s.size() && s[j] != quote; ++j)
-        if (s[j] == '\\' && quote != '`') ++j;
+      j = EndOfPromqlString(s, j);
       if (j >= s.size()) return std::string_view::npos;
     } else if (c == '#') {
       return std::string_view::npos;
@@ -84,8 +80,8 @@ class Parser {
   std::string_view PeekWord() {
     Skip();
     size_t j = i_;
-    if (j < s_.size() && IsNameStart(s_[j]))
-      while (j < s_.size() && IsNameChar(s_[j])) ++j;
+    if (j < s_.size() && IsPromqlNameStart(s_[j]))
+      while (j < s_.size() && IsPromqlNameChar(s_[j])) ++j;
     return s_.substr(i_, j - i_);
   }
 
@@ -242,7 +238,7 @@ class Parser {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return Fail();
-    if (j < s_.size() && IsNameChar(s_[j])) return Fail();   // a duration (5m) or hex: not a number here
+    if (j < s_.size() && IsPromqlNameChar(s_[j])) return Fail();   // a duration (5m) or hex: not a number here
     i_ = j;
     auto node = std::make_shared<CountNode>();
     node->op = Op::kNumber;
@@ -447,10 +443,7 @@ class Evaluation {
     const double threshold = node.children[1]->number;
     const std::string& op = node.comparison;
     // A filter: NaN compares false with everything but `!=`.
-    auto keep = [&](double v) {
-      return op == "==" ? v == threshold : op == "!=" ? v != threshold : op == ">" ? v > threshold
-           : op == "<" ? v < threshold : op == ">=" ? v >= threshold : v <= threshold;
-    };
+    auto keep = [&](double v) { return ComparisonHolds(op, v, threshold); };
     Vectors out;
     for (auto& [t, elements] : *lhs) {
       std::vector<Element> kept;
@@ -589,8 +582,8 @@ std::optional<RangeSelector> RangeSelectorOf(std::string_view leaf) {
   while (!inner.empty() && std::isspace(static_cast<unsigned char>(inner.back()))) inner.remove_suffix(1);
   while (!inner.empty() && std::isspace(static_cast<unsigned char>(inner.front()))) inner.remove_prefix(1);
   size_t i = 0;
-  while (i < inner.size() && IsNameChar(inner[i])) ++i;
-  if (i == 0 || !IsNameStart(inner[0])) return std::nullopt;
+  while (i < inner.size() && IsPromqlNameChar(inner[i])) ++i;
+  if (i == 0 || !IsPromqlNameStart(inner[0])) return std::nullopt;
   if (i < inner.size() && inner[i] == '{') {
     const size_t close = Closing(inner, i);
     if (close == std::string_view::npos) return std::nullopt;

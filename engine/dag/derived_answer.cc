@@ -1,4 +1,5 @@
 #include "engine/dag/derived_answer.h"
+#include "engine/dag/promql_lexis.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,8 +11,6 @@
 namespace diagnose::dag {
 namespace {
 
-bool IsIdentifierStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-bool IsIdentifierChar(char c) { return IsIdentifierStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
 
 std::string_view Trimmed(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -19,14 +18,6 @@ std::string_view Trimmed(std::string_view s) {
   return s;
 }
 
-// The index of the quote closing the string literal opened at `open` (s.size() when unterminated);
-// backquoted strings have no escapes.
-size_t EndOfString(std::string_view s, size_t open) {
-  const char quote = s[open];
-  size_t i = open + 1;
-  while (i < s.size() && s[i] != quote) i += (s[i] == '\\' && quote != '`') ? 2 : 1;
-  return std::min(i, s.size());
-}
 
 // What lies outside every bracket and string literal of an expression: its comparison operators
 // and identifiers (keywords, metric names), with positions. Malformed text (unbalanced brackets,
@@ -43,7 +34,7 @@ TopLevel ScanTopLevel(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '"' || c == '\'' || c == '`') {
-      i = EndOfString(s, i);
+      i = EndOfPromqlString(s, i);
       if (i >= s.size()) return {false, {}, {}};
     } else if (c == '#') {
       return {false, {}, {}};
@@ -58,9 +49,9 @@ TopLevel ScanTopLevel(std::string_view s) {
       if (!two && (c == '=' || c == '!')) return {false, {}, {}};   // `=~`, `!~`, `=`: not at the top
       out.comparisons.emplace_back(i, s.substr(i, two ? 2 : 1));
       if (two) ++i;
-    } else if (IsIdentifierStart(c) && (i == 0 || !IsIdentifierChar(s[i - 1]))) {
+    } else if (IsPromqlNameStart(c) && (i == 0 || !IsPromqlNameChar(s[i - 1]))) {
       size_t j = i;
-      while (j < s.size() && IsIdentifierChar(s[j])) ++j;
+      while (j < s.size() && IsPromqlNameChar(s[j])) ++j;
       out.identifiers.push_back(s.substr(i, j - i));
       i = j - 1;
     }
@@ -108,7 +99,7 @@ size_t ClosingBracket(std::string_view s, size_t open) {
   for (size_t i = open; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '"' || c == '\'' || c == '`') {
-      i = EndOfString(s, i);
+      i = EndOfPromqlString(s, i);
     } else if (c == '(' || c == '[' || c == '{') {
       ++depth;
     } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
@@ -126,14 +117,14 @@ size_t SkipSpaces(std::string_view s, size_t i) {
 // `max|min|count|group [by (l1, l2)] (X)`, the whole expression.
 std::optional<Derivation> AggregateOf(std::string_view promql) {
   size_t i = 0;
-  while (i < promql.size() && IsIdentifierChar(promql[i])) ++i;
+  while (i < promql.size() && IsPromqlNameChar(promql[i])) ++i;
   const std::string_view op = promql.substr(0, i);
   if (op != "max" && op != "min" && op != "count" && op != "group") return std::nullopt;
   Derivation d;
   d.kind = Derivation::Kind::kAggregate;
   d.aggregation = std::string(op);
   i = SkipSpaces(promql, i);
-  if (promql.substr(i, 2) == "by" && i + 2 < promql.size() && !IsIdentifierChar(promql[i + 2])) {
+  if (promql.substr(i, 2) == "by" && i + 2 < promql.size() && !IsPromqlNameChar(promql[i + 2])) {
     i = SkipSpaces(promql, i + 2);
     if (i >= promql.size() || promql[i] != '(') return std::nullopt;
     const size_t close = ClosingBracket(promql, i);
@@ -141,7 +132,7 @@ std::optional<Derivation> AggregateOf(std::string_view promql) {
     std::string_view list = promql.substr(i + 1, close - i - 1);
     while (!(list = Trimmed(list)).empty()) {
       size_t n = 0;
-      while (n < list.size() && IsIdentifierChar(list[n])) ++n;
+      while (n < list.size() && IsPromqlNameChar(list[n])) ++n;
       if (n == 0 || std::isdigit(static_cast<unsigned char>(list[0])) || list.substr(0, n).find(':') != std::string_view::npos)
         return std::nullopt;
       d.by.emplace_back(list.substr(0, n));
@@ -160,15 +151,6 @@ std::optional<Derivation> AggregateOf(std::string_view promql) {
   return d;
 }
 
-bool Compare(const std::string& op, double v, double threshold) {
-  if (op == "==") return v == threshold;
-  if (op == "!=") return v != threshold;
-  if (op == ">") return v > threshold;
-  if (op == "<") return v < threshold;
-  if (op == ">=") return v >= threshold;
-  return v <= threshold;
-}
-
 QueryResult Filtered(const Derivation& d, const QueryResult& source) {
   QueryResult out;
   out.result_type = source.result_type;
@@ -177,7 +159,7 @@ QueryResult Filtered(const Derivation& d, const QueryResult& source) {
   for (const auto& series : source.series) {
     Series kept{series.labels, {}};
     for (const auto& sample : series.samples)
-      if (Compare(d.comparison, sample.v, d.threshold)) kept.samples.push_back(sample);
+      if (ComparisonHolds(d.comparison, sample.v, d.threshold)) kept.samples.push_back(sample);
     if (!kept.samples.empty()) out.series.push_back(std::move(kept));
   }
   return out;
