@@ -1,7 +1,8 @@
 // Answers of a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics or
 // anything pretending to be one): the envelope, then the data as a query result, a series list
 // and a label-values list; and, differentially, the streamed query-answer decoder, which must
-// either fall back or give exactly the tree path's answer.
+// either fall back or give exactly the tree path's answer. Also read as build information
+// (/api/v1/status/buildinfo), which decides whether the engine composes answers on the endpoint.
 #include <cmath>
 #include <cstdlib>
 
@@ -39,6 +40,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (size_t i = 0; i < tree->series.size(); ++i)
         if (!SameSeries(tree->series[i], streamed.result->series[i])) std::abort();
     }
+  }
+  if (auto build = ParsePrometheusBuildInfo(text); build.ok()) {
+    // Only a short release number is ever accepted, and only a 2.42 release composes.
+    if (build->version.empty() || build->version.size() > 256 || build->major > 99999 || build->minor > 99999 ||
+        build->patch > 99999 || size > 4096)
+      std::abort();
+    if (PrometheusVerifiedForComposition(*build) && (build->major != 2 || build->minor != 42 || build->prerelease))
+      std::abort();
   }
   if (!envelope.present) return 0;
   (void)DecodeQueryData(envelope.data);

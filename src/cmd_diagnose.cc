@@ -67,6 +67,7 @@ int RunDiagnose(DiagnoseArgs& args) {
   std::string format = args.format;
   if (format.empty()) format = isatty(STDOUT_FILENO) ? "text" : "json";
   if (args.options.data_dir.empty()) args.options.data_dir = DefaultDataDir();
+  args.options.remote.identify_prometheus = true;
 
   auto report = RunDiagnosis(args.options);
   if (!report.ok()) {
@@ -113,6 +114,11 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
   app.add_option("--header", args.headers, "extra HTTP header for --prometheus, 'Name: value' (repeatable)");
   app.add_option("--tenant", o.remote.tenant, "X-Scope-OrgID for Mimir/Cortex");
   app.add_flag("--thanos", o.remote.thanos, "Thanos querier: partial_response=false, warnings surfaced");
+  app.add_flag("--ask-as-written", o.remote.ask_as_written,
+               "with --prometheus: send every question to the endpoint as written. Without it, an endpoint that "
+               "identifies as Prometheus 2.42 (/api/v1/status/buildinfo) is asked each shared part once and the "
+               "engine computes the rest, as the private server is; use it for a proxy that forwards Prometheus' "
+               "build information but rewrites or caches queries");
   app.add_flag("--insecure", o.remote.insecure_skip_verify,
                "do not verify the endpoint's TLS certificate: DANGEROUS, whoever intercepts the connection reads "
                "the Authorization header and can feed made-up metrics; prefer --cacert");

@@ -56,6 +56,7 @@ int RunSummary(const SummaryArgs& args) {
     d.data_dir = data_dir;
     d.rulebook = *rulebook;
     d.remote.url = args.prometheus;
+    d.remote.identify_prometheus = true;
     d.logs_only = args.logs_only;
     d.deadline_seconds = args.deadline_seconds;
     if (args.now > 0) d.now = args.now;

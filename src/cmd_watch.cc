@@ -126,6 +126,7 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
     d.data_dir = data_dir;
     d.rulebook = rulebook;
     d.remote.url = args.prometheus;
+    d.remote.identify_prometheus = true;
     d.job_label = args.job_label;
     ASSIGN_OR_RETURN(Report report, RunDiagnosis(d));
     return RenderText(report);
@@ -176,6 +177,7 @@ int RunWatch(const WatchArgs& args) {
     d.data_dir = data_dir;
     d.rulebook = book;
     d.remote.url = args.prometheus;
+    d.remote.identify_prometheus = true;
     d.logs_only = args.logs_only;
     // The diagnosis decides with the watcher's sweep context and appends to the history, once per job.
     d.sweep = sweep;

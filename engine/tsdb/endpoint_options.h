@@ -32,10 +32,11 @@ struct RemoteEndpointOptions {
   int max_retries = 2;              // extra attempts for retryable failures only
   double retry_backoff_seconds = 0.2;   // doubled per attempt
   int max_parallel = 8;             // concurrent requests in RunBatch
-  // Ask for gzip/deflate answers. Worth it across a network; on loopback (the private server) the
-  // server's compressing costs more CPU than the bytes it saves (about a tenth of Prometheus' CPU
-  // in a diagnosis of 8308).
-  bool compressed_answers = true;
+  // Ask for gzip/deflate answers. Worth it across a network; on loopback (the private server, a live
+  // job's Prometheus on 127.0.0.1) the server's compressing costs more CPU than the bytes it saves
+  // (about a tenth of Prometheus' CPU in a diagnosis of 8308). Unset: asked for unless the URL's
+  // host is a loopback address.
+  std::optional<bool> compressed_answers;
   // Ask for the query's statistics (stats=all) and total the samples the server says it read
   // (HttpQueryClient::samples_read). Prometheus >= 2.35 reports them; other backends may not.
   bool query_stats = false;
@@ -43,6 +44,14 @@ struct RemoteEndpointOptions {
   // another one exactly as Prometheus would (QueryClient::EvaluatesPromql). Not assumed of a remote
   // endpoint, which may speak a dialect (MetricsQL aggregates NaN differently).
   bool is_prometheus = false;
+  // Ask the endpoint what it is (GET /api/v1/status/buildinfo, once, when the client is created) and
+  // set is_prometheus when it answers as a Prometheus release the engine's composed answers were
+  // verified against (PrometheusVerifiedForComposition). Never with `thanos` or a `tenant`: those
+  // name a fleet backend with an engine of its own.
+  bool identify_prometheus = false;
+  // --ask-as-written: every question goes to the endpoint as written, whatever it says it is (a proxy
+  // that forwards the build information of a Prometheus but rewrites or caches the queries).
+  bool ask_as_written = false;
   // The whole run's deadline (--deadline): no request outlives it, whatever its own timeout and
   // retries, so an endpoint that accepts and never answers cannot hold a Slurm epilog.
   std::optional<std::chrono::steady_clock::time_point> deadline;

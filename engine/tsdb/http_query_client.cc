@@ -115,8 +115,29 @@ size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
+// An endpoint on this host (127.0.0.0/8, ::1, localhost): a live job's Prometheus listens there.
+bool IsLoopbackUrl(const std::string& url) {
+  CURLU* parsed = curl_url();
+  char* host = nullptr;
+  bool loopback = false;
+  if (curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK && host != nullptr) {
+    const std::string h = host;
+    loopback = h == "localhost" || h == "[::1]" || h.rfind("127.", 0) == 0;
+  }
+  curl_free(host);
+  curl_url_cleanup(parsed);
+  return loopback;
+}
+
 Status ResponseTooLarge(const std::string& where) {
   return LimitExceeded(LimitId::kHttpResponseBytes, "the answer" + where);
+}
+
+// Seconds left before the run's deadline (unbounded without one).
+double SecondsLeft(const std::optional<Clock::time_point>& deadline) {
+  if (!deadline) return 1e9;
+  return std::chrono::duration<double>(*deadline - Clock::now()).count();
 }
 
 }  // namespace
@@ -176,7 +197,38 @@ StatusOr<std::unique_ptr<HttpQueryClient>> HttpQueryClient::Create(RemoteEndpoin
     }
   }
   GlobalInitOnce();
-  return std::unique_ptr<HttpQueryClient>(new HttpQueryClient(std::move(options), std::move(description)));
+  std::unique_ptr<HttpQueryClient> client(new HttpQueryClient(std::move(options), std::move(description)));
+  client->IdentifyEndpoint();
+  return client;
+}
+
+void HttpQueryClient::IdentifyEndpoint() {
+  evaluates_promql_ = options_.is_prometheus && !options_.ask_as_written;
+  if (!options_.identify_prometheus) return;
+  const std::string as_written = "every question is sent to " + base_url_ + " as written";
+  auto decide = [&](bool compose, const std::string& why) {
+    evaluates_promql_ = compose;
+    composition_note_ = compose ? "the engine computes answers from the answers to their parts on " + base_url_ + ": " + why
+                                : as_written + ": " + why;
+    Stage("{}", composition_note_);
+  };
+  if (options_.ask_as_written) return decide(false, "--ask-as-written");
+  if (options_.thanos) return decide(false, "--thanos: a Thanos querier evaluates with an engine of its own");
+  if (!options_.tenant.empty()) return decide(false, "--tenant: a Mimir/Cortex tenant, evaluated by its own engine");
+  // A few seconds at most: an endpoint that does not answer this has the rest of the run to fail in.
+  const double timeout = std::max(0.001, std::min({options_.timeout_seconds, 3.0, SecondsLeft(options_.deadline)}));
+  StatusOr<HttpResponse> answer = Get("/api/v1/status/buildinfo", timeout);
+  if (!answer.ok()) return decide(false, "its build information could not be read (" + answer.status().message() + ")");
+  if (answer->http_code != 200)
+    return decide(false, "it answered HTTP " + std::to_string(answer->http_code) + " for its build information ('" +
+                             QuoteAnswer(answer->body) + "'), which Prometheus serves");
+  StatusOr<PrometheusBuildInfo> info = ParsePrometheusBuildInfo(answer->body);
+  if (!info.ok()) return decide(false, "it is not Prometheus: " + info.status().message());
+  if (!PrometheusVerifiedForComposition(*info))
+    return decide(false, "its build information names release " + info->version +
+                             ", not a Prometheus release the engine's composed answers were verified against (" +
+                             kPrometheusVerifiedForComposition + ")");
+  decide(true, "it is Prometheus " + info->version + " (--ask-as-written to send every question as written)");
 }
 
 HttpQueryClient::HttpQueryClient(RemoteEndpointOptions options, std::string description)
@@ -193,6 +245,7 @@ HttpQueryClient::HttpQueryClient(RemoteEndpointOptions options, std::string desc
       base_url_ += prefix;
     }
   }
+  if (!options_.compressed_answers) options_.compressed_answers = !IsLoopbackUrl(base_url_);
   for (const auto& [name, value] : options_.headers) header_lines_.push_back(name + ": " + value);
   if (!options_.tenant.empty() && !options_.headers.count("X-Scope-OrgID")) {
     header_lines_.push_back("X-Scope-OrgID: " + options_.tenant);
@@ -248,11 +301,6 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
 
 namespace {
 
-// Seconds left before the run's deadline (unbounded without one).
-double SecondsLeft(const std::optional<Clock::time_point>& deadline) {
-  if (!deadline) return 1e9;
-  return std::chrono::duration<double>(*deadline - Clock::now()).count();
-}
 
 // One transfer's easy handle set up from scratch (a retry reuses the handle, never its options).
 void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::string& base_url,
@@ -272,7 +320,7 @@ void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::str
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
   curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                    std::max(1L, static_cast<long>(std::min(timeout_seconds, 10.0) * 1000)));
-  if (options.compressed_answers) curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when offered
+  if (options.compressed_answers.value_or(true)) curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // gzip when offered
   curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<void*>(index));
   if (r.post) {
     curl_easy_setopt(easy, CURLOPT_POST, 1L);

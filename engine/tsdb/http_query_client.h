@@ -47,7 +47,12 @@ class HttpQueryClient : public QueryClient {
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override;
-  bool EvaluatesPromql() const override { return options_.is_prometheus; }
+  // The private server, or an endpoint identified as a verified Prometheus (identify_prometheus),
+  // unless ask_as_written.
+  bool EvaluatesPromql() const override { return evaluates_promql_; }
+  // Whether the engine composes answers on this endpoint and why, as -v says it ("" when nothing
+  // was decided beyond the options: the private server, fleet stores).
+  const std::string& composition_note() const { return composition_note_; }
 
   // One GET of `path` under the base URL, no retries, no envelope parsing (readiness probes).
   StatusOr<HttpResponse> Get(const std::string& path, double timeout_seconds);
@@ -70,6 +75,8 @@ class HttpQueryClient : public QueryClient {
   // One request whose `data` must be a JSON array (label values, series); `what` names it in errors.
   StatusOr<nlohmann::json> PerformRequest(Request request);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;
+  // identify_prometheus: sets evaluates_promql_ from the endpoint's build information.
+  void IdentifyEndpoint();
 
   RemoteEndpointOptions options_;
   std::string base_url_;
@@ -78,6 +85,8 @@ class HttpQueryClient : public QueryClient {
   std::mutex mutex_;        // one multi handle; concurrent callers take turns
   void* multi_ = nullptr;   // CURLM*, kept so connections are reused across calls
   std::atomic<int64_t> samples_read_{0};
+  bool evaluates_promql_ = false;
+  std::string composition_note_;
 };
 
 }  // namespace diagnose

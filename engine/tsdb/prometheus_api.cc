@@ -473,4 +473,67 @@ StatusOr<std::vector<std::string>> DecodeLabelValues(const json& data) {
   return values;
 }
 
+namespace {
+
+// "2.42.0", "2.42.0+ds" (a distribution's build), "2.42.0-rc.0"; nullopt for anything else.
+std::optional<PrometheusBuildInfo> ParseReleaseVersion(const std::string& text) {
+  PrometheusBuildInfo info;
+  info.version = text;
+  int* parts[] = {&info.major, &info.minor, &info.patch};
+  size_t pos = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    if (k > 0) {
+      if (pos >= text.size() || text[pos] != '.') return std::nullopt;
+      ++pos;
+    }
+    const size_t begin = pos;
+    while (pos < text.size() && pos - begin < 5 && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    if (pos == begin || (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))) return std::nullopt;
+    *parts[k] = std::atoi(text.substr(begin, pos - begin).c_str());
+  }
+  if (pos == text.size()) return info;
+  if (text[pos] != '-' && text[pos] != '+') return std::nullopt;
+  info.prerelease = text[pos] == '-';
+  for (size_t i = pos + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+' && c != '~') return std::nullopt;
+  }
+  return pos + 1 < text.size() ? std::optional<PrometheusBuildInfo>(info) : std::nullopt;
+}
+
+}  // namespace
+
+StatusOr<PrometheusBuildInfo> ParsePrometheusBuildInfo(std::string_view body) {
+  constexpr size_t kMaxBuildInfoBytes = 4096;
+  constexpr size_t kMaxFieldBytes = 256;
+  if (body.size() > kMaxBuildInfoBytes)
+    return FailedPreconditionError("its build information is " + std::to_string(body.size()) + " bytes, not Prometheus' few hundred");
+  ApiEnvelope envelope = ParseApiEnvelope(body);
+  if (!envelope.present) return ParseError("no API envelope in the build information ('" + QuoteAnswer(body) + "')");
+  if (envelope.status != "success")
+    return FailedPreconditionError("its build information is an error (" + envelope.error_type + ": " + QuoteAnswer(envelope.error) + ")");
+  static const std::set<std::string> kPrometheusFields{"version", "revision", "branch", "buildUser", "buildDate", "goVersion"};
+  if (!envelope.data.is_object()) return FailedPreconditionError("its build information holds no object");
+  for (const auto& [key, value] : envelope.data.items()) {
+    if (!kPrometheusFields.count(key))
+      return FailedPreconditionError("its build information has a field Prometheus does not send ('" + QuoteAnswer(key) + "': '" +
+                                     QuoteAnswer(value.dump()) + "')");
+    if (!value.is_string() || value.get_ref<const std::string&>().size() > kMaxFieldBytes)
+      return FailedPreconditionError("its build information's " + key + " is not a short string");
+  }
+  for (const std::string& field : kPrometheusFields) {
+    if (!envelope.data.contains(field))
+      return FailedPreconditionError("its build information lacks Prometheus' field " + field + " ('" +
+                                     QuoteAnswer(envelope.data.dump()) + "')");
+  }
+  const std::string& version = envelope.data["version"].get_ref<const std::string&>();
+  std::optional<PrometheusBuildInfo> info = ParseReleaseVersion(version);
+  if (!info) return FailedPreconditionError("its build information's version '" + QuoteAnswer(version) + "' is not a release number");
+  return *info;
+}
+
+bool PrometheusVerifiedForComposition(const PrometheusBuildInfo& info) {
+  return info.major == 2 && info.minor == 42 && !info.prerelease;
+}
+
 }  // namespace diagnose

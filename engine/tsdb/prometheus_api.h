@@ -64,4 +64,30 @@ StatusOr<std::vector<Labels>> DecodeSeriesData(const nlohmann::json& data);
 // Values of /api/v1/label/<name>/values (an array; non-string entries are dropped).
 StatusOr<std::vector<std::string>> DecodeLabelValues(const nlohmann::json& data);
 
+// Prometheus' own answer to /api/v1/status/buildinfo: a "success" envelope whose data holds exactly
+// version, revision, branch, buildUser, buildDate and goVersion, all strings. Other servers answer
+// otherwise, and that is how they are told apart:
+//   - VictoriaMetrics: `{}` (1.77-1.95) or only `{"version":"2.24.0"}` (1.96 on, a version made up
+//     for Grafana), no revision/branch/build fields;
+//   - Grafana Mimir: adds "application" and "features" (its own version, r<N> weeklies or 2.x);
+//   - Thanos and Cortex: Prometheus' six fields, with their own version (0.x, 1.x);
+//   - older servers, proxies: 404 or no envelope.
+struct PrometheusBuildInfo {
+  std::string version;   // as sent, e.g. "2.42.0+ds"
+  int major = 0, minor = 0, patch = 0;
+  bool prerelease = false;   // "-rc.0" and the like
+};
+// kFailedPrecondition saying why the answer is not Prometheus' (bounded, quoted), kParseError for
+// what is not even an envelope. The body is refused past 4 KiB (Prometheus' is about 250 bytes).
+StatusOr<PrometheusBuildInfo> ParsePrometheusBuildInfo(std::string_view body);
+
+// The Prometheus releases on which the engine may compute an answer from the answers to its parts
+// (engine/dag composite, count and derived answers): those its readers were compared with bit for
+// bit, 2.42.x, the one the test suite runs. Not extrapolated: a later release may evaluate an
+// operator the engine repeats differently in the last bit or in series order (2.53 sums with Kahan
+// compensation, prometheus/prometheus#14074); a release is added here once the answer tests
+// (tests/tsdb/*_answer_test.cc) pass against it. Pre-releases are never accepted.
+bool PrometheusVerifiedForComposition(const PrometheusBuildInfo& info);
+inline constexpr const char* kPrometheusVerifiedForComposition = "2.42.x";
+
 }  // namespace diagnose

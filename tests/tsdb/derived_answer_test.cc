@@ -124,53 +124,57 @@ TEST_F(DerivedAnswerTest, EveryDerivedAnswerIsPrometheusOwn) {
 }
 
 TEST_F(DerivedAnswerTest, EveryComposedAnswerIsPrometheusOwnInItsOrder) {
-  QueryClient& client = server_->client();
-  ASSERT_TRUE(client.EvaluatesPromql());
-  const std::string retx = "hw_rdma_tx_retx_pkts_total";
-  const std::string temp = "hw_gpu_temperature_celsius";
-  const std::string power = "hw_gpu_power_watts";
-  // Counter growth, a "reset" on every GPU (the window's min below the earlier window's max), and a
-  // bare selector against itself 45 s earlier (both branches, the right one keeping __name__).
-  const std::string retx_increase = Increase("max_over_time(" + retx + "[600s])", "min_over_time(" + retx + "[600s] offset 3000s)");
-  const std::string temp_reset = Increase("min_over_time(" + temp + "[600s])", "max_over_time(" + temp + "[600s] offset 3000s)");
-  const std::string temp_step = Increase(temp, temp + " offset 45s");
-  const std::string union_of_families = "label_replace(" + retx_increase + ", \"counter\", \"retx\", \"\", \"\") or label_replace(" +
-                                        temp_reset + ", \"counter\", \"temp\", \"\", \"\") or label_replace(" + temp_step +
-                                        ", \"counter\", \"step\", \"\", \"\")";
-  // 0/0 where a GPU sits at exactly 60 °C; -0 and +0 in one group.
-  const std::string some_nan = "(" + temp + " - 60) / (" + temp + " - 60)";
-  const std::string zeros = "(60 - " + temp + ") * 0";
-  const std::string rate = "rate(" + retx + "[2m])";
-  const std::vector<std::string> cases = {
-      retx_increase,
-      "sum by (host, instance) (" + retx_increase + ")",
-      temp_reset,
-      temp_step,
-      union_of_families,
-      "sum by (host, instance) (" + union_of_families + ")",
-      "(" + union_of_families + ") >= 0.5",
-      "sum by (host) (" + temp_step + ") > bool 300 or count by (host) (" + temp_step + ")",
-      some_nan + " > 0 or " + some_nan + " != 1",
-      "sum by (host) (" + some_nan + ") or max by (host) (" + some_nan + ")",
-      "max by (host) (" + zeros + ") - min by (host) (" + zeros + ") or " + zeros,
-      "max(" + zeros + ") or min(" + zeros + ")",
-      "sum by (host) (" + rate + ") / count by (host) (" + rate + ")",
-      "sum(" + rate + " * 1.1) - sum(" + rate + ")",
-      "max by (host, instance) (avg_over_time(" + power + "[3465s])) - min by (host, instance) (avg_over_time(" + power + "[3465s]))",
-      "no_such_metric or " + temp + " > 62 or no_such_metric",
-      temp + " - no_such_metric or 3 < " + temp,
-      temp + "{gpu=\"0\"} - " + temp + " or " + temp + "{gpu=\"1\"} unless " + temp + "{host=\"chi2801\"}",
-      "group by (gpu) (" + temp + ") and " + temp + " or group by (gpu) (" + temp + ")",
-  };
-  for (const auto& promql : cases) {
-    SCOPED_TRACE(promql);
-    std::optional<QueryResult> composed;
-    ASSERT_NO_FATAL_FAILURE(composed = ComposedFromPrometheusParts(client, promql, end_));
-    ASSERT_TRUE(composed) << "declined";
-    auto asked = client.Run(Query::Instant(promql, end_));
-    ASSERT_TRUE(asked.ok()) << asked.status().ToString();
-    EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
-    ExpectSameAnswerInOrder(*composed, *asked);
+  ASSERT_TRUE(server_->client().EvaluatesPromql());
+  const std::unique_ptr<JobScopedClient> scoped = AllButTheFirstHost();
+  for (QueryClient* asked_of : std::vector<QueryClient*>{&server_->client(), scoped.get()}) {
+    SCOPED_TRACE(asked_of->Describe());
+    QueryClient& client = *asked_of;
+    const std::string retx = "hw_rdma_tx_retx_pkts_total";
+    const std::string temp = "hw_gpu_temperature_celsius";
+    const std::string power = "hw_gpu_power_watts";
+    // Counter growth, a "reset" on every GPU (the window's min below the earlier window's max), and a
+    // bare selector against itself 45 s earlier (both branches, the right one keeping __name__).
+    const std::string retx_increase = Increase("max_over_time(" + retx + "[600s])", "min_over_time(" + retx + "[600s] offset 3000s)");
+    const std::string temp_reset = Increase("min_over_time(" + temp + "[600s])", "max_over_time(" + temp + "[600s] offset 3000s)");
+    const std::string temp_step = Increase(temp, temp + " offset 45s");
+    const std::string union_of_families = "label_replace(" + retx_increase + ", \"counter\", \"retx\", \"\", \"\") or label_replace(" +
+                                          temp_reset + ", \"counter\", \"temp\", \"\", \"\") or label_replace(" + temp_step +
+                                          ", \"counter\", \"step\", \"\", \"\")";
+    // 0/0 where a GPU sits at exactly 60 °C; -0 and +0 in one group.
+    const std::string some_nan = "(" + temp + " - 60) / (" + temp + " - 60)";
+    const std::string zeros = "(60 - " + temp + ") * 0";
+    const std::string rate = "rate(" + retx + "[2m])";
+    const std::vector<std::string> cases = {
+        retx_increase,
+        "sum by (host, instance) (" + retx_increase + ")",
+        temp_reset,
+        temp_step,
+        union_of_families,
+        "sum by (host, instance) (" + union_of_families + ")",
+        "(" + union_of_families + ") >= 0.5",
+        "sum by (host) (" + temp_step + ") > bool 300 or count by (host) (" + temp_step + ")",
+        some_nan + " > 0 or " + some_nan + " != 1",
+        "sum by (host) (" + some_nan + ") or max by (host) (" + some_nan + ")",
+        "max by (host) (" + zeros + ") - min by (host) (" + zeros + ") or " + zeros,
+        "max(" + zeros + ") or min(" + zeros + ")",
+        "sum by (host) (" + rate + ") / count by (host) (" + rate + ")",
+        "sum(" + rate + " * 1.1) - sum(" + rate + ")",
+        "max by (host, instance) (avg_over_time(" + power + "[3465s])) - min by (host, instance) (avg_over_time(" + power + "[3465s]))",
+        "no_such_metric or " + temp + " > 62 or no_such_metric",
+        temp + " - no_such_metric or 3 < " + temp,
+        temp + "{gpu=\"0\"} - " + temp + " or " + temp + "{gpu=\"1\"} unless " + temp + "{host=\"chi2801\"}",
+        "group by (gpu) (" + temp + ") and " + temp + " or group by (gpu) (" + temp + ")",
+    };
+    for (const auto& promql : cases) {
+      SCOPED_TRACE(promql);
+      std::optional<QueryResult> composed;
+      ASSERT_NO_FATAL_FAILURE(composed = ComposedFromPrometheusParts(client, promql, end_));
+      ASSERT_TRUE(composed) << "declined";
+      auto asked = client.Run(Query::Instant(promql, end_));
+      ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+      EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
+      ExpectSameAnswerInOrder(*composed, *asked);
+    }
   }
 }
 

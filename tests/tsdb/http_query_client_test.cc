@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -167,7 +168,7 @@ TEST(HttpQueryClientTest, PlainText404SuggestsThePrefix) {
 TEST(HttpQueryClientTest, StallPastTheTimeoutIsDeadlineExceededAndRetried) {
   FakeHttpServer server([](const FakeRequest&) {
     FakeResponse r{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};
-    r.stall = std::chrono::milliseconds(3000);
+    r.stall = std::chrono::milliseconds(1500);
     return r;
   });
   RemoteEndpointOptions options;
@@ -235,6 +236,13 @@ TEST(HttpQueryClientTest, CompressedAnswersAreAskedForOnlyWhenWanted) {
     } else {
       EXPECT_EQ(asked, "") << asked;
     }
+  }
+  // Unsaid, an endpoint on this host (a live job's Prometheus on 127.0.0.1) is not asked to compress.
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    SCOPED_TRACE(host);
+    auto local = Client("http://" + host + ":" + std::to_string(server.port()));
+    ASSERT_TRUE(local->Run(Query::Instant("up", 100)).ok());
+    EXPECT_EQ(accept_encoding(server.received().back()), "");
   }
 }
 
@@ -366,6 +374,111 @@ TEST(HttpQueryClientTest, ALabelValuesAnswerPastTheSeriesLimitNamesIt) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(r.status().message().find("--limit http.series_per_query="), std::string::npos) << r.status().message();
+}
+
+// A server answering /api/v1/status/buildinfo with `buildinfo` (and `status`), counting the asks.
+struct BuildInfoServer {
+  explicit BuildInfoServer(std::string buildinfo, int status = 200, std::string content_type = "application/json")
+      : server([this, buildinfo, status, content_type](const FakeRequest& r) {
+          if (r.target.rfind("/api/v1/status/buildinfo", 0) == 0) {
+            ++asked;
+            return FakeResponse{status, buildinfo, content_type};
+          }
+          return FakeResponse{404, "404 page not found\n", "text/plain"};
+        }) {}
+  std::atomic<int> asked{0};
+  FakeHttpServer server;
+};
+
+std::unique_ptr<HttpQueryClient> IdentifyingClient(const std::string& url, RemoteEndpointOptions options = {}) {
+  options.identify_prometheus = true;
+  return Client(url, options);
+}
+
+constexpr const char* kPrometheus242BuildInfo =
+    R"({"status":"success","data":{"version":"2.42.0","revision":"225c61122d88b01d1f0eaaee0e05b6f3e0567ac0",)"
+    R"("branch":"HEAD","buildUser":"root@c67d48967507","buildDate":"20230201-07:53:32","goVersion":"go1.19.5"}})";
+
+TEST(HttpQueryClientIdentity, AVerifiedPrometheusHasItsAnswersComposed) {
+  BuildInfoServer prometheus(kPrometheus242BuildInfo);
+  auto client = IdentifyingClient(prometheus.server.url());
+  EXPECT_TRUE(client->EvaluatesPromql()) << client->composition_note();
+  EXPECT_EQ(prometheus.asked.load(), 1);
+  EXPECT_NE(client->composition_note().find("Prometheus 2.42.0"), std::string::npos) << client->composition_note();
+  EXPECT_NE(client->composition_note().find("--ask-as-written"), std::string::npos) << client->composition_note();
+}
+
+TEST(HttpQueryClientIdentity, EverythingElseIsAskedAsWrittenWithTheReason) {
+  const std::vector<std::tuple<std::string, int, std::string, std::string>> endpoints{
+      {"VictoriaMetrics 1.79", 200, R"({"status":"success","data":{}})", "lacks Prometheus' field"},
+      {"VictoriaMetrics 1.96+", 200, R"({"status":"success","data":{"version":"2.24.0"}})", "lacks Prometheus' field"},
+      {"Mimir", 200,
+       R"({"status":"success","data":{"application":"Grafana Mimir","version":"2.10.0","revision":"a","branch":"b",)"
+       R"("buildUser":"","buildDate":"","goVersion":"go1.21","features":{}}})",
+       "a field Prometheus does not send"},
+      {"Thanos", 200,
+       R"({"status":"success","data":{"version":"0.32.5","revision":"a","branch":"b","buildUser":"c","buildDate":"d",)"
+       R"("goVersion":"go1.21"}})",
+       "names release 0.32.5, not a Prometheus release"},
+      {"a later Prometheus", 200,
+       R"({"status":"success","data":{"version":"2.53.0","revision":"a","branch":"b","buildUser":"c","buildDate":"d",)"
+       R"("goVersion":"go1.22"}})",
+       "names release 2.53.0, not a Prometheus release"},
+      {"an old server", 404, "404 page not found\n", "HTTP 404"},
+      {"a proxy's error page", 502, "<html>Bad Gateway</html>", "HTTP 502"},
+      {"garbage", 200, "\x01\x02{{{not json", "not Prometheus"},
+  };
+  for (const auto& [who, status, body, why] : endpoints) {
+    SCOPED_TRACE(who);
+    BuildInfoServer server(body, status);
+    auto client = IdentifyingClient(server.server.url());
+    EXPECT_FALSE(client->EvaluatesPromql());
+    EXPECT_EQ(server.asked.load(), 1);
+    EXPECT_NE(client->composition_note().find("as written"), std::string::npos) << client->composition_note();
+    EXPECT_NE(client->composition_note().find(why), std::string::npos) << client->composition_note();
+  }
+}
+
+TEST(HttpQueryClientIdentity, AnEndpointThatDoesNotAnswerIsNotWaitedForLong) {
+  FakeHttpServer silent([](const FakeRequest&) {
+    return FakeResponse{200, "", "application/json", std::chrono::milliseconds(1500)};
+  });
+  RemoteEndpointOptions options;
+  options.timeout_seconds = 0.3;
+  auto client = IdentifyingClient(silent.url(), options);
+  EXPECT_FALSE(client->EvaluatesPromql());
+  EXPECT_NE(client->composition_note().find("could not be read"), std::string::npos) << client->composition_note();
+}
+
+TEST(HttpQueryClientIdentity, FleetBackendsAndTheFlagAreNeverAsked) {
+  RemoteEndpointOptions thanos, tenant, as_written;
+  thanos.thanos = true;
+  tenant.tenant = "team-a";
+  as_written.ask_as_written = true;
+  for (const auto& [flag, options] : std::vector<std::pair<std::string, RemoteEndpointOptions>>{
+           {"--thanos", thanos}, {"--tenant", tenant}, {"--ask-as-written", as_written}}) {
+    SCOPED_TRACE(flag);
+    BuildInfoServer prometheus(kPrometheus242BuildInfo);
+    auto client = IdentifyingClient(prometheus.server.url(), options);
+    EXPECT_FALSE(client->EvaluatesPromql());
+    EXPECT_EQ(prometheus.asked.load(), 0);
+    EXPECT_NE(client->composition_note().find(flag), std::string::npos) << client->composition_note();
+  }
+  // Without identify_prometheus (fleet stores, the alert watcher's own client) nothing is asked.
+  BuildInfoServer prometheus(kPrometheus242BuildInfo);
+  auto plain = Client(prometheus.server.url());
+  EXPECT_FALSE(plain->EvaluatesPromql());
+  EXPECT_EQ(prometheus.asked.load(), 0);
+  EXPECT_EQ(plain->composition_note(), "");
+}
+
+TEST(HttpQueryClientIdentity, AskAsWrittenOverridesEvenAKnownPrometheus) {
+  RemoteEndpointOptions options;
+  options.is_prometheus = true;
+  auto known = Client("http://127.0.0.1:9", options);
+  EXPECT_TRUE(known->EvaluatesPromql());
+  options.ask_as_written = true;
+  EXPECT_FALSE(Client("http://127.0.0.1:9", options)->EvaluatesPromql());
 }
 
 }  // namespace

@@ -236,5 +236,88 @@ TEST(PrometheusApi, AQueryAnswerStopsBeingReadAtTheDeadline) {
   EXPECT_EQ(envelope.stopped->code(), StatusCode::kDeadlineExceeded);
 }
 
+// What each server answers to /api/v1/status/buildinfo, from their sources: Prometheus' web/api/v1
+// (and the installed 2.42.0+ds), VictoriaMetrics app/vmselect (1.77-1.95 and 1.96 on), Grafana Mimir
+// (application and features added), Thanos' pkg/api (Prometheus' six fields, its own version).
+constexpr const char* kPrometheus242 =
+    R"({"status":"success","data":{"version":"2.42.0+ds","revision":"2.42.0+ds-5+deb12u1","branch":"debian/sid",)"
+    R"("buildUser":"team+pkg-go@tracker.debian.org","buildDate":"20240101-00:00:00","goVersion":"go1.19.8"}})";
+
+std::string BuildInfoWithVersion(const std::string& version) {
+  return R"({"status":"success","data":{"version":")" + version +
+         R"(","revision":"abc","branch":"HEAD","buildUser":"root@x","buildDate":"20230101-00:00:00","goVersion":"go1.20"}})";
+}
+
+TEST(PrometheusBuildInfo, PrometheusOwnAnswerIsReadWithItsVersion) {
+  auto info = ParsePrometheusBuildInfo(kPrometheus242);
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_EQ(info->version, "2.42.0+ds");
+  EXPECT_EQ(info->major, 2);
+  EXPECT_EQ(info->minor, 42);
+  EXPECT_EQ(info->patch, 0);
+  EXPECT_FALSE(info->prerelease);
+  EXPECT_TRUE(PrometheusVerifiedForComposition(*info));
+}
+
+TEST(PrometheusBuildInfo, OnlyTheVerifiedReleaseComposes) {
+  for (const auto& [version, composes] : std::vector<std::pair<std::string, bool>>{
+           {"2.42.0", true}, {"2.42.3", true}, {"2.42.1+ds", true}, {"2.42.0-rc.0", false},
+           {"2.41.0", false}, {"2.43.0", false}, {"2.48.1", false}, {"2.53.0", false}, {"3.0.0", false},
+           {"0.42.0", false}, {"1.42.0", false}}) {
+    SCOPED_TRACE(version);
+    auto info = ParsePrometheusBuildInfo(BuildInfoWithVersion(version));
+    ASSERT_TRUE(info.ok()) << info.status().message();
+    EXPECT_EQ(PrometheusVerifiedForComposition(*info), composes);
+  }
+}
+
+TEST(PrometheusBuildInfo, OtherServersAreToldApart) {
+  const std::vector<std::pair<std::string, std::string>> others{
+      {"VictoriaMetrics 1.79", R"({"status":"success","data":{}})"},
+      {"VictoriaMetrics 1.96+", R"({"status":"success","data":{"version":"2.24.0"}})"},
+      {"VictoriaMetrics claiming 2.42", R"({"status":"success","data":{"version":"2.42.0"}})"},
+      {"Grafana Mimir", R"({"status":"success","data":{"application":"Grafana Mimir","version":"2.42.0",)"
+                        R"("revision":"5bedc7a1","branch":"weekly-r249","buildUser":"","buildDate":"","goVersion":"go1.20.5",)"
+                        R"("features":{"ruler_config_api":"true"}}})"},
+  };
+  for (const auto& [who, body] : others) {
+    SCOPED_TRACE(who);
+    auto info = ParsePrometheusBuildInfo(body);
+    ASSERT_FALSE(info.ok());
+    EXPECT_EQ(info.status().code(), StatusCode::kFailedPrecondition);
+  }
+  // Thanos sends Prometheus' fields with its own release number: read, never verified.
+  auto thanos = ParsePrometheusBuildInfo(BuildInfoWithVersion("0.32.5"));
+  ASSERT_TRUE(thanos.ok()) << thanos.status().message();
+  EXPECT_FALSE(PrometheusVerifiedForComposition(*thanos));
+}
+
+TEST(PrometheusBuildInfo, MalformedAnswersAreRefused) {
+  const std::vector<std::string> refused{
+      "",
+      "<html><body>404 page not found</body></html>",
+      "404 page not found\n",
+      R"({"status":"error","errorType":"not_found","error":"no such path"})",
+      R"({"status":"success","data":["2.42.0"]})",
+      R"({"status":"success","data":{"version":2.42,"revision":"a","branch":"b","buildUser":"c","buildDate":"d","goVersion":"e"}})",
+      BuildInfoWithVersion("v2.42.0"),
+      BuildInfoWithVersion("2.42"),
+      BuildInfoWithVersion("2.42.0 "),
+      BuildInfoWithVersion("2.42.0+"),
+      BuildInfoWithVersion("2.42.0+a b"),
+      BuildInfoWithVersion("2.042.0x"),
+      BuildInfoWithVersion("2.4200000.0"),
+      BuildInfoWithVersion("99999999999.42.0"),
+      BuildInfoWithVersion(std::string(300, '2')),
+      // A Prometheus answer padded past what any server sends is not read.
+      std::string(kPrometheus242).insert(1, std::string(5000, ' ')),
+  };
+  for (const std::string& body : refused) {
+    SCOPED_TRACE(body.substr(0, 120));
+    auto info = ParsePrometheusBuildInfo(body);
+    EXPECT_FALSE(info.ok());
+  }
+}
+
 }  // namespace
 }  // namespace diagnose

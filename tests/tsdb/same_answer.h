@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/tsdb/job_scoped_client.h"
 #include "engine/tsdb/private_prometheus.h"
+#include "engine/tsdb/promql_escape.h"
 #include "tests/tsdb/tsdb_fixture.h"
 
 namespace diagnose::testing {
@@ -46,6 +48,20 @@ inline void ExpectSameAnswer(const QueryResult& derived, const QueryResult& aske
 // A private Prometheus on the shared job; end_ is its last whole second.
 class SharedJobPrometheusTest : public ::testing::Test {
  protected:
+  // The server narrowed as --job-label narrows a fleet store (every selector sent gets one more
+  // matcher, engine/tsdb/job_scoped_client.h), here to every series but the first host's, Ray's
+  // (no host label) kept: an answer the engine composes from scoped parts must be the one
+  // Prometheus gives to the scoped whole.
+  std::unique_ptr<JobScopedClient> AllButTheFirstHost() {
+    auto hosts = server_->client().Run(Query::Instant("count by (host) (hw_gpu_power_watts)", end_));
+    EXPECT_TRUE(hosts.ok() && !hosts->series.empty()) << (hosts.ok() ? "no host" : hosts.status().ToString());
+    std::string first;
+    if (hosts.ok())
+      for (const auto& series : hosts->series)
+        if (first.empty() || series.labels.at("host") < first) first = series.labels.at("host");
+    return std::make_unique<JobScopedClient>(server_->client(), "host!=\"" + EscapePromqlString(first) + "\"");
+  }
+
   void SetUp() override {
     PrivatePrometheusOptions options;
     options.temp_root = temp_root_.path;
