@@ -6,14 +6,16 @@
 
 namespace diagnose {
 
-StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir,
-                                                      const std::vector<std::string>& playbook_dirs) {
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(
+    const std::string& data_dir, const std::vector<std::string>& playbook_dirs,
+    const std::function<void(std::shared_ptr<const SignatureTable>)>& signatures_parsed) {
   namespace fs = std::filesystem;
   const fs::path rules = fs::path(data_dir) / "rules";
   auto book = std::make_shared<Rulebook>();
   book->data_dir = data_dir;
   ASSIGN_OR_RETURN(book->decisions, LoadDecisionRules(data_dir));
   ASSIGN_OR_RETURN(book->signatures, LoadSignatureTable((rules / "triage" / "failure-signatures.yaml").string()));
+  if (signatures_parsed) signatures_parsed(std::shared_ptr<const SignatureTable>(book, &book->signatures));
   ASSIGN_OR_RETURN(book->discovery, LoadDiscoveryRules((rules / "discovery.yaml").string()));
   playbook::LoadResult load;
   for (const auto& dir : playbook_dirs)

@@ -3,6 +3,7 @@
 // YAML files per job, which was most of a logs-only diagnosis's time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,11 @@ struct Rulebook {
 
 // Fails on the first file that does not load, naming it; playbook warnings are not failures.
 // `playbook_dirs` add playbooks of one's own to the data dir's (`--playbooks DIR`).
-StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir,
-                                                      const std::vector<std::string>& playbook_dirs = {});
+// `signatures_parsed`, when given, receives the failure signatures as soon as they are parsed,
+// before the discovery rules and the playbooks: they are all a job's triage reads, so it can run
+// while the rest loads. The pointer keeps the whole rulebook alive, whether its load then fails or not.
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(
+    const std::string& data_dir, const std::vector<std::string>& playbook_dirs = {},
+    const std::function<void(std::shared_ptr<const SignatureTable>)>& signatures_parsed = nullptr);
 
 }  // namespace diagnose
