@@ -498,7 +498,10 @@ void PrivatePrometheus::Stop() {
   AcquisitionScope releasing;
   client_.reset();
   if (child_) {
-    child_->Terminate(std::chrono::milliseconds(5000));
+    // Killed outright: its data dir is the private copy removed next, so what a graceful shutdown
+    // would close and flush is thrown away, and on a busy machine that shutdown took 0.1-0.2 s at
+    // the end of every diagnosis.
+    child_->Terminate(std::chrono::milliseconds(0));
     child_.reset();
   }
   if (!copy_dir_.empty()) {
