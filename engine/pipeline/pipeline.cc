@@ -135,36 +135,38 @@ Status Triage(JobContext& job, const std::string& ref, const SignatureTable& sig
 }
 
 // rules/ and playbooks/ parsed on a thread, unless the caller shares a parsed rulebook: the
-// playbooks take as long to parse as the logs to triage, and triage needs only the signatures,
-// which are handed over as soon as they are parsed.
+// playbooks take longer to parse than the logs to triage, and neither triage nor discovery needs
+// them; what they need is handed over as soon as it is parsed.
 class RulebookLoading {
  public:
   explicit RulebookLoading(const DiagnoseOptions& options) {
     if (options.rulebook) {
-      signatures_ = std::shared_ptr<const SignatureTable>(options.rulebook, &options.rulebook->signatures);
+      rules_ = {{options.rulebook, &options.rulebook->signatures}, {options.rulebook, &options.rulebook->discovery}};
       book_ = options.rulebook;
       return;
     }
-    auto parsed = std::make_shared<std::promise<std::shared_ptr<const SignatureTable>>>();
-    signatures_parsed_ = parsed->get_future();
+    auto parsed = std::make_shared<std::promise<RulesBeforePlaybooks>>();
+    rules_parsed_ = parsed->get_future();
     loading_ = std::async(std::launch::async, [parsed, data_dir = options.data_dir, dirs = options.playbook_dirs] {
       bool handed_over = false;
-      // A load that fails (or throws) before the signatures hands over none: the waiter then asks why.
+      // A load that fails (or throws) before those rules hands over none: the waiter then asks why.
       struct HandOverNone {
-        std::promise<std::shared_ptr<const SignatureTable>>& promise;
+        std::promise<RulesBeforePlaybooks>& promise;
         bool& handed_over;
-        ~HandOverNone() { if (!handed_over) promise.set_value(nullptr); }
+        ~HandOverNone() {
+          if (!handed_over) promise.set_value({});
+        }
       } hand_over_none{*parsed, handed_over};
-      return LoadRulebook(data_dir, dirs, [&](std::shared_ptr<const SignatureTable> table) {
-        parsed->set_value(std::move(table));
+      return LoadRulebook(data_dir, dirs, [&](const RulesBeforePlaybooks& rules) {
+        parsed->set_value(rules);
         handed_over = true;
       });
     });
   }
-  // Null when the rulebook failed to load before them (Finish says why).
-  std::shared_ptr<const SignatureTable> Signatures() {
-    if (!signatures_ && signatures_parsed_.valid()) signatures_ = signatures_parsed_.get();
-    return signatures_;
+  // Null pointers when the rulebook failed to load before them (Finish says why).
+  const RulesBeforePlaybooks& Rules() {
+    if (!rules_.signatures && rules_parsed_.valid()) rules_ = rules_parsed_.get();
+    return rules_;
   }
   StatusOr<std::shared_ptr<const Rulebook>> Finish() {
     if (loading_.valid()) book_ = loading_.get();
@@ -172,16 +174,24 @@ class RulebookLoading {
   }
 
  private:
-  std::shared_ptr<const SignatureTable> signatures_;
-  std::future<std::shared_ptr<const SignatureTable>> signatures_parsed_;
+  RulesBeforePlaybooks rules_;
+  std::future<RulesBeforePlaybooks> rules_parsed_;
   std::future<StatusOr<std::shared_ptr<const Rulebook>>> loading_;
   StatusOr<std::shared_ptr<const Rulebook>> book_ = std::shared_ptr<const Rulebook>();
 };
 
-// The options resolved (data dir, rulebook) and the jobs triaged.
+// The jobs triaged, with the rules triage and discovery read; the playbooks may still be loading
+// (options.rulebook is set by FinishRulebook).
 struct TriagedJobs {
   DiagnoseOptions options;
   std::vector<JobContext> jobs;
+  RulebookLoading loading;
+  RulesBeforePlaybooks rules;
+
+  Status FinishRulebook() {
+    ASSIGN_OR_RETURN(options.rulebook, loading.Finish());
+    return Status::Ok();
+  }
 };
 
 // The subject, then the baseline when there is one (and `with_baseline`), located and triaged.
@@ -189,8 +199,7 @@ struct TriagedJobs {
 // reported as it would be one stage after the other: the rulebook first, then the subject's
 // location and triage, then the baseline's.
 StatusOr<TriagedJobs> ResolveAndTriage(const DiagnoseOptions& raw_options, bool with_baseline = true) {
-  TriagedJobs triaged{raw_options, {}};
-  DiagnoseOptions& options = triaged.options;
+  DiagnoseOptions options = raw_options;
   if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
   RulebookLoading loading(options);
   const std::string outputs = DefaultOutputsDir(options.outputs_dir);
@@ -198,23 +207,25 @@ StatusOr<TriagedJobs> ResolveAndTriage(const DiagnoseOptions& raw_options, bool 
   std::optional<StatusOr<JobContext>> baseline;
   if (with_baseline && options.baseline_ref)
     baseline = Locate(*options.baseline_ref, outputs, JobRole::kBaseline, options);
-  const std::shared_ptr<const SignatureTable> signatures = loading.Signatures();
-  Status subject_triaged = Status::Ok(), baseline_triaged = Status::Ok();
-  if (signatures && subject.ok()) {
-    subject_triaged = Triage(*subject, options.job_ref, *signatures, options);
-    if (subject_triaged.ok() && baseline && baseline->ok())
-      baseline_triaged = Triage(**baseline, *options.baseline_ref, *signatures, options);
+  const RulesBeforePlaybooks rules = loading.Rules();
+  if (!rules.signatures) {
+    StatusOr<std::shared_ptr<const Rulebook>> book = loading.Finish();
+    return book.ok() ? InternalError("the rulebook loaded without handing over its rules") : book.status();
   }
-  ASSIGN_OR_RETURN(options.rulebook, loading.Finish());
-  RETURN_IF_ERROR(subject.status());
-  RETURN_IF_ERROR(subject_triaged);
-  triaged.jobs.push_back(std::move(subject).value());
-  if (baseline) {
-    RETURN_IF_ERROR(baseline->status());
-    RETURN_IF_ERROR(baseline_triaged);
-    triaged.jobs.push_back(std::move(*baseline).value());
+  Status triaged = subject.status();
+  if (triaged.ok()) triaged = Triage(*subject, options.job_ref, *rules.signatures, options);
+  if (triaged.ok() && baseline) {
+    triaged = baseline->status();
+    if (triaged.ok()) triaged = Triage(**baseline, *options.baseline_ref, *rules.signatures, options);
   }
-  return triaged;
+  if (!triaged.ok()) {
+    RETURN_IF_ERROR(loading.Finish().status());
+    return triaged;
+  }
+  std::vector<JobContext> jobs;
+  jobs.push_back(std::move(subject).value());
+  if (baseline) jobs.push_back(std::move(*baseline).value());
+  return TriagedJobs{std::move(options), std::move(jobs), std::move(loading), rules};
 }
 
 // The window the log knows the job ran in, to narrow discovery on a TSDB that holds other jobs.
@@ -400,7 +411,7 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
 }
 
 // Each job's TSDB opened (or the reason it is not) with its discovery; nothing with --logs-only.
-Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) {
+Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (options.logs_only) {
     for (auto& job : jobs) {
       job.tsdb.state = TsdbAvailability::kNotRequested;
@@ -410,7 +421,7 @@ Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) 
   }
   for (auto& job : jobs)
     // Only jobs never opened, or closed for a restart: a job without a TSDB is not asked twice.
-    if (job.tsdb.mode == TsdbMode::kNone) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
+    if (job.tsdb.mode == TsdbMode::kNone) RETURN_IF_ERROR(OpenTsdb(job, options, rules));
   return Status::Ok();
 }
 
@@ -439,6 +450,7 @@ std::optional<Incompleteness> IncompletenessOf(const std::vector<JobContext>& jo
 
 StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_options) {
   ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(raw_options));
+  RETURN_IF_ERROR(triaged.FinishRulebook());
   const DiagnoseOptions& options = triaged.options;
   std::vector<JobContext>& jobs = triaged.jobs;
   JobEvaluationInputs inputs;
@@ -483,6 +495,7 @@ class OpenedJob : public OpenedJobMetrics {
 
 StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions& raw_options) {
   ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(raw_options, /*with_baseline=*/false));
+  RETURN_IF_ERROR(triaged.FinishRulebook());
   const DiagnoseOptions& options = triaged.options;
   JobContext& job = triaged.jobs.front();
   RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
@@ -550,14 +563,9 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   DiagnoseOptions& options = triaged.options;
   std::vector<JobContext>& jobs = triaged.jobs;
   auto deadline_passed = [&] { return options.remote.deadline && Clock::now() >= *options.remote.deadline; };
-  const SignatureTable& signatures = options.rulebook->signatures;
-  const playbook::Library& library = options.rulebook->library;
   std::vector<LogAssessment> assessments;
-  for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, signatures, job.role));
+  for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, *triaged.rules.signatures, job.role));
   double triage_seconds = SecondsSince(started);
-
-  for (const auto& id : options.forced_playbooks)
-    if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
 
   // Metrics, then playbooks. A private server that died under us (killed, crashed) is restarted
   // once and everything asked again; a second failure, or any failure of a remote endpoint, makes
@@ -567,10 +575,20 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   // Over every attempt, a restart's included.
   int64_t playbook_requests = 0, playbook_points = 0, playbook_derived = 0;
   std::optional<int64_t> playbook_samples;              // what the private servers read for them
+  bool playbooks_loaded = false;
   while (true) {
     auto tsdb_started = Clock::now();
-    RETURN_IF_ERROR(OpenTsdbs(jobs, options));
+    const Status opened = OpenTsdbs(jobs, options, *triaged.rules.discovery);
     tsdb_seconds += SecondsSince(tsdb_started);
+    if (!playbooks_loaded) {   // they loaded while the metrics were opened; their errors come first
+      RETURN_IF_ERROR(triaged.FinishRulebook());
+      for (const auto& id : options.forced_playbooks)
+        if (options.rulebook->library.FindPlaybook(id) == nullptr)
+          return InvalidArgumentError("--playbook " + id + ": no such playbook");
+      playbooks_loaded = true;
+    }
+    RETURN_IF_ERROR(opened);
+    const playbook::Library& library = options.rulebook->library;
 
     auto playbooks_started = Clock::now();
     dag::EvaluationContext ctx;

@@ -23,15 +23,17 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The job's files copied with their mtimes (the log's mtime is where its run ends).
+// The job's files copied with their mtimes (the log's mtime is where its run ends); symlinks (the
+// job dir's `log`, relative) stay symlinks.
 void CopyKeepingTimes(const fs::path& from, const fs::path& to) {
-  fs::copy(from, to, fs::copy_options::recursive);
-  if (fs::is_regular_file(from)) {
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  if (fs::is_regular_file(fs::symlink_status(from))) {
     fs::last_write_time(to, fs::last_write_time(from));
     return;
   }
   for (const auto& e : fs::recursive_directory_iterator(from))
-    if (e.is_regular_file()) fs::last_write_time(to / fs::relative(e.path(), from), e.last_write_time());
+    if (fs::is_regular_file(e.symlink_status()))
+      fs::last_write_time(to / e.path().lexically_relative(from), e.last_write_time());
 }
 
 // (finding id, status) of every finding, for "the same answer".
@@ -45,7 +47,7 @@ std::set<std::pair<std::string, std::string>> FindingStates(const json& report) 
 TEST(EarlyServer, AnOlderJobsBlockHasTheServerTheLogChoosesStartedWithTheSameAnswer) {
   REQUIRE_FIXTURE("8308");
   if (FindExecutable("prometheus").empty()) GTEST_SKIP() << "prometheus is not installed (scripts/install-deps.sh installs it)";
-  const fs::path job_dir = e2e::FixtureJobDir("8308");
+  const fs::path job_dir = fs::canonical(e2e::FixtureJobDir("8308"));
   const fs::path outputs = fs::temp_directory_path() / ("diagnose-early-server-" + std::to_string(::getpid()));
   fs::remove_all(outputs);
   fs::create_directories(outputs);
