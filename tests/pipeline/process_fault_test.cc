@@ -401,5 +401,28 @@ TEST(ProcessFaults, AServerThatDiesStartingBesideTriageIsRestartedOnceNeverTwice
   EXPECT_EQ(EntriesOf(dirs.tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
 }
 
+// The playbooks parse while the job is triaged, its server starts and its metrics are discovered:
+// a playbook that does not parse is still the run's one error, and the server started meanwhile
+// is stopped with its copy.
+TEST(ProcessFaults, APlaybookThatDoesNotParseStopsTheServerStartedMeanwhile) {
+  REQUIRE_FIXTURE("8308");
+  const fs::path playbooks = FreshDir("broken-playbooks");
+  std::ofstream(playbooks / "broken.yaml") << "playbook: [unclosed\n";
+  const fs::path tmp = FreshDir("broken-playbooks-tmp");
+  e2e::CliRun run;
+  {
+    ScopedEnv tmpdir("TMPDIR", tmp.string());
+    run = e2e::RunDiagnoseCli(
+        {"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json", "--playbooks", playbooks.string()});
+  }
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out.substr(0, 300);
+  EXPECT_NE(run.err.find("invalid playbook: " + (playbooks / "broken.yaml").string()), std::string::npos) << run.err;
+  EXPECT_EQ(LeftoversAfter(tmp), std::vector<std::string>{}) << "the server started meanwhile survived the run";
+  EXPECT_EQ(EntriesOf(tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
+  fs::remove_all(tmp);
+  fs::remove_all(playbooks);
+}
+
 }  // namespace
 }  // namespace diagnose
