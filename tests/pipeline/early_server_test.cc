@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -51,6 +52,9 @@ TEST(EarlyServer, AnOlderJobsBlockHasTheServerTheLogChoosesStartedWithTheSameAns
   const fs::path outputs = fs::temp_directory_path() / ("diagnose-early-server-" + std::to_string(::getpid()));
   fs::remove_all(outputs);
   fs::create_directories(outputs);
+  // Removed however the test ends (a failed assertion, a filesystem exception).
+  const std::unique_ptr<const fs::path, void (*)(const fs::path*)> remove_outputs(
+      &outputs, [](const fs::path* dir) { fs::remove_all(*dir); });
   CopyKeepingTimes(job_dir, outputs / job_dir.filename());
   const fs::path log = job_dir.string() + ".log";
   CopyKeepingTimes(log, outputs / log.filename());
@@ -82,7 +86,6 @@ TEST(EarlyServer, AnOlderJobsBlockHasTheServerTheLogChoosesStartedWithTheSameAns
   ASSERT_FALSE(original.is_null());
   EXPECT_EQ(FindingStates(report), FindingStates(original));
   EXPECT_EQ(report["decision"], original["decision"]) << e2e::Dump(report["decision"]);
-  fs::remove_all(outputs);
 }
 
 // Without a block outside the run the server started beside triage is the one kept: no second start.
