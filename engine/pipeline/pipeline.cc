@@ -9,6 +9,7 @@
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -40,6 +41,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using StartedServer = StatusOr<std::unique_ptr<PrivatePrometheus>>;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -62,6 +64,10 @@ struct JobContext {
   QueryClient* client = nullptr;   // the recorder over server->client() or remote, whichever is open
   // A private server that died (at start-up or mid-run) is started again once, never more.
   bool server_restarted = false;
+  // The private server started while the logs were triaged (StartServerBeforeTriage); OpenTsdb
+  // keeps it only where the log, once read, chooses the same server. Destroyed unclaimed, it waits
+  // for the start to end and stops what it started.
+  std::future<StartedServer> early_server;
 
   // Whether the metrics source failed (unreachable, dead, garbage) during anything asked of it.
   bool SourceFailed() { return recorder && recorder->failures() > 0; }
@@ -77,17 +83,47 @@ struct JobContext {
   }
 };
 
-StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& outputs_dir,
-                                     JobRole role, const DiagnoseOptions& options) {
+// How a job's snapshot is served; `facts` null before its logs are read.
+PrivatePrometheusOptions ServerOptions(const DiagnoseOptions& options, const JobFacts* facts) {
+  PrivatePrometheusOptions server_options;
+  server_options.deadline = options.remote.deadline;
+  server_options.blocks_only = options.blocks_only;
+  if (facts == nullptr) return server_options;
+  server_options.job_finished = LogShowsFinished(*facts);
+  if (const std::optional<LoggedRunSpan> run = LoggedRun(*facts)) server_options.logged_run = *run;
+  return server_options;
+}
+
+// The server's start-up (copy, spawn, replay) is as long as the logs' triage, and the log decides
+// only two things about it: which blocks lie outside the job's run, and whether a recent WAL write
+// means a live job. So it starts now on every block with the liveness check left to the log's
+// answer (a held lock still refuses), and OpenTsdb keeps it only where the log confirms both.
+void StartServerBeforeTriage(JobContext& job, const DiagnoseOptions& options) {
+  if (options.logs_only || !options.remote.url.empty() || !job.location.prometheus_dir) return;
+  PrivatePrometheusOptions early = ServerOptions(options, nullptr);
+  early.job_finished = true;
+  const std::string dir = *job.location.prometheus_dir;
+  Stage("starting Prometheus on {} while the logs are triaged", dir);
+  job.early_server = std::async(std::launch::async, [dir, early] { return PrivatePrometheus::Start(dir, early); });
+}
+
+StatusOr<JobContext> Locate(const std::string& ref, const std::string& outputs_dir, JobRole role,
+                            const DiagnoseOptions& options) {
   JobContext job;
   job.role = role;
   Stage("locating {} in {}", ref, outputs_dir);
   ASSIGN_OR_RETURN(job.location, ResolveJob(ref, outputs_dir));
+  StartServerBeforeTriage(job, options);
+  return job;
+}
+
+Status Triage(JobContext& job, const std::string& ref, const SignatureTable& signatures,
+              const DiagnoseOptions& options) {
   const size_t logs = (job.location.log_path ? 1 : 0) + job.location.rank_logs.size();
   Stage("triage {} ({} log{}, {} worker log{})", job.location.id, logs, logs == 1 ? "" : "s",
         job.location.ray_worker_logs.size(), job.location.ray_worker_logs.size() == 1 ? "" : "s");
   TriageOptions triage_options;
-  triage_options.signatures = &options.rulebook->signatures;
+  triage_options.signatures = &signatures;
   triage_options.now = options.now;
   triage_options.deadline = options.remote.deadline;
   auto facts = TriageJob(job.location, triage_options);
@@ -95,7 +131,101 @@ StatusOr<JobContext> LocateAndTriage(const std::string& ref, const std::string& 
   job.facts = std::move(facts).value();
   Log().debug("triage {}: status {}, failure class '{}', last step {}", job.facts.id, ToString(job.facts.status),
               job.facts.failure_class, job.facts.progress.last_step.value_or(-1));
-  return job;
+  return Status::Ok();
+}
+
+// rules/ and playbooks/ parsed on a thread, unless the caller shares a parsed rulebook: the
+// playbooks take longer to parse than the logs to triage, and neither triage nor discovery needs
+// them; what they need is handed over as soon as it is parsed.
+class RulebookLoading {
+ public:
+  explicit RulebookLoading(const DiagnoseOptions& options) {
+    if (options.rulebook) {
+      rules_ = {{options.rulebook, &options.rulebook->signatures}, {options.rulebook, &options.rulebook->discovery}};
+      book_ = options.rulebook;
+      return;
+    }
+    auto parsed = std::make_shared<std::promise<RulesBeforePlaybooks>>();
+    rules_parsed_ = parsed->get_future();
+    loading_ = std::async(std::launch::async, [parsed, data_dir = options.data_dir, dirs = options.playbook_dirs] {
+      bool handed_over = false;
+      // A load that fails (or throws) before those rules hands over none: the waiter then asks why.
+      struct HandOverNone {
+        std::promise<RulesBeforePlaybooks>& promise;
+        bool& handed_over;
+        ~HandOverNone() {
+          if (!handed_over) promise.set_value({});
+        }
+      } hand_over_none{*parsed, handed_over};
+      return LoadRulebook(data_dir, dirs, [&](const RulesBeforePlaybooks& rules) {
+        parsed->set_value(rules);
+        handed_over = true;
+      });
+    });
+  }
+  // Null pointers when the rulebook failed to load before them (Finish says why).
+  const RulesBeforePlaybooks& Rules() {
+    if (!rules_.signatures && rules_parsed_.valid()) rules_ = rules_parsed_.get();
+    return rules_;
+  }
+  StatusOr<std::shared_ptr<const Rulebook>> Finish() {
+    if (loading_.valid()) book_ = loading_.get();
+    return book_;
+  }
+
+ private:
+  RulesBeforePlaybooks rules_;
+  std::future<RulesBeforePlaybooks> rules_parsed_;
+  std::future<StatusOr<std::shared_ptr<const Rulebook>>> loading_;
+  StatusOr<std::shared_ptr<const Rulebook>> book_ = std::shared_ptr<const Rulebook>();
+};
+
+// The jobs triaged, with the rules triage and discovery read; the playbooks may still be loading
+// (options.rulebook is set by FinishRulebook).
+struct TriagedJobs {
+  DiagnoseOptions options;
+  std::vector<JobContext> jobs;
+  RulebookLoading loading;
+  RulesBeforePlaybooks rules;
+
+  Status FinishRulebook() {
+    ASSIGN_OR_RETURN(options.rulebook, loading.Finish());
+    return Status::Ok();
+  }
+};
+
+// The subject, then the baseline when there is one (and `with_baseline`), located and triaged.
+// Their private servers start as each is located and the rulebook loads meanwhile; what fails is
+// reported as it would be one stage after the other: the rulebook first, then the subject's
+// location and triage, then the baseline's.
+StatusOr<TriagedJobs> ResolveAndTriage(const DiagnoseOptions& raw_options, bool with_baseline = true) {
+  DiagnoseOptions options = raw_options;
+  if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
+  RulebookLoading loading(options);
+  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
+  StatusOr<JobContext> subject = Locate(options.job_ref, outputs, JobRole::kSubject, options);
+  std::optional<StatusOr<JobContext>> baseline;
+  if (with_baseline && options.baseline_ref)
+    baseline = Locate(*options.baseline_ref, outputs, JobRole::kBaseline, options);
+  const RulesBeforePlaybooks rules = loading.Rules();
+  if (!rules.signatures) {
+    StatusOr<std::shared_ptr<const Rulebook>> book = loading.Finish();
+    return book.ok() ? InternalError("the rulebook loaded without handing over its rules") : book.status();
+  }
+  Status triaged = subject.status();
+  if (triaged.ok()) triaged = Triage(*subject, options.job_ref, *rules.signatures, options);
+  if (triaged.ok() && baseline) {
+    triaged = baseline->status();
+    if (triaged.ok()) triaged = Triage(**baseline, *options.baseline_ref, *rules.signatures, options);
+  }
+  if (!triaged.ok()) {
+    RETURN_IF_ERROR(loading.Finish().status());
+    return triaged;
+  }
+  std::vector<JobContext> jobs;
+  jobs.push_back(std::move(subject).value());
+  if (baseline) jobs.push_back(std::move(*baseline).value());
+  return TriagedJobs{std::move(options), std::move(jobs), std::move(loading), rules};
 }
 
 // The window the log knows the job ran in, to narrow discovery on a TSDB that holds other jobs.
@@ -185,6 +315,28 @@ void MarkFailed(JobContext& job, std::string reason) {
   job.tsdb.gaps.clear();
 }
 
+// The server started before triage, when it is the one the log now chooses: the blocks the
+// log's run leaves out are the ones it left out, and the log's end state does not make the TSDB
+// live. A start that failed for a reason of ours is the first start, as it would have been; one
+// that failed on the job's data, or a server the log would not have started, is dropped (stopped
+// and removed), and nullopt has the log's own choice started.
+std::optional<StartedServer> ClaimEarlyServer(JobContext& job, const PrivatePrometheusOptions& chosen) {
+  if (!job.early_server.valid()) return std::nullopt;
+  StartedServer early = job.early_server.get();
+  if (!early.ok()) {
+    if (IsServerStartFailure(early.status())) return early;
+    return std::nullopt;
+  }
+  const PrivatePrometheus& server = **early;
+  const bool same_blocks = BlocksOutsideLoggedRun(server.inventory().blocks, chosen.logged_run) == server.unserved_blocks();
+  const bool servable =
+      chosen.blocks_only || CheckNotLive(server.inventory(), chosen.live_write_window_seconds, chosen.job_finished).ok();
+  if (same_blocks && servable) return early;
+  Log().debug("the Prometheus started before triage serves {}; starting the one the log chooses",
+              same_blocks ? "a TSDB the log shows live" : "blocks outside the job's logged run");
+  return std::nullopt;
+}
+
 // Opens the job's metrics: --prometheus URL, else a private Prometheus on a copy of the snapshot.
 // What the job lacks (no prometheus/ dir, an empty or unreadable TSDB, a live one) leaves
 // tsdb.state "unavailable" with the reason, and the report falls back to the logs. What diagnose
@@ -223,13 +375,13 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
     return Status::Ok();
   }
   job.tsdb.source = *job.location.prometheus_dir;
-  PrivatePrometheusOptions server_options;
-  server_options.deadline = options.remote.deadline;
-  server_options.blocks_only = options.blocks_only;
-  server_options.job_finished = LogShowsFinished(job.facts);
-  if (const std::optional<LoggedRunSpan> run = LoggedRun(job.facts)) server_options.logged_run = *run;
-  Stage("starting Prometheus on {}", *job.location.prometheus_dir);
-  auto server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
+  const PrivatePrometheusOptions server_options = ServerOptions(options, &job.facts);
+  std::optional<StartedServer> claimed = ClaimEarlyServer(job, server_options);
+  if (!claimed) {
+    Stage("starting Prometheus on {}", *job.location.prometheus_dir);
+    claimed = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
+  }
+  StartedServer server = std::move(*claimed);
   if (!server.ok() && IsServerStartFailure(server.status()) && !job.server_restarted) {   // it may have been killed
     job.server_restarted = true;
     server = PrivatePrometheus::Start(*job.location.prometheus_dir, server_options);
@@ -258,21 +410,8 @@ Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const Discovery
   return Status::Ok();
 }
 
-// The subject, then the baseline when there is one, located and triaged.
-StatusOr<std::vector<JobContext>> LocateAndTriageAll(const DiagnoseOptions& options) {
-  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
-  std::vector<JobContext> jobs;
-  ASSIGN_OR_RETURN(JobContext subject, LocateAndTriage(options.job_ref, outputs, JobRole::kSubject, options));
-  jobs.push_back(std::move(subject));
-  if (options.baseline_ref) {
-    ASSIGN_OR_RETURN(JobContext baseline, LocateAndTriage(*options.baseline_ref, outputs, JobRole::kBaseline, options));
-    jobs.push_back(std::move(baseline));
-  }
-  return jobs;
-}
-
 // Each job's TSDB opened (or the reason it is not) with its discovery; nothing with --logs-only.
-Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) {
+Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (options.logs_only) {
     for (auto& job : jobs) {
       job.tsdb.state = TsdbAvailability::kNotRequested;
@@ -282,7 +421,7 @@ Status OpenTsdbs(std::vector<JobContext>& jobs, const DiagnoseOptions& options) 
   }
   for (auto& job : jobs)
     // Only jobs never opened, or closed for a restart: a job without a TSDB is not asked twice.
-    if (job.tsdb.mode == TsdbMode::kNone) RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
+    if (job.tsdb.mode == TsdbMode::kNone) RETURN_IF_ERROR(OpenTsdb(job, options, rules));
   return Status::Ok();
 }
 
@@ -309,23 +448,11 @@ std::optional<Incompleteness> IncompletenessOf(const std::vector<JobContext>& jo
 
 }  // namespace
 
-namespace {
-
-// Options with the data directory and rulebook filled in.
-StatusOr<DiagnoseOptions> Resolved(const DiagnoseOptions& raw_options) {
-  DiagnoseOptions options = raw_options;
-  if (options.data_dir.empty()) options.data_dir = DefaultDataDir();
-  if (!options.rulebook) {
-    ASSIGN_OR_RETURN(options.rulebook, LoadRulebook(options.data_dir, options.playbook_dirs));
-  }
-  return options;
-}
-
-}  // namespace
-
 StatusOr<JobEvaluationInputs> PrepareJobInputs(const DiagnoseOptions& raw_options) {
-  ASSIGN_OR_RETURN(const DiagnoseOptions options, Resolved(raw_options));
-  ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
+  ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(raw_options));
+  RETURN_IF_ERROR(triaged.FinishRulebook());
+  const DiagnoseOptions& options = triaged.options;
+  std::vector<JobContext>& jobs = triaged.jobs;
   JobEvaluationInputs inputs;
   if (!options.logs_only) {
     for (auto& job : jobs) {
@@ -367,9 +494,10 @@ class OpenedJob : public OpenedJobMetrics {
 }  // namespace
 
 StatusOr<std::unique_ptr<OpenedJobMetrics>> OpenJobMetrics(const DiagnoseOptions& raw_options) {
-  ASSIGN_OR_RETURN(const DiagnoseOptions options, Resolved(raw_options));
-  const std::string outputs = DefaultOutputsDir(options.outputs_dir);
-  ASSIGN_OR_RETURN(JobContext job, LocateAndTriage(options.job_ref, outputs, JobRole::kSubject, options));
+  ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(raw_options, /*with_baseline=*/false));
+  RETURN_IF_ERROR(triaged.FinishRulebook());
+  const DiagnoseOptions& options = triaged.options;
+  JobContext& job = triaged.jobs.front();
   RETURN_IF_ERROR(OpenTsdb(job, options, options.rulebook->discovery));
   if (job.SourceFailed()) MarkFailed(job, SourceFailureReason(job));
   return std::unique_ptr<OpenedJobMetrics>(std::make_unique<OpenedJob>(std::move(job)));
@@ -427,19 +555,17 @@ void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& d
 
 StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
-  ASSIGN_OR_RETURN(DiagnoseOptions options, Resolved(raw_options));
-  if (options.deadline_seconds > 0)
-    options.remote.deadline = started + std::chrono::milliseconds(static_cast<int64_t>(options.deadline_seconds * 1000));
+  DiagnoseOptions timed_options = raw_options;
+  if (timed_options.deadline_seconds > 0)
+    timed_options.remote.deadline =
+        started + std::chrono::milliseconds(static_cast<int64_t>(timed_options.deadline_seconds * 1000));
+  ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(timed_options));
+  DiagnoseOptions& options = triaged.options;
+  std::vector<JobContext>& jobs = triaged.jobs;
   auto deadline_passed = [&] { return options.remote.deadline && Clock::now() >= *options.remote.deadline; };
-  const SignatureTable& signatures = options.rulebook->signatures;
-  const playbook::Library& library = options.rulebook->library;
-  ASSIGN_OR_RETURN(std::vector<JobContext> jobs, LocateAndTriageAll(options));
   std::vector<LogAssessment> assessments;
-  for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, signatures, job.role));
+  for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, *triaged.rules.signatures, job.role));
   double triage_seconds = SecondsSince(started);
-
-  for (const auto& id : options.forced_playbooks)
-    if (library.FindPlaybook(id) == nullptr) return InvalidArgumentError("--playbook " + id + ": no such playbook");
 
   // Metrics, then playbooks. A private server that died under us (killed, crashed) is restarted
   // once and everything asked again; a second failure, or any failure of a remote endpoint, makes
@@ -449,10 +575,20 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   // Over every attempt, a restart's included.
   int64_t playbook_requests = 0, playbook_points = 0, playbook_derived = 0;
   std::optional<int64_t> playbook_samples;              // what the private servers read for them
+  bool playbooks_loaded = false;
   while (true) {
     auto tsdb_started = Clock::now();
-    RETURN_IF_ERROR(OpenTsdbs(jobs, options));
+    const Status opened = OpenTsdbs(jobs, options, *triaged.rules.discovery);
     tsdb_seconds += SecondsSince(tsdb_started);
+    if (!playbooks_loaded) {   // they loaded while the metrics were opened; their errors come first
+      RETURN_IF_ERROR(triaged.FinishRulebook());
+      for (const auto& id : options.forced_playbooks)
+        if (options.rulebook->library.FindPlaybook(id) == nullptr)
+          return InvalidArgumentError("--playbook " + id + ": no such playbook");
+      playbooks_loaded = true;
+    }
+    RETURN_IF_ERROR(opened);
+    const playbook::Library& library = options.rulebook->library;
 
     auto playbooks_started = Clock::now();
     dag::EvaluationContext ctx;

@@ -6,8 +6,9 @@
 
 namespace diagnose {
 
-StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_dir,
-                                                      const std::vector<std::string>& playbook_dirs) {
+StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(
+    const std::string& data_dir, const std::vector<std::string>& playbook_dirs,
+    const std::function<void(const RulesBeforePlaybooks&)>& parsed_before_playbooks) {
   namespace fs = std::filesystem;
   const fs::path rules = fs::path(data_dir) / "rules";
   auto book = std::make_shared<Rulebook>();
@@ -15,6 +16,9 @@ StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(const std::string& data_d
   ASSIGN_OR_RETURN(book->decisions, LoadDecisionRules(data_dir));
   ASSIGN_OR_RETURN(book->signatures, LoadSignatureTable((rules / "triage" / "failure-signatures.yaml").string()));
   ASSIGN_OR_RETURN(book->discovery, LoadDiscoveryRules((rules / "discovery.yaml").string()));
+  if (parsed_before_playbooks)
+    parsed_before_playbooks({std::shared_ptr<const SignatureTable>(book, &book->signatures),
+                             std::shared_ptr<const DiscoveryRules>(book, &book->discovery)});
   playbook::LoadResult load;
   for (const auto& dir : playbook_dirs)
     if (std::error_code ec; !fs::is_directory(dir, ec)) return NotFoundError("--playbooks " + dir + ": not a directory");

@@ -332,14 +332,9 @@ Status PrivatePrometheus::MakePrivateCopy(const std::string& tsdb_dir, const Pri
   }
   const fs::path data = fs::path(copy) / "data";
   CopyStats stats;
-  const LoggedRunSpan run = AnchoredRun(inventory_.blocks, options.logged_run);
-  const bool any_in_run = std::any_of(inventory_.blocks.begin(), inventory_.blocks.end(),
-                                      [&](const BlockMeta& b) { return !BlockOutsideRun(b, run); });
+  unserved_blocks_ = BlocksOutsideLoggedRun(inventory_.blocks, options.logged_run);
   for (const auto& block : inventory_.blocks) {
-    if (any_in_run && BlockOutsideRun(block, run)) {
-      unserved_blocks_.push_back(block.ulid);
-      continue;
-    }
+    if (std::find(unserved_blocks_.begin(), unserved_blocks_.end(), block.ulid) != unserved_blocks_.end()) continue;
     RETURN_IF_ERROR(CopyTree(fs::path(tsdb_dir) / block.ulid, data / block.ulid,
                              CopyMode{.hard_link = true, .symlink_immutable = true}, &stats));
   }
@@ -503,7 +498,10 @@ void PrivatePrometheus::Stop() {
   AcquisitionScope releasing;
   client_.reset();
   if (child_) {
-    child_->Terminate(std::chrono::milliseconds(5000));
+    // Killed outright: its data dir is the private copy removed next, so what a graceful shutdown
+    // would close and flush is thrown away, and on a busy machine that shutdown took 0.1-0.2 s at
+    // the end of every diagnosis.
+    child_->Terminate(std::chrono::milliseconds(0));
     child_.reset();
   }
   if (!copy_dir_.empty()) {

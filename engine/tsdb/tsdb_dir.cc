@@ -30,6 +30,17 @@ bool BlockOutsideRun(const BlockMeta& block, const LoggedRunSpan& run) {
   return first > run.end + kRunWindowToleranceSeconds || last < run.start - kRunWindowToleranceSeconds;
 }
 
+std::vector<std::string> BlocksOutsideLoggedRun(const std::vector<BlockMeta>& blocks, const LoggedRunSpan& logged_run) {
+  const LoggedRunSpan run = AnchoredRun(blocks, logged_run);
+  const bool any_in_run =
+      std::any_of(blocks.begin(), blocks.end(), [&](const BlockMeta& b) { return !BlockOutsideRun(b, run); });
+  std::vector<std::string> outside;
+  if (!any_in_run) return outside;
+  for (const auto& block : blocks)
+    if (BlockOutsideRun(block, run)) outside.push_back(block.ulid);
+  return outside;
+}
+
 bool IsUlid(const std::string& name) {
   if (name.size() != 26) return false;
   static const std::string kAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";

@@ -45,6 +45,11 @@ LoggedRunSpan AnchoredRun(const std::vector<BlockMeta>& blocks, const LoggedRunS
 // after its end (pass the AnchoredRun): clock skew when it was written, or another job's block.
 bool BlockOutsideRun(const BlockMeta& block, const LoggedRunSpan& run);
 
+// The blocks (ULIDs) a private server is not given for a job whose log tells `logged_run`: those
+// outside its AnchoredRun, or none when no block lies in the run (discovery then says none is the
+// job's). The one choice of them, made by the server and checked by a start that preceded the log.
+std::vector<std::string> BlocksOutsideLoggedRun(const std::vector<BlockMeta>& blocks, const LoggedRunSpan& logged_run);
+
 // True for a 26-character Crockford base32 ULID, the name Prometheus gives block directories.
 bool IsUlid(const std::string& name);
 

@@ -311,5 +311,118 @@ TEST(ProcessFaults, NoPrometheusOnPathIsAnIncompleteDiagnosisThatSaysWhichPackag
   EXPECT_EQ(r["jobs"][0]["status"], "failed");
 }
 
+// A `prometheus` first on PATH that appends its pid to `starts` and then runs `then` (a shell
+// command): a server that never gets ready, or one that dies at once.
+fs::path FakePrometheusDir(const std::string& name, const fs::path& starts, const std::string& then) {
+  const fs::path dir = FreshDir(name);
+  const fs::path script = dir / "prometheus";
+  std::ofstream(script) << "#!/bin/sh\necho $$ >> '" << starts.string() << "'\n" << then << "\n";
+  fs::permissions(script, fs::perms::owner_all);
+  return dir;
+}
+
+// The dirs of a run whose `prometheus` is such a fake, removed after it: its outputs, its TMPDIR,
+// the fake's record of its starts, the fake itself.
+struct FakeServerDirs {
+  FakeServerDirs(const std::string& name, const std::string& then)
+      : out(FreshDir(name + "-out")), tmp(FreshDir(name + "-tmp")), starts(out / "starts"),
+        bin(FakePrometheusDir(name + "-bin", starts, then)) {}
+  ~FakeServerDirs() {
+    for (const fs::path& dir : {out, tmp, bin}) fs::remove_all(dir);
+  }
+  std::string SearchPath() const { return bin.string() + ":" + std::getenv("PATH"); }
+  fs::path out, tmp, starts, bin;
+};
+
+std::vector<std::string> LinesOf(const fs::path& file) {
+  std::vector<std::string> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// A pid that still runs (a zombie waiting for its reaper has stopped).
+bool StillRunning(const std::string& pid) {
+  const std::string stat = e2e::ReadFileOrEmpty("/proc/" + pid + "/stat");
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+// The private server starts while the logs are triaged: SIGTERM landing while it starts (here it
+// never gets ready) still stops it and removes its copy, whichever thread started it.
+TEST(ProcessFaults, SigtermWhileTheServerStartsBesideTriageLeavesNoChildAndNoTempDir) {
+  REQUIRE_FIXTURE("8308");
+  const FakeServerDirs dirs("early-start-signal", "exec sleep 120");
+  const fs::path &out = dirs.out, &tmp = dirs.tmp, &starts = dirs.starts;
+  ScopedEnv tmpdir("TMPDIR", tmp.string());
+  ScopedEnv path("PATH", dirs.SearchPath());
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY, "8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"};
+  options.stdout_path = (out / "out").string();
+  options.stderr_path = (out / "err").string();
+  auto child = ChildProcess::Spawn(options);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  for (int i = 0; i < 3000 && LinesOf(starts).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::vector<std::string> started = LinesOf(starts);
+  ASSERT_EQ(started.size(), 1u) << "the server was not started, or not once: " << e2e::ReadFileOrEmpty(options.stderr_path);
+  ASSERT_EQ(::kill(child->pid(), SIGTERM), 0);
+  auto code = child->Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(code.ok()) << "diagnose did not exit after SIGTERM";
+  EXPECT_EQ(*code, 128 + SIGTERM) << e2e::ReadFileOrEmpty(options.stderr_path);
+  bool server_alive = StillRunning(started[0]);
+  for (int i = 0; i < 50 && server_alive; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server_alive = StillRunning(started[0]);
+  }
+  EXPECT_FALSE(server_alive) << "the starting server (pid " << started[0] << ") survived the run";
+  EXPECT_EQ(EntriesOf(tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
+}
+
+// A server that dies as it starts beside triage counts as the first start: it is started once
+// more, with the log's choice of blocks, and never a third time; the diagnosis is incomplete.
+TEST(ProcessFaults, AServerThatDiesStartingBesideTriageIsRestartedOnceNeverTwice) {
+  REQUIRE_FIXTURE("8308");
+  const FakeServerDirs dirs("early-start-dies", "exit 7");
+  e2e::CliRun run;
+  {
+    ScopedEnv tmpdir("TMPDIR", dirs.tmp.string());
+    ScopedEnv path("PATH", dirs.SearchPath());
+    run = e2e::RunDiagnoseCli({"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json"});
+  }
+  EXPECT_EQ(run.exit_code, e2e::kIncompleteExit) << run.err;
+  EXPECT_EQ(LinesOf(dirs.starts).size(), 2u);
+  json r = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << run.out.substr(0, 300);
+  EXPECT_EQ(r["tsdb"][0]["state"], "failed") << e2e::Dump(r["tsdb"]);
+  const std::string reason = r["tsdb"][0].value("reason", "");
+  EXPECT_NE(reason.find("failed after one restart"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("exited with code 7"), std::string::npos) << reason;
+  EXPECT_EQ(EntriesOf(dirs.tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
+}
+
+// The playbooks parse while the job is triaged, its server starts and its metrics are discovered:
+// a playbook that does not parse is still the run's one error, and the server started meanwhile
+// is stopped with its copy.
+TEST(ProcessFaults, APlaybookThatDoesNotParseStopsTheServerStartedMeanwhile) {
+  REQUIRE_FIXTURE("8308");
+  const fs::path playbooks = FreshDir("broken-playbooks");
+  std::ofstream(playbooks / "broken.yaml") << "playbook: [unclosed\n";
+  const fs::path tmp = FreshDir("broken-playbooks-tmp");
+  e2e::CliRun run;
+  {
+    ScopedEnv tmpdir("TMPDIR", tmp.string());
+    run = e2e::RunDiagnoseCli(
+        {"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json", "--playbooks", playbooks.string()});
+  }
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out.substr(0, 300);
+  EXPECT_NE(run.err.find("invalid playbook: " + (playbooks / "broken.yaml").string()), std::string::npos) << run.err;
+  EXPECT_EQ(LeftoversAfter(tmp), std::vector<std::string>{}) << "the server started meanwhile survived the run";
+  EXPECT_EQ(EntriesOf(tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
+  fs::remove_all(tmp);
+  fs::remove_all(playbooks);
+}
+
 }  // namespace
 }  // namespace diagnose
