@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --build    # what building diagnose and its fixture jobs and diagnosing one
 #                                      # needs (README command 1); the test-only tools (Chromium, clang
 #                                      # and libFuzzer, Slurm and munge, VictoriaMetrics, jq, the
-#                                      # Python checkers) come with the plain command
+#                                      # Python checkers, ccache) come with the plain command
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -20,7 +20,7 @@ build_packages=(
 test_packages=(
   victoria-metrics python3
   chromium chromium-driver python3-jsonschema python3-yaml
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev ccache
   munge slurmctld slurmd slurm-client jq
 )
 case "${1:-}" in

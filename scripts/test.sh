@@ -8,6 +8,7 @@
 # leave CPU idle while they wait (the live-job test holds a slot ~100 s for ~2.5 s of CPU; the Slurm
 # and browser tests run alone), and at nice 19 the compiler gets what they leave while the tests
 # keep precedence (their time check still applies). Its log is printed after the main tree's results.
+# Both trees compile through ccache where it is installed (scripts/compiler-cache.sh).
 #
 #   scripts/test.sh            # everything (CI)
 #   scripts/test.sh --quick    # unit and fast integration tests: every test but tests/slow-tests.txt,
@@ -23,7 +24,8 @@ esac
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-2}
 timeout=600   # for tests without a TIMEOUT property of their own
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+source scripts/compiler-cache.sh
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compiler_cache[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 echo "test: main tree built at ${SECONDS} s"
 

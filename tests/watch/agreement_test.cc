@@ -3,6 +3,7 @@
 // built binary is run, as a sweep driver runs it.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -122,6 +123,19 @@ class CommandAgreementTest : public ::testing::Test {
     return testing::ReadFileOrEmpty(scratch_ / "out");
   }
 
+  // stdout of `watch --once` over every fixture job. Under ctest that command ran once for all the
+  // tests here (the agreement_watch_once fixture, tests/CMakeLists.txt, which fails unless it exits
+  // 0): the same command over the same jobs, so each test reads the lines it would get by running it.
+  std::string WatchOnceOverEveryJob(int* exit_code) {
+    if (const char* shared = std::getenv("DIAGNOSE_AGREEMENT_WATCH_ONCE")) {
+      const bool written = fs::is_regular_file(shared);
+      EXPECT_TRUE(written) << "the agreement_watch_once fixture wrote no " << shared;
+      *exit_code = written ? 0 : -1;
+      return testing::ReadFileOrEmpty(shared);
+    }
+    return Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, exit_code);
+  }
+
   fs::path scratch_;
 };
 
@@ -135,10 +149,10 @@ TEST(EmptyListSentence, TheCheckSeesTheHolesThatWereShipped) {
     EXPECT_FALSE(HasHole(fine)) << fine;
 }
 
-// Sharded by job: each shard runs `watch --once` over every job (its judgement of one job must not
+// Sharded by job: each shard reads `watch --once` over every job (its judgement of one job must not
 // depend on which others it saw) and compares a quarter of them, so that no ctest process nears its
-// time limit and two shards run at once.
-constexpr int kAgreementShards = 4;
+// time limit and two shards run at once. tests/CMakeLists.txt sets their number: it names each shard.
+constexpr int kAgreementShards = DIAGNOSE_AGREEMENT_SHARDS;
 
 class CommandAgreementShards : public CommandAgreementTest, public ::testing::WithParamInterface<int> {};
 
@@ -146,7 +160,7 @@ TEST_P(CommandAgreementShards, WatchNodesAndDiagnoseShowOneJudgementPerFixtureJo
   auto rules = LoadDecisionRules(DIAGNOSE_SOURCE_DIR);
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();
   int code = 0;
-  const std::string watch = Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, &code);
+  const std::string watch = WatchOnceOverEveryJob(&code);
   ASSERT_EQ(code, 0) << watch;
   const std::map<std::string, std::string> lines = LinesByJob(watch);
   ASSERT_GE(lines.size(), 20u) << watch;
@@ -248,7 +262,7 @@ INSTANTIATE_TEST_SUITE_P(Jobs, CommandAgreementShards, ::testing::Range(0, kAgre
 // than on a job alone. Every such line names the limit and its numbers.
 TEST_F(CommandAgreementTest, WatchWithAHistorySaysWhichLimitChangedEachAction) {
   int code = 0;
-  const auto alone = LinesByJob(Stdout({DIAGNOSE_BINARY, "watch", DIAGNOSE_FIXTURE_OUTPUTS, "--once"}, &code));
+  const auto alone = LinesByJob(WatchOnceOverEveryJob(&code));
   ASSERT_EQ(code, 0);
   const std::string history = (scratch_ / "history.jsonl").string();
   const std::string swept_out =

@@ -1,0 +1,18 @@
+# Sourced by scripts/test.sh and scripts/sanitize.sh before they configure a tree: sets
+# `compiler_cache`, the cmake arguments that compile through ccache where it is installed
+# (scripts/install-deps.sh installs it). A machine that keeps its home directory between CI runs then
+# recompiles only the units a change touched, in both trees: the build is most of a cold .ci/run's
+# CPU. A cache hit is the object the same command compiled before, so every test still runs against
+# what the sources say. DIAGNOSE_CCACHE=0 compiles without it (and takes an earlier tree off it).
+#   CCACHE_BASEDIR: paths inside the clone are hashed relative to the build directory, so a fresh
+#     clone at another path reuses the objects of units whose flags name no path of their own (the
+#     engine and the CLI; the tests' flags name the clone's fixtures, so they compile again there).
+#   CCACHE_NOHASHDIR: with line tables (-g1, -gline-tables-only) ccache would otherwise key every
+#     object on the build directory; a reused object names the directory that first compiled it as
+#     its DW_AT_comp_dir, and stack traces still name the source file and line.
+compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
+if [ "${DIAGNOSE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
