@@ -93,22 +93,6 @@ std::optional<Derivation> FilterOf(std::string_view promql, const TopLevel& top)
   return d;
 }
 
-// The index of the bracket closing the one opened at `open`, or npos.
-size_t ClosingBracket(std::string_view s, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '"' || c == '\'' || c == '`') {
-      i = EndOfPromqlString(s, i);
-    } else if (c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
-      return i;
-    }
-  }
-  return std::string_view::npos;
-}
-
 size_t SkipSpaces(std::string_view s, size_t i) {
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   return i;
@@ -127,7 +111,7 @@ std::optional<Derivation> AggregateOf(std::string_view promql) {
   if (promql.substr(i, 2) == "by" && i + 2 < promql.size() && !IsPromqlNameChar(promql[i + 2])) {
     i = SkipSpaces(promql, i + 2);
     if (i >= promql.size() || promql[i] != '(') return std::nullopt;
-    const size_t close = ClosingBracket(promql, i);
+    const size_t close = ClosingPromqlBracket(promql, i);
     if (close == std::string_view::npos) return std::nullopt;
     std::string_view list = promql.substr(i + 1, close - i - 1);
     while (!(list = Trimmed(list)).empty()) {
@@ -143,7 +127,7 @@ std::optional<Derivation> AggregateOf(std::string_view promql) {
     i = SkipSpaces(promql, close + 1);
   }
   if (i >= promql.size() || promql[i] != '(') return std::nullopt;
-  const size_t close = ClosingBracket(promql, i);
+  const size_t close = ClosingPromqlBracket(promql, i);
   if (close != promql.size() - 1) return std::nullopt;   // `max (X) by (l)` or more after it
   const std::string_view inner = Trimmed(promql.substr(i + 1, close - i - 1));
   if (inner.empty() || !ScanTopLevel(inner).well_formed) return std::nullopt;
