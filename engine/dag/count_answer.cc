@@ -59,22 +59,17 @@ bool Computable(const PromqlNode& node) {
   return false;
 }
 
-// A leaf answer as values per time: no metric name (a range function drops it), one element per
-// label set, and for count_over_time a count (a non-negative integer). The labels are the answer's.
-std::optional<std::map<double, InstantVector>> LeafValues(const QueryResult& answer, const std::string& result_type,
-                                                          bool counts) {
-  if (answer.result_type != result_type) return std::nullopt;
-  std::map<double, InstantVector> out;
+// A leaf answer as Prometheus gives a range function's: no metric name (a range function drops it),
+// one series per label set, and for count_over_time counts (non-negative integers).
+bool IsLeafAnswer(const QueryResult& answer, const std::string& result_type, bool counts) {
+  if (answer.result_type != result_type) return false;
   std::set<Labels> seen;
   for (const auto& series : answer.series) {
-    if (series.labels.count("__name__") || !seen.insert(series.labels).second) return std::nullopt;
-    const std::shared_ptr<const Labels> labels(std::shared_ptr<const Labels>(), &series.labels);
-    for (const auto& sample : series.samples) {
-      if (counts && (!(sample.v >= 0) || sample.v != std::floor(sample.v) || sample.v > kExactIntegerLimit)) return std::nullopt;
-      out[sample.t].push_back({labels, sample.t, sample.v});
-    }
+    if (series.labels.count("__name__") || !seen.insert(series.labels).second) return false;
+    for (const auto& sample : series.samples)
+      if (counts && (!(sample.v >= 0) || sample.v != std::floor(sample.v) || sample.v > kExactIntegerLimit)) return false;
   }
-  return out;
+  return true;
 }
 
 // Where only a leaf's presence reaches the answer, and on which labels: `on` is nullopt where the
@@ -242,34 +237,19 @@ std::optional<QueryResult> AnswerFromCounts(const CountExpression& expression,
                                             const std::vector<const QueryResult*>& leaf_answers, Query::Kind kind) {
   if (!expression.root || leaf_answers.size() != expression.leaves.size()) return std::nullopt;
   const std::string result_type = kind == Query::Kind::kInstant ? "vector" : "matrix";
-  std::vector<std::map<double, InstantVector>> leaves;
-  std::set<double> times;
   QueryResult out;
   out.result_type = result_type;
   for (size_t l = 0; l < leaf_answers.size(); ++l) {
     const QueryResult* answer = leaf_answers[l];
-    if (answer == nullptr) return std::nullopt;
-    auto values = LeafValues(*answer, result_type, expression.leaves[l].rfind("count_over_time(", 0) == 0);
-    if (!values) return std::nullopt;
-    for (const auto& [t, elements] : *values) times.insert(t);
-    leaves.push_back(std::move(*values));
+    if (answer == nullptr || !IsLeafAnswer(*answer, result_type, expression.leaves[l].rfind("count_over_time(", 0) == 0))
+      return std::nullopt;
     for (const auto& warning : answer->warnings)
       if (std::find(out.warnings.begin(), out.warnings.end(), warning) == out.warnings.end()) out.warnings.push_back(warning);
     out.effective_step = std::max(out.effective_step, answer->effective_step);
   }
-  // A range query is an instant query per step: each time evaluated on the leaves' values at it.
-  std::map<Labels, std::vector<Sample>> series;
-  std::vector<InstantVector> at(leaves.size());
-  for (const double t : times) {
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      auto it = leaves[l].find(t);
-      at[l] = it == leaves[l].end() ? InstantVector{} : it->second;
-    }
-    auto value = EvaluateInstant(*expression.root, expression.leaves, at, kCountRules);
-    if (!value) return std::nullopt;
-    for (const auto& e : *value) series[*e.labels].push_back({t, e.v});
-  }
-  for (auto& [labels, samples] : series) out.series.push_back({labels, std::move(samples)});
+  auto series = EvaluateAtEachTime(*expression.root, expression.leaves, leaf_answers, kCountRules);
+  if (!series) return std::nullopt;
+  out.series = std::move(*series);
   return out;
 }
 

@@ -1,12 +1,12 @@
 #include "engine/dag/derived_answer.h"
 #include "engine/dag/promql_lexis.h"
+#include "engine/dag/promql_subset.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <set>
+#include <memory>
 
 namespace diagnose::dag {
 namespace {
@@ -149,48 +149,23 @@ QueryResult Filtered(const Derivation& d, const QueryResult& source) {
   return out;
 }
 
-// One output sample of an aggregation, folded the way Prometheus' aggregation() does.
-struct Cell {
-  double value = 0;
-  int64_t count = 0;
-  bool positive_zero = false;
-  bool negative_zero = false;
-};
-
+// Prometheus' aggregation() at each time, as promql_subset.h evaluates it: only where the order of the
+// series cannot decide the result (a max or min choosing between +0 and -0 is refused).
 std::optional<QueryResult> Aggregated(const Derivation& d, const QueryResult& source) {
-  std::map<Labels, std::map<double, Cell>> groups;
-  for (const auto& series : source.series) {
-    Labels group;
-    for (const auto& name : d.by)
-      if (auto it = series.labels.find(name); it != series.labels.end() && !it->second.empty()) group.emplace(name, it->second);
-    auto& cells = groups[group];
-    for (const auto& sample : series.samples) {
-      auto [it, fresh] = cells.try_emplace(sample.t);
-      Cell& cell = it->second;
-      const double v = sample.v;
-      if (v == 0) (std::signbit(v) ? cell.negative_zero : cell.positive_zero) = true;
-      if (fresh) cell.value = v;
-      else if (d.aggregation == "max" && (cell.value < v || std::isnan(cell.value))) cell.value = v;
-      else if (d.aggregation == "min" && (cell.value > v || std::isnan(cell.value))) cell.value = v;
-      ++cell.count;
-    }
-  }
+  auto part = std::make_shared<PromqlNode>();
+  part->text = d.source;
+  PromqlNode aggregation;
+  aggregation.kind = PromqlNode::Kind::kAggregate;
+  aggregation.op = d.aggregation;
+  aggregation.labels = d.by;
+  aggregation.children = {std::move(part)};
+  auto series = EvaluateAtEachTime(aggregation, {d.source}, {&source}, {/*scalar_is_part=*/false, /*any_order=*/true});
+  if (!series) return std::nullopt;
   QueryResult out;
   out.result_type = source.result_type;
   out.warnings = source.warnings;
   out.effective_step = source.effective_step;
-  for (auto& [labels, cells] : groups) {
-    if (cells.empty()) continue;
-    Series series{labels, {}};
-    for (const auto& [t, cell] : cells) {
-      double v = cell.value;
-      if (d.aggregation == "count") v = static_cast<double>(cell.count);
-      else if (d.aggregation == "group") v = 1;
-      else if (v == 0 && cell.positive_zero && cell.negative_zero) return std::nullopt;   // which zero wins is order
-      series.samples.push_back({t, v});
-    }
-    out.series.push_back(std::move(series));
-  }
+  out.series = std::move(*series);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -738,6 +739,38 @@ std::optional<InstantVector> EvaluateInstant(const PromqlNode& root, const std::
   auto value = subset::Evaluation(part_texts, part_values, rules).Of(root);
   if (!value || value->is_number) return std::nullopt;
   return std::move(value->vector);
+}
+
+std::optional<std::vector<Series>> EvaluateAtEachTime(const PromqlNode& root, const std::vector<std::string>& part_texts,
+                                                      const std::vector<const QueryResult*>& part_answers,
+                                                      SubsetRules rules) {
+  std::vector<std::map<double, InstantVector>> parts(part_answers.size());
+  std::set<double> times;
+  for (size_t p = 0; p < part_answers.size(); ++p) {
+    for (const auto& series : part_answers[p]->series) {
+      // Not owned: the answers outlive this call.
+      const std::shared_ptr<const Labels> labels(std::shared_ptr<const Labels>(), &series.labels);
+      for (const auto& sample : series.samples) {
+        parts[p][sample.t].push_back({labels, sample.t, sample.v});
+        times.insert(sample.t);
+      }
+    }
+  }
+  std::map<Labels, std::vector<Sample>> series;
+  std::vector<InstantVector> at(parts.size());
+  for (const double t : times) {
+    for (size_t p = 0; p < parts.size(); ++p) {
+      auto it = parts[p].find(t);
+      at[p] = it == parts[p].end() ? InstantVector{} : it->second;
+    }
+    auto value = EvaluateInstant(root, part_texts, at, rules);
+    if (!value) return std::nullopt;
+    for (const auto& e : *value) series[*e.labels].push_back({t, e.v});
+  }
+  std::vector<Series> out;
+  out.reserve(series.size());
+  for (auto& [labels, samples] : series) out.push_back({labels, std::move(samples)});
+  return out;
 }
 
 }  // namespace diagnose::dag

@@ -89,4 +89,11 @@ using InstantVector = std::vector<VectorElement>;
 std::optional<InstantVector> EvaluateInstant(const PromqlNode& root, const std::vector<std::string>& part_texts,
                                              const std::vector<InstantVector>& part_values, SubsetRules rules);
 
+// The same at each time the parts' answers (instant vectors or matrices, labels read in place) hold
+// a sample, as Prometheus evaluates a range query step by step: series sorted by labels, samples by
+// time, as it returns a matrix. nullopt where an instant refuses.
+std::optional<std::vector<Series>> EvaluateAtEachTime(const PromqlNode& root, const std::vector<std::string>& part_texts,
+                                                      const std::vector<const QueryResult*>& part_answers,
+                                                      SubsetRules rules);
+
 }  // namespace diagnose::dag
