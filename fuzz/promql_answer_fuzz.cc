@@ -1,6 +1,7 @@
 // The PromQL subsets the engine reads to answer a playbook's question itself (engine/dag:
-// derived_answer, composite_answer, count_answer). A playbook's query text is untrusted, and each
-// reader is a recursive-descent parser: every input must parse or be declined, never crash. What
+// derived_answer, and composite_answer and count_answer, which read promql_subset.h's one
+// recursive-descent grammar under their own rules). A playbook's query text is untrusted: every
+// input must parse or be declined, never crash. What
 // parses is then evaluated on small made-up answers of the right shape, so the evaluators meet
 // every structure the parsers accept.
 #include <string>

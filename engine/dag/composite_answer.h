@@ -16,6 +16,8 @@
 // aggregations) is either a part, asked of the TSDB as written, or makes the whole question one.
 // Where Prometheus would fail (duplicate series for a match, two series with one label set) the
 // engine declines and the question is asked as written, so the TSDB gives its own error.
+// The grammar and the evaluation are promql_subset.h's, shared with count_answer.h; this reader's
+// rules there: scalar(...) is a part, set operations match on every label, sums in series order.
 #pragma once
 
 #include <memory>
@@ -24,14 +26,13 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/dag/promql_subset.h"
 #include "engine/tsdb/query_client.h"
 
 namespace diagnose::dag {
 
-struct CompositeNode;
-
 struct CompositeQuestion {
-  std::shared_ptr<const CompositeNode> root;
+  PromqlNodePtr root;   // promql_subset.h's tree, scalar(...) calls among the parts
   // The PromQL of each distinct part, in order of first appearance: each an instant-vector question
   // Prometheus answers as it would inside the whole expression.
   std::vector<std::string> parts;

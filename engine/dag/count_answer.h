@@ -15,6 +15,8 @@
 // as Prometheus performs it), comparisons with a number (filters), and `and`/`unless` keeping
 // left-hand series by their label signature. Anything else (or, *, avg, bool, ignoring, group_left,
 // without, parameters) is not recognised and stays with the TSDB.
+// The grammar and the evaluation are promql_subset.h's, shared with composite_answer.h; this
+// reader's rules there (count_answer.cc: Computable) and its evaluation at each time of a range.
 #pragma once
 
 #include <memory>
@@ -23,14 +25,13 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/dag/promql_subset.h"
 #include "engine/tsdb/query_client.h"
 
 namespace diagnose::dag {
 
-struct CountNode;
-
 struct CountExpression {
-  std::shared_ptr<const CountNode> root;
+  PromqlNodePtr root;                // promql_subset.h's tree, the leaves its parts
   std::vector<std::string> leaves;   // the distinct `<f>_over_time(...)` calls, as written
   std::vector<int> leaf_reads;       // how often the expression reads each leaf
   // Per leaf, when only its presence reaches the answer (right-hand sides of and/unless, through

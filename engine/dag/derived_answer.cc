@@ -1,12 +1,12 @@
 #include "engine/dag/derived_answer.h"
 #include "engine/dag/promql_lexis.h"
+#include "engine/dag/promql_subset.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <set>
+#include <memory>
 
 namespace diagnose::dag {
 namespace {
@@ -93,22 +93,6 @@ std::optional<Derivation> FilterOf(std::string_view promql, const TopLevel& top)
   return d;
 }
 
-// The index of the bracket closing the one opened at `open`, or npos.
-size_t ClosingBracket(std::string_view s, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '"' || c == '\'' || c == '`') {
-      i = EndOfPromqlString(s, i);
-    } else if (c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
-      return i;
-    }
-  }
-  return std::string_view::npos;
-}
-
 size_t SkipSpaces(std::string_view s, size_t i) {
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   return i;
@@ -127,7 +111,7 @@ std::optional<Derivation> AggregateOf(std::string_view promql) {
   if (promql.substr(i, 2) == "by" && i + 2 < promql.size() && !IsPromqlNameChar(promql[i + 2])) {
     i = SkipSpaces(promql, i + 2);
     if (i >= promql.size() || promql[i] != '(') return std::nullopt;
-    const size_t close = ClosingBracket(promql, i);
+    const size_t close = ClosingPromqlBracket(promql, i);
     if (close == std::string_view::npos) return std::nullopt;
     std::string_view list = promql.substr(i + 1, close - i - 1);
     while (!(list = Trimmed(list)).empty()) {
@@ -143,7 +127,7 @@ std::optional<Derivation> AggregateOf(std::string_view promql) {
     i = SkipSpaces(promql, close + 1);
   }
   if (i >= promql.size() || promql[i] != '(') return std::nullopt;
-  const size_t close = ClosingBracket(promql, i);
+  const size_t close = ClosingPromqlBracket(promql, i);
   if (close != promql.size() - 1) return std::nullopt;   // `max (X) by (l)` or more after it
   const std::string_view inner = Trimmed(promql.substr(i + 1, close - i - 1));
   if (inner.empty() || !ScanTopLevel(inner).well_formed) return std::nullopt;
@@ -165,48 +149,23 @@ QueryResult Filtered(const Derivation& d, const QueryResult& source) {
   return out;
 }
 
-// One output sample of an aggregation, folded the way Prometheus' aggregation() does.
-struct Cell {
-  double value = 0;
-  int64_t count = 0;
-  bool positive_zero = false;
-  bool negative_zero = false;
-};
-
+// Prometheus' aggregation() at each time, as promql_subset.h evaluates it: only where the order of the
+// series cannot decide the result (a max or min choosing between +0 and -0 is refused).
 std::optional<QueryResult> Aggregated(const Derivation& d, const QueryResult& source) {
-  std::map<Labels, std::map<double, Cell>> groups;
-  for (const auto& series : source.series) {
-    Labels group;
-    for (const auto& name : d.by)
-      if (auto it = series.labels.find(name); it != series.labels.end() && !it->second.empty()) group.emplace(name, it->second);
-    auto& cells = groups[group];
-    for (const auto& sample : series.samples) {
-      auto [it, fresh] = cells.try_emplace(sample.t);
-      Cell& cell = it->second;
-      const double v = sample.v;
-      if (v == 0) (std::signbit(v) ? cell.negative_zero : cell.positive_zero) = true;
-      if (fresh) cell.value = v;
-      else if (d.aggregation == "max" && (cell.value < v || std::isnan(cell.value))) cell.value = v;
-      else if (d.aggregation == "min" && (cell.value > v || std::isnan(cell.value))) cell.value = v;
-      ++cell.count;
-    }
-  }
+  auto part = std::make_shared<PromqlNode>();
+  part->text = d.source;
+  PromqlNode aggregation;
+  aggregation.kind = PromqlNode::Kind::kAggregate;
+  aggregation.op = d.aggregation;
+  aggregation.labels = d.by;
+  aggregation.children = {std::move(part)};
+  auto series = EvaluateAtEachTime(aggregation, {d.source}, {&source}, {/*scalar_is_part=*/false, /*any_order=*/true});
+  if (!series) return std::nullopt;
   QueryResult out;
   out.result_type = source.result_type;
   out.warnings = source.warnings;
   out.effective_step = source.effective_step;
-  for (auto& [labels, cells] : groups) {
-    if (cells.empty()) continue;
-    Series series{labels, {}};
-    for (const auto& [t, cell] : cells) {
-      double v = cell.value;
-      if (d.aggregation == "count") v = static_cast<double>(cell.count);
-      else if (d.aggregation == "group") v = 1;
-      else if (v == 0 && cell.positive_zero && cell.negative_zero) return std::nullopt;   // which zero wins is order
-      series.samples.push_back({t, v});
-    }
-    out.series.push_back(std::move(series));
-  }
+  out.series = std::move(*series);
   return out;
 }
 

@@ -1,6 +1,6 @@
-// What the engine-side PromQL readers (derived_answer, composite_answer, count_answer) share of the
-// language: where a name or a string literal ends, and how a comparison operator compares. One
-// definition, so the three agree on the text they accept and on the answers they compute.
+// What the engine-side PromQL readers (derived_answer, promql_subset) share of the language: where
+// a name, a string literal or a bracket ends, and how a comparison operator compares. One
+// definition, so the readers agree on the text they accept and on the answers they compute.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,27 @@ inline size_t EndOfPromqlString(std::string_view s, size_t open) {
   size_t i = open + 1;
   while (i < s.size() && s[i] != quote) i += (s[i] == '\\' && quote != '`') ? 2 : 1;
   return std::min(i, s.size());
+}
+
+// The index of the bracket closing the one at `open` (any of ( [ {), string literals skipped;
+// s.npos when there is none, or when a comment or an unterminated string comes first (nothing here
+// reads past either).
+inline size_t ClosingPromqlBracket(std::string_view s, size_t open) {
+  int depth = 0;
+  for (size_t j = open; j < s.size(); ++j) {
+    const char c = s[j];
+    if (c == '"' || c == '\'' || c == '`') {
+      j = EndOfPromqlString(s, j);
+      if (j >= s.size()) return std::string_view::npos;
+    } else if (c == '#') {
+      return std::string_view::npos;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && --depth == 0) {
+      return j;
+    }
+  }
+  return std::string_view::npos;
 }
 
 // `lhs op rhs` for a comparison operator (== != > < >= <=) as Go compares floats: NaN compares false

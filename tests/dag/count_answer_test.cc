@@ -70,6 +70,9 @@ TEST(CountExpressionTest, RecognisesThePlaybooksCountQuestionsAndTheirRepeatedRa
   ASSERT_TRUE(quoted);
   EXPECT_EQ(quoted->leaves, std::vector<std::string>{R"q(count_over_time(x{a="(]\")"}[5m]))q"});
   EXPECT_TRUE(CountExpressionOf("max(count_over_time(x[5m])) by (host)"));
+  // Exact as well: a signed threshold, a trailing comma in a label list (PromQL allows it).
+  EXPECT_TRUE(CountExpressionOf("min by (host,) (avg_over_time(x[5m])) - max by (host,) (avg_over_time(x[5m])) > -2.5"));
+  EXPECT_TRUE(CountExpressionOf("count_over_time(x[5m]) and on (host,) count_over_time(y[5m])"));
 }
 
 TEST(CountExpressionTest, LeavesEverythingElseToTheTsdb) {

@@ -72,6 +72,10 @@ TEST_F(CountAnswerTest, EveryCountAnswerIsPrometheusOwn) {
          "max_over_time(hw_gpu_temperature_celsius[1h]) - min_over_time(hw_gpu_temperature_celsius[1h]) > 1", 1},
         {Query::Kind::kRange,
          "max by (host) (max_over_time(hw_gpu_power_watts[15m])) - min by (host) (min_over_time(hw_gpu_power_watts[15m]))", 24},
+        // A signed threshold and a trailing comma in a label list (promql_subset.h reads both): the
+        // spread's negative is never below -1000, so every host stays, none if the sign were lost.
+        {Query::Kind::kRange,
+         "min by (host,) (min_over_time(hw_gpu_temperature_celsius[15m])) - max by (host,) (max_over_time(hw_gpu_temperature_celsius[15m])) > -1000", 24},
     };
     for (const auto& c : cases) {
       SCOPED_TRACE(c.promql);

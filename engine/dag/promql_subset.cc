@@ -1,0 +1,776 @@
+#include "engine/dag/promql_subset.h"
+#include "engine/dag/promql_lexis.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace diagnose::dag {
+
+namespace {
+bool IsComparisonOperator(std::string_view op) {
+  return op == "==" || op == "!=" || op == ">" || op == "<" || op == ">=" || op == "<=";
+}
+bool IsSetOperator(std::string_view op) { return op == "and" || op == "or" || op == "unless"; }
+}  // namespace
+
+bool PromqlNode::IsComparison() const { return kind == Kind::kBinary && IsComparisonOperator(op); }
+bool PromqlNode::IsSetOperation() const { return kind == Kind::kBinary && IsSetOperator(op); }
+
+// Named: in a unity build this file shares a translation unit with the other readers' helpers.
+namespace subset {
+namespace {
+
+using Kind = PromqlNode::Kind;
+
+// PromQL's binary precedence, loosest first; 0 for ^ and atan2, which are declined.
+int Precedence(std::string_view op) {
+  if (op == "or") return 1;
+  if (op == "and" || op == "unless") return 2;
+  if (IsComparisonOperator(op)) return 3;
+  if (op == "+" || op == "-") return 4;
+  if (op == "*" || op == "/" || op == "%") return 5;
+  return 0;
+}
+
+bool IsAggregation(std::string_view word) {
+  static const std::set<std::string_view> kWords = {"sum", "avg", "count", "min", "max", "group", "stddev", "stdvar",
+                                                    "topk", "bottomk", "quantile", "count_values", "limitk", "limit_ratio"};
+  return kWords.count(word) > 0;
+}
+bool IsEvaluatedAggregation(std::string_view word) {
+  return word == "sum" || word == "max" || word == "min" || word == "count" || word == "group";
+}
+
+bool IsReservedWord(std::string_view word) {
+  static const std::set<std::string_view> kWords = {"and", "or", "unless", "bool", "on", "ignoring", "group_left",
+                                                    "group_right", "offset", "by", "without", "atan2", "inf", "nan"};
+  std::string lower(word);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return kWords.count(lower) > 0;
+}
+
+// Recursive descent, precedence climbing for the binary operators. Any doubt ends the parse
+// (`failed_`): the question is then asked as written.
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : s_(text) {}
+
+  PromqlNodePtr Parse() {
+    if (HasCommentOrOpenString()) return nullptr;
+    PromqlNodePtr root = Expression(1);
+    SkipSpaces();
+    if (failed_ || !root || i_ != s_.size()) return nullptr;
+    return root;
+  }
+
+ private:
+  using NodePtr = PromqlNodePtr;
+
+  NodePtr Fail() {
+    failed_ = true;
+    return nullptr;
+  }
+
+  void SkipSpaces() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+
+  // The index just past the string literal opened at `open` (npos when unterminated).
+  size_t PastString(size_t open) const {
+    const size_t end = EndOfPromqlString(s_, open);
+    return end < s_.size() ? end + 1 : std::string_view::npos;
+  }
+
+  bool HasCommentOrOpenString() const {
+    for (size_t j = 0; j < s_.size(); ++j) {
+      const char c = s_[j];
+      if (c == '"' || c == '\'' || c == '`') {
+        j = PastString(j);
+        if (j == std::string_view::npos) return true;
+        --j;
+      } else if (c == '#') {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The index just past the bracket closing the one at `open` (npos when unbalanced).
+  size_t PastBracket(size_t open) const {
+    const size_t close = ClosingPromqlBracket(s_, open);
+    return close == std::string_view::npos ? close : close + 1;
+  }
+
+  std::string_view PeekWord() const {
+    size_t j = i_;
+    if (j >= s_.size() || !IsPromqlNameStart(s_[j])) return {};
+    while (j < s_.size() && IsPromqlNameChar(s_[j])) ++j;
+    return s_.substr(i_, j - i_);
+  }
+
+  bool Expect(char c) {
+    SkipSpaces();
+    if (i_ >= s_.size() || s_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+
+  // The binary operator at the cursor (not consumed), or "".
+  std::string PeekOperator() const {
+    if (i_ >= s_.size()) return "";
+    const std::string_view rest = s_.substr(i_);
+    for (std::string_view two : {"==", "!=", ">=", "<="})
+      if (rest.substr(0, 2) == two) return std::string(two);
+    const char c = rest.front();
+    if (c == '>' || c == '<' || c == '+' || c == '-' || c == '*' || c == '/' || c == '%' || c == '^') return std::string(1, c);
+    const std::string_view word = PeekWord();
+    if (word == "and" || word == "or" || word == "unless" || word == "atan2") return std::string(word);
+    return "";
+  }
+
+  // `(a, b)` at the cursor: label names (no colon), a trailing comma allowed as PromQL does.
+  bool LabelList(std::vector<std::string>* names) {
+    if (!Expect('(')) return false;
+    while (true) {
+      SkipSpaces();
+      if (i_ < s_.size() && s_[i_] == ')') {
+        ++i_;
+        return true;
+      }
+      const std::string_view name = PeekWord();
+      if (name.empty() || name.find(':') != std::string_view::npos) return false;
+      names->emplace_back(name);
+      i_ += name.size();
+      SkipSpaces();
+      if (i_ < s_.size() && s_[i_] == ',') ++i_;
+      else if (i_ >= s_.size() || s_[i_] != ')') return false;
+    }
+  }
+
+  NodePtr Expression(int min_precedence) {
+    // Playbook text is untrusted: nesting deep enough to exhaust the stack is left to the TSDB.
+    if (++depth_ > kMaxDepth) return Fail();
+    NodePtr lhs = Unary();
+    while (!failed_) {
+      SkipSpaces();
+      const std::string op = PeekOperator();
+      if (op.empty()) break;
+      const int precedence = Precedence(op);
+      if (precedence == 0) return Fail();
+      if (precedence < min_precedence) break;
+      i_ += op.size();
+      SkipSpaces();
+      auto node = std::make_shared<PromqlNode>();
+      node->kind = Kind::kBinary;
+      node->op = op;
+      if (PeekWord() == "bool") {
+        if (!IsComparisonOperator(op)) return Fail();
+        node->return_bool = true;
+        i_ += 4;
+        SkipSpaces();
+      }
+      const std::string_view modifier = PeekWord();
+      // `on` only where it decides just which series match: with arithmetic or a comparison it
+      // also decides the result's labels, which the evaluator does not reproduce.
+      if (modifier == "on" && IsSetOperator(op)) {
+        i_ += modifier.size();
+        if (!LabelList(&node->labels)) return Fail();
+        node->on = true;
+        SkipSpaces();
+        const std::string_view grouping = PeekWord();
+        if (grouping == "group_left" || grouping == "group_right") return Fail();
+      } else if (modifier == "on" || modifier == "ignoring" || modifier == "group_left" || modifier == "group_right") {
+        return Fail();
+      }
+      NodePtr rhs = Expression(precedence + 1);
+      if (failed_) return nullptr;
+      const bool lhs_number = lhs->kind == Kind::kNumber;
+      const bool rhs_number = rhs->kind == Kind::kNumber;
+      if (lhs_number && rhs_number) return Fail();
+      if ((lhs_number || rhs_number) && IsSetOperator(op)) return Fail();
+      node->children = {std::move(lhs), std::move(rhs)};
+      lhs = std::move(node);
+    }
+    --depth_;
+    return failed_ ? nullptr : lhs;
+  }
+
+  NodePtr Unary() {
+    SkipSpaces();
+    if (i_ < s_.size() && (s_[i_] == '-' || s_[i_] == '+')) {
+      const bool negative = s_[i_] == '-';
+      ++i_;
+      SkipSpaces();
+      NodePtr operand = Primary();
+      if (failed_ || operand->kind != Kind::kNumber) return Fail();
+      SkipSpaces();
+      if (i_ < s_.size() && s_[i_] == '^') return Fail();   // -2 ^ 2 is -(2 ^ 2)
+      auto node = std::make_shared<PromqlNode>(*operand);
+      if (negative) node->number = -node->number;
+      return node;
+    }
+    return Primary();
+  }
+
+  // A subquery or a modifier after a group or a call the engine evaluates: not a vector it holds.
+  bool ModifierFollows() {
+    SkipSpaces();
+    return i_ < s_.size() && (s_[i_] == '[' || s_[i_] == '@' || PeekWord() == "offset");
+  }
+
+  NodePtr Primary() {
+    SkipSpaces();
+    if (i_ >= s_.size()) return Fail();
+    const char c = s_[i_];
+    if (c == '(') {
+      ++i_;
+      NodePtr inner = Expression(1);
+      if (failed_ || !Expect(')') || ModifierFollows()) return Fail();
+      return inner;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return Number();
+    if (c == '{') return Part(i_);
+    if (!IsPromqlNameStart(c)) return Fail();
+    const std::string_view word = PeekWord();
+    if (IsReservedWord(word)) return Fail();
+    if (IsEvaluatedAggregation(word)) return Aggregation(word);
+    if (IsAggregation(word)) return AggregationAsPart(word);
+    if (word == "label_replace") return LabelReplace();
+    if (word == "scalar") return Scalar();
+    return Part(i_);
+  }
+
+  NodePtr Number() {
+    const size_t start = i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) ++i_;
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+    }
+    if (i_ < s_.size() && IsPromqlNameChar(s_[i_])) return Fail();   // 0x1f, 5m
+    const std::string text(s_.substr(start, i_ - start));
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return Fail();
+    auto node = std::make_shared<PromqlNode>();
+    node->kind = Kind::kNumber;
+    node->number = v;
+    return node;
+  }
+
+  // A selector or function call with its range and modifiers, asked of the TSDB as written.
+  NodePtr Part(size_t start) {
+    std::string_view function;
+    if (s_[i_] != '{') {
+      function = PeekWord();
+      i_ += function.size();
+      SkipSpaces();
+    }
+    bool call = false, modified = false;
+    if (i_ < s_.size() && (s_[i_] == '{' || s_[i_] == '(')) {
+      call = s_[i_] == '(';
+      if ((i_ = PastBracket(i_)) == std::string_view::npos) return Fail();
+      SkipSpaces();
+      if (call && i_ < s_.size() && s_[i_] == '{') return Fail();
+    }
+    if (i_ < s_.size() && s_[i_] == '[') {
+      modified = true;
+      if ((i_ = PastBracket(i_)) == std::string_view::npos) return Fail();
+      SkipSpaces();
+    }
+    while (i_ < s_.size()) {
+      if (PeekWord() == "offset") {
+        i_ += 6;
+        SkipSpaces();
+        if (i_ < s_.size() && s_[i_] == '-') ++i_;
+        const size_t duration = i_;
+        while (i_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[i_]))) ++i_;
+        if (i_ == duration) return Fail();
+      } else if (s_[i_] == '@') {
+        ++i_;
+        SkipSpaces();
+        while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' || s_[i_] == '_')) ++i_;
+        if (i_ < s_.size() && s_[i_] == '(') {
+          if ((i_ = PastBracket(i_)) == std::string_view::npos) return Fail();
+        }
+      } else {
+        break;
+      }
+      modified = true;
+      SkipSpaces();
+    }
+    auto node = PartFromSpan(start, Kind::kPart);
+    if (call && !modified) node->function = std::string(function);
+    return node;
+  }
+
+  std::shared_ptr<PromqlNode> PartFromSpan(size_t start, Kind kind) {
+    std::string_view text = s_.substr(start, i_ - start);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    auto node = std::make_shared<PromqlNode>();
+    node->kind = kind;
+    node->text = std::string(text);
+    return node;
+  }
+
+  // `by (a, b)` at the cursor, or nothing; false on `without`, a second `by` or a malformed list.
+  bool Grouping(std::vector<std::string>* by, bool* seen) {
+    SkipSpaces();
+    const std::string_view word = PeekWord();
+    if (word == "without") return false;
+    if (word != "by") return true;
+    if (*seen) return false;
+    *seen = true;
+    i_ += 2;
+    return LabelList(by);
+  }
+
+  NodePtr Aggregation(std::string_view word) {
+    auto node = std::make_shared<PromqlNode>();
+    node->kind = Kind::kAggregate;
+    node->op = std::string(word);
+    i_ += word.size();
+    bool grouped = false;
+    if (!Grouping(&node->labels, &grouped) || !Expect('(')) return Fail();
+    NodePtr inner = Expression(1);
+    if (failed_ || !Expect(')') || !Grouping(&node->labels, &grouped)) return Fail();
+    if (inner->kind == Kind::kNumber) return Fail();
+    node->children = {std::move(inner)};
+    return node;
+  }
+
+  // Asked as written: its extent is the word, an optional grouping before or after, its arguments.
+  NodePtr AggregationAsPart(std::string_view word) {
+    const size_t start = i_;
+    i_ += word.size();
+    SkipSpaces();
+    auto grouping = [&] {
+      const std::string_view w = PeekWord();
+      if (w != "by" && w != "without") return true;
+      i_ += w.size();
+      SkipSpaces();
+      if (i_ >= s_.size() || s_[i_] != '(' || (i_ = PastBracket(i_)) == std::string_view::npos) return false;
+      SkipSpaces();
+      return true;
+    };
+    const size_t before = i_;
+    if (!grouping()) return Fail();
+    const bool grouped_before = i_ != before;
+    if (i_ >= s_.size() || s_[i_] != '(' || (i_ = PastBracket(i_)) == std::string_view::npos) return Fail();
+    SkipSpaces();
+    if (!grouped_before && !grouping()) return Fail();
+    return PartFromSpan(start, Kind::kPart);
+  }
+
+  NodePtr Scalar() {
+    const size_t start = i_;
+    i_ += std::string_view("scalar").size();
+    if (!Expect('(')) return Fail();
+    NodePtr inner = Expression(1);
+    if (failed_ || inner->kind == Kind::kNumber || !Expect(')')) return Fail();
+    auto node = PartFromSpan(start, Kind::kScalar);
+    if (ModifierFollows()) return Fail();
+    node->children = {std::move(inner)};
+    return node;
+  }
+
+  // A string literal without escapes (its text is its value).
+  std::optional<std::string> PlainString() {
+    SkipSpaces();
+    if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\'' && s_[i_] != '`')) return std::nullopt;
+    const size_t past = PastString(i_);
+    if (past == std::string_view::npos) return std::nullopt;
+    const std::string_view body = s_.substr(i_ + 1, past - i_ - 2);
+    if (s_[i_] != '`' && body.find('\\') != std::string_view::npos) return std::nullopt;
+    i_ = past;
+    return std::string(body);
+  }
+
+  NodePtr LabelReplace() {
+    i_ += std::string_view("label_replace").size();
+    if (!Expect('(')) return Fail();
+    NodePtr inner = Expression(1);
+    if (failed_ || inner->kind == Kind::kNumber) return Fail();
+    std::optional<std::string> args[4];
+    for (auto& arg : args)
+      if (!Expect(',') || !(arg = PlainString())) return Fail();
+    if (!Expect(')')) return Fail();
+    auto node = std::make_shared<PromqlNode>();
+    node->kind = Kind::kLabelReplace;
+    node->dst = *args[0];
+    node->replacement = *args[1];
+    node->src = *args[2];
+    node->regex = *args[3];
+    // Only a literal pattern and a replacement without $ references: RE2's full syntax is not
+    // reproduced here.
+    auto literal = [](const std::string& s) { return s.find_first_of("\\.+*?()|[]{}^$") == std::string::npos; };
+    const bool valid_dst = !node->dst.empty() && !std::isdigit(static_cast<unsigned char>(node->dst[0])) &&
+                           std::all_of(node->dst.begin(), node->dst.end(), [](char ch) {
+                             return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                           });
+    if (!literal(node->regex) || node->replacement.find('$') != std::string::npos || !valid_dst) return Fail();
+    node->children = {std::move(inner)};
+    return node;
+  }
+
+  static constexpr int kMaxDepth = 64;
+  std::string_view s_;
+  size_t i_ = 0;
+  int depth_ = 0;
+  bool failed_ = false;
+};
+
+bool IsPart(const PromqlNode& node, SubsetRules rules) {
+  return node.kind == Kind::kPart || (rules.scalar_is_part && node.kind == Kind::kScalar);
+}
+
+void CollectParts(const PromqlNode& node, SubsetRules rules, PromqlParts* out) {
+  if (!IsPart(node, rules)) {
+    for (const auto& child : node.children) CollectParts(*child, rules, out);
+    return;
+  }
+  auto it = std::find(out->texts.begin(), out->texts.end(), node.text);
+  if (it == out->texts.end()) {
+    out->texts.push_back(node.text);
+    out->reads.push_back(0);
+    it = out->texts.end() - 1;
+  }
+  ++out->reads[it - out->texts.begin()];
+}
+
+// --- Evaluation at one instant ---
+
+// A value of the evaluation: a number (a literal, or a scalar() evaluated) or a vector.
+struct Value {
+  bool is_number = false;
+  double number = 0;
+  InstantVector vector;
+};
+
+void AppendLabel(std::string* key, const std::string& name, const std::string& value) {
+  key->append(name).append(1, '\xff').append(value).append(1, '\xff');
+}
+
+// What vector matching compares, as one string: the `on` labels' values (absent or empty alike),
+// or without `on` every label but the metric name.
+std::string MatchingSignature(const Labels& labels, const PromqlNode& binary) {
+  std::string out;
+  if (!binary.on) {
+    for (const auto& [name, value] : labels)
+      if (name != "__name__") AppendLabel(&out, name, value);
+    return out;
+  }
+  for (const auto& name : binary.labels)
+    if (auto it = labels.find(name); it != labels.end() && !it->second.empty()) AppendLabel(&out, name, it->second);
+  return out;
+}
+
+std::string FullKey(const Labels& labels) {
+  std::string out;
+  for (const auto& [name, value] : labels) AppendLabel(&out, name, value);
+  return out;
+}
+
+// Prometheus fails an evaluation step whose output holds one label set twice.
+bool HasSameLabelSetTwice(const InstantVector& vector) {
+  std::unordered_set<std::string> seen;
+  seen.reserve(vector.size());
+  for (const auto& e : vector)
+    if (!seen.insert(FullKey(*e.labels)).second) return true;
+  return false;
+}
+
+std::shared_ptr<const Labels> WithoutName(const std::shared_ptr<const Labels>& labels) {
+  if (!labels->count("__name__")) return labels;
+  auto copy = std::make_shared<Labels>(*labels);
+  copy->erase("__name__");
+  return copy;
+}
+
+bool DropsName(const PromqlNode& node) {
+  return node.return_bool || node.op == "+" || node.op == "-" || node.op == "*" || node.op == "/" || node.op == "%";
+}
+
+// vectorElemBinop: the value and whether the element is kept.
+std::pair<double, bool> Apply(const std::string& op, double lhs, double rhs) {
+  if (op == "+") return {lhs + rhs, true};
+  if (op == "-") return {lhs - rhs, true};
+  if (op == "*") return {lhs * rhs, true};
+  if (op == "/") return {lhs / rhs, true};
+  if (op == "%") return {std::fmod(lhs, rhs), true};
+  return {lhs, ComparisonHolds(op, lhs, rhs)};
+}
+
+// VectorscalarBinop.
+InstantVector VectorNumber(const PromqlNode& node, const InstantVector& vector, double number, bool number_on_left) {
+  InstantVector out;
+  const bool comparison = node.IsComparison();
+  for (const auto& e : vector) {
+    double lv = e.v, rv = number;
+    if (number_on_left) std::swap(lv, rv);
+    auto [value, keep] = Apply(node.op, lv, rv);
+    if (comparison && number_on_left) value = rv;
+    if (node.return_bool) {
+      value = keep ? 1.0 : 0.0;
+      keep = true;
+    }
+    if (!keep) continue;
+    out.push_back({DropsName(node) ? WithoutName(e.labels) : e.labels, e.t, value});
+  }
+  return out;
+}
+
+// VectorBinop, one-to-one.
+std::optional<InstantVector> VectorVector(const PromqlNode& node, const InstantVector& lhs, const InstantVector& rhs) {
+  InstantVector out;
+  if (lhs.empty() || rhs.empty()) return out;
+  std::unordered_map<std::string, const VectorElement*> right;
+  right.reserve(rhs.size());
+  for (const auto& e : rhs)
+    if (!right.emplace(MatchingSignature(*e.labels, node), &e).second) return std::nullopt;   // many-to-many
+  std::unordered_set<std::string> matched;
+  for (const auto& e : lhs) {
+    std::string signature = MatchingSignature(*e.labels, node);
+    auto it = right.find(signature);
+    if (it == right.end()) continue;
+    auto [value, keep] = Apply(node.op, e.v, it->second->v);
+    if (node.return_bool) value = keep ? 1.0 : 0.0;
+    else if (!keep) continue;
+    if (!matched.insert(std::move(signature)).second) return std::nullopt;   // many-to-one without group_left
+    out.push_back({DropsName(node) ? WithoutName(e.labels) : e.labels, e.t, value});
+  }
+  return out;
+}
+
+// VectorAnd, VectorOr, VectorUnless.
+InstantVector SetOperation(const PromqlNode& node, const InstantVector& lhs, const InstantVector& rhs) {
+  if (lhs.empty() || rhs.empty()) {
+    if (node.op == "or") return lhs.empty() ? rhs : lhs;
+    return node.op == "and" ? InstantVector{} : lhs;
+  }
+  std::unordered_set<std::string> other;
+  const InstantVector& indexed = node.op == "or" ? lhs : rhs;
+  other.reserve(indexed.size());
+  for (const auto& e : indexed) other.insert(MatchingSignature(*e.labels, node));
+  InstantVector out;
+  if (node.op == "or") {
+    out = lhs;
+    for (const auto& e : rhs)
+      if (!other.count(MatchingSignature(*e.labels, node))) out.push_back(e);
+    return out;
+  }
+  const bool keep_matched = node.op == "and";
+  for (const auto& e : lhs)
+    if (other.count(MatchingSignature(*e.labels, node)) == static_cast<size_t>(keep_matched)) out.push_back(e);
+  return out;
+}
+
+constexpr double kExactIntegerLimit = 9007199254740992.0;   // 2^53
+
+// aggregation(): groups (the `by` labels a series has) in order of first appearance, each folded in
+// series order.
+std::optional<InstantVector> Aggregate(const PromqlNode& node, const InstantVector& input, SubsetRules rules) {
+  struct Group {
+    std::shared_ptr<const Labels> labels;
+    double t = 0;
+    double value = 0;
+    int64_t count = 0;
+    bool positive_zero = false, negative_zero = false;
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string, size_t> index;
+  std::string key;
+  const std::string& op = node.op;
+  for (const auto& e : input) {
+    key.clear();
+    for (const auto& name : node.labels)
+      if (auto it = e.labels->find(name); it != e.labels->end() && !it->second.empty()) AppendLabel(&key, name, it->second);
+    // Exact in any order only while every term and partial sum is an integer below 2^53.
+    if (rules.any_order && op == "sum" && (e.v != std::floor(e.v) || std::fabs(e.v) > kExactIntegerLimit)) return std::nullopt;
+    auto [it, fresh] = index.try_emplace(key, groups.size());
+    if (fresh) {
+      auto kept = std::make_shared<Labels>();
+      for (const auto& name : node.labels)
+        if (auto l = e.labels->find(name); l != e.labels->end() && !l->second.empty()) kept->emplace(name, l->second);
+      groups.push_back({std::move(kept), e.t, op == "group" ? 1.0 : e.v, 0});
+    }
+    Group& g = groups[it->second];
+    if (e.v == 0) (std::signbit(e.v) ? g.negative_zero : g.positive_zero) = true;
+    if (g.count++ == 0) continue;
+    if (op == "sum") g.value += e.v;
+    else if (op == "max" && (g.value < e.v || std::isnan(g.value))) g.value = e.v;
+    else if (op == "min" && (g.value > e.v || std::isnan(g.value))) g.value = e.v;
+    if (rules.any_order && op == "sum" && std::fabs(g.value) > kExactIntegerLimit) return std::nullopt;
+  }
+  InstantVector out;
+  out.reserve(groups.size());
+  for (auto& g : groups) {
+    // Which zero a max or min keeps is the order the series come in.
+    if (rules.any_order && (op == "max" || op == "min") && g.value == 0 && g.positive_zero && g.negative_zero)
+      return std::nullopt;
+    out.push_back({std::move(g.labels), g.t, op == "count" ? static_cast<double>(g.count) : g.value});
+  }
+  return out;
+}
+
+InstantVector LabelReplace(const PromqlNode& node, const InstantVector& input) {
+  InstantVector out;
+  out.reserve(input.size());
+  for (const auto& e : input) {
+    auto src = e.labels->find(node.src);
+    const std::string& value = src == e.labels->end() ? std::string() : src->second;
+    if (value != node.regex) {
+      out.push_back(e);
+      continue;
+    }
+    auto labels = std::make_shared<Labels>(*e.labels);
+    labels->erase(node.dst);
+    if (!node.replacement.empty()) (*labels)[node.dst] = node.replacement;
+    out.push_back({std::move(labels), e.t, e.v});
+  }
+  return out;
+}
+
+class Evaluation {
+ public:
+  Evaluation(const std::vector<std::string>& texts, const std::vector<InstantVector>& values, SubsetRules rules)
+      : texts_(texts), values_(values), rules_(rules) {}
+
+  std::optional<Value> Of(const PromqlNode& node) {
+    Value out;
+    if (IsPart(node, rules_)) {
+      const auto it = std::find(texts_.begin(), texts_.end(), node.text);
+      if (it == texts_.end() || static_cast<size_t>(it - texts_.begin()) >= values_.size()) return std::nullopt;
+      out.vector = values_[it - texts_.begin()];
+      return out;
+    }
+    switch (node.kind) {
+      case Kind::kPart:
+        return std::nullopt;
+      case Kind::kNumber:
+        out.is_number = true;
+        out.number = node.number;
+        return out;
+      case Kind::kScalar: {
+        // scalar(v): the value of v's only element, NaN where v has none or several.
+        auto input = VectorOf(*node.children[0]);
+        if (!input) return std::nullopt;
+        out.is_number = true;
+        out.number = input->size() == 1 ? input->front().v : std::nan("");
+        return out;
+      }
+      case Kind::kAggregate: {
+        auto input = VectorOf(*node.children[0]);
+        auto aggregated = input ? Aggregate(node, *input, rules_) : std::nullopt;
+        if (!aggregated) return std::nullopt;
+        out.vector = std::move(*aggregated);
+        break;
+      }
+      case Kind::kLabelReplace: {
+        auto input = VectorOf(*node.children[0]);
+        if (!input) return std::nullopt;
+        out.vector = LabelReplace(node, *input);
+        break;
+      }
+      case Kind::kBinary: {
+        auto lhs = Of(*node.children[0]);
+        auto rhs = lhs ? Of(*node.children[1]) : std::nullopt;
+        if (!lhs || !rhs || (lhs->is_number && rhs->is_number)) return std::nullopt;
+        if (node.IsSetOperation()) {
+          if (lhs->is_number || rhs->is_number) return std::nullopt;
+          out.vector = SetOperation(node, lhs->vector, rhs->vector);
+        } else if (lhs->is_number || rhs->is_number) {
+          out.vector = rhs->is_number ? VectorNumber(node, lhs->vector, rhs->number, false)
+                                      : VectorNumber(node, rhs->vector, lhs->number, true);
+        } else {
+          auto vector = VectorVector(node, lhs->vector, rhs->vector);
+          if (!vector) return std::nullopt;
+          out.vector = std::move(*vector);
+        }
+        break;
+      }
+    }
+    if (HasSameLabelSetTwice(out.vector)) return std::nullopt;
+    return out;
+  }
+
+ private:
+  std::optional<InstantVector> VectorOf(const PromqlNode& node) {
+    auto value = Of(node);
+    if (!value || value->is_number) return std::nullopt;
+    return std::move(value->vector);
+  }
+
+  const std::vector<std::string>& texts_;
+  const std::vector<InstantVector>& values_;
+  SubsetRules rules_;
+};
+
+}  // namespace
+}  // namespace subset
+
+PromqlNodePtr ParsePromqlSubset(std::string_view promql) {
+  if (promql.size() > 8192) return nullptr;   // untrusted text: longer questions stay with the TSDB
+  return subset::Parser(promql).Parse();
+}
+
+PromqlParts PartsOf(const PromqlNode& node, SubsetRules rules) {
+  PromqlParts out;
+  subset::CollectParts(node, rules, &out);
+  return out;
+}
+
+bool AnyNode(const PromqlNode& node, SubsetRules rules, const std::function<bool(const PromqlNode&)>& pred) {
+  if (pred(node)) return true;
+  if (subset::IsPart(node, rules)) return false;
+  return std::any_of(node.children.begin(), node.children.end(),
+                     [&](const PromqlNodePtr& child) { return AnyNode(*child, rules, pred); });
+}
+
+std::optional<InstantVector> EvaluateInstant(const PromqlNode& root, const std::vector<std::string>& part_texts,
+                                             const std::vector<InstantVector>& part_values, SubsetRules rules) {
+  auto value = subset::Evaluation(part_texts, part_values, rules).Of(root);
+  if (!value || value->is_number) return std::nullopt;
+  return std::move(value->vector);
+}
+
+std::optional<std::vector<Series>> EvaluateAtEachTime(const PromqlNode& root, const std::vector<std::string>& part_texts,
+                                                      const std::vector<const QueryResult*>& part_answers,
+                                                      SubsetRules rules) {
+  std::vector<std::map<double, InstantVector>> parts(part_answers.size());
+  std::set<double> times;
+  for (size_t p = 0; p < part_answers.size(); ++p) {
+    for (const auto& series : part_answers[p]->series) {
+      // Not owned: the answers outlive this call.
+      const std::shared_ptr<const Labels> labels(std::shared_ptr<const Labels>(), &series.labels);
+      for (const auto& sample : series.samples) {
+        parts[p][sample.t].push_back({labels, sample.t, sample.v});
+        times.insert(sample.t);
+      }
+    }
+  }
+  std::map<Labels, std::vector<Sample>> series;
+  std::vector<InstantVector> at(parts.size());
+  for (const double t : times) {
+    for (size_t p = 0; p < parts.size(); ++p) {
+      auto it = parts[p].find(t);
+      at[p] = it == parts[p].end() ? InstantVector{} : it->second;
+    }
+    auto value = EvaluateInstant(root, part_texts, at, rules);
+    if (!value) return std::nullopt;
+    for (const auto& e : *value) series[*e.labels].push_back({t, e.v});
+  }
+  std::vector<Series> out;
+  out.reserve(series.size());
+  for (auto& [labels, samples] : series) out.push_back({labels, std::move(samples)});
+  return out;
+}
+
+}  // namespace diagnose::dag

@@ -1,0 +1,167 @@
+// The one grammar of the engine-side PromQL readers (engine/dag/promql_subset.h): the tree it builds,
+// what it declines, and the evaluation the planners share, with the rules where they differ.
+#include "engine/dag/promql_subset.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+namespace diagnose::dag {
+namespace {
+
+using Kind = PromqlNode::Kind;
+
+// The tree as text: parts in [], numbers as written by %g, operators with their modifiers.
+std::string Shape(const PromqlNode& n) {
+  switch (n.kind) {
+    case Kind::kPart: return "[" + n.text + (n.function.empty() ? "" : " fn=" + n.function) + "]";
+    case Kind::kNumber: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", n.number);
+      return buf;
+    }
+    case Kind::kScalar: return "scalar(" + Shape(*n.children[0]) + ")";
+    case Kind::kLabelReplace: return "label_replace(" + Shape(*n.children[0]) + "," + n.dst + "," + n.replacement + "," + n.src + "," + n.regex + ")";
+    case Kind::kAggregate: {
+      std::string by;
+      for (const auto& l : n.labels) by += (by.empty() ? "" : ",") + l;
+      return n.op + "by(" + by + ")(" + Shape(*n.children[0]) + ")";
+    }
+    case Kind::kBinary: {
+      std::string op = n.op + (n.return_bool ? " bool" : "");
+      if (n.on) {
+        std::string on;
+        for (const auto& l : n.labels) on += (on.empty() ? "" : ",") + l;
+        op += " on(" + on + ")";
+      }
+      return "(" + Shape(*n.children[0]) + " " + op + " " + Shape(*n.children[1]) + ")";
+    }
+  }
+  return "?";
+}
+
+std::string ShapeOf(std::string_view promql) {
+  auto root = ParsePromqlSubset(promql);
+  return root ? Shape(*root) : "declined";
+}
+
+TEST(PromqlSubsetTest, PrecedenceAndAssociativityArePromqls) {
+  EXPECT_EQ(ShapeOf("a - b * c"), "([a] - ([b] * [c]))");
+  EXPECT_EQ(ShapeOf("a - b - c"), "(([a] - [b]) - [c])");
+  EXPECT_EQ(ShapeOf("a or b and c > 1"), "([a] or ([b] and ([c] > 1)))");
+  EXPECT_EQ(ShapeOf("a / 2 % 3 unless b"), "((([a] / 2) % 3) unless [b])");
+  EXPECT_EQ(ShapeOf("(a or b) > bool -2.5e3"), "(([a] or [b]) > bool -2500)");
+  EXPECT_EQ(ShapeOf("2 < a"), "(2 < [a])");
+}
+
+TEST(PromqlSubsetTest, PartsAreKeptAsWrittenWithTheFunctionTheyCall) {
+  EXPECT_EQ(ShapeOf("count_over_time (x{a=\"(]\\\")\"}[5m]) + rate(y[1m]) offset 5m"),
+            "([count_over_time (x{a=\"(]\\\")\"}[5m]) fn=count_over_time] + [rate(y[1m]) offset 5m])");
+  EXPECT_EQ(ShapeOf("avg by (h) (x) - quantile(0.5, y) without (g) - w @ 100"),
+            "(([avg by (h) (x)] - [quantile(0.5, y) without (g)]) - [w @ 100])");
+  EXPECT_EQ(ShapeOf("{__name__=\"v\"} > 1"), "([{__name__=\"v\"}] > 1)");
+}
+
+TEST(PromqlSubsetTest, AggregationsScalarLabelReplaceAndMatchingOnLabels) {
+  EXPECT_EQ(ShapeOf("max by (host, instance,) (x) / scalar(max(y))"), "(maxby(host,instance)([x]) / scalar(maxby()([y])))");
+  EXPECT_EQ(ShapeOf("count(x) by (host)"), "countby(host)([x])");
+  EXPECT_EQ(ShapeOf("a unless on (host) b and on () c"), "(([a] unless on(host) [b]) and on() [c])");
+  EXPECT_EQ(ShapeOf("label_replace(a, \"block\", `x`, 'src', \"\")"), "label_replace([a],block,x,src,)");
+}
+
+TEST(PromqlSubsetTest, DeclinesWhatItDoesNotReadAndUntrustedExtremes) {
+  for (const char* promql : {
+           "a ^ 2", "atan2(a, b)", "a atan2 b",          // Go's Pow and Atan2
+           "a + on (h) b", "a > on (h) b",               // `on` decides arithmetic's labels
+           "a and ignoring (h) b", "a and on (h) group_left b",
+           "sum without (h) (a)", "sum by (a) by (b) (x)", "sum(1)", "scalar(1)",
+           "(a + a)[5m:1m]", "(a + a) offset 5m", "scalar(a) offset 5m",
+           "a and 1", "1 + 2", "a - -a", "a > 0x1f", "a > 5m", "a + Inf",
+           "a # comment", "a{b=\"c}", "(a + a", "a + a)", "a +", "", "label_replace(a, \"a\", \"$1\", \"b\", \"(.*)\")",
+       })
+    EXPECT_EQ(ShapeOf(promql), "declined") << promql;
+  EXPECT_EQ(ShapeOf("a - " + std::string(100, '(') + "a" + std::string(100, ')')), "declined") << "deeper than 64";
+  EXPECT_NE(ShapeOf("a - " + std::string(20, '(') + "a" + std::string(20, ')')), "declined");
+  std::string long_union = "a";
+  while (long_union.size() <= 8192) long_union += " or a";
+  EXPECT_EQ(ShapeOf(long_union), "declined") << "longer than 8 KiB";
+}
+
+TEST(PromqlSubsetTest, PartsInOrderOfFirstAppearanceWithTheirReads) {
+  auto root = ParsePromqlSubset("x / scalar(max(x)) + y - x");
+  ASSERT_TRUE(root);
+  PromqlParts evaluated = PartsOf(*root, {});
+  EXPECT_EQ(evaluated.texts, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(evaluated.reads, (std::vector<int>{3, 1}));
+  PromqlParts asked = PartsOf(*root, {/*scalar_is_part=*/true, false});
+  EXPECT_EQ(asked.texts, (std::vector<std::string>{"x", "scalar(max(x))", "y"}));
+  EXPECT_EQ(asked.reads, (std::vector<int>{2, 1, 1}));
+}
+
+std::shared_ptr<const Labels> Owned(Labels labels) { return std::make_shared<const Labels>(std::move(labels)); }
+
+std::vector<std::pair<Labels, double>> Evaluated(const std::string& promql, const std::vector<InstantVector>& parts,
+                                                 SubsetRules rules, bool* refused = nullptr) {
+  auto root = ParsePromqlSubset(promql);
+  EXPECT_TRUE(root) << promql;
+  std::vector<std::pair<Labels, double>> out;
+  if (!root) return out;
+  auto value = EvaluateInstant(*root, PartsOf(*root, rules).texts, parts, rules);
+  if (refused) *refused = !value;
+  if (value)
+    for (const auto& e : *value) out.emplace_back(*e.labels, e.v);
+  return out;
+}
+
+TEST(PromqlSubsetEvaluationTest, SetOperationsMatchOnTheOnLabelsOrOnEveryLabelButTheName) {
+  const InstantVector a = {{Owned({{"host", "a"}, {"gpu", "0"}}), 1, 1}, {Owned({{"host", "b"}, {"gpu", "0"}}), 1, 2},
+                           {Owned({{"gpu", "1"}}), 1, 3}};
+  const InstantVector b = {{Owned({{"__name__", "m"}, {"host", "a"}}), 1, 9}};
+  using Flat = std::vector<std::pair<Labels, double>>;
+  EXPECT_EQ(Evaluated("a and on (host) b", {a, b}, {}), (Flat{{{{"host", "a"}, {"gpu", "0"}}, 1}}));
+  EXPECT_EQ(Evaluated("a unless on (host) b", {a, b}, {}), (Flat{{{{"host", "b"}, {"gpu", "0"}}, 2}, {{{"gpu", "1"}}, 3}}));
+  EXPECT_EQ(Evaluated("a and b", {a, b}, {}), Flat{}) << "every label but __name__";
+  EXPECT_EQ(Evaluated("a unless on () b", {a, b}, {}), Flat{});
+  EXPECT_EQ(Evaluated("b or on (host) a", {b, a}, {}).size(), 3u) << "host b and the host-less series join";
+}
+
+TEST(PromqlSubsetEvaluationTest, AggregationFoldsInSeriesOrderOrRefusesWhereOrderDecides) {
+  const InstantVector fractions = {{Owned({{"h", "a"}}), 1, 0.1}, {Owned({{"h", "a"}}), 1, 0.2}, {Owned({{"h", "b"}}), 1, 0.3}};
+  bool refused = false;
+  auto ordered = Evaluated("sum(x)", {fractions}, {}, &refused);
+  ASSERT_FALSE(refused);
+  ASSERT_EQ(ordered.size(), 1u);
+  EXPECT_EQ(ordered[0].second, (0.1 + 0.2) + 0.3) << "Prometheus' order, bit for bit";
+  Evaluated("sum(x)", {fractions}, {false, /*any_order=*/true}, &refused);
+  EXPECT_TRUE(refused) << "a sum of fractions depends on the order";
+  const InstantVector counts = {{Owned({{"h", "a"}}), 1, 4}, {Owned({{"h", "b"}}), 1, 5}, {Owned({{"h", "a"}}), 1, 6}};
+  using Flat = std::vector<std::pair<Labels, double>>;
+  EXPECT_EQ(Evaluated("sum by (h) (x)", {counts}, {false, true}), (Flat{{{{"h", "a"}}, 10}, {{{"h", "b"}}, 5}}));
+  EXPECT_EQ(Evaluated("count by (h) (x)", {counts}, {false, true}), (Flat{{{{"h", "a"}}, 2}, {{{"h", "b"}}, 1}}));
+  const InstantVector zeros = {{Owned({{"h", "a"}}), 1, 0.0}, {Owned({{"h", "b"}}), 1, -0.0}};
+  Evaluated("max(x)", {zeros}, {false, true}, &refused);
+  EXPECT_TRUE(refused) << "which zero a max keeps is the order";
+  auto first = Evaluated("max(x)", {zeros}, {}, &refused);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_FALSE(std::signbit(first[0].second)) << "the first in series order";
+}
+
+TEST(PromqlSubsetEvaluationTest, OneToOneMatchingAndScalar) {
+  const InstantVector a = {{Owned({{"__name__", "m"}, {"h", "a"}}), 1, 5}, {Owned({{"h", "b"}}), 1, 1}};
+  const InstantVector b = {{Owned({{"h", "a"}}), 1, 3}};
+  using Flat = std::vector<std::pair<Labels, double>>;
+  EXPECT_EQ(Evaluated("a - b", {a, b}, {}), (Flat{{{{"h", "a"}}, 2}})) << "the name dropped, unmatched dropped";
+  EXPECT_EQ(Evaluated("a > b", {a, b}, {}), (Flat{{{{"__name__", "m"}, {"h", "a"}}, 5}})) << "a filter keeps the name";
+  EXPECT_EQ(Evaluated("a / scalar(b)", {a, b}, {}), (Flat{{{{"h", "a"}}, 5.0 / 3}, {{{"h", "b"}}, 1.0 / 3}}));
+  const auto nan = Evaluated("a / scalar(a)", {a}, {});
+  ASSERT_EQ(nan.size(), 2u);
+  EXPECT_TRUE(std::isnan(nan[0].second)) << "scalar() of two elements is NaN";
+  const InstantVector twice = {{Owned({{"h", "a"}}), 1, 3}, {Owned({{"__name__", "n"}, {"h", "a"}}), 1, 4}};
+  bool refused = false;
+  Evaluated("a - b", {a, twice}, {}, &refused);
+  EXPECT_TRUE(refused) << "one signature twice on a side: Prometheus fails";
+}
+
+}  // namespace
+}  // namespace diagnose::dag
