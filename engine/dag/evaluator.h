@@ -196,7 +196,9 @@ class Evaluator {
   std::map<std::string, std::map<std::string, std::string>> window_problems_;
   std::map<int, verdict::Candidate> fired_;
   std::map<int, std::string> suppressed_;   // verdict node -> why it did not fire
-  std::map<int, json> common_views_;
+  // `common` views by the shared rules they hold (sorted node indices), and each node's view.
+  std::map<std::vector<int>, json> common_views_;
+  std::map<int, const json*> common_view_of_node_;
   // The answers of this run by client and question (kind, PromQL, times): a rule of a later wave
   // asking what an earlier one asked shares its request. Kept while a query rule with one of the
   // templates that asked it (only such a rule can ask it again) is still to be started.

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/core/logging.h"
 #include "engine/core/untrusted_json.h"
 #include "engine/tsdb/web_auth.h"
 
@@ -92,6 +93,7 @@ struct CopyStats {
   int64_t linked_files = 0;
   int64_t symlinked_files = 0;
   int64_t copied_bytes = 0;
+  int64_t block_file_bytes = 0;   // chunk segments and indexes served, however they reached the copy
 };
 
 bool ImmutableBlockFile(const fs::path& file) {
@@ -112,6 +114,11 @@ Status CopyTree(const fs::path& src, const fs::path& dst, const CopyMode& mode, 
     } else if (fs::is_directory(st)) {
       RETURN_IF_ERROR(CopyTree(it->path(), target, mode, stats));
     } else if (fs::is_regular_file(st)) {
+      if (ImmutableBlockFile(it->path())) {
+        std::error_code size_ec;
+        const auto size = it->file_size(size_ec);
+        if (!size_ec) stats->block_file_bytes += static_cast<int64_t>(size);
+      }
       if (mode.hard_link && link(it->path().c_str(), target.c_str()) == 0) {
         ++stats->linked_files;
         continue;
@@ -354,6 +361,7 @@ Status PrivatePrometheus::MakePrivateCopy(const std::string& tsdb_dir, const Pri
   linked_files_ = stats.linked_files;
   symlinked_files_ = stats.symlinked_files;
   copied_bytes_ = stats.copied_bytes;
+  served_block_bytes_ = stats.block_file_bytes;
   copy_seconds_ = std::chrono::duration<double>(Clock::now() - copy_started).count();
   return Status::Ok();
 }
@@ -394,10 +402,14 @@ Status PrivatePrometheus::SpawnServer(const std::string& binary) {
                 "--storage.tsdb.max-block-duration=2h"};
   spawn.stdout_path = log;
   spawn.stderr_path = log;
-  // The server lives for one diagnosis: garbage collection at Go's default pace (GOGC=100) was a
-  // tenth of its CPU, 400 halves that; the soft limit keeps a large job's heap under 1 GiB. A
-  // user's own GOGC/GOMEMLIMIT wins.
-  spawn.default_environment = {"GOGC=400", "GOMEMLIMIT=1GiB"};
+  go_memory_ = PrivateServerGoMemory(served_block_bytes_);
+  spawn.default_environment = {"GOGC=" + std::to_string(go_memory_.gogc),
+                               "GOMEMLIMIT=" + std::to_string(go_memory_.memory_limit_bytes)};
+  for (const char* name : {"GOGC", "GOMEMLIMIT"}) {
+    if (const char* own = std::getenv(name)) Stage("private Prometheus: {}={} as this environment sets it", name, own);
+  }
+  Log().debug("private Prometheus: GOGC={} GOMEMLIMIT={} MiB unless this environment sets them ({} MiB of blocks served)",
+              go_memory_.gogc, go_memory_.memory_limit_bytes >> 20, served_block_bytes_ >> 20);
   auto child = ChildProcess::Spawn(spawn);
   if (!child.ok()) return child.status();
   child_.emplace(std::move(child).value());
@@ -418,6 +430,13 @@ Status PrivatePrometheus::StartupFailure(const std::string& tsdb_dir, const std:
   // Anything else (killed, no port, too slow) is ours, and worth one more start.
   if (tail.find("opening storage failed") != std::string::npos) return DataLossError(message);
   return UnavailableError(message);
+}
+
+GoMemorySettings PrivateServerGoMemory(int64_t served_block_bytes) {
+  GoMemorySettings settings;
+  const int64_t left = kPrivateServerMemoryBudget - std::max<int64_t>(served_block_bytes, 0);
+  settings.memory_limit_bytes = left >= kPrivateServerMinGoMemoryLimit ? left : kPrivateServerMemoryBudget;
+  return settings;
 }
 
 std::optional<int> ListeningPortInLog(const std::string& log_text) {

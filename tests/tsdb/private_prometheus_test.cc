@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -83,6 +84,64 @@ TEST(ListeningPortInLog, ReadsTheLoopbackPortOnceTheServerSaidIt) {
             43715);
   // Another interface is not the loopback the server was told to use.
   EXPECT_EQ(ListeningPortInLog("msg=\"Listening on\" address=0.0.0.0:9090\n"), std::nullopt);
+}
+
+TEST(PrivateServerGoMemory, TheSoftLimitIsWhatTheBudgetLeavesBesideTheServedBlocks) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  EXPECT_EQ(PrivateServerGoMemory(0).memory_limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(337 * kMiB).memory_limit_bytes, 687 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(512 * kMiB).memory_limit_bytes, 512 * kMiB);
+  // A long job's blocks alone (nearly) fill the budget: the heap is not squeezed for a budget that
+  // cannot be kept.
+  EXPECT_EQ(PrivateServerGoMemory(513 * kMiB).memory_limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(863 * kMiB).memory_limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(int64_t{40} << 30).memory_limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(-1).memory_limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(337 * kMiB).gogc, 400);
+}
+
+// What the server was started with, as its /proc/PID/environ says: NAME -> value.
+std::map<std::string, std::string> EnvironmentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::map<std::string, std::string> env;
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+TEST_F(PrivatePrometheusTest, TheServerGetsTheGoMemorySettingsOfItsBlocksUnlessTheEnvironmentSetsThem) {
+  const auto& job = SharedJobFixture();
+  for (const char* name : {"GOGC", "GOMEMLIMIT"})
+    if (std::getenv(name)) GTEST_SKIP() << name << " is set in this environment, so it is what the server gets";
+  auto server = PrivatePrometheus::Start(job.tsdb_dir, options_);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto& prom = **server;
+  int64_t block_bytes = 0;
+  for (const auto& block : prom.inventory().blocks)
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(job.tsdb_dir) / block.ulid))
+      if (entry.is_regular_file() && (entry.path().filename() == "index" || entry.path().parent_path().filename() == "chunks"))
+        block_bytes += static_cast<int64_t>(entry.file_size());
+  ASSERT_GT(block_bytes, 0) << "the shared fixture job has completed blocks";
+  EXPECT_EQ(prom.served_block_bytes(), block_bytes);
+  const auto env = EnvironmentOf(prom.pid());
+  EXPECT_EQ(env.count("GOGC") ? env.at("GOGC") : "", "400");
+  EXPECT_EQ(env.count("GOMEMLIMIT") ? env.at("GOMEMLIMIT") : "",
+            std::to_string(PrivateServerGoMemory(block_bytes).memory_limit_bytes));
+}
+
+TEST_F(PrivatePrometheusTest, AUsersOwnGoMemoryLimitWins) {
+  const auto& job = SharedJobFixture();
+  const char* own = std::getenv("GOMEMLIMIT");
+  const std::string saved = own ? own : "";
+  setenv("GOMEMLIMIT", "300MiB", 1);
+  auto server = PrivatePrometheus::Start(job.tsdb_dir, options_);
+  if (own) setenv("GOMEMLIMIT", saved.c_str(), 1);
+  else unsetenv("GOMEMLIMIT");
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const auto env = EnvironmentOf((*server)->pid());
+  EXPECT_EQ(env.count("GOMEMLIMIT") ? env.at("GOMEMLIMIT") : "", "300MiB");
 }
 
 TEST_F(PrivatePrometheusTest, ServesTheSnapshotAndNeverWritesTheJobDir) {
