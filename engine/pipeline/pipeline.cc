@@ -553,6 +553,37 @@ void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& d
   }
 }
 
+namespace {
+
+// After the playbooks ran: a job whose private server died under it (killed, crashed) gets it
+// restarted once, and true asks for everything again; a second failure, a remote endpoint's failure
+// or a passed deadline marks the job's metrics failed instead.
+bool RestartFailedServersOnce(std::vector<JobContext>& jobs, const DiagnoseOptions& options) {
+  const bool deadline_passed = options.remote.deadline && Clock::now() >= *options.remote.deadline;
+  bool restarted = false;
+  for (auto& job : jobs) {
+    // Past the deadline the evaluation skipped what it had not reached: as incomplete as a failure.
+    const bool out_of_time = deadline_passed && job.client != nullptr;
+    if (!job.SourceFailed() && !out_of_time) continue;
+    std::string reason = job.SourceFailed() ? SourceFailureReason(job) : "rules of its playbooks were left unevaluated";
+    if (deadline_passed) {
+      const double d = options.deadline_seconds;
+      const std::string shown = d == std::floor(d) ? std::to_string(static_cast<int64_t>(d)) : FixedDecimal(d, 1);
+      reason = "the run's deadline of " + shown + " s (--deadline) passed before the metrics were read; " + reason;
+    } else if (job.server && !job.server_restarted && !job.recorder->limit_hit()) {
+      Log().warn("the private Prometheus of job {} failed ({}); restarting it and asking again", job.facts.id, reason);
+      job.CloseTsdb();
+      job.server_restarted = true;
+      restarted = true;
+      continue;
+    }
+    MarkFailed(job, reason);
+  }
+  return restarted;
+}
+
+}  // namespace
+
 StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   DiagnoseOptions timed_options = raw_options;
@@ -562,7 +593,6 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(timed_options));
   DiagnoseOptions& options = triaged.options;
   std::vector<JobContext>& jobs = triaged.jobs;
-  auto deadline_passed = [&] { return options.remote.deadline && Clock::now() >= *options.remote.deadline; };
   std::vector<LogAssessment> assessments;
   for (const auto& job : jobs) assessments.push_back(AssessLogs(job.facts, *triaged.rules.signatures, job.role));
   double triage_seconds = SecondsSince(started);
@@ -622,26 +652,7 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     playbook_points += run->evaluation.points_returned;
     playbook_derived += run->evaluation.queries_derived;
 
-    bool restarted = false;
-    for (auto& job : jobs) {
-      // Past the deadline the evaluation skipped what it had not reached: as incomplete as a failure.
-      const bool out_of_time = deadline_passed() && job.client != nullptr;
-      if (!job.SourceFailed() && !out_of_time) continue;
-      std::string reason = job.SourceFailed() ? SourceFailureReason(job) : "rules of its playbooks were left unevaluated";
-      if (deadline_passed()) {
-        const double d = options.deadline_seconds;
-        const std::string shown = d == std::floor(d) ? std::to_string(static_cast<int64_t>(d)) : FixedDecimal(d, 1);
-        reason = "the run's deadline of " + shown + " s (--deadline) passed before the metrics were read; " + reason;
-      } else if (job.server && !job.server_restarted && !job.recorder->limit_hit()) {
-        Log().warn("the private Prometheus of job {} failed ({}); restarting it and asking again", job.facts.id, reason);
-        job.CloseTsdb();
-        job.server_restarted = true;
-        restarted = true;
-        continue;
-      }
-      MarkFailed(job, reason);
-    }
-    if (!restarted) break;
+    if (!RestartFailedServersOnce(jobs, options)) break;
   }
 
   for (size_t i = 0; i < jobs.size(); ++i) {
