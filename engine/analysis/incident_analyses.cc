@@ -220,7 +220,8 @@ void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* r) {
       "tgs_attribution", "the set of hosts whose error intervals jointly explain the TGS series (overlapping faults)",
       {{"smear", {"duration", 150, {}}}, {"min_effect_pct", {"number", 3, {}}}, {"min_t", {"number", 8, {}}},
        {"min_points", {"number", 3, {}}}},
-      {{"explains", "list"}, {"no_effect", "list"}, {"untested", "list"}, {"details", "map"}, {"explained_text", "list"}},
+      {{"explains", "list"}, {"no_effect", "list"}, {"untested", "list"}, {"details", "map"}, {"explained_text", "list"},
+       {"others_explain", "list"}},
       {"input", "baseline_input"}, TgsAttribution};
   (*r)["task_neighbours"] = {
       "task_neighbours", "a non-accused task adjacent to an accused one, for liveness comparison",

@@ -116,13 +116,15 @@ std::vector<bool> MarkSpikes(const std::vector<StepPoint>& pts, double noise) {
 struct HostStates {
   std::vector<std::string> hosts;
   std::vector<std::vector<int>> state;   // per host and step: -1 ambiguous, 0 out, 1 in
+  std::vector<bool> other;               // a fault of another kind (`windows`): in the fit, never blamed here
 };
 
 // Per host: 1 inside its error intervals, 0 outside, ambiguous at the edges (the step that
 // straddles an onset; the rate window's smear after the last error).
-HostStates ReadHostStates(const Json& bursts_by_host, const std::vector<StepPoint>& pts, double step_seconds,
-                          double smear) {
-  HostStates out;
+void ReadHostStates(const Json& bursts_by_host, bool other, const std::vector<StepPoint>& pts, double step_seconds,
+                    double smear, HostStates* states) {
+  HostStates& out = *states;
+  if (!bursts_by_host.is_object()) return;
   for (const auto& [host, bursts] : bursts_by_host.items()) {
     if (!bursts.is_array()) continue;
     std::vector<int> st(pts.size(), 0);
@@ -138,8 +140,8 @@ HostStates ReadHostStates(const Json& bursts_by_host, const std::vector<StepPoin
     }
     out.hosts.push_back(host);
     out.state.push_back(std::move(st));
+    out.other.push_back(other);
   }
-  return out;
 }
 
 // The regression of log TGS on one 0/1 column per host, over the steps no spike and no ambiguous
@@ -262,8 +264,8 @@ struct Contrast {
 // catches that: the steps with a set of hosts in error against the steps with the same set minus
 // this host, both observed (its own stretch against healthy steps, its end against the recovery).
 std::map<size_t, Contrast> ContrastHosts(const AttributionModel& model, double noise) {
-  // Medians and MADs: a group can hold steps another kind of fault slowed (a throttling GPU is
-  // no column here), and those must not drag its level or inflate its spread.
+  // Medians and MADs: a group can hold steps another kind of fault slowed that no column marks
+  // (one `windows` did not name), and those must not drag its level or inflate its spread.
   struct Group {
     std::vector<double> v;
     double n = 0, centre = 0, var = 0;
@@ -371,7 +373,7 @@ StatusOr<Json> TgsAttribution(const AnalysisInput& in) {
   if (!in.baseline_input.is_array())
     return InvalidArgumentError("tgs_attribution: baseline_input must be the job's steps (a list)");
   Json out = {{"explains", Json::array()}, {"no_effect", Json::array()}, {"untested", Json::array()},
-              {"details", Json::object()}, {"explained_text", Json::array()}};
+              {"details", Json::object()}, {"explained_text", Json::array()}, {"others_explain", Json::array()}};
   ASSIGN_OR_RETURN(const std::vector<StepPoint> pts, ReadStepPoints(in));
   if (pts.size() < 6) return out;
   std::vector<double> gaps, diffs;
@@ -382,15 +384,23 @@ StatusOr<Json> TgsAttribution(const AnalysisInput& in) {
   const double step_seconds = std::max(1.0, Median(gaps));
   const double noise = 1.4826 * Mad(diffs, Median(diffs)) / std::sqrt(2.0);
   const std::vector<bool> spike = MarkSpikes(pts, noise);
-  const HostStates states = ReadHostStates(in.input, pts, step_seconds, ArgOr(in, "smear", 150));
+  const double smear = ArgOr(in, "smear", 150);
+  HostStates states;
+  ReadHostStates(in.input, false, pts, step_seconds, smear, &states);
   if (states.hosts.empty()) return out;
+  ReadHostStates(in.windows, true, pts, step_seconds, smear, &states);
   const AttributionModel model(pts, spike, states, in);
   const std::vector<size_t> selected = SelectExplainingHosts(model);
   std::map<size_t, std::vector<size_t>> shared = HostsSharingAnEffect(model, selected);
   std::map<size_t, Contrast> contrasted = ContrastHosts(model, noise);
   const std::optional<LevelFit> final_fit = model.FitWith(selected);
-  for (size_t h = 0; h < model.hosts(); ++h)
-    WriteHostAttribution(h, pts, states, model, selected, final_fit, shared, contrasted, out);
+  for (size_t h = 0; h < model.hosts(); ++h) {
+    if (!states.other[h]) {
+      WriteHostAttribution(h, pts, states, model, selected, final_fit, shared, contrasted, out);
+    } else if (model.testable(h) && (Contains(selected, h) || contrasted.count(h))) {
+      out["others_explain"].push_back(states.hosts[h]);
+    }
+  }
   return out;
 }
 

@@ -17,13 +17,21 @@
 
 namespace diagnose::analysis {
 
+// Faults of another kind overlap too (a throttling GPU under a failing link): TGS stays down after
+// the link recovers, and without that fault in the model the link's own cost vanishes into the
+// baseline. Their intervals (`windows`) enter the fit and the contrasts as columns like any host's,
+// so each suspect is judged against the steps no other known fault touched; they are reported in
+// `others_explain`, never blamed here (their own playbook judges them).
+//
 // input: map host -> list of {start, end} bursts (epoch seconds; burst_phase_correlation's `bursts`);
-// baseline_input: the job's steps (objects with `step` and the TGS field); step times from discovery.
+// baseline_input: the job's steps (objects with `step` and the TGS field); step times from discovery;
+// windows (optional): map host -> list of {start, end}, the intervals of faults of other kinds.
 // args: smear (the rate window: a burst ends up to this long after the last error), min_effect_pct,
 // min_t, min_points (steps needed inside and outside a host's interval).
 // Result: `explains` (hosts), `no_effect` (tested, explain nothing), `untested`, `details`
 // (host -> {effect_pct, t, first_step, last_step, shared_with}), `explained_text` (one sentence
-// part per explaining host: "<host>: steps a-b (-x.x % TGS)").
+// part per explaining host: "<host>: steps a-b (-x.x % TGS)"), `others_explain` (hosts of `windows`
+// whose intervals explain part of the series).
 StatusOr<Json> TgsAttribution(const AnalysisInput& in);
 
 }  // namespace diagnose::analysis

@@ -89,6 +89,54 @@ TEST(TgsAttribution, ASlowStretchNoHostColumnExplainsDoesNotHideTheOthers) {
   EXPECT_TRUE(Lists((*r)["explains"], "hostA")) << r->dump();
 }
 
+// A link fault over 24-69 under a throttling GPU from 45 to the end, each costing ~8.7 %: TGS
+// drops once at 24 and never recovers. The link's own stretch (24-44) is slow against the healthy
+// steps only when the throttle's stretch is known; without it, the slow steps after the link
+// recovered sit in its baseline and the link looks harmless.
+Json LinkUnderAThrottle(Json* st) {
+  return AttributionSteps(114, [](int s) { return s >= 24 ? 1287.0 : 1408.0; }, 0, st);
+}
+
+TEST(TgsAttribution, AFaultOfAnotherKindKeepsALinkThatRecoveredUnderItCredited) {
+  Json st;
+  Json steps = LinkUnderAThrottle(&st);
+  AnalysisInput in = AttributionInput({{"linkhost", RateBurst(24, 69)}}, steps, st);
+  in.windows = {{"hothost", Json::array({{{"start", AtStep(45)}, {"end", AtStep(113)}}})}};
+  auto r = TgsAttribution(in);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(Lists((*r)["explains"], "linkhost")) << r->dump();
+  EXPECT_NEAR((*r)["details"]["linkhost"]["effect_pct"].get<double>(), 8.6, 1.0) << r->dump();
+  // The other fault is in the fit, never blamed here.
+  EXPECT_TRUE(Lists((*r)["others_explain"], "hothost")) << r->dump();
+  EXPECT_FALSE(Lists((*r)["explains"], "hothost"));
+  EXPECT_FALSE(Lists((*r)["no_effect"], "hothost"));
+}
+
+TEST(TgsAttribution, WithoutTheOtherFaultsStretchTheSameLinkLooksHarmless) {
+  Json st;
+  Json steps = LinkUnderAThrottle(&st);
+  auto r = TgsAttribution(AttributionInput({{"linkhost", RateBurst(24, 69)}}, steps, st));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(Lists((*r)["no_effect"], "linkhost")) << r->dump();
+  EXPECT_TRUE((*r)["others_explain"].empty());
+}
+
+TEST(TgsAttribution, AnOtherFaultOverTheWholeJobCannotBeTestedAndChangesNothing) {
+  // A GPU clocked low from first to last step is no contrast: the link is judged as without it.
+  Json st;
+  Json steps = AttributionSteps(120, [](int s) { return s >= 40 && s <= 80 ? 2000.0 : 2400.0; }, 0, &st);
+  AnalysisInput in = AttributionInput({{"hostA", RateBurst(40, 80)}}, steps, st);
+  auto alone = TgsAttribution(in);
+  in.windows = {{"slowgpu", Json::array({{{"start", AtStep(0) - 60}, {"end", AtStep(119) + 60}}})}};
+  auto with_other = TgsAttribution(in);
+  ASSERT_TRUE(alone.ok() && with_other.ok());
+  EXPECT_EQ((*alone)["explains"], (*with_other)["explains"]) << with_other->dump();
+  // Only the steps at the other stretch's smeared end leave the fit.
+  EXPECT_NEAR((*alone)["details"]["hostA"]["effect_pct"].get<double>(),
+              (*with_other)["details"]["hostA"]["effect_pct"].get<double>(), 0.1);
+  EXPECT_TRUE((*with_other)["others_explain"].empty());
+}
+
 TEST(TgsAttribution, HostsWithTheSameIntervalShareTheExplanation) {
   Json st;
   Json steps = AttributionSteps(120, [](int s) { return s >= 40 && s <= 80 ? 2000.0 : 2400.0; }, 10, &st);
