@@ -237,6 +237,13 @@ TEST(CampaignPlanner, WiderTruthFollowsFromEachScenario) {
         ASSERT_EQ(job.truth.exclude.size(), 1u);
         EXPECT_EQ(job.truth.exclude[0].priority, 1) << "retry exhaustion in the step: a permanent loss";
         EXPECT_TRUE(HasFault(*s, job.truth.exclude[0].host, {"rdma_retry_exceeded"}));
+        // fixturegen samples a fault at the scrapes inside its window: one must land in the step.
+        auto timeline = fixturegen::BuildTimeline(*s);
+        ASSERT_TRUE(timeline.ok());
+        const Window w = SlowdownWindows(*s).at(job.truth.exclude[0].host).front();
+        const fixturegen::StepRecord* step = timeline->FindStep(w.first);
+        ASSERT_NE(step, nullptr);
+        EXPECT_LE(s->node_hw_interval, step->seconds) << "node_hw may never scrape inside the slow step";
       }
     }
   }

@@ -329,6 +329,20 @@ class JobPlanner {
     Telemetry(nodes, need_retx_counters, {30, 45, 60}, {30, 45, 60});
   }
 
+  // fixturegen counts a fault at the scrapes that land inside its window, so a fault shorter than
+  // the node_hw interval can leave nothing in the TSDB: node_hw is scraped at the coarsest of
+  // 5-30 s that fits in `seconds`, and the node count gives way to the sample budget (never below 4).
+  void ScrapeWithin(double seconds) {
+    double interval = 5;
+    for (double coarser : {10.0, 15.0, 20.0, 30.0})
+      if (coarser <= seconds) interval = coarser;
+    spec_.node_hw_interval = interval;
+    const double duration = 300 + steps_ * step_seconds_;
+    const double per_host = (spec_.nic_vendor == "ionic" ? 365 : 210) / interval + 30 / spec_.ray_interval;
+    const size_t fit = std::max<size_t>(4, static_cast<size_t>(kSamplesBudget / (duration * per_host)));
+    if (spec_.hosts.size() > fit) spec_.hosts.resize(fit);
+  }
+
   // Model, throughput, sequence length, batch and so the step time.
   void Speed(bool need_moe) {
     const Model& m = need_moe ? kModels[Int(3, 4)] : kModels[Int(0, 4)];
@@ -1228,6 +1242,7 @@ void DipExtreme(JobPlanner& p) {
     // One step stands out only well past its own noise: ten standard deviations, at least 15 %.
     const double lo = std::max(0.15, 10 * p.JitterPct() / 100);
     const double drop = std::round(p.U(lo, lo + 0.15) * 1000) / 1000;
+    p.ScrapeWithin(p.StepSeconds());
     s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{at, at, drop}});
     const std::string host = p.TakeHost();
     RdmaHostFault(p, host, at, at, true);
