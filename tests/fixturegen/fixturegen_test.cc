@@ -216,6 +216,34 @@ TEST(Metrics, LabelShapesMatchTheExporters) {
   EXPECT_TRUE(saw_ray_gpu && saw_hw && saw_tb);
 }
 
+// node_hw_names: instance drops node_hw's host label (the node named by its target, as Ray's series
+// name theirs); ip also scrapes node_hw by address, and only Ray's series tie that address to a name.
+TEST(Metrics, NodeHwNamedByInstanceOrAddressCarriesNoHostLabel) {
+  for (const std::string names : {"instance", "ip"}) {
+    SCOPED_TRACE(names);
+    std::string text = kMinimal;
+    const std::string metrics = "missed_scrapes: 0.02}";
+    text.replace(text.find(metrics), metrics.size(), "missed_scrapes: 0.02, node_hw_names: " + names + "}");
+    std::map<std::string, std::string> ray_ip_of_instance;
+    std::set<std::string> hw_instances;
+    for (const Series& s : Metrics(MustParse(text))) {
+      const std::string& name = s.labels.at("__name__");
+      if (s.labels.at("job") == "ray" && s.labels.count("ip"))
+        ray_ip_of_instance[s.labels.at("instance")] = s.labels.at("ip");
+      if (s.labels.at("job") != "node_hw") continue;
+      EXPECT_EQ(s.labels.count("host"), 0u) << name;
+      hw_instances.insert(s.labels.at("instance"));
+    }
+    std::set<std::string> want;
+    for (const std::string host : {"gpu01", "gpu02", "gpu03"})
+      want.insert((names == "ip" ? ray_ip_of_instance.at(host + ":55080") : host) + ":9400");
+    EXPECT_EQ(hw_instances, want);
+  }
+  std::string bad = kMinimal;
+  bad.replace(bad.find("missed_scrapes: 0.02}"), 21, "missed_scrapes: 0.02, node_hw_names: hostname}");
+  EXPECT_THAT(ErrorOf(bad), HasSubstr("node_hw_names"));
+}
+
 TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
   Scenario s = MustParse(kMinimal);
   auto t = BuildTimeline(s);

@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   gen->add_flag("--wide", generate.wide,
                 "widened shapes (20-3,000 steps, 4-512 nodes, 5-60 s scrapes) plus overlapping faults, short/long dips, "
                 "dips under checkpoint spikes, modest-cost throttling and nodes dying mid-job");
+  gen->add_flag("--wider", generate.wider,
+                "--wide plus shapes it never draws: RDMA and thermal faults overlapping in either order, a fault from "
+                "the first step, 3-6 faulty hosts among 64-512, one-step and 90 % dips, a node dying while another "
+                "throttles, a GPU fault or host OOM after a slowdown; node_hw named by instance or IP, scrape gaps");
   gen->add_flag("--perf", generate.perf,
                 "add the performance regressions judged against a baseline run, each with a profiler window: "
                 "perf-blocker, perf-overlap-loss, perf-slow-gpu, perf-noise");

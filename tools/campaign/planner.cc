@@ -81,6 +81,7 @@ struct JobSpec {
   double power_spread_w = 0, temperature_spread_c = 0, clock_spread_mhz = 0;
   std::string instance_domain;   // exporters report FQDNs (targets; the host label too with host_label_fqdn)
   bool host_label_fqdn = false;
+  std::string node_hw_names = "host";   // how node_hw series name their node (fixturegen's node_hw_names)
   std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
   std::vector<FaultSpec> faults;
   std::vector<std::string> events;   // rendered flow mappings
@@ -160,6 +161,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
     << "\n  clock_spread_mhz: " << Num(s.clock_spread_mhz) << "\n";
   if (!s.instance_domain.empty()) y << "  instance_domain: " << s.instance_domain << "\n";
   if (s.host_label_fqdn) y << "  host_label_fqdn: true\n";
+  if (s.node_hw_names != "host") y << "  node_hw_names: " << s.node_hw_names << "\n";
   if (s.tsdb_format != "blocks") y << "  tsdb_format: " << s.tsdb_format << "\n";
   if (!s.faults.empty()) {
     y << "faults:\n";
@@ -314,6 +316,31 @@ class JobPlanner {
     // Half the jobs whose Prometheus runs well under 2 h leave only a WAL (it died with the job
     // before cutting a block); the margin covers init, compile and a failure's tail.
     if (300 + steps_ * step_seconds_ < 5400 && Chance(0.5)) spec_.tsdb_format = "wal";
+  }
+
+  // A job on exactly `nodes` nodes (the wider campaign's scale family): `min_steps` to 100 more steps,
+  // scrapes at 30-60 s. At 256-512 nodes such a job runs over the sample budget, so a campaign
+  // draws few of them.
+  void ScaleShape(int nodes, bool need_retx_counters, int min_steps) {
+    scheme_ = Int(0, 7);
+    Speed(false);
+    steps_ = Int(min_steps, min_steps + 100);
+    spec_.hosts = Canonical(HostPool(rng_, scheme_, nodes));
+    Telemetry(nodes, need_retx_counters, {30, 45, 60}, {30, 45, 60});
+  }
+
+  // fixturegen counts a fault at the scrapes that land inside its window, so a fault shorter than
+  // the node_hw interval can leave nothing in the TSDB: node_hw is scraped at the coarsest of
+  // 5-30 s that fits in `seconds`, and the node count gives way to the sample budget (never below 4).
+  void ScrapeWithin(double seconds) {
+    double interval = 5;
+    for (double coarser : {10.0, 15.0, 20.0, 30.0})
+      if (coarser <= seconds) interval = coarser;
+    spec_.node_hw_interval = interval;
+    const double duration = 300 + steps_ * step_seconds_;
+    const double per_host = (spec_.nic_vendor == "ionic" ? 365 : 210) / interval + 30 / spec_.ray_interval;
+    const size_t fit = std::max<size_t>(4, static_cast<size_t>(kSamplesBudget / (duration * per_host)));
+    if (spec_.hosts.size() > fit) spec_.hosts.resize(fit);
   }
 
   // Model, throughput, sequence length, batch and so the step time.
@@ -519,6 +546,21 @@ std::string CancelEvents(std::vector<std::string>* events) {
   return "{status: FAILED, exit: 143, reason: \"CANCELLED (scancel / SIGTERM)\"}";
 }
 
+// The kill line bash prints when the OOM killer ends the trainer of `tasks` (a flow list, "[0, 1]").
+std::string OomKillEvent(int64_t after_step, const std::string& tasks) {
+  return "{at: \"after_step:" + std::to_string(after_step) + "\", tasks: " + tasks +
+         ", trainer: false, lines: [\"/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py "
+         "MaxText/configs/base.yml\"]}";
+}
+
+// 9150's abort: an HSA memory fault on the GPU with uncorrectable errors, then SIGABRT.
+std::string HsaAbortEvent(int64_t after_step, size_t task) {
+  return "{at: \"after_step:" + std::to_string(after_step) + "\", tasks: [" + std::to_string(task) +
+         "], lines: [\"Memory access fault by GPU node-7 (Agent handle: 0x55d1c2a3f8e0) on address 0x7f2a6c400000. Reason: Unknown.\", "
+         "\":0:rocdevice.cpp            :3587: 2291473881 us:  Callback: Queue 0x7f2b90c00000 aborting with error : HSA_STATUS_ERROR_MEMORY_FAULT: Agent attempted to access an inaccessible address. code: 0x2b\", "
+         "\"[Node {task} @ {host}] Training subprocess killed by SIGABRT (signal 6)\"]}";
+}
+
 void AllExit(JobSpec& s, int code) {
   for (size_t t = 0; t < s.hosts.size(); ++t) s.node_exits[static_cast<int>(t)] = code;
 }
@@ -662,8 +704,7 @@ void HostOom(JobPlanner& p) {
     p.Fault("host_mem_ramp", killed, "after_step: " + std::to_string(period + 5), 0.55);
     if (!ramp_others.empty()) p.Fault("host_mem_ramp", ramp_others, "after_step: " + std::to_string(period + 5), 0.48);
     p.Fault("host_oom", killed, "after_step: " + std::to_string(s.last_step - 3), 1);
-    s.events.push_back("{at: \"after_step:" + std::to_string(s.last_step) +
-                       "\", tasks: [0, 1], trainer: false, lines: [\"/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py MaxText/configs/base.yml\"]}");
+    s.events.push_back(OomKillEvent(s.last_step, "[0, 1]"));
     s.node_exits = {{0, 137}, {1, 137}};
     s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
     Verdict(p, "host-oom-config", "host-oom", "no-retry");
@@ -674,8 +715,7 @@ void HostOom(JobPlanner& p) {
     int victim = p.Int(writers, nodes - 1);
     std::string host = p.HostAt(static_cast<size_t>(victim));
     p.Fault("host_oom", {host}, "after_step: " + std::to_string(s.last_step - 2), 1);
-    s.events.push_back("{at: \"after_step:" + std::to_string(s.last_step) + "\", tasks: [" + std::to_string(victim) +
-                       "], trainer: false, lines: [\"/bin/bash: line 1:  4242 Killed                  python3 -u MaxText/train.py MaxText/configs/base.yml\"]}");
+    s.events.push_back(OomKillEvent(s.last_step, "[" + std::to_string(victim) + "]"));
     s.node_exits = {{victim, 137}};
     s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
     p.Exclude(host, std::nullopt);
@@ -741,10 +781,7 @@ void GpuHardware(JobPlanner& p) {
     int64_t onset = s.last_step / 2;
     p.Fault("ras_uncorrectable", {host}, p.Steps(onset, s.last_step), 0.01, {p.Int(0, 7)});
     p.Exclude(host, 1);
-    s.events.push_back("{at: \"after_step:" + std::to_string(s.last_step) + "\", tasks: [" + std::to_string(task) +
-                       "], lines: [\"Memory access fault by GPU node-7 (Agent handle: 0x55d1c2a3f8e0) on address 0x7f2a6c400000. Reason: Unknown.\", "
-                       "\":0:rocdevice.cpp            :3587: 2291473881 us:  Callback: Queue 0x7f2b90c00000 aborting with error : HSA_STATUS_ERROR_MEMORY_FAULT: Agent attempted to access an inaccessible address. code: 0x2b\", "
-                       "\"[Node {task} @ {host}] Training subprocess killed by SIGABRT (signal 6)\"]}");
+    s.events.push_back(HsaAbortEvent(s.last_step, task));
     AllExit(s, 143);
     s.node_exits[static_cast<int>(task)] = 134;
     s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
@@ -844,21 +881,52 @@ double VisibleDrop(const JobPlanner& p, int64_t len) {
   return std::max(0.03, 10 * p.JitterPct() / 100 / std::sqrt(static_cast<double>(std::max<int64_t>(1, len))));
 }
 
-// 2-4 faults whose windows overlap (one of them sometimes a throttling GPU): each host's onset and
-// end move TGS, the later ones while TGS is already down.
-void RdmaOverlap(JobPlanner& p) {
-  p.Shape(false, true, 60);
-  p.MaybeCheckpoint(0.3);
+// A slowdown on `host` over steps [a, b]: a throttling GPU (>100 C, low sclk; no pinned priority)
+// or sustained RDMA retransmits + ACK timeouts (retry exhaustion one time in four).
+void SlowFault(JobPlanner& p, bool thermal, const std::string& host, int64_t a, int64_t b) {
+  if (thermal) {
+    p.Fault("thermal_throttle", {host}, p.Steps(a, b), std::round(p.U(18, 26)));
+    p.Exclude(host, std::nullopt);
+  } else {
+    RdmaHostFault(p, host, a, b, p.Chance(0.25));
+  }
+}
+
+// A faulty host and the steps its fault covers.
+struct FaultWindow {
+  std::string host;
+  int64_t first = 0, last = 0;
+};
+
+// What the wider campaign varies in the telemetry of its jobs: one job in three names node_hw's
+// series only by their target (no host label, as Ray's series), one in six scrapes node_hw by
+// address (instance <ip>:9400: only Ray's series, carrying instance and ip, name the node); one job
+// in three misses the scrapes of a faulty host for a stretch inside its fault window (at most a
+// third of it, so the fault still shows in the rest).
+void WiderTelemetry(JobPlanner& p, const std::vector<FaultWindow>& faulty) {
   JobSpec& s = p.spec();
-  // Window i runs [a_i, b_i] with a_0 < a_1 < b_0 < a_2 < b_1 < ... < b_(k-1): each overlaps the
-  // next, and between b_(i-1) and a_(i+1) it is the only fault on, so its own cost shows in TGS
-  // there (hidden entirely under a larger fault, its truth would be a matter of opinion).
-  const int64_t gap = std::max<int64_t>(5, p.StepsFor(240));
-  const int k = std::min<int>(p.Int(2, 4), std::max<int>(2, static_cast<int>(p.Nodes()) / 2));
-  p.EnsureSteps(12 + gap * (2 * k + 2));
-  const int64_t last = s.last_step;
-  const int64_t first = std::max<int64_t>(12, static_cast<int64_t>(static_cast<double>(last) * p.U(0.05, 0.2)));
-  // 2k boundaries at least `gap` apart, spread over [first, last] (the last one at the end sometimes).
+  const double names = p.U(0, 1);
+  if (names < 0.5) {
+    s.node_hw_names = names < 1.0 / 3 ? "instance" : "ip";
+    s.host_label_fqdn = false;
+    p.notes() += std::string(" node_hw series carry no host label") + (names < 1.0 / 3 ? "." : " and are scraped by IP.");
+  }
+  if (faulty.empty() || !p.Chance(1.0 / 3)) return;
+  const FaultWindow& f = faulty[static_cast<size_t>(p.Int(0, static_cast<int>(faulty.size()) - 1))];
+  const int64_t len = f.last - f.first + 1;
+  const int64_t missed = len / p.Int(3, 6);
+  if (missed < 1) return;
+  const int64_t a = f.first + p.Int(0, static_cast<int>(len - missed));
+  p.Fault("missed_scrapes", {f.host}, p.Steps(a, a + missed - 1), 0);
+  p.notes() += " Scrapes of " + f.host + " missed over steps " + std::to_string(a) + "-" + std::to_string(a + missed - 1) +
+               " (inside its fault window).";
+}
+
+// `k` windows [a_i, b_i] from `first` to at most `last` with a_0 < a_1 < b_0 < a_2 < b_1 < ... <
+// b_(k-1), boundaries at least `gap` apart: each overlaps the next, and between b_(i-1) and
+// a_(i+1) it is the only one on, so its own cost shows in TGS there (hidden entirely under a larger
+// fault, its truth would be a matter of opinion). The last one reaches the job's end sometimes.
+std::vector<std::pair<int64_t, int64_t>> ChainWindows(JobPlanner& p, int k, int64_t first, int64_t last, int64_t gap) {
   const bool to_end = p.Chance(0.25);
   const int64_t span = last - first - (to_end ? 0 : gap);
   std::vector<int64_t> cuts(static_cast<size_t>(2 * k));
@@ -871,21 +939,35 @@ void RdmaOverlap(JobPlanner& p) {
     cuts[static_cast<size_t>(c)] = std::min(at, last);
   }
   if (to_end) cuts.back() = last;
-  auto start_of = [&](int i) { return cuts[static_cast<size_t>(i == 0 ? 0 : 2 * i - 1)]; };
-  auto end_of = [&](int i) { return cuts[static_cast<size_t>(i + 1 == k ? 2 * k - 1 : 2 * i + 2)] - (i + 1 == k ? 0 : 1); };
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  for (int i = 0; i < k; ++i) {
+    const int64_t a = cuts[static_cast<size_t>(i == 0 ? 0 : 2 * i - 1)];
+    const int64_t b = cuts[static_cast<size_t>(i + 1 == k ? 2 * k - 1 : 2 * i + 2)] - (i + 1 == k ? 0 : 1);
+    windows.emplace_back(a, b);
+  }
+  return windows;
+}
+
+// 2-4 faults whose windows overlap (one of them sometimes a throttling GPU): each host's onset and
+// end move TGS, the later ones while TGS is already down.
+void RdmaOverlap(JobPlanner& p) {
+  p.Shape(false, true, 60);
+  p.MaybeCheckpoint(0.3);
+  JobSpec& s = p.spec();
+  const int64_t gap = std::max<int64_t>(5, p.StepsFor(240));
+  const int k = std::min<int>(p.Int(2, 4), std::max<int>(2, static_cast<int>(p.Nodes()) / 2));
+  p.EnsureSteps(12 + gap * (2 * k + 2));
+  const int64_t last = s.last_step;
+  const int64_t first = std::max<int64_t>(12, static_cast<int64_t>(static_cast<double>(last) * p.U(0.05, 0.2)));
+  const auto windows = ChainWindows(p, k, first, last, gap);
   const bool thermal = p.Chance(0.25);
   std::vector<Slowdown> slow;
   std::vector<std::string> hosts;
   for (int i = 0; i < k; ++i) {
-    const int64_t a = start_of(i), b = end_of(i);
+    const auto [a, b] = windows[static_cast<size_t>(i)];
     Slowdown d{a, b, std::round(p.U(std::max(0.05, VisibleDrop(p, gap)), 0.2) * 1000) / 1000};
     const std::string host = p.TakeHost();
-    if (thermal && i == k - 1) {
-      p.Fault("thermal_throttle", {host}, p.Steps(d.first, d.last), std::round(p.U(18, 26)));
-      p.Exclude(host, std::nullopt);
-    } else {
-      RdmaHostFault(p, host, d.first, d.last, p.Chance(0.25));
-    }
+    SlowFault(p, thermal && i == k - 1, host, d.first, d.last);
     slow.push_back(d);
     hosts.push_back(host + " " + std::to_string(d.first) + "-" + std::to_string(d.last) + " -" +
                     std::to_string(static_cast<int>(d.drop * 100)) + "%");
@@ -981,8 +1063,9 @@ void ThermalModest(JobPlanner& p) {
 // A node dies mid-job (9102, 9123 generalised): its exporters go dark after a random step, the
 // survivors wait in the collective until a user cancels or the coordinator's heartbeat timeout
 // kills the job; sometimes a link on another host degraded earlier (two faults of two kinds, both
-// hosts to exclude).
-void NodeDeath(JobPlanner& p) {
+// hosts to exclude). With `during_throttle` (the wider campaign) another host always throttles from
+// before the death until it.
+void NodeDeath(JobPlanner& p, bool during_throttle = false) {
   p.Shape(false, true, 60);
   p.set_total_steps(5000);
   JobSpec& s = p.spec();
@@ -995,15 +1078,23 @@ void NodeDeath(JobPlanner& p) {
   p.Exclude(dead, 2);
   std::string earlier;
   const int64_t min_len = std::max<int64_t>(8, p.StepsFor(420));
-  if (p.Chance(0.4) && s.last_step > 20 + 2 * min_len) {
+  if (during_throttle) s.last_step = std::max<int64_t>(s.last_step, 21 + 2 * min_len);
+  if ((p.Chance(0.4) || during_throttle) && s.last_step > 20 + 2 * min_len) {
     const int64_t a = p.Int(10, static_cast<int>(s.last_step - 2 * min_len));
-    const int64_t b = p.Chance(0.5) ? s.last_step : p.Int(static_cast<int>(a + min_len), static_cast<int>(s.last_step - 5));
+    const int64_t b = (p.Chance(0.5) || during_throttle) ? s.last_step
+                                                         : p.Int(static_cast<int>(a + min_len), static_cast<int>(s.last_step - 5));
     const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, b - a + 1)), 0.2) * 1000) / 1000;
     s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{a, b, drop}});
-    const std::string link = p.TakeHost();
-    RdmaHostFault(p, link, a, b, p.Chance(0.3));
-    earlier = " Earlier, RDMA degradation on " + link + " over steps " + std::to_string(a) + "-" + std::to_string(b) +
-              " (-" + std::to_string(static_cast<int>(drop * 100)) + "% TGS).";
+    const std::string other = p.TakeHost();
+    if (during_throttle) {
+      SlowFault(p, true, other, a, b);
+      WiderTelemetry(p, {{other, a, b}});
+    } else {
+      RdmaHostFault(p, other, a, b, p.Chance(0.3));
+    }
+    earlier = std::string(during_throttle ? " Meanwhile, a throttling GPU on " : " Earlier, RDMA degradation on ") + other +
+              " over steps " + std::to_string(a) + "-" + std::to_string(b) + " (-" +
+              std::to_string(static_cast<int>(drop * 100)) + "% TGS).";
   } else {
     p.Flat();
   }
@@ -1026,7 +1117,8 @@ void NodeDeath(JobPlanner& p) {
     AllExit(s, 143);
   }
   s.node_exits.erase(static_cast<int>(dead_index));
-  Verdict(p, earlier.empty() ? "node-death" : "node-death-after-link-fault", "gpu-hardware-fault", "retry-excluding-nodes");
+  Verdict(p, earlier.empty() ? "node-death" : during_throttle ? "node-death-during-throttle" : "node-death-after-link-fault",
+          "gpu-hardware-fault", "retry-excluding-nodes");
   p.notes() = dead + " died after step " + std::to_string(s.last_step) + "; " +
               (heartbeat_kill ? "the heartbeat timeout killed the job " + std::to_string(static_cast<int>(s.hang_seconds)) + " s later."
                               : "the survivors hung " + std::to_string(static_cast<int>(s.hang_seconds)) + " s until scancel.") +
@@ -1034,6 +1126,198 @@ void NodeDeath(JobPlanner& p) {
   p.Passthrough();
   const int64_t quiet_end = s.phases.size() > 1 ? s.phases[1].first - 3 : s.last_step - 3;
   p.Noise(std::pair<int64_t, int64_t>(5, quiet_end));
+}
+
+// --- wider kinds (`--wider`) --------------------------------------------------------------------
+
+// Two slowdowns of different kinds, an RDMA link and a throttling GPU, in either order, overlapping
+// (a0 < a1 < b0 < b1, each alone on for a few minutes): the earlier TGS drop is the root cause, and
+// both hosts cost TGS, so both are excluded.
+void MixedOverlap(JobPlanner& p) {
+  p.Shape(false, true, 60);
+  p.MaybeCheckpoint(0.3);
+  JobSpec& s = p.spec();
+  const int64_t gap = std::max<int64_t>(5, p.StepsFor(300));
+  p.EnsureSteps(12 + gap * 6);
+  const int64_t last = s.last_step;
+  const int64_t first = std::max<int64_t>(12, static_cast<int64_t>(static_cast<double>(last) * p.U(0.05, 0.25)));
+  const auto windows = ChainWindows(p, 2, first, last, gap);
+  const bool thermal_first = p.Chance(0.5);
+  std::vector<Slowdown> slow;
+  std::vector<FaultWindow> faulty;
+  std::string list;
+  for (int i = 0; i < 2; ++i) {
+    const auto [a, b] = windows[static_cast<size_t>(i)];
+    const bool thermal = (i == 0) == thermal_first;
+    slow.push_back({a, b, std::round(p.U(std::max(0.05, VisibleDrop(p, gap)), 0.2) * 1000) / 1000});
+    const std::string host = p.TakeHost();
+    SlowFault(p, thermal, host, a, b);
+    faulty.push_back({host, a, b});
+    list += std::string(i ? ", then " : "") + (thermal ? "a throttling GPU on " : "RDMA degradation on ") + host + " over " +
+            std::to_string(a) + "-" + std::to_string(b) + " (-" + std::to_string(static_cast<int>(slow.back().drop * 100)) + "%)";
+  }
+  s.phases = OverlapPhases(0, last, p.tgs(), slow);
+  Verdict(p, thermal_first ? "thermal-then-rdma" : "rdma-then-thermal",
+          thermal_first ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = "Overlapping faults of two kinds: " + list + "." + p.notes();
+  WiderTelemetry(p, faulty);
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, first - 5));
+}
+
+// A slowdown already on at the first step (no healthy phase before it) on 1-2 hosts, RDMA or
+// thermal, that ends at 35-75 % of the job: TGS rises when it ends, which is what shows its cost.
+void FaultFromFirstStep(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 80);
+  p.MaybeCheckpoint(0.3);
+  JobSpec& s = p.spec();
+  const int64_t min_len = std::max<int64_t>(20, p.StepsFor(600));
+  p.EnsureSteps(2 * min_len + 10);
+  const int64_t last = s.last_step;
+  const int64_t end = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.35, 0.75)), min_len,
+                                          last - min_len);
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, std::min(end + 1, last - end))), 0.22) * 1000) / 1000;
+  s.phases = OverlapPhases(0, last, p.tgs(), {{0, end, drop}});
+  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  std::vector<FaultWindow> faulty;
+  for (int i = 0; i < nbad; ++i) {
+    faulty.push_back({p.TakeHost(), 0, end});
+    SlowFault(p, thermal, faulty.back().host, 0, end);
+  }
+  Verdict(p, thermal ? "thermal-from-first-step" : "rdma-from-first-step",
+          thermal ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = std::string(thermal ? "Throttling GPUs" : "RDMA degradation") + " on " + std::to_string(nbad) +
+              " host(s) from the first step to step " + std::to_string(end) + ", TGS +" +
+              std::to_string(static_cast<int>(drop * 100)) + "% once it ends." + p.notes();
+  WiderTelemetry(p, faulty);
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(end + 5, last - 5));
+}
+
+// 3-6 hosts of one kind fail at once among 64-512 nodes (a rack's switch, a cooling loop), onsets
+// a few steps apart: every one of them is excluded.
+void ManyFaultyHosts(JobPlanner& p) {
+  const bool thermal = p.Chance(0.35);
+  const int nodes = static_cast<int>(std::lround(std::exp(p.U(std::log(64.0), std::log(512.0)))));
+  p.ScaleShape(nodes, !thermal, 60);
+  JobSpec& s = p.spec();
+  const int64_t window = std::max<int64_t>(30, p.StepsFor(600));
+  p.EnsureSteps(20 + window + 10);
+  const int64_t last = s.last_step;
+  const int64_t onset = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.2, 0.45)), 15, last - window);
+  const int64_t end = p.Chance(0.3) && last - onset > window + 20 ? onset + window + p.Int(0, 10) : last;
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, end - onset + 1)), 0.25) * 1000) / 1000;
+  const int k = p.Int(3, 6);
+  std::vector<Slowdown> slow;
+  std::vector<FaultWindow> faulty;
+  for (int i = 0; i < k; ++i) {
+    const int64_t a = onset + (i ? p.Int(0, 3) : 0);
+    faulty.push_back({p.TakeHost(), a, end});
+    SlowFault(p, thermal, faulty.back().host, a, end);
+    slow.push_back({a, end, drop});
+  }
+  s.phases = OverlapPhases(0, last, p.tgs(), slow);
+  Verdict(p, thermal ? "many-hosts-throttle" : "many-hosts-rdma", thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+  p.notes() = std::to_string(k) + " of " + std::to_string(nodes) + " hosts " +
+              (thermal ? "throttle" : "show RDMA retx + ACK timeouts") + " from step " + std::to_string(onset) + " to " +
+              std::to_string(end) + ", TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%." + p.notes();
+  WiderTelemetry(p, faulty);
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// A dip of one step (retransmits, ACK timeouts and retry exhaustion on one host during it: a
+// permanent loss), or one over ~90 % of the job (5-10 % healthy steps before it) on 1-2 RDMA hosts.
+void DipExtreme(JobPlanner& p) {
+  const bool single = p.Chance(0.5);
+  p.Shape(false, true, single ? 120 : 60);
+  JobSpec& s = p.spec();
+  p.CapSteps(p.Int(single ? 120 : 60, 600));
+  const int64_t n = s.last_step + 1;
+  std::vector<FaultWindow> faulty;
+  if (single) {
+    const int64_t at = p.Int(static_cast<int>(n / 4), static_cast<int>(3 * n / 4));
+    // One step stands out only well past its own noise: ten standard deviations, at least 15 %.
+    const double lo = std::max(0.15, 10 * p.JitterPct() / 100);
+    const double drop = std::round(p.U(lo, lo + 0.15) * 1000) / 1000;
+    p.ScrapeWithin(p.StepSeconds());
+    s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{at, at, drop}});
+    const std::string host = p.TakeHost();
+    RdmaHostFault(p, host, at, at, true);
+    Verdict(p, "rdma-single-step-dip", "rdma-link-degradation", "retry-excluding-nodes");
+    p.notes() = std::to_string(n) + "-step job, step " + std::to_string(at) + " alone " +
+                std::to_string(static_cast<int>(drop * 100)) + "% slower, retry exhaustion on " + host + " in it." + p.notes();
+    p.Passthrough();
+    p.Noise(std::make_pair<int64_t, int64_t>(3, at - 3));
+    return;
+  }
+  const int64_t onset = std::max<int64_t>(5, std::lround(static_cast<double>(n) * p.U(0.05, 0.1)));
+  const int64_t end = p.Chance(0.5) ? s.last_step : std::max<int64_t>(onset + 5, std::lround(static_cast<double>(n) * 0.95));
+  const bool short_in_time = static_cast<double>(end - onset + 1) * p.StepSeconds() < 360;
+  const double drop = std::round(p.U(std::max(0.05, VisibleDrop(p, end - onset + 1)), 0.25) * 1000) / 1000;
+  s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, end, drop}});
+  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  for (int i = 0; i < nbad; ++i) {
+    faulty.push_back({p.TakeHost(), onset, end});
+    RdmaHostFault(p, faulty.back().host, onset, end, short_in_time || p.Chance(0.3));
+  }
+  Verdict(p, "rdma-dip-90pct", "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = std::to_string(n) + "-step job, TGS -" + std::to_string(static_cast<int>(drop * 100)) + "% over steps " +
+              std::to_string(onset) + "-" + std::to_string(end) + " on " + std::to_string(nbad) + " RDMA host(s)." + p.notes();
+  WiderTelemetry(p, faulty);
+  p.Passthrough();
+  p.Noise(std::nullopt);
+}
+
+// A fault that ends the job (uncorrectable HBM errors then an HSA abort, or a host OOM kill) after
+// or during a slowdown on another host (an RDMA link or a throttling GPU). The fault that ended the
+// job is its root cause, as with node-death-after-link-fault: the slowdown did not stop it. The
+// slow host's own cost showed in TGS, so it is excluded too.
+void FatalAfterSlowdown(JobPlanner& p) {
+  const bool gpu = p.Chance(0.5), thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 80);
+  JobSpec& s = p.spec();
+  const int64_t min_len = std::max<int64_t>(20, p.StepsFor(600));
+  p.EnsureSteps(30 + 2 * min_len);
+  const int64_t last = s.last_step;
+  p.set_total_steps(last + p.Int(60, 400));
+  const int64_t a = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.15, 0.4)), 10, last - min_len - 10);
+  const bool during = p.Chance(0.5);
+  const int64_t b = during ? last : p.Int(static_cast<int>(a + min_len), static_cast<int>(last - 5));
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, b - a + 1)), 0.2) * 1000) / 1000;
+  s.phases = OverlapPhases(0, last, p.tgs(), {{a, b, drop}});
+  const std::string slow_host = p.TakeHost();
+  SlowFault(p, thermal, slow_host, a, b);
+  size_t task = static_cast<size_t>(p.Int(0, static_cast<int>(p.Nodes()) - 1));
+  while (p.HostAt(task) == slow_host) task = (task + 1) % p.Nodes();
+  const std::string host = p.HostAt(task);
+  if (gpu) {
+    // At 0.01 errors/s the counter needs minutes to move: the errors start 5-10 minutes before the abort.
+    const int64_t ue_first = std::max<int64_t>(a + 1, last - p.StepsFor(p.U(300, 600)));
+    p.Fault("ras_uncorrectable", {host}, p.Steps(ue_first, last), 0.01, {p.Int(0, 7)});
+    s.events.push_back(HsaAbortEvent(last, task));
+    AllExit(s, 143);
+    s.node_exits[static_cast<int>(task)] = 134;
+    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
+    p.Exclude(host, 1);
+  } else {
+    p.Fault("host_oom", {host}, "after_step: " + std::to_string(last - 2), 1);
+    s.events.push_back(OomKillEvent(last, "[" + std::to_string(task) + "]"));
+    s.node_exits = {{static_cast<int>(task), 137}};
+    s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
+    p.Exclude(host, std::nullopt);
+  }
+  Verdict(p, gpu ? "gpu-fault-after-slowdown" : "host-oom-after-slowdown", gpu ? "gpu-hardware-fault" : "host-oom",
+          "retry-excluding-nodes");
+  p.notes() = std::string(thermal ? "A throttling GPU on " : "RDMA degradation on ") + slow_host + " over steps " +
+              std::to_string(a) + "-" + std::to_string(b) + " (-" + std::to_string(static_cast<int>(drop * 100)) + "% TGS), " +
+              (during ? "still on when " : "then ") + host + (gpu ? " aborted on uncorrectable HBM errors" : " was OOM-killed") +
+              " after step " + std::to_string(last) + "." + p.notes();
+  WiderTelemetry(p, {{slow_host, a, b}});
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, a - 5));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1045,7 +1329,8 @@ StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::st
 
 class CampaignPlanner {
  public:
-  CampaignPlanner(uint64_t seed, bool wide, bool perf) : seed_(seed), wide_(wide), perf_(perf) {}
+  CampaignPlanner(uint64_t seed, bool wide, bool perf, bool wider)
+      : seed_(seed), wide_(wide || wider), perf_(perf), wider_(wider) {}
 
   std::string NextId() { return std::to_string(700000 + (seed_ % 100) * 1000 + next_index_++); }
 
@@ -1232,10 +1517,15 @@ class CampaignPlanner {
                                                        "moe",     "moe-rdma",   "healthy",  "skew"};
     static const std::vector<std::string> kWideFamilies = {"rdma-overlap", "dip-span", "dip-checkpoint", "thermal-modest",
                                                            "node-death"};
+    // Issue 35's second widening: shapes the families above never draw. Twice in every block, so a
+    // 24-job campaign holds about ten of them.
+    static const std::vector<std::string> kWiderFamilies = {"mixed-overlap", "from-first-step", "many-hosts",
+                                                            "dip-extreme",   "death-throttle",  "fatal-after-slowdown"};
     static const std::vector<std::string> kPerfFamilies = {"perf-blocker", "perf-overlap-loss", "perf-slow-gpu",
                                                            "perf-noise"};
     std::vector<std::string> families = kFamilies;
     if (wide_) families.insert(families.end(), kWideFamilies.begin(), kWideFamilies.end());
+    for (int copy = 0; wider_ && copy < 2; ++copy) families.insert(families.end(), kWiderFamilies.begin(), kWiderFamilies.end());
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
     std::vector<std::string> order = families;
@@ -1255,6 +1545,12 @@ class CampaignPlanner {
     else if (family == "dip-checkpoint") RdmaDipUnderCheckpoints(p);
     else if (family == "thermal-modest") ThermalModest(p);
     else if (family == "node-death") NodeDeath(p);
+    else if (family == "death-throttle") NodeDeath(p, /*during_throttle=*/true);
+    else if (family == "mixed-overlap") MixedOverlap(p);
+    else if (family == "from-first-step") FaultFromFirstStep(p);
+    else if (family == "many-hosts") ManyFaultyHosts(p);
+    else if (family == "dip-extreme") DipExtreme(p);
+    else if (family == "fatal-after-slowdown") FatalAfterSlowdown(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);
@@ -1287,15 +1583,16 @@ class CampaignPlanner {
   uint64_t seed_;
   bool wide_ = false;
   bool perf_ = false;
+  bool wider_ = false;
   int next_index_ = 0;
   double job_end_ = 0;
 };
 
 }  // namespace
 
-StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide, bool perf) {
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide, bool perf, bool wider) {
   if (jobs < 1 || jobs > 900) return InvalidArgumentError("--jobs must be between 1 and 900");
-  CampaignPlanner planner(seed, wide, perf);
+  CampaignPlanner planner(seed, wide, perf, wider);
   std::vector<PlannedJob> out;
   for (int i = 0; i < jobs; ++i) RETURN_IF_ERROR(planner.Job(i, &out));
   return out;

@@ -23,7 +23,14 @@ struct PlannedJob {
 // dips under checkpoint spikes, throttling with a modest TGS cost. Without it a seed plans exactly
 // the jobs it planned before, so earlier campaigns stay reproducible. `perf` (issue 33) adds the
 // performance regressions judged against a baseline run, each with a profiler window: a main-stream
-// blocker, overlap lost, one slow GPU, and a slowdown within noise.
-StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false, bool perf = false);
+// blocker, overlap lost, one slow GPU, and a slowdown within noise. `wider` implies `wide` and adds
+// the shapes those families never draw, twice in every block: an RDMA fault and a throttling GPU
+// overlapping in either order, a fault on from the first step, 3-6 faulty hosts among 64-512, a
+// one-step dip and a dip over ~90 % of the job, a node dying while another host throttles, a GPU
+// fault or host OOM ending a job after or during a slowdown elsewhere; their jobs also name nodes
+// only by instance or IP (no host label) and miss scrapes inside fault windows. `wide` and the
+// default plan exactly what they planned before it existed.
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false, bool perf = false,
+                                               bool wider = false);
 
 }  // namespace diagnose::campaign

@@ -83,8 +83,13 @@ std::string RdmaDeviceName(const std::string& vendor, int device) {
   return "ionic_" + std::to_string(device);
 }
 
+// An empty value is no label (Prometheus does not store empty labels): that is how a series
+// without a host label is written.
 Labels With(Labels base, std::initializer_list<std::pair<const std::string, std::string>> extra) {
-  for (const auto& kv : extra) base[kv.first] = kv.second;
+  for (const auto& kv : extra) {
+    if (kv.second.empty()) base.erase(kv.first);
+    else base[kv.first] = kv.second;
+  }
   return base;
 }
 
@@ -196,10 +201,15 @@ class MetricModel {
   std::string TargetName(const std::string& host) const {
     return s_.instance_domain.empty() ? host : host + "." + s_.instance_domain;
   }
-  std::string HostLabel(const std::string& host) const { return s_.host_label_fqdn ? TargetName(host) : host; }
+  std::string HostLabel(const std::string& host) const {
+    if (s_.node_hw_names != "host") return "";
+    return s_.host_label_fqdn ? TargetName(host) : host;
+  }
 
   Labels Base(int task, const std::string& job, int port) const {
-    return {{"job", job}, {"instance", TargetName(s_.hosts[task]) + ":" + std::to_string(port)}};
+    const bool by_address = job == "node_hw" && s_.node_hw_names == "ip";
+    return {{"job", job},
+            {"instance", (by_address ? ids_[task].ip : TargetName(s_.hosts[task])) + ":" + std::to_string(port)}};
   }
 
   std::vector<double> ScrapeTimes(int task, const std::string& target, double interval) const {
@@ -643,7 +653,7 @@ Status MetricModel::Tensorboard(const SeriesSink& sink, MetricStats* stats) {
   if (t_.steps.empty()) return Status::Ok();
   const std::string& host = s_.hosts[0];
   Labels base = Base(0, "node_hw", 9400);
-  base["host"] = HostLabel(host);
+  base = With(base, {{"host", HostLabel(host)}});
   SeriesSet set;
   std::vector<std::string> names = {"tb_step",
                                     "tb_learning_loss",

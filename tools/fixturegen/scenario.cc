@@ -442,7 +442,8 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
   if (YAML::Node m = root["metrics"]) {
     RETURN_IF_ERROR(r.OnlyKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
-                                   "clock_spread_mhz", "instance_domain", "host_label_fqdn", "tsdb_format"},
+                                   "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
+                                   "tsdb_format"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -463,6 +464,11 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
     RETURN_IF_ERROR(r.Get(m, "host_label_fqdn", &s.host_label_fqdn));
     if (s.host_label_fqdn && s.instance_domain.empty())
       return r.Error(m["host_label_fqdn"], "host_label_fqdn needs an instance_domain");
+    RETURN_IF_ERROR(r.Get(m, "node_hw_names", &s.node_hw_names));
+    if (s.node_hw_names != "host" && s.node_hw_names != "instance" && s.node_hw_names != "ip")
+      return r.Error(m["node_hw_names"], "node_hw_names must be host, instance or ip");
+    if (s.node_hw_names != "host" && s.host_label_fqdn)
+      return r.Error(m["node_hw_names"], "host_label_fqdn needs node_hw_names: host (no host label otherwise)");
     if (s.power_spread_w < 0 || s.temperature_spread_c < 0 || s.clock_spread_mhz < 0)
       return r.Error(m, "spreads must not be negative");
     if (m["tb_gap"]) {

@@ -175,6 +175,10 @@ struct Scenario {
   // `hostname -s`). The log keeps the short names Slurm uses.
   std::string instance_domain;
   bool host_label_fqdn = false;
+  // How node_hw's series name their node: `host` (a host label, the default); `instance` (no host
+  // label, only the target, as Ray's series do); `ip` (no host label and the target scraped by its
+  // address, <ip>:9400; only Ray's series, which carry both instance and ip, tie that ip to a name).
+  std::string node_hw_names = "host";
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   std::vector<Fault> faults;
   std::vector<LogEvent> events;

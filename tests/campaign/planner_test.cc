@@ -1,0 +1,264 @@
+// Unit tests of the campaign planner: the seeds of the default and `--wide` campaigns keep planning
+// the jobs they planned before `--wider` existed, and every `--wider` family is planned with a truth
+// its own scenario supports (the faults named, the excluded hosts' costs visible in TGS, the root
+// the earliest slowdown or the fault that ended the job).
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tools/campaign/planner.h"
+#include "tools/campaign/truth.h"
+#include "tools/fixturegen/scenario.h"
+#include "tools/fixturegen/timeline.h"
+
+namespace diagnose::campaign {
+namespace {
+
+// FNV-1a over every job's scenario and the truth file: a change to any byte of a plan changes it.
+uint64_t PlanDigest(const std::vector<PlannedJob>& plan) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const std::string& text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  };
+  std::vector<JobTruth> truths;
+  for (const PlannedJob& job : plan) {
+    mix(job.scenario_yaml);
+    truths.push_back(job.truth);
+  }
+  mix(TruthToJson(truths));
+  return h;
+}
+
+std::vector<PlannedJob> Plan(uint64_t seed, int jobs, bool wide, bool perf, bool wider) {
+  auto plan = PlanCampaign(seed, jobs, wide, perf, wider);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  return plan.ok() ? *plan : std::vector<PlannedJob>{};
+}
+
+// Recorded from the planner before `--wider` (the campaign binary at 25793c9, `generate
+// --plan-only`, whose scenarios and truth.json were compared byte for byte with this one's): the CI
+// gate's seed, a `--wide` development seed and a `--perf` one.
+TEST(CampaignPlanner, DefaultWideAndPerfSeedsPlanWhatTheyPlannedBefore) {
+  EXPECT_EQ(PlanDigest(Plan(4242, 40, false, false, false)), 15450769657292172454ull) << "the CI gate's jobs changed";
+  EXPECT_EQ(PlanDigest(Plan(3535, 48, true, false, false)), 14050338215377488540ull) << "--wide seed 3535's jobs changed";
+  EXPECT_EQ(PlanDigest(Plan(1, 16, false, true, false)), 395986751595041787ull) << "--perf seed 1's jobs changed";
+}
+
+TEST(CampaignPlanner, WiderPlansAreAPureFunctionOfTheSeed) {
+  EXPECT_EQ(PlanDigest(Plan(77, 30, false, false, true)), PlanDigest(Plan(77, 30, false, false, true)));
+  EXPECT_NE(PlanDigest(Plan(77, 30, false, false, true)), PlanDigest(Plan(77, 30, true, false, false)));
+}
+
+// The truth kinds each `--wider` family plans.
+const std::map<std::string, std::set<std::string>> kWiderKinds = {
+    {"mixed-overlap", {"thermal-then-rdma", "rdma-then-thermal"}},
+    {"from-first-step", {"thermal-from-first-step", "rdma-from-first-step"}},
+    {"many-hosts", {"many-hosts-throttle", "many-hosts-rdma"}},
+    {"dip-extreme", {"rdma-single-step-dip", "rdma-dip-90pct"}},
+    {"death-throttle", {"node-death-during-throttle"}},
+    {"fatal-after-slowdown", {"gpu-fault-after-slowdown", "host-oom-after-slowdown"}},
+};
+
+std::string FamilyOf(const std::string& kind) {
+  for (const auto& [family, kinds] : kWiderKinds)
+    if (kinds.count(kind)) return family;
+  return "";
+}
+
+// A block holds the 12 default families, the 5 wide ones and the 6 wider ones twice: 29 jobs.
+TEST(CampaignPlanner, EveryWiderFamilyIsPlannedTwiceInEachBlock) {
+  for (uint64_t seed : {5u, 6u}) {
+    std::map<std::string, int> count;
+    for (const PlannedJob& job : Plan(seed, 29, false, false, true))
+      if (job.truth.scored) ++count[FamilyOf(job.truth.kind)];
+    for (const auto& [family, kinds] : kWiderKinds) EXPECT_EQ(count[family], 2) << family << " at seed " << seed;
+  }
+}
+
+struct Window {
+  std::string kind;
+  int64_t first = 0, last = 0;
+};
+
+// The slowdown windows a scenario injects per host (RDMA retransmits or throttling).
+std::map<std::string, std::vector<Window>> SlowdownWindows(const fixturegen::Scenario& s) {
+  std::map<std::string, std::vector<Window>> out;
+  for (const auto& f : s.faults) {
+    if ((f.kind != "rdma_retx" && f.kind != "thermal_throttle") || !f.window.steps) continue;
+    // The background decoys' RDMA retransmits run the whole job (no window) or carry no ACK timeouts.
+    if (f.kind == "rdma_retx") {
+      const bool acked = std::any_of(s.faults.begin(), s.faults.end(), [&](const fixturegen::Fault& g) {
+        return g.kind == "rdma_ack_timeout" && g.hosts == f.hosts && g.window.steps && g.window.steps->first == f.window.steps->first;
+      });
+      if (!acked) continue;
+    }
+    for (const auto& h : f.hosts) out[h].push_back({f.kind, f.window.steps->first, f.window.steps->last});
+  }
+  return out;
+}
+
+double TgsAt(const fixturegen::Scenario& s, int64_t step) {
+  for (const auto& p : s.phases)
+    if (p.steps.Contains(step)) return p.tgs;
+  return 0;
+}
+
+double TopTgs(const fixturegen::Scenario& s) {
+  double top = 0;
+  for (const auto& p : s.phases) top = std::max(top, p.tgs);
+  return top;
+}
+
+bool HasFault(const fixturegen::Scenario& s, const std::string& host, const std::set<std::string>& kinds) {
+  return std::any_of(s.faults.begin(), s.faults.end(), [&](const fixturegen::Fault& f) {
+    return kinds.count(f.kind) && std::find(f.hosts.begin(), f.hosts.end(), host) != f.hosts.end();
+  });
+}
+
+// Every excluded host carries an injected fault, no host is both excluded and protected, and a
+// slow host's own fault is on at some step TGS is down.
+void ExpectExclusionsAreFaulty(const PlannedJob& job, const fixturegen::Scenario& s) {
+  const auto slow = SlowdownWindows(s);
+  std::set<std::string> protected_hosts(job.truth.must_not_exclude.begin(), job.truth.must_not_exclude.end());
+  for (const auto& e : job.truth.exclude) {
+    SCOPED_TRACE(e.host);
+    EXPECT_TRUE(std::find(s.hosts.begin(), s.hosts.end(), e.host) != s.hosts.end());
+    EXPECT_FALSE(protected_hosts.count(e.host));
+    EXPECT_TRUE(HasFault(s, e.host, {"rdma_retx", "thermal_throttle", "node_death", "ras_uncorrectable", "host_oom"}));
+    auto it = slow.find(e.host);
+    if (it == slow.end()) continue;
+    for (const Window& w : it->second) {
+      bool costs = false;
+      for (int64_t step = w.first; step <= w.last && !costs; ++step) costs = TgsAt(s, step) < TopTgs(s);
+      EXPECT_TRUE(costs) << w.kind << " over " << w.first << "-" << w.last << " never costs TGS";
+    }
+  }
+}
+
+// Of two slowdowns of different kinds, each is alone on for some steps that cost TGS, and the root
+// cause is the kind of the earlier one.
+void ExpectMixedOverlapTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  std::vector<Window> windows;
+  for (const auto& [host, ws] : SlowdownWindows(s))
+    for (const Window& w : ws) windows.push_back(w);
+  ASSERT_EQ(windows.size(), 2u);
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.first < b.first; });
+  EXPECT_NE(windows[0].kind, windows[1].kind);
+  EXPECT_LT(windows[0].first, windows[1].first);
+  EXPECT_GE(windows[0].last, windows[1].first) << "the windows must overlap";
+  EXPECT_EQ(job.truth.root_cause, windows[0].kind == "thermal_throttle" ? "thermal-throttle" : "rdma-link-degradation");
+  for (int i = 0; i < 2; ++i) {
+    const Window& own = windows[static_cast<size_t>(i)];
+    const Window& other = windows[static_cast<size_t>(1 - i)];
+    bool alone_and_costly = false;
+    for (int64_t step = own.first; step <= own.last; ++step)
+      alone_and_costly |= (step < other.first || step > other.last) && TgsAt(s, step) < TopTgs(s);
+    EXPECT_TRUE(alone_and_costly) << own.kind << " is never alone on a slow step";
+  }
+}
+
+// The fault that ended the job is the root: the job failed, its host carries that fault, and a
+// slowdown on another host came first.
+void ExpectFatalTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  EXPECT_EQ(s.summary.status, "FAILED");
+  const std::string fatal = job.truth.root_cause == "host-oom" ? "host_oom"
+                            : job.truth.kind == "node-death-during-throttle" ? "node_death"
+                                                                             : "ras_uncorrectable";
+  int fatal_hosts = 0;
+  for (const auto& e : job.truth.exclude) fatal_hosts += HasFault(s, e.host, {fatal});
+  EXPECT_EQ(fatal_hosts, 1) << fatal;
+  // The uncorrectable-error counter moves (at least two errors before the abort), not only the log.
+  for (const auto& f : s.faults) {
+    if (f.kind != "ras_uncorrectable") continue;
+    auto timeline = fixturegen::BuildTimeline(s);
+    ASSERT_TRUE(timeline.ok());
+    ASSERT_TRUE(f.window.steps);
+    const double seconds = timeline->FindStep(f.window.steps->last)->end - timeline->FindStep(f.window.steps->first)->begin;
+    EXPECT_GE(seconds * f.rate, 2) << "uncorrectable errors over steps " << f.window.steps->first << "-" << f.window.steps->last;
+  }
+  EXPECT_EQ(SlowdownWindows(s).size(), 1u) << "one slow host besides the one that ended the job";
+  EXPECT_EQ(job.truth.exclude.size(), 2u);
+}
+
+// Scrape gaps lie inside a faulty host's window and take at most a third of it; a node_hw naming
+// without the host label never asks for an FQDN host label.
+void ExpectTelemetryVariations(const fixturegen::Scenario& s) {
+  if (s.node_hw_names != "host") {
+    EXPECT_FALSE(s.host_label_fqdn);
+  }
+  const auto slow = SlowdownWindows(s);
+  for (const auto& f : s.faults) {
+    if (f.kind != "missed_scrapes") continue;
+    ASSERT_TRUE(f.window.steps);
+    ASSERT_EQ(f.hosts.size(), 1u);
+    auto it = slow.find(f.hosts[0]);
+    ASSERT_NE(it, slow.end()) << "a scrape gap on a host without a fault";
+    const Window& w = it->second.front();
+    EXPECT_GE(f.window.steps->first, w.first);
+    EXPECT_LE(f.window.steps->last, w.last);
+    EXPECT_LE(3 * (f.window.steps->last - f.window.steps->first + 1), w.last - w.first + 1);
+  }
+}
+
+TEST(CampaignPlanner, WiderTruthFollowsFromEachScenario) {
+  std::map<std::string, int> kinds, node_names;
+  int gaps = 0;
+  for (uint64_t seed : {11u, 12u, 13u}) {
+    for (const PlannedJob& job : Plan(seed, 58, false, false, true)) {
+      const std::string family = FamilyOf(job.truth.kind);
+      if (family.empty()) continue;
+      SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
+      auto s = fixturegen::ParseScenario(job.scenario_yaml, job.truth.job_id);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      ++kinds[job.truth.kind];
+      ++node_names[s->node_hw_names];
+      gaps += static_cast<int>(std::count_if(s->faults.begin(), s->faults.end(), [](const auto& f) { return f.kind == "missed_scrapes"; }));
+      EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
+      EXPECT_FALSE(job.truth.exclude.empty());
+      ExpectExclusionsAreFaulty(job, *s);
+      ExpectTelemetryVariations(*s);
+      if (family == "mixed-overlap") ExpectMixedOverlapTruth(job, *s);
+      if (family == "fatal-after-slowdown" || family == "death-throttle") ExpectFatalTruth(job, *s);
+      if (family == "from-first-step") {
+        for (const auto& [host, ws] : SlowdownWindows(*s)) EXPECT_EQ(ws.front().first, s->first_step) << host;
+      }
+      if (family == "many-hosts") {
+        EXPECT_GE(s->hosts.size(), 64u);
+        EXPECT_LE(s->hosts.size(), 512u);
+        EXPECT_GE(job.truth.exclude.size(), 3u);
+        EXPECT_LE(job.truth.exclude.size(), 6u);
+      }
+      if (job.truth.kind == "rdma-single-step-dip") {
+        ASSERT_EQ(job.truth.exclude.size(), 1u);
+        EXPECT_EQ(job.truth.exclude[0].priority, 1) << "retry exhaustion in the step: a permanent loss";
+        EXPECT_TRUE(HasFault(*s, job.truth.exclude[0].host, {"rdma_retry_exceeded"}));
+        // fixturegen samples a fault at the scrapes inside its window: one must land in the step.
+        auto timeline = fixturegen::BuildTimeline(*s);
+        ASSERT_TRUE(timeline.ok());
+        const Window w = SlowdownWindows(*s).at(job.truth.exclude[0].host).front();
+        const fixturegen::StepRecord* step = timeline->FindStep(w.first);
+        ASSERT_NE(step, nullptr);
+        EXPECT_LE(s->node_hw_interval, step->seconds) << "node_hw may never scrape inside the slow step";
+      }
+    }
+  }
+  for (const auto& [family, names] : kWiderKinds) {
+    int planned = 0;
+    for (const auto& k : names) planned += kinds[k];
+    EXPECT_EQ(planned, 12) << family << ": twice in each of the two 29-job blocks of three seeds";
+  }
+  for (const char* names : {"host", "instance", "ip"}) EXPECT_GT(node_names[names], 0) << names;
+  EXPECT_GT(gaps, 0);
+}
+
+TEST(CampaignPlanner, WiderImpliesWide) {
+  EXPECT_EQ(PlanDigest(Plan(21, 12, true, false, true)), PlanDigest(Plan(21, 12, false, false, true)));
+}
+
+}  // namespace
+}  // namespace diagnose::campaign
