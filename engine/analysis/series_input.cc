@@ -36,6 +36,9 @@ StatusOr<std::vector<Point>> ToPoints(const Json& input, const std::string& x, c
   const Json* list = &input;
   if (input.is_object()) {
     if (input.contains("series") && input["series"].is_object()) return ToPoints(input["series"], x, y);
+    // No series is no data (the query found none, e.g. no MoE loss in a dense job): the analysis
+    // cannot run, which is not an error in the rule.
+    if (input.empty()) return FailedPreconditionError("the query returned no series");
     if (input.size() != 1)
       return InvalidArgumentError("expected one series, got a map of " + std::to_string(input.size()));
     list = &input.begin().value();

@@ -36,6 +36,21 @@ TEST(ChangePointsTest, FindsPhasesAndIgnoresSpikesAndNoise) {
   EXPECT_EQ((*r)["direction"], "down");
 }
 
+TEST(ChangePointsTest, ARangeAnswerWithoutSeriesIsNoDataNotAnError) {
+  // A dense job's MoE load-balance loss: the range query answers no series. The rule is skipped
+  // (FailedPrecondition) with the reason, not reported as an error; two series stay an error.
+  AnalysisInput in;
+  in.input = {{"series", Json::object()}};
+  in.args = Args("change_points");
+  auto none = ChangePoints(in);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kFailedPrecondition) << none.status().message();
+  in.input = {{"a", Json::array({{0, 1}})}, {"b", Json::array({{0, 1}})}};
+  auto two = ChangePoints(in);
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ChangePointsTest, StableSeriesHasNoChange) {
   Json pts = Json::array();
   for (int i = 0; i < 200; ++i) pts.push_back({i, 100 + Noise(i, 4)});
