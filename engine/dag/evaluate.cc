@@ -346,7 +346,14 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
     if (node.playbook && p != node.playbook->params.end()) return p->second.type;
     return playbook::ParamType::kString;
   };
-  auto promql = playbook::RenderPromql(*node.rule, value_of, type_of);
+  // A host list selects series by every name the exporters gave that host (an address, an FQDN).
+  auto value_with_names = [&](const std::string& name) -> StatusOr<json> {
+    auto v = value_of(name);
+    if (!v.ok() || type_of(name) != playbook::ParamType::kHosts) return v;
+    const json& d = ctx_.discovery;
+    return WithReportedNames(*v, d.is_object() && d.contains("instance_hosts") ? d["instance_hosts"] : json::object());
+  };
+  auto promql = playbook::RenderPromql(*node.rule, value_with_names, type_of);
   if (!promql.ok()) {
     bool empty_list = promql.status().code() == StatusCode::kFailedPrecondition;
     Fail(idx, empty_list ? NodeHealth::kSkipped : NodeHealth::kError, node.rule->query.template_pos.ToString() + ": " + promql.status().message());

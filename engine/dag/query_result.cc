@@ -139,6 +139,22 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
 }
 
 
+json WithReportedNames(const json& hosts, const json& instance_hosts) {
+  if (!hosts.is_array() || !instance_hosts.is_object()) return hosts;
+  std::set<std::string> listed;
+  for (const auto& h : hosts)
+    if (h.is_string()) listed.insert(h.get<std::string>());
+  std::set<std::string> aliases;
+  for (const auto& [reported, node] : instance_hosts.items()) {
+    if (!node.is_string() || !listed.count(node.get<std::string>())) continue;
+    const std::string name = InstanceHost(reported);
+    if (!name.empty() && !listed.count(name)) aliases.insert(name);
+  }
+  json out = hosts;
+  for (const auto& a : aliases) out.push_back(a);
+  return out;
+}
+
 std::string HostOfSeries(const Labels& labels, const json& instance_hosts) {
   auto get = [&](const char* k) {
     auto it = labels.find(k);

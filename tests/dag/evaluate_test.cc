@@ -383,6 +383,18 @@ TEST(HostKeyTest, MapsEveryLabelShape) {
   EXPECT_EQ(HostOfSeries({{"job", "x"}}, ih), "");
 }
 
+TEST(HostKeyTest, AHostListAlsoNamesTheAddressesAndFqdnsItsExportersReported) {
+  json ih = {{"node7:9400", "node7"},           // the host's own target: adds nothing
+             {"10.1.0.7:9400", "node7"},        // scraped by address
+             {"node8.hpc.example", "node8"},    // an FQDN host label
+             {"10.1.0.9:9400", "node9"}};       // not in the list
+  EXPECT_EQ(WithReportedNames(json::array({"node7", "node8"}), ih),
+            json::array({"node7", "node8", "10.1.0.7", "node8.hpc.example"}));
+  // Nothing mapped: the list as it was (the query text of such a job does not change).
+  EXPECT_EQ(WithReportedNames(json::array({"node1"}), json::object({{"node1:9400", "node1"}})), json::array({"node1"}));
+  EXPECT_EQ(WithReportedNames(json::array({"node1"}), json()), json::array({"node1"}));
+}
+
 TEST(CompileTest, SharedRulesAreOneNodeAndLevelsAreTopological) {
   playbook::Loader loader;
   loader.LoadCommonText("rules:\n  - id: steps\n    fact: facts.steps\n", "c.yaml");
