@@ -83,9 +83,21 @@ EvaluationResult Evaluator::Run() {
   ResolveWindowsAndParams();
   EvaluateByReadiness();
   BuildFindings();
+  HandSeriesToEvidence();
   for (const auto& n : result_.nodes)
     if (n.health != NodeHealth::kOk) result_.not_evaluated.push_back(n.id + ": " + std::string(ToString(n.health)) + ": " + n.reason);
   return std::move(result_);
+}
+
+void Evaluator::HandSeriesToEvidence() {
+  for (auto& [idx, series] : evidence_series_) {
+    json& value = result_.nodes[idx].value;
+    auto it = value.find("series");
+    if (it == value.end()) continue;
+    *series = std::move(*it);
+    value.erase(it);
+  }
+  evidence_series_.clear();
 }
 
 void Evaluator::ResolveWindowsAndParams() {
@@ -229,6 +241,8 @@ const playbook::Binding* Evaluator::FindBinding(int idx, const std::string& name
 
 const Value* Evaluator::Lookup(const std::shared_ptr<NameScope>& scope, const std::string& root) {
   const int idx = scope->idx;
+  // A dotted name is a member asked apart from its root (playbook::NameResolver): only shared rules are.
+  if (root.find('.') != std::string::npos) return SharedRuleValue(scope, root);
   if (auto it = scope->bound.find(root); it != scope->bound.end()) return it->second.is_null() ? nullptr : &it->second;
   if (const auto* b = FindBinding(idx, root); b && b->expr.ast && !scope->evaluating.count(root)) {
     scope->evaluating.insert(root);
@@ -259,6 +273,19 @@ const Value* Evaluator::RootValue(int idx, const json* host, const std::string& 
   int target = graph_.IndexOf((pb.empty() ? "common" : pb) + "/" + root);
   if (target < 0 || result_.nodes[target].health != NodeHealth::kOk) return nullptr;
   return &result_.nodes[target].value;
+}
+
+const Value* Evaluator::SharedRuleValue(const std::shared_ptr<NameScope>& scope, const std::string& dotted) {
+  static constexpr std::string_view kCommon = "common.";
+  const int idx = scope->idx;
+  if (idx < 0 || dotted.compare(0, kCommon.size(), kCommon) != 0) return nullptr;
+  if (scope->bound.count("common") || FindBinding(idx, "common")) return nullptr;
+  const std::string id = "common/" + dotted.substr(kCommon.size());
+  for (int d : graph_.nodes()[idx].deps) {
+    const auto& dep = result_.nodes[d];
+    if (graph_.nodes()[d].id == id && dep.health == NodeHealth::kOk) return dep.value.is_null() ? nullptr : &dep.value;
+  }
+  return nullptr;
 }
 
 // `common.X` for node `idx`: the shared rules it depends on, built the first time one of its
@@ -586,8 +613,11 @@ void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
     e.value = out.value["values"];
     e.text = graph_.nodes()[idx].rule->description;
     if (client == ctx_.baseline) e.role = JobRole::kBaseline;
-    if (out.value.contains("series") && !out.value["series"].empty())
-      e.series = std::make_shared<const json>(out.value["series"]);
+    if (out.value.contains("series") && !out.value["series"].empty()) {
+      auto series = std::make_shared<json>();
+      e.series = series;
+      evidence_series_.emplace_back(idx, std::move(series));
+    }
     for (const auto& w : answer->warnings) e.text += (e.text.empty() ? "" : "; ") + std::string("warning: ") + w;
     out.evidence.push_back(std::move(e));
   }

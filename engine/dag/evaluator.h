@@ -61,6 +61,10 @@ class Evaluator {
 
   const Value* RootValue(int idx, const json* host, const std::string& root);
 
+  // `common.X` asked as one name: shared rule X's own value when node `idx` depends on it and no
+  // binding hides `common`, so reading a member does not build CommonView's copy; else nullptr.
+  const Value* SharedRuleValue(const std::shared_ptr<NameScope>& scope, const std::string& dotted);
+
   // `common.X` for node `idx`: the shared rules it depends on, built the first time one of its
   // expressions asks (its dependencies are final by then) and kept, because copying every shared
   // per-host series for each of a node's expressions cost more than all of its queries.
@@ -187,6 +191,11 @@ class Evaluator {
 
   void BuildFindings();
 
+  // A range rule's series, charted from its evidence (and the findings' copies of it), is moved
+  // there once no expression reads the rule's value any more: at 1,024 nodes a copy taken when
+  // the answer arrived doubled the largest values the run holds.
+  void HandSeriesToEvidence();
+
   const CompiledGraph& graph_;
   const EvaluationContext& ctx_;
   EvaluationResult result_;
@@ -199,6 +208,8 @@ class Evaluator {
   // `common` views by the shared rules they hold (sorted node indices), and each node's view.
   std::map<std::vector<int>, json> common_views_;
   std::map<int, const json*> common_view_of_node_;
+  // Query rules' evidence series, empty until HandSeriesToEvidence fills them from the rules' values.
+  std::vector<std::pair<int, std::shared_ptr<json>>> evidence_series_;
   // The answers of this run by client and question (kind, PromQL, times): a rule of a later wave
   // asking what an earlier one asked shares its request. Kept while a query rule with one of the
   // templates that asked it (only such a rule can ask it again) is still to be started.

@@ -140,6 +140,12 @@ const Value* ResolvePath(const Expr& e, const NameResolver& resolve, bool* is_pa
     *is_path = false;
     return nullptr;
   }
+  if (e.children[0]->kind == ExprKind::kName) {
+    if (const Value* member = resolve(e.children[0]->text + "." + e.text)) {
+      *is_path = true;
+      return member;
+    }
+  }
   const Value* base = ResolvePath(*e.children[0], resolve, is_path);
   if (!*is_path || base == nullptr) return nullptr;
   if (base->is_object()) {

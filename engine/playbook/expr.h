@@ -51,6 +51,10 @@ std::string StaticType(const Expr& expr,
 
 // Resolves the root name of a path at run time ("facts", a rule id, ...). Returns nullptr for an
 // unknown or null name. The pointee must outlive the evaluation; paths are walked without copying.
+// A field of a name (`common.x`) is first asked as the dotted name "common.x": a resolver that
+// keeps the member apart from its root (the evaluator's shared rules, which it would otherwise
+// copy into one `common` object) returns it there; every other resolver returns nullptr for a
+// dotted name, and the root's value is walked.
 using NameResolver = std::function<const Value*(const std::string& root)>;
 
 // Evaluates; errors (type mismatch at run time, unknown function) carry the offset in the message.

@@ -35,9 +35,10 @@ struct Evidence {
   std::string text;                   // human sentence or the quoted log line
   // Which job's TSDB answered (promql). In JSON only for the baseline (extension).
   JobRole role = JobRole::kSubject;
-  // The range query's series keyed like `value` ("host" or "host/device" -> [[t, v], ...]), shared
-  // with the rule that asked. Drawn by the HTML report; never in JSON (a 1,000-host job's series
-  // would dwarf the report).
+  // The range query's series keyed like `value` ("host" or "host/device" -> [[t, v], ...]), moved
+  // here from the rule that asked once the evaluation is over (empty until then); findings citing
+  // it share it. Drawn by the HTML report; never in JSON (a 1,000-host job's series would dwarf the
+  // report).
   std::shared_ptr<const nlohmann::json> series;
 };
 

@@ -300,7 +300,7 @@ for n in "${sizes[@]}"; do
     "peak RSS fixturegen $(mb "$gen_rss") MB, promtool $(mb "$promtool_rss") MB, $(du -sh "$dir/outputs" | cut -f1) on disk;" \
     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
   # Diagnose: RUNS measured runs.
-  walls="" diags="" proms="" verdict_ok=yes against_walls=""
+  walls="" diags="" proms="" verdict_ok=yes against_walls="" job_hours="-"   # job_hours: RUNS=0 only generates
   for run in $(seq "$runs"); do
     if [ -n "$against_bin" ] && [ $((run % 2)) = 0 ]; then against_run "$run"; fi
     read -r wall code trss peaks < <(python3 "$work/measure.py" "$dir/run$run.time" "$dir/run$run.json" \

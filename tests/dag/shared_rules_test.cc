@@ -1,9 +1,12 @@
 // The shipped shared rules (rules/common) evaluated through a playbook that uses them.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "engine/dag/evaluate.h"
 #include "engine/playbook/loader.h"
 #include "engine/report/job_facts.h"
+#include "tests/support/table_query_client.h"
 
 namespace diagnose::dag {
 namespace {
@@ -48,6 +51,73 @@ rules:
   EXPECT_GE(graph->IndexOf("common/tgs_phases"), 0);
   EXPECT_GE(graph->IndexOf("common/tgs_steps"), 0);
   EXPECT_LT(graph->IndexOf("common/rdma_retx_rate"), 0);   // not used, not compiled
+}
+
+// `common.X.field` reads the shared rule's own value (no copy of every shared rule the node needs),
+// and a range rule's series reaches the evidence of the rule and of the findings citing it, one
+// copy shared by all of them.
+TEST(SharedRulesTest, SharedRangeValuesAreReadInPlaceAndTheirSeriesSharedWithEvidence) {
+  playbook::Loader loader;
+  loader.LoadCommonText(R"YAML(rules:
+  - id: power
+    description: GPU power per host
+    query: 'max by (host) (hw_gpu_power_watts)'
+    range: true
+    window: job
+    by: [host]
+    reduce: max
+)YAML", "power.yaml");
+  loader.LoadPlaybookText(R"YAML(playbook: hot
+description: a host drawing more power than the rest
+rules:
+  - id: peak
+    fact: "common.power.max"
+  - id: hot_hosts
+    fact: "keys(common.power.values > 300)"
+  - id: series_hosts
+    fact: "keys(common.power.series)"
+  - id: v
+    verdict:
+      when: "len(hot_hosts.value) > 0"
+      root_cause: unknown
+      hosts: hot_hosts.value
+      summary: "peak {{ common.power.max }} W on {{ join(hot_hosts.value, ', ') }} of {{ len(series_hosts.value) }}"
+)YAML", "hot.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  auto lib = loader.TakeLibrary();
+  testing::TableQueryClient client;
+  for (const auto& [host, watts] : {std::pair{"n1", 200.0}, std::pair{"n2", 450.0}, std::pair{"n3", 250.0}}) {
+    Series s;
+    s.labels = {{"host", host}};
+    for (double t = 1000; t <= 1060; t += 30) s.samples.push_back({t, watts + (t - 1000) / 30});
+    client.answers["hw_gpu_power_watts"].push_back(std::move(s));
+  }
+  EvaluationContext ctx;
+  ctx.facts = nlohmann::json(JobFacts{});
+  ctx.discovery = {{"range", {{"start", 1000}, {"end", 1060}}}};
+  ctx.subject = &client;
+  auto graph = CompiledGraph::Compile(lib, {"hot"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto r = Evaluate(*graph, ctx);
+  ASSERT_EQ(r.candidates.size(), 1u) << nlohmann::json(r.not_evaluated).dump();
+  EXPECT_EQ(r.candidates[0].summary, "peak 452 W on n2 of 3");
+  EXPECT_EQ(r.nodes[graph->IndexOf("hot/peak")].value["value"], 452.0);
+
+  const auto& own = r.nodes[graph->IndexOf("common/power")].evidence;
+  ASSERT_EQ(own.size(), 1u);
+  ASSERT_TRUE(own[0].series);
+  const nlohmann::json expected = {{"n1", {{1000.0, 200.0}, {1030.0, 201.0}, {1060.0, 202.0}}},
+                                   {"n2", {{1000.0, 450.0}, {1030.0, 451.0}, {1060.0, 452.0}}},
+                                   {"n3", {{1000.0, 250.0}, {1030.0, 251.0}, {1060.0, 252.0}}}};
+  EXPECT_EQ(*own[0].series, expected);
+  const Finding* verdict = nullptr;
+  for (const auto& f : r.findings)
+    if (f.id == "hot/v") verdict = &f;
+  ASSERT_NE(verdict, nullptr);
+  auto cited = std::find_if(verdict->evidence.begin(), verdict->evidence.end(),
+                            [](const Evidence& e) { return e.kind == EvidenceKind::kPromql; });
+  ASSERT_NE(cited, verdict->evidence.end());
+  EXPECT_EQ(cited->series.get(), own[0].series.get());
 }
 
 }  // namespace

@@ -127,6 +127,26 @@ TEST(ExprTest, WhitespaceDoesNotChangeMeaning) {
   }
 }
 
+// `a.b` is first asked as the dotted name: a resolver holding the member apart from its root answers
+// it; one that does not (nullptr) has the root's value walked as before.
+TEST(ExprTest, AFieldOfANameIsAskedAsTheDottedNameFirst) {
+  ExprSyntaxError err;
+  auto e = ParseExpr("common.power.max + len(facts.hosts)", &err);
+  ASSERT_NE(e, nullptr) << err.message;
+  Value power = {{"max", 450}};
+  Value facts = {{"hosts", {"n1", "n2"}}};
+  std::vector<std::string> asked;
+  auto v = EvalExpr(*e, [&](const std::string& name) -> const Value* {
+    asked.push_back(name);
+    if (name == "common.power") return &power;
+    if (name == "facts") return &facts;
+    return nullptr;   // neither `common` as a whole nor `facts.hosts` apart from facts
+  });
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(*v, 452.0);
+  EXPECT_EQ(asked, (std::vector<std::string>{"common.power", "facts.hosts", "facts"}));
+}
+
 TEST(ExprTest, RuntimeTypeErrorsAreStatuses) {
   ExprSyntaxError err;
   auto e = ParseExpr("a < [1]", &err);
