@@ -247,8 +247,8 @@ class Discoverer {
   Discoverer(QueryClient& client, const DiscoveryInputs& inputs, const DiscoveryRules& rules)
       : client_(client),
         inputs_(inputs),
-        rules_(rules),
-        expected_(inputs.expected_hosts.begin(), inputs.expected_hosts.end()) {}
+        expected_(inputs.expected_hosts.begin(), inputs.expected_hosts.end()),
+        rules_(rules) {}
 
   StatusOr<Discovery> Run() {
     const auto started = Clock::now();
@@ -257,20 +257,29 @@ class Discoverer {
     RETURN_IF_ERROR(StillInTime("finding the data range"));
     RETURN_IF_ERROR(FindRange());
     RETURN_IF_ERROR(StillInTime("listing the metric names"));
-    const double s = d_.range.start, e = d_.range.end;
-    auto names = Ask(client_.LabelValues("__name__", {}, s, e));
+    // Every label-value question at once, then every query: none waits for another's answer except
+    // the step queries, which wait for the metric names. The answers are read in the order the
+    // questions used to be asked one at a time, so the gaps and names are the same.
+    const std::vector<LabelValuesQuestion> questions = LabelQuestions();
+    auto labels = client_.LabelValuesBatch(questions);
+    d_.queries += static_cast<int>(questions.size());
+    auto& names = labels[kNamesAnswer];
     if (!names.ok()) return names.status().WithContext("discovering metric names on " + client_.Describe());
     d_.metric_names = *names;
     std::sort(d_.metric_names.begin(), d_.metric_names.end());
     if (d_.metric_names.empty()) {
-      Gap("missing-family", "", "", "the TSDB holds no series between " + FormatTime(s) + " and " + FormatTime(e));
+      Gap("missing-family", "", "", "the TSDB holds no series between " + FormatTime(d_.range.start) + " and " +
+                                        FormatTime(d_.range.end));
     }
     RETURN_IF_ERROR(StillInTime("finding the hosts"));
-    FindHosts();
+    const DiscoveryQueries queries = Queries();
+    const std::vector<StatusOr<QueryResult>> answers = client_.RunBatch(queries.batch);
+    d_.queries += static_cast<int>(queries.batch.size());
+    FindHosts(labels, queries, answers);
     RETURN_IF_ERROR(StillInTime("checking the metric families"));
-    CheckFamilies();
+    CheckFamilies(labels);
     RETURN_IF_ERROR(StillInTime("checking the families"));
-    FindSilentIntervalsAndSteps();
+    FindSilentIntervalsAndSteps(queries, answers);
     RETURN_IF_ERROR(StillInTime("mapping steps to time"));
     Guard();
     d_.elapsed_seconds = std::chrono::duration<double>(Clock::now() - started).count();
@@ -374,45 +383,94 @@ class Discoverer {
     d_.host_source.emplace(host, source);
   }
 
-  void FindHosts() {
+  // The label-value questions, in the order their answers are read: the metric names, the hosts
+  // (kHostAnswer .. kAllInstancesAnswer), then one per metric family.
+  static constexpr size_t kNamesAnswer = 0, kHostAnswer = 1, kInstancesWithoutHostAnswer = 2,
+                          kIpsWithoutHostOrInstanceAnswer = 3, kAllInstancesAnswer = 4, kFirstFamilyAnswer = 5;
+  std::vector<LabelValuesQuestion> LabelQuestions() const {
     const double s = d_.range.start, e = d_.range.end;
-    if (auto hosts = Ask(client_.LabelValues("host", {}, s, e)); hosts.ok()) {
+    std::vector<LabelValuesQuestion> questions = {
+        {"__name__", {}, s, e},
+        {"host", {}, s, e},
+        // Series without a host label (Ray's) name their node through instance, or ip alone.
+        {"instance", {R"({host="",instance!=""})"}, s, e},
+        {"ip", {R"({host="",instance="",ip!=""})"}, s, e},
+        {"instance", {}, s, e},
+    };
+    for (const auto& fam : rules_.families) {
+      const std::string label = fam.hosts_from == "host" ? "host" : "instance";
+      questions.push_back({fam.per_host ? label : "__name__", {fam.selector}, s, e});
+    }
+    return questions;
+  }
+
+  // The queries of discovery, one batch: instance/host pairs, heartbeats, then steps (and fills).
+  struct DiscoveryQueries {
+    std::vector<Query> batch;
+    size_t pairs = 0;            // batch[0, pairs)
+    size_t heartbeats = 0;       // batch[pairs, pairs + heartbeats)
+    bool has_steps = false;      // the rest
+  };
+
+  DiscoveryQueries Queries() const {
+    const double s = d_.range.start, e = d_.range.end;
+    DiscoveryQueries out;
+    // instance -> host: authoritative where a series carries both, else the instance's host part.
+    const std::string window = PromqlSeconds(e - s + 1);
+    for (const auto& hb : rules_.heartbeats) {
+      if (hb.hosts_from != "host") continue;
+      out.batch.push_back(Query::Instant("group by (instance, host) (last_over_time(" + hb.selector + "[" + window +
+                                         "]))", e, "discovery:instance-host"));
+    }
+    out.pairs = out.batch.size();
+    for (const auto& hb : rules_.heartbeats) {
+      out.batch.push_back(Query::Range("count by (" + hb.hosts_from + ") (" + hb.selector + ")", s, e,
+                                       rules_.gap_resolution_seconds, "discovery:heartbeat"));
+    }
+    out.heartbeats = out.batch.size() - out.pairs;
+    out.has_steps = !rules_.step_metric.empty() && d_.HasMetric(rules_.step_metric);
+    if (!out.has_steps) return out;
+    for (double a = s - 1; a < e; a += kStepChunkSeconds) {
+      const double b = std::min(a + kStepChunkSeconds, e);
+      const std::string window_of_chunk = "[" + PromqlSeconds(b - a) + "]";
+      out.batch.push_back(Query::Instant(rules_.step_metric + window_of_chunk, b, "discovery:steps"));
+      if (d_.HasMetric(rules_.staleness_metric)) {
+        out.batch.push_back(Query::Instant(rules_.staleness_metric + window_of_chunk, b, "discovery:fills"));
+      }
+    }
+    return out;
+  }
+
+  using LabelAnswers = std::vector<StatusOr<std::vector<std::string>>>;
+
+  void FindHosts(const LabelAnswers& labels, const DiscoveryQueries& queries,
+                 const std::vector<StatusOr<QueryResult>>& answers) {
+    if (const auto& hosts = labels[kHostAnswer]; hosts.ok()) {
       for (const auto& h : *hosts) AddHost(NodeName(h), "host label");
     } else {
       QueryFailed("the host label values", hosts.status());
     }
-    // Series without a host label (Ray's) name their node through instance, or ip alone.
-    if (auto inst = Ask(client_.LabelValues("instance", {R"({host="",instance!=""})"}, s, e)); inst.ok()) {
+    if (const auto& inst = labels[kInstancesWithoutHostAnswer]; inst.ok()) {
       for (const auto& i : *inst) AddHost(NodeName(InstanceHost(i)), "instance");
     } else {
       QueryFailed("instances of series without a host label", inst.status());
     }
-    if (auto ips = Ask(client_.LabelValues("ip", {R"({host="",instance="",ip!=""})"}, s, e)); ips.ok()) {
+    if (const auto& ips = labels[kIpsWithoutHostOrInstanceAnswer]; ips.ok()) {
       for (const auto& ip : *ips) AddHost(ip, "ip");
     } else {
       QueryFailed("ips of series without host or instance", ips.status());
     }
-    // instance -> host: authoritative where a series carries both, else the instance's host part.
-    std::vector<Query> pairs;
-    const std::string window = PromqlSeconds(e - s + 1);
-    for (const auto& hb : rules_.heartbeats) {
-      if (hb.hosts_from != "host") continue;
-      pairs.push_back(Query::Instant("group by (instance, host) (last_over_time(" + hb.selector + "[" + window + "]))", e,
-                                     "discovery:instance-host"));
-    }
-    auto results = client_.RunBatch(pairs);
-    d_.queries += static_cast<int>(pairs.size());
-    for (size_t i = 0; i < results.size(); ++i) {
-      if (!results[i].ok()) {
-        QueryFailed("the instance/host pairs", results[i].status());
+    for (size_t i = 0; i < queries.pairs && i < answers.size(); ++i) {
+      if (!answers[i].ok()) {
+        QueryFailed("the instance/host pairs", answers[i].status());
         continue;
       }
-      for (const auto& series : results[i]->series) {
+      for (const auto& series : answers[i]->series) {
         auto inst = series.labels.find("instance"), host = series.labels.find("host");
         if (inst != series.labels.end() && host != series.labels.end()) d_.instance_to_host[inst->second] = NodeName(host->second);
       }
     }
-    if (auto all = Ask(client_.LabelValues("instance", {}, s, e)); all.ok()) {
+    if (const auto& all = labels[kAllInstancesAnswer]; all.ok()) {
       for (const auto& i : *all) {
         const std::string host = NodeName(InstanceHost(i));
         if (!d_.instance_to_host.count(i) && !IgnoredHost(host)) d_.instance_to_host[i] = host;
@@ -428,12 +486,11 @@ class Discoverer {
     }
   }
 
-  void CheckFamilies() {
-    const double s = d_.range.start, e = d_.range.end;
-    for (const auto& fam : rules_.families) {
+  void CheckFamilies(const LabelAnswers& labels) {
+    for (size_t f = 0; f < rules_.families.size(); ++f) {
       if (PastDeadline()) return;
-      const std::string label = fam.hosts_from == "host" ? "host" : "instance";
-      auto values = Ask(client_.LabelValues(fam.per_host ? label : "__name__", {fam.selector}, s, e));
+      const auto& fam = rules_.families[f];
+      const auto& values = labels[kFirstFamilyAnswer + f];
       if (!values.ok()) {
         QueryFailed("family " + fam.id, values.status());
         continue;
@@ -454,49 +511,28 @@ class Discoverer {
     }
   }
 
-  void FindSilentIntervalsAndSteps() {
-    const double s = d_.range.start, e = d_.range.end;
-    std::vector<Query> batch;
-    for (const auto& hb : rules_.heartbeats) {
-      batch.push_back(Query::Range("count by (" + hb.hosts_from + ") (" + hb.selector + ")", s, e,
-                                   rules_.gap_resolution_seconds, "discovery:heartbeat"));
-    }
-    const size_t heartbeat_queries = batch.size();
-    const bool has_steps = !rules_.step_metric.empty() && d_.HasMetric(rules_.step_metric);
-    std::vector<std::pair<double, double>> chunks;  // (eval time, window)
-    if (has_steps) {
-      for (double a = s - 1; a < e; a += kStepChunkSeconds) {
-        const double b = std::min(a + kStepChunkSeconds, e);
-        chunks.push_back({b, b - a});
-      }
-      for (const auto& [at, window] : chunks) {
-        batch.push_back(Query::Instant(rules_.step_metric + "[" + PromqlSeconds(window) + "]", at, "discovery:steps"));
-        if (d_.HasMetric(rules_.staleness_metric)) {
-          batch.push_back(Query::Instant(rules_.staleness_metric + "[" + PromqlSeconds(window) + "]", at, "discovery:fills"));
-        }
-      }
-    }
-    auto results = client_.RunBatch(batch);
-    d_.queries += static_cast<int>(batch.size());
-    for (size_t i = 0; i < heartbeat_queries; ++i) {
+  void FindSilentIntervalsAndSteps(const DiscoveryQueries& queries, const std::vector<StatusOr<QueryResult>>& answers) {
+    const size_t first_step = queries.pairs + queries.heartbeats;
+    for (size_t i = 0; i < queries.heartbeats; ++i) {
       if (PastDeadline()) return;
-      if (!results[i].ok()) {
-        QueryFailed("heartbeat " + rules_.heartbeats[i].selector, results[i].status());
+      const auto& answer = answers[queries.pairs + i];
+      if (!answer.ok()) {
+        QueryFailed("heartbeat " + rules_.heartbeats[i].selector, answer.status());
         continue;
       }
-      SilentIntervals(*results[i], rules_.heartbeats[i]);
+      SilentIntervals(*answer, rules_.heartbeats[i]);
     }
-    if (!has_steps) return;
+    if (!queries.has_steps) return;
     std::map<std::string, double> fills;          // label key + ms -> fill value
     std::map<std::string, Sample> steps;          // label key + ms -> step sample (dedupes chunk edges)
-    for (size_t i = heartbeat_queries; i < results.size(); ++i) {
+    for (size_t i = first_step; i < answers.size(); ++i) {
       if (PastDeadline()) return;
-      if (!results[i].ok()) {
-        QueryFailed(batch[i].promql, results[i].status());
+      if (!answers[i].ok()) {
+        QueryFailed(queries.batch[i].promql, answers[i].status());
         continue;
       }
-      const bool is_fill = batch[i].id == "discovery:fills";
-      for (const auto& series : results[i]->series) {
+      const bool is_fill = queries.batch[i].id == "discovery:fills";
+      for (const auto& series : answers[i]->series) {
         const std::string key = LabelKey(series.labels);
         for (const auto& sample : series.samples) {
           const std::string k = key + std::to_string(std::llround(sample.t * 1000));

@@ -612,24 +612,45 @@ StatusOr<nlohmann::json> HttpQueryClient::PerformRequest(Request request) {
   return std::move(r.data);
 }
 
-StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::string& label,
-                                                                const std::vector<std::string>& matchers,
-                                                                double start, double end) {
+HttpQueryClient::Request HttpQueryClient::MakeLabelValuesRequest(const LabelValuesQuestion& question) const {
   Request req;
   req.post = false;  // the label-values endpoint is GET-only
-  req.path = "/api/v1/label/" + UrlEncode(label) + "/values";
-  req.subject = "label values of `" + label + "`";
+  req.path = "/api/v1/label/" + UrlEncode(question.label) + "/values";
+  req.subject = "label values of `" + question.label + "`";
   req.timeout_seconds = options_.timeout_seconds;
   req.max_attempts = 1 + std::max(0, options_.max_retries);
   Form form;
-  form.Add("start", FormatTime(start)).Add("end", FormatTime(end));
-  for (const auto& m : matchers) form.Add("match[]", m);
+  form.Add("start", FormatTime(question.start)).Add("end", FormatTime(question.end));
+  for (const auto& m : question.matchers) form.Add("match[]", m);
   if (options_.thanos) form.Add("partial_response", "false");
   req.form = form.str();
-  ASSIGN_OR_RETURN(nlohmann::json data, PerformRequest(std::move(req)));
-  auto values = DecodeLabelValues(data);
-  if (!values.ok()) return Status(values.status().code(), values.status().message() + " (" + base_url_ + ")");
-  return values;
+  return req;
+}
+
+StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::string& label,
+                                                                const std::vector<std::string>& matchers,
+                                                                double start, double end) {
+  return std::move(LabelValuesBatch({LabelValuesQuestion{label, matchers, start, end}}).front());
+}
+
+std::vector<StatusOr<std::vector<std::string>>> HttpQueryClient::LabelValuesBatch(
+    const std::vector<LabelValuesQuestion>& questions) {
+  std::vector<Request> requests;
+  requests.reserve(questions.size());
+  for (const auto& q : questions) requests.push_back(MakeLabelValuesRequest(q));
+  Perform(requests);
+  std::vector<StatusOr<std::vector<std::string>>> results;
+  results.reserve(requests.size());
+  for (Request& r : requests) {
+    if (!r.status.ok()) {
+      results.emplace_back(r.status);
+      continue;
+    }
+    auto values = DecodeLabelValues(r.data);
+    if (!values.ok()) values = Status(values.status().code(), values.status().message() + " (" + base_url_ + ")");
+    results.push_back(std::move(values));
+  }
+  return results;
 }
 
 StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<std::string>& matchers,

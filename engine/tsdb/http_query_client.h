@@ -44,6 +44,9 @@ class HttpQueryClient : public QueryClient {
   StatusOr<std::vector<std::string>> LabelValues(const std::string& label,
                                                  const std::vector<std::string>& matchers, double start,
                                                  double end) override;
+  // Concurrent like RunBatch: one Perform over every question.
+  std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
+      const std::vector<LabelValuesQuestion>& questions) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override;
@@ -75,6 +78,7 @@ class HttpQueryClient : public QueryClient {
   // One request whose `data` must be a JSON array (label values, series); `what` names it in errors.
   StatusOr<nlohmann::json> PerformRequest(Request request);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;
+  Request MakeLabelValuesRequest(const LabelValuesQuestion& question) const;
   // identify_prometheus: sets evaluates_promql_ from the endpoint's build information.
   void IdentifyEndpoint();
 

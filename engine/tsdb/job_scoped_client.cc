@@ -226,6 +226,25 @@ StatusOr<std::vector<std::string>> JobScopedClient::LabelValues(const std::strin
   return inner_.LabelValues(label, scoped, start, end);
 }
 
+std::vector<StatusOr<std::vector<std::string>>> JobScopedClient::LabelValuesBatch(
+    const std::vector<LabelValuesQuestion>& questions) {
+  std::vector<LabelValuesQuestion> scoped;
+  std::vector<StatusOr<std::vector<std::string>>> results(questions.size(), InvalidArgumentError("not asked"));
+  std::vector<size_t> sent;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    StatusOr<std::vector<std::string>> matchers = Scoped(questions[i].matchers);
+    if (!matchers.ok()) {
+      results[i] = matchers.status();
+      continue;
+    }
+    scoped.push_back({questions[i].label, std::move(matchers).value(), questions[i].start, questions[i].end});
+    sent.push_back(i);
+  }
+  std::vector<StatusOr<std::vector<std::string>>> answers = inner_.LabelValuesBatch(scoped);
+  for (size_t k = 0; k < sent.size() && k < answers.size(); ++k) results[sent[k]] = std::move(answers[k]);
+  return results;
+}
+
 StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                               double end) {
   ASSIGN_OR_RETURN(std::vector<std::string> scoped, Scoped(matchers));

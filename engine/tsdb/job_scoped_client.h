@@ -31,6 +31,8 @@ class JobScopedClient : public QueryClient {
   std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& queries) override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& label, const std::vector<std::string>& matchers,
                                                  double start, double end) override;
+  std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
+      const std::vector<LabelValuesQuestion>& questions) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe() + " where " + matcher_; }

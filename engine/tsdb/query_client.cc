@@ -29,4 +29,12 @@ std::vector<StatusOr<QueryResult>> QueryClient::RunBatch(const std::vector<Query
   return results;
 }
 
+std::vector<StatusOr<std::vector<std::string>>> QueryClient::LabelValuesBatch(
+    const std::vector<LabelValuesQuestion>& questions) {
+  std::vector<StatusOr<std::vector<std::string>>> results;
+  results.reserve(questions.size());
+  for (const auto& q : questions) results.push_back(LabelValues(q.label, q.matchers, q.start, q.end));
+  return results;
+}
+
 }  // namespace diagnose

@@ -38,6 +38,13 @@ struct Query {
   static Query Range(std::string promql, double start, double end, double step, std::string id = "");
 };
 
+// One /api/v1/label/<label>/values question restricted to [start, end]; matchers may be empty.
+struct LabelValuesQuestion {
+  std::string label;
+  std::vector<std::string> matchers;
+  double start = 0, end = 0;
+};
+
 struct QueryResult {
   std::string result_type;        // vector | matrix | scalar | string
   std::vector<Series> series;     // scalar results become one series without labels
@@ -59,6 +66,10 @@ class QueryClient {
   virtual StatusOr<std::vector<std::string>> LabelValues(const std::string& label,
                                                          const std::vector<std::string>& matchers,
                                                          double start, double end) = 0;
+  // Independent label-value questions, concurrently where the implementation can; results keep input
+  // order. The default asks them one at a time.
+  virtual std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
+      const std::vector<LabelValuesQuestion>& questions);
   // /api/v1/series
   virtual StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers,
                                                        double start, double end) = 0;

@@ -58,6 +58,20 @@ StatusOr<std::vector<std::string>> SourceFailureRecorder::LabelValues(const std:
   return result;
 }
 
+std::vector<StatusOr<std::vector<std::string>>> SourceFailureRecorder::LabelValuesBatch(
+    const std::vector<LabelValuesQuestion>& questions) {
+  if (Tripped()) return std::vector<StatusOr<std::vector<std::string>>>(questions.size(), TrippedError());
+  auto results = inner_.LabelValuesBatch(questions);
+  for (auto& r : results) {
+    if (Tripped()) {
+      r = TrippedError();
+      continue;
+    }
+    Record(r.status());
+  }
+  return results;
+}
+
 StatusOr<std::vector<Labels>> SourceFailureRecorder::SeriesMatching(const std::vector<std::string>& matchers,
                                                                    double start, double end) {
   if (Tripped()) return TrippedError();

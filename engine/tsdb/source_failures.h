@@ -29,6 +29,10 @@ class SourceFailureRecorder : public QueryClient {
   std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& queries) override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& label, const std::vector<std::string>& matchers,
                                                  double start, double end) override;
+  // Sent together, but recorded as if asked in order: after the first source failure the later
+  // questions read "not asked", as one at a time they would have been.
+  std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
+      const std::vector<LabelValuesQuestion>& questions) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe(); }

@@ -8,6 +8,7 @@
 
 #include "engine/tsdb/block_writer.h"
 #include "engine/tsdb/private_prometheus.h"
+#include "tests/support/table_query_client.h"
 #include "tests/tsdb/tsdb_fixture.h"
 
 namespace diagnose {
@@ -203,6 +204,53 @@ TEST(DiscoveryFqdnTest, ExportersReportingFqdnsAreTheNodelistsNodes) {
   EXPECT_EQ(d->instance_to_host.at("gpu-node-2.rack2.example.org:9400"), "gpu-node-2");
   EXPECT_EQ(d->instance_to_host.at("gpu-node-0.rack2.example.org"), "gpu-node-0");   // the host label's alias
   for (const auto& g : d->gaps) EXPECT_NE(g.kind, "host-missing") << g.detail;
+}
+
+// Counts how discovery asks: label-value questions one at a time or together, and query batches.
+class AskingRecorder : public testing::QueryOnlyClient {
+ public:
+  int single_label_questions = 0;
+  std::vector<std::vector<LabelValuesQuestion>> label_batches;
+  std::vector<std::vector<Query>> query_batches;
+  StatusOr<std::vector<std::string>> LabelValues(const std::string& label, const std::vector<std::string>&, double,
+                                                 double) override {
+    ++single_label_questions;
+    return std::vector<std::string>{label == "__name__" ? "tb_step" : "chi2800"};
+  }
+  std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
+      const std::vector<LabelValuesQuestion>& questions) override {
+    label_batches.push_back(questions);
+    std::vector<StatusOr<std::vector<std::string>>> answers;
+    for (const auto& q : questions) answers.push_back(std::vector<std::string>{q.label == "__name__" ? "tb_step" : "chi2800"});
+    return answers;
+  }
+  StatusOr<QueryResult> Run(const Query&) override { return QueryResult{}; }
+  std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& queries) override {
+    query_batches.push_back(queries);
+    return std::vector<StatusOr<QueryResult>>(queries.size(), QueryResult{});
+  }
+};
+
+// Discovery's questions do not wait for one another: every label-value question goes out in one
+// batch and every query in one more, the step queries included once the names say tb_step exists.
+TEST(DiscoveryAskingTest, LabelValuesAndQueriesGoOutInOneBatchEach) {
+  const DiscoveryRules rules = Rules();
+  AskingRecorder client;
+  DiscoveryInputs inputs;
+  inputs.known_range = TimeRange{1771891200, 1771891800};
+  inputs.expected_hosts = {"chi2800"};
+  auto d = Discover(client, inputs, rules);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(client.single_label_questions, 0);
+  ASSERT_EQ(client.label_batches.size(), 1u);
+  EXPECT_EQ(client.label_batches[0].size(), 5 + rules.families.size());
+  EXPECT_EQ(client.label_batches[0][0].label, "__name__");
+  ASSERT_EQ(client.query_batches.size(), 1u);
+  int steps = 0;
+  for (const auto& q : client.query_batches[0]) steps += q.id == "discovery:steps";
+  EXPECT_EQ(steps, 1);
+  EXPECT_EQ(d->hosts, std::vector<std::string>{"chi2800"});
+  EXPECT_EQ(d->queries, static_cast<int>(client.label_batches[0].size() + client.query_batches[0].size()));
 }
 
 TEST(DiscoveryRulesTest, BadRulesNameTheFile) {

@@ -287,15 +287,23 @@ TEST(HttpQueryClientTest, InvalidOptionsAreRejected) {
   EXPECT_EQ(HttpQueryClient::Create(options).status().code(), StatusCode::kNotFound);
 }
 
-TEST(HttpQueryClientTest, BatchRunsConcurrentlyBoundedAndKeepsOrder) {
+// Each request takes 100 ms to answer; how many were being answered at once is kept.
+struct SlowAnswers {
   std::atomic<int> in_flight{0}, max_in_flight{0};
-  FakeHttpServer server([&](const FakeRequest& req) {
+  void Answer() {
     int now = ++in_flight;
     int prev = max_in_flight.load();
     while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     --in_flight;
+  }
+};
+
+TEST(HttpQueryClientTest, BatchRunsConcurrentlyBoundedAndKeepsOrder) {
+  SlowAnswers slow;
+  FakeHttpServer server([&](const FakeRequest& req) {
+    slow.Answer();
     const std::string q = FormValue(req.body, "query");
     return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"q":")" + q +
                                  R"("},"value":[1,"1"]}]}})"};
@@ -314,8 +322,38 @@ TEST(HttpQueryClientTest, BatchRunsConcurrentlyBoundedAndKeepsOrder) {
     EXPECT_GT(results[i]->elapsed_seconds, 0);
   }
   EXPECT_EQ(results[12].status().code(), StatusCode::kInvalidArgument);
-  EXPECT_GT(max_in_flight.load(), 1);
-  EXPECT_LE(max_in_flight.load(), 4);
+  EXPECT_GT(slow.max_in_flight.load(), 1);
+  EXPECT_LE(slow.max_in_flight.load(), 4);
+}
+
+// Discovery's label-value questions go out together: each answer waits 100 ms here, and the batch
+// overlaps them while keeping every answer (and every failure) in its question's place.
+TEST(HttpQueryClientTest, LabelValuesBatchRunsConcurrentlyAndKeepsOrder) {
+  SlowAnswers slow;
+  FakeHttpServer server([&](const FakeRequest& req) {
+    slow.Answer();
+    const size_t begin = std::string("/api/v1/label/").size();
+    const std::string label = req.target.substr(begin, req.target.find("/values") - begin);
+    if (label == "broken") return FakeResponse{400, R"({"status":"error","errorType":"bad_data","error":"no"})"};
+    return FakeResponse{200, R"({"status":"success","data":[")" + label + R"(",")" + FormValue(Body(req), "match[]") + R"("]})"};
+  });
+  RemoteEndpointOptions options;
+  options.max_parallel = 3;
+  auto client = Client(server.url(), options);
+  std::vector<LabelValuesQuestion> questions;
+  for (int i = 0; i < 6; ++i) questions.push_back({"label" + std::to_string(i), {"m" + std::to_string(i)}, 10, 20});
+  questions.insert(questions.begin() + 2, LabelValuesQuestion{"broken", {}, 10, 20});
+  auto answers = client->LabelValuesBatch(questions);
+  ASSERT_EQ(answers.size(), 7u);
+  EXPECT_EQ(answers[2].status().code(), StatusCode::kInvalidArgument) << answers[2].status().ToString();
+  for (size_t i = 0; i < answers.size(); ++i) {
+    if (i == 2) continue;
+    ASSERT_TRUE(answers[i].ok()) << answers[i].status().ToString();
+    EXPECT_EQ(*answers[i], (std::vector<std::string>{questions[i].label, questions[i].matchers.front()}));
+  }
+  EXPECT_EQ(server.received().size(), 7u);
+  EXPECT_GT(slow.max_in_flight.load(), 1);
+  EXPECT_LE(slow.max_in_flight.load(), 3);
 }
 
 TEST(HttpQueryClientTest, LabelValuesAndSeriesSendMatchersAndRange) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/table_query_client.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +64,34 @@ TEST(JobMatcherTest, EscapesTheValueAndChecksTheName) {
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(*m, R"(slurm_job_id="a\"b\\c\n")");
   for (const std::string bad : {"", "1x", "a-b", "job:id", "a b"}) EXPECT_FALSE(JobMatcher(bad, "1").ok()) << bad;
+}
+
+// Records the label-value questions it is sent, as one batch.
+class LabelBatchRecorder : public testing::QueryOnlyClient {
+ public:
+  std::vector<std::vector<LabelValuesQuestion>> batches;
+  StatusOr<QueryResult> Run(const Query&) override { return QueryResult{}; }
+  std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
+      const std::vector<LabelValuesQuestion>& questions) override {
+    batches.push_back(questions);
+    return std::vector<StatusOr<std::vector<std::string>>>(questions.size(), std::vector<std::string>{"v"});
+  }
+};
+
+TEST(JobScopedClientTest, ABatchOfLabelValuesIsScopedAndSentTogether) {
+  LabelBatchRecorder inner;
+  JobScopedClient scoped(inner, R"(slurm_job_id="8308")");
+  auto answers = scoped.LabelValuesBatch({{"host", {}, 1, 2}, {"instance", {"up{job=\"ray\"}"}, 1, 2},
+                                          {"ip", {"up{"}, 1, 2}});   // unterminated: refused, not sent
+  ASSERT_EQ(inner.batches.size(), 1u);
+  ASSERT_EQ(inner.batches[0].size(), 2u);
+  EXPECT_EQ(inner.batches[0][0].matchers, std::vector<std::string>{R"({slurm_job_id="8308"})"});
+  EXPECT_EQ(inner.batches[0][1].matchers, std::vector<std::string>{R"(up{job="ray",slurm_job_id="8308"})"});
+  EXPECT_EQ(inner.batches[0][1].label, "instance");
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_TRUE(answers[0].ok());
+  EXPECT_TRUE(answers[1].ok());
+  EXPECT_EQ(answers[2].status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
