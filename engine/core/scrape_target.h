@@ -17,4 +17,22 @@ inline std::string InstanceHost(const std::string& instance) {
   return instance.substr(0, colon);
 }
 
+// An IP address rather than a name: four dot-separated decimal parts (10.0.3.7), or IPv6 (any
+// colon; InstanceHost has already taken off a bracketed form's port).
+inline bool IsAddress(const std::string& host) {
+  if (host.find(':') != std::string::npos) return true;
+  int parts = 0, digits = 0;
+  for (char c : host) {
+    if (c == '.') {
+      if (digits == 0) return false;
+      ++parts, digits = 0;
+    } else if (c >= '0' && c <= '9') {
+      if (++digits > 3) return false;
+    } else {
+      return false;
+    }
+  }
+  return digits > 0 && parts == 3;
+}
+
 }  // namespace diagnose

@@ -116,6 +116,7 @@ StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
   r.Part([&] { return ReadPositiveSeconds(r, root, "gap_threshold_seconds", rules.gap_threshold_seconds); });
   r.Part([&] { return ReadPositiveSeconds(r, root, "gap_resolution_seconds", rules.gap_resolution_seconds); });
   r.Part([&] { return ReadOptional(r, root, "ignored_instance_hosts", rules.ignored_instance_hosts, &YamlReader::Strings); });
+  r.Part([&] { return ReadOptional(r, root, "address_names", rules.address_names, &YamlReader::Strings); });
   r.Part([&] { return ReadRequired(r, root, "step_metric", rules.step_metric, &YamlReader::String); });
   r.Part([&] { return ReadRequired(r, root, "staleness_metric", rules.staleness_metric, &YamlReader::String); });
   r.Part([&] { return ReadRequired(r, root, "wrong_db_max_steps_ahead", rules.wrong_db_max_steps_ahead, &YamlReader::Int); });
@@ -125,6 +126,16 @@ StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
 }
 
 namespace {
+
+// `selector` narrowed to series without a host label: {a="b"} -> {a="b", host=""}, name -> name{host=""}.
+std::string WithoutHostLabel(const std::string& selector) {
+  if (!selector.empty() && selector.back() == '}') {
+    const size_t open = selector.rfind('{');
+    const bool empty = open != std::string::npos && selector.find_first_not_of(' ', open + 1) == selector.size() - 1;
+    return selector.substr(0, selector.size() - 1) + (empty ? "" : ", ") + "host=\"\"}";
+  }
+  return selector + "{host=\"\"}";
+}
 
 std::string Days(double seconds) {
   char buf[32];
@@ -370,6 +381,7 @@ class Discoverer {
   // alias is kept for the query results, which carry what the exporters reported.
   std::string NodeName(const std::string& reported) {
     if (reported.empty() || expected_.count(reported)) return reported;
+    if (auto named = address_to_node_.find(reported); named != address_to_node_.end()) return named->second;
     const size_t dot = reported.find('.');
     if (dot == std::string::npos || dot == 0) return reported;
     const std::string short_name = reported.substr(0, dot);
@@ -451,6 +463,7 @@ class Discoverer {
       QueryFailed("the host label values", hosts.status());
     }
     if (const auto& inst = labels[kInstancesWithoutHostAnswer]; inst.ok()) {
+      NameAddresses(*inst);
       for (const auto& i : *inst) AddHost(NodeName(InstanceHost(i)), "instance");
     } else {
       QueryFailed("instances of series without a host label", inst.status());
@@ -486,6 +499,44 @@ class Discoverer {
     }
   }
 
+  // An exporter scraped by address (instance "10.0.3.7:9400", no host label) would otherwise name
+  // its node by that address: findings, exclusions and Slurm's --exclude need the node's name.
+  // Asked only when some instance is an address, from series that carry both (Ray's node metrics:
+  // ip="10.0.3.7", instance="node07:55080"); an address no such series names stays as it is.
+  void NameAddresses(const std::vector<std::string>& instances_without_host) {
+    const bool any = std::any_of(instances_without_host.begin(), instances_without_host.end(),
+                                 [](const std::string& i) { return IsAddress(InstanceHost(i)); });
+    if (!any || rules_.address_names.empty()) return;
+    auto named = Ask(client_.SeriesMatching(rules_.address_names, d_.range.start, d_.range.end));
+    if (!named.ok()) {
+      QueryFailed("the names of the nodes' addresses", named.status());
+      return;
+    }
+    for (const auto& labels : *named) {
+      auto ip = labels.find("ip"), instance = labels.find("instance");
+      if (ip == labels.end() || instance == labels.end() || ip->second.empty()) continue;
+      const std::string node = NodeName(InstanceHost(instance->second));
+      if (node.empty() || IsAddress(node) || IgnoredHost(node)) continue;
+      address_to_node_.emplace(ip->second, node);
+      d_.instance_to_host.emplace(ip->second, node);
+    }
+  }
+
+  // A family whose exporters set no host label on some nodes (scraped by name or address, or
+  // relabelled by a fleet store) names those nodes in `instance`: asked only when the host label
+  // leaves some node uncovered, so a job whose every series has one asks nothing more.
+  void CoverThroughInstance(const FamilyExpectation& fam, std::set<std::string>* covered) {
+    auto instances = Ask(client_.LabelValues("instance", {WithoutHostLabel(fam.selector)}, d_.range.start, d_.range.end));
+    if (!instances.ok()) {
+      QueryFailed("instances of family " + fam.id + " without a host label", instances.status());
+      return;
+    }
+    for (const auto& i : *instances) {
+      const std::string node = NodeName(InstanceHost(i));
+      if (!IgnoredHost(node)) covered->insert(node);
+    }
+  }
+
   void CheckFamilies(const LabelAnswers& labels) {
     for (size_t f = 0; f < rules_.families.size(); ++f) {
       if (PastDeadline()) return;
@@ -495,14 +546,17 @@ class Discoverer {
         QueryFailed("family " + fam.id, values.status());
         continue;
       }
-      if (values->empty()) {
+      std::set<std::string> covered;
+      if (fam.per_host) {
+        for (const auto& v : *values) covered.insert(NodeName(fam.hosts_from == "host" ? v : InstanceHost(v)));
+        if (fam.hosts_from == "host" && covered.size() < d_.hosts.size()) CoverThroughInstance(fam, &covered);
+      }
+      if (values->empty() && covered.empty()) {
         Gap("missing-family", "", fam.id,
             "no " + fam.id + " series (" + fam.selector + ")" + (fam.why.empty() ? "" : ": " + fam.why + " cannot be checked"));
         continue;
       }
       if (!fam.per_host) continue;
-      std::set<std::string> covered;
-      for (const auto& v : *values) covered.insert(NodeName(fam.hosts_from == "host" ? v : InstanceHost(v)));
       for (const auto& h : d_.hosts) {
         if (!covered.count(h)) {
           Gap("host-missing-family", h, fam.id, "host " + h + " has no " + fam.id + " series (" + fam.selector + ")");
@@ -611,6 +665,7 @@ class Discoverer {
   const DiscoveryInputs& inputs_;
   const std::set<std::string> expected_;
   const DiscoveryRules& rules_;
+  std::map<std::string, std::string> address_to_node_;   // "10.0.3.7" -> "node07"
   Discovery d_;
 };
 

@@ -39,6 +39,9 @@ struct DiscoveryRules {
   double gap_threshold_seconds = 0;
   double gap_resolution_seconds = 0;
   std::vector<std::string> ignored_instance_hosts;
+  // Selectors of series that name a node both ways, `ip` and a name in `instance` (Ray's node
+  // metrics): an exporter scraped by address is named through them.
+  std::vector<std::string> address_names;
   std::string step_metric;
   std::string staleness_metric;
   int64_t wrong_db_max_steps_ahead = 0;

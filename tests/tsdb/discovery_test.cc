@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/core/scrape_target.h"
 #include "engine/tsdb/block_writer.h"
 #include "engine/tsdb/private_prometheus.h"
 #include "tests/support/table_query_client.h"
@@ -204,6 +205,52 @@ TEST(DiscoveryFqdnTest, ExportersReportingFqdnsAreTheNodelistsNodes) {
   EXPECT_EQ(d->instance_to_host.at("gpu-node-2.rack2.example.org:9400"), "gpu-node-2");
   EXPECT_EQ(d->instance_to_host.at("gpu-node-0.rack2.example.org"), "gpu-node-0");   // the host label's alias
   for (const auto& g : d->gaps) EXPECT_NE(g.kind, "host-missing") << g.detail;
+}
+
+TEST(DiscoveryAddressTest, AnExporterScrapedByAddressIsNamedThroughRaysSeries) {
+  // node_hw scraped by IP with no host label; Ray's node metrics carry the ip and the name.
+  testing::ScopedTempDir dir_scope("discovery-address-");
+  std::vector<Series> series;
+  for (int h = 0; h < 3; ++h) {
+    const std::string ip = "10.44.0." + std::to_string(h + 11), name = "tq-b0" + std::to_string(h + 1);
+    series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"instance", ip + ":9400"},
+                                 {"job", "node_hw"}},
+                                700));
+    series.push_back(TenMinutes({{"__name__", "hw_scrape_duration_seconds"}, {"instance", ip + ":9400"}, {"job", "node_hw"}},
+                                0.1));
+    series.push_back(TenMinutes({{"__name__", "ray_node_mem_total"}, {"instance", name + ":55080"}, {"ip", ip}, {"job", "ray"}},
+                                2e12));
+  }
+  // An address no Ray series names keeps its address (nothing is guessed).
+  series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"instance", "10.44.0.99:9400"},
+                               {"job", "node_hw"}},
+                              650));
+  auto server = ServeSeries(series, dir_scope.path);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  DiscoveryInputs inputs = InputsForSnapshot((*server)->inventory());
+  inputs.expected_hosts = {"tq-b01", "tq-b02", "tq-b03"};
+  auto d = Discover((*server)->client(), inputs, Rules());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->hosts, (std::vector<std::string>{"10.44.0.99", "tq-b01", "tq-b02", "tq-b03"}));
+  EXPECT_EQ(d->instance_to_host.at("10.44.0.12:9400"), "tq-b02");
+  EXPECT_EQ(d->instance_to_host.at("10.44.0.13"), "tq-b03");
+  EXPECT_EQ(d->host_source.count("10.44.0.11"), 0u);
+  // The families the host label would have missed are found through instance.
+  for (const auto& g : d->gaps) {
+    EXPECT_NE(g.kind, "host-missing") << g.detail;
+    EXPECT_FALSE(g.kind == "missing-family" && (g.family == "gpu" || g.family == "exporter")) << g.detail;
+    EXPECT_FALSE(g.kind == "host-missing-family" && g.family == "gpu") << g.detail;
+  }
+}
+
+TEST(IsAddressTest, TellsAddressesFromNames) {
+  EXPECT_TRUE(IsAddress("10.0.3.7"));
+  EXPECT_TRUE(IsAddress("fe80::1"));
+  EXPECT_FALSE(IsAddress("node07"));
+  EXPECT_FALSE(IsAddress("10.0.3"));
+  EXPECT_FALSE(IsAddress("1234.0.0.1"));
+  EXPECT_FALSE(IsAddress("x1000c1s0b0n0"));
+  EXPECT_FALSE(IsAddress("10.0.3.7.example"));
 }
 
 // Counts how discovery asks: label-value questions one at a time or together, and query batches.
