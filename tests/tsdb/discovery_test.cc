@@ -40,6 +40,16 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> ServeSeries(const std::vector<Serie
   return PrivatePrometheus::Start(dir + "/prometheus");
 }
 
+// Discovery of a private server on `series` for a job whose nodelist is `expected_hosts`.
+StatusOr<Discovery> DiscoverServed(const std::vector<Series>& series, std::vector<std::string> expected_hosts,
+                                   const std::string& temp_prefix) {
+  testing::ScopedTempDir dir_scope(temp_prefix);
+  ASSIGN_OR_RETURN(auto server, ServeSeries(series, dir_scope.path));
+  DiscoveryInputs inputs = InputsForSnapshot(server->inventory());
+  inputs.expected_hosts = std::move(expected_hosts);
+  return Discover(server->client(), inputs, Rules());
+}
+
 class DiscoveryTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -179,7 +189,6 @@ TEST(DiscoveryRayOnlyTest, HostsComeFromInstanceWhenSeriesHaveNoHostLabel) {
 // Exporters started with `hostname` report FQDNs; the job's nodelist (and so every decision) uses
 // `hostname -s`. A name whose first label is in the nodelist is that node; any other stays as is.
 TEST(DiscoveryFqdnTest, ExportersReportingFqdnsAreTheNodelistsNodes) {
-  testing::ScopedTempDir dir_scope("discovery-fqdn-");
   std::vector<Series> series;
   for (int h = 0; h < 3; ++h) {
     const std::string fqdn = "gpu-node-" + std::to_string(h) + ".rack2.example.org";
@@ -194,11 +203,7 @@ TEST(DiscoveryFqdnTest, ExportersReportingFqdnsAreTheNodelistsNodes) {
   series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"host", "login1.example.org"},
                                {"instance", "login1.example.org:9400"}, {"job", "node_hw"}},
                               100));
-  auto server = ServeSeries(series, dir_scope.path);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  DiscoveryInputs inputs = InputsForSnapshot((*server)->inventory());
-  inputs.expected_hosts = {"gpu-node-0", "gpu-node-1", "gpu-node-2"};
-  auto d = Discover((*server)->client(), inputs, Rules());
+  auto d = DiscoverServed(series, {"gpu-node-0", "gpu-node-1", "gpu-node-2"}, "discovery-fqdn-");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->hosts, (std::vector<std::string>{"gpu-node-0", "gpu-node-1", "gpu-node-2", "login1.example.org"}));
   EXPECT_EQ(d->instance_to_host.at("gpu-node-1.rack2.example.org:55080"), "gpu-node-1");
@@ -209,7 +214,6 @@ TEST(DiscoveryFqdnTest, ExportersReportingFqdnsAreTheNodelistsNodes) {
 
 TEST(DiscoveryAddressTest, AnExporterScrapedByAddressIsNamedThroughRaysSeries) {
   // node_hw scraped by IP with no host label; Ray's node metrics carry the ip and the name.
-  testing::ScopedTempDir dir_scope("discovery-address-");
   std::vector<Series> series;
   for (int h = 0; h < 3; ++h) {
     const std::string ip = "10.44.0." + std::to_string(h + 11), name = "tq-b0" + std::to_string(h + 1);
@@ -225,11 +229,7 @@ TEST(DiscoveryAddressTest, AnExporterScrapedByAddressIsNamedThroughRaysSeries) {
   series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"instance", "10.44.0.99:9400"},
                                {"job", "node_hw"}},
                               650));
-  auto server = ServeSeries(series, dir_scope.path);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  DiscoveryInputs inputs = InputsForSnapshot((*server)->inventory());
-  inputs.expected_hosts = {"tq-b01", "tq-b02", "tq-b03"};
-  auto d = Discover((*server)->client(), inputs, Rules());
+  auto d = DiscoverServed(series, {"tq-b01", "tq-b02", "tq-b03"}, "discovery-address-");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->hosts, (std::vector<std::string>{"10.44.0.99", "tq-b01", "tq-b02", "tq-b03"}));
   EXPECT_EQ(d->instance_to_host.at("10.44.0.12:9400"), "tq-b02");
