@@ -307,8 +307,9 @@ TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   auto power = std::find_if(client_.batches[0].begin(), client_.batches[0].end(),
                             [](const Query& q) { return q.promql.find("hw_gpu_power_watts") != std::string::npos; });
   ASSERT_NE(power, client_.batches[0].end());
-  // Values entering PromQL are escaped as regex literals.
-  EXPECT_EQ(power->promql, R"(avg by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3"}))");
+  // Values entering PromQL are escaped as regex literals; a host list also names the address
+  // discovery mapped to gpu-a7 (its Ray instance 10.0.0.7:55080).
+  EXPECT_EQ(power->promql, R"(avg by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3|10\\.0\\.0\\.7"}))");
   EXPECT_EQ(power->time, 10000 - 900);
   EXPECT_EQ(node("hb/util").value["values"], json({{"gpu-a7", 100.0}, {"gpu-b\"3", 99.0}}));
   EXPECT_EQ(node("hb/broken").health, NodeHealth::kError);
