@@ -29,6 +29,18 @@ struct TimedStep {
 
 }  // namespace
 
+// The job's healthy TGS: the highest median of `window` consecutive steps (checkpoint spikes and
+// slow stretches only pull a window down).
+double HealthyLevel(const std::vector<TimedStep>& steps, size_t window) {
+  double best = 0;
+  for (size_t i = 0; i + window <= steps.size(); ++i) {
+    std::vector<double> w;
+    for (size_t j = i; j < i + window; ++j) w.push_back(steps[j].tgs);
+    best = std::max(best, Median(w));
+  }
+  return best;
+}
+
 StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   if (!in.input.is_object()) return InvalidArgumentError("recovery_after_bursts: input must be a map key -> bursts");
   if (!in.baseline_input.is_array())
@@ -47,7 +59,7 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   }
   std::sort(steps.begin(), steps.end(), [](const TimedStep& a, const TimedStep& b) { return a.step < b.step; });
   Json out = {{"recovered", Json::array()}, {"failed", Json::array()}, {"ongoing", Json::array()},
-              {"no_effect", Json::array()}, {"untested", Json::array()}, {"details", Json::object()},
+              {"no_effect", Json::array()}, {"untested", Json::array()}, {"masked", Json::array()}, {"details", Json::object()},
               {"step_seconds", nullptr}};
   if (steps.size() < 3) return out;
   std::vector<double> gaps;
@@ -61,8 +73,9 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   const size_t ref_n = static_cast<size_t>(std::max(1.0, NumArg(in, "reference_steps")));
   const double end_margin = NumArg(in, "end_margin");
   const double data_end = steps.back().time;
+  const double healthy = HealthyLevel(steps, ref_n);
 
-  std::set<std::string> recovered, failed, ongoing, no_effect, untested;
+  std::set<std::string> recovered, failed, ongoing, no_effect, untested, masked;
   for (const auto& [key, bursts] : in.input.items()) {
     if (!bursts.is_array()) continue;
     Json details = Json::array();
@@ -98,7 +111,11 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
         d["reference_tgs"] = reference;
         d["tgs_during"] = degraded;
         if (degraded >= reference * (1 - tol)) {
-          outcome = "no_effect";
+          // TGS was already down when the burst began (another host's fault): that it did not
+          // move says nothing about this burst's own cost.
+          const bool masked = reference < healthy * (1 - tol);
+          outcome = masked ? "untested" : "no_effect";
+          if (masked) d["masked_by_earlier_slowdown"] = true;
         } else if (be >= data_end - end_margin) {
           outcome = "ongoing";
         } else {
@@ -141,10 +158,14 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
     else if (verdict == "ongoing") ongoing.insert(key);
     else if (verdict == "no_effect") no_effect.insert(key);
     else untested.insert(key);
+    if (verdict == "untested" && std::any_of(details.begin(), details.end(), [](const Json& d) {
+          return d.contains("masked_by_earlier_slowdown");
+        }))
+      masked.insert(key);
   }
   for (const auto& [name, set] : {std::pair{"recovered", &recovered}, std::pair{"failed", &failed},
                                   std::pair{"ongoing", &ongoing}, std::pair{"no_effect", &no_effect},
-                                  std::pair{"untested", &untested}})
+                                  std::pair{"untested", &untested}, std::pair{"masked", &masked}})
     for (const auto& k : *set) out[name].push_back(k);
   return out;
 }
@@ -213,7 +234,7 @@ void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* r) {
       {{"max_steps", {"number", 2, {}}}, {"tolerance_pct", {"number", 3, {}}}, {"smear", {"duration", 120, {}}},
        {"hold_steps", {"number", 3, {}}}, {"reference_steps", {"number", 10, {}}}, {"end_margin", {"duration", 300, {}}},
        {"y", {"string", "tokens_per_sec_per_device", {}}}},
-      {{"recovered", "list"}, {"failed", "list"}, {"ongoing", "list"}, {"no_effect", "list"}, {"untested", "list"},
+      {{"recovered", "list"}, {"failed", "list"}, {"ongoing", "list"}, {"no_effect", "list"}, {"untested", "list"}, {"masked", "list"},
        {"details", "map"}, {"step_seconds", "number"}},
       {"input", "baseline_input"}, RecoveryAfterBursts};
   (*r)["tgs_attribution"] = {

@@ -15,7 +15,10 @@ namespace diagnose::analysis {
 // come from discovery. For every burst that ended before the data did and during which TGS was
 // degraded, checks that TGS returned to its pre-burst level within `max_steps` steps of the
 // retransmits stopping. `smear` is the rate window of the burst series: a burst measured through
-// rate(x[w]) ends up to w after the last retransmit.
+// rate(x[w]) ends up to w after the last retransmit. A burst during which TGS stayed at its
+// pre-burst level is `no_effect` only when that level was the job's healthy one (the highest
+// median of `reference_steps` steps); one that began while TGS was already down is untested and
+// its key listed in `masked`: another fault's slowdown hides its own cost.
 StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in);
 
 // task_neighbours. input: [accused_tasks, task_ordered_hosts]. Picks, deterministically, the task

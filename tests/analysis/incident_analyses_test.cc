@@ -85,6 +85,22 @@ TEST(RecoveryAfterBursts, NoEffectOnlyWhenEveryBurstWasTested) {
   EXPECT_EQ((*r)["untested"], Json::array({"hostD"}));
 }
 
+// A link that fails while TGS is already down from another host's fault cannot move it: its burst
+// is untested and named `masked`, not cleared as harmless; the same burst on healthy TGS is.
+TEST(RecoveryAfterBursts, ABurstThatBeganUnderAnotherSlowdownIsMaskedNotHarmless) {
+  Json st;
+  Json steps = Steps(200, 50, 180, 0, &st);   // hostA's fault slows steps 50-180
+  Json bursts = {{"hostA", Json::array({{{"start", T(50) - 30}, {"end", T(180) + 110}}})},
+                 {"hostM", Json::array({{{"start", T(90)}, {"end", T(170)}}})},    // inside hostA's slowdown
+                 {"hostH", Json::array({{{"start", T(10)}, {"end", T(30)}}})}};    // on healthy TGS
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["masked"], Json::array({"hostM"}));
+  EXPECT_EQ((*r)["untested"], Json::array({"hostM"}));
+  EXPECT_EQ((*r)["no_effect"], Json::array({"hostH"}));
+  EXPECT_EQ((*r)["recovered"], Json::array({"hostA"}));
+}
+
 TEST(RecoveryAfterBursts, NeedsAStepTimeMap) {
   Json st;
   Json steps = Steps(20, 5, 10, 0, &st);
