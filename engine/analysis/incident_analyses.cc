@@ -41,6 +41,31 @@ double HealthyLevel(const std::vector<TimedStep>& steps, size_t window) {
   return best;
 }
 
+// A burst that degraded TGS and ended before the data did: recovered when TGS holds at
+// `recovered_level` for `hold` steps from a step within max_steps of the retransmits stopping
+// (somewhere in [be - smear, be]), failed when it never does or did long before (not the cause).
+std::string RecoveryOutcome(const std::vector<TimedStep>& steps, double bs, double be, double recovered_level,
+                            size_t hold, double step_seconds, double smear, double max_steps, Json* d) {
+  std::optional<size_t> first;
+  for (size_t i = 0; i + hold <= steps.size(); ++i) {
+    if (steps[i].time <= bs + step_seconds) continue;
+    bool ok = true;
+    for (size_t j = i; j < i + hold; ++j) ok = ok && steps[j].tgs >= recovered_level;
+    if (ok) {
+      first = i;
+      break;
+    }
+  }
+  if (!first) return "failed";
+  const auto& s = steps[*first];
+  (*d)["recovery_step"] = s.step;
+  (*d)["recovery_time"] = s.time;
+  (*d)["tgs_after"] = s.tgs;
+  (*d)["lag_steps"] = std::max(0.0, std::ceil((s.time - (be - smear)) / step_seconds - 1e-9));
+  const double earliest = be - smear - step_seconds, latest = be + max_steps * step_seconds;
+  return s.time >= earliest && s.time <= latest ? "recovered" : "failed";
+}
+
 StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   if (!in.input.is_object()) return InvalidArgumentError("recovery_after_bursts: input must be a map key -> bursts");
   if (!in.baseline_input.is_array())
@@ -119,32 +144,7 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
         } else if (be >= data_end - end_margin) {
           outcome = "ongoing";
         } else {
-          // First step from which TGS holds at the reference level for `hold` steps.
-          const double recovered_level = reference * (1 - tol);
-          std::optional<size_t> first;
-          for (size_t i = 0; i + hold <= steps.size(); ++i) {
-            if (steps[i].time <= bs + step_seconds) continue;
-            bool ok = true;
-            for (size_t j = i; j < i + hold; ++j) ok = ok && steps[j].tgs >= recovered_level;
-            if (ok) {
-              first = i;
-              break;
-            }
-          }
-          // The retransmits stopped somewhere in [be - smear, be]; recovery must follow within
-          // max_steps steps of that (and not long before it, or the burst was not the cause).
-          const double earliest = be - smear - step_seconds;
-          const double latest = be + max_steps * step_seconds;
-          if (first) {
-            const auto& s = steps[*first];
-            d["recovery_step"] = s.step;
-            d["recovery_time"] = s.time;
-            d["tgs_after"] = s.tgs;
-            d["lag_steps"] = std::max(0.0, std::ceil((s.time - (be - smear)) / step_seconds - 1e-9));
-            outcome = (s.time >= earliest && s.time <= latest) ? "recovered" : "failed";
-          } else {
-            outcome = "failed";
-          }
+          outcome = RecoveryOutcome(steps, bs, be, reference * (1 - tol), hold, step_seconds, smear, max_steps, &d);
         }
       }
       d["outcome"] = outcome;
