@@ -281,9 +281,11 @@ const Value* Evaluator::SharedRuleValue(const std::shared_ptr<NameScope>& scope,
   if (idx < 0 || dotted.compare(0, kCommon.size(), kCommon) != 0) return nullptr;
   if (scope->bound.count("common") || FindBinding(idx, "common")) return nullptr;
   const std::string id = "common/" + dotted.substr(kCommon.size());
-  for (int d : graph_.nodes()[idx].deps) {
-    const auto& dep = result_.nodes[d];
-    if (graph_.nodes()[d].id == id && dep.health == NodeHealth::kOk) return dep.value.is_null() ? nullptr : &dep.value;
+  for (const auto* list : {&graph_.nodes()[idx].deps, &graph_.nodes()[idx].after}) {
+    for (int d : *list) {
+      const auto& dep = result_.nodes[d];
+      if (graph_.nodes()[d].id == id && dep.health == NodeHealth::kOk) return dep.value.is_null() ? nullptr : &dep.value;
+    }
   }
   return nullptr;
 }
@@ -297,8 +299,9 @@ const json* Evaluator::CommonView(int idx) {
   if (idx < 0) return nullptr;
   if (auto known = common_view_of_node_.find(idx); known != common_view_of_node_.end()) return known->second;
   std::vector<int> shared_deps;
-  for (int d : graph_.nodes()[idx].deps)
-    if (graph_.nodes()[d].id.rfind("common/", 0) == 0 && result_.nodes[d].health == NodeHealth::kOk) shared_deps.push_back(d);
+  for (const auto* list : {&graph_.nodes()[idx].deps, &graph_.nodes()[idx].after})
+    for (int d : *list)
+      if (graph_.nodes()[d].id.rfind("common/", 0) == 0 && result_.nodes[d].health == NodeHealth::kOk) shared_deps.push_back(d);
   std::sort(shared_deps.begin(), shared_deps.end());
   shared_deps.erase(std::unique(shared_deps.begin(), shared_deps.end()), shared_deps.end());
   auto [view, inserted] = common_views_.try_emplace(shared_deps, json::object());

@@ -178,12 +178,15 @@ StatusOr<CompiledGraph> CompiledGraph::Compile(const playbook::Library& library,
   };
   for (const auto* pb : g.playbooks_)
     for (const auto& r : pb->rules) add(&r, pb);
+  // A shared rule read only for ordering (an onset, an optional analysis input) is evaluated too.
   for (size_t i = 0; i < g.nodes_.size(); ++i) {
-    for (const auto& dep : g.nodes_[i].rule->needs) {
-      if (dep.rfind("common/", 0) != 0 || g.index_.count(dep)) continue;
-      const RuleSpec* r = library.FindCommonRule(dep.substr(7));
-      if (!r) return NotFoundError("rule '" + g.nodes_[i].id + "' needs unknown shared rule '" + dep + "'");
-      add(r, nullptr);
+    for (const auto* list : {&g.nodes_[i].rule->needs, &g.nodes_[i].rule->after}) {
+      for (const auto& dep : *list) {
+        if (dep.rfind("common/", 0) != 0 || g.index_.count(dep)) continue;
+        const RuleSpec* r = library.FindCommonRule(dep.substr(7));
+        if (!r) return NotFoundError("rule '" + g.nodes_[i].id + "' needs unknown shared rule '" + dep + "'");
+        add(r, nullptr);
+      }
     }
   }
   g.graph_ = Graph(g.nodes_.size());

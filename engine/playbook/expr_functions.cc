@@ -94,6 +94,17 @@ StatusOr<Value> Values(const Expr&, const std::vector<Value>& args, const NameRe
   return out;
 }
 
+// pick(map, keys): the entries of `map` whose key is in the list `keys` (e.g. the details of the
+// hosts a verdict names).
+StatusOr<Value> Pick(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+  if (!args[1].is_array() && !args[1].is_null()) return EvalError(e, "pick() needs (map, list of keys)");
+  Value out = Value::object();
+  if (!args[0].is_object() || !args[1].is_array()) return out;
+  for (const auto& k : args[1])
+    if (k.is_string() && args[0].contains(k.get<std::string>())) out[k.get<std::string>()] = args[0][k.get<std::string>()];
+  return out;
+}
+
 StatusOr<Value> MaxOrMin(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
   std::vector<double> xs;
   for (const auto& arg : args) {
@@ -421,6 +432,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"count", 1, 1, "number", Length},
     {"keys", 1, 1, "list", Keys},
     {"values", 1, 1, "list", Values},
+    {"pick", 2, 2, "map", Pick},
     {"max", 1, 2, "", MaxOrMin},
     {"min", 1, 2, "", MaxOrMin},
     {"sum", 1, 1, "number", SumOrAvg},

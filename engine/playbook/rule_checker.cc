@@ -425,8 +425,10 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
   CheckBindings(ctx, scope, &rule->lets, &scope.lets_visible, "let");
   std::set<std::string> deps;
   // What only a verdict's `onset` reads: an ordering aid between causes, not evidence, so the
-  // verdict runs after it but is not skipped when it was (the onset is then unknown).
-  std::set<std::string> onset_deps;
+  // verdict runs after it but is not skipped when it was (the onset is then unknown). Likewise what
+  // only an analysis's optional input reads (tgs_attribution's other faults): the analysis runs
+  // after it and, when it failed, without that input (its expression reads null there).
+  std::set<std::string> ordering_deps;
   ResolveExplicitNeeds(ctx, scope, rule, &deps);
   // A description stands in for a finding that did not fire, when no rule may have a result: it
   // reads only what is known before anything is asked (params, thresholds, windows).
@@ -450,19 +452,26 @@ void CheckRuleRefs(FileCtx& ctx, const Scope& outer_scope, RuleSpec* rule) {
       CheckExpr(ctx, scope, rule->fact.value, "fact", &deps);
       CheckExpr(ctx, scope, rule->fact.evidence, "evidence", &deps);
       break;
-    case RuleKind::kAnalysis:
-      CheckExpr(ctx, scope, rule->analysis.input, "input", &deps);
-      CheckExpr(ctx, scope, rule->analysis.baseline_input, "baseline_input", &deps);
-      CheckExpr(ctx, scope, rule->analysis.phases, "phases", &deps);
-      CheckExpr(ctx, scope, rule->analysis.windows, "windows", &deps);
+    case RuleKind::kAnalysis: {
+      const auto* def = analysis::FindAnalysis(rule->analysis.name);
+      auto sink = [&](const char* input) {
+        const bool required = !def || std::find(def->required_inputs.begin(), def->required_inputs.end(), input) !=
+                                          def->required_inputs.end();
+        return required ? &deps : &ordering_deps;
+      };
+      CheckExpr(ctx, scope, rule->analysis.input, "input", sink("input"));
+      CheckExpr(ctx, scope, rule->analysis.baseline_input, "baseline_input", sink("baseline_input"));
+      CheckExpr(ctx, scope, rule->analysis.phases, "phases", sink("phases"));
+      CheckExpr(ctx, scope, rule->analysis.windows, "windows", sink("windows"));
       break;
+    }
     case RuleKind::kVerdict:
-      CheckVerdictRefs(ctx, scope, rule, &deps, &onset_deps);
+      CheckVerdictRefs(ctx, scope, rule, &deps, &ordering_deps);
       break;
   }
   if (rule->finding) CheckFindingRefs(ctx, scope, rule, &deps);
   rule->needs.assign(deps.begin(), deps.end());
-  for (const auto& id : onset_deps)
+  for (const auto& id : ordering_deps)
     if (!deps.count(id)) rule->after.push_back(id);
   for (const auto& b : rule->lets)
     if (!lets_used.count(b.name))

@@ -101,6 +101,24 @@ TEST(RecoveryAfterBursts, ABurstThatBeganUnderAnotherSlowdownIsMaskedNotHarmless
   EXPECT_EQ((*r)["recovered"], Json::array({"hostA"}));
 }
 
+// Step noise of 3 % (as tolerance_pct): a harmless burst on a noisy but healthy job stays "no
+// effect"; the healthy level is not the highest of hundreds of noisy window medians.
+TEST(RecoveryAfterBursts, NoisyHealthyTgsDoesNotMaskAHarmlessBurst) {
+  Json steps = Json::array(), st = Json::array();
+  uint64_t x = 12345;
+  for (int s = 0; s < 600; ++s) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(x >> 11) / 9007199254740992.0;   // [0, 1)
+    steps.push_back({{"step", s}, {"tokens_per_sec_per_device", 3000 * (1 + 0.104 * (u - 0.5))}});   // sd 3 %
+    st.push_back({s, T(s)});
+  }
+  Json bursts = {{"hostH", Json::array({{{"start", T(300)}, {"end", T(360)}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["no_effect"], Json::array({"hostH"})) << r->dump();
+  EXPECT_TRUE((*r)["masked"].empty());
+}
+
 TEST(RecoveryAfterBursts, NeedsAStepTimeMap) {
   Json st;
   Json steps = Steps(20, 5, 10, 0, &st);

@@ -53,6 +53,56 @@ rules:
   EXPECT_LT(graph->IndexOf("common/rdma_retx_rate"), 0);   // not used, not compiled
 }
 
+// An optional analysis input (tgs_attribution's other faults) read from a shared rule whose query
+// failed: the analysis runs without it instead of being skipped, after the shared rule.
+TEST(SharedRulesTest, AnOptionalAnalysisInputThatFailedIsAbsentNotASkip) {
+  playbook::Loader loader;
+  loader.LoadCommonText(R"(rules:
+  - id: other_faults
+    query: 'broken_clock_metric'
+    range: true
+    window: job
+    step: 60s
+    by: [host]
+)", "c.yaml");
+  loader.LoadPlaybookText(R"YAML(playbook: p
+description: d
+rules:
+  - id: attribution
+    analysis: tgs_attribution
+    input: "{hostA: [{start: 1200, end: 2400}]}"
+    baseline_input: facts.steps
+    windows: "default(common.other_faults.series, {})"
+)YAML", "p.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  auto lib = loader.TakeLibrary();
+  JobFacts facts;
+  nlohmann::json step_times = nlohmann::json::array();
+  for (int s = 0; s < 120; ++s) {
+    StepRecord r;
+    r.step = s;
+    r.tokens_per_sec_per_device = (s >= 40 && s < 80 ? 2400 : 3000) + (s % 3) * 5;
+    r.seconds = 30;
+    facts.steps.push_back(r);
+    step_times.push_back({s, 30.0 * s});
+  }
+  EvaluationContext ctx;
+  ctx.facts = nlohmann::json(facts);
+  ctx.discovery = {{"range", {{"start", 0}, {"end", 3600}}}, {"step_times", step_times}};
+  testing::TableQueryClient client;
+  client.errors["broken_clock_metric"] = "bad_data: parse error";
+  ctx.subject = &client;
+  auto graph = CompiledGraph::Compile(lib, {"p"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  ASSERT_GE(graph->IndexOf("common/other_faults"), 0);   // compiled although only read optionally
+  auto r = Evaluate(*graph, ctx);
+  const auto& shared = r.nodes[graph->IndexOf("common/other_faults")];
+  const auto& attribution = r.nodes[graph->IndexOf("p/attribution")];
+  EXPECT_EQ(shared.health, NodeHealth::kError);
+  EXPECT_EQ(attribution.health, NodeHealth::kOk) << attribution.reason;
+  EXPECT_EQ(attribution.value["explains"], nlohmann::json::array({"hostA"})) << attribution.value.dump();
+}
+
 // `common.X.field` reads the shared rule's own value (no copy of every shared rule the node needs),
 // and a range rule's series reaches the evidence of the rule and of the findings citing it, one
 // copy shared by all of them.

@@ -106,6 +106,10 @@ TEST(ExprTest, FunctionsOverFacts) {
   EXPECT_EQ(Eval("keys(fmt(power, 0))", power), Value({"h1", "h2"}));
   EXPECT_EQ(Eval("last(facts.steps).step", env), 2);
   EXPECT_EQ(Eval("pluck(where(facts.steps, 'tgs', '<', 15), 'step')", env), Value({1}));
+  // pick: the entries of the listed keys (unknown keys and non-strings left out).
+  EXPECT_EQ(Eval("pick(power, ['h2', 'h9', 3])", power), Value({{"h2", 914.5}}));
+  EXPECT_EQ(Eval("min(values(pick(power, keys(power))))", power), 914.5);
+  EXPECT_EQ(Eval("len(pick(power, []))", power), 0);
 }
 
 TEST(ExprTest, SyntaxErrorsCarryOffsets) {
