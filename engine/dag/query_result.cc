@@ -144,14 +144,17 @@ json WithReportedNames(const json& hosts, const json& instance_hosts) {
   std::set<std::string> listed;
   for (const auto& h : hosts)
     if (h.is_string()) listed.insert(h.get<std::string>());
-  std::set<std::string> aliases;
-  for (const auto& [reported, node] : instance_hosts.items()) {
-    if (!node.is_string() || !listed.count(node.get<std::string>())) continue;
-    const std::string name = InstanceHost(reported);
-    if (!name.empty() && !listed.count(name)) aliases.insert(name);
-  }
+  // An alias names one node: a loopback target or a name several nodes reported (every exporter
+  // scraped as localhost) would select other nodes' series.
+  std::map<std::string, std::set<std::string>> nodes_of;
+  for (const auto& [reported, node] : instance_hosts.items())
+    if (node.is_string()) nodes_of[InstanceHost(reported)].insert(node.get<std::string>());
   json out = hosts;
-  for (const auto& a : aliases) out.push_back(a);
+  for (const auto& [name, nodes] : nodes_of) {
+    if (name.empty() || listed.count(name) || nodes.size() != 1 || !listed.count(*nodes.begin())) continue;
+    if (name == "localhost" || name == "127.0.0.1" || name == "::1") continue;
+    out.push_back(name);
+  }
   return out;
 }
 

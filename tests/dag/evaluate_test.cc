@@ -391,6 +391,11 @@ TEST(HostKeyTest, AHostListAlsoNamesTheAddressesAndFqdnsItsExportersReported) {
              {"10.1.0.9:9400", "node9"}};       // not in the list
   EXPECT_EQ(WithReportedNames(json::array({"node7", "node8"}), ih),
             json::array({"node7", "node8", "10.1.0.7", "node8.hpc.example"}));
+  // A loopback target or a name two nodes reported names no one node.
+  EXPECT_EQ(WithReportedNames(json::array({"node1"}), json::object({{"localhost:9400", "node1"},
+                                                                    {"10.1.0.1:9400", "node1"},
+                                                                    {"10.1.0.1:55080", "node2"}})),
+            json::array({"node1"}));
   // Nothing mapped: the list as it was (the query text of such a job does not change).
   EXPECT_EQ(WithReportedNames(json::array({"node1"}), json::object({{"node1:9400", "node1"}})), json::array({"node1"}));
   EXPECT_EQ(WithReportedNames(json::array({"node1"}), json()), json::array({"node1"}));
