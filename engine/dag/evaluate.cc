@@ -376,11 +376,12 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
     if (node.playbook && p != node.playbook->params.end()) return p->second.type;
     return playbook::ParamType::kString;
   };
-  // A host list selects series by every name the exporters gave that host (an address, an FQDN).
+  // A host list selects series by every name the exporters gave that host (an address, an FQDN), as
+  // the discovery of the TSDB the query goes to found them: a baseline's nodes have their own.
   auto value_with_names = [&](const std::string& name) -> StatusOr<json> {
     auto v = value_of(name);
     if (!v.ok() || type_of(name) != playbook::ParamType::kHosts) return v;
-    const json& d = ctx_.discovery;
+    const json& d = spec.tsdb == JobRole::kBaseline ? ctx_.baseline_discovery : ctx_.discovery;
     return WithReportedNames(*v, d.is_object() && d.contains("instance_hosts") ? d["instance_hosts"] : json::object());
   };
   auto promql = playbook::RenderPromql(*node.rule, value_with_names, type_of);

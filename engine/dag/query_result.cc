@@ -154,6 +154,9 @@ json WithReportedNames(const json& hosts, const json& instance_hosts) {
     if (name.empty() || listed.count(name) || nodes.size() != 1 || !listed.count(*nodes.begin())) continue;
     if (name == "localhost" || name == "127.0.0.1" || name == "::1") continue;
     out.push_back(name);
+    // A target names an IPv6 address in brackets ([fe80::1]:9400): the queries' instance
+    // alternative matches the name as the target spells it.
+    if (name.find(':') != std::string::npos) out.push_back("[" + name + "]");
   }
   return out;
 }

@@ -30,7 +30,7 @@ const std::set<std::string> kFileKeys = {"playbooks", "tests"};
 const std::set<std::string> kTestKeys = {"name", "interval", "start", "input_series", "baseline_input_series", "facts",
                                          "baseline_facts", "discovery", "baseline_discovery", "requested", "expect"};
 const std::set<std::string> kExpectKeys = {"root_cause", "action", "confidence", "exclude", "findings", "changes",
-                                           "selected", "domain"};
+                                           "selected", "domain", "summary_contains"};
 
 // Test files are untrusted input: the file as a whole is checked against the yaml.* limits when
 // loaded (engine/core/bounded_yaml.h); this conversion keeps its own budget as well because it
@@ -173,6 +173,11 @@ void Compare(const json& expect, const json& actual, std::vector<std::string>* f
       if (!got.is_string() || got.get<std::string>() != want)
         failures->push_back("changes." + k + ": expected " + json(want).dump() + ", got " + got.dump());
     }
+  }
+  for (const auto& text : StringList(expect.value("summary_contains", json::array()))) {
+    const std::string summary = actual.value("summary", "");
+    if (summary.find(text) == std::string::npos)
+      failures->push_back("summary: expected it to contain " + json(text).dump() + ", got " + json(summary).dump());
   }
   if (expect.contains("selected")) {
     auto want = StringList(expect["selected"]);
@@ -333,6 +338,7 @@ json Outcome(const EvaluationResult& eval, const EvaluationContext& ctx, const s
   actual["root_cause"] = combined.verdict.root_cause;
   actual["domain"] = combined.verdict.domain;
   actual["confidence"] = combined.verdict.confidence;
+  actual["summary"] = combined.verdict.summary;
   actual["action"] = ToString(combined.decision.action);
   actual["exclude"] = combined.decision.exclude;
   actual["changes"] = combined.decision.changes;

@@ -127,16 +127,6 @@ StatusOr<DiscoveryRules> LoadDiscoveryRules(const std::string& path) {
 
 namespace {
 
-// `selector` narrowed to series without a host label: {a="b"} -> {a="b", host=""}, name -> name{host=""}.
-std::string WithoutHostLabel(const std::string& selector) {
-  if (!selector.empty() && selector.back() == '}') {
-    const size_t open = selector.rfind('{');
-    const bool empty = open != std::string::npos && selector.find_first_not_of(' ', open + 1) == selector.size() - 1;
-    return selector.substr(0, selector.size() - 1) + (empty ? "" : ", ") + "host=\"\"}";
-  }
-  return selector + "{host=\"\"}";
-}
-
 std::string Days(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", seconds / 86400);
@@ -144,6 +134,17 @@ std::string Days(double seconds) {
 }
 
 }  // namespace
+
+// `selector` narrowed to series without a host label: {a="b"} -> {a="b", host=""}, name -> name{host=""};
+// spaces and a trailing comma before the closing brace ({a="b", }) are dropped first.
+std::string WithoutHostLabel(const std::string& selector) {
+  const size_t last = selector.find_last_not_of(" \t");
+  if (last == std::string::npos || selector[last] != '}') return selector + "{host=\"\"}";
+  std::string inner = selector.substr(0, last);
+  while (!inner.empty() && (inner.back() == ' ' || inner.back() == '\t' || inner.back() == ',')) inner.pop_back();
+  const bool empty = !inner.empty() && inner.back() == '{';
+  return inner + (empty ? "" : ", ") + "host=\"\"}";
+}
 
 // The logged run as the gap sentences tell it, saying where a start raised by the data came from.
 std::string DescribeRun(const LoggedRunSpan& logged, const LoggedRunSpan& anchored) {
@@ -457,13 +458,18 @@ class Discoverer {
 
   void FindHosts(const LabelAnswers& labels, const DiscoveryQueries& queries,
                  const std::vector<StatusOr<QueryResult>>& answers) {
+    // Addresses are named first, so that a host label holding one maps to its node as an instance does.
+    std::vector<std::string> reported;
+    if (const auto& hosts = labels[kHostAnswer]; hosts.ok()) reported = *hosts;
+    if (const auto& inst = labels[kInstancesWithoutHostAnswer]; inst.ok())
+      for (const auto& i : *inst) reported.push_back(InstanceHost(i));
+    NameAddresses(reported);
     if (const auto& hosts = labels[kHostAnswer]; hosts.ok()) {
       for (const auto& h : *hosts) AddHost(NodeName(h), "host label");
     } else {
       QueryFailed("the host label values", hosts.status());
     }
     if (const auto& inst = labels[kInstancesWithoutHostAnswer]; inst.ok()) {
-      NameAddresses(*inst);
       for (const auto& i : *inst) AddHost(NodeName(InstanceHost(i)), "instance");
     } else {
       QueryFailed("instances of series without a host label", inst.status());
@@ -502,23 +508,36 @@ class Discoverer {
   // An exporter scraped by address (instance "10.0.3.7:9400", no host label) would otherwise name
   // its node by that address: findings, exclusions and Slurm's --exclude need the node's name.
   // Asked only when some instance is an address, from series that carry both (Ray's node metrics:
-  // ip="10.0.3.7", instance="node07:55080"); an address no such series names stays as it is.
-  void NameAddresses(const std::vector<std::string>& instances_without_host) {
-    const bool any = std::any_of(instances_without_host.begin(), instances_without_host.end(),
-                                 [](const std::string& i) { return IsAddress(InstanceHost(i)); });
-    if (!any || rules_.address_names.empty()) return;
+  // ip="10.0.3.7", instance="node07:55080"); what no such series names, the job's log may (each
+  // task's bind= address, DiscoveryInputs::logged_addresses); an address neither names stays as it is.
+  void NameAddresses(const std::vector<std::string>& reported_hosts) {
+    if (std::none_of(reported_hosts.begin(), reported_hosts.end(), [](const std::string& h) { return IsAddress(h); })) return;
+    if (!rules_.address_names.empty()) NameAddressesFromSeries();
+    for (const auto& [address, node] : inputs_.logged_addresses) {
+      if (!IsAddress(address) || node.empty() || IsAddress(node) || IgnoredHost(node)) continue;
+      if (address_to_node_.emplace(address, node).second) d_.instance_to_host.emplace(address, node);
+    }
+  }
+
+  void NameAddressesFromSeries() {
     auto named = Ask(client_.SeriesMatching(rules_.address_names, d_.range.start, d_.range.end));
     if (!named.ok()) {
       QueryFailed("the names of the nodes' addresses", named.status());
       return;
     }
+    // An address several nodes report (a container bridge's 172.17.0.2 on every node) names none.
+    std::map<std::string, std::set<std::string>> nodes_of;
     for (const auto& labels : *named) {
       auto ip = labels.find("ip"), instance = labels.find("instance");
       if (ip == labels.end() || instance == labels.end() || ip->second.empty()) continue;
       const std::string node = NodeName(InstanceHost(instance->second));
       if (node.empty() || IsAddress(node) || IgnoredHost(node)) continue;
-      address_to_node_.emplace(ip->second, node);
-      d_.instance_to_host.emplace(ip->second, node);
+      nodes_of[ip->second].insert(node);
+    }
+    for (const auto& [ip, nodes] : nodes_of) {
+      if (nodes.size() != 1) continue;
+      address_to_node_.emplace(ip, *nodes.begin());
+      d_.instance_to_host.emplace(ip, *nodes.begin());
     }
   }
 

@@ -76,6 +76,9 @@ struct DiscoveryInputs {
   std::optional<TimeRange> known_range{};
   std::optional<TimeRange> search_window{};
   std::vector<std::string> expected_hosts{};   // the job's nodelist, from its log
+  // address -> node name, from the job's log (JobHeader::node_addresses): names an exporter scraped
+  // by address that no series in the TSDB names.
+  std::map<std::string, std::string> logged_addresses{};
   std::optional<int64_t> log_last_step{};      // last completed step in the log
   // Found before asking (blocks outside the job's run): added to the discovery's gaps.
   std::vector<ObservabilityGap> gaps{};
@@ -123,6 +126,9 @@ struct Discovery {
   nlohmann::json ToJson() const;
   std::vector<std::string> GapSentences() const;
 };
+
+// `selector` narrowed to series without a host label: {a="b"} -> {a="b", host=""}, name -> name{host=""}.
+std::string WithoutHostLabel(const std::string& selector);
 
 // Fails only when the endpoint cannot be asked at all (the metric-name query fails) or the inputs
 // give no time range; each later question that fails becomes a `query-failed` gap instead, so the

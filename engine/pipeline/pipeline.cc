@@ -270,6 +270,7 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
   DiscoveryInputs inputs = base_inputs;
   inputs.deadline = deadline;
   inputs.expected_hosts = job.facts.header.hosts;
+  inputs.logged_addresses = job.facts.header.node_addresses;
   inputs.log_last_step = job.facts.progress.last_step;
   auto discovery = diagnose::Discover(*job.client, inputs, rules);
   if (!discovery.ok()) {

@@ -51,6 +51,10 @@ struct JobHeader {
   std::optional<int> ray_port;
   bool ray = false;                         // RAY=1 job (Ray driver prefixes or RAY_PORT seen)
   std::string launcher = "slurm";           // slurm | k8s | local
+  // address -> host, from the tasks' own lines ("[Ray] Starting ... (bind=<ip>)", k8s "Starting on
+  // <host> (<ip>)"): names an exporter scraped by address when no series does. An address two
+  // hosts claimed is left out. Not in the report.
+  std::map<std::string, std::string> node_addresses;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobHeader, job_id, job_name, model_name, model_alias,
                                                 exp_tag, nnodes, nodelist, hosts, passthrough,

@@ -5,6 +5,8 @@
 #include <ctime>
 #include <cstring>
 
+#include "engine/core/scrape_target.h"
+
 namespace diagnose {
 
 namespace {
@@ -307,7 +309,7 @@ bool LogScanner::HandleMessage(const LogLine& line, std::string_view msg) {
       }
       return false;
     case '[':
-      HandleBracketedMessage(msg);
+      HandleBracketedMessage(line.task, msg);
       return false;
     default:
       return false;
@@ -348,10 +350,22 @@ void LogScanner::HandleNodeExit(const LogLine& line, std::string_view msg) {
   result_.node_exits.push_back(std::move(ne));
 }
 
-// "[Node <rank> @ <host>]", k8s "[<rank>] Starting on <host>", a watchdog's ISO stamp (the year) and
-// "[INFO] Running from artifact:" (the artifact's year and epoch).
-void LogScanner::HandleBracketedMessage(std::string_view msg) {
-  if (StartsWith(msg, "[Node ")) {
+// An exporter scraped by address is named through this (discovery), so only what reads as an
+// address is kept, and a task's first report wins.
+void LogScanner::NoteTaskAddress(int task, std::string_view address) {
+  const std::string ip = SanitizeForQuote(Trim(address), 64);
+  if (task >= 0 && IsAddress(ip)) result_.task_addresses.emplace(task, ip);
+}
+
+// "[Node <rank> @ <host>]", k8s "[<rank>] Starting on <host> (<ip>)", the Ray launcher's
+// "[Ray] Starting HEAD|WORKER ... (bind=<ip>)" of the labelled task, a watchdog's ISO stamp (the
+// year) and "[INFO] Running from artifact:" (the artifact's year and epoch).
+void LogScanner::HandleBracketedMessage(int task, std::string_view msg) {
+  if (StartsWith(msg, "[Ray] Starting ")) {
+    const size_t bind = msg.find("(bind=");
+    const size_t close = bind == std::string_view::npos ? bind : msg.find(')', bind);
+    if (close != std::string_view::npos) NoteTaskAddress(task, msg.substr(bind + 6, close - bind - 6));
+  } else if (StartsWith(msg, "[Node ")) {
     int64_t rank = -1;
     size_t at = msg.find(" @ ");
     size_t close = msg.find(']');
@@ -364,6 +378,9 @@ void LogScanner::HandleBracketedMessage(std::string_view msg) {
     if (close != std::string_view::npos && ParseInt(msg.substr(1, close - 1), &rank)) {
       std::string_view h = msg.substr(close + 14);
       result_.confirmed_hosts.emplace(static_cast<int>(rank), SanitizeForQuote(h.substr(0, h.find(' ')), 256));
+      const size_t open = h.find(" ("), end = h.rfind(')');
+      if (open != std::string_view::npos && end != std::string_view::npos && end > open)
+        NoteTaskAddress(static_cast<int>(rank), h.substr(open + 2, end - open - 2));
     } else if (result_.iso_year == 0) {
       result_.iso_year = YearAt(msg, 1);
     }
@@ -696,6 +713,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   for (auto& kv : later.env_hostname) env_hostname.emplace(kv.first, kv.second);
   for (auto& kv : later.env_node_rank) env_node_rank.emplace(kv.first, kv.second);
   for (auto& kv : later.confirmed_hosts) confirmed_hosts.emplace(kv.first, kv.second);
+  for (auto& kv : later.task_addresses) task_addresses.emplace(kv.first, kv.second);
   if (nodelist_expanded.empty()) nodelist_expanded = later.nodelist_expanded;
   if (!artifact_year) artifact_year = later.artifact_year;
   if (!artifact_epoch) artifact_epoch = later.artifact_epoch;

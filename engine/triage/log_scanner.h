@@ -72,6 +72,9 @@ struct ScanResult {
   // Task -> host confirmations.
   std::map<int, std::string> env_hostname, env_node_rank;
   std::map<int, std::string> confirmed_hosts;          // rank -> host (env dumps, NODE_EXIT, [Node i @ h])
+  // rank -> the node's private address: "[Ray] Starting HEAD|WORKER ... (bind=<ip>)" (srun-labelled),
+  // k8s "[<rank>] Starting on <host> (<ip>)".
+  std::map<int, std::string> task_addresses;
   std::string nodelist_expanded;
   // Year hints for absl stamps.
   int artifact_year = 0, iso_year = 0;
@@ -117,7 +120,8 @@ class LogScanner {
   bool HandleMessage(const LogLine& line, std::string_view msg);
   bool HandleMemstatsUsage(const LogLine& line, std::string_view trimmed_msg);
   void HandleNodeExit(const LogLine& line, std::string_view msg);
-  void HandleBracketedMessage(std::string_view msg);
+  void HandleBracketedMessage(int task, std::string_view msg);
+  void NoteTaskAddress(int task, std::string_view address);
   void HandleSshTunnel(const LogLine& line, std::string_view text);
   void HandleHeader(const LogLine& line, std::string_view text);
   void HandleEnvDump(int task, std::string_view text);

@@ -374,6 +374,19 @@ HostConfirmation ConfirmTaskHosts(const ScanResult& scan, JobFacts* f) {
   return confirmation;
 }
 
+// Each task's own address, named by the task's confirmed host; an address claimed for two hosts
+// names neither.
+void ReadNodeAddresses(const ScanResult& scan, JobHeader* h) {
+  std::set<std::string> claimed_twice;
+  for (const auto& [task, address] : scan.task_addresses) {
+    if (task < 0 || static_cast<size_t>(task) >= h->hosts.size() || h->hosts[static_cast<size_t>(task)].empty()) continue;
+    const std::string& host = h->hosts[static_cast<size_t>(task)];
+    auto [it, added] = h->node_addresses.emplace(address, host);
+    if (!added && it->second != host) claimed_twice.insert(address);
+  }
+  for (const auto& address : claimed_twice) h->node_addresses.erase(address);
+}
+
 // Ray worker logs are authoritative for steps when the Slurm log stops short (formats §2.5).
 Status ScanRayWorkerLogs(const JobLocation& job, TriageScan* scan, JobFacts* f) {
   const JobHeader& h = f->header;
@@ -778,6 +791,7 @@ StatusOr<JobFacts> TriageJob(const JobLocation& job, const TriageOptions& option
   RETURN_IF_ERROR(ScanJobAndRankLogs(job, &scan, &f));
   ReadLauncherHeader(scan.result, &f);
   const HostConfirmation confirmation = ConfirmTaskHosts(scan.result, &f);
+  ReadNodeAddresses(scan.result, &f.header);
   RETURN_IF_ERROR(ScanRayWorkerLogs(job, &scan, &f));
   RETURN_IF_ERROR(RefuseWithoutLauncherMarks(job, scan.result));
   TakeScannedRecords(&scan.result, &f);

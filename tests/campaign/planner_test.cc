@@ -34,8 +34,8 @@ uint64_t PlanDigest(const std::vector<PlannedJob>& plan) {
   return h;
 }
 
-std::vector<PlannedJob> Plan(uint64_t seed, int jobs, bool wide, bool perf, bool wider) {
-  auto plan = PlanCampaign(seed, jobs, wide, perf, wider);
+std::vector<PlannedJob> Plan(uint64_t seed, int jobs, bool wide, bool perf, bool wider, bool widest = false) {
+  auto plan = PlanCampaign(seed, jobs, wide, perf, wider, widest);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   return plan.ok() ? *plan : std::vector<PlannedJob>{};
 }
@@ -198,10 +198,12 @@ void ExpectTelemetryVariations(const fixturegen::Scenario& s) {
     ASSERT_EQ(f.hosts.size(), 1u);
     auto it = slow.find(f.hosts[0]);
     ASSERT_NE(it, slow.end()) << "a scrape gap on a host without a fault";
-    const Window& w = it->second.front();
-    EXPECT_GE(f.window.steps->first, w.first);
-    EXPECT_LE(f.window.steps->last, w.last);
-    EXPECT_LE(3 * (f.window.steps->last - f.window.steps->first + 1), w.last - w.first + 1);
+    // Inside one of the host's fault windows (a host may fail twice), at most a third of it.
+    const auto inside = std::find_if(it->second.begin(), it->second.end(), [&](const Window& w) {
+      return f.window.steps->first >= w.first && f.window.steps->last <= w.last;
+    });
+    ASSERT_NE(inside, it->second.end()) << "a scrape gap outside the host's fault windows";
+    EXPECT_LE(3 * (f.window.steps->last - f.window.steps->first + 1), inside->last - inside->first + 1);
   }
 }
 
@@ -258,6 +260,141 @@ TEST(CampaignPlanner, WiderTruthFollowsFromEachScenario) {
 
 TEST(CampaignPlanner, WiderImpliesWide) {
   EXPECT_EQ(PlanDigest(Plan(21, 12, true, false, true)), PlanDigest(Plan(21, 12, false, false, true)));
+}
+
+// --- `--widest` -------------------------------------------------------------------------------
+
+// Recorded from the planner before `--widest` (scenarios and truth.json of `generate --plan-only
+// --wider --seed 77 --jobs 30` compared byte for byte with this one's).
+TEST(CampaignPlanner, WiderSeedsPlanWhatTheyPlannedBeforeWidest) {
+  EXPECT_EQ(PlanDigest(Plan(77, 30, false, false, true)), 3825476624785710627ull) << "--wider seed 77's jobs changed";
+}
+
+TEST(CampaignPlanner, WidestImpliesWiderAndIsAPureFunctionOfTheSeed) {
+  EXPECT_EQ(PlanDigest(Plan(78, 20, false, false, false, true)), PlanDigest(Plan(78, 20, true, false, true, true)));
+  EXPECT_NE(PlanDigest(Plan(78, 20, false, false, false, true)), PlanDigest(Plan(78, 20, false, false, true)));
+}
+
+const std::map<std::string, std::set<std::string>> kWidestKinds = {
+    {"init-fault", {"thermal-from-init", "rdma-from-init", "gpu-fault-in-compile"}},
+    {"fatal-on-slow-host", {"death-on-slow-host", "gpu-fault-on-slow-host", "host-oom-on-slow-host"}},
+    {"addresses-in-log", {"thermal-addresses-only", "rdma-addresses-only"}},
+    {"two-episodes", {"thermal-two-episodes", "rdma-two-episodes"}},
+    {"huge-many-hosts", {"huge-hosts-throttle", "huge-hosts-rdma"}},
+};
+
+std::string WidestFamilyOf(const std::string& kind) {
+  for (const auto& [family, kinds] : kWidestKinds)
+    if (kinds.count(kind)) return family;
+  return "";
+}
+
+// A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the four widest
+// ones three times and the huge one once: 36 jobs.
+TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
+  for (uint64_t seed : {5u, 6u}) {
+    std::map<std::string, int> count, wider;
+    for (const PlannedJob& job : Plan(seed, 36, false, false, false, true)) {
+      if (!job.truth.scored) continue;
+      ++count[WidestFamilyOf(job.truth.kind)];
+      ++wider[FamilyOf(job.truth.kind)];
+    }
+    for (const auto& [family, kinds] : kWidestKinds)
+      EXPECT_EQ(count[family], family == "huge-many-hosts" ? 1 : 3) << family << " at seed " << seed;
+    for (const auto& [family, kinds] : kWiderKinds) EXPECT_EQ(wider[family], 1) << family << " at seed " << seed;
+  }
+}
+
+// A fault before the first step's line: its window opens during init or step 0's compile (a time,
+// before step 0 ends), and a slowdown's cost shows when it ends; a GPU abort in compile logs no step.
+void ExpectInitFaultTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  auto timeline = fixturegen::BuildTimeline(s);
+  ASSERT_TRUE(timeline.ok());
+  bool opened_before_step0 = false;
+  for (const auto& f : s.faults) {
+    if (f.kind != "rdma_retx" && f.kind != "thermal_throttle" && f.kind != "ras_uncorrectable") continue;
+    if (!f.window.from_time) continue;
+    EXPECT_GE(*f.window.from_time, timeline->prometheus_start);
+    if (timeline->steps.empty()) {
+      EXPECT_LT(*f.window.from_time, timeline->memstats_time);
+    } else {
+      EXPECT_LT(*f.window.from_time, timeline->steps.front().end) << "opens after step 0's line";
+      ASSERT_TRUE(f.window.to_time);
+      // Ends with some step (scenario times are whole seconds); TGS after it is higher than during it.
+      const double to = *f.window.to_time;
+      const auto ended = std::find_if(timeline->steps.begin(), timeline->steps.end(),
+                                      [&](const fixturegen::StepRecord& r) { return r.end >= to && r.end < to + 1; });
+      ASSERT_NE(ended, timeline->steps.end());
+      EXPECT_LT(TgsAt(s, ended->step), TgsAt(s, s.last_step));
+    }
+    opened_before_step0 = true;
+  }
+  EXPECT_TRUE(opened_before_step0);
+  if (job.truth.kind == "gpu-fault-in-compile") {
+    EXPECT_EQ(s.stop_phase, "before_step0");
+    EXPECT_EQ(s.summary.status, "FAILED");
+    ASSERT_EQ(job.truth.exclude.size(), 1u);
+    EXPECT_EQ(job.truth.exclude[0].priority, 1);
+    EXPECT_GE((timeline->memstats_time - *s.faults.front().window.from_time) * 0.02, 2) << "the UE counter must move";
+  }
+}
+
+// The host that slowed down is the one that ended the job, and the only one to exclude.
+void ExpectFatalOnSlowHostTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  EXPECT_EQ(s.summary.status, "FAILED");
+  ASSERT_EQ(job.truth.exclude.size(), 1u);
+  const std::string& host = job.truth.exclude[0].host;
+  EXPECT_TRUE(HasFault(s, host, {"rdma_retx", "thermal_throttle"}));
+  EXPECT_TRUE(HasFault(s, host, {"node_death", "ras_uncorrectable", "host_oom"}));
+  EXPECT_EQ(job.truth.root_cause, HasFault(s, host, {"host_oom"}) ? "host-oom" : "gpu-hardware-fault");
+  if (HasFault(s, host, {"node_death"})) EXPECT_NE(host, s.hosts.front()) << "task 0 hosts the coordinator";
+}
+
+// Two separate episodes on the one excluded host, each costing TGS, healthy steps between them.
+void ExpectTwoEpisodesTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  ASSERT_EQ(job.truth.exclude.size(), 1u);
+  const auto windows = SlowdownWindows(s).at(job.truth.exclude[0].host);
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_LT(windows[0].last + 1, windows[1].first);
+  bool healthy_between = false;
+  for (int64_t step = windows[0].last + 1; step < windows[1].first; ++step) healthy_between |= TgsAt(s, step) == TopTgs(s);
+  EXPECT_TRUE(healthy_between);
+}
+
+TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
+  std::map<std::string, int> kinds;
+  for (uint64_t seed : {11u, 12u, 13u}) {
+    for (const PlannedJob& job : Plan(seed, 72, false, false, false, true)) {
+      const std::string family = WidestFamilyOf(job.truth.kind);
+      if (family.empty()) continue;
+      SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
+      auto s = fixturegen::ParseScenario(job.scenario_yaml, job.truth.job_id);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      ++kinds[job.truth.kind];
+      EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
+      EXPECT_FALSE(job.truth.exclude.empty());
+      ExpectExclusionsAreFaulty(job, *s);
+      ExpectTelemetryVariations(*s);
+      if (family == "init-fault") ExpectInitFaultTruth(job, *s);
+      if (family == "fatal-on-slow-host") ExpectFatalOnSlowHostTruth(job, *s);
+      if (family == "two-episodes") ExpectTwoEpisodesTruth(job, *s);
+      if (family == "addresses-in-log") {
+        EXPECT_EQ(s->node_hw_names, "ip");
+        EXPECT_FALSE(s->ray_metrics) << "no Ray series may name the addresses";
+      }
+      if (family == "huge-many-hosts") {
+        EXPECT_GT(s->hosts.size(), 429u);
+        EXPECT_GE(job.truth.exclude.size(), 7u);
+      }
+    }
+  }
+  for (const auto& [family, names] : kWidestKinds) {
+    int planned = 0;
+    for (const auto& k : names) planned += kinds[k];
+    EXPECT_EQ(planned, family == "huge-many-hosts" ? 6 : 18) << family << ": in each of the two 36-job blocks of three seeds";
+  }
+  for (const auto& [family, names] : kWidestKinds)
+    for (const auto& k : names) EXPECT_GT(kinds[k], 0) << k << " never planned";
 }
 
 }  // namespace

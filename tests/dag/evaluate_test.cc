@@ -289,6 +289,50 @@ rules:
   EXPECT_EQ(r.queries_derived, 0);
 }
 
+// A host list names a node's exporters as the TSDB the query goes to reported them: the baseline's
+// discovery for a baseline query, never the subject's aliases.
+TEST_F(EvaluateTest, ABaselineQueryNamesHostsByTheBaselinesOwnDiscovery) {
+  playbook::Loader loader;
+  loader.LoadCommonText("thresholds: {checkpoint_window_settle_seconds: 60}\n", "t.yaml");
+  loader.LoadCommonFile(playbook::PlaybookDataDir() + "/rules/common/windows.yaml");
+  loader.LoadPlaybookText(R"YAML(playbook: both
+description: the same hosts asked of the subject and of the baseline
+rules:
+  - id: accused
+    fact: facts.heartbeat.accused_hosts
+  - id: subject_power
+    query: 'max by (host) (hw_gpu_power_watts{host=~"{{ hosts }}"})'
+    window: job
+    by: [host]
+    args:
+      hosts: {type: hosts, value: accused.hosts}
+  - id: baseline_power
+    query: 'min by (host) (hw_gpu_power_watts{host=~"{{ hosts }}"})'
+    tsdb: baseline
+    window: job
+    by: [host]
+    args:
+      hosts: {type: hosts, value: accused.hosts}
+  - id: both_seen
+    verdict:
+      when: "len(subject_power.values) > 0 and len(baseline_power.values) > 0"
+      root_cause: unknown
+)YAML", "both.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"both"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  FakeClient baseline;
+  ctx_.subject = &client_;
+  ctx_.baseline = &baseline;
+  ctx_.baseline_discovery = {{"instance_hosts", {{"10.9.0.3:9400", "gpu-a7"}}}, {"range", {{"start", 0}, {"end", 20000}}}};
+  Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 1u);
+  ASSERT_EQ(baseline.batches.size(), 1u);
+  EXPECT_EQ(client_.batches[0][0].promql, R"(max by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3|10\\.0\\.0\\.7"}))");
+  EXPECT_EQ(baseline.batches[0][0].promql, R"(min by (host) (hw_gpu_power_watts{host=~"gpu-a7|gpu-b\"3|10\\.9\\.0\\.3"}))");
+}
+
 TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   client_.answers["hw_gpu_power_watts"] = {Instant({{"host", "gpu-a7"}}, 910), Instant({{"host", "gpu-b\"3"}}, 905)};
   // Ray series carry instance/ip, not host: the host key maps them.
@@ -396,6 +440,9 @@ TEST(HostKeyTest, AHostListAlsoNamesTheAddressesAndFqdnsItsExportersReported) {
                                                                     {"10.1.0.1:9400", "node1"},
                                                                     {"10.1.0.1:55080", "node2"}})),
             json::array({"node1"}));
+  // An IPv6 target is bracketed in `instance`: both spellings are names of the node.
+  EXPECT_EQ(WithReportedNames(json::array({"node1"}), json::object({{"[fe80::1]:9400", "node1"}})),
+            json::array({"node1", "fe80::1", "[fe80::1]"}));
   // Nothing mapped: the list as it was (the query text of such a job does not change).
   EXPECT_EQ(WithReportedNames(json::array({"node1"}), json::object({{"node1:9400", "node1"}})), json::array({"node1"}));
   EXPECT_EQ(WithReportedNames(json::array({"node1"}), json()), json::array({"node1"}));

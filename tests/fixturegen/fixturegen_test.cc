@@ -244,6 +244,23 @@ TEST(Metrics, NodeHwNamedByInstanceOrAddressCarriesNoHostLabel) {
   EXPECT_THAT(ErrorOf(bad), HasSubstr("node_hw_names"));
 }
 
+// ray_metrics: false leaves Ray's series (and its target's up) out: with node_hw scraped by
+// address, nothing in the TSDB names a node; the log's bind= lines still carry each task's address.
+TEST(Metrics, WithoutRayMetricsNoSeriesNamesAnAddress) {
+  std::string text = kMinimal;
+  const std::string metrics = "missed_scrapes: 0.02}";
+  text.replace(text.find(metrics), metrics.size(), "missed_scrapes: 0.02, node_hw_names: ip, ray_metrics: false}");
+  std::set<std::string> hw_instances;
+  int ray_series = 0;
+  for (const Series& s : Metrics(MustParse(text))) {
+    if (s.labels.count("job") && s.labels.at("job") == "ray") ++ray_series;
+    if (s.labels.count("job") && s.labels.at("job") == "node_hw") hw_instances.insert(s.labels.at("instance"));
+  }
+  EXPECT_EQ(ray_series, 0);
+  ASSERT_EQ(hw_instances.size(), 3u);
+  for (const auto& instance : hw_instances) EXPECT_EQ(instance.rfind("10.", 0), 0u) << instance;
+}
+
 TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
   Scenario s = MustParse(kMinimal);
   auto t = BuildTimeline(s);

@@ -63,6 +63,27 @@ TEST_F(LogScannerTest, RepeatedStepLinesAgreeWithTheFullParse) {
 // A node that crashed mid-write leaves NUL bytes in the log; a field garbled another way leaves a
 // key without a number. Neither may become a value (a loss of 0.000 reads as a collapsed loss):
 // the line is skipped and counted. NUL padding before a line is dropped and the line read.
+// Each task's own address: the Ray launcher's bind= (head and workers, srun-labelled) and k8s's
+// "Starting on <host> (<ip>)"; what is not an address, or comes from no task, is not kept.
+TEST_F(LogScannerTest, TasksReportTheirOwnAddresses) {
+  LogScanner& scanner = *scanner_;
+  const std::vector<std::string> lines = {
+      " 0: [Ray] Starting HEAD on mx-n1:6400 (bind=10.45.0.21)",
+      " 1: [Ray] Starting WORKER -> 10.45.0.21:6400 (bind=10.45.0.22)",
+      " 2: [Ray] Starting WORKER -> 10.45.0.21:6400 (bind=fe80::7)",
+      " 3: [Ray] Starting WORKER -> 10.45.0.21:6400 (bind=$(hostname -i))",
+      " 1: [Ray] Starting WORKER -> 10.45.0.21:6400 (bind=10.45.0.99)",
+      "[Ray] Starting WORKER -> 10.45.0.21:6400 (bind=10.45.0.50)",
+      "[4] Starting on mx-n5 (10.45.0.25)",
+      "[5] Starting on mx-n6",
+  };
+  for (size_t i = 0; i < lines.size(); ++i) scanner.Feed(lines[i], static_cast<int64_t>(i) + 1);
+  EXPECT_EQ(scanner.result().task_addresses,
+            (std::map<int, std::string>{{0, "10.45.0.21"}, {1, "10.45.0.22"}, {2, "fe80::7"}, {4, "10.45.0.25"}}));
+  EXPECT_EQ(scanner.result().confirmed_hosts.at(4), "mx-n5");
+  EXPECT_EQ(scanner.result().confirmed_hosts.at(5), "mx-n6");
+}
+
 TEST_F(LogScannerTest, DamagedStepLinesAreSkippedAndCountedNeverReadAsValues) {
   LogScanner& scanner = *scanner_;
   using namespace std::string_literals;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -42,11 +43,13 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> ServeSeries(const std::vector<Serie
 
 // Discovery of a private server on `series` for a job whose nodelist is `expected_hosts`.
 StatusOr<Discovery> DiscoverServed(const std::vector<Series>& series, std::vector<std::string> expected_hosts,
-                                   const std::string& temp_prefix) {
+                                   const std::string& temp_prefix,
+                                   std::map<std::string, std::string> logged_addresses = {}) {
   testing::ScopedTempDir dir_scope(temp_prefix);
   ASSIGN_OR_RETURN(auto server, ServeSeries(series, dir_scope.path));
   DiscoveryInputs inputs = InputsForSnapshot(server->inventory());
   inputs.expected_hosts = std::move(expected_hosts);
+  inputs.logged_addresses = std::move(logged_addresses);
   return Discover(server->client(), inputs, Rules());
 }
 
@@ -241,6 +244,65 @@ TEST(DiscoveryAddressTest, AnExporterScrapedByAddressIsNamedThroughRaysSeries) {
     EXPECT_FALSE(g.kind == "missing-family" && (g.family == "gpu" || g.family == "exporter")) << g.detail;
     EXPECT_FALSE(g.kind == "host-missing-family" && g.family == "gpu") << g.detail;
   }
+}
+
+TEST(DiscoveryAddressTest, AnAddressNoSeriesNamesIsNamedByTheJobsLog) {
+  // node_hw scraped by IP, no Ray series at all (a RAY=0-style scrape config): only the log's
+  // bind= lines tie the addresses to names. A Ray series naming one address wins over the log.
+  std::vector<Series> series;
+  for (int h = 0; h < 3; ++h) {
+    const std::string ip = "10.45.0." + std::to_string(h + 21);
+    series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"instance", ip + ":9400"},
+                                 {"job", "node_hw"}},
+                                700));
+  }
+  series.push_back(TenMinutes({{"__name__", "ray_node_mem_total"}, {"instance", "mx-n3:55080"}, {"ip", "10.45.0.23"},
+                               {"job", "ray"}},
+                              2e12));
+  const std::map<std::string, std::string> logged = {
+      {"10.45.0.21", "mx-n1"}, {"10.45.0.23", "mx-n9"}, {"not-an-address", "mx-n2"}, {"10.45.0.30", "10.45.0.31"}};
+  auto d = DiscoverServed(series, {"mx-n1", "mx-n2", "mx-n3"}, "discovery-logged-address-", logged);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->hosts, (std::vector<std::string>{"10.45.0.22", "mx-n1", "mx-n3"}));
+  EXPECT_EQ(d->instance_to_host.at("10.45.0.21:9400"), "mx-n1");
+  EXPECT_EQ(d->instance_to_host.at("10.45.0.23:9400"), "mx-n3") << "the TSDB's own pair wins";
+  // Without the log's names the addresses stay addresses.
+  auto unnamed = DiscoverServed(series, {"mx-n1", "mx-n2", "mx-n3"}, "discovery-logged-address-");
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status().ToString();
+  EXPECT_EQ(unnamed->hosts, (std::vector<std::string>{"10.45.0.21", "10.45.0.22", "mx-n3"}));
+}
+
+TEST(DiscoveryAddressTest, AHostLabelHoldingAnAddressIsNamedAndASharedAddressNamesNone) {
+  std::vector<Series> series;
+  series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"host", "10.46.0.5"},
+                               {"instance", "10.46.0.5:9400"}, {"job", "node_hw"}},
+                              700));
+  series.push_back(TenMinutes({{"__name__", "ray_node_mem_total"}, {"instance", "px-a:55080"}, {"ip", "10.46.0.5"}, {"job", "ray"}},
+                              2e12));
+  // Every container reports the bridge's address: it cannot say which node an exporter is.
+  series.push_back(TenMinutes({{"__name__", "hw_gpu_power_watts"}, {"gpu", "0"}, {"instance", "172.17.0.2:9400"},
+                               {"job", "node_hw"}},
+                              690));
+  for (const char* node : {"px-b", "px-c"})
+    series.push_back(TenMinutes({{"__name__", "ray_node_mem_total"}, {"instance", std::string(node) + ":55080"},
+                                 {"ip", "172.17.0.2"}, {"job", "ray"}},
+                                2e12));
+  auto d = DiscoverServed(series, {"px-a", "px-b", "px-c"}, "discovery-address-label-");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->hosts, (std::vector<std::string>{"172.17.0.2", "px-a", "px-b", "px-c"}));
+  EXPECT_EQ(d->host_source.at("px-a"), "host label");
+  EXPECT_EQ(d->instance_to_host.at("10.46.0.5:9400"), "px-a");
+  EXPECT_EQ(d->instance_to_host.count("172.17.0.2"), 0u);
+}
+
+TEST(WithoutHostLabelTest, AddsTheEmptyHostMatcherInsideTheBraces) {
+  EXPECT_EQ(WithoutHostLabel(R"(hw_gpu_power_watts)"), R"(hw_gpu_power_watts{host=""})");
+  EXPECT_EQ(WithoutHostLabel(R"(hw_gpu_power_watts{})"), R"(hw_gpu_power_watts{host=""})");
+  EXPECT_EQ(WithoutHostLabel(R"({ })"), R"({host=""})");
+  EXPECT_EQ(WithoutHostLabel(R"({job="node_hw"})"), R"({job="node_hw", host=""})");
+  // A trailing comma or spaces before the brace, or after it, would make `, , host=""` otherwise.
+  EXPECT_EQ(WithoutHostLabel(R"({job="node_hw", })"), R"({job="node_hw", host=""})");
+  EXPECT_EQ(WithoutHostLabel(R"(up{job="node_hw" ,} )"), R"(up{job="node_hw", host=""})");
 }
 
 TEST(IsAddressTest, TellsAddressesFromNames) {

@@ -50,7 +50,7 @@ Status GenerateCampaign(const GenerateCampaignOptions& options) {
     return InvalidArgumentError("--shard " + std::to_string(options.shard) + "/" + std::to_string(options.shards) +
                                 ": needs 0 <= K < N");
   const bool sharded = options.shards > 1;
-  ASSIGN_OR_RETURN(std::vector<PlannedJob> plan, PlanCampaign(options.seed, options.jobs, options.wide, options.perf, options.wider));
+  ASSIGN_OR_RETURN(std::vector<PlannedJob> plan, PlanCampaign(options.seed, options.jobs, options.wide, options.perf, options.wider, options.widest));
   if (!options.kinds.empty()) plan = OfKinds(std::move(plan), options.kinds);
   const fs::path out(options.out_dir);
   // Shards run at once in one directory: each has its own scratch.

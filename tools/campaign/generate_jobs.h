@@ -24,6 +24,7 @@ struct GenerateCampaignOptions {
   bool plan_only = false;
   bool wide = false;          // the widened job shapes and families (PlanCampaign)
   bool wider = false;         // wide plus the shapes it never draws (PlanCampaign)
+  bool widest = false;        // wider plus the shapes it still never draws (PlanCampaign)
   bool perf = false;          // the performance-regression families (PlanCampaign)
   // Only the planned jobs whose kind starts with one of these (and the baselines they compare
   // with): the same seed plans the same jobs, so one family can be examined without the rest.

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
                 "--wide plus shapes it never draws: RDMA and thermal faults overlapping in either order, a fault from "
                 "the first step, 3-6 faulty hosts among 64-512, one-step and 90 % dips, a node dying while another "
                 "throttles, a GPU fault or host OOM after a slowdown; node_hw named by instance or IP, scrape gaps");
+  gen->add_flag("--widest", generate.widest,
+                "--wider plus shapes it still never draws: a fault starting in init or compile (a slowdown, or a GPU "
+                "abort before step 0), a fatal fault on the slow host itself, node_hw scraped by IP with no Ray series, "
+                "two episodes of one fault on one host, 7-12 faulty hosts among 430-512");
   gen->add_flag("--perf", generate.perf,
                 "add the performance regressions judged against a baseline run, each with a profiler window: "
                 "perf-blocker, perf-overlap-loss, perf-slow-gpu, perf-noise");

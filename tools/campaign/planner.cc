@@ -82,6 +82,8 @@ struct JobSpec {
   std::string instance_domain;   // exporters report FQDNs (targets; the host label too with host_label_fqdn)
   bool host_label_fqdn = false;
   std::string node_hw_names = "host";   // how node_hw series name their node (fixturegen's node_hw_names)
+  bool ray_metrics = true;              // false: no Ray series in the TSDB (fixturegen's ray_metrics)
+  std::string stop_phase = "steps";     // before_step0: the job ends while step 0 compiles
   std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
   std::vector<FaultSpec> faults;
   std::vector<std::string> events;   // rendered flow mappings
@@ -132,6 +134,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   y << "  passthrough: " << HostList(s.passthrough) << "\n";
   y << "training:\n  moe: " << (s.moe ? "true" : "false") << "\n  seq_len: " << s.seq_len << "\n";
   if (s.first_step > 0) y << "  first_step: " << s.first_step << "\n";
+  if (s.stop_phase != "steps") y << "  stop: " << s.stop_phase << "\n";
   y << "  last_step: " << s.last_step << "\n  tflops_per_tgs: " << Num(s.tflops_per_tgs) << "\n";
   y << "  step_jitter_pct: " << Num(s.step_jitter_pct) << "\n";
   if (s.init_seconds) y << "  init_seconds: " << Num(*s.init_seconds) << "\n";
@@ -162,6 +165,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (!s.instance_domain.empty()) y << "  instance_domain: " << s.instance_domain << "\n";
   if (s.host_label_fqdn) y << "  host_label_fqdn: true\n";
   if (s.node_hw_names != "host") y << "  node_hw_names: " << s.node_hw_names << "\n";
+  if (!s.ray_metrics) y << "  ray_metrics: false\n";
   if (s.tsdb_format != "blocks") y << "  tsdb_format: " << s.tsdb_format << "\n";
   if (!s.faults.empty()) {
     y << "faults:\n";
@@ -867,11 +871,16 @@ std::vector<PhaseSpec> OverlapPhases(int64_t first, int64_t last, double tgs, co
 
 // Sustained retransmits + ACK timeouts on `host` over steps [a, b]; with retry exhaustion
 // (permanent loss, priority 1) when `exhausted`.
-void RdmaHostFault(JobPlanner& p, const std::string& host, int64_t a, int64_t b, bool exhausted) {
+// `window` is a rendered fault window ("steps: a-b", "from: T, to: T").
+void RdmaLinkFaults(JobPlanner& p, const std::string& host, const std::string& window, bool exhausted) {
   auto devices = p.Devices(p.Int(1, 2), 8);
-  p.Fault("rdma_retx", {host}, p.Steps(a, b), std::round(p.U(300, 1500)), devices);
-  p.Fault("rdma_ack_timeout", {host}, p.Steps(a, b), std::round(p.U(3, 25)), devices);
-  if (exhausted) p.Fault("rdma_retry_exceeded", {host}, p.Steps(a, b), std::round(p.U(0.2, 0.6) * 100) / 100, {devices[0]});
+  p.Fault("rdma_retx", {host}, window, std::round(p.U(300, 1500)), devices);
+  p.Fault("rdma_ack_timeout", {host}, window, std::round(p.U(3, 25)), devices);
+  if (exhausted) p.Fault("rdma_retry_exceeded", {host}, window, std::round(p.U(0.2, 0.6) * 100) / 100, {devices[0]});
+}
+
+void RdmaHostFault(JobPlanner& p, const std::string& host, int64_t a, int64_t b, bool exhausted) {
+  RdmaLinkFaults(p, host, p.Steps(a, b), exhausted);
   p.Exclude(host, exhausted ? 1 : 2);
 }
 
@@ -890,6 +899,14 @@ void SlowFault(JobPlanner& p, bool thermal, const std::string& host, int64_t a, 
   } else {
     RdmaHostFault(p, host, a, b, p.Chance(0.25));
   }
+}
+
+// The faults of a slowdown on `host` over `window`, without its exclusion (the caller decides
+// what the host's truth is when another fault of its own follows): a throttling GPU or an RDMA link
+// with retransmits and ACK timeouts.
+void SlowdownFaults(JobPlanner& p, bool thermal, const std::string& host, const std::string& window) {
+  if (thermal) p.Fault("thermal_throttle", {host}, window, std::round(p.U(18, 26)));
+  else RdmaLinkFaults(p, host, window, false);
 }
 
 // A faulty host and the steps its fault covers.
@@ -1060,6 +1077,33 @@ void ThermalModest(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, slow.front().first - 5));
 }
 
+// The node of task `dead_index` goes dark after the job's last step: the survivors wait in the
+// collective until the coordinator's heartbeat timeout kills the job (true, accusing the dead task)
+// or a user cancels it (false).
+bool EndByNodeDeath(JobPlanner& p, size_t dead_index) {
+  JobSpec& s = p.spec();
+  p.Fault("node_death", {p.HostAt(dead_index)}, "after_step: " + std::to_string(s.last_step), 0);
+  s.silence_activity = "hang";
+  const bool heartbeat_kill = p.Chance(0.5);
+  if (heartbeat_kill) {
+    const int timeout = p.Int(300, 900);
+    p.set_heartbeat_timeout(timeout);
+    s.hang_seconds = timeout;
+    s.heartbeat_accused = {static_cast<int>(dead_index)};
+    s.heartbeat_accused_died = true;
+    s.heartbeat_time = 0;   // placed once the timeline is known (Finish)
+    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=1)\"}";
+    AllExit(s, 1);
+  } else {
+    p.set_heartbeat_timeout(99999);
+    s.hang_seconds = std::round(p.U(900, 3600));
+    s.summary = CancelEvents(&s.events);
+    AllExit(s, 143);
+  }
+  s.node_exits.erase(static_cast<int>(dead_index));
+  return heartbeat_kill;
+}
+
 // A node dies mid-job (9102, 9123 generalised): its exporters go dark after a random step, the
 // survivors wait in the collective until a user cancels or the coordinator's heartbeat timeout
 // kills the job; sometimes a link on another host degraded earlier (two faults of two kinds, both
@@ -1098,25 +1142,7 @@ void NodeDeath(JobPlanner& p, bool during_throttle = false) {
   } else {
     p.Flat();
   }
-  p.Fault("node_death", {dead}, "after_step: " + std::to_string(s.last_step), 0);
-  s.silence_activity = "hang";
-  const bool heartbeat_kill = p.Chance(0.5);
-  if (heartbeat_kill) {
-    const int timeout = p.Int(300, 900);
-    p.set_heartbeat_timeout(timeout);
-    s.hang_seconds = timeout;
-    s.heartbeat_accused = {static_cast<int>(dead_index)};
-    s.heartbeat_accused_died = true;
-    s.heartbeat_time = 0;   // placed once the timeline is known (Finish)
-    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=1)\"}";
-    AllExit(s, 1);
-  } else {
-    p.set_heartbeat_timeout(99999);
-    s.hang_seconds = std::round(p.U(900, 3600));
-    s.summary = CancelEvents(&s.events);
-    AllExit(s, 143);
-  }
-  s.node_exits.erase(static_cast<int>(dead_index));
+  const bool heartbeat_kill = EndByNodeDeath(p, dead_index);
   Verdict(p, earlier.empty() ? "node-death" : during_throttle ? "node-death-during-throttle" : "node-death-after-link-fault",
           "gpu-hardware-fault", "retry-excluding-nodes");
   p.notes() = dead + " died after step " + std::to_string(s.last_step) + "; " +
@@ -1165,13 +1191,21 @@ void MixedOverlap(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, first - 5));
 }
 
-// A slowdown already on at the first step (no healthy phase before it) on 1-2 hosts, RDMA or
-// thermal, that ends at 35-75 % of the job: TGS rises when it ends, which is what shows its cost.
-void FaultFromFirstStep(JobPlanner& p) {
+// A slowdown on from the job's start (no healthy step before it), RDMA or thermal, that ends at
+// 35-75 % of the job: the job's shape, its phases, and where and how much the slowdown ends.
+struct EarlySlowdown {
+  bool thermal = false;
+  int64_t end = 0;
+  double drop = 0;
+};
+
+// `slow_init`: init (runtime, data pipeline) takes 240-600 s, room for a fault to start in it.
+EarlySlowdown PlanEarlySlowdown(JobPlanner& p, bool slow_init = false) {
   const bool thermal = p.Chance(0.5);
   p.Shape(false, !thermal, 80);
   p.MaybeCheckpoint(0.3);
   JobSpec& s = p.spec();
+  if (slow_init) s.init_seconds = std::round(p.U(240, 600));
   const int64_t min_len = std::max<int64_t>(20, p.StepsFor(600));
   p.EnsureSteps(2 * min_len + 10);
   const int64_t last = s.last_step;
@@ -1179,6 +1213,14 @@ void FaultFromFirstStep(JobPlanner& p) {
                                           last - min_len);
   const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, std::min(end + 1, last - end))), 0.22) * 1000) / 1000;
   s.phases = OverlapPhases(0, last, p.tgs(), {{0, end, drop}});
+  return {thermal, end, drop};
+}
+
+// A slowdown already on at the first step (no healthy phase before it) on 1-2 hosts, RDMA or
+// thermal, that ends at 35-75 % of the job: TGS rises when it ends, which is what shows its cost.
+void FaultFromFirstStep(JobPlanner& p) {
+  const auto [thermal, end, drop] = PlanEarlySlowdown(p);
+  const int64_t last = p.spec().last_step;
   const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
   std::vector<FaultWindow> faulty;
   for (int i = 0; i < nbad; ++i) {
@@ -1195,20 +1237,42 @@ void FaultFromFirstStep(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(end + 5, last - 5));
 }
 
-// 3-6 hosts of one kind fail at once among 64-512 nodes (a rack's switch, a cooling loop), onsets
-// a few steps apart: every one of them is excluded.
-void ManyFaultyHosts(JobPlanner& p) {
-  const bool thermal = p.Chance(0.35);
-  const int nodes = static_cast<int>(std::lround(std::exp(p.U(std::log(64.0), std::log(512.0)))));
-  p.ScaleShape(nodes, !thermal, 60);
-  JobSpec& s = p.spec();
+// A slowdown from 20 % to `latest_onset` of the job on (at least 10 minutes), to the end or, one
+// time in three, recovering: its steps and its cost, 6 % (or the job's visible drop) to `max_drop`.
+struct MidJobSlowdown {
+  int64_t onset = 0, end = 0;
+  double drop = 0;
+};
+
+MidJobSlowdown PlanMidJobSlowdown(JobPlanner& p, double latest_onset, double max_drop) {
   const int64_t window = std::max<int64_t>(30, p.StepsFor(600));
   p.EnsureSteps(20 + window + 10);
-  const int64_t last = s.last_step;
-  const int64_t onset = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.2, 0.45)), 15, last - window);
+  const int64_t last = p.spec().last_step;
+  const int64_t onset =
+      std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.2, latest_onset)), 15, last - window);
   const int64_t end = p.Chance(0.3) && last - onset > window + 20 ? onset + window + p.Int(0, 10) : last;
-  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, end - onset + 1)), 0.25) * 1000) / 1000;
-  const int k = p.Int(3, 6);
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, end - onset + 1)), max_drop) * 1000) / 1000;
+  return {onset, end, drop};
+}
+
+// What ManyFaultyHosts draws: the node count (log-uniform) and how many hosts fail, and the kind's
+// name.
+struct ManyHostsShape {
+  double min_nodes = 64, max_nodes = 512;
+  int min_faulty = 3, max_faulty = 6;
+  std::string kind = "many-hosts";
+};
+
+// 3-6 hosts of one kind fail at once among 64-512 nodes (a rack's switch, a cooling loop), onsets
+// a few steps apart: every one of them is excluded.
+void ManyFaultyHosts(JobPlanner& p, const ManyHostsShape& shape = {}) {
+  const bool thermal = p.Chance(0.35);
+  const int nodes = static_cast<int>(std::lround(std::exp(p.U(std::log(shape.min_nodes), std::log(shape.max_nodes)))));
+  p.ScaleShape(nodes, !thermal, 60);
+  JobSpec& s = p.spec();
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.45, 0.25);
+  const int64_t last = s.last_step;
+  const int k = p.Int(shape.min_faulty, shape.max_faulty);
   std::vector<Slowdown> slow;
   std::vector<FaultWindow> faulty;
   for (int i = 0; i < k; ++i) {
@@ -1218,7 +1282,7 @@ void ManyFaultyHosts(JobPlanner& p) {
     slow.push_back({a, end, drop});
   }
   s.phases = OverlapPhases(0, last, p.tgs(), slow);
-  Verdict(p, thermal ? "many-hosts-throttle" : "many-hosts-rdma", thermal ? "thermal-throttle" : "rdma-link-degradation",
+  Verdict(p, shape.kind + (thermal ? "-throttle" : "-rdma"), thermal ? "thermal-throttle" : "rdma-link-degradation",
           "retry-excluding-nodes");
   p.notes() = std::to_string(k) + " of " + std::to_string(nodes) + " hosts " +
               (thermal ? "throttle" : "show RDMA retx + ACK timeouts") + " from step " + std::to_string(onset) + " to " +
@@ -1271,18 +1335,52 @@ void DipExtreme(JobPlanner& p) {
   p.Noise(std::nullopt);
 }
 
+// Uncorrectable HBM errors on one GPU of task `task` from 5-10 minutes before the job's last step
+// (never before step `earliest`), then its HSA abort after that step ends the job.
+void EndByGpuAbort(JobPlanner& p, size_t task, int64_t earliest) {
+  JobSpec& s = p.spec();
+  const int64_t last = s.last_step;
+  // At 0.01 errors/s the counter needs minutes to move: the errors start 5-10 minutes before the abort.
+  const int64_t ue_first = std::max<int64_t>(earliest, last - p.StepsFor(p.U(300, 600)));
+  p.Fault("ras_uncorrectable", {p.HostAt(task)}, p.Steps(ue_first, last), 0.01, {p.Int(0, 7)});
+  s.events.push_back(HsaAbortEvent(last, task));
+  AllExit(s, 143);
+  s.node_exits[static_cast<int>(task)] = 134;
+  s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
+  p.Exclude(p.HostAt(task), 1);
+}
+
+// Task `task`'s host jumps to its memory limit two steps before the last one, and the OOM killer
+// ends its trainer.
+void EndByOomKill(JobPlanner& p, size_t task) {
+  JobSpec& s = p.spec();
+  const int64_t last = s.last_step;
+  p.Fault("host_oom", {p.HostAt(task)}, "after_step: " + std::to_string(last - 2), 1);
+  s.events.push_back(OomKillEvent(last, "[" + std::to_string(task) + "]"));
+  s.node_exits = {{static_cast<int>(task), 137}};
+  s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
+  p.Exclude(p.HostAt(task), std::nullopt);
+}
+
+// The shape of a job a fault ends after its last step (more steps were planned) with a slowdown of
+// at least 10 minutes before that: returns the slowdown's least length in steps.
+int64_t PlanFatalJob(JobPlanner& p, bool thermal) {
+  p.Shape(false, !thermal, 80);
+  const int64_t min_len = std::max<int64_t>(20, p.StepsFor(600));
+  p.EnsureSteps(30 + 2 * min_len);
+  p.set_total_steps(p.spec().last_step + p.Int(60, 400));
+  return min_len;
+}
+
 // A fault that ends the job (uncorrectable HBM errors then an HSA abort, or a host OOM kill) after
 // or during a slowdown on another host (an RDMA link or a throttling GPU). The fault that ended the
 // job is its root cause, as with node-death-after-link-fault: the slowdown did not stop it. The
 // slow host's own cost showed in TGS, so it is excluded too.
 void FatalAfterSlowdown(JobPlanner& p) {
   const bool gpu = p.Chance(0.5), thermal = p.Chance(0.5);
-  p.Shape(false, !thermal, 80);
   JobSpec& s = p.spec();
-  const int64_t min_len = std::max<int64_t>(20, p.StepsFor(600));
-  p.EnsureSteps(30 + 2 * min_len);
+  const int64_t min_len = PlanFatalJob(p, thermal);
   const int64_t last = s.last_step;
-  p.set_total_steps(last + p.Int(60, 400));
   const int64_t a = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.15, 0.4)), 10, last - min_len - 10);
   const bool during = p.Chance(0.5);
   const int64_t b = during ? last : p.Int(static_cast<int>(a + min_len), static_cast<int>(last - 5));
@@ -1293,22 +1391,8 @@ void FatalAfterSlowdown(JobPlanner& p) {
   size_t task = static_cast<size_t>(p.Int(0, static_cast<int>(p.Nodes()) - 1));
   while (p.HostAt(task) == slow_host) task = (task + 1) % p.Nodes();
   const std::string host = p.HostAt(task);
-  if (gpu) {
-    // At 0.01 errors/s the counter needs minutes to move: the errors start 5-10 minutes before the abort.
-    const int64_t ue_first = std::max<int64_t>(a + 1, last - p.StepsFor(p.U(300, 600)));
-    p.Fault("ras_uncorrectable", {host}, p.Steps(ue_first, last), 0.01, {p.Int(0, 7)});
-    s.events.push_back(HsaAbortEvent(last, task));
-    AllExit(s, 143);
-    s.node_exits[static_cast<int>(task)] = 134;
-    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
-    p.Exclude(host, 1);
-  } else {
-    p.Fault("host_oom", {host}, "after_step: " + std::to_string(last - 2), 1);
-    s.events.push_back(OomKillEvent(last, "[" + std::to_string(task) + "]"));
-    s.node_exits = {{static_cast<int>(task), 137}};
-    s.summary = "{status: FAILED, exit: 137, reason: \"Training FAILED (exit=137)\"}";
-    p.Exclude(host, std::nullopt);
-  }
+  if (gpu) EndByGpuAbort(p, task, a + 1);
+  else EndByOomKill(p, task);
   Verdict(p, gpu ? "gpu-fault-after-slowdown" : "host-oom-after-slowdown", gpu ? "gpu-hardware-fault" : "host-oom",
           "retry-excluding-nodes");
   p.notes() = std::string(thermal ? "A throttling GPU on " : "RDMA degradation on ") + slow_host + " over steps " +
@@ -1320,6 +1404,186 @@ void FatalAfterSlowdown(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, a - 5));
 }
 
+// --- widest kinds (`--widest`) -------------------------------------------------------------------
+
+StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name);
+
+// The job's timeline as its scenario stands now, the passthrough's checkpoint cadence included
+// (faults do not move it; a heartbeat kill would).
+StatusOr<fixturegen::Timeline> PlannedTimeline(JobPlanner& p) {
+  p.Passthrough();
+  return TimelineOf(Render(p.spec(), p.truth()), p.spec().id);
+}
+
+std::string TimeWindow(double from, double to) { return "from: " + Iso(from) + ", to: " + Iso(to); }
+
+// A GPU's uncorrectable HBM errors from init on, then its HSA abort while step 0 compiles: the job
+// ends before any step is logged. A careful SRE excludes that host (priority 1) and retries.
+Status FatalInCompile(JobPlanner& p) {
+  p.Shape(false, false);
+  JobSpec& s = p.spec();
+  p.Flat();
+  s.stop_phase = "before_step0";
+  s.init_seconds = std::round(p.U(240, 600));
+  const size_t task = static_cast<size_t>(p.Int(0, static_cast<int>(p.Nodes()) - 1));
+  const std::string host = p.HostAt(task);
+  // fixturegen logs before_step0 lines halfway through step 0's 150 s compile; the job ends when
+  // srun has killed the other tasks.
+  s.hang_seconds = 75 + std::round(p.U(20, 90));
+  ASSIGN_OR_RETURN(fixturegen::Timeline t, PlannedTimeline(p));
+  const double onset = t.train_start + s.init_seconds.value() * p.U(0.45, 0.8);
+  p.Fault("ras_uncorrectable", {host}, TimeWindow(onset, t.memstats_time), 0.02, {p.Int(0, 7)});
+  std::string abort = HsaAbortEvent(0, task);
+  abort.replace(abort.find("\"after_step:0\""), std::string("\"after_step:0\"").size(), "before_step0");
+  s.events.push_back(abort);
+  AllExit(s, 143);
+  s.node_exits[static_cast<int>(task)] = 134;
+  s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
+  p.Exclude(host, 1);
+  Verdict(p, "gpu-fault-in-compile", "gpu-hardware-fault", "retry-excluding-nodes");
+  p.notes() = "Uncorrectable HBM errors on " + host + " from init on, then an HSA abort while step 0 compiled: no step logged." +
+              p.notes();
+  p.Passthrough();
+  p.Noise(std::nullopt);
+  return Status::Ok();
+}
+
+// A fault that starts before the first step's line: during init (runtime, data pipeline) or while
+// step 0 compiles. Two in three are a slowdown on 1-2 hosts (RDMA link or throttling GPU) that ends
+// at 35-75 % of the job, so TGS shows its cost only when it ends (no healthy step came before it);
+// one in three is a GPU fault that aborts the job in compile.
+Status InitPhaseFault(JobPlanner& p) {
+  if (p.Chance(1.0 / 3)) return FatalInCompile(p);
+  const auto [thermal, end, drop] = PlanEarlySlowdown(p, /*slow_init=*/true);
+  JobSpec& s = p.spec();
+  const int64_t last = s.last_step;
+  ASSIGN_OR_RETURN(fixturegen::Timeline t, PlannedTimeline(p));
+  // From after Prometheus' first scrapes to 10 s before step 0's line: init or compile.
+  const bool in_compile = p.Chance(0.5);
+  const double from = in_compile ? p.U(t.first_step_begin, t.steps.front().end - 10)
+                                 : p.U(std::max(t.prometheus_start + 60, t.train_start + 0.4 * *s.init_seconds), t.first_step_begin);
+  const std::string window = TimeWindow(std::round(from), t.FindStep(end)->end);
+  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  std::string list;
+  for (int i = 0; i < nbad; ++i) {
+    const std::string host = p.TakeHost();
+    SlowdownFaults(p, thermal, host, window);
+    p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
+    list += (list.empty() ? "" : ", ") + host;
+  }
+  Verdict(p, thermal ? "thermal-from-init" : "rdma-from-init", thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+  p.notes() = std::string(thermal ? "Throttling GPUs" : "RDMA degradation") + " on " + list + " from " +
+              (in_compile ? "step 0's compile" : "init") + " (" + Iso(std::round(from)) + ") to step " + std::to_string(end) +
+              ", TGS +" + std::to_string(static_cast<int>(drop * 100)) + "% once it ends." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(end + 5, last - 5));
+  return Status::Ok();
+}
+
+// The slow host itself ends the job: one host throttles or its link degrades (6-20 % TGS), and
+// later that same host dies, aborts on uncorrectable HBM errors or is OOM-killed. The fault that
+// ended the job is the root (as when the two faults are on two hosts); one host to exclude.
+void FatalOnSlowHost(JobPlanner& p) {
+  const int end_kind = p.Int(0, 2);   // 0 node death, 1 GPU abort, 2 OOM kill
+  const bool thermal = p.Chance(0.5);
+  JobSpec& s = p.spec();
+  const int64_t min_len = PlanFatalJob(p, thermal);
+  const int64_t last = s.last_step;
+  const int64_t a = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.15, 0.5)), 10, last - min_len);
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, last - a + 1)), 0.2) * 1000) / 1000;
+  s.phases = OverlapPhases(0, last, p.tgs(), {{a, last, drop}});
+  // Task 0 hosts the coordinator: a dead node is any other.
+  const size_t task = static_cast<size_t>(p.Int(end_kind == 0 ? 1 : 0, static_cast<int>(p.Nodes()) - 1));
+  const std::string host = p.HostAt(task);
+  p.MarkBusy(host);
+  SlowdownFaults(p, thermal, host, p.Steps(a, last));
+  std::string ending;
+  if (end_kind == 0) {
+    const bool heartbeat_kill = EndByNodeDeath(p, task);
+    p.Exclude(host, 2);
+    ending = std::string(" died; ") + (heartbeat_kill ? "the heartbeat timeout killed the job." : "the survivors hung until scancel.");
+  } else if (end_kind == 1) {
+    EndByGpuAbort(p, task, a + 1);
+    ending = " aborted on uncorrectable HBM errors.";
+  } else {
+    EndByOomKill(p, task);
+    ending = " was OOM-killed.";
+  }
+  static const char* const kKinds[] = {"death-on-slow-host", "gpu-fault-on-slow-host", "host-oom-on-slow-host"};
+  Verdict(p, kKinds[end_kind], end_kind == 2 ? "host-oom" : "gpu-hardware-fault", "retry-excluding-nodes");
+  p.notes() = std::string(thermal ? "A throttling GPU on " : "RDMA degradation on ") + host + " from step " +
+              std::to_string(a) + " (-" + std::to_string(static_cast<int>(drop * 100)) + "% TGS); after step " +
+              std::to_string(last) + " the same host" + ending + p.notes();
+  WiderTelemetry(p, {{host, a, last}});
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, a - 5));
+}
+
+// A slowdown on 1-2 hosts (RDMA link or throttling GPU, 6-22 %, sometimes recovering) in a job whose
+// Prometheus scraped node_hw by address and holds no Ray series: only the job log's `[Ray] Starting
+// ... (bind=<ip>)` lines, labelled by task, tie an address to a node name (a RAY=0-style scrape
+// config).
+void AddressesOnlyInLog(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 80);
+  JobSpec& s = p.spec();
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.22);
+  const int64_t last = s.last_step;
+  s.phases = OverlapPhases(0, last, p.tgs(), {{onset, end, drop}});
+  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  std::string list;
+  for (int i = 0; i < nbad; ++i) {
+    const std::string host = p.TakeHost();
+    SlowFault(p, thermal, host, onset, end);
+    list += (list.empty() ? "" : ", ") + host;
+  }
+  s.node_hw_names = "ip";
+  s.host_label_fqdn = false;
+  s.ray_metrics = false;
+  Verdict(p, thermal ? "thermal-addresses-only" : "rdma-addresses-only", thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+  p.notes() = std::string(thermal ? "Throttling GPUs" : "RDMA degradation") + " on " + list + " over steps " +
+              std::to_string(onset) + "-" + std::to_string(end) + " (-" + std::to_string(static_cast<int>(drop * 100)) +
+              "% TGS); node_hw scraped by IP, no Ray series: only the log names the addresses." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// One host's link (or GPU cooling) fails twice: two episodes of the same fault on the same host,
+// each costing TGS, with a healthy stretch of at least 5 minutes between them (a flapping link).
+void TwoEpisodesOneHost(JobPlanner& p) {
+  const bool thermal = p.Chance(0.4);
+  p.Shape(false, !thermal, 100);
+  p.MaybeCheckpoint(0.3);
+  JobSpec& s = p.spec();
+  const int64_t gap = std::max<int64_t>(8, p.StepsFor(300));
+  const int64_t min_len = std::max<int64_t>(15, p.StepsFor(420));
+  p.EnsureSteps(10 + 2 * min_len + 3 * gap);
+  const int64_t last = s.last_step;
+  const int64_t slack = last - (10 + 2 * min_len + 2 * gap);
+  const int64_t a0 = 10 + p.Int(0, static_cast<int>(slack / 3));
+  const int64_t b0 = a0 + min_len - 1 + p.Int(0, static_cast<int>(slack / 3));
+  const int64_t a1 = b0 + gap + p.Int(0, static_cast<int>(std::max<int64_t>(0, (last - b0 - gap - min_len) / 2)));
+  const int64_t b1 = p.Chance(0.5) ? last : std::min(last, a1 + min_len - 1 + p.Int(0, static_cast<int>(std::max<int64_t>(0, last - a1 - min_len))));
+  const double least = std::max(0.06, VisibleDrop(p, min_len));
+  const Slowdown first{a0, b0, std::round(p.U(least, 0.2) * 1000) / 1000}, second{a1, b1, std::round(p.U(least, 0.2) * 1000) / 1000};
+  s.phases = OverlapPhases(0, last, p.tgs(), {first, second});
+  const std::string host = p.TakeHost();
+  SlowdownFaults(p, thermal, host, p.Steps(a0, b0));
+  SlowdownFaults(p, thermal, host, p.Steps(a1, b1));
+  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
+  Verdict(p, thermal ? "thermal-two-episodes" : "rdma-two-episodes", thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+  p.notes() = std::string(thermal ? "Throttling on " : "RDMA degradation on ") + host + " twice: steps " + std::to_string(a0) +
+              "-" + std::to_string(b0) + " (-" + std::to_string(static_cast<int>(first.drop * 100)) + "%) and " +
+              std::to_string(a1) + "-" + std::to_string(b1) + " (-" + std::to_string(static_cast<int>(second.drop * 100)) + "%)." +
+              p.notes();
+  WiderTelemetry(p, {{host, a0, b0}, {host, a1, b1}});
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, a0 - 5));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
@@ -1329,8 +1593,8 @@ StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::st
 
 class CampaignPlanner {
  public:
-  CampaignPlanner(uint64_t seed, bool wide, bool perf, bool wider)
-      : seed_(seed), wide_(wide || wider), perf_(perf), wider_(wider) {}
+  CampaignPlanner(uint64_t seed, bool wide, bool perf, bool wider, bool widest)
+      : seed_(seed), wide_(wide || wider || widest), perf_(perf), wider_(wider || widest), widest_(widest) {}
 
   std::string NextId() { return std::to_string(700000 + (seed_ % 100) * 1000 + next_index_++); }
 
@@ -1521,11 +1785,21 @@ class CampaignPlanner {
     // 24-job campaign holds about ten of them.
     static const std::vector<std::string> kWiderFamilies = {"mixed-overlap", "from-first-step", "many-hosts",
                                                             "dip-extreme",   "death-throttle",  "fatal-after-slowdown"};
+    // The third widening (`--widest`): a fault before the first step, a fatal fault on the slow host
+    // itself, addresses only the log names, two episodes on one host (three times each), and many
+    // faulty hosts among more than 429 nodes (once: those jobs are the costliest to generate). The
+    // wider families come once, so a 24-job campaign holds about nine of these.
+    static const std::vector<std::string> kWidestFamilies = {"init-fault", "fatal-on-slow-host", "addresses-in-log",
+                                                             "two-episodes"};
     static const std::vector<std::string> kPerfFamilies = {"perf-blocker", "perf-overlap-loss", "perf-slow-gpu",
                                                            "perf-noise"};
     std::vector<std::string> families = kFamilies;
     if (wide_) families.insert(families.end(), kWideFamilies.begin(), kWideFamilies.end());
-    for (int copy = 0; wider_ && copy < 2; ++copy) families.insert(families.end(), kWiderFamilies.begin(), kWiderFamilies.end());
+    for (int copy = 0; wider_ && copy < (widest_ ? 1 : 2); ++copy)
+      families.insert(families.end(), kWiderFamilies.begin(), kWiderFamilies.end());
+    for (int copy = 0; widest_ && copy < 3; ++copy)
+      families.insert(families.end(), kWidestFamilies.begin(), kWidestFamilies.end());
+    if (widest_) families.push_back("huge-many-hosts");
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
     std::vector<std::string> order = families;
@@ -1551,6 +1825,11 @@ class CampaignPlanner {
     else if (family == "many-hosts") ManyFaultyHosts(p);
     else if (family == "dip-extreme") DipExtreme(p);
     else if (family == "fatal-after-slowdown") FatalAfterSlowdown(p);
+    else if (family == "init-fault") RETURN_IF_ERROR(InitPhaseFault(p));
+    else if (family == "fatal-on-slow-host") FatalOnSlowHost(p);
+    else if (family == "addresses-in-log") AddressesOnlyInLog(p);
+    else if (family == "two-episodes") TwoEpisodesOneHost(p);
+    else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);
@@ -1584,15 +1863,16 @@ class CampaignPlanner {
   bool wide_ = false;
   bool perf_ = false;
   bool wider_ = false;
+  bool widest_ = false;
   int next_index_ = 0;
   double job_end_ = 0;
 };
 
 }  // namespace
 
-StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide, bool perf, bool wider) {
+StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide, bool perf, bool wider, bool widest) {
   if (jobs < 1 || jobs > 900) return InvalidArgumentError("--jobs must be between 1 and 900");
-  CampaignPlanner planner(seed, wide, perf, wider);
+  CampaignPlanner planner(seed, wide, perf, wider, widest);
   std::vector<PlannedJob> out;
   for (int i = 0; i < jobs; ++i) RETURN_IF_ERROR(planner.Job(i, &out));
   return out;

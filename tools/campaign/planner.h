@@ -29,8 +29,12 @@ struct PlannedJob {
 // one-step dip and a dip over ~90 % of the job, a node dying while another host throttles, a GPU
 // fault or host OOM ending a job after or during a slowdown elsewhere; their jobs also name nodes
 // only by instance or IP (no host label) and miss scrapes inside fault windows. `wide` and the
-// default plan exactly what they planned before it existed.
+// default plan exactly what they planned before it existed. `widest` implies `wider` and adds what
+// that still never draws: a fault starting in init or compile (a slowdown, or a GPU abort before
+// any step), a fatal fault on the slow host itself, node_hw scraped by address with no Ray series
+// (only the log's bind= lines name the addresses), two episodes of one fault on one host, and 7-12
+// faulty hosts among 430-512; `wider`, `wide` and the default plan what they planned before it.
 StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false, bool perf = false,
-                                               bool wider = false);
+                                               bool wider = false, bool widest = false);
 
 }  // namespace diagnose::campaign

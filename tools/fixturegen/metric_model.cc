@@ -124,7 +124,7 @@ class MetricModel {
     MetricStats stats;
     for (size_t i = 0; i < s_.hosts.size(); ++i) {
       RETURN_IF_ERROR(NodeHw(static_cast<int>(i), sink, &stats));
-      RETURN_IF_ERROR(Ray(static_cast<int>(i), sink, &stats));
+      if (s_.ray_metrics) RETURN_IF_ERROR(Ray(static_cast<int>(i), sink, &stats));
     }
     RETURN_IF_ERROR(Tensorboard(sink, &stats));
     return stats;

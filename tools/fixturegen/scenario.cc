@@ -443,7 +443,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
     RETURN_IF_ERROR(r.OnlyKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
-                                   "tsdb_format"},
+                                   "tsdb_format", "ray_metrics"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -469,6 +469,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
       return r.Error(m["node_hw_names"], "node_hw_names must be host, instance or ip");
     if (s.node_hw_names != "host" && s.host_label_fqdn)
       return r.Error(m["node_hw_names"], "host_label_fqdn needs node_hw_names: host (no host label otherwise)");
+    RETURN_IF_ERROR(r.Get(m, "ray_metrics", &s.ray_metrics));
     if (s.power_spread_w < 0 || s.temperature_spread_c < 0 || s.clock_spread_mhz < 0)
       return r.Error(m, "spreads must not be negative");
     if (m["tb_gap"]) {

@@ -179,6 +179,9 @@ struct Scenario {
   // label, only the target, as Ray's series do); `ip` (no host label and the target scraped by its
   // address, <ip>:9400; only Ray's series, which carry both instance and ip, tie that ip to a name).
   std::string node_hw_names = "host";
+  // false: Ray's metrics agent exported nothing (no ray_* series, no Ray target), as when the job's
+  // Prometheus scrapes only node_hw: nothing in the TSDB ties a node_hw address to a node name.
+  bool ray_metrics = true;
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   std::vector<Fault> faults;
   std::vector<LogEvent> events;

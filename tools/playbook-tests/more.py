@@ -203,9 +203,28 @@ tests.append(test('one host hot with its clock down from the TGS drop on: therma
                   facts(j, status='completed', cls='tgs-degradation',
                         extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
                   {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   # The facts hold no steady TGS: the summary says how low TGS went, never "TGS 0 -> ...".
+                   'summary_contains': ['(TGS down to 1090 tokens/s/device at its lowest'],
                    'exclude': [{'host': hot, 'priority': 2}],
                    'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': [hot]},
                                 {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': [hot]}]},
+                  families=TH_FAM, tb_host=hosts[0]))
+
+# Throttling from the first step until step 59: the run's steady TGS (its first steps) is the slow
+# level, and TGS rose when the throttling ended; the summary's reference is the healthy level.
+j = Job(hosts, gpus=3, n=120, seed=34)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 19, 1) if (h == hot and i < 60) else d)
+j.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10 if (h == hot and i < 60) else d)
+j.override('hw_gpu_power_watts', lambda h, g, i, d: round(d - 130, 1) if (h == hot and i < 60) else d)
+early = [{'first_step': 0, 'last_step': 59, 'mean_tgs': 1090.0}, {'first_step': 60, 'last_step': 119, 'mean_tgs': 1330.0}]
+tests.append(test('throttling from the first step until it ends: thermal throttling, TGS from the healthy level down', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'constant-drop', 'degradation_pct': -18.0, 'phases': early,
+                                       'steady_tgs': 1090.0, 'healthy_tgs': 1330.0, 'noise_pct': 1.0,
+                                       'recent_tgs': 1330.0}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes',
+                   'summary_contains': ['(TGS 1330 -> 1090 tokens/s/device at its lowest; back to healthy by the end)'],
+                   'exclude': [{'host': hot, 'priority': 2}]},
                   families=TH_FAM, tb_host=hosts[0]))
 
 j = Job(hosts, gpus=3, n=120, seed=32)
