@@ -116,6 +116,23 @@ TEST(QueryAnswerScanner, SampleValuesReadAsStrtodReadsThem) {
                              value + R"("]}]}})";
     ExpectScannedAsByEvents(body);
   }
+  // Decimals around 2^53 and of up to 23 fraction digits, and 2,000 at random, as values and times.
+  std::vector<std::string> decimals = {"9007199254740992.5", "900719925474099.3", "9007199254740993.1", "0.1234567890123456789012",
+                                       "0.12345678901234567890123", "1771491260.333", "-0.000", "123456789.000000001"};
+  std::mt19937_64 random(36);
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t digits = random() >> (random() % 64);
+    std::string text = std::to_string(digits);
+    const size_t point = random() % (text.size() + 1);   // digits after it; none: no point
+    if (point > 0) text.insert(text.size() - point, ".");
+    if (text.front() == '.') text.insert(0, "0");
+    if (random() % 2) text.insert(0, "-");
+    decimals.push_back(text);
+  }
+  for (const std::string& decimal : decimals) {
+    const std::string time = std::fabs(std::strtod(decimal.c_str(), nullptr)) < 9e18 ? decimal : "1";
+    ExpectScannedAsByEvents(R"({"status":"success","data":{"resultType":"vector","result":[{"value":[)" + time + ",\"" + decimal + "\"]}]}}");
+  }
   // Numbers where strings are expected, integers and floats as times, -0 as an integer (+0).
   for (const char* pair : {"[1,2]", "[1.5,-2.25]", "[-0,1]", "[-0.0,1]", "[0,1e3]", "[9.1e18,1]", "[12345678901234,\"1\"]"}) {
     ExpectScannedAsByEvents(std::string(R"({"status":"success","data":{"resultType":"vector","result":[{"value":)") + pair + "}]}}");
