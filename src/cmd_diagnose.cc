@@ -69,6 +69,9 @@ int RunDiagnose(DiagnoseArgs& args) {
   if (args.options.data_dir.empty()) args.options.data_dir = DefaultDataDir();
   args.options.remote.identify_prometheus = true;
 
+  // Declared before the report: the private server closes while the report is rendered and written.
+  BackgroundWork closing;
+  args.options.closing = &closing;
   auto report = RunDiagnosis(args.options);
   if (!report.ok()) {
     PrintError("diagnose", report.status().message());

@@ -81,6 +81,15 @@ struct JobContext {
     server.reset();   // stops the private Prometheus and removes its copy
     tsdb = TsdbState{};
   }
+  // The private server, for the caller to stop: what asked through it goes first. Null when the
+  // metrics came from an endpoint or nowhere.
+  std::unique_ptr<PrivatePrometheus> ReleaseServer() {
+    if (!server) return nullptr;
+    client = nullptr;
+    recorder.reset();
+    scoped.reset();
+    return std::move(server);
+  }
 };
 
 // How a job's snapshot is served; `facts` null before its logs are read.
@@ -661,6 +670,12 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     if (jobs[i].discovery)
       for (const auto& st : jobs[i].discovery->step_times) assessed.step_times.emplace_back(st.step, st.time);
     parts.jobs.push_back(std::move(assessed));
+  }
+  // Nothing more is asked of the private servers: they close while the verdict is reached.
+  BackgroundWork closing_here;
+  BackgroundWork& closing = options.closing ? *options.closing : closing_here;
+  for (auto& job : jobs) {
+    if (std::shared_ptr<PrivatePrometheus> server = job.ReleaseServer()) closing.Run([server] { server->Stop(); });
   }
   parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir);
   parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
