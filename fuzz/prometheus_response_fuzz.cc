@@ -1,12 +1,17 @@
 // Answers of a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics or
 // anything pretending to be one): the envelope, then the data as a query result, a series list
 // and a label-values list; and, differentially, the streamed query-answer decoder, which must
-// either fall back or give exactly the tree path's answer. Also read as build information
+// either fall back or give exactly the tree path's answer, and the scanner of common answers, which
+// must either decline or give exactly the event reader's answer, to the bit. Also read as build information
 // (/api/v1/status/buildinfo), which decides whether the engine composes answers on the endpoint.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
+#include "engine/core/limits.h"
 #include "engine/tsdb/prometheus_api.h"
+#include "engine/tsdb/query_answer_scanner.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {
@@ -22,12 +27,34 @@ bool SameSeries(const Series& a, const Series& b) {
   return true;
 }
 
+bool SameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+
+void CheckScannedAsByEvents(std::string_view text) {
+  const std::optional<StreamedQueryAnswer> scanned = ScanQueryAnswer(
+      text, GetLimit(LimitId::kHttpSeriesPerQuery), GetLimit(LimitId::kHttpPointsPerQuery), std::nullopt);
+  if (!scanned) return;
+  const StreamedQueryAnswer events = ParseQueryAnswerByEvents(text);
+  if (scanned->fallback || events.fallback || !scanned->result.ok() || !events.result.ok()) std::abort();
+  if (scanned->warnings != events.warnings || scanned->samples_read != events.samples_read ||
+      scanned->result->result_type != events.result->result_type ||
+      scanned->result->series.size() != events.result->series.size())
+    std::abort();
+  for (size_t i = 0; i < events.result->series.size(); ++i) {
+    const Series& a = scanned->result->series[i];
+    const Series& b = events.result->series[i];
+    if (a.labels != b.labels || a.samples.size() != b.samples.size()) std::abort();
+    for (size_t k = 0; k < a.samples.size(); ++k)
+      if (!SameBits(a.samples[k].t, b.samples[k].t) || !SameBits(a.samples[k].v, b.samples[k].v)) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto text = fuzz::AsText(data, size);
   ApiEnvelope envelope = ParseApiEnvelope(text);
   StreamedQueryAnswer streamed = ParseQueryAnswer(text);
+  CheckScannedAsByEvents(text);
   if (!streamed.fallback) {
     // The streamed decoder only answers "success" envelopes; the tree must agree on all of it.
     if (!envelope.present || envelope.status != "success") std::abort();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "engine/pipeline/pipeline.h"
 #include "engine/tsdb/job_scoped_client.h"
@@ -25,6 +26,14 @@ struct DiagnoseArgs {
   int64_t now = 0;
   bool verbose = false;
 };
+
+// The report, once written, is left for the process's exit to take back with all its pages at once:
+// freeing its JSON node by node (every range answer's points) cost more than rendering it (85 M
+// instructions on 8308), at the very end of the run. Kept reachable, so leak checkers see no leak.
+void LeaveToTheExit(Report report) {
+  static auto* left = new std::vector<Report>();
+  left->push_back(std::move(report));
+}
 
 int RunDiagnose(DiagnoseArgs& args) {
   if (args.options.job_ref.empty()) {
@@ -69,6 +78,9 @@ int RunDiagnose(DiagnoseArgs& args) {
   if (args.options.data_dir.empty()) args.options.data_dir = DefaultDataDir();
   args.options.remote.identify_prometheus = true;
 
+  // Declared before the report: the private server closes while the report is rendered and written.
+  BackgroundWork closing;
+  args.options.closing = &closing;
   auto report = RunDiagnosis(args.options);
   if (!report.ok()) {
     PrintError("diagnose", report.status().message());
@@ -83,8 +95,10 @@ int RunDiagnose(DiagnoseArgs& args) {
     return 1;
   }
   std::fwrite(rendered->data(), 1, rendered->size(), stdout);
-  if (report->incomplete) {
-    PrintError("diagnose", "job " + args.options.job_ref + ": " + *report->incomplete);
+  const std::optional<std::string> incomplete = report->incomplete;
+  LeaveToTheExit(std::move(report).value());
+  if (incomplete) {
+    PrintError("diagnose", "job " + args.options.job_ref + ": " + *incomplete);
     return kExitIncomplete;
   }
   return 0;   // main checks that stdout was written and closed

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include <string>
@@ -36,6 +37,10 @@ struct EvaluationContext {
   // The run's --deadline: rules not evaluated by then are skipped with that reason (an expression
   // over a million hosts an endpoint returned must not hold an epilog past it).
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Called once, on the evaluating thread, when no query is left to send or answer (the rules
+  // still to judge read only what was answered): the caller may close its metrics source then,
+  // while they are judged.
+  std::function<void()> on_last_query_answered;
 };
 
 }  // namespace diagnose::dag

@@ -150,6 +150,7 @@ void Evaluator::EvaluateByReadiness() {
     return true;
   };
   size_t done = 0;
+  bool told_last_query = false;
   while (done < nodes.size()) {
     // In topological order, so a chain of rules feeding a query is judged in one pass.
     Wave wave;
@@ -175,6 +176,12 @@ void Evaluator::EvaluateByReadiness() {
     }
     ApplyAnswers(wave, answers.get());
     for (int idx : wave.nodes) state[idx] = State::kDone;
+    if (ctx_.on_last_query_answered && !told_last_query) {
+      told_last_query = std::none_of(order.begin(), order.end(), [&](int idx) {
+        return nodes[idx].rule->kind == RuleKind::kQuery && state[idx] != State::kDone;
+      });
+      if (told_last_query) ctx_.on_last_query_answered();
+    }
     done = static_cast<size_t>(std::count(state.begin(), state.end(), State::kDone));
     if (progressed == 0) break;   // cannot happen in a DAG; never spin
   }
@@ -429,7 +436,9 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
   // wave and with every earlier wave of the run; one RunBatch per client (subject, baseline).
   std::vector<std::pair<QueryClient*, std::vector<Query>>> requests;
   for (QueryClient* client : {ctx_.subject, ctx_.baseline == ctx_.subject ? nullptr : ctx_.baseline}) {
-    if (client == nullptr) continue;
+    // A wave without a query touches no client: after the last answer the caller may have closed
+    // them (EvaluationContext::on_last_query_answered).
+    if (client == nullptr || wave->nodes.empty()) continue;
     std::vector<Query> unique;
     for (size_t i = 0; i < wave->nodes.size(); ++i) {
       if (wave->clients[i] != client) continue;

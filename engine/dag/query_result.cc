@@ -67,6 +67,24 @@ double Combine(double a, double b, Reduction how) {
   return std::max(a, b);
 }
 
+// The [time, value] points of the series sharing one key, in time order, a time several of them
+// (or one, twice) have combined in the order the series came. The answer's series are already in
+// time order, so sorting is the exception; a tree per key cost more than the rest of the reading.
+json PointsJson(std::vector<std::pair<double, double>>& points, bool sorted, Reduction how) {
+  if (!sorted) {
+    std::stable_sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  json::array_t list;
+  list.reserve(points.size());
+  for (size_t i = 0; i < points.size();) {
+    const double t = points[i].first;
+    double v = points[i].second;
+    for (++i; i < points.size() && points[i].first == t; ++i) v = Combine(v, points[i].second, how);
+    list.emplace_back(json::array_t{json(t), json(v)});
+  }
+  return json(std::move(list));
+}
+
 }  // namespace
 
 json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json& instance_hosts,
@@ -74,7 +92,11 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
   const auto& q = rule.query;
   json values = json::object();
   json reduced = json::object();
-  std::map<std::string, std::map<double, double>> series;
+  struct KeyPoints {
+    std::vector<std::pair<double, double>> points;   // NaN values left out
+    bool sorted = true;                              // strictly increasing times
+  };
+  std::map<std::string, KeyPoints> series;
   std::set<std::string> hosts;
   for (const auto& s : result.series) {
     std::string key = KeyOf(s.labels, q.by, instance_hosts);
@@ -94,11 +116,11 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
     double prev = values.contains(key) ? values[key].get<double>() : std::nan("");
     values[key] = Combine(prev, v, q.range ? q.reduce : Reduction::kMax);
     if (q.range) {
-      auto& pts = series[key];
+      KeyPoints& key_points = series[key];
       for (const auto& smp : s.samples) {
         if (std::isnan(smp.v)) continue;
-        auto it = pts.find(smp.t);
-        pts[smp.t] = it == pts.end() ? smp.v : Combine(it->second, smp.v, q.reduce);
+        if (!key_points.points.empty() && !(key_points.points.back().first < smp.t)) key_points.sorted = false;
+        key_points.points.emplace_back(smp.t, smp.v);
       }
     }
   }
@@ -128,11 +150,7 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
   }
   if (q.range) {
     json sj = json::object();
-    for (const auto& [k, pts] : series) {
-      json list = json::array();
-      for (const auto& [t, v] : pts) list.push_back({t, v});
-      sj[k] = std::move(list);
-    }
+    for (auto& [k, key_points] : series) sj[k] = PointsJson(key_points.points, key_points.sorted, q.reduce);
     out["series"] = std::move(sj);
   }
   return out;

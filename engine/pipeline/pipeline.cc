@@ -81,6 +81,20 @@ struct JobContext {
     server.reset();   // stops the private Prometheus and removes its copy
     tsdb = TsdbState{};
   }
+  // Set once the private server is handed on (ReleaseServer): what its inventory said of the clocks.
+  bool server_released = false;
+  std::optional<double> released_clock_skew_seconds;
+  // The private server, for the caller to stop: what asked through it goes first. Null when the
+  // metrics came from an endpoint or nowhere.
+  std::unique_ptr<PrivatePrometheus> ReleaseServer() {
+    if (!server) return nullptr;
+    server_released = true;
+    released_clock_skew_seconds = server->inventory().clock_skew_seconds;
+    client = nullptr;
+    recorder.reset();
+    scoped.reset();
+    return std::move(server);
+  }
 };
 
 // How a job's snapshot is served; `facts` null before its logs are read.
@@ -286,7 +300,7 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
 // Clocks that disagree are reported, with what was done about them, whichever of the job's files
 // (TSDB or log) showed it.
 void NoteClockSkew(JobContext& job) {
-  std::optional<double> tsdb_skew_seconds;
+  std::optional<double> tsdb_skew_seconds = job.released_clock_skew_seconds;
   if (job.server) tsdb_skew_seconds = job.server->inventory().clock_skew_seconds;
   const double skew = std::max(tsdb_skew_seconds.value_or(0), job.facts.log_clock_skew_seconds);
   if (skew <= 0) return;
@@ -556,6 +570,16 @@ void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& d
 
 namespace {
 
+// Hands on the private servers that answered every question (no failure recorded) before the
+// run's deadline: nothing more is asked of them, so they close while the last rules are judged.
+void CloseAnsweredServers(std::vector<JobContext>& jobs, const DiagnoseOptions& options, BackgroundWork& closing) {
+  if (options.remote.deadline && Clock::now() >= *options.remote.deadline) return;
+  for (auto& job : jobs) {
+    if (job.SourceFailed()) continue;
+    if (std::shared_ptr<PrivatePrometheus> server = job.ReleaseServer()) closing.Run([server] { server->Stop(); });
+  }
+}
+
 // After the playbooks ran: a job whose private server died under it (killed, crashed) gets it
 // restarted once, and true asks for everything again; a second failure, a remote endpoint's failure
 // or a passed deadline marks the job's metrics failed instead.
@@ -564,7 +588,7 @@ bool RestartFailedServersOnce(std::vector<JobContext>& jobs, const DiagnoseOptio
   bool restarted = false;
   for (auto& job : jobs) {
     // Past the deadline the evaluation skipped what it had not reached: as incomplete as a failure.
-    const bool out_of_time = deadline_passed && job.client != nullptr;
+    const bool out_of_time = deadline_passed && (job.client != nullptr || job.server_released);
     if (!job.SourceFailed() && !out_of_time) continue;
     std::string reason = job.SourceFailed() ? SourceFailureReason(job) : "rules of its playbooks were left unevaluated";
     if (deadline_passed) {
@@ -607,6 +631,8 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   int64_t playbook_requests = 0, playbook_points = 0, playbook_derived = 0;
   std::optional<int64_t> playbook_samples;              // what the private servers read for them
   bool playbooks_loaded = false;
+  BackgroundWork closing_here;
+  BackgroundWork& closing = options.closing ? *options.closing : closing_here;
   while (true) {
     auto tsdb_started = Clock::now();
     const Status opened = OpenTsdbs(jobs, options, *triaged.rules.discovery);
@@ -637,8 +663,13 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     }
     Stage("running playbooks");
     const std::optional<int64_t> samples_before = PrivateServerSamplesRead(jobs);
+    std::optional<int64_t> samples_when_closed;
+    ctx.on_last_query_answered = [&] {
+      samples_when_closed = PrivateServerSamplesRead(jobs);
+      CloseAnsweredServers(jobs, options, closing);
+    };
     auto run = dag::RunPlaybooks(library, ctx);
-    if (const auto samples_after = PrivateServerSamplesRead(jobs))
+    if (const auto samples_after = samples_when_closed ? samples_when_closed : PrivateServerSamplesRead(jobs))
       playbook_samples = playbook_samples.value_or(0) + *samples_after - samples_before.value_or(0);
     if (!run.ok()) return run.status().WithContext("compiling the playbooks");
     Stage("playbooks: {} selected, {} queries in {} batches ({} rules shared a request, {} answers computed from "
@@ -662,6 +693,10 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     if (jobs[i].discovery)
       for (const auto& st : jobs[i].discovery->step_times) assessed.step_times.emplace_back(st.step, st.time);
     parts.jobs.push_back(std::move(assessed));
+  }
+  // Nothing more is asked of the private servers still open: they close while the verdict is reached.
+  for (auto& job : jobs) {
+    if (std::shared_ptr<PrivatePrometheus> server = job.ReleaseServer()) closing.Run([server] { server->Stop(); });
   }
   parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir);
   parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));

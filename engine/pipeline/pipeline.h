@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/background_work.h"
 #include "engine/core/data_dir.h"
 #include "engine/core/json.h"
 #include "engine/core/status.h"
@@ -55,6 +56,11 @@ struct DiagnoseOptions {
   // --deadline: the whole run's budget for reaching metrics (0 = none). Past it, what was not
   // answered makes the diagnosis incomplete (exit 3) instead of holding an epilog.
   double deadline_seconds = 0;
+  // Where the diagnosis hands the private servers it has stopped asking (each is stopped and its
+  // copy removed there), so that they close while the verdict and the report are made and written;
+  // it waits for them when destroyed. Null: they close beside the verdict and before RunDiagnosis
+  // returns.
+  BackgroundWork* closing = nullptr;
 };
 
 StatusOr<Report> RunDiagnosis(const DiagnoseOptions& options);

@@ -9,6 +9,7 @@
 #include "engine/core/untrusted_json.h"
 #include "engine/core/limits.h"
 #include "engine/core/utf8.h"
+#include "engine/tsdb/query_answer_scanner.h"
 
 namespace diagnose {
 namespace {
@@ -401,6 +402,13 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
 
 StreamedQueryAnswer ParseQueryAnswer(std::string_view body,
                                      std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::optional<StreamedQueryAnswer> scanned =
+      ScanQueryAnswer(body, GetLimit(LimitId::kHttpSeriesPerQuery), GetLimit(LimitId::kHttpPointsPerQuery), deadline);
+  return scanned ? std::move(*scanned) : ParseQueryAnswerByEvents(body, deadline);
+}
+
+StreamedQueryAnswer ParseQueryAnswerByEvents(std::string_view body,
+                                             std::optional<std::chrono::steady_clock::time_point> deadline) {
   StreamedQueryAnswer answer;
   QueryAnswerHandler handler(GetLimit(LimitId::kHttpSeriesPerQuery), GetLimit(LimitId::kHttpPointsPerQuery), deadline);
   const bool parsed = nlohmann::json::sax_parse(body.begin(), body.end(), &handler, nlohmann::json::input_format_t::json,

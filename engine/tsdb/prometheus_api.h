@@ -51,9 +51,14 @@ struct StreamedQueryAnswer {
   // data.stats.samples.totalQueryableSamples, when the answer carries it (stats=all).
   std::optional<int64_t> samples_read;
 };
-// A deadline that passes mid-parse ends it: `result` is then kDeadlineExceeded.
+// A deadline that passes mid-parse ends it: `result` is then kDeadlineExceeded. The common answer
+// is read by ScanQueryAnswer (query_answer_scanner.h), everything else by ParseQueryAnswerByEvents.
 StreamedQueryAnswer ParseQueryAnswer(std::string_view body,
                                      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+// The general reader behind ParseQueryAnswer: a JSON parser's events, any shape, any key order,
+// every limit and error named. The tests and the fuzzer hold the scanner's answers to its.
+StreamedQueryAnswer ParseQueryAnswerByEvents(
+    std::string_view body, std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // data.stats.samples.totalQueryableSamples of a query answer's `data` (stats=all), when present.
 std::optional<int64_t> QueryStatsSamples(const nlohmann::json& data);

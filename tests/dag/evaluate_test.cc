@@ -166,6 +166,67 @@ rules:
   EXPECT_EQ(r.nodes[graph->IndexOf("mem/late")].value, r.nodes[graph->IndexOf("mem/early")].value);
 }
 
+// A client that counts what is asked of it once its owner has closed it.
+class ClosableClient : public testing::TableQueryClient {
+ public:
+  bool closed = false;
+  mutable int touched_after_close = 0;
+  bool EvaluatesPromql() const override {
+    if (closed) ++touched_after_close;
+    return false;
+  }
+  std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& qs) override {
+    if (closed) ++touched_after_close;
+    return TableQueryClient::RunBatch(qs);
+  }
+};
+
+// The caller hears once that nothing is left to ask, when the last wave's answers are in and
+// before the rules reading them are judged, and the client is not touched afterwards: the
+// pipeline closes the private server then, while those rules are judged.
+TEST_F(EvaluateTest, TheLastAnswerIsToldOnceBeforeTheRulesReadingItAreJudged) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: mem
+description: two waves, then rules on the second wave's answer
+rules:
+  - id: early
+    query: 'max by (host) (mem_used)'
+    window: job
+    by: [host]
+  - id: floor
+    fact: len(early.values)
+  - id: late
+    query: 'max by (host) (mem_total) > {{ floor }}'
+    window: job
+    by: [host]
+    args:
+      floor: {type: number, expr: floor.value}
+  - id: hosts_over
+    fact: len(late.values)
+)YAML", "mem.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  ClosableClient client;
+  client.answers["mem_used"] = {Instant({{"host", "h1"}}, 9)};
+  client.answers["mem_total"] = {Instant({{"host", "h1"}}, 16), Instant({{"host", "h2"}}, 8)};
+  ctx_.subject = &client;
+  int told = 0;
+  size_t batches_when_told = 0;
+  ctx_.on_last_query_answered = [&] {
+    ++told;
+    batches_when_told = client.batches.size();
+    client.closed = true;
+  };
+  auto graph = CompiledGraph::Compile(library, {"mem"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto r = Evaluate(*graph, ctx_);
+  EXPECT_EQ(told, 1);
+  EXPECT_EQ(batches_when_told, 2u) << "told before the second wave was answered";
+  EXPECT_EQ(client.touched_after_close, 0);
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/hosts_over")].health, NodeHealth::kOk);
+  EXPECT_EQ(r.nodes[graph->IndexOf("mem/hosts_over")].value["value"], 2);
+}
+
 // A fake standing for a PromQL engine: instant answers are vectors, range answers matrices, and the
 // evaluator may compute one question's answer from another's.
 class PromqlFakeClient : public testing::TableQueryClient {
