@@ -473,11 +473,13 @@ void Evaluator::SetDerivedAside(QueryClient* client, std::vector<Query>* unique,
     return KeyOf(client, source);
   };
   // A question derivable in this wave is not a source in it: it has no answer until the sent ones do.
+  const std::set<QuestionKey> composed_parts = PartsOfComposed(*wave);
   std::vector<std::optional<Derivation>> derivations;
   std::set<QuestionKey> derivable;
   for (const Query& q : *unique) {
     derivations.push_back(DerivationOf(q.promql));
-    if (derivations.back() && answers_.count(source_of(q, *derivations.back()))) derivable.insert(KeyOf(client, q));
+    if (derivations.back() && answers_.count(source_of(q, *derivations.back())) && !composed_parts.count(KeyOf(client, q)))
+      derivable.insert(KeyOf(client, q));
   }
   std::vector<Query> sent;
   for (size_t u = 0; u < unique->size(); ++u) {
@@ -495,6 +497,12 @@ void Evaluator::SetDerivedAside(QueryClient* client, std::vector<Query>* unique,
     wave->derived.push_back({client, std::move(q), source, std::move(*derivations[u])});
   }
   *unique = std::move(sent);
+}
+
+std::set<Evaluator::QuestionKey> Evaluator::PartsOfComposed(const Wave& wave) {
+  std::set<QuestionKey> out;
+  for (const auto& c : wave.composed) out.insert(c.parts.begin(), c.parts.end());
+  return out;
 }
 
 void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave) {
@@ -522,7 +530,7 @@ void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique
     // A range's binary operation costs Prometheus several times its sides: one side asked anyway is enough.
     const bool parts_asked = range || composite->chain ? std::any_of(part_queries.begin(), part_queries.end(), asked)
                                                        : std::all_of(part_queries.begin(), part_queries.end(), asked);
-    if (!composite->RepeatsAPart() && !parts_asked) {
+    if (!composite->RepeatsAPart() && !parts_asked && !(range && composite->matches_vectors)) {
       sent.push_back(std::move(q));
       continue;
     }
