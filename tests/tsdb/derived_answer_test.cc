@@ -242,26 +242,29 @@ TEST_F(DerivedAnswerTest, EveryChainOfSubqueriesIsPrometheusOwn) {
   };
   const auto& spec = testing::SharedJobFixture().spec;
   const std::vector<double> times = {end_, end_ - 1234.567, spec.start + spec.gap_to - 60};
-  QueryClient& client = server_->client();
-  for (double time : times) {
-    for (const auto& promql : cases) {
-      SCOPED_TRACE(promql + " at " + std::to_string(time));
-      auto composite = CompositeOf(promql);
-      ASSERT_TRUE(composite && composite->chain) << "declined";
-      std::vector<QueryResult> answers;
-      for (size_t i = 0; i < composite->parts.size(); ++i) {
-        auto answer = client.Run(composite->PartQuery(Query::Instant(promql, time), i));
-        ASSERT_TRUE(answer.ok()) << composite->parts[i] << ": " << answer.status().ToString();
-        answers.push_back(std::move(*answer));
+  const std::unique_ptr<JobScopedClient> scoped = AllButTheFirstHost();
+  for (QueryClient* asked_of : std::vector<QueryClient*>{&server_->client(), scoped.get()}) {
+    QueryClient& client = *asked_of;
+    for (double time : times) {
+      for (const auto& promql : cases) {
+        SCOPED_TRACE(promql + " at " + std::to_string(time) + " on " + client.Describe());
+        auto composite = CompositeOf(promql);
+        ASSERT_TRUE(composite && composite->chain) << "declined";
+        std::vector<QueryResult> answers;
+        for (size_t i = 0; i < composite->parts.size(); ++i) {
+          auto answer = client.Run(composite->PartQuery(Query::Instant(promql, time), i));
+          ASSERT_TRUE(answer.ok()) << composite->parts[i] << ": " << answer.status().ToString();
+          answers.push_back(std::move(*answer));
+        }
+        std::vector<const QueryResult*> parts;
+        for (const auto& a : answers) parts.push_back(&a);
+        auto composed = AnswerComposite(*composite, parts, time);
+        ASSERT_TRUE(composed) << "refused";
+        auto asked = client.Run(Query::Instant(promql, time));
+        ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+        EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
+        ExpectSameAnswer(*composed, *asked);
       }
-      std::vector<const QueryResult*> parts;
-      for (const auto& a : answers) parts.push_back(&a);
-      auto composed = AnswerComposite(*composite, parts, time);
-      ASSERT_TRUE(composed) << "refused";
-      auto asked = client.Run(Query::Instant(promql, time));
-      ASSERT_TRUE(asked.ok()) << asked.status().ToString();
-      EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
-      ExpectSameAnswer(*composed, *asked);
     }
   }
 }
@@ -280,6 +283,19 @@ TEST_F(DerivedAnswerTest, WherePrometheusFailsTheEngineDeclines) {
     ASSERT_NO_FATAL_FAILURE(composed = ComposedFromPrometheusParts(client, promql, end_));
     EXPECT_FALSE(composed);
     EXPECT_FALSE(client.Run(Query::Instant(promql, end_)).ok());
+    // The same as a range: refused at the first step that fails.
+    auto range = CompositeOf(promql, Query::Kind::kRange);
+    ASSERT_TRUE(range);
+    std::vector<QueryResult> answers;
+    for (const auto& part : range->parts) {
+      auto answer = client.Run(Query::Range(part, end_ - 600, end_, 60));
+      ASSERT_TRUE(answer.ok()) << part << ": " << answer.status().ToString();
+      answers.push_back(std::move(*answer));
+    }
+    std::vector<const QueryResult*> parts;
+    for (const auto& answer : answers) parts.push_back(&answer);
+    EXPECT_FALSE(AnswerComposite(*range, parts));
+    EXPECT_FALSE(client.Run(Query::Range(promql, end_ - 600, end_, 60)).ok());
   }
 }
 
