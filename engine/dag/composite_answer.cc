@@ -109,10 +109,6 @@ std::optional<CompositeQuestion> CompositeOf(std::string_view promql, Query::Kin
   q.root = std::move(root);
   q.parts = std::move(parts.texts);
   q.part_occurrences = std::accumulate(parts.reads.begin(), parts.reads.end(), 0);
-  auto is_vector = [](const PromqlNodePtr& n) { return n->kind != PromqlNode::Kind::kNumber && n->kind != PromqlNode::Kind::kScalar; };
-  q.matches_vectors = AnyNode(*q.root, rules, [&](const PromqlNode& node) {
-    return node.kind == PromqlNode::Kind::kBinary && is_vector(node.children[0]) && is_vector(node.children[1]);
-  });
   return q;
 }
 

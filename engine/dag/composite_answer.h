@@ -54,10 +54,6 @@ struct CompositeQuestion {
   // and times, which Prometheus answers as it would inside the whole expression.
   std::vector<std::string> parts;
   int part_occurrences = 0;   // > parts.size() when a part appears more than once
-  // An operator between two vectors: Prometheus 2.42 matches them at each step of a range in a map,
-  // several times the cost of reading either side (8x at 24 nodes, 3.5x at 1,024 for ray_node_mem_used
-  // against itself 2 minutes earlier), so a range question with one is worth its parts' answers.
-  bool matches_vectors = false;
 
   // An instant question over a subquery chain: `root` reads the chain (its one part, `chain_text`);
   // `parts` are those of `inner`, the chain's innermost expression as a range question.

@@ -530,7 +530,7 @@ void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique
     // A range's binary operation costs Prometheus several times its sides: one side asked anyway is enough.
     const bool parts_asked = range || composite->chain ? std::any_of(part_queries.begin(), part_queries.end(), asked)
                                                        : std::all_of(part_queries.begin(), part_queries.end(), asked);
-    if (!composite->RepeatsAPart() && !parts_asked && !(range && composite->matches_vectors)) {
+    if (!composite->RepeatsAPart() && !parts_asked) {
       sent.push_back(std::move(q));
       continue;
     }

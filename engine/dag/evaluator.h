@@ -139,9 +139,8 @@ class Evaluator {
   // is sent (in this wave or an earlier one) rather than derived itself; the rest in `unique`.
   void SetDerivedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
   // The wave's new questions of `client` whose operators the engine applies to their parts'
-  // answers: those that read a part twice, or whose parts the run asks anyway (a range: one of them,
-  // or an operator between two vectors). Their parts replace them in `unique` (once each, and not
-  // when asked already).
+  // answers: those that read a part twice, or whose parts the run asks anyway (a range or a subquery
+  // chain: one of them). Their parts replace them in `unique` (once each, and not when asked already).
   void SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
   static std::set<QuestionKey> PartsOfComposed(const Wave& wave);
   // The composed questions' answers; one the engine cannot give exactly is asked of the TSDB.

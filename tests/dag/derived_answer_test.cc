@@ -395,13 +395,6 @@ TEST(CompositeOfTest, ARangeReadsTheAggregationsOfItsSelectorsAsParts) {
     EXPECT_FALSE(CompositeOf(promql, Query::Kind::kRange)) << promql;
 }
 
-TEST(CompositeOfTest, AnOperatorBetweenTwoVectorsIsMarked) {
-  for (const char* promql : {"max by (ip) (used - used offset 2m)", "max by (ip) (used) / max by (ip) (total)", "x > 1 or y",
-                             "quantile(0.5, x) and max(y)"})
-    EXPECT_TRUE(CompositeOf(promql, Query::Kind::kRange)->matches_vectors) << promql;
-  for (const char* promql : {"max by (ip) (used) > 3", "sum(x * 2)", "x / scalar(max(x))", "quantile(0.5, max by (h) (x))"})
-    EXPECT_FALSE(CompositeOf(promql, Query::Kind::kRange)->matches_vectors) << promql;
-}
 
 TEST(CompositeAnswerTest, ARangeIsEvaluatedAtEachStepAndSortedByLabels) {
   const Labels b = {{"host", "b"}, {"instance", "b:9"}}, a = {{"host", "a"}, {"instance", "a:9"}},
