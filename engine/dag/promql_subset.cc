@@ -518,6 +518,10 @@ std::shared_ptr<const Labels> WithoutName(const std::shared_ptr<const Labels>& l
   return copy;
 }
 
+bool NamesAMetric(const InstantVector& vector) {
+  return std::any_of(vector.begin(), vector.end(), [](const VectorElement& e) { return e.labels->count("__name__") > 0; });
+}
+
 bool DropsName(const PromqlNode& node) {
   return node.return_bool || node.op == "+" || node.op == "-" || node.op == "*" || node.op == "/" || node.op == "%";
 }
@@ -702,7 +706,7 @@ class Evaluation {
         auto aggregated = input ? Aggregate(node, *input, rules_) : std::nullopt;
         if (!aggregated) return std::nullopt;
         out.vector = std::move(*aggregated);
-        break;
+        return out;   // one group per label set by construction
       }
       case Kind::kLabelReplace: {
         auto input = VectorOf(*node.children[0]);
@@ -725,6 +729,9 @@ class Evaluation {
           if (!vector) return std::nullopt;
           out.vector = std::move(*vector);
         }
+        // Every value holds one element per label set (parts are Prometheus' answers): an operator
+        // keeps its sides' label sets, or drops the metric name, which can make two alike.
+        if (!DropsName(node) || !(NamesAMetric(lhs->vector) || NamesAMetric(rhs->vector))) return out;
         break;
       }
     }
@@ -807,15 +814,29 @@ std::optional<std::vector<Series>> EvaluateAtEachTime(const PromqlNode& root, co
     }
   }
   std::map<Labels, std::vector<Sample>> series;
+  // A result element labelled by a part's series (most are: a filter, a ratio of aggregations) finds
+  // its series by address; the answers, and so the addresses, live through this call.
+  std::unordered_map<const Labels*, std::vector<Sample>*> of_part_labels;
+  std::unordered_set<const Labels*> part_labels;
+  for (const QueryResult* answer : part_answers)
+    for (const auto& s : answer->series) part_labels.insert(&s.labels);
   std::vector<InstantVector> at(parts.size());
   for (const double t : times) {
     for (size_t p = 0; p < parts.size(); ++p) {
       auto it = parts[p].find(t);
-      at[p] = it == parts[p].end() ? InstantVector{} : it->second;
+      at[p] = it == parts[p].end() ? InstantVector{} : std::move(it->second);
     }
     auto value = EvaluateInstant(root, part_texts, at, rules);
     if (!value) return std::nullopt;
-    for (const auto& e : *value) series[*e.labels].push_back({t, e.v});
+    for (const auto& e : *value) {
+      if (!part_labels.count(e.labels.get())) {
+        series[*e.labels].push_back({t, e.v});
+        continue;
+      }
+      auto [known, fresh] = of_part_labels.try_emplace(e.labels.get(), nullptr);
+      if (fresh) known->second = &series[*e.labels];
+      known->second->push_back({t, e.v});
+    }
   }
   std::vector<Series> out;
   out.reserve(series.size());
