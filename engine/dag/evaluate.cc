@@ -58,7 +58,7 @@ json Trimmed(const json& v) {
 
 // Whether a query template's questions are composite (composite_answer.h), its placeholders read as
 // a number (`[{{ w }}]`, `offset {{ lead }}`, `> {{ t }}`). Only decides how long parts are kept.
-bool IsCompositeTemplate(const std::string& promql_template) {
+bool IsCompositeTemplate(const std::string& promql_template, Query::Kind kind) {
   std::string text;
   for (size_t i = 0; i < promql_template.size();) {
     if (promql_template.compare(i, 2, "{{") == 0) {
@@ -70,7 +70,7 @@ bool IsCompositeTemplate(const std::string& promql_template) {
       text += promql_template[i++];
     }
   }
-  auto composite = CompositeOf(text);
+  auto composite = CompositeOf(text, kind);
   return composite && composite->RepeatsAPart();
 }
 
@@ -137,7 +137,8 @@ void Evaluator::EvaluateByReadiness() {
   for (int idx : order) {
     if (nodes[idx].rule->kind != RuleKind::kQuery) continue;
     ++unstarted_queries_of_template_[TemplateOf(idx)];
-    if ((composite_template_[idx] = IsCompositeTemplate(nodes[idx].rule->query.promql_template)))
+    const auto& spec = nodes[idx].rule->query;
+    if ((composite_template_[idx] = IsCompositeTemplate(spec.promql_template, spec.range ? Query::Kind::kRange : Query::Kind::kInstant)))
       ++unstarted_queries_of_template_[kCompositePartTemplate];
   }
 
@@ -482,11 +483,13 @@ void Evaluator::SetDerivedAside(QueryClient* client, std::vector<Query>* unique,
     return KeyOf(client, source);
   };
   // A question derivable in this wave is not a source in it: it has no answer until the sent ones do.
+  const std::set<QuestionKey> composed_parts = PartsOfComposed(*wave);
   std::vector<std::optional<Derivation>> derivations;
   std::set<QuestionKey> derivable;
   for (const Query& q : *unique) {
     derivations.push_back(DerivationOf(q.promql));
-    if (derivations.back() && answers_.count(source_of(q, *derivations.back()))) derivable.insert(KeyOf(client, q));
+    if (derivations.back() && answers_.count(source_of(q, *derivations.back())) && !composed_parts.count(KeyOf(client, q)))
+      derivable.insert(KeyOf(client, q));
   }
   std::vector<Query> sent;
   for (size_t u = 0; u < unique->size(); ++u) {
@@ -506,16 +509,22 @@ void Evaluator::SetDerivedAside(QueryClient* client, std::vector<Query>* unique,
   *unique = std::move(sent);
 }
 
+std::set<Evaluator::QuestionKey> Evaluator::PartsOfComposed(const Wave& wave) {
+  std::set<QuestionKey> out;
+  for (const auto& c : wave.composed) out.insert(c.parts.begin(), c.parts.end());
+  return out;
+}
+
 void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave) {
   std::vector<Query> sent, parts;
   for (Query& q : *unique) {
-    std::optional<CompositeQuestion> composite;
-    if (q.kind == Query::Kind::kInstant) composite = CompositeOf(q.promql);
-    if (!composite) {
+    const bool range = q.kind == Query::Kind::kRange;
+    std::optional<CompositeQuestion> composite = CompositeOf(q.promql, q.kind);
+    // A range of counts is count_answer.h's, which reads each window once.
+    if (!composite || (range && CountExpressionOf(q.promql))) {
       sent.push_back(std::move(q));
       continue;
     }
-    auto part_query = [&](const std::string& part) { return Query::Instant(part, q.time, q.id); };
     // `X > 3` or `max by (host) (X)` with X asked already is derived_answer.h's.
     if (auto d = DerivationOf(q.promql)) {
       Query source = q;
@@ -525,17 +534,19 @@ void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique
         continue;
       }
     }
-    const bool parts_asked = std::all_of(composite->parts.begin(), composite->parts.end(), [&](const std::string& part) {
-      return answers_.count(KeyOf(client, part_query(part))) > 0;
-    });
+    std::vector<Query> part_queries;
+    for (size_t i = 0; i < composite->parts.size(); ++i) part_queries.push_back(composite->PartQuery(q, i));
+    auto asked = [&](const Query& part) { return answers_.count(KeyOf(client, part)) > 0; };
+    // A range's binary operation costs Prometheus several times its sides: one side asked anyway is enough.
+    const bool parts_asked = range || composite->chain ? std::any_of(part_queries.begin(), part_queries.end(), asked)
+                                                       : std::all_of(part_queries.begin(), part_queries.end(), asked);
     if (!composite->RepeatsAPart() && !parts_asked) {
       sent.push_back(std::move(q));
       continue;
     }
     ComposedQuestion composed{client, q, {}, std::move(*composite)};
     const std::vector<std::string> templates = answers_.at(KeyOf(client, q)).templates;
-    for (const auto& part : composed.composite.parts) {
-      Query pq = part_query(part);
+    for (Query& pq : part_queries) {
       const QuestionKey key = KeyOf(client, pq);
       auto [it, fresh] = answers_.try_emplace(key);
       auto& kept_for = it->second.templates;
@@ -571,7 +582,7 @@ void Evaluator::AnswerComposed(const Wave& wave) {
       parts.push_back(part && part->ok() ? &**part : nullptr);
     }
     std::optional<QueryResult> answer;
-    if (std::find(parts.begin(), parts.end(), nullptr) == parts.end()) answer = AnswerComposite(c.composite, parts);
+    if (std::find(parts.begin(), parts.end(), nullptr) == parts.end()) answer = AnswerComposite(c.composite, parts, c.query.time);
     if (answer) answers_[KeyOf(c.client, c.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
     else ask[c.client].push_back(c.query);
   }

@@ -24,8 +24,11 @@ void Evaluator::SetCountedAside(QueryClient* client, std::vector<Query>* unique,
   // wave (or a rule of this one) already asks it.
   std::vector<Candidate> candidates(unique->size());
   std::map<QuestionKey, int> reads;
+  // A composed question's part is sent: parts are answered before what is counted.
+  const std::set<QuestionKey> composed_parts = PartsOfComposed(*wave);
   for (size_t u = 0; u < unique->size(); ++u) {
     Candidate& c = candidates[u];
+    if (composed_parts.count(KeyOf(client, (*unique)[u]))) continue;
     c.expression = CountExpressionOf((*unique)[u].promql);
     if (!c.expression) continue;
     for (size_t l = 0; l < c.expression->leaves.size(); ++l) {

@@ -101,6 +101,7 @@ class Evaluator {
     Derivation derivation;
   };
   // A question of the wave answered from its parts' answers (composite_answer.h), not sent.
+  // Its parts are sent: they are answered before what is derived or counted.
   struct ComposedQuestion {
     QueryClient* client = nullptr;
     Query query;
@@ -137,10 +138,11 @@ class Evaluator {
   // The wave's new questions of `client` that are answered from another question of the run, which
   // is sent (in this wave or an earlier one) rather than derived itself; the rest in `unique`.
   void SetDerivedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
-  // The wave's new instant questions of `client` whose operators the engine applies to their parts'
-  // answers: those that read a part twice, or whose parts the run asks anyway. Their parts replace
-  // them in `unique` (once each, and not when asked already).
+  // The wave's new questions of `client` whose operators the engine applies to their parts'
+  // answers: those that read a part twice, or whose parts the run asks anyway (a range or a subquery
+  // chain: one of them). Their parts replace them in `unique` (once each, and not when asked already).
   void SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave);
+  static std::set<QuestionKey> PartsOfComposed(const Wave& wave);
   // The composed questions' answers; one the engine cannot give exactly is asked of the TSDB.
   void AnswerComposed(const Wave& wave);
   // The wave's new count questions of `client` (count_answer.h) some range of which is read twice

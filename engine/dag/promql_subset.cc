@@ -44,7 +44,7 @@ bool IsAggregation(std::string_view word) {
   return kWords.count(word) > 0;
 }
 bool IsEvaluatedAggregation(std::string_view word) {
-  return word == "sum" || word == "max" || word == "min" || word == "count" || word == "group";
+  return word == "sum" || word == "max" || word == "min" || word == "count" || word == "group" || word == "quantile";
 }
 
 bool IsReservedWord(std::string_view word) {
@@ -239,6 +239,7 @@ class Parser {
     if (!IsPromqlNameStart(c)) return Fail();
     const std::string_view word = PeekWord();
     if (IsReservedWord(word)) return Fail();
+    if (word == "quantile") return Quantile();
     if (IsEvaluatedAggregation(word)) return Aggregation(word);
     if (IsAggregation(word)) return AggregationAsPart(word);
     if (word == "label_replace") return LabelReplace();
@@ -311,12 +312,16 @@ class Parser {
     return node;
   }
 
-  std::shared_ptr<PromqlNode> PartFromSpan(size_t start, Kind kind) {
+  std::string SpanText(size_t start) const {
     std::string_view text = s_.substr(start, i_ - start);
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    return std::string(text);
+  }
+
+  std::shared_ptr<PromqlNode> PartFromSpan(size_t start, Kind kind) {
     auto node = std::make_shared<PromqlNode>();
     node->kind = kind;
-    node->text = std::string(text);
+    node->text = SpanText(start);
     return node;
   }
 
@@ -333,17 +338,35 @@ class Parser {
   }
 
   NodePtr Aggregation(std::string_view word) {
+    const size_t start = i_;
     auto node = std::make_shared<PromqlNode>();
     node->kind = Kind::kAggregate;
     node->op = std::string(word);
     i_ += word.size();
     bool grouped = false;
     if (!Grouping(&node->labels, &grouped) || !Expect('(')) return Fail();
+    if (word == "quantile") {
+      NodePtr q = Unary();
+      if (failed_ || q->kind != Kind::kNumber || !Expect(',')) return Fail();
+      node->number = q->number;
+    }
     NodePtr inner = Expression(1);
     if (failed_ || !Expect(')') || !Grouping(&node->labels, &grouped)) return Fail();
     if (inner->kind == Kind::kNumber) return Fail();
     node->children = {std::move(inner)};
+    node->text = SpanText(start);
     return node;
+  }
+
+  // Evaluated with a number for q and `by`; otherwise (`without`, a computed q) asked as written.
+  NodePtr Quantile() {
+    const size_t start = i_;
+    const int depth = depth_;
+    if (NodePtr node = Aggregation("quantile")) return node;
+    i_ = start;
+    depth_ = depth;
+    failed_ = false;
+    return AggregationAsPart("quantile");
   }
 
   // Asked as written: its extent is the word, an optional grouping before or after, its arguments.
@@ -428,7 +451,8 @@ class Parser {
 };
 
 bool IsPart(const PromqlNode& node, SubsetRules rules) {
-  return node.kind == Kind::kPart || (rules.scalar_is_part && node.kind == Kind::kScalar);
+  return node.kind == Kind::kPart || (rules.scalar_is_part && node.kind == Kind::kScalar) ||
+         (rules.aggregations_of_parts_are_parts && node.kind == Kind::kAggregate && node.children[0]->kind == Kind::kPart);
 }
 
 void CollectParts(const PromqlNode& node, SubsetRules rules, PromqlParts* out) {
@@ -492,6 +516,10 @@ std::shared_ptr<const Labels> WithoutName(const std::shared_ptr<const Labels>& l
   auto copy = std::make_shared<Labels>(*labels);
   copy->erase("__name__");
   return copy;
+}
+
+bool NamesAMetric(const InstantVector& vector) {
+  return std::any_of(vector.begin(), vector.end(), [](const VectorElement& e) { return e.labels->count("__name__") > 0; });
 }
 
 bool DropsName(const PromqlNode& node) {
@@ -583,6 +611,7 @@ std::optional<InstantVector> Aggregate(const PromqlNode& node, const InstantVect
     double value = 0;
     int64_t count = 0;
     bool positive_zero = false, negative_zero = false;
+    std::vector<double> values;   // quantile's
   };
   std::vector<Group> groups;
   std::unordered_map<std::string, size_t> index;
@@ -603,6 +632,7 @@ std::optional<InstantVector> Aggregate(const PromqlNode& node, const InstantVect
     }
     Group& g = groups[it->second];
     if (e.v == 0) (std::signbit(e.v) ? g.negative_zero : g.positive_zero) = true;
+    if (op == "quantile") g.values.push_back(e.v);
     if (g.count++ == 0) continue;
     if (op == "sum") g.value += e.v;
     else if (op == "max" && (g.value < e.v || std::isnan(g.value))) g.value = e.v;
@@ -615,6 +645,11 @@ std::optional<InstantVector> Aggregate(const PromqlNode& node, const InstantVect
     // Which zero a max or min keeps is the order the series come in.
     if (rules.any_order && (op == "max" || op == "min") && g.value == 0 && g.positive_zero && g.negative_zero)
       return std::nullopt;
+    if (op == "quantile") {
+      const std::optional<double> q = PrometheusQuantile(node.number, std::move(g.values));
+      if (!q) return std::nullopt;
+      g.value = *q;
+    }
     out.push_back({std::move(g.labels), g.t, op == "count" ? static_cast<double>(g.count) : g.value});
   }
   return out;
@@ -671,7 +706,7 @@ class Evaluation {
         auto aggregated = input ? Aggregate(node, *input, rules_) : std::nullopt;
         if (!aggregated) return std::nullopt;
         out.vector = std::move(*aggregated);
-        break;
+        return out;   // one group per label set by construction
       }
       case Kind::kLabelReplace: {
         auto input = VectorOf(*node.children[0]);
@@ -694,6 +729,9 @@ class Evaluation {
           if (!vector) return std::nullopt;
           out.vector = std::move(*vector);
         }
+        // Every value holds one element per label set (parts are Prometheus' answers): an operator
+        // keeps its sides' label sets, or drops the metric name, which can make two alike.
+        if (!DropsName(node) || !(NamesAMetric(lhs->vector) || NamesAMetric(rhs->vector))) return out;
         break;
       }
     }
@@ -715,6 +753,25 @@ class Evaluation {
 
 }  // namespace
 }  // namespace subset
+
+std::optional<double> PrometheusQuantile(double q, std::vector<double> values) {
+  if (values.empty()) return std::nan("");
+  if (q < 0) return -HUGE_VAL;
+  if (q > 1) return HUGE_VAL;
+  const auto nans = std::count_if(values.begin(), values.end(), [](double v) { return std::isnan(v); });
+  const bool positive_zero = std::any_of(values.begin(), values.end(), [](double v) { return v == 0 && !std::signbit(v); });
+  const bool negative_zero = std::any_of(values.begin(), values.end(), [](double v) { return v == 0 && std::signbit(v); });
+  if (nans > 1 || (positive_zero && negative_zero)) return std::nullopt;
+  // One NaN sorts first (Go's Less: a NaN is less than anything), the rest by value.
+  std::sort(values.begin(), values.end(), [](double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; });
+  const double n = static_cast<double>(values.size());
+  const double rank = q * (n - 1);
+  const double lower = std::max(0.0, std::floor(rank));
+  const double upper = std::min(n - 1, lower + 1);
+  const double weight = rank - std::floor(rank);
+  // Two products and a sum, each rounded (Go on amd64 fuses none; nor does this build, no -mfma).
+  return values[static_cast<size_t>(lower)] * (1 - weight) + values[static_cast<size_t>(upper)] * weight;
+}
 
 PromqlNodePtr ParsePromqlSubset(std::string_view promql) {
   if (promql.size() > 8192) return nullptr;   // untrusted text: longer questions stay with the TSDB
@@ -757,15 +814,29 @@ std::optional<std::vector<Series>> EvaluateAtEachTime(const PromqlNode& root, co
     }
   }
   std::map<Labels, std::vector<Sample>> series;
+  // A result element labelled by a part's series (most are: a filter, a ratio of aggregations) finds
+  // its series by address; the answers, and so the addresses, live through this call.
+  std::unordered_map<const Labels*, std::vector<Sample>*> of_part_labels;
+  std::unordered_set<const Labels*> part_labels;
+  for (const QueryResult* answer : part_answers)
+    for (const auto& s : answer->series) part_labels.insert(&s.labels);
   std::vector<InstantVector> at(parts.size());
   for (const double t : times) {
     for (size_t p = 0; p < parts.size(); ++p) {
       auto it = parts[p].find(t);
-      at[p] = it == parts[p].end() ? InstantVector{} : it->second;
+      at[p] = it == parts[p].end() ? InstantVector{} : std::move(it->second);
     }
     auto value = EvaluateInstant(root, part_texts, at, rules);
     if (!value) return std::nullopt;
-    for (const auto& e : *value) series[*e.labels].push_back({t, e.v});
+    for (const auto& e : *value) {
+      if (!part_labels.count(e.labels.get())) {
+        series[*e.labels].push_back({t, e.v});
+        continue;
+      }
+      auto [known, fresh] = of_part_labels.try_emplace(e.labels.get(), nullptr);
+      if (fresh) known->second = &series[*e.labels];
+      known->second->push_back({t, e.v});
+    }
   }
   std::vector<Series> out;
   out.reserve(series.size());

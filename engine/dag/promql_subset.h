@@ -5,9 +5,10 @@
 //
 // The subset: binary operators + - * / % == != > < >= <= and or unless, with `bool` (comparisons)
 // and `on (labels)` (set operators); sum, max, min, count, group [by (labels)] (before or after the
-// argument); scalar(...); label_replace with plain string arguments; number literals (one sign allowed); and
-// parts, asked of the TSDB as written: selectors and function calls with their range, offset and
-// @, and the other aggregations with their grouping. Declined (the question is then asked as
+// argument); quantile(<number>, ...) [by (labels)] (Prometheus 2.42's promql/quantile.go: sorted, the two
+// neighbours of rank q*(n-1) weighted); scalar(...); label_replace with plain string arguments; number
+// literals (one sign allowed); and parts, asked of the TSDB as written: selectors and function calls
+// with their range, offset and @, and the other aggregations with their grouping. Declined (the question is then asked as
 // written): ^ and atan2 (Go's Pow and Atan2 are not the C library's, bit for bit), ignoring,
 // group_left/right, without on an evaluated aggregation, subqueries or modifiers on a group,
 // comments, unterminated strings, nesting deeper than 64, text longer than 8 KiB (playbook text is
@@ -28,14 +29,14 @@ namespace diagnose::dag {
 struct PromqlNode {
   enum class Kind { kPart, kNumber, kBinary, kAggregate, kScalar, kLabelReplace };
   Kind kind = Kind::kPart;
-  // kPart: as written (trailing spaces trimmed); kScalar: the whole call as written, which a
-  // planner not evaluating scalar() asks as a part.
+  // kPart: as written (trailing spaces trimmed); kScalar and kAggregate: the whole call as written,
+  // which a planner not evaluating it asks as a part.
   std::string text;
   // kPart: the function a part calls when the call is all there is to it (no range, offset or @
   // after it), e.g. `count_over_time`; empty otherwise.
   std::string function;
-  double number = 0;               // kNumber
-  // kBinary: + - * / % == != > < >= <= and or unless; kAggregate: sum max min count group.
+  double number = 0;               // kNumber; kAggregate quantile: its q
+  // kBinary: + - * / % == != > < >= <= and or unless; kAggregate: sum max min count group quantile.
   std::string op;
   bool return_bool = false;        // kBinary comparison with `bool`
   bool on = false;                 // kBinary set operation: `on (labels)` given
@@ -61,6 +62,10 @@ struct SubsetRules {
   // are assembled per time from maps, not in Prometheus' series order). Otherwise folded in series
   // order as Prometheus does (composite's answers keep that order, value for value).
   bool any_order = false;
+  // An aggregation of a part (`min by (host) (sel)`) is a part itself, asked as written: a range
+  // question's parts are ones the plan asks anyway, and Prometheus aggregates a range of samples
+  // cheaper than it returns them.
+  bool aggregations_of_parts_are_parts = false;
 };
 
 // The distinct parts below `node` under `rules`, in order of first appearance, and how often each
@@ -73,6 +78,12 @@ PromqlParts PartsOf(const PromqlNode& node, SubsetRules rules);
 // Whether `node` or a node below it, parts under `rules` not entered, satisfies `pred` (a planner's
 // acceptance rules, inverted).
 bool AnyNode(const PromqlNode& node, SubsetRules rules, const std::function<bool(const PromqlNode&)>& pred);
+
+// Prometheus 2.42's quantile of `values` (promql/quantile.go, as the quantile aggregation calls it):
+// NaN for none, -Inf/+Inf for q < 0 / q > 1, else the two neighbours of rank q*(n-1) in sorted order,
+// weighted. nullopt where the sorted order is not one order (Go sorts NaN below everything but two NaNs
+// both below each other; +0 and -0 are equal): two NaNs, or both zeros.
+std::optional<double> PrometheusQuantile(double q, std::vector<double> values);
 
 // One element of an instant vector. Labels are shared between the steps that do not change them.
 struct VectorElement {

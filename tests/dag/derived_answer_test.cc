@@ -5,24 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/dag/query_results.h"
+
 namespace diagnose::dag {
 namespace {
 
 const double kNaN = std::nan("");
-
-QueryResult Vector(std::vector<Series> series) {
-  QueryResult r;
-  r.result_type = "vector";
-  r.series = std::move(series);
-  return r;
-}
-
-QueryResult Matrix(std::vector<Series> series) {
-  QueryResult r;
-  r.result_type = "matrix";
-  r.series = std::move(series);
-  return r;
-}
 
 Series At100(Labels labels, double v) { return {std::move(labels), {{100, v}}}; }
 
@@ -184,11 +172,13 @@ TEST(DeriveAnswerTest, RefusesWhatItCannotAnswerExactly) {
   EXPECT_FALSE(DeriveAnswer(*DerivationOf("x > 0"), scalar, Query::Kind::kInstant));
 }
 
-// The answer to `promql` from the answers to its parts, named by their PromQL.
-std::optional<QueryResult> Answer(const std::string& promql, const std::map<std::string, QueryResult>& parts) {
-  auto composite = CompositeOf(promql);
+// The answer to `promql` asked as a query of `kind` from the answers to its parts, named by their PromQL.
+std::optional<QueryResult> Answer(const std::string& promql, const std::map<std::string, QueryResult>& parts,
+                                  Query::Kind kind = Query::Kind::kInstant) {
+  auto composite = CompositeOf(promql, kind);
   EXPECT_TRUE(composite) << promql;
   if (!composite) return std::nullopt;
+  EXPECT_EQ(composite->kind, kind);
   std::vector<const QueryResult*> answers;
   for (const auto& part : composite->parts) {
     auto it = parts.find(part);
@@ -377,6 +367,69 @@ TEST(CompositeAnswerTest, WherePrometheusWouldFailTheEngineDeclines) {
   EXPECT_FALSE(Answer("label_replace(x, \"__name__\", \"n\", \"\", \"\") or z", parts)) << "one label set twice";
   EXPECT_FALSE(Answer("s + z or z", parts)) << "a scalar part";
   EXPECT_FALSE(Answer("m + z or z", parts)) << "a range vector part";
+}
+
+// The range answer to `promql` from range answers to its parts.
+std::optional<QueryResult> RangeAnswer(const std::string& promql, const std::map<std::string, QueryResult>& parts) {
+  return Answer(promql, parts, Query::Kind::kRange);
+}
+
+const std::string kClock = "min by (host, instance) (hw_gpu_clock_mhz{type=\"sclk\"})";
+const std::string kBelowFleet = "(" + kClock + " / scalar(quantile(0.5, " + kClock + "))) < bool 0.9";
+
+TEST(CompositeOfTest, ARangeReadsTheAggregationsOfItsSelectorsAsParts) {
+  auto c = CompositeOf(kBelowFleet, Query::Kind::kRange);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->parts, std::vector<std::string>{kClock}) << "the aggregation other rules ask, read twice";
+  EXPECT_TRUE(c->RepeatsAPart());
+  EXPECT_EQ(CompositeOf(kBelowFleet)->parts,
+            (std::vector<std::string>{"hw_gpu_clock_mhz{type=\"sclk\"}", "scalar(quantile(0.5, " + kClock + "))"}))
+      << "an instant question keeps its own parts";
+  c = CompositeOf("max by (instance, ip) (used) / max by (instance, ip) (total)", Query::Kind::kRange);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->parts, (std::vector<std::string>{"max by (instance, ip) (used)", "max by (instance, ip) (total)"}));
+  c = CompositeOf("max by (ip) (used - used offset 2m)", Query::Kind::kRange);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->parts, (std::vector<std::string>{"used", "used offset 2m"}));
+  for (const char* promql : {"min by (host) (x)", " quantile(0.5, x) ", "x", "x / time()", "x - pi()", "x and on (h) y"})
+    EXPECT_FALSE(CompositeOf(promql, Query::Kind::kRange)) << promql;
+}
+
+
+TEST(CompositeAnswerTest, ARangeIsEvaluatedAtEachStepAndSortedByLabels) {
+  const Labels b = {{"host", "b"}, {"instance", "b:9"}}, a = {{"host", "a"}, {"instance", "a:9"}},
+               c = {{"host", "c"}, {"instance", "c:9"}};
+  // Host c misses the step at 120: the median there is over two hosts.
+  const std::map<std::string, QueryResult> parts = {
+      {kClock, Matrix({{b, {{60, 2000}, {120, 2000}, {180, 2000}}},
+                       {a, {{60, 1000}, {120, 2100}, {180, 2000}}},
+                       {c, {{60, 2100}, {180, 1900}}}})}};
+  auto r = RangeAnswer(kBelowFleet, parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->result_type, "matrix");
+  ASSERT_EQ(r->series.size(), 3u);
+  EXPECT_EQ(r->series[0].labels, a) << "sorted by labels, the name dropped by the comparison with bool";
+  EXPECT_EQ(Points(r->series[0].samples), (PointList{{60, 1}, {120, 0}, {180, 0}}));
+  EXPECT_EQ(Points(r->series[1].samples), (PointList{{60, 0}, {120, 0}, {180, 0}}));
+  EXPECT_EQ(r->series[2].labels, c);
+  EXPECT_EQ(Points(r->series[2].samples), (PointList{{60, 0}, {180, 0}}));
+  auto ratio = RangeAnswer("(" + kClock + " / scalar(quantile(0.5, " + kClock + ")))", parts);
+  ASSERT_TRUE(ratio);
+  EXPECT_EQ(ratio->series[0].samples[1].v, 2100 / (2000 * 0.5 + 2100 * 0.5)) << "an even count: the neighbours weighted";
+}
+
+TEST(CompositeAnswerTest, ARangeRefusesWhatTheSeriesOrderWithinAStepWouldDecide) {
+  const std::map<std::string, QueryResult> parts = {
+      {"max by (h) (x)", Matrix({{{{"h", "a"}}, {{60, kNaN}}}, {{{"h", "b"}}, {{60, kNaN}}}, {{{"h", "c"}}, {{60, 1}}}})},
+      {"max by (h) (y)", Matrix({{{{"h", "a"}}, {{60, 0.5}}}, {{{"h", "b"}}, {{60, 0.25}}}})},
+      {"max by (h) (v)", Vector({At100({{"h", "a"}}, 1)})}};
+  EXPECT_FALSE(RangeAnswer("max by (h) (x) / scalar(quantile(0.5, max by (h) (x)))", parts)) << "two NaNs in a quantile";
+  EXPECT_FALSE(RangeAnswer("sum(max by (h) (y) + max by (h) (y))", parts)) << "a sum of fractions: the order decides";
+  auto r = RangeAnswer("max by (h) (y) / max by (h) (x)", parts);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->series.size(), 2u);
+  EXPECT_TRUE(std::isnan(r->series[0].samples[0].v));
+  EXPECT_FALSE(RangeAnswer("max by (h) (y) / max by (h) (v)", parts)) << "an instant vector for a range part";
 }
 
 }  // namespace

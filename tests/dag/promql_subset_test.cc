@@ -26,7 +26,9 @@ std::string Shape(const PromqlNode& n) {
     case Kind::kAggregate: {
       std::string by;
       for (const auto& l : n.labels) by += (by.empty() ? "" : ",") + l;
-      return n.op + "by(" + by + ")(" + Shape(*n.children[0]) + ")";
+      char q[32] = "";
+      if (n.op == "quantile") std::snprintf(q, sizeof q, "%g,", n.number);
+      return n.op + "by(" + by + ")(" + q + Shape(*n.children[0]) + ")";
     }
     case Kind::kBinary: {
       std::string op = n.op + (n.return_bool ? " bool" : "");
@@ -161,6 +163,72 @@ TEST(PromqlSubsetEvaluationTest, OneToOneMatchingAndScalar) {
   bool refused = false;
   Evaluated("a - b", {a, twice}, {}, &refused);
   EXPECT_TRUE(refused) << "one signature twice on a side: Prometheus fails";
+}
+
+TEST(PromqlSubsetTest, QuantileWithANumberIsEvaluatedOtherwiseAskedAsWritten) {
+  EXPECT_EQ(ShapeOf("quantile(0.5, x)"), "quantileby()(0.5,[x])");
+  EXPECT_EQ(ShapeOf("quantile by (h) (-0.25, min by (h, g) (x)) / 2"), "(quantileby(h)(-0.25,minby(h,g)([x])) / 2)");
+  EXPECT_EQ(ShapeOf("quantile (0.9, x) by (h,)"), "quantileby(h)(0.9,[x])");
+  EXPECT_EQ(ShapeOf("quantile(0.5, x) without (g) + y"), "([quantile(0.5, x) without (g)] + [y])");
+  EXPECT_EQ(ShapeOf("quantile(scalar(y), x) - x"), "([quantile(scalar(y), x)] - [x])");
+  EXPECT_EQ(ShapeOf("quantile(0.5)"), "[quantile(0.5)]") << "malformed: Prometheus' error, asked as written";
+  auto root = ParsePromqlSubset("quantile by (h) (0.5, x)");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->text, "quantile by (h) (0.5, x)") << "an aggregation keeps its text for a planner asking it";
+}
+
+TEST(PromqlSubsetTest, AnAggregationOfAPartIsAPartWhereTheRulesSaySo) {
+  auto root = ParsePromqlSubset("(min by (h) (x{t=\"s\"}) / scalar(quantile(0.5, min by (h) (x{t=\"s\"})))) < bool 0.9 or max(y - z)");
+  ASSERT_TRUE(root);
+  const SubsetRules range{false, true, /*aggregations_of_parts_are_parts=*/true};
+  PromqlParts parts = PartsOf(*root, range);
+  EXPECT_EQ(parts.texts, (std::vector<std::string>{"min by (h) (x{t=\"s\"})", "y", "z"}))
+      << "the quantile of an aggregation and the max of an operation are evaluated";
+  EXPECT_EQ(parts.reads, (std::vector<int>{2, 1, 1}));
+  EXPECT_EQ(PartsOf(*root, {}).texts, (std::vector<std::string>{"x{t=\"s\"}", "y", "z"}));
+}
+
+TEST(PromqlSubsetEvaluationTest, QuantileIsPrometheusOwn) {
+  const double inf = HUGE_VAL;
+  auto q = [](double quantile, std::vector<double> values) { return PrometheusQuantile(quantile, std::move(values)); };
+  EXPECT_TRUE(std::isnan(*q(0.5, {}))) << "no values";
+  EXPECT_EQ(*q(-0.1, {1, 2}), -inf);
+  EXPECT_EQ(*q(1.1, {1, 2}), inf);
+  EXPECT_EQ(*q(0.5, {7}), 7) << "one value";
+  EXPECT_EQ(*q(0.5, {4, 1, 3, 2}), 2.5) << "sorted, the two neighbours weighted";
+  EXPECT_EQ(*q(0.5, {3, 1, 2}), 2);
+  EXPECT_EQ(*q(0.9, {10, 0, 0, 10}), 10 * (1 - (0.9 * 3 - 2)) + 10 * (0.9 * 3 - 2)) << "ties, Go's arithmetic";
+  EXPECT_EQ(*q(0.1, {0.3, 0.1, 0.2}), 0.1 * (1 - 0.1 * 2) + 0.2 * (0.1 * 2));
+  EXPECT_EQ(*q(1, {5, 1, 3}), 5);
+  EXPECT_EQ(*q(0, {5, 1, 3}), 1);
+  EXPECT_EQ(*q(0.5, {1, inf}), inf);
+  EXPECT_TRUE(std::isnan(*q(0.5, {1, 2, inf}))) << "Inf * 0 for the unweighted neighbour, as Prometheus answers";
+  EXPECT_TRUE(std::isnan(*q(0.5, {-inf, inf})));
+  EXPECT_EQ(*q(0.5, {-inf, -inf, 1}), -inf);
+  const double nan = std::nan("");
+  EXPECT_TRUE(std::isnan(*q(0, {2, nan, 1}))) << "one NaN sorts first";
+  EXPECT_EQ(*q(1, {2, nan, 1}), 2);
+  EXPECT_EQ(*q(0.75, {2, nan, 1}), 1 * (1 - 0.5) + 2 * 0.5);
+  EXPECT_FALSE(q(0.5, {nan, 1, nan})) << "two NaNs: Go's sort has no one order for them";
+  EXPECT_FALSE(q(0.5, {0.0, 1, -0.0})) << "+0 and -0 are equal to the sort: which one is chosen is the input order";
+  EXPECT_TRUE(std::signbit(*q(0.5, {-0.0, -0.0})));
+  EXPECT_FALSE(std::signbit(*q(0.5, {0.0, 1})));
+}
+
+TEST(PromqlSubsetEvaluationTest, QuantileAggregatesByGroup) {
+  const InstantVector x = {{Owned({{"h", "a"}, {"g", "0"}}), 1, 3}, {Owned({{"h", "b"}, {"g", "0"}}), 1, 8},
+                           {Owned({{"h", "a"}, {"g", "1"}}), 1, 1}, {Owned({{"h", "a"}, {"g", "2"}}), 1, 2}};
+  using Flat = std::vector<std::pair<Labels, double>>;
+  for (SubsetRules rules : {SubsetRules{}, SubsetRules{false, true}}) {
+    EXPECT_EQ(Evaluated("quantile by (h) (0.5, x)", {x}, rules), (Flat{{{{"h", "a"}}, 2}, {{{"h", "b"}}, 8}}));
+    EXPECT_EQ(Evaluated("x / scalar(quantile(0.25, x))", {x}, rules).front().second, 3 / (1 * 0.25 + 2 * 0.75));
+  }
+  const InstantVector zeros = {{Owned({{"h", "a"}}), 1, 0.0}, {Owned({{"h", "b"}}), 1, -0.0}};
+  bool refused = false;
+  Evaluated("quantile(0.5, x)", {zeros}, {}, &refused);
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(Evaluated("quantile by (h) (0.5, x)", {zeros}, {}, &refused).size(), 2u) << "each zero alone in its group";
+  EXPECT_FALSE(refused);
 }
 
 }  // namespace

@@ -164,6 +164,9 @@ TEST_F(DerivedAnswerTest, EveryComposedAnswerIsPrometheusOwnInItsOrder) {
         temp + " - no_such_metric or 3 < " + temp,
         temp + "{gpu=\"0\"} - " + temp + " or " + temp + "{gpu=\"1\"} unless " + temp + "{host=\"chi2801\"}",
         "group by (gpu) (" + temp + ") and " + temp + " or group by (gpu) (" + temp + ")",
+        // Quantiles (Prometheus 2.42's promql/quantile.go), by group, in range and out of it.
+        "quantile by (host) (0.3, max_over_time(" + power + "[1h])) - min by (host) (max_over_time(" + power + "[1h]))",
+        "quantile(0.5, " + temp + ") < " + temp + " or quantile by (gpu) (1.5, " + temp + ") or quantile by (host) (-1, " + temp + ")",
     };
     for (const auto& promql : cases) {
       SCOPED_TRACE(promql);
@@ -174,6 +177,94 @@ TEST_F(DerivedAnswerTest, EveryComposedAnswerIsPrometheusOwnInItsOrder) {
       ASSERT_TRUE(asked.ok()) << asked.status().ToString();
       EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
       ExpectSameAnswerInOrder(*composed, *asked);
+    }
+  }
+}
+
+// Range questions composed from range answers to their parts (the aggregations of selectors as
+// written, composite_answer.h): the fleet-median ratio gpu_clock_below_fleet asks (on power here),
+// a binary operation over two ranges, quantiles over a host's scrape gap, over the whole job and a
+// scoped one, at a step and start that are no multiple of the scrape interval.
+TEST_F(DerivedAnswerTest, EveryComposedRangeIsPrometheusOwnInItsOrder) {
+  const std::unique_ptr<JobScopedClient> scoped = AllButTheFirstHost();
+  const std::string fleet = "min by (host, instance) (hw_gpu_power_watts)";
+  const std::string ratio = fleet + " / scalar(quantile(0.5, " + fleet + "))";
+  const std::string hottest = "max by (host, gpu) (hw_gpu_temperature_celsius)";
+  const std::vector<std::string> cases = {
+      "(" + ratio + ") < bool 1",
+      "(" + ratio + ") < bool 0.999",
+      ratio,
+      "max by (instance, ip) (ray_node_mem_used) / max by (instance, ip) (ray_node_gpus_utilization)",
+      "max by (host) (hw_gpu_temperature_celsius - hw_gpu_temperature_celsius offset 2m)",
+      "quantile by (host) (0.25, " + hottest + ") - min by (host) (" + hottest + ")",
+      "quantile by (host) (0.9, max by (host, device) (rate(hw_rdma_tx_retx_pkts_total[2m])))",
+      "quantile(0, " + hottest + ") or quantile by (gpu) (1, " + hottest + ") or quantile by (host) (1.5, " + hottest + ")",
+  };
+  for (QueryClient* client : std::vector<QueryClient*>{&server_->client(), scoped.get()}) {
+    SCOPED_TRACE(client->Describe());
+    for (const auto& promql : cases) {
+      SCOPED_TRACE(promql);
+      auto composite = CompositeOf(promql, Query::Kind::kRange);
+      ASSERT_TRUE(composite) << "declined";
+      auto range = [&](const std::string& q) { return client->Run(Query::Range(q, end_ - 7000.5, end_, 47)); };
+      std::vector<QueryResult> answers;
+      for (const auto& part : composite->parts) {
+        auto answer = range(part);
+        ASSERT_TRUE(answer.ok()) << part << ": " << answer.status().ToString();
+        answers.push_back(std::move(*answer));
+      }
+      std::vector<const QueryResult*> parts;
+      for (const auto& a : answers) parts.push_back(&a);
+      auto composed = AnswerComposite(*composite, parts);
+      ASSERT_TRUE(composed) << "refused";
+      auto asked = range(promql);
+      ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+      EXPECT_GE(asked->series.size(), 2u) << "a case the fixture does not exercise";
+      ExpectSameAnswer(*composed, *asked);
+      ASSERT_EQ(composed->series.size(), asked->series.size());
+      for (size_t i = 0; i < asked->series.size(); ++i) EXPECT_EQ(composed->series[i].labels, asked->series[i].labels) << i;
+    }
+  }
+}
+
+// Nested min/max subqueries of a composed range (subquery_chain.h): thermal-throttle's
+// sclk_peer_ratio on power, steps that are no divisor of the ranges, a subquery over NaN (0/0 at
+// exactly 60 °C), at the end of the data, at a time with milliseconds and inside a host's scrape gap.
+TEST_F(DerivedAnswerTest, EveryChainOfSubqueriesIsPrometheusOwn) {
+  const std::string level = "min by (host, instance) (avg_over_time(hw_gpu_power_watts[2m]))";
+  const std::string temp = "hw_gpu_temperature_celsius";
+  const std::vector<std::string> cases = {
+      "min by (host, instance) (min_over_time(max_over_time((" + level + " / scalar(quantile(0.5, " + level +
+          ")))[5m:1m])[3465s:1m]))",
+      "max_over_time(min_over_time((max by (host) (" + temp + ") - min by (host) (" + temp + "))[7m:45s])[20m:2m])",
+      "min_over_time((max by (host, gpu) ((" + temp + " - 60) / (" + temp + " - 60)))[30m:1m])",
+      "count(max_over_time((" + level + " / scalar(quantile(0.25, " + level + ")) >= 1)[10m:30s]))",
+  };
+  const auto& spec = testing::SharedJobFixture().spec;
+  const std::vector<double> times = {end_, end_ - 1234.567, spec.start + spec.gap_to - 60};
+  const std::unique_ptr<JobScopedClient> scoped = AllButTheFirstHost();
+  for (QueryClient* asked_of : std::vector<QueryClient*>{&server_->client(), scoped.get()}) {
+    QueryClient& client = *asked_of;
+    for (double time : times) {
+      for (const auto& promql : cases) {
+        SCOPED_TRACE(promql + " at " + std::to_string(time) + " on " + client.Describe());
+        auto composite = CompositeOf(promql);
+        ASSERT_TRUE(composite && composite->chain) << "declined";
+        std::vector<QueryResult> answers;
+        for (size_t i = 0; i < composite->parts.size(); ++i) {
+          auto answer = client.Run(composite->PartQuery(Query::Instant(promql, time), i));
+          ASSERT_TRUE(answer.ok()) << composite->parts[i] << ": " << answer.status().ToString();
+          answers.push_back(std::move(*answer));
+        }
+        std::vector<const QueryResult*> parts;
+        for (const auto& a : answers) parts.push_back(&a);
+        auto composed = AnswerComposite(*composite, parts, time);
+        ASSERT_TRUE(composed) << "refused";
+        auto asked = client.Run(Query::Instant(promql, time));
+        ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+        EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
+        ExpectSameAnswer(*composed, *asked);
+      }
     }
   }
 }
@@ -192,6 +283,19 @@ TEST_F(DerivedAnswerTest, WherePrometheusFailsTheEngineDeclines) {
     ASSERT_NO_FATAL_FAILURE(composed = ComposedFromPrometheusParts(client, promql, end_));
     EXPECT_FALSE(composed);
     EXPECT_FALSE(client.Run(Query::Instant(promql, end_)).ok());
+    // The same as a range: refused at the first step that fails.
+    auto range = CompositeOf(promql, Query::Kind::kRange);
+    ASSERT_TRUE(range);
+    std::vector<QueryResult> answers;
+    for (const auto& part : range->parts) {
+      auto answer = client.Run(Query::Range(part, end_ - 600, end_, 60));
+      ASSERT_TRUE(answer.ok()) << part << ": " << answer.status().ToString();
+      answers.push_back(std::move(*answer));
+    }
+    std::vector<const QueryResult*> parts;
+    for (const auto& answer : answers) parts.push_back(&answer);
+    EXPECT_FALSE(AnswerComposite(*range, parts));
+    EXPECT_FALSE(client.Run(Query::Range(promql, end_ - 600, end_, 60)).ok());
   }
 }
 
