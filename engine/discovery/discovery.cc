@@ -327,11 +327,29 @@ class Discoverer {
   // When the heartbeat series were scraped, as values: a range query repeats a series' last sample
   // for the lookback (5 min in Prometheus) after it ends, so evaluation times would move the job's
   // end by that much (and "after the last step" windows with it).
-  std::string HeartbeatScrapeTimes() const {
+  std::string HeartbeatScrapeTimes() const { return OverHeartbeats("max(timestamp(", "))"); }
+  // Where the heartbeat series have data at all: 2.42 evaluates timestamp() sample by sample at every
+  // step (1.23 s of its CPU at 1,024 nodes against 0.07 s for this count over the same range), so the
+  // range asks for presence and the scrape times are read at its two ends only.
+  std::string HeartbeatPresence() const { return OverHeartbeats("count(", ")"); }
+  std::string OverHeartbeats(const std::string& open, const std::string& close) const {
     std::string q;
-    for (const auto& hb : rules_.heartbeats)
-      q += (q.empty() ? "" : " or ") + ("max(timestamp(" + hb.selector + "))");
+    for (const auto& hb : rules_.heartbeats) q += (q.empty() ? "" : " or ") + (open + hb.selector + close);
     return q;
+  }
+
+  // The heartbeat's scrape time at evaluation time `t` (a backend whose timestamp() gives the
+  // evaluation time is bounded by it); nullopt when nothing answered there.
+  StatusOr<std::optional<double>> ScrapeTimeAt(double t) {
+    auto r = Ask(client_.Run(Query::Instant(HeartbeatScrapeTimes(), t, "discovery:range")));
+    if (!r.ok()) return r.status();
+    std::optional<double> scraped;
+    for (const auto& series : r->series)
+      for (const auto& sample : series.samples) {
+        const double at = std::isfinite(sample.v) && sample.v > 0 ? std::min(sample.v, sample.t) : sample.t;
+        scraped = scraped ? std::max(*scraped, at) : at;
+      }
+    return scraped;
   }
 
   Status FindRange() {
@@ -349,20 +367,25 @@ class Discoverer {
     d_.range = *inputs_.search_window;
     d_.range_source = "search-window";
     if (rules_.heartbeats.empty()) return Status::Ok();
-    auto r = Ask(client_.Run(Query::Range(HeartbeatScrapeTimes(), d_.range.start, d_.range.end,
+    auto r = Ask(client_.Run(Query::Range(HeartbeatPresence(), d_.range.start, d_.range.end,
                                           rules_.gap_resolution_seconds, "discovery:range")));
     if (!r.ok()) return r.status().WithContext("finding the data range on " + client_.Describe());
-    double first = INFINITY, last = -INFINITY;
-    for (const auto& series : r->series) {
+    double first_step = INFINITY, last_step = -INFINITY;
+    for (const auto& series : r->series)
       for (const auto& sample : series.samples) {
-        // A backend whose timestamp() gives the evaluation time still bounds the range by it.
-        const double scraped = std::isfinite(sample.v) && sample.v > 0 ? std::min(sample.v, sample.t) : sample.t;
-        first = std::min(first, scraped);
-        last = std::max(last, scraped);
+        first_step = std::min(first_step, sample.t);
+        last_step = std::max(last_step, sample.t);
       }
+    std::optional<double> first, last;
+    if (std::isfinite(first_step)) {
+      auto at_first = ScrapeTimeAt(first_step);
+      auto at_last = at_first.ok() ? ScrapeTimeAt(last_step) : at_first;
+      if (!at_last.ok()) return at_last.status().WithContext("finding the data range on " + client_.Describe());
+      first = *at_first;
+      last = *at_last;
     }
-    if (std::isfinite(first)) {
-      d_.range = {first, last};
+    if (first && last) {
+      d_.range = {std::min(*first, *last), std::max(*first, *last)};
       d_.range_source = "queries";
     } else {
       Gap("missing-family", "", "", "no heartbeat series in the search window " + FormatTime(d_.range.start) + " to " +
