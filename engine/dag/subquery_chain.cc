@@ -44,7 +44,10 @@ std::optional<int64_t> DurationMillis(std::string_view text) {
       ++unit;
     }
     if (unit == std::size(kUnits)) return std::nullopt;
-    total += n * kUnits[unit].second;
+    // Playbook text is untrusted: 12 digits of years overflow int64 (declined, as Prometheus does).
+    int64_t part = 0;
+    if (__builtin_mul_overflow(n, kUnits[unit].second, &part) || __builtin_add_overflow(total, part, &total))
+      return std::nullopt;
     i += kUnits[unit].first.size();
     next_unit = unit + 1;
   }

@@ -381,8 +381,9 @@ class Discoverer {
       auto at_first = ScrapeTimeAt(first_step);
       auto at_last = at_first.ok() ? ScrapeTimeAt(last_step) : at_first;
       if (!at_last.ok()) return at_last.status().WithContext("finding the data range on " + client_.Describe());
-      first = *at_first;
-      last = *at_last;
+      // A backend whose instant lookback missed what its range saw: the step bounds that end.
+      first = at_first->value_or(first_step);
+      last = at_last->value_or(last_step);
     }
     if (first && last) {
       d_.range = {std::min(*first, *last), std::max(*first, *last)};

@@ -570,14 +570,14 @@ void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& d
 
 namespace {
 
-// Hands on the private servers that answered every question (no failure recorded) before the
-// run's deadline: nothing more is asked of them, so they close while the last rules are judged.
+// Hands on the private servers once every job's server answered every question (no failure recorded)
+// before the run's deadline: nothing more is asked of them, so they close while the last rules are
+// judged. When any job's source failed, all stay open: its restart asks every job everything again.
 void CloseAnsweredServers(std::vector<JobContext>& jobs, const DiagnoseOptions& options, BackgroundWork& closing) {
   if (options.remote.deadline && Clock::now() >= *options.remote.deadline) return;
-  for (auto& job : jobs) {
-    if (job.SourceFailed()) continue;
+  if (std::any_of(jobs.begin(), jobs.end(), [](JobContext& job) { return job.SourceFailed(); })) return;
+  for (auto& job : jobs)
     if (std::shared_ptr<PrivatePrometheus> server = job.ReleaseServer()) closing.Run([server] { server->Stop(); });
-  }
 }
 
 // After the playbooks ran: a job whose private server died under it (killed, crashed) gets it

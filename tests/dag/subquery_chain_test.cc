@@ -44,6 +44,8 @@ TEST(SubqueryChainTest, DeclinesAnythingElse) {
            "min_over_time((x)[1m5h:1m])",           // units out of order
            "min_over_time((x)[0s:1m])", "min_over_time((x)[5:1m])", "min_over_time(()[5m:1m])",
            "min_over_time((x)[30d:1s])",            // more steps than a range answer holds
+           "min_over_time((x)[999999999999y:1m])",  // beyond int64 milliseconds (no overflow)
+           "min_over_time((x)[999999999999w999999999999d:1m])",
            "min_over_time((x)[5m:1m]"}) {
     EXPECT_FALSE(SubqueryChainOf(promql)) << promql;
   }
