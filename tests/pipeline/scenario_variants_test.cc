@@ -69,7 +69,9 @@ std::string Variant(const std::string& text, int index, bool keep_intervals) {
   const std::string sep = flow ? ", " : "\n  ";
   std::string hw = "node_hw_interval: 10";
   if (index % 3 != 0) hw += sep + "instance_domain: v" + std::to_string(index) + ".cluster.example";
-  if (index % 3 == 2) hw += sep + "host_label_fqdn: true";
+  // An FQDN in the host label only where node_hw has one (not named by instance or address).
+  const bool host_labelled = !std::regex_search(out, std::regex(R"(node_hw_names: *(instance|ip)\b)"));
+  if (index % 3 == 2 && host_labelled) hw += sep + "host_label_fqdn: true";
   if (keep_intervals) {
     hw.erase(0, std::string("node_hw_interval: 10").size());
     out = std::regex_replace(out, std::regex(R"((node_hw_interval: [0-9]+))"), "$1" + hw);
