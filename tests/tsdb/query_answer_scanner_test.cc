@@ -97,7 +97,9 @@ TEST(QueryAnswerScanner, LabelValuesAreUnescapedAndValidatedAsTheGeneralReaderDo
       R"("q":"say \"hi\"","b":"back\\slash","n":"line\nnext\t/\/\b\f\r","u":"\u00e9\u4e2d\ud83d\ude00","raw":"é中😀","nul":"a\u0000b",)"
       R"("k\u0065y":"escaped key","empty":""},"value":[1,"1"]}]}})";
   ExpectScannedAsByEvents(body);
-  const Labels& labels = Scan(body)->result->series.at(0).labels;
+  const std::optional<StreamedQueryAnswer> scanned = Scan(body);   // the labels below live in it
+  ASSERT_TRUE(scanned && scanned->result.ok());
+  const Labels& labels = scanned->result->series.at(0).labels;
   EXPECT_EQ(labels.at("q"), "say \"hi\"");
   EXPECT_EQ(labels.at("b"), "back\\slash");
   EXPECT_EQ(labels.at("n"), "line\nnext\t//\b\f\r");
