@@ -30,6 +30,12 @@
 # The binaries are copied into WORK first, so a concurrent rebuild of BUILD_DIR cannot swap them
 # between runs; nothing is built. Data files and playbooks still come from the source tree
 # (diagnose's compiled-in DIAGNOSE_SOURCE_DIR).
+# PROM_MEMORY_LIMIT (e.g. 1G, 768M) runs each measured diagnosis's private `prometheus` in a fresh
+# cgroup-v1 memory cgroup of that limit (a wrapper first on PATH enters it, then execs the real
+# server), the job's block pages evicted from the page cache first so that the server is charged for
+# every page it reads (pages cached by an earlier reader stay charged to it); each run then prints
+# the cgroup's peak usage and how often the limit was hit. Where no writable memory cgroup exists it
+# says so and runs unconfined.
 # AGAINST=/path/to/diagnose times a second binary (e.g. a frozen copy of an earlier build) on the
 # same generated job, alternating with this build's runs (the order swapped every run), and prints
 # the ratio of the medians per size; AGAINST_DATA sets its DIAGNOSE_DATA_DIR (its rules/playbooks).
@@ -74,7 +80,8 @@ if [ -n "${AGAINST:-}" ]; then
 fi
 sha256sum "$work/bin/diagnose" "$work/bin/fixturegen" ${against_bin:+"$against_bin"} | sed 's|  .*/| |' > "$work/bin/SHA256"
 shm_scratch=""   # this invocation's dir in /dev/shm, removed however the script ends
-trap '[ -z "$shm_scratch" ] || rm -rf "$shm_scratch"' EXIT
+prom_cgroup=""   # the memory cgroup of the run under way (PROM_MEMORY_LIMIT), removed however the script ends
+trap '[ -z "$shm_scratch" ] || rm -rf "$shm_scratch"; [ -z "$prom_cgroup" ] || rmdir "$prom_cgroup" 2>/dev/null' EXIT
 results="$work/results.tsv"
 [ "${APPEND:-0}" = 1 ] || : > "$results"   # APPEND=1 adds rows to an earlier invocation's table
 [ "${APPEND:-0}" = 1 ] || : > "$work/against.tsv"
@@ -220,13 +227,53 @@ print(v.get("root_cause", "-"), d.get("action", "-"), ex, q, ts.get("state", "-"
 PY
 }
 
+# PROM_MEMORY_LIMIT: confine_begin before a run sets confine_env (empty when unconfined);
+# confine_end after it prints what the cgroup saw and removes it.
+memory_cgroups=/sys/fs/cgroup/memory
+confine_limit=""
+if [ -n "${PROM_MEMORY_LIMIT:-}" ]; then
+  real_prometheus=$(command -v prometheus || true)
+  if [ ! -w "$memory_cgroups" ] || [ ! -f "$memory_cgroups/memory.limit_in_bytes" ]; then
+    echo "PROM_MEMORY_LIMIT=$PROM_MEMORY_LIMIT: no writable cgroup-v1 memory controller at $memory_cgroups; running unconfined"
+  elif [ -z "$real_prometheus" ]; then
+    echo "PROM_MEMORY_LIMIT=$PROM_MEMORY_LIMIT: no prometheus on PATH; running unconfined"
+  else
+    confine_limit=$(numfmt --from=iec "$PROM_MEMORY_LIMIT")
+    mkdir -p "$work/bin/memory-cgroup"
+    printf '#!/bin/sh\necho $$ > "%s/$SCALE_BENCH_CGROUP/cgroup.procs" || exit 97\nexec "%s" "$@"\n' \
+      "$memory_cgroups" "$real_prometheus" > "$work/bin/memory-cgroup/prometheus"
+    chmod +x "$work/bin/memory-cgroup/prometheus"
+  fi
+fi
+confine_env=()
+confine_begin() {
+  confine_env=()
+  [ -n "$confine_limit" ] || return 0
+  local name="scale-bench-$$-$1"
+  prom_cgroup="$memory_cgroups/$name"
+  mkdir "$prom_cgroup" && echo "$confine_limit" > "$prom_cgroup/memory.limit_in_bytes"
+  python3 -c 'import os, sys
+for root, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        fd = os.open(os.path.join(root, f), os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$dir/outputs"
+  confine_env=("SCALE_BENCH_CGROUP=$name" "PATH=$work/bin/memory-cgroup:$PATH")
+}
+confine_end() {
+  [ -n "$prom_cgroup" ] || return 0
+  echo "  memory cgroup (limit $PROM_MEMORY_LIMIT): peak usage $(( $(cat "$prom_cgroup/memory.max_usage_in_bytes") >> 20 )) MiB," \
+    "limit hit $(cat "$prom_cgroup/memory.failcnt") times, OOM kills $(awk '/^oom_kill / {print $2}' "$prom_cgroup/memory.oom_control")"
+  rmdir "$prom_cgroup" && prom_cgroup=""
+}
+
 # One timed run of the AGAINST binary on size $n's job (run number $1); adds its wall time to against_walls.
 against_run() {
   local wall code trss peaks
-  read -r wall code trss peaks < <(env ${AGAINST_DATA:+"DIAGNOSE_DATA_DIR=$AGAINST_DATA"} python3 "$work/measure.py" \
+  confine_begin "against$1"
+  read -r wall code trss peaks < <(env ${AGAINST_DATA:+"DIAGNOSE_DATA_DIR=$AGAINST_DATA"} "${confine_env[@]}" python3 "$work/measure.py" \
     "$dir/against$1.time" "$dir/against$1.json" "$dir/against$1.err" "$against_bin" 8308 --outputs "$dir/outputs" \
     --format json "${diagnose_args[@]}")
   echo "against run $1: ${wall}s exit $code"
+  confine_end
   against_walls+=" $wall"
 }
 
@@ -303,7 +350,8 @@ for n in "${sizes[@]}"; do
   walls="" diags="" proms="" verdict_ok=yes against_walls="" job_hours="-"   # job_hours: RUNS=0 only generates
   for run in $(seq "$runs"); do
     if [ -n "$against_bin" ] && [ $((run % 2)) = 0 ]; then against_run "$run"; fi
-    read -r wall code trss peaks < <(python3 "$work/measure.py" "$dir/run$run.time" "$dir/run$run.json" \
+    confine_begin "run$run"
+    read -r wall code trss peaks < <(env "${confine_env[@]}" python3 "$work/measure.py" "$dir/run$run.time" "$dir/run$run.json" \
       "$dir/run$run.err" "$diagnose" 8308 --outputs "$dir/outputs" --format json "${diagnose_args[@]}")
     dhwm=$(echo "$peaks" | peak_of diagnose)
     phwm=$(echo "$peaks" | peak_of prometheus)
@@ -315,6 +363,7 @@ for n in "${sizes[@]}"; do
     echo "run $run: ${wall}s exit $code, diagnose VmHWM $(mb "$dhwm") MB, prometheus VmHWM $(mb "$phwm") MB," \
       "time -v max RSS $(mb "$trss") MB; tsdb $tstate, incomplete $incomplete; timings triage $tt tsdb $ts" \
       "playbooks $tp; discovery queries $dq; not_evaluated $ne; data range ${job_hours} h; verdict $rc_cause / $rc_action / $rc_exclude ($ok)"
+    confine_end
     if [ -s "$dir/run$run.err" ]; then sed 's/^/  stderr: /' "$dir/run$run.err" | head -5; fi
     walls+=" $wall" diags+=" $dhwm" proms+=" $phwm"
     if [ -n "$against_bin" ] && [ $((run % 2)) = 1 ]; then against_run "$run"; fi

@@ -165,6 +165,66 @@ TEST(PromqlSubsetEvaluationTest, OneToOneMatchingAndScalar) {
   EXPECT_TRUE(refused) << "one signature twice on a side: Prometheus fails";
 }
 
+// Signatures are hashed and compared in place (no key strings): what matches must be exactly what
+// Prometheus matches, whatever sorts before or after __name__, however long the label sets.
+TEST(PromqlSubsetEvaluationTest, MatchingComparesEveryLabelButTheNameWhereverItSorts) {
+  using Flat = std::vector<std::pair<Labels, double>>;
+  // "A" sorts before "__name__", "h" after it.
+  const InstantVector named = {{Owned({{"A", "1"}, {"__name__", "m"}, {"h", "a"}}), 1, 5}};
+  const InstantVector bare = {{Owned({{"A", "1"}, {"h", "a"}}), 1, 3}};
+  EXPECT_EQ(Evaluated("a - b", {named, bare}, {}), (Flat{{{{"A", "1"}, {"h", "a"}}, 2}}));
+  EXPECT_EQ(Evaluated("b - a", {bare, named}, {}), (Flat{{{{"A", "1"}, {"h", "a"}}, -2}}));
+  const InstantVector longer = {{Owned({{"A", "1"}, {"h", "a"}, {"z", "1"}}), 1, 3}};
+  EXPECT_EQ(Evaluated("a - b", {named, longer}, {}), Flat{}) << "one label more is another signature";
+  EXPECT_EQ(Evaluated("b - a", {longer, named}, {}), Flat{});
+  const InstantVector other_value = {{Owned({{"A", "2"}, {"h", "a"}}), 1, 3}};
+  EXPECT_EQ(Evaluated("a and b", {named, other_value}, {}), Flat{});
+  EXPECT_EQ(Evaluated("a unless b", {named, other_value}, {}), (Flat{{{{"A", "1"}, {"__name__", "m"}, {"h", "a"}}, 5}}));
+}
+
+TEST(PromqlSubsetEvaluationTest, OnLabelsMatchAbsentAndEmptyAlikeAndRefuseManyToOne) {
+  using Flat = std::vector<std::pair<Labels, double>>;
+  const InstantVector lhs = {{Owned({{"h", "a"}, {"g", "0"}}), 1, 1}, {Owned({{"h", ""}, {"g", "1"}}), 1, 2},
+                             {Owned({{"g", "2"}}), 1, 3}};
+  const InstantVector rhs = {{Owned({{"g", "9"}}), 1, 7}};
+  EXPECT_EQ(Evaluated("a and on (h) b", {lhs, rhs}, {}),
+            (Flat{{{{"h", ""}, {"g", "1"}}, 2}, {{{"g", "2"}}, 3}})) << "an empty label is an absent one";
+  EXPECT_EQ(Evaluated("b or on (h) a", {rhs, lhs}, {}), (Flat{{{{"g", "9"}}, 7}, {{{"h", "a"}, {"g", "0"}}, 1}}));
+  // Two left-hand series with one signature meet one right-hand series: Prometheus fails
+  // (many-to-one without group_left); a comparison filtering one of them out does not.
+  const InstantVector pair = {{Owned({{"__name__", "m"}, {"h", "a"}}), 1, 1}, {Owned({{"__name__", "n"}, {"h", "a"}}), 1, 4}};
+  const InstantVector one = {{Owned({{"h", "a"}}), 1, 2}};
+  bool refused = false;
+  Evaluated("a - b", {pair, one}, {}, &refused);
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(Evaluated("a > b", {pair, one}, {}, &refused), (Flat{{{{"__name__", "n"}, {"h", "a"}}, 4}}));
+  EXPECT_FALSE(refused);
+  Evaluated("a * 2", {pair}, {}, &refused);
+  EXPECT_TRUE(refused) << "the name dropped leaves one label set twice";
+  EXPECT_EQ(Evaluated("a * 2", {one}, {}), (Flat{{{{"h", "a"}}, 4}}));
+}
+
+TEST(PromqlSubsetEvaluationTest, ManySeriesMatchAsOneByOne) {
+  // 2,000 series on each side, the right in reverse order and every third missing: each left-hand
+  // series meets its own, whatever the hash buckets hold.
+  InstantVector lhs, rhs;
+  for (int i = 0; i < 2000; ++i)
+    lhs.push_back({Owned({{"__name__", "x"}, {"host", "n" + std::to_string(i)}, {"gpu", std::to_string(i % 8)}}), 1, 1.0 * i});
+  for (int i = 1999; i >= 0; --i)
+    if (i % 3 != 0) rhs.push_back({Owned({{"host", "n" + std::to_string(i)}, {"gpu", std::to_string(i % 8)}}), 1, 0.5});
+  const auto diff = Evaluated("a - b", {lhs, rhs}, {});
+  ASSERT_EQ(diff.size(), 1333u);
+  size_t k = 0;
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 3 == 0) continue;
+    EXPECT_EQ(diff[k].first.at("host"), "n" + std::to_string(i));
+    EXPECT_EQ(diff[k].second, i - 0.5);
+    ++k;
+  }
+  EXPECT_EQ(Evaluated("a unless on (host) b", {lhs, rhs}, {}).size(), 667u);
+  EXPECT_EQ(Evaluated("b or a", {rhs, lhs}, {}).size(), 2000u);
+}
+
 TEST(PromqlSubsetTest, QuantileWithANumberIsEvaluatedOtherwiseAskedAsWritten) {
   EXPECT_EQ(ShapeOf("quantile(0.5, x)"), "quantileby()(0.5,[x])");
   EXPECT_EQ(ShapeOf("quantile by (h) (-0.25, min by (h, g) (x)) / 2"), "(quantileby(h)(-0.25,minby(h,g)([x])) / 2)");
