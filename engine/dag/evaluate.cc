@@ -44,6 +44,13 @@ void CollectLogRefs(const json& v, std::vector<Evidence>* out, int depth = 0) {
   }
 }
 
+// Discovery's map of the names exporters reported to nodes, read where it is: a copy per query
+// rule was a map of every node's names for each of them.
+const json& InstanceHostsOf(const json& discovery) {
+  static const json kNone = json::object();
+  return discovery.is_object() && discovery.contains("instance_hosts") ? discovery["instance_hosts"] : kNone;
+}
+
 // Derived evidence keeps small fields only (large series stay in the node's value).
 json Trimmed(const json& v) {
   if (!v.is_object()) return v;
@@ -251,15 +258,22 @@ const Value* Evaluator::Lookup(const std::shared_ptr<NameScope>& scope, const st
   const int idx = scope->idx;
   // A dotted name is a member asked apart from its root (playbook::NameResolver): only shared rules are.
   if (root.find('.') != std::string::npos) return SharedRuleValue(scope, root);
-  if (auto it = scope->bound.find(root); it != scope->bound.end()) return it->second.is_null() ? nullptr : &it->second;
+  if (auto it = scope->bound.find(root); it != scope->bound.end()) return it->second.at->is_null() ? nullptr : it->second.at;
   if (const auto* b = FindBinding(idx, root); b && b->expr.ast && !scope->evaluating.count(root)) {
     scope->evaluating.insert(root);
-    auto v = playbook::EvalExpr(*b->expr.ast, [this, scope](const std::string& r) { return Lookup(scope, r); });
+    json held;
+    auto v = playbook::EvalExprInPlace(*b->expr.ast, [this, scope](const std::string& r) { return Lookup(scope, r); }, &held);
     scope->evaluating.erase(root);
     if (!v.ok() && scope->error.empty()) scope->error = b->expr.pos.ToString() + ": " + root + ": " + v.status().message();
+    // Bound only now: inside its own expression the name is the rule or root it shadows.
     auto& slot = scope->bound[root];
-    slot = v.ok() ? std::move(*v) : json();
-    return slot.is_null() ? nullptr : &slot;
+    if (v.ok() && *v != &held) {
+      slot.at = *v;
+    } else {
+      slot.held = v.ok() ? std::move(held) : json();
+      slot.at = &slot.held;
+    }
+    return slot.at->is_null() ? nullptr : slot.at;
   }
   return RootValue(idx, scope->host, root);
 }
@@ -390,7 +404,7 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
     auto v = value_of(name);
     if (!v.ok() || type_of(name) != playbook::ParamType::kHosts) return v;
     const json& d = spec.tsdb == JobRole::kBaseline ? ctx_.baseline_discovery : ctx_.discovery;
-    return WithReportedNames(*v, d.is_object() && d.contains("instance_hosts") ? d["instance_hosts"] : json::object());
+    return WithReportedNames(*v, InstanceHostsOf(d));
   };
   auto promql = playbook::RenderPromql(*node.rule, value_with_names, type_of);
   if (!promql.ok()) {
@@ -624,7 +638,7 @@ void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
       continue;
     }
     const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
-    const json instance_hosts = ih.is_object() && ih.contains("instance_hosts") ? ih["instance_hosts"] : json::object();
+    const json& instance_hosts = InstanceHostsOf(ih);
     double start = q.kind == Query::Kind::kRange ? q.start : q.time;
     double end = q.kind == Query::Kind::kRange ? q.end : q.time;
     auto& out = result_.nodes[idx];

@@ -47,7 +47,13 @@ class Evaluator {
   struct NameScope {
     int idx = -1;
     const json* host = nullptr;
-    std::map<std::string, json> bound;
+    // A binding's value: where its expression's value is (a rule's value it names is not copied),
+    // or `held` when the expression computed it. `at` is never null once bound.
+    struct Bound {
+      json held;
+      const json* at = nullptr;
+    };
+    std::map<std::string, Bound> bound;
     std::set<std::string> evaluating;
     std::string error;   // the first binding that failed: the expression using it fails too
   };
