@@ -74,6 +74,7 @@ StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in) {
   // Phases as wall-time windows.
   std::vector<std::pair<double, double>> phases;
   if (in.phases.is_array()) {
+    const StepClock clock(in.step_times);
     for (const auto& p : in.phases) {
       if (!p.is_object()) continue;
       if (p.contains("start") && p.contains("end") && p["start"].is_number() && p["end"].is_number()) {
@@ -84,7 +85,7 @@ StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in) {
         const Json& l = p.contains("last_step") ? p["last_step"] : p["last"];
         double a = 0, b = 0;
         if (!f.is_number() || !l.is_number()) continue;
-        if (!StepToTime(in.step_times, f.get<double>(), &a) || !StepToTime(in.step_times, l.get<double>(), &b))
+        if (!clock.TimeOf(f.get<double>(), &a) || !clock.TimeOf(l.get<double>(), &b))
           return FailedPreconditionError("burst_phase_correlation: phases are given as steps but discovery has no step->time map");
         phases.emplace_back(a, b);
       }

@@ -50,6 +50,18 @@ bool ParseDurationSeconds(const std::string& text, double* seconds);
 // Step -> epoch via a [[step, epoch], ...] map with linear interpolation/extrapolation.
 bool StepToTime(const Json& step_times, double step, double* epoch);
 
+// The same map read and sorted once, for an analysis placing each of a job's steps: reading it per
+// step was quadratic in the steps.
+class StepClock {
+ public:
+  explicit StepClock(const Json& step_times);
+  // False when the map has no (step, epoch) pair.
+  bool TimeOf(double step, double* epoch) const;
+
+ private:
+  std::vector<std::pair<double, double>> points_;   // (step, epoch), by step
+};
+
 // Individual analyses, exposed for unit tests.
 StatusOr<Json> ChangePoints(const AnalysisInput& in);
 StatusOr<Json> PeerOutliers(const AnalysisInput& in);

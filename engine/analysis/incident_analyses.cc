@@ -75,13 +75,14 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
     return InvalidArgumentError("recovery_after_bursts: baseline_input must be the job's steps (a list)");
   const std::string y = StrArg(in, "y").empty() ? "tokens_per_sec_per_device" : StrArg(in, "y");
   std::vector<TimedStep> steps;
+  const StepClock clock(in.step_times);
   for (const auto& s : in.baseline_input) {
     if (!s.is_object() || !s.contains("step") || !s.contains(y) || !s["step"].is_number() || !s[y].is_number())
       continue;
     TimedStep t;
     t.step = s["step"].get<double>();
     t.tgs = s[y].get<double>();
-    if (!StepToTime(in.step_times, t.step, &t.time))
+    if (!clock.TimeOf(t.step, &t.time))
       return FailedPreconditionError("recovery_after_bursts: discovery has no step->time map");
     steps.push_back(t);
   }

@@ -83,6 +83,7 @@ double IndicatorCorrelation(const std::vector<double>& a, const std::vector<doub
 // The job's steps as (step, time, log TGS), sorted, without step 0 (it carries compilation).
 StatusOr<std::vector<StepPoint>> ReadStepPoints(const AnalysisInput& in) {
   std::vector<StepPoint> pts;
+  const StepClock clock(in.step_times);
   for (const auto& s : in.baseline_input) {
     if (!s.is_object() || !s.contains("step") || !s.contains("tokens_per_sec_per_device") || !s["step"].is_number() ||
         !s["tokens_per_sec_per_device"].is_number())
@@ -91,7 +92,7 @@ StatusOr<std::vector<StepPoint>> ReadStepPoints(const AnalysisInput& in) {
     StepPoint p;
     p.step = s["step"].get<double>();
     if (tgs <= 0) continue;
-    if (!StepToTime(in.step_times, p.step, &p.time))
+    if (!clock.TimeOf(p.step, &p.time))
       return FailedPreconditionError("tgs_attribution: discovery has no step->time map");
     p.y = std::log(tgs);
     pts.push_back(p);
