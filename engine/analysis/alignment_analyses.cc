@@ -14,7 +14,7 @@
 
 namespace diagnose::analysis {
 
-StatusOr<Json> AlignByStep(const AnalysisInput& in) {
+StatusOr<Json> AlignByStep(const AnalysisView& in) {
   std::string x = ArgStr(in, "x"), y = ArgStr(in, "y");
   ASSIGN_OR_RETURN(auto s, ToPoints(in.input, x, y));
   ASSIGN_OR_RETURN(auto b, ToPoints(in.baseline_input, x, y));
@@ -67,7 +67,7 @@ StatusOr<Json> AlignByStep(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in) {
+StatusOr<Json> BurstPhaseCorrelation(const AnalysisView& in) {
   auto series = ToSeriesMap(in.input);
   double threshold = Arg(in, "threshold"), tol = Arg(in, "tolerance");
   size_t min_points = static_cast<size_t>(std::max(1.0, Arg(in, "min_points")));

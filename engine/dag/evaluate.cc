@@ -333,11 +333,21 @@ const json* Evaluator::CommonView(int idx) {
 }
 
 StatusOr<json> Evaluator::Eval(int idx, const CompiledExpr& e, const json* host) {
-  if (!e.ast) return json();
-  auto [scope, resolve] = Resolver(idx, host);
-  auto v = playbook::EvalExpr(*e.ast, resolve);
+  json held;
+  std::shared_ptr<NameScope> scope;
+  ASSIGN_OR_RETURN(const json* v, EvalInPlace(idx, e, &held, &scope, host));
+  return v == &held ? std::move(held) : *v;
+}
+
+StatusOr<const json*> Evaluator::EvalInPlace(int idx, const CompiledExpr& e, json* held, std::shared_ptr<NameScope>* scope,
+                                             const json* host) {
+  *held = json();
+  if (!e.ast) return held;
+  auto [expr_scope, resolve] = Resolver(idx, host);
+  *scope = expr_scope;
+  auto v = playbook::EvalExprInPlace(*e.ast, resolve, held);
   if (!v.ok()) return InvalidArgumentError(e.pos.ToString() + ": " + v.status().message());
-  if (!scope->error.empty()) return InvalidArgumentError(e.pos.ToString() + ": uses " + scope->error);
+  if (!expr_scope->error.empty()) return InvalidArgumentError(e.pos.ToString() + ": uses " + expr_scope->error);
   return v;
 }
 
@@ -704,15 +714,20 @@ void Evaluator::EvaluateNonQuery(int idx) {
     case RuleKind::kAnalysis: {
       const auto* def = analysis::FindAnalysis(rule.analysis.name);
       if (!def) return Fail(idx, NodeHealth::kError, "unknown analysis '" + rule.analysis.name + "'");
-      analysis::AnalysisInput in;
-      in.args = rule.analysis.args;
-      in.step_times = ctx_.discovery.is_object() && ctx_.discovery.contains("step_times") ? ctx_.discovery["step_times"] : json();
-      for (auto [expr, target] : {std::pair{&rule.analysis.input, &in.input}, std::pair{&rule.analysis.baseline_input, &in.baseline_input},
-                                  std::pair{&rule.analysis.phases, &in.phases}, std::pair{&rule.analysis.windows, &in.windows}}) {
-        auto v = Eval(idx, *expr);
+      // The inputs in place: computed ones held here, named ones where they are (a binding's in
+      // its scope, kept alive with it).
+      const CompiledExpr* exprs[] = {&rule.analysis.input, &rule.analysis.baseline_input, &rule.analysis.phases, &rule.analysis.windows};
+      json held[4];
+      const json* inputs[4] = {};
+      std::shared_ptr<NameScope> scopes[4];
+      for (int i = 0; i < 4; ++i) {
+        auto v = EvalInPlace(idx, *exprs[i], &held[i], &scopes[i]);
         if (!v.ok()) return Fail(idx, NodeHealth::kError, v.status().message());
-        *target = std::move(*v);
+        inputs[i] = *v;
       }
+      static const json kNoStepTimes;
+      const json& step_times = ctx_.discovery.is_object() && ctx_.discovery.contains("step_times") ? ctx_.discovery["step_times"] : kNoStepTimes;
+      const analysis::AnalysisView in{*inputs[0], *inputs[1], *inputs[2], *inputs[3], rule.analysis.args, step_times};
       for (const auto& req : def->required_inputs) {
         const json& v = req == "input" ? in.input : req == "baseline_input" ? in.baseline_input
                       : req == "phases" ? in.phases : in.windows;

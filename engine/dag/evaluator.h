@@ -77,6 +77,10 @@ class Evaluator {
   const json* CommonView(int idx);
 
   StatusOr<json> Eval(int idx, const CompiledExpr& e, const json* host = nullptr);
+  // The value without copying a rule's value the expression only names (playbook::EvalExprInPlace):
+  // valid while `*scope` (which may hold a binding's value it points into) and the rules' values are.
+  StatusOr<const json*> EvalInPlace(int idx, const CompiledExpr& e, json* held, std::shared_ptr<NameScope>* scope,
+                                    const json* host = nullptr);
 
   StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr,
                                bool* rendered_empty = nullptr);
