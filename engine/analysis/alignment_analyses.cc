@@ -14,7 +14,7 @@
 
 namespace diagnose::analysis {
 
-StatusOr<Json> AlignByStep(const AnalysisInput& in) {
+StatusOr<Json> AlignByStep(const AnalysisView& in) {
   std::string x = ArgStr(in, "x"), y = ArgStr(in, "y");
   ASSIGN_OR_RETURN(auto s, ToPoints(in.input, x, y));
   ASSIGN_OR_RETURN(auto b, ToPoints(in.baseline_input, x, y));
@@ -67,13 +67,14 @@ StatusOr<Json> AlignByStep(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in) {
+StatusOr<Json> BurstPhaseCorrelation(const AnalysisView& in) {
   auto series = ToSeriesMap(in.input);
   double threshold = Arg(in, "threshold"), tol = Arg(in, "tolerance");
   size_t min_points = static_cast<size_t>(std::max(1.0, Arg(in, "min_points")));
   // Phases as wall-time windows.
   std::vector<std::pair<double, double>> phases;
   if (in.phases.is_array()) {
+    const StepClock clock(in.step_times);
     for (const auto& p : in.phases) {
       if (!p.is_object()) continue;
       if (p.contains("start") && p.contains("end") && p["start"].is_number() && p["end"].is_number()) {
@@ -84,7 +85,7 @@ StatusOr<Json> BurstPhaseCorrelation(const AnalysisInput& in) {
         const Json& l = p.contains("last_step") ? p["last_step"] : p["last"];
         double a = 0, b = 0;
         if (!f.is_number() || !l.is_number()) continue;
-        if (!StepToTime(in.step_times, f.get<double>(), &a) || !StepToTime(in.step_times, l.get<double>(), &b))
+        if (!clock.TimeOf(f.get<double>(), &a) || !clock.TimeOf(l.get<double>(), &b))
           return FailedPreconditionError("burst_phase_correlation: phases are given as steps but discovery has no step->time map");
         phases.emplace_back(a, b);
       }

@@ -40,26 +40,35 @@ bool ParseDurationSeconds(const std::string& text, double* seconds) {
   return true;
 }
 
-bool StepToTime(const Json& step_times, double step, double* epoch) {
-  if (!step_times.is_array()) return false;
+StepClock::StepClock(const Json& step_times) {
+  if (!step_times.is_array()) return;
   std::vector<Point> pts;
   for (const auto& p : step_times) {
     Point pt;
     if (ToPoint(p, "step", "time", &pt)) pts.push_back(pt);
   }
-  if (pts.empty()) return false;
   std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
-  if (pts.size() == 1) {
-    *epoch = pts[0].y;
+  points_.reserve(pts.size());
+  for (const Point& p : pts) points_.emplace_back(p.x, p.y);
+}
+
+bool StepClock::TimeOf(double step, double* epoch) const {
+  if (points_.empty()) return false;
+  if (points_.size() == 1) {
+    *epoch = points_[0].second;
     return true;
   }
-  size_t i = 1;
-  while (i + 1 < pts.size() && pts[i].x < step) ++i;
-  const Point& a = pts[i - 1];
-  const Point& b = pts[i];
-  *epoch = b.x == a.x ? a.y : a.y + (step - a.x) * (b.y - a.y) / (b.x - a.x);
+  // The first point from the second on whose step is not below `step`, else the last: the segment
+  // that interpolates it (or extrapolates past either end).
+  const auto at = std::lower_bound(points_.begin() + 1, points_.end() - 1, step,
+                                   [](const std::pair<double, double>& p, double s) { return p.first < s; });
+  const auto& [ax, ay] = *(at - 1);
+  const auto& [bx, by] = *at;
+  *epoch = bx == ax ? ay : ay + (step - ax) * (by - ay) / (bx - ax);
   return true;
 }
+
+bool StepToTime(const Json& step_times, double step, double* epoch) { return StepClock(step_times).TimeOf(step, epoch); }
 
 const std::map<std::string, AnalysisDef>& Registry() {
   static const std::map<std::string, AnalysisDef> kRegistry = [] {

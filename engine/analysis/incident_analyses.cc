@@ -13,10 +13,10 @@
 namespace diagnose::analysis {
 namespace {
 
-double NumArg(const AnalysisInput& in, const std::string& name) {
+double NumArg(const AnalysisView& in, const std::string& name) {
   return in.args.contains(name) && in.args[name].is_number() ? in.args[name].get<double>() : 0;
 }
-std::string StrArg(const AnalysisInput& in, const std::string& name) {
+std::string StrArg(const AnalysisView& in, const std::string& name) {
   return in.args.contains(name) && in.args[name].is_string() ? in.args[name].get<std::string>() : "";
 }
 
@@ -69,19 +69,20 @@ std::string RecoveryOutcome(const std::vector<TimedStep>& steps, double bs, doub
 
 }  // namespace
 
-StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
+StatusOr<Json> RecoveryAfterBursts(const AnalysisView& in) {
   if (!in.input.is_object()) return InvalidArgumentError("recovery_after_bursts: input must be a map key -> bursts");
   if (!in.baseline_input.is_array())
     return InvalidArgumentError("recovery_after_bursts: baseline_input must be the job's steps (a list)");
   const std::string y = StrArg(in, "y").empty() ? "tokens_per_sec_per_device" : StrArg(in, "y");
   std::vector<TimedStep> steps;
+  const StepClock clock(in.step_times);
   for (const auto& s : in.baseline_input) {
     if (!s.is_object() || !s.contains("step") || !s.contains(y) || !s["step"].is_number() || !s[y].is_number())
       continue;
     TimedStep t;
     t.step = s["step"].get<double>();
     t.tgs = s[y].get<double>();
-    if (!StepToTime(in.step_times, t.step, &t.time))
+    if (!clock.TimeOf(t.step, &t.time))
       return FailedPreconditionError("recovery_after_bursts: discovery has no step->time map");
     steps.push_back(t);
   }
@@ -173,7 +174,7 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> TaskNeighbours(const AnalysisInput& in) {
+StatusOr<Json> TaskNeighbours(const AnalysisView& in) {
   if (!in.input.is_array() || in.input.size() != 2 || !in.input[0].is_array() || !in.input[1].is_array())
     return InvalidArgumentError("task_neighbours: input must be [accused_tasks, task_ordered_hosts]");
   std::set<long> accused;
@@ -197,7 +198,7 @@ StatusOr<Json> TaskNeighbours(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> ConfigDiff(const AnalysisInput& in) {
+StatusOr<Json> ConfigDiff(const AnalysisView& in) {
   if (!in.input.is_object() || !in.baseline_input.is_object())
     return InvalidArgumentError("config_diff: input and baseline_input must be maps");
   Json out = {{"changed", Json::object()}, {"only_subject", Json::object()}, {"only_baseline", Json::object()},

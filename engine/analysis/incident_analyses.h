@@ -19,17 +19,17 @@ namespace diagnose::analysis {
 // pre-burst level is `no_effect` only when that level was the job's healthy one (the highest
 // median of `reference_steps` steps); one that began while TGS was already down is untested and
 // its key listed in `masked`: another fault's slowdown hides its own cost.
-StatusOr<Json> RecoveryAfterBursts(const AnalysisInput& in);
+StatusOr<Json> RecoveryAfterBursts(const AnalysisView& in);
 
 // task_neighbours. input: [accused_tasks, task_ordered_hosts]. Picks, deterministically, the task
 // adjacent to an accused task that is itself not accused: for accused tasks in ascending order,
 // t+1 then t-1, first one that exists. Result: `task`, `host` (null when none), `candidates`.
-StatusOr<Json> TaskNeighbours(const AnalysisInput& in);
+StatusOr<Json> TaskNeighbours(const AnalysisView& in);
 
 // config_diff. input and baseline_input: maps key -> value (e.g. `Config param` values or
 // PASSTHROUGH_ARGS of two jobs). Result: `changed` (key -> [subject, baseline]), `only_subject`,
 // `only_baseline` (key -> value), `keys` (every differing key, sorted), `same` (count of equal keys).
-StatusOr<Json> ConfigDiff(const AnalysisInput& in);
+StatusOr<Json> ConfigDiff(const AnalysisView& in);
 
 void AddIncidentAnalyses(std::map<std::string, AnalysisDef>* registry);
 

@@ -14,7 +14,7 @@
 
 namespace diagnose::analysis {
 
-StatusOr<Json> PeerOutliers(const AnalysisInput& in) {
+StatusOr<Json> PeerOutliers(const AnalysisView& in) {
   if (!in.input.is_object()) return InvalidArgumentError("peer_outliers needs a map key -> number");
   std::vector<double> vals;
   for (const auto& [k, v] : in.input.items())
@@ -47,7 +47,7 @@ StatusOr<Json> PeerOutliers(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> UniformDelta(const AnalysisInput& in) {
+StatusOr<Json> UniformDelta(const AnalysisView& in) {
   if (!in.input.is_object() || !in.baseline_input.is_object())
     return InvalidArgumentError("uniform_delta needs two maps host -> number");
   std::vector<double> base_vals;
@@ -94,7 +94,7 @@ StatusOr<Json> UniformDelta(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> EarliestAnomaly(const AnalysisInput& in) {
+StatusOr<Json> EarliestAnomaly(const AnalysisView& in) {
   if (!in.input.is_object()) return InvalidArgumentError("earliest_anomaly needs a map family -> series");
   size_t base_n = static_cast<size_t>(std::max(1.0, Arg(in, "baseline_points")));
   double k = Arg(in, "mad_threshold"), rel = Arg(in, "min_rel_change");

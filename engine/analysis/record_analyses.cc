@@ -52,7 +52,7 @@ std::optional<double> PositiveNumber(const Json& v) {
 
 }  // namespace
 
-StatusOr<Json> SelectRecords(const AnalysisInput& in) {
+StatusOr<Json> SelectRecords(const AnalysisView& in) {
   const std::string field = ArgString(in.args, "field", "");
   const std::string equals = ArgString(in.args, "equals", "");
   const std::string host_field = ArgString(in.args, "host_field", "host");
@@ -81,7 +81,7 @@ StatusOr<Json> SelectRecords(const AnalysisInput& in) {
   return Json{{"items", items}, {"count", items.size()}, {"hosts", hosts}, {"values", values}};
 }
 
-StatusOr<Json> CheckpointSteps(const AnalysisInput& in) {
+StatusOr<Json> CheckpointSteps(const AnalysisView& in) {
   if (!in.input.is_array() || in.input.size() < 2 || in.input.size() > 3)
     return InvalidArgumentError("checkpoint_steps: input must be [steps, period] or [steps, period, heartbeat_timeout]");
   const Json& steps = in.input[0];

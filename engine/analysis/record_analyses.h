@@ -15,7 +15,7 @@ namespace diagnose::analysis {
 // input: a list of objects. args: field, equals (compared as text), host_field ("host").
 // Result: items (matching records), count, hosts (distinct non-empty host_field values, sorted),
 // values (map host -> matching records on that host).
-StatusOr<Json> SelectRecords(const AnalysisInput& in);
+StatusOr<Json> SelectRecords(const AnalysisView& in);
 
 // input: [steps, period] or [steps, period, heartbeat_timeout] where steps is a list of step
 // records ({step, seconds, ...}), period the checkpoint period in steps (null or <= 0: precondition
@@ -29,7 +29,7 @@ StatusOr<Json> SelectRecords(const AnalysisInput& in);
 // write step), unexpected_spikes, count (checkpoints in range), current_checkpoint (the largest
 // checkpoint step <= the last logged step: the save in progress when the log ends),
 // heartbeat_timeout, write_fraction (max_write_seconds / heartbeat_timeout).
-StatusOr<Json> CheckpointSteps(const AnalysisInput& in);
+StatusOr<Json> CheckpointSteps(const AnalysisView& in);
 
 // Adds the analyses above to the registry (called from Registry()).
 void RegisterRecordAnalyses(std::map<std::string, AnalysisDef>& registry);

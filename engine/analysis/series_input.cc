@@ -69,10 +69,10 @@ std::map<std::string, std::vector<Point>> ToSeriesMap(const Json& input) {
   return out;
 }
 
-double Arg(const AnalysisInput& in, const std::string& name) {
+double Arg(const AnalysisView& in, const std::string& name) {
   return in.args.contains(name) && in.args[name].is_number() ? in.args[name].get<double>() : 0;
 }
-std::string ArgStr(const AnalysisInput& in, const std::string& name) {
+std::string ArgStr(const AnalysisView& in, const std::string& name) {
   return in.args.contains(name) && in.args[name].is_string() ? in.args[name].get<std::string>() : "";
 }
 

@@ -33,7 +33,7 @@ StatusOr<std::vector<Point>> ToPoints(const Json& input, const std::string& x, c
 std::map<std::string, std::vector<Point>> ToSeriesMap(const Json& input);
 
 // A numeric (0 when absent) or string ("" when absent) argument.
-double Arg(const AnalysisInput& in, const std::string& name);
-std::string ArgStr(const AnalysisInput& in, const std::string& name);
+double Arg(const AnalysisView& in, const std::string& name);
+std::string ArgStr(const AnalysisView& in, const std::string& name);
 
 }  // namespace diagnose::analysis

@@ -58,7 +58,7 @@ void Segment(const std::vector<Point>& pts, size_t b, size_t e, size_t min_seg, 
 
 }  // namespace
 
-StatusOr<Json> ChangePoints(const AnalysisInput& in) {
+StatusOr<Json> ChangePoints(const AnalysisView& in) {
   std::string x = ArgStr(in, "x"), y = ArgStr(in, "y");
   ASSIGN_OR_RETURN(auto pts, ToPoints(in.input, x.empty() ? "x" : x, y.empty() ? "y" : y));
   Json out;
@@ -96,7 +96,7 @@ StatusOr<Json> ChangePoints(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> Flatline(const AnalysisInput& in) {
+StatusOr<Json> Flatline(const AnalysisView& in) {
   auto series = ToSeriesMap(in.input);
   size_t min_points = static_cast<size_t>(std::max(2.0, Arg(in, "min_points")));
   double tol = Arg(in, "tolerance");
@@ -123,7 +123,7 @@ StatusOr<Json> Flatline(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> SteadyLevel(const AnalysisInput& in) {
+StatusOr<Json> SteadyLevel(const AnalysisView& in) {
   auto series = ToSeriesMap(in.input);
   std::vector<std::pair<double, double>> excluded;
   if (in.windows.is_array()) {
@@ -183,7 +183,7 @@ StatusOr<Json> SteadyLevel(const AnalysisInput& in) {
   return out;
 }
 
-StatusOr<Json> WindowRatio(const AnalysisInput& in) {
+StatusOr<Json> WindowRatio(const AnalysisView& in) {
   auto series = ToSeriesMap(in.input);
   if (!in.windows.is_array() || in.windows.size() != 2)
     return InvalidArgumentError("window_ratio needs `windows`: a list of two {start, end}");

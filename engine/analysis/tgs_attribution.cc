@@ -14,7 +14,7 @@
 namespace diagnose::analysis {
 namespace {
 
-double ArgOr(const AnalysisInput& in, const std::string& name, double fallback) {
+double ArgOr(const AnalysisView& in, const std::string& name, double fallback) {
   return in.args.contains(name) && in.args[name].is_number() ? in.args[name].get<double>() : fallback;
 }
 
@@ -81,8 +81,9 @@ double IndicatorCorrelation(const std::vector<double>& a, const std::vector<doub
 }
 
 // The job's steps as (step, time, log TGS), sorted, without step 0 (it carries compilation).
-StatusOr<std::vector<StepPoint>> ReadStepPoints(const AnalysisInput& in) {
+StatusOr<std::vector<StepPoint>> ReadStepPoints(const AnalysisView& in) {
   std::vector<StepPoint> pts;
+  const StepClock clock(in.step_times);
   for (const auto& s : in.baseline_input) {
     if (!s.is_object() || !s.contains("step") || !s.contains("tokens_per_sec_per_device") || !s["step"].is_number() ||
         !s["tokens_per_sec_per_device"].is_number())
@@ -91,7 +92,7 @@ StatusOr<std::vector<StepPoint>> ReadStepPoints(const AnalysisInput& in) {
     StepPoint p;
     p.step = s["step"].get<double>();
     if (tgs <= 0) continue;
-    if (!StepToTime(in.step_times, p.step, &p.time))
+    if (!clock.TimeOf(p.step, &p.time))
       return FailedPreconditionError("tgs_attribution: discovery has no step->time map");
     p.y = std::log(tgs);
     pts.push_back(p);
@@ -149,7 +150,7 @@ void ReadHostStates(const Json& bursts_by_host, bool other, const std::vector<St
 class AttributionModel {
  public:
   AttributionModel(const std::vector<StepPoint>& pts, const std::vector<bool>& spike, const HostStates& states,
-                   const AnalysisInput& in)
+                   const AnalysisView& in)
       : min_effect_(ArgOr(in, "min_effect_pct", 3) / 100.0),
         min_t_(ArgOr(in, "min_t", 8)),
         min_points_(static_cast<size_t>(std::max(1.0, ArgOr(in, "min_points", 3)))),
@@ -368,7 +369,7 @@ void WriteHostAttribution(size_t h, const std::vector<StepPoint>& pts, const Hos
 
 }  // namespace
 
-StatusOr<Json> TgsAttribution(const AnalysisInput& in) {
+StatusOr<Json> TgsAttribution(const AnalysisView& in) {
   if (!in.input.is_object()) return InvalidArgumentError("tgs_attribution: input must be a map host -> bursts");
   if (!in.baseline_input.is_array())
     return InvalidArgumentError("tgs_attribution: baseline_input must be the job's steps (a list)");

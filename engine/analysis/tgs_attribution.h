@@ -32,6 +32,6 @@ namespace diagnose::analysis {
 // (host -> {effect_pct, t, first_step, last_step, shared_with}), `explained_text` (one sentence
 // part per explaining host: "<host>: steps a-b (-x.x % TGS)"), `others_explain` (hosts of `windows`
 // whose intervals explain part of the series).
-StatusOr<Json> TgsAttribution(const AnalysisInput& in);
+StatusOr<Json> TgsAttribution(const AnalysisView& in);
 
 }  // namespace diagnose::analysis

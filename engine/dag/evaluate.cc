@@ -44,6 +44,13 @@ void CollectLogRefs(const json& v, std::vector<Evidence>* out, int depth = 0) {
   }
 }
 
+// Discovery's map of the names exporters reported to nodes, read where it is: a copy per query
+// rule was a map of every node's names for each of them.
+const json& InstanceHostsOf(const json& discovery) {
+  static const json kNone = json::object();
+  return discovery.is_object() && discovery.contains("instance_hosts") ? discovery["instance_hosts"] : kNone;
+}
+
 // Derived evidence keeps small fields only (large series stay in the node's value).
 json Trimmed(const json& v) {
   if (!v.is_object()) return v;
@@ -251,15 +258,22 @@ const Value* Evaluator::Lookup(const std::shared_ptr<NameScope>& scope, const st
   const int idx = scope->idx;
   // A dotted name is a member asked apart from its root (playbook::NameResolver): only shared rules are.
   if (root.find('.') != std::string::npos) return SharedRuleValue(scope, root);
-  if (auto it = scope->bound.find(root); it != scope->bound.end()) return it->second.is_null() ? nullptr : &it->second;
+  if (auto it = scope->bound.find(root); it != scope->bound.end()) return it->second.at->is_null() ? nullptr : it->second.at;
   if (const auto* b = FindBinding(idx, root); b && b->expr.ast && !scope->evaluating.count(root)) {
     scope->evaluating.insert(root);
-    auto v = playbook::EvalExpr(*b->expr.ast, [this, scope](const std::string& r) { return Lookup(scope, r); });
+    json held;
+    auto v = playbook::EvalExprInPlace(*b->expr.ast, [this, scope](const std::string& r) { return Lookup(scope, r); }, &held);
     scope->evaluating.erase(root);
     if (!v.ok() && scope->error.empty()) scope->error = b->expr.pos.ToString() + ": " + root + ": " + v.status().message();
+    // Bound only now: inside its own expression the name is the rule or root it shadows.
     auto& slot = scope->bound[root];
-    slot = v.ok() ? std::move(*v) : json();
-    return slot.is_null() ? nullptr : &slot;
+    if (v.ok() && *v != &held) {
+      slot.at = *v;
+    } else {
+      slot.held = v.ok() ? std::move(held) : json();
+      slot.at = &slot.held;
+    }
+    return slot.at->is_null() ? nullptr : slot.at;
   }
   return RootValue(idx, scope->host, root);
 }
@@ -319,11 +333,21 @@ const json* Evaluator::CommonView(int idx) {
 }
 
 StatusOr<json> Evaluator::Eval(int idx, const CompiledExpr& e, const json* host) {
-  if (!e.ast) return json();
-  auto [scope, resolve] = Resolver(idx, host);
-  auto v = playbook::EvalExpr(*e.ast, resolve);
+  json held;
+  std::shared_ptr<NameScope> scope;
+  ASSIGN_OR_RETURN(const json* v, EvalInPlace(idx, e, &held, &scope, host));
+  return v == &held ? std::move(held) : *v;
+}
+
+StatusOr<const json*> Evaluator::EvalInPlace(int idx, const CompiledExpr& e, json* held, std::shared_ptr<NameScope>* scope,
+                                             const json* host) {
+  *held = json();
+  if (!e.ast) return held;
+  auto [expr_scope, resolve] = Resolver(idx, host);
+  *scope = expr_scope;
+  auto v = playbook::EvalExprInPlace(*e.ast, resolve, held);
   if (!v.ok()) return InvalidArgumentError(e.pos.ToString() + ": " + v.status().message());
-  if (!scope->error.empty()) return InvalidArgumentError(e.pos.ToString() + ": uses " + scope->error);
+  if (!expr_scope->error.empty()) return InvalidArgumentError(e.pos.ToString() + ": uses " + expr_scope->error);
   return v;
 }
 
@@ -390,7 +414,7 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
     auto v = value_of(name);
     if (!v.ok() || type_of(name) != playbook::ParamType::kHosts) return v;
     const json& d = spec.tsdb == JobRole::kBaseline ? ctx_.baseline_discovery : ctx_.discovery;
-    return WithReportedNames(*v, d.is_object() && d.contains("instance_hosts") ? d["instance_hosts"] : json::object());
+    return WithReportedNames(*v, InstanceHostsOf(d));
   };
   auto promql = playbook::RenderPromql(*node.rule, value_with_names, type_of);
   if (!promql.ok()) {
@@ -624,7 +648,7 @@ void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
       continue;
     }
     const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
-    const json instance_hosts = ih.is_object() && ih.contains("instance_hosts") ? ih["instance_hosts"] : json::object();
+    const json& instance_hosts = InstanceHostsOf(ih);
     double start = q.kind == Query::Kind::kRange ? q.start : q.time;
     double end = q.kind == Query::Kind::kRange ? q.end : q.time;
     auto& out = result_.nodes[idx];
@@ -690,15 +714,20 @@ void Evaluator::EvaluateNonQuery(int idx) {
     case RuleKind::kAnalysis: {
       const auto* def = analysis::FindAnalysis(rule.analysis.name);
       if (!def) return Fail(idx, NodeHealth::kError, "unknown analysis '" + rule.analysis.name + "'");
-      analysis::AnalysisInput in;
-      in.args = rule.analysis.args;
-      in.step_times = ctx_.discovery.is_object() && ctx_.discovery.contains("step_times") ? ctx_.discovery["step_times"] : json();
-      for (auto [expr, target] : {std::pair{&rule.analysis.input, &in.input}, std::pair{&rule.analysis.baseline_input, &in.baseline_input},
-                                  std::pair{&rule.analysis.phases, &in.phases}, std::pair{&rule.analysis.windows, &in.windows}}) {
-        auto v = Eval(idx, *expr);
+      // The inputs in place: computed ones held here, named ones where they are (a binding's in
+      // its scope, kept alive with it).
+      const CompiledExpr* exprs[] = {&rule.analysis.input, &rule.analysis.baseline_input, &rule.analysis.phases, &rule.analysis.windows};
+      json held[4];
+      const json* inputs[4] = {};
+      std::shared_ptr<NameScope> scopes[4];
+      for (int i = 0; i < 4; ++i) {
+        auto v = EvalInPlace(idx, *exprs[i], &held[i], &scopes[i]);
         if (!v.ok()) return Fail(idx, NodeHealth::kError, v.status().message());
-        *target = std::move(*v);
+        inputs[i] = *v;
       }
+      static const json kNoStepTimes;
+      const json& step_times = ctx_.discovery.is_object() && ctx_.discovery.contains("step_times") ? ctx_.discovery["step_times"] : kNoStepTimes;
+      const analysis::AnalysisView in{*inputs[0], *inputs[1], *inputs[2], *inputs[3], rule.analysis.args, step_times};
       for (const auto& req : def->required_inputs) {
         const json& v = req == "input" ? in.input : req == "baseline_input" ? in.baseline_input
                       : req == "phases" ? in.phases : in.windows;

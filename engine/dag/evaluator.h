@@ -47,7 +47,13 @@ class Evaluator {
   struct NameScope {
     int idx = -1;
     const json* host = nullptr;
-    std::map<std::string, json> bound;
+    // A binding's value: where its expression's value is (a rule's value it names is not copied),
+    // or `held` when the expression computed it. `at` is never null once bound.
+    struct Bound {
+      json held;
+      const json* at = nullptr;
+    };
+    std::map<std::string, Bound> bound;
     std::set<std::string> evaluating;
     std::string error;   // the first binding that failed: the expression using it fails too
   };
@@ -71,6 +77,10 @@ class Evaluator {
   const json* CommonView(int idx);
 
   StatusOr<json> Eval(int idx, const CompiledExpr& e, const json* host = nullptr);
+  // The value without copying a rule's value the expression only names (playbook::EvalExprInPlace):
+  // valid while `*scope` (which may hold a binding's value it points into) and the rules' values are.
+  StatusOr<const json*> EvalInPlace(int idx, const CompiledExpr& e, json* held, std::shared_ptr<NameScope>* scope,
+                                    const json* host = nullptr);
 
   StatusOr<std::string> Render(int idx, const playbook::Template& t, const json* host = nullptr,
                                bool* rendered_empty = nullptr);

@@ -22,12 +22,13 @@ std::string Lookup(const json& map, const std::string& key) {
   return "";
 }
 
-std::string KeyOf(const Labels& labels, const std::vector<std::string>& by, const json& instance_hosts) {
+// `host` is the series' host (HostOfSeries), found once by the caller.
+std::string KeyOf(const Labels& labels, const std::vector<std::string>& by, const std::string& host) {
   std::string key;
   for (size_t i = 0; i < by.size(); ++i) {
     std::string part;
     if (by[i] == "host") {
-      part = HostOfSeries(labels, instance_hosts);
+      part = host;
     } else {
       auto it = labels.find(by[i]);
       part = it == labels.end() ? "" : it->second;
@@ -98,23 +99,27 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
   };
   std::map<std::string, KeyPoints> series;
   std::set<std::string> hosts;
+  // A key's value combined with the next series' (one look-up of the key, not three).
+  auto combine_into = [](json& map, const std::string& key, double v, Reduction how) {
+    auto [at, fresh] = map.get_ref<json::object_t&>().try_emplace(key, v);
+    if (!fresh) at->second = Combine(at->second.get<double>(), v, how);
+  };
   for (const auto& s : result.series) {
-    std::string key = KeyOf(s.labels, q.by, instance_hosts);
     std::string host = HostOfSeries(s.labels, instance_hosts);
+    std::string key = KeyOf(s.labels, q.by, host);
     if (!host.empty()) hosts.insert(host);
     if (q.range && q.reductions.size() > 1) {
       for (const auto& how : q.reductions) {
         double v = Reduce(s.samples, how);
         if (std::isnan(v)) continue;
         auto& slot = reduced[std::string(diagnose::ToString(how))];
-        double prev = slot.contains(key) ? slot[key].get<double>() : std::nan("");
-        slot[key] = Combine(prev, v, how);
+        if (slot.is_null()) slot = json::object();
+        combine_into(slot, key, v, how);
       }
     }
     double v = q.range ? Reduce(s.samples, q.reduce) : (s.samples.empty() ? std::nan("") : s.samples.back().v);
     if (std::isnan(v)) continue;
-    double prev = values.contains(key) ? values[key].get<double>() : std::nan("");
-    values[key] = Combine(prev, v, q.range ? q.reduce : Reduction::kMax);
+    combine_into(values, key, v, q.range ? q.reduce : Reduction::kMax);
     if (q.range) {
       KeyPoints& key_points = series[key];
       for (const auto& smp : s.samples) {
@@ -125,28 +130,29 @@ json QueryResultJson(const RuleSpec& rule, const QueryResult& result, const json
     }
   }
   json out;
-  out["values"] = values;
+  const size_t value_count = values.size();
+  double lo = 1e300, hi = -1e300, sum = 0;
+  for (const auto& [k, v] : values.items()) {
+    double x = v.get<double>();
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  out["values"] = std::move(values);
   if (q.range && q.reductions.size() > 1) {
     for (const auto& how : q.reductions)
       if (!reduced.contains(std::string(diagnose::ToString(how)))) reduced[std::string(diagnose::ToString(how))] = json::object();
     out["reduced"] = std::move(reduced);
   }
   out["hosts"] = json(std::vector<std::string>(hosts.begin(), hosts.end()));
-  out["count"] = values.size();
+  out["count"] = value_count;
   out["query"] = promql;
   out["window"] = {{"start", start}, {"end", end}};
-  if (!values.empty()) {
-    double lo = 1e300, hi = -1e300, sum = 0;
-    for (const auto& [k, v] : values.items()) {
-      double x = v.get<double>();
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-      sum += x;
-    }
+  if (value_count > 0) {
     out["max"] = hi;
     out["min"] = lo;
     out["sum"] = sum;
-    out["avg"] = sum / values.size();
+    out["avg"] = sum / value_count;
   }
   if (q.range) {
     json sj = json::object();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 #include "engine/playbook/expr_internal.h"
 
@@ -155,96 +156,165 @@ const Value* ResolvePath(const Expr& e, const NameResolver& resolve, bool* is_pa
   return nullptr;
 }
 
-StatusOr<Value> Eval(const Expr& e, const NameResolver& resolve) {
+// What a node evaluated to: borrowed where the value outlives the evaluation (a path into the job
+// data, a literal of the expression), held where it was computed. Reading a rule's per-host series
+// into a comparison, a function or an analysis thus reads it in place instead of copying it at
+// every node it passes through.
+class Evaluated {
+ public:
+  Evaluated() = default;
+  explicit Evaluated(Value held) : held_(std::move(held)) {}
+  // nullptr is null (an unknown name, a missing field).
+  static Evaluated Borrowed(const Value* value) {
+    Evaluated out;
+    out.borrowed_ = value;
+    return out;
+  }
+
+  const Value& get() const { return borrowed_ != nullptr ? *borrowed_ : held_; }
+  Value Take() && { return borrowed_ != nullptr ? *borrowed_ : std::move(held_); }
+  // Where the value is: where it was borrowed from, or `*held` which then holds it.
+  const Value* Keep(Value* held) && {
+    if (borrowed_ != nullptr) return borrowed_;
+    *held = std::move(held_);
+    return held;
+  }
+
+  // The member `select` finds in this value (nullptr: none, which is null): borrowed from a
+  // borrowed value, moved out of a held one.
+  template <typename Select>
+  Evaluated Member(Select select) && {
+    if (borrowed_ != nullptr) return Borrowed(select(*borrowed_));
+    Value* member = select(held_);
+    return member != nullptr ? Evaluated(std::move(*member)) : Evaluated();
+  }
+
+ private:
+  const Value* borrowed_ = nullptr;
+  Value held_;
+};
+
+// The element `idx` names in a list (negative counts from the end), or none.
+std::optional<size_t> ElementIndex(const Value& list, const Value& idx) {
+  const double at = idx.get<double>();
+  // Out of range (or NaN) is no element, not a cast that overflows.
+  if (!(std::fabs(at) < static_cast<double>(list.size()) + 1)) return std::nullopt;
+  long i = static_cast<long>(at);
+  if (i < 0) i += static_cast<long>(list.size());
+  if (i >= 0 && i < static_cast<long>(list.size())) return static_cast<size_t>(i);
+  return std::nullopt;
+}
+
+StatusOr<Evaluated> Eval(const Expr& e, const NameResolver& resolve);
+
+StatusOr<Evaluated> EvalIndex(const Expr& e, const NameResolver& resolve) {
+  ASSIGN_OR_RETURN(Evaluated base, Eval(*e.children[0], resolve));
+  ASSIGN_OR_RETURN(Evaluated idx, Eval(*e.children[1], resolve));
+  const Value& b = base.get();
+  const Value& i = idx.get();
+  if (b.is_object() && i.is_string()) {
+    const auto& key = i.get_ref<const std::string&>();
+    return std::move(base).Member([&](auto& map) -> decltype(&map) {
+      auto it = map.find(key);
+      return it != map.end() ? &*it : nullptr;
+    });
+  }
+  if (b.is_array() && i.is_number()) {
+    const std::optional<size_t> at = ElementIndex(b, i);
+    return std::move(base).Member([&](auto& list) -> decltype(&list) { return at ? &list[*at] : nullptr; });
+  }
+  if (b.is_null() || i.is_null()) return Evaluated();
+  return EvalError(e, "cannot index a " + TypeName(b) + " with a " + TypeName(i));
+}
+
+StatusOr<Evaluated> EvalCall(const Expr& e, const NameResolver& resolve) {
+  // if(cond, then, else): only the branch taken is evaluated, so the other may be meaningless
+  // (an empty list's first element) without an error.
+  if (e.text == "if" && e.children.size() == 3) {
+    ASSIGN_OR_RETURN(Evaluated cond, Eval(*e.children[0], resolve));
+    return Eval(*e.children[Truthy(cond.get()) ? 1 : 2], resolve);
+  }
+  std::vector<Evaluated> evaluated;
+  evaluated.reserve(e.children.size());
+  for (const auto& c : e.children) {
+    ASSIGN_OR_RETURN(Evaluated v, Eval(*c, resolve));
+    evaluated.push_back(std::move(v));
+  }
+  // default(x, fallback): both are evaluated (an error in either is the call's), one is the result.
+  if (e.text == "default" && evaluated.size() == 2)
+    return std::move(evaluated[evaluated[0].get().is_null() ? 1 : 0]);
+  std::vector<const Value*> args;
+  args.reserve(evaluated.size());
+  for (const auto& v : evaluated) args.push_back(&v.get());
+  ASSIGN_OR_RETURN(Value result, CallFunction(e, Args(std::move(args)), resolve));
+  return Evaluated(std::move(result));
+}
+
+StatusOr<Evaluated> EvalOperator(const Expr& e, const NameResolver& resolve) {
+  ASSIGN_OR_RETURN(Evaluated l, Eval(*e.children[0], resolve));
+  if (e.kind == ExprKind::kUnary) {
+    const Value& v = l.get();
+    if (e.text == "not") return Evaluated(Value(!Truthy(v)));
+    if (v.is_null()) return Evaluated();
+    if (v.is_object()) {
+      Value out = Value::object();
+      for (const auto& [k, x] : v.items())
+        if (x.is_number()) out[k] = -x.get<double>();
+      return Evaluated(std::move(out));
+    }
+    if (!v.is_number()) return EvalError(e, "cannot negate a " + TypeName(v));
+    return Evaluated(Value(-v.get<double>()));
+  }
+  if (e.text == "and" || e.text == "or") {
+    const bool left = Truthy(l.get());
+    if (left == (e.text == "or")) return Evaluated(Value(left));
+    ASSIGN_OR_RETURN(Evaluated r, Eval(*e.children[1], resolve));
+    return Evaluated(Value(Truthy(r.get())));
+  }
+  ASSIGN_OR_RETURN(Evaluated r, Eval(*e.children[1], resolve));
+  ASSIGN_OR_RETURN(Value out, EvalBinary(e, l.get(), r.get()));
+  return Evaluated(std::move(out));
+}
+
+StatusOr<Evaluated> Eval(const Expr& e, const NameResolver& resolve) {
   switch (e.kind) {
     case ExprKind::kLiteral:
-      return e.literal;
+      return Evaluated::Borrowed(&e.literal);
     case ExprKind::kName:
     case ExprKind::kField: {
       bool is_path = false;
       const Value* ref = ResolvePath(e, resolve, &is_path);
-      if (is_path) return ref ? *ref : Value();
-      ASSIGN_OR_RETURN(Value base, Eval(*e.children[0], resolve));
-      if (base.is_object() && base.contains(e.text)) return base[e.text];
-      return Value();
+      if (is_path) return Evaluated::Borrowed(ref);
+      ASSIGN_OR_RETURN(Evaluated base, Eval(*e.children[0], resolve));
+      return std::move(base).Member([&](auto& map) -> decltype(&map) {
+        if (!map.is_object()) return nullptr;
+        auto it = map.find(e.text);
+        return it != map.end() ? &*it : nullptr;
+      });
     }
-    case ExprKind::kIndex: {
-      ASSIGN_OR_RETURN(Value base, Eval(*e.children[0], resolve));
-      ASSIGN_OR_RETURN(Value idx, Eval(*e.children[1], resolve));
-      if (base.is_object() && idx.is_string()) {
-        auto key = idx.get<std::string>();
-        return base.contains(key) ? base[key] : Value();
-      }
-      if (base.is_array() && idx.is_number()) {
-        const double at = idx.get<double>();
-        // Out of range (or NaN) is no element, not a cast that overflows.
-        if (!(std::fabs(at) < static_cast<double>(base.size()) + 1)) return Value();
-        long i = static_cast<long>(at);
-        if (i < 0) i += static_cast<long>(base.size());
-        if (i >= 0 && i < static_cast<long>(base.size())) return base[i];
-        return Value();
-      }
-      if (base.is_null() || idx.is_null()) return Value();
-      return EvalError(e, "cannot index a " + TypeName(base) + " with a " + TypeName(idx));
-    }
+    case ExprKind::kIndex:
+      return EvalIndex(e, resolve);
     case ExprKind::kList: {
       Value out = Value::array();
       for (const auto& c : e.children) {
-        ASSIGN_OR_RETURN(Value v, Eval(*c, resolve));
-        out.push_back(v);
+        ASSIGN_OR_RETURN(Evaluated v, Eval(*c, resolve));
+        out.push_back(std::move(v).Take());
       }
-      return out;
+      return Evaluated(std::move(out));
     }
     case ExprKind::kMap: {
       Value out = Value::object();
       for (size_t i = 0; i < e.children.size(); ++i) {
-        ASSIGN_OR_RETURN(Value v, Eval(*e.children[i], resolve));
-        out[e.keys[i]] = std::move(v);
+        ASSIGN_OR_RETURN(Evaluated v, Eval(*e.children[i], resolve));
+        out[e.keys[i]] = std::move(v).Take();
       }
-      return out;
+      return Evaluated(std::move(out));
     }
-    case ExprKind::kCall: {
-      // if(cond, then, else): only the branch taken is evaluated, so the other may be meaningless
-      // (an empty list's first element) without an error.
-      if (e.text == "if" && e.children.size() == 3) {
-        ASSIGN_OR_RETURN(Value cond, Eval(*e.children[0], resolve));
-        return Eval(*e.children[Truthy(cond) ? 1 : 2], resolve);
-      }
-      std::vector<Value> args;
-      for (const auto& c : e.children) {
-        ASSIGN_OR_RETURN(Value v, Eval(*c, resolve));
-        args.push_back(std::move(v));
-      }
-      return CallFunction(e, args, resolve);
-    }
-    case ExprKind::kUnary: {
-      ASSIGN_OR_RETURN(Value v, Eval(*e.children[0], resolve));
-      if (e.text == "not") return Value(!Truthy(v));
-      if (v.is_null()) return Value();
-      if (v.is_object()) {
-        Value out = Value::object();
-        for (const auto& [k, x] : v.items())
-          if (x.is_number()) out[k] = -x.get<double>();
-        return out;
-      }
-      if (!v.is_number()) return EvalError(e, "cannot negate a " + TypeName(v));
-      return Value(-v.get<double>());
-    }
-    case ExprKind::kBinary: {
-      ASSIGN_OR_RETURN(Value l, Eval(*e.children[0], resolve));
-      if (e.text == "and") {
-        if (!Truthy(l)) return Value(false);
-        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], resolve));
-        return Value(Truthy(r));
-      }
-      if (e.text == "or") {
-        if (Truthy(l)) return Value(true);
-        ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], resolve));
-        return Value(Truthy(r));
-      }
-      ASSIGN_OR_RETURN(Value r, Eval(*e.children[1], resolve));
-      return EvalBinary(e, l, r);
-    }
+    case ExprKind::kCall:
+      return EvalCall(e, resolve);
+    case ExprKind::kUnary:
+    case ExprKind::kBinary:
+      return EvalOperator(e, resolve);
   }
   return EvalError(e, "unknown expression node");
 }
@@ -356,7 +426,15 @@ std::string StaticType(const Expr& e,
   return "";
 }
 
-StatusOr<Value> EvalExpr(const Expr& expr, const NameResolver& resolve) { return Eval(expr, resolve); }
+StatusOr<Value> EvalExpr(const Expr& expr, const NameResolver& resolve) {
+  ASSIGN_OR_RETURN(Evaluated v, Eval(expr, resolve));
+  return std::move(v).Take();
+}
+
+StatusOr<const Value*> EvalExprInPlace(const Expr& expr, const NameResolver& resolve, Value* held) {
+  ASSIGN_OR_RETURN(Evaluated v, Eval(expr, resolve));
+  return std::move(v).Keep(held);
+}
 
 bool Truthy(const Value& v) {
   if (v.is_null()) return false;
@@ -424,8 +502,8 @@ StatusOr<std::string> RenderTemplate(const std::vector<TemplatePiece>& pieces, c
       continue;
     }
     if (!p.expr) return InvalidArgumentError("template expression '" + p.text + "' did not parse");
-    ASSIGN_OR_RETURN(Value v, EvalExpr(*p.expr, resolve));
-    std::string text = ValueToText(v);
+    ASSIGN_OR_RETURN(Evaluated v, Eval(*p.expr, resolve));
+    std::string text = ValueToText(v.get());
     if (rendered_empty && text.empty()) *rendered_empty = true;
     out += text;
   }

@@ -59,6 +59,10 @@ using NameResolver = std::function<const Value*(const std::string& root)>;
 
 // Evaluates; errors (type mismatch at run time, unknown function) carry the offset in the message.
 StatusOr<Value> EvalExpr(const Expr& expr, const NameResolver& resolve);
+// The same value without copying one the expression only names: a path's value is returned where
+// the resolver keeps it (valid as long as that is), a computed one is moved into `*held` and
+// returned there. Never nullptr; a null value is a pointer to null.
+StatusOr<const Value*> EvalExprInPlace(const Expr& expr, const NameResolver& resolve, Value* held);
 
 // Truthiness: null/false/0/""/empty list or map are false.
 bool Truthy(const Value& v);

@@ -66,7 +66,7 @@ double Interpolate(const Value& step_times, double step, bool* ok) {
 }
 
 // len and count.
-StatusOr<Value> Length(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Length(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (a.is_null()) return Value(0);
   if (a.is_array() || a.is_object()) return Value(static_cast<double>(a.size()));
@@ -74,7 +74,7 @@ StatusOr<Value> Length(const Expr& e, const std::vector<Value>& args, const Name
   return EvalError(e, e.text + "() needs a list, map or string, got " + TypeName(a));
 }
 
-StatusOr<Value> Keys(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Keys(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   Value out = Value::array();
   if (a.is_object())
@@ -84,7 +84,7 @@ StatusOr<Value> Keys(const Expr& e, const std::vector<Value>& args, const NameRe
   return out;
 }
 
-StatusOr<Value> Values(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Values(const Expr&, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   Value out = Value::array();
   if (a.is_object())
@@ -96,7 +96,7 @@ StatusOr<Value> Values(const Expr&, const std::vector<Value>& args, const NameRe
 
 // pick(map, keys): the entries of `map` whose key is in the list `keys` (e.g. the details of the
 // hosts a verdict names).
-StatusOr<Value> Pick(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Pick(const Expr& e, const Args& args, const NameResolver&) {
   if (!args[1].is_array() && !args[1].is_null()) return EvalError(e, "pick() needs (map, list of keys)");
   Value out = Value::object();
   if (!args[0].is_object() || !args[1].is_array()) return out;
@@ -105,7 +105,7 @@ StatusOr<Value> Pick(const Expr& e, const std::vector<Value>& args, const NameRe
   return out;
 }
 
-StatusOr<Value> MaxOrMin(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> MaxOrMin(const Expr& e, const Args& args, const NameResolver&) {
   std::vector<double> xs;
   for (const auto& arg : args) {
     auto n = Numbers(arg);
@@ -115,7 +115,7 @@ StatusOr<Value> MaxOrMin(const Expr& e, const std::vector<Value>& args, const Na
   return Value(e.text == "max" ? *std::max_element(xs.begin(), xs.end()) : *std::min_element(xs.begin(), xs.end()));
 }
 
-StatusOr<Value> SumOrAvg(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> SumOrAvg(const Expr& e, const Args& args, const NameResolver&) {
   const bool sum = e.text == "sum";
   auto xs = Numbers(args[0]);
   if (xs.empty()) return sum ? Value(0.0) : Value();
@@ -124,14 +124,14 @@ StatusOr<Value> SumOrAvg(const Expr& e, const std::vector<Value>& args, const Na
   return Value(sum ? s : s / xs.size());
 }
 
-StatusOr<Value> Abs(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Abs(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (a.is_null()) return Value();
   if (!a.is_number()) return EvalError(e, "abs() needs a number, got " + TypeName(a));
   return Value(std::fabs(a.get<double>()));
 }
 
-StatusOr<Value> Round(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Round(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (a.is_null()) return Value();
   if (!a.is_number()) return EvalError(e, "round() needs a number, got " + TypeName(a));
@@ -140,7 +140,7 @@ StatusOr<Value> Round(const Expr& e, const std::vector<Value>& args, const NameR
   return Value(std::round(a.get<double>() * scale) / scale);
 }
 
-StatusOr<Value> UnionOrIntersect(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> UnionOrIntersect(const Expr& e, const Args& args, const NameResolver&) {
   const bool is_union = e.text == "union";
   std::set<std::string> acc = AsSet(args[0]);
   for (size_t i = 1; i < args.size(); ++i) {
@@ -157,19 +157,19 @@ StatusOr<Value> UnionOrIntersect(const Expr& e, const std::vector<Value>& args, 
   return SetToValue(acc);
 }
 
-StatusOr<Value> Minus(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Minus(const Expr&, const Args& args, const NameResolver&) {
   auto acc = AsSet(args[0]);
   for (const auto& x : AsSet(args[1])) acc.erase(x);
   return SetToValue(acc);
 }
 
-StatusOr<Value> Contains(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Contains(const Expr&, const Args& args, const NameResolver&) {
   auto s = AsSet(args[0]);
   const Value& x = args[1];
   return Value(x.is_string() ? s.count(x.get<std::string>()) > 0 : s.count(x.dump()) > 0);
 }
 
-StatusOr<Value> Sort(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Sort(const Expr&, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!a.is_array()) return a;
   Value out = a;
@@ -177,7 +177,7 @@ StatusOr<Value> Sort(const Expr&, const std::vector<Value>& args, const NameReso
   return out;
 }
 
-StatusOr<Value> Join(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Join(const Expr&, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   std::string sep = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : ", ";
   std::string out;
@@ -198,7 +198,7 @@ StatusOr<Value> Join(const Expr&, const std::vector<Value>& args, const NameReso
 
 // phrases([["retry exhaustion on", hosts], ["CQE errors on", other]], "; "): each label with its
 // items joined, the empty ones left out, so a sentence never names an empty list ("on []").
-StatusOr<Value> Phrases(const Expr& e, const std::vector<Value>& args, const NameResolver& resolve) {
+StatusOr<Value> Phrases(const Expr& e, const Args& args, const NameResolver& resolve) {
   const Value& pairs = args[0];
   if (!pairs.is_array()) return EvalError(e, "phrases() needs a list of [label, items] pairs, got " + TypeName(pairs));
   const std::string sep = args.size() > 1 && args[1].is_string() ? args[1].get<std::string>() : "; ";
@@ -208,7 +208,7 @@ StatusOr<Value> Phrases(const Expr& e, const std::vector<Value>& args, const Nam
       return EvalError(e, "phrases() needs [label, items] pairs, got " + pair.dump());
     const Value& items = pair[1];
     if (items.is_null() || ((items.is_array() || items.is_object()) && items.empty())) continue;
-    ASSIGN_OR_RETURN(Value joined, Join(e, {items}, resolve));
+    ASSIGN_OR_RETURN(Value joined, Join(e, Args({&items}), resolve));
     if (joined.get<std::string>().empty()) continue;
     out += (out.empty() ? "" : sep) + pair[0].get<std::string>() + " " + joined.get<std::string>();
   }
@@ -225,7 +225,7 @@ Value FormattedNumber(const Value& a, int digits) {
 
 // A list or a per-host map is formatted element by element (keys kept), so that a sentence joining
 // many hosts' values reads "916 / 914 W" rather than the 6 significant digits a bare join prints.
-StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Fmt(const Expr&, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   const int digits = args.size() > 1 ? static_cast<int>(ClampedInteger(args[1], 0, 12).value_or(2)) : 2;
   if (!a.is_array() && !a.is_object()) return FormattedNumber(a, digits);
@@ -234,21 +234,17 @@ StatusOr<Value> Fmt(const Expr&, const std::vector<Value>& args, const NameResol
   return out;
 }
 
-StatusOr<Value> Exists(const Expr&, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Exists(const Expr&, const Args& args, const NameResolver&) {
   return Value(!args[0].is_null());
 }
 
-StatusOr<Value> Default(const Expr&, const std::vector<Value>& args, const NameResolver&) {
-  return args[0].is_null() ? args[1] : args[0];
-}
-
-StatusOr<Value> FirstOrLast(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> FirstOrLast(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!a.is_array() || a.empty()) return Value();
   return e.text == "first" ? a.front() : a.back();
 }
 
-StatusOr<Value> Pluck(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Pluck(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   Value out = Value::array();
   if (!args[1].is_string()) return EvalError(e, "pluck() needs a field name string");
@@ -260,7 +256,7 @@ StatusOr<Value> Pluck(const Expr& e, const std::vector<Value>& args, const NameR
 }
 
 // where(list, "field", "<", value): the items whose field compares true.
-StatusOr<Value> Where(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> Where(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!args[1].is_string() || !args[2].is_string() || !IsCmp(args[2].get<std::string>()))
     return EvalError(e, "where() needs (list, \"field\", \"== != < <= > >=\", value)");
@@ -277,7 +273,7 @@ StatusOr<Value> Where(const Expr& e, const std::vector<Value>& args, const NameR
 // times_above(series, threshold): per key of a range query's `series` map (key -> [[t, v], ...]),
 // the sample times (epoch seconds, ascending) at which the value exceeds the threshold, a number
 // or a map key -> number (keys missing from it never count); keys that never exceed it are left out.
-StatusOr<Value> TimesAbove(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> TimesAbove(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
     return EvalError(e, "times_above() needs (series, number or map), got " + TypeName(args[1]));
@@ -305,7 +301,7 @@ StatusOr<Value> TimesAbove(const Expr& e, const std::vector<Value>& args, const 
 // the series was at or above for at least `seconds` in total: its k-th largest sample, k the
 // number of samples that span `seconds` at the series' own (median) spacing. One loud scrape
 // does not make a level; five minutes of it does.
-StatusOr<Value> SustainedLevel(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!args[1].is_number()) return EvalError(e, "sustained_level() needs (series, seconds), got " + TypeName(args[1]));
   const double seconds = args[1].get<double>();
@@ -342,7 +338,7 @@ StatusOr<Value> SustainedLevel(const Expr& e, const std::vector<Value>& args, co
 // step_windows(steps, step_times, pad_seconds): for each listed step (once) that has a time in
 // step_times ([[step, epoch], ...]), the span from its end to the end of the next recorded step
 // (the step it slowed), plus pad_seconds: {step, start, end}. Steps without a time are left out.
-StatusOr<Value> StepWindows(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> StepWindows(const Expr& e, const Args& args, const NameResolver&) {
   if (!args[2].is_number()) return EvalError(e, "step_windows() needs (steps, step_times, seconds), got " + TypeName(args[2]));
   Value out = Value::array();
   if (!args[0].is_array() || !args[1].is_array()) return out;
@@ -365,7 +361,7 @@ StatusOr<Value> StepWindows(const Expr& e, const std::vector<Value>& args, const
 // count_outside(times, windows): per key of a times map (times_above's result; a plain list
 // counts as key ""), how many times lie outside every {start, end} window. Lets a rule measure
 // how long a disturbance lasted beyond the windows that explain it (checkpoint saves).
-StatusOr<Value> CountOutside(const Expr& e, const std::vector<Value>& args, const NameResolver&) {
+StatusOr<Value> CountOutside(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!args[1].is_array() && !args[1].is_null())
     return EvalError(e, "count_outside() needs (times, list of {start, end}), got " + TypeName(args[1]));
@@ -397,7 +393,7 @@ StatusOr<Value> CountOutside(const Expr& e, const std::vector<Value>& args, cons
   return out;
 }
 
-StatusOr<Value> StepTime(const Expr& e, const std::vector<Value>& args, const NameResolver& resolve) {
+StatusOr<Value> StepTime(const Expr& e, const Args& args, const NameResolver& resolve) {
   const Value& a = args[0];
   if (a.is_null()) return Value();
   if (!a.is_number()) return EvalError(e, "step_time() needs a step number, got " + TypeName(a));
@@ -409,7 +405,7 @@ StatusOr<Value> StepTime(const Expr& e, const std::vector<Value>& args, const Na
   return ok ? Value(t) : Value();
 }
 
-StatusOr<Value> HostsOfTasks(const Expr&, const std::vector<Value>& args, const NameResolver& resolve) {
+StatusOr<Value> HostsOfTasks(const Expr&, const Args& args, const NameResolver& resolve) {
   const Value& a = args[0];
   const Value* facts = resolve("facts");
   Value hosts = Value::array();
@@ -448,7 +444,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"phrases", 1, 2, "string", Phrases},
     {"fmt", 1, 2, "", Fmt},   // a string, or a list/map of strings
     {"exists", 1, 1, "bool", Exists},
-    {"default", 2, 2, "", Default},
+    // Its result is one of its arguments, which Eval passes on as it is (a rule's value unread).
+    {"default", 2, 2, "", nullptr},
     {"first", 1, 1, "", FirstOrLast},
     {"last", 1, 1, "", FirstOrLast},
     {"pluck", 2, 2, "list", Pluck},
@@ -479,7 +476,7 @@ bool LookupFunction(const std::string& name, int* min_args, int* max_args) {
   return true;
 }
 
-StatusOr<Value> CallFunction(const Expr& call, const std::vector<Value>& args, const NameResolver& resolve) {
+StatusOr<Value> CallFunction(const Expr& call, const Args& args, const NameResolver& resolve) {
   const FunctionSpec* spec = FindFunction(call.text);
   if (spec == nullptr || spec->impl == nullptr) return EvalError(call, "unknown function '" + call.text + "'");
   return spec->impl(call, args, resolve);

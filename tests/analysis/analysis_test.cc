@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace diagnose::analysis {
 namespace {
@@ -16,6 +19,58 @@ Json Args(const std::string& name, Json overrides = Json::object()) {
 
 // Deterministic noise, so tests never depend on a random seed.
 double Noise(int i, double amplitude) { return amplitude * std::sin(i * 12.9898) * 0.5; }
+
+// Step -> epoch as it was placed before the map was read once per analysis: sorted afresh and
+// scanned from the start for every step.
+bool ScannedStepTime(std::vector<std::pair<double, double>> pts, double step, double* epoch) {
+  if (pts.empty()) return false;
+  std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (pts.size() == 1) {
+    *epoch = pts[0].second;
+    return true;
+  }
+  size_t i = 1;
+  while (i + 1 < pts.size() && pts[i].first < step) ++i;
+  const auto& [ax, ay] = pts[i - 1];
+  const auto& [bx, by] = pts[i];
+  *epoch = bx == ax ? ay : ay + (step - ax) * (by - ay) / (bx - ax);
+  return true;
+}
+
+TEST(StepClockTest, PlacesEveryStepAsAScanOfTheWholeMapWould) {
+  // Unsorted, a repeated step (a restart logs it twice at one time), an object pair, a malformed one.
+  const std::vector<std::pair<double, double>> pairs = {{40, 1400}, {0, 1000}, {10, 1100}, {20, 1150}, {20, 1150}, {30, 1390}};
+  Json map = Json::array();
+  for (const auto& [step, t] : pairs) map.push_back({step, t});
+  map.push_back({{"step", 50}, {"time", 1500}});
+  map.push_back("not a pair");
+  std::vector<std::pair<double, double>> all = pairs;
+  all.emplace_back(50, 1500);
+  const StepClock clock(map);
+  for (double step : {-10.0, 0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 45.0, 50.0, 75.0, std::nan("")}) {
+    double want = 0, got = 0, one_off = 0;
+    ASSERT_TRUE(ScannedStepTime(all, step, &want));
+    ASSERT_TRUE(clock.TimeOf(step, &got)) << step;
+    ASSERT_TRUE(StepToTime(map, step, &one_off));
+    if (std::isnan(step)) {
+      EXPECT_TRUE(std::isnan(got) == std::isnan(want) && std::isnan(one_off) == std::isnan(want));
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(got, want) << "step " << step;
+    EXPECT_DOUBLE_EQ(one_off, want) << "step " << step;
+  }
+  double t = 0;
+  EXPECT_TRUE(clock.TimeOf(15, &t));
+  EXPECT_DOUBLE_EQ(t, 1125);   // between steps 10 and 20
+  EXPECT_TRUE(clock.TimeOf(60, &t));
+  EXPECT_DOUBLE_EQ(t, 1600);   // past the last pair, extrapolated along the last segment
+  EXPECT_FALSE(StepClock(Json::array()).TimeOf(1, &t));
+  EXPECT_FALSE(StepClock(Json()).TimeOf(1, &t));
+  EXPECT_TRUE(StepClock(Json::array({{7, 700}})).TimeOf(100, &t));
+  EXPECT_DOUBLE_EQ(t, 700);
+  EXPECT_TRUE(StepClock(Json::array({{0, 0}, {10, 100}})).TimeOf(-5, &t));
+  EXPECT_DOUBLE_EQ(t, -50);
+}
 
 TEST(ChangePointsTest, FindsPhasesAndIgnoresSpikesAndNoise) {
   // TGS by step: healthy, phase 1 (-20%), recovered, phase 2 (-23%), plus one checkpoint spike.

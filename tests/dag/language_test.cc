@@ -93,6 +93,46 @@ rules:
             library_.playbooks[0].rules[1].needs.end());
 }
 
+// An analysis reads its inputs where they are: a rule's value it names, a binding that names one,
+// and a binding's computed value (held by the expression's scope, which must outlive the run).
+TEST_F(LanguageTest, AnAnalysisReadsRuleValuesAndBindingsInPlace) {
+  auto loaded = Load(R"Y(playbook: peers
+description: x
+rules:
+  - id: used
+    query: 'max by (host) (mem_used)'
+    by: [host]
+  - id: named
+    analysis: peer_outliers
+    input: used.values
+  - id: bound
+    let: {vals: "used.values"}
+    analysis: peer_outliers
+    input: vals
+  - id: computed
+    let: {vals: "used.values * 2"}
+    analysis: peer_outliers
+    input: vals
+  - id: v
+    verdict:
+      when: "len(named.hosts) + len(bound.hosts) + len(computed.hosts) > 0"
+      root_cause: unknown
+      summary: "{{ join(named.hosts, ',') }} {{ join(bound.hosts, ',') }} {{ join(computed.hosts, ',') }}"
+)Y");
+  ASSERT_TRUE(loaded.ok()) << loaded.AsJson().dump(2);
+  client_.answers["mem_used"] = {Series{{{"host", "a"}}, {{1600, 10}}}, Series{{{"host", "b"}}, {{1600, 11}}},
+                                 Series{{{"host", "c"}}, {{1600, 10.5}}}, Series{{{"host", "d"}}, {{1600, 90}}}};
+  auto r = Run("peers");
+  for (const char* id : {"peers/named", "peers/bound", "peers/computed"}) {
+    ASSERT_EQ(Node(r, id).health, NodeHealth::kOk) << id << ": " << Node(r, id).reason;
+    EXPECT_EQ(Value(r, id)["hosts"], json({"d"})) << id;
+  }
+  EXPECT_EQ(Value(r, "peers/computed")["median"].get<double>(), 2 * Value(r, "peers/named")["median"].get<double>());
+  EXPECT_EQ(Value(r, "peers/used")["values"]["d"], 90.0) << "the rule's own value is read, never changed";
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_EQ(r.candidates[0].summary, "d d d");
+}
+
 TEST_F(LanguageTest, ABindingMayNotShadowARuleOrAContextNameAndSeesOnlyEarlierBindings) {
   auto loaded = Load(R"Y(playbook: bad
 description: x

@@ -55,5 +55,44 @@ TEST(QueryResultJson, AKeyWhoseEveryPointIsNaNKeepsAnEmptySeries) {
   EXPECT_EQ(counted["series"]["a"], json::array());
 }
 
+// Every reduction of a key combines its series as that reduction does, and the summary numbers are
+// over the combined values; an instant answer keeps the largest value of a key's series.
+TEST(QueryResultJson, ReductionsAndSummaryAreOverTheCombinedKeys) {
+  QueryResult answer;
+  answer.result_type = "matrix";
+  answer.series = {SeriesOf("a", "0", {{10, 1}, {20, 5}}), SeriesOf("a", "1", {{10, 4}, {20, 2}}),
+                   SeriesOf("b", "0", {{10, 3}}), SeriesOf("c", "0", {})};
+  playbook::RuleSpec rule = RangeRule(Reduction::kMax);
+  rule.query.reductions = {Reduction::kMax, Reduction::kSum, Reduction::kMin, Reduction::kLast};
+  const json out = QueryResultJson(rule, answer, json::object(), "q", 0, 60);
+  EXPECT_EQ(out["values"], json::parse(R"({"a":5.0,"b":3.0})"));
+  EXPECT_EQ(out["reduced"]["max"], json::parse(R"({"a":5.0,"b":3.0})"));
+  EXPECT_EQ(out["reduced"]["sum"], json::parse(R"({"a":12.0,"b":3.0})"));
+  EXPECT_EQ(out["reduced"]["min"], json::parse(R"({"a":1.0,"b":3.0})"));
+  EXPECT_EQ(out["reduced"]["last"], json::parse(R"({"a":5.0,"b":3.0})"));
+  EXPECT_EQ(out["count"], 2u);
+  EXPECT_EQ(out["max"], 5.0);
+  EXPECT_EQ(out["min"], 3.0);
+  EXPECT_EQ(out["sum"], 8.0);
+  EXPECT_EQ(out["avg"], 4.0);
+  EXPECT_EQ(out["hosts"], json({"a", "b", "c"}));
+
+  playbook::RuleSpec instant;
+  instant.query.by = {"host", "gpu"};
+  QueryResult vector;
+  vector.result_type = "vector";
+  vector.series = {SeriesOf("a", "0", {{60, 1}}), SeriesOf("a", "1", {{60, 9}}), SeriesOf("a", "1", {{60, 4}})};
+  const json by_gpu = QueryResultJson(instant, vector, json::object(), "q", 60, 60);
+  EXPECT_EQ(by_gpu["values"], json::parse(R"({"a/0":1.0,"a/1":9.0})"));
+  EXPECT_EQ(by_gpu["count"], 2u);
+  EXPECT_FALSE(by_gpu.contains("series"));
+  EXPECT_FALSE(by_gpu.contains("reduced"));
+
+  const json none = QueryResultJson(instant, QueryResult{}, json::object(), "q", 60, 60);
+  EXPECT_EQ(none["values"], json::object());
+  EXPECT_EQ(none["count"], 0u);
+  EXPECT_FALSE(none.contains("max"));
+}
+
 }  // namespace
 }  // namespace diagnose::dag

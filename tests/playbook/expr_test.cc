@@ -52,6 +52,37 @@ TEST(ExprTest, DigitCountsAndTaskIndicesOutOfAnyRangeAreClamped) {
   EXPECT_EQ(Eval("round(1.25, 1)"), 1.3);
 }
 
+// Fields and elements of values the expression computed (not paths into the job data) are taken
+// out of them; of paths, read where they are.
+TEST(ExprTest, MembersOfComputedAndOfNamedValues) {
+  Value env = {{"q", {{"values", {{"h1", 0.0}, {"h2", 5.0}}}, {"series", {{"h1", {{1, 2}, {3, 4}}}}}}}};
+  EXPECT_EQ(Eval("{'a': {'b': [1, 2, 3]}}.a.b[1]"), 2.0);
+  EXPECT_EQ(Eval("[[1, 2], [3]][0][-1]"), 2.0);
+  EXPECT_EQ(Eval("{'k': [4]}['k'][0]"), 4.0);
+  EXPECT_EQ(Eval("{'k': 1}['missing']"), Value());
+  EXPECT_EQ(Eval("{'k': 1}.missing"), Value());
+  EXPECT_EQ(Eval("[1].missing"), Value());
+  EXPECT_EQ(Eval("q.series['h1'][1][0]", env), 3.0);
+  EXPECT_EQ(Eval("q.series.h1[5]", env), Value());
+  EXPECT_EQ(Eval("(q.values > 1).h2", env), 5.0);
+  EXPECT_EQ(Eval("[q.values, q.values.h2]", env), Value({env["q"]["values"], 5.0}));
+  EXPECT_EQ(Eval("{'v': q.values}", env), Value({{"v", env["q"]["values"]}}));
+  EXPECT_EQ(Eval("if(q.values.h2 > 1, q.series, q.values)", env), env["q"]["series"]);
+}
+
+TEST(ExprTest, DefaultIsOneOfItsArgumentsAndEvaluatesBoth) {
+  Value env = {{"q", {{"values", {{"h1", 0.0}}}}}};
+  EXPECT_EQ(Eval("default(q.nothing, q.values)", env), env["q"]["values"]);
+  EXPECT_EQ(Eval("default(q.values, 3)", env), env["q"]["values"]);
+  EXPECT_EQ(Eval("default(null, null)"), Value());
+  EXPECT_EQ(Eval("default(q.values, {'a': 2}).h1", env), 0.0);
+  EXPECT_EQ(Eval("default(null, {'a': 2}).a"), 2.0);
+  ExprSyntaxError err;
+  auto e = ParseExpr("default(1, 'a' - 1)", &err);
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(EvalExpr(*e, [](const std::string&) -> const Value* { return nullptr; }).ok());
+}
+
 TEST(ExprTest, MapsFilterLikePromqlVectors) {
   Value env = {{"q", {{"values", {{"h1", 0.0}, {"h2", 5.0}, {"h3", 12.0}}}}},
                {"b", {{"values", {{"h1", 1.0}, {"h2", 1.0}}}}}};
