@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <random>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -272,9 +274,14 @@ struct NativeBlockWriter::Impl {
     fs::create_directories(output_dir, ec);
     if (ec) return UnavailableError("cannot create TSDB dir " + output_dir.string() + ": " + ec.message());
     AcquisitionScope creating;   // the tmp dir exists only once its cleanup does
+    // A ULID name: Prometheus deletes `<ULID>.tmp-for-creation` dirs a crash left, and loads none.
     static std::atomic<uint64_t> counter{0};
-    block->tmp_dir = output_dir / ("block-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
-                                   ".tmp-for-creation");
+    const uint64_t unique = Mix64(static_cast<uint64_t>(::getpid()) << 32 ^ counter++ ^ std::random_device{}());
+    uint8_t entropy[10] = {};
+    for (int i = 0; i < 8; ++i) entropy[i] = static_cast<uint8_t>(unique >> (56 - 8 * i));
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    block->tmp_dir = output_dir / (FormatUlid(static_cast<uint64_t>(now_ms), entropy) + ".tmp-for-creation");
     fs::create_directories(block->tmp_dir / "chunks", ec);
     if (ec) return UnavailableError("cannot create " + block->tmp_dir.string() + ": " + ec.message());
     block->cleanup_id = CleanupRegistry::Instance().Register("unfinished block " + block->tmp_dir.string(),

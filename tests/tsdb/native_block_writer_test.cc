@@ -244,7 +244,12 @@ TEST(NativeBlockWriter, AnUnfinishedWriterLeavesNoBlock) {
     std::vector<TimedSample> samples;
     for (int i = 0; i < 1000; ++i) samples.push_back({int64_t{1771891200000} + i * 15'000, 1.0 * i});
     ASSERT_TRUE(writer.Add({{"__name__", "x"}}, samples).ok());
-    ASSERT_FALSE(fs::is_empty(dir));   // the block under construction
+    ASSERT_FALSE(fs::is_empty(dir));   // the block under construction, which Prometheus would delete
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      EXPECT_EQ(e.path().extension(), ".tmp-for-creation") << name;
+      EXPECT_TRUE(IsUlid(e.path().stem().string())) << name;
+    }
   }
   EXPECT_TRUE(fs::is_empty(dir));
 }
