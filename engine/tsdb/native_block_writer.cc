@@ -28,7 +28,6 @@ namespace {
 
 // tsdb/chunks: segment files of at most 512 MiB, each led by magic, version 1 and 3 padding bytes.
 constexpr uint32_t kChunksMagic = 0x85BD40DD;
-constexpr uint64_t kChunkSegmentBytes = 512ull * 1024 * 1024;
 constexpr uint64_t kChunkSegmentHeaderBytes = 8;
 constexpr uint8_t kXorEncoding = 1;
 // tsdb/index: magic and format version 2.
@@ -48,6 +47,7 @@ class OutFile {
   }
   Status Open(const fs::path& path, size_t buffer_bytes) {
     path_ = path;
+    pos_ = 0;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return UnavailableError("cannot create " + path.string() + ": " + std::strerror(errno));
     file_ = fdopen(fd, "w");
@@ -212,6 +212,7 @@ struct NativeBlockWriter::Impl {
 
   fs::path output_dir;
   int64_t window_ms = 0;
+  uint64_t segment_bytes = kDefaultChunkSegmentBytes;
   // Interned label strings; a label set is a run of (name, value) symbol ids in label_pool.
   std::unordered_map<std::string, uint32_t> symbol_ids;
   std::vector<std::string> symbols;
@@ -318,7 +319,7 @@ struct NativeBlockWriter::Impl {
     framed.Append(data);
     const uint32_t crc = Crc32c(framed.bytes().data() + encoded_from, framed.size() - encoded_from);
     framed.Be32(crc);
-    if (block.chunks.pos() > kChunkSegmentHeaderBytes && block.chunks.pos() + framed.size() > kChunkSegmentBytes) {
+    if (block.chunks.pos() > kChunkSegmentHeaderBytes && block.chunks.pos() + framed.size() > segment_bytes) {
       RETURN_IF_ERROR(block.chunks.Close());
       ++block.segment;
       RETURN_IF_ERROR(OpenSegment(block));
@@ -624,9 +625,11 @@ StatusOr<NativeBlockStats> NativeBlockWriter::Impl::Finish() {
   return stats;
 }
 
-NativeBlockWriter::NativeBlockWriter(std::string output_dir, int64_t window_ms) : impl_(std::make_unique<Impl>()) {
+NativeBlockWriter::NativeBlockWriter(std::string output_dir, int64_t window_ms, uint64_t segment_bytes)
+    : impl_(std::make_unique<Impl>()) {
   impl_->output_dir = std::move(output_dir);
   impl_->window_ms = window_ms;
+  impl_->segment_bytes = segment_bytes;
   if (window_ms <= 0) impl_->error = InvalidArgumentError("block window must be positive");
 }
 

@@ -30,10 +30,13 @@ struct NativeBlockStats {
   int64_t chunks = 0;
 };
 
+inline constexpr uint64_t kDefaultChunkSegmentBytes = 512ull * 1024 * 1024;
+
 class NativeBlockWriter {
  public:
-  // `window_ms`: blocks never straddle a multiple of it (PromtoolBlockWindowMs).
-  NativeBlockWriter(std::string output_dir, int64_t window_ms);
+  // `window_ms`: blocks never straddle a multiple of it (PromtoolBlockWindowMs). A chunk segment
+  // file holds at most `segment_bytes` (Prometheus' 512 MiB; smaller in tests).
+  NativeBlockWriter(std::string output_dir, int64_t window_ms, uint64_t segment_bytes = kDefaultChunkSegmentBytes);
   ~NativeBlockWriter();   // removes the unfinished blocks of a writer that did not Finish()
   NativeBlockWriter(const NativeBlockWriter&) = delete;
   NativeBlockWriter& operator=(const NativeBlockWriter&) = delete;
