@@ -320,6 +320,18 @@ TEST(NativeBlockWriter, SameInputGivesTheSameUniqueBlockNames) {
   for (const auto& name : twice) EXPECT_TRUE(IsUlid(name)) << name;
 }
 
+TEST(NativeBlockWriter, ASeriesThatDiffersOnlyByAnEmptyLabelIsTheSameSeries) {
+  testing::TempDir scratch("native-blocks-empty-label");
+  NativeBlockWriter writer(scratch / "tsdb", 2 * 3'600'000);
+  const std::vector<TimedSample> samples = {{1771891200000, 1}, {1771891210000, 2}};
+  ASSERT_TRUE(writer.Add({{"__name__", "x"}, {"host", "a"}, {"rack", ""}}, samples).ok());
+  EXPECT_EQ(writer.Add({{"__name__", "x"}, {"host", "a"}}, samples).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(writer.Add({{"__name__", "x"}, {"host", "b"}, {"rack", ""}}, samples).ok());
+  auto stats = writer.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->samples, 4);
+}
+
 TEST(NativeBlockWriter, FormatsUlidsAsCrockfordBase32) {
   const uint8_t zero[10] = {};
   EXPECT_EQ(FormatUlid(0, zero), "00000000000000000000000000");
