@@ -22,6 +22,7 @@
 
 #include "engine/core/cleanup_registry.h"
 #include "engine/core/subprocess.h"
+#include "engine/tsdb/native_block_writer.h"
 #include "engine/tsdb/tsdb_dir.h"
 
 namespace diagnose {
@@ -134,7 +135,44 @@ int64_t DirectoryBytes(const fs::path& dir) {
   return total;
 }
 
+// What promtool stores for the seconds text AppendTimestampMs writes: its OpenMetrics parser keeps
+// int64(seconds * 1000), truncated. The text is exactly ms/1000, which parses to the double nearest
+// it, as the division here gives.
+int64_t PromtoolStoredMs(int64_t ms) { return static_cast<int64_t>(static_cast<double>(ms) / 1000.0 * 1000.0); }
+
+// A series' samples in ms, sorted (stable: of samples with the same millisecond, the first one
+// given wins) and de-duplicated; `duplicates` counts the ones dropped.
+StatusOr<std::vector<TimedSample>> SortedUniqueSamples(std::vector<Sample>& given, const std::string& series_name,
+                                                       int64_t& duplicates) {
+  std::vector<TimedSample> samples;
+  samples.reserve(given.size());
+  for (const auto& s : given) {
+    if (!std::isfinite(s.t)) return InvalidArgumentError("series " + series_name + " has a non-finite timestamp");
+    samples.push_back({static_cast<int64_t>(std::llround(s.t * 1000.0)), s.v});
+  }
+  given.clear();
+  given.shrink_to_fit();
+  auto earlier = [](const TimedSample& a, const TimedSample& b) { return a.ms < b.ms; };
+  if (!std::is_sorted(samples.begin(), samples.end(), earlier)) std::stable_sort(samples.begin(), samples.end(), earlier);
+  size_t kept = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (kept > 0 && samples[i].ms == samples[kept - 1].ms) {
+      ++duplicates;
+      continue;
+    }
+    samples[kept++] = samples[i];
+  }
+  samples.resize(kept);
+  return samples;
+}
+
 }  // namespace
+
+std::optional<BlockEncoder> BlockEncoderNamed(std::string_view name) {
+  if (name == "native") return BlockEncoder::kNative;
+  if (name == "promtool") return BlockEncoder::kPromtool;
+  return std::nullopt;
+}
 
 StatusOr<int64_t> PromtoolBlockWindowMs(std::string_view max_block_duration) {
   // Prometheus duration syntax: units concatenated from largest to smallest, e.g. "6h", "1h30m".
@@ -272,10 +310,15 @@ struct BlockWriter::Impl {
   Status error;                 // first write error; sticky
   std::optional<CleanupRegistry::Id> cleanup_id;   // removes the scratch dir on SIGINT/SIGTERM
   bool finished = false;
+  std::unique_ptr<NativeBlockWriter> native;       // set for the native encoder; the rest is promtool's
 
   Status Open() {
     if (options.output_dir.empty()) return InvalidArgumentError("BlockWriter needs an output_dir");
     ASSIGN_OR_RETURN(window_ms, PromtoolBlockWindowMs(options.max_block_duration));
+    if (options.encoder == BlockEncoder::kNative) {
+      native = std::make_unique<NativeBlockWriter>(options.output_dir, window_ms);
+      return Status::Ok();
+    }
     AcquisitionScope acquiring;   // the scratch dir exists only once its cleanup does
     const std::string parent = options.scratch_dir.empty() ? TempRoot() : options.scratch_dir;
     std::string pattern = parent + "/diagnose-blocks-XXXXXX";
@@ -373,49 +416,55 @@ struct BlockWriter::Impl {
     auto prefix = SeriesPrefix(series.labels);
     if (!prefix.ok()) return prefix.status();
     if (series.samples.empty()) return Status::Ok();
+    int64_t duplicates = 0;
+    auto samples = SortedUniqueSamples(series.samples, *prefix, duplicates);
+    if (!samples.ok()) return samples.status();
+    Status added = native ? AddNative(*prefix, series.labels, *samples, duplicates) : AddPromtool(*prefix, *samples);
+    if (!added.ok()) return added;
+    ++stats.series;
+    stats.samples_written += static_cast<int64_t>(samples->size());
+    stats.duplicates_dropped += duplicates;
+    return Status::Ok();
+  }
+
+  Status AddNative(const std::string& prefix, const Labels& labels, std::vector<TimedSample>& samples,
+                   int64_t& duplicates) {
+    size_t kept = 0;   // promtool's truncation can map two close milliseconds to one
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const int64_t ms = PromtoolStoredMs(samples[i].ms);
+      if (kept > 0 && ms == samples[kept - 1].ms) {
+        ++duplicates;
+        continue;
+      }
+      samples[kept++] = {ms, samples[i].v};
+    }
+    samples.resize(kept);
+    Status added = native->Add(labels, samples);
+    if (added.code() == StatusCode::kInvalidArgument) return InvalidArgumentError("series " + prefix + ": " + added.message());
+    if (!added.ok()) error = added;
+    return added;
+  }
+
+  Status AddPromtool(const std::string& prefix, const std::vector<TimedSample>& samples) {
     if (samples_in_batch > 0 &&
-        samples_in_batch + static_cast<int64_t>(series.samples.size()) > options.max_samples_per_promtool_run) {
+        samples_in_batch + static_cast<int64_t>(samples.size()) > options.max_samples_per_promtool_run) {
       if (auto started = StartBatch(); !started.ok()) {
         error = started;
         return error;
       }
     }
-    if (!seen_series.insert(*prefix).second) {
-      return InvalidArgumentError("series " + *prefix +
+    if (!seen_series.insert(prefix).second) {
+      return InvalidArgumentError("series " + prefix +
                                   " was added twice; merge its samples into one Add (promtool would drop "
                                   "or reject the interleaved samples)");
     }
-    struct TimedSample {
-      int64_t ms;
-      double v;
-    };
-    std::vector<TimedSample> samples;
-    samples.reserve(series.samples.size());
-    for (const auto& s : series.samples) {
-      if (!std::isfinite(s.t)) {
-        return InvalidArgumentError("series " + *prefix + " has a non-finite timestamp");
-      }
-      samples.push_back({static_cast<int64_t>(std::llround(s.t * 1000.0)), s.v});
-    }
-    series.samples.clear();
-    series.samples.shrink_to_fit();
-    // Stable: of samples with the same millisecond, the first one given wins.
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const TimedSample& a, const TimedSample& b) { return a.ms < b.ms; });
     std::string line;
-    line.reserve(prefix->size() + 48);
-    int64_t written = 0;
-    int64_t last_ms = 0;
+    line.reserve(prefix.size() + 48);
     WindowFile* file = nullptr;
     int64_t file_window_end = 0;   // samples are sorted, so the window only moves forward
-    for (size_t i = 0; i < samples.size(); ++i) {
-      if (i > 0 && samples[i].ms == last_ms) {
-        ++stats.duplicates_dropped;
-        continue;
-      }
-      last_ms = samples[i].ms;
-      if (!file || samples[i].ms >= file_window_end) {
-        const int64_t start = FloorToWindow(samples[i].ms, window_ms);
+    for (const TimedSample& sample : samples) {
+      if (!file || sample.ms >= file_window_end) {
+        const int64_t start = FloorToWindow(sample.ms, window_ms);
         auto opened = WindowFileFor(start);
         if (!opened.ok()) {
           error = opened.status();
@@ -424,22 +473,19 @@ struct BlockWriter::Impl {
         file = *opened;
         file_window_end = start + window_ms;
       }
-      line.assign(*prefix);
+      line.assign(prefix);
       line += ' ';
-      AppendValue(line, samples[i].v);
+      AppendValue(line, sample.v);
       line += ' ';
-      AppendTimestampMs(line, samples[i].ms);
+      AppendTimestampMs(line, sample.ms);
       line += '\n';
       if (std::fwrite(line.data(), 1, line.size(), file->out) != line.size()) {
         error = UnavailableError("writing " + file->path + " failed: " + std::strerror(errno));
         return error;
       }
       ++file->samples;
-      ++written;
     }
-    ++stats.series;
-    stats.samples_written += written;
-    samples_in_batch += written;
+    samples_in_batch += static_cast<int64_t>(samples.size());
     return Status::Ok();
   }
 
@@ -449,6 +495,17 @@ struct BlockWriter::Impl {
     if (!error.ok()) return error;
     if (stats.samples_written == 0) {
       return InvalidArgumentError("no samples to write into " + options.output_dir);
+    }
+    if (native) {
+      ASSIGN_OR_RETURN(NativeBlockStats built, native->Finish());
+      stats.blocks = built.blocks;
+      stats.bytes = built.bytes;
+      stats.samples_in_blocks = built.samples;
+      if (built.samples != stats.samples_written) {
+        return InternalError("the native block writer stored " + std::to_string(built.samples) + " samples of " +
+                             std::to_string(stats.samples_written));
+      }
+      return stats;
     }
     if (samples_in_batch > 0) RETURN_IF_ERROR(StartBatch());
     RETURN_IF_ERROR(JoinPromtool());

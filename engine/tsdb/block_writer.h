@@ -1,13 +1,19 @@
-// Turns series into real Prometheus TSDB blocks with promtool (fixtures, `diagnose test`).
+// Turns series into real Prometheus TSDB blocks (fixtures, `diagnose test`, campaign jobs, the scale
+// benchmark). The native encoder (the default) writes the blocks itself (native_block_writer.h), in
+// the layout the promtool encoder gets from `promtool tsdb create-blocks-from openmetrics`, which
+// stays selectable as the oracle the native one is tested against.
+// Both sort and de-duplicate every series and store the millisecond times promtool stores for the
+// seconds text the promtool encoder writes.
 // promtool silently drops out-of-order/duplicate samples inside a 5000-sample batch and misreads
-// millisecond timestamps, so this writer sorts and de-duplicates every series, writes seconds, and
-// verifies the sample count of the built blocks against what it wrote.
+// millisecond timestamps, so the promtool encoder writes sorted, de-duplicated seconds and verifies
+// the sample count of the built blocks against what it wrote.
 // promtool re-parses its whole input once per block window (and once more for the time range), so
 // the text is written as one file per window: a 24 h job is parsed twice instead of six times. The
 // scratch dir is best on RAM-backed storage (/dev/shm): the text is ~100x the size of the blocks.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,9 +23,15 @@
 
 namespace diagnose {
 
+enum class BlockEncoder { kNative, kPromtool };
+// "native" or "promtool" (the tools' --encoder); nullopt for anything else.
+std::optional<BlockEncoder> BlockEncoderNamed(std::string_view name);
+
 struct BlockWriteOptions {
+  BlockEncoder encoder = BlockEncoder::kNative;
   std::string output_dir;                 // the TSDB dir (created; blocks are added to it)
-  std::string max_block_duration = "6h";  // promtool --max-block-duration
+  std::string max_block_duration = "6h";  // promtool --max-block-duration (both encoders' windows)
+  // The rest is the promtool encoder's.
   std::string scratch_dir;                // where the OpenMetrics files are written (in a private
                                           // subdir, removed at the end); empty = temp dir
   double promtool_timeout_seconds = 1800; // promtool is killed after this long
@@ -39,15 +51,16 @@ struct BlockWriteStats {
   int64_t duplicates_dropped = 0;
   int blocks = 0;
   int64_t bytes = 0;
-  int promtool_runs = 0;                  // one per block window per batch
+  int promtool_runs = 0;                  // one per block window per batch (0 when native)
 };
 
 // promtool's block window for a --max-block-duration (its getCompatibleBlockDuration: the largest of
 // 2h x 3^k not above it, at least 2h), in milliseconds; blocks never straddle a multiple of it.
 StatusOr<int64_t> PromtoolBlockWindowMs(std::string_view max_block_duration);
 
-// Each Series needs labels["__name__"]. NaN values are written as NaN; staleness markers are not
-// representable in OpenMetrics input and are the caller's to omit.
+// Each Series needs labels["__name__"]; empty-valued labels are dropped (as Prometheus drops them).
+// NaN values are written as NaN: the native encoder keeps their bits (a staleness marker stays one),
+// the promtool encoder cannot represent a staleness marker, so callers omit them.
 StatusOr<BlockWriteStats> WriteBlocks(std::vector<Series> series, const BlockWriteOptions& options);
 
 // Incremental form for large fixtures: Add() per series (any order), then Finish().

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <numeric>
 
+#include "engine/tsdb/byte_buffer.h"
+
 namespace diagnose {
 namespace fs = std::filesystem;
 namespace {
@@ -25,30 +27,6 @@ constexpr uint8_t kSeriesRecord = 1;
 constexpr uint8_t kSamplesRecord = 2;
 // Records of this many entries keep each one small, as a scraping server's commits are.
 constexpr size_t kEntriesPerRecord = 5000;
-
-class Encoder {
- public:
-  void Byte(uint8_t b) { bytes_.push_back(b); }
-  void Be64(uint64_t v) {
-    for (int shift = 56; shift >= 0; shift -= 8) bytes_.push_back(static_cast<uint8_t>(v >> shift));
-  }
-  void Uvarint(uint64_t v) {
-    while (v >= 0x80) {
-      bytes_.push_back(static_cast<uint8_t>(v) | 0x80);
-      v >>= 7;
-    }
-    bytes_.push_back(static_cast<uint8_t>(v));
-  }
-  void Varint(int64_t v) { Uvarint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
-  void String(const std::string& s) {
-    Uvarint(s.size());
-    bytes_.insert(bytes_.end(), s.begin(), s.end());
-  }
-  std::vector<uint8_t>& bytes() { return bytes_; }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
 
 class SegmentedLog {
  public:
@@ -120,21 +98,6 @@ class SegmentedLog {
 
 }  // namespace
 
-uint32_t Crc32c(const uint8_t* data, size_t size) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0x82F63B78u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
-
 WalWriter::WalWriter(std::string tsdb_dir) : tsdb_dir_(std::move(tsdb_dir)) {}
 
 Status WalWriter::Add(Series series) {
@@ -157,7 +120,7 @@ StatusOr<WalWriteStats> WalWriter::Finish() {
   WalWriteStats stats;
   // Series records first: refs 1..N in the order added (labels sorted by name, as std::map keeps them).
   for (size_t begin = 0; begin < series_.size(); begin += kEntriesPerRecord) {
-    Encoder record;
+    ByteBuffer record;
     record.Byte(kSeriesRecord);
     for (size_t i = begin; i < std::min(series_.size(), begin + kEntriesPerRecord); ++i) {
       record.Be64(i + 1);
@@ -183,7 +146,7 @@ StatusOr<WalWriteStats> WalWriter::Finish() {
       heap.push_back({std::llround(series_[i].samples[0].t * 1000), static_cast<uint32_t>(i), 0});
   std::make_heap(heap.begin(), heap.end(), later);
   while (!heap.empty()) {
-    Encoder record;
+    ByteBuffer record;
     record.Byte(kSamplesRecord);
     int64_t first_ref = 0, first_t = 0;
     for (size_t n = 0; n < kEntriesPerRecord && !heap.empty(); ++n) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/tsdb/crc32c.h"   // the WAL's page records carry it
 #include "engine/tsdb/query_client.h"
 
 namespace diagnose {
@@ -35,8 +36,5 @@ class WalWriter {
   std::string tsdb_dir_;
   std::vector<Series> series_;
 };
-
-// CRC-32C (Castagnoli), as the WAL's page records carry it.
-uint32_t Crc32c(const uint8_t* data, size_t size);
 
 }  // namespace diagnose

@@ -23,6 +23,8 @@
 # measuring it), APPEND (1: keep earlier rows of WORK/results.tsv in the table and fits),
 # DIAGNOSE_ARGS (extra diagnose arguments, e.g. "--deadline 0"), REUSE (1: measure a job already
 # generated in WORK by an earlier invocation for the same size and hours instead of generating it),
+# ENCODER (how fixturegen writes the blocks: native, the default, or promtool, the old path through
+# OpenMetrics text that the following applies to),
 # SCRATCH (where fixturegen stages its OpenMetrics text and promtool its head chunks: the text is
 # ~100x the size of the blocks, so on disk generation is bound by writing it. Default: a private dir
 # in /dev/shm when that has room for two promtool batches of this size's text and MemAvailable keeps
@@ -58,6 +60,8 @@ work=${WORK:-/tmp/scale-bench}
 runs=${RUNS:-3}
 shm_reserve_gb=${SHM_RESERVE_GB:-6}
 min_free_gb=${MIN_FREE_GB:-5}
+encoder=${ENCODER:-native}
+case "$encoder" in native|promtool) ;; *) echo "ENCODER=$encoder: expected native or promtool"; exit 2 ;; esac
 gen_max_rss_gb=${GEN_MAX_RSS_GB:-16}
 clean=${CLEAN:-0}
 read -r -a diagnose_args <<< "${DIAGNOSE_ARGS:-}"
@@ -309,7 +313,10 @@ for n in "${sizes[@]}"; do
     echo "reusing the job generated earlier in $dir"
   else
   text_mb=""
-  if [ -n "${SCRATCH:-}" ]; then
+  if [ "$encoder" = native ]; then
+    scratch="$dir/scratch"   # unused: the native encoder stages nothing
+    text_mb=0
+  elif [ -n "${SCRATCH:-}" ]; then
     scratch=$(mktemp -d "$SCRATCH/scale-bench-n$n.XXXXXX")
   else
     batch_samples=$(( samples_estimate < 20000000 ? samples_estimate : 20000000 ))
@@ -326,7 +333,7 @@ for n in "${sizes[@]}"; do
   echo "generation scratch: $scratch (up to ~${text_mb:-?} MB of text), timeout ${gen_timeout} s"
   read -r gen_s rc gen_time_rss gen_peaks < <(TMPDIR="$scratch" MAX_RSS_KB=$((gen_max_rss_gb * 1048576)) python3 "$work/measure.py" "$dir/gen.time" "$dir/gen.out" \
     "$dir/gen.err" timeout "$gen_timeout" "$fixturegen" "$dir/scenario.yaml" --out "$dir/outputs" --jobs 1 \
-    --scratch "$scratch")
+    --scratch "$scratch" --encoder "$encoder")
   rm -rf "$scratch"
   echo "$gen_s $rc $gen_time_rss $gen_peaks" > "$dir/gen.summary"
   fi

@@ -17,10 +17,13 @@ namespace {
 namespace fs = std::filesystem;
 constexpr double kStart = 1771891200;  // 2026-02-24T00:00:00Z
 
-class BlockWriterTest : public ::testing::Test {
+class BlockWriterTestBase : public ::testing::Test {
  protected:
+  virtual BlockEncoder Encoder() const = 0;
+
   BlockWriteOptions Options(const std::string& name = "tsdb") {
     BlockWriteOptions options;
+    options.encoder = Encoder();
     options.output_dir = dir_ + "/" + name;
     options.scratch_dir = dir_;
     return options;
@@ -41,6 +44,26 @@ class BlockWriterTest : public ::testing::Test {
   const std::string dir_ = scratch_.path().string();
 };
 
+// What both encoders do alike.
+class BlockWriterTest : public BlockWriterTestBase, public ::testing::WithParamInterface<BlockEncoder> {
+ protected:
+  BlockEncoder Encoder() const override { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Encoders, BlockWriterTest, ::testing::Values(BlockEncoder::kNative, BlockEncoder::kPromtool),
+                         [](const auto& info) { return info.param == BlockEncoder::kNative ? "native" : "promtool"; });
+
+// The promtool encoder's scratch files, batches and runs.
+class PromtoolBlockWriterTest : public BlockWriterTestBase {
+ protected:
+  BlockEncoder Encoder() const override { return BlockEncoder::kPromtool; }
+};
+
+class NativeBlockWriterTest : public BlockWriterTestBase {
+ protected:
+  BlockEncoder Encoder() const override { return BlockEncoder::kNative; }
+};
+
 Series MakeSeries(Labels labels, int n, double step, double start = kStart) {
   Series s;
   s.labels = std::move(labels);
@@ -48,7 +71,7 @@ Series MakeSeries(Labels labels, int n, double step, double start = kStart) {
   return s;
 }
 
-TEST_F(BlockWriterTest, CountsAreVerifiedAgainstBlockMeta) {
+TEST_P(BlockWriterTest, CountsAreVerifiedAgainstBlockMeta) {
   std::vector<Series> series;
   for (int h = 0; h < 3; ++h) {
     series.push_back(MakeSeries({{"__name__", "hw_gpu_temp_celsius"}, {"host", "node" + std::to_string(h)},
@@ -73,7 +96,7 @@ TEST_F(BlockWriterTest, CountsAreVerifiedAgainstBlockMeta) {
   }
 }
 
-TEST_F(BlockWriterTest, UnsortedAndDuplicateSamplesStillGiveExactCounts) {
+TEST_P(BlockWriterTest, UnsortedAndDuplicateSamplesStillGiveExactCounts) {
   // 7000 descending samples cross promtool's 5000-sample commit batch: unsorted input would fail
   // there, and inside a batch it would be silently dropped.
   Series s;
@@ -88,7 +111,7 @@ TEST_F(BlockWriterTest, UnsortedAndDuplicateSamplesStillGiveExactCounts) {
   EXPECT_EQ(stats->samples_in_blocks, 7000);
 }
 
-TEST_F(BlockWriterTest, SubSecondTimestampsKeepMillisecondPrecision) {
+TEST_P(BlockWriterTest, SubSecondTimestampsKeepMillisecondPrecision) {
   Series s;
   s.labels = {{"__name__", "x"}};
   s.samples = {{kStart + 0.25, 1}, {kStart + 0.5, 2}, {kStart + 0.2504, 3}};  // third rounds onto the first
@@ -101,7 +124,7 @@ TEST_F(BlockWriterTest, SubSecondTimestampsKeepMillisecondPrecision) {
   EXPECT_EQ(blocks->front().min_time_ms, static_cast<int64_t>(kStart) * 1000 + 250);
 }
 
-TEST_F(BlockWriterTest, EscapedLabelValuesSurvive) {
+TEST_P(BlockWriterTest, EscapedLabelValuesSurvive) {
   Series s = MakeSeries({{"__name__", "weird"}, {"host", "q\"b\\c\nd"}, {"utf8", "Grüße"}}, 5, 10);
   s.samples.push_back({kStart + 100, std::nan("")});
   s.samples.push_back({kStart + 110, INFINITY});
@@ -116,7 +139,7 @@ TEST_F(BlockWriterTest, EscapedLabelValuesSurvive) {
   EXPECT_NE(dump.find("1.5e-07"), std::string::npos) << dump;
 }
 
-TEST_F(BlockWriterTest, SplitPiecesOfOneSeriesAreMergedByWriteBlocks) {
+TEST_P(BlockWriterTest, SplitPiecesOfOneSeriesAreMergedByWriteBlocks) {
   Labels labels = {{"__name__", "x"}, {"host", "a"}};
   auto stats = WriteBlocks({MakeSeries(labels, 10, 10), MakeSeries(labels, 10, 10, kStart + 5)}, Options());
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
@@ -124,7 +147,7 @@ TEST_F(BlockWriterTest, SplitPiecesOfOneSeriesAreMergedByWriteBlocks) {
   EXPECT_EQ(stats->samples_in_blocks, 20);
 }
 
-TEST_F(BlockWriterTest, IncrementalWriterRefusesTheSameSeriesTwice) {
+TEST_P(BlockWriterTest, IncrementalWriterRefusesTheSameSeriesTwice) {
   BlockWriter writer(Options());
   Labels labels = {{"__name__", "x"}, {"host", "a"}};
   ASSERT_TRUE(writer.Add(MakeSeries(labels, 10, 10)).ok());
@@ -133,7 +156,7 @@ TEST_F(BlockWriterTest, IncrementalWriterRefusesTheSameSeriesTwice) {
   EXPECT_NE(again.message().find("host=\"a\""), std::string::npos);
 }
 
-TEST_F(BlockWriterTest, InvalidNamesAreRejectedBeforePromtool) {
+TEST_P(BlockWriterTest, InvalidNamesAreRejectedBeforePromtool) {
   BlockWriter writer(Options());
   EXPECT_EQ(writer.Add(MakeSeries({{"__name__", "x"}, {"gpu-id", "0"}}, 3, 1)).code(),
             StatusCode::kInvalidArgument);
@@ -144,7 +167,7 @@ TEST_F(BlockWriterTest, InvalidNamesAreRejectedBeforePromtool) {
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);  // nothing valid was added
 }
 
-TEST_F(BlockWriterTest, IncrementalWriterStreamsManySeriesIntoExistingDir) {
+TEST_P(BlockWriterTest, IncrementalWriterStreamsManySeriesIntoExistingDir) {
   // Two writers into one dir: the second verifies only the blocks it added.
   ASSERT_TRUE(WriteBlocks({MakeSeries({{"__name__", "first"}}, 100, 60)}, Options()).ok());
   BlockWriter writer(Options());
@@ -169,7 +192,7 @@ TEST_F(BlockWriterTest, IncrementalWriterStreamsManySeriesIntoExistingDir) {
 }
 
 
-TEST_F(BlockWriterTest, LargeWritesAreSplitIntoSeveralPromtoolRunsOfWholeSeries) {
+TEST_F(PromtoolBlockWriterTest, LargeWritesAreSplitIntoSeveralPromtoolRunsOfWholeSeries) {
   // A budget below two series forces one promtool run per series: the runs' blocks overlap in time
   // and each holds whole series, and promtool's own dump still sees every sample exactly once.
   BlockWriteOptions options = Options();
@@ -195,7 +218,7 @@ TEST_F(BlockWriterTest, LargeWritesAreSplitIntoSeveralPromtoolRunsOfWholeSeries)
   for (const auto& e : fs::recursive_directory_iterator(dir_)) EXPECT_NE(e.path().extension(), ".om") << e.path();
 }
 
-TEST_F(BlockWriterTest, OneRunWhenTheWriteFitsTheBudget) {
+TEST_F(PromtoolBlockWriterTest, OneRunWhenTheWriteFitsTheBudget) {
   BlockWriteOptions options = Options();
   options.max_samples_per_promtool_run = 400;
   BlockWriter writer(options);
@@ -224,7 +247,7 @@ TEST(PromtoolBlockWindowTest, IsTheLargestTsdbRangeNotAboveTheMaximum) {
   EXPECT_EQ(PromtoolBlockWindowMs("h").status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(BlockWriterTest, EachBlockWindowIsOnePromtoolRunOverItsOwnFile) {
+TEST_F(PromtoolBlockWriterTest, EachBlockWindowIsOnePromtoolRunOverItsOwnFile) {
   // 13 h from midnight with 6 h windows: three windows, so three runs per batch and three blocks,
   // each inside its window; two batches (budget of one series) give six, the series split whole.
   BlockWriteOptions options = Options();
@@ -263,7 +286,7 @@ TEST_F(BlockWriterTest, EachBlockWindowIsOnePromtoolRunOverItsOwnFile) {
   }
 }
 
-TEST_F(BlockWriterTest, AnUnknownBlockDurationFailsBeforeAnythingIsWritten) {
+TEST_P(BlockWriterTest, AnUnknownBlockDurationFailsBeforeAnythingIsWritten) {
   BlockWriteOptions options = Options();
   options.max_block_duration = "six hours";
   BlockWriter writer(options);

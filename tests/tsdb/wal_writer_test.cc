@@ -52,12 +52,6 @@ class WalWriterTest : public ::testing::Test {
   const std::string dir_ = scratch_.path().string();
 };
 
-TEST(Crc32cTest, MatchesTheCastagnoliCheckValue) {
-  const std::string check = "123456789";
-  EXPECT_EQ(Crc32c(reinterpret_cast<const uint8_t*>(check.data()), check.size()), 0xE3069283u);
-  EXPECT_EQ(Crc32c(nullptr, 0), 0u);
-}
-
 TEST_F(WalWriterTest, PrometheusReplaysEverySampleExactly) {
   // 40 series x 1,440 samples (4 h at 10 s): records far larger than a 32 KiB page, so records
   // are split into first/middle/last fragments; values need all 64 bits.

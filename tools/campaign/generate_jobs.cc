@@ -88,6 +88,7 @@ Status GenerateCampaign(const GenerateCampaignOptions& options) {
   generate.out_dir = (out / "outputs").string();
   generate.scratch_dir = scratch.string();
   generate.write_tsdb = options.write_tsdb;
+  generate.block_encoder = options.block_encoder;
   std::atomic<size_t> next{0};
   std::mutex lock;
   Status first_error = Status::Ok();

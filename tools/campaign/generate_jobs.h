@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/tsdb/block_writer.h"
 
 namespace diagnose::campaign {
 
@@ -16,6 +17,7 @@ struct GenerateCampaignOptions {
   std::string out_dir;        // receives outputs/, scenarios/, truth.json (and a scratch dir it removes)
   int parallel = 2;
   bool write_tsdb = true;     // false: logs only (fast determinism checks)
+  BlockEncoder block_encoder = BlockEncoder::kNative;
   // A share of the jobs, so that ctest can generate one campaign in several processes at once:
   // shard k of n generates every n-th job of the cost-ordered plan, starting at the k-th, and
   // writes neither scenarios/ nor truth.json (plan_only writes those, and generates nothing).

@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   gen->add_option("--out", generate.out_dir, "output directory; nothing is written outside it")->required();
   gen->add_option("--jobs-parallel", generate.parallel, "jobs generated in parallel")->check(CLI::Range(1, 16));
   gen->add_flag("--no-tsdb", no_tsdb, "logs only, no TSDB blocks (for quick checks)");
+  std::string encoder = "native";
+  gen->add_option("--encoder", encoder, "how TSDB blocks are written: native, or promtool (the oracle)")
+      ->check(CLI::IsMember({"native", "promtool"}));
   std::string shard;
   gen->add_option("--shard", shard,
                   "K/N: generate only the K-th of N shares of the jobs (0-based), no scenarios/ or truth.json; "
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
 
   if (gen->parsed()) {
     generate.write_tsdb = !no_tsdb;
+    generate.block_encoder = *BlockEncoderNamed(encoder);
     if (!shard.empty() && std::sscanf(shard.c_str(), "%d/%d", &generate.shard, &generate.shards) != 2) {
       std::fprintf(stderr, "campaign: --shard %s: expected K/N, e.g. 0/4\n", shard.c_str());
       return 2;

@@ -113,6 +113,7 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
     BlockWriteOptions bw;
     bw.output_dir = (out / job_dir / "prometheus").string();
     bw.max_block_duration = "6h";
+    bw.encoder = options.block_encoder;
     bw.scratch_dir = options.scratch_dir;
     BlockWriter writer(bw);
     auto metrics = GenerateMetrics(s, *timeline, [&](Series series) { return writer.Add(std::move(series)); });
@@ -124,7 +125,7 @@ StatusOr<GenerateReport> Generate(const Scenario& s, const GenerateOptions& opti
     report.samples_in_blocks = stats->samples_in_blocks;
     report.blocks = stats->blocks;
     if (stats->samples_in_blocks != metrics->samples - stats->duplicates_dropped)
-      return DataLossError(s.path + ": promtool kept " + std::to_string(stats->samples_in_blocks) + " of " +
+      return DataLossError(s.path + ": the blocks keep " + std::to_string(stats->samples_in_blocks) + " of " +
                            std::to_string(metrics->samples) + " generated samples");
     if (stats->duplicates_dropped != 0)
       return InternalError(s.path + ": generator produced " + std::to_string(stats->duplicates_dropped) +

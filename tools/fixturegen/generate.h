@@ -5,13 +5,15 @@
 #include <string>
 
 #include "engine/core/status.h"
+#include "engine/tsdb/block_writer.h"
 #include "tools/fixturegen/scenario.h"
 
 namespace diagnose::fixturegen {
 
 struct GenerateOptions {
   std::string out_dir;              // the workspace the job's files are written into
-  std::string scratch_dir;          // OpenMetrics staging; empty = system temp dir
+  BlockEncoder block_encoder = BlockEncoder::kNative;
+  std::string scratch_dir;          // the promtool encoder's OpenMetrics staging; empty = system temp dir
   bool write_tsdb = true;           // false: skip prometheus blocks even when the scenario asks
   // Non-empty: the series go to <series_out>/<job dir>.series.jsonl (VictoriaMetrics import lines)
   // instead of TSDB blocks: what a live exporter replays (tests/support/live_job.py).

@@ -19,15 +19,19 @@ using namespace diagnose::fixturegen;
 int main(int argc, char** argv) {
   CLI::App app{"Generate maxtext-slurm job fixtures from scenario YAML files"};
   std::vector<std::string> scenarios;
-  std::string all_dir, out_dir, scratch, series_out;
+  std::string all_dir, out_dir, scratch, series_out, encoder = "native";
   int jobs = 2;
   bool no_tsdb = false;
   app.add_option("scenarios", scenarios, "scenario files");
   app.add_option("--all", all_dir, "generate every *.yaml in this directory");
   app.add_option("--out", out_dir, "outputs directory (the launcher workspace)")->required();
   app.add_option("--jobs,-j", jobs, "scenarios generated in parallel")->check(CLI::Range(1, 16));
-  app.add_option("--scratch", scratch, "directory for intermediate OpenMetrics files");
-  app.add_flag("--no-tsdb", no_tsdb, "write logs only (skip promtool)");
+  app.add_option("--encoder", encoder,
+                 "how TSDB blocks are written: native (directly) or promtool (OpenMetrics text through "
+                 "`promtool tsdb create-blocks-from`, the oracle)")
+      ->check(CLI::IsMember({"native", "promtool"}));
+  app.add_option("--scratch", scratch, "directory for the promtool encoder's intermediate OpenMetrics files");
+  app.add_flag("--no-tsdb", no_tsdb, "write logs only (no TSDB blocks)");
   app.add_option("--series-out", series_out,
                  "write each job's series as JSON lines (<job dir>.series.jsonl, VictoriaMetrics import format) into "
                  "this directory instead of TSDB blocks: what a live exporter replays");
@@ -64,6 +68,7 @@ int main(int argc, char** argv) {
   GenerateOptions options;
   options.out_dir = out_dir;
   options.scratch_dir = scratch;
+  options.block_encoder = *BlockEncoderNamed(encoder);
   options.write_tsdb = !no_tsdb;
   options.series_out = series_out;
   std::atomic<size_t> next{0};
