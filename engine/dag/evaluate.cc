@@ -336,7 +336,10 @@ StatusOr<json> Evaluator::Eval(int idx, const CompiledExpr& e, const json* host)
   json held;
   std::shared_ptr<NameScope> scope;
   ASSIGN_OR_RETURN(const json* v, EvalInPlace(idx, e, &held, &scope, host));
-  return v == &held ? std::move(held) : *v;
+  // Two statements, not `?:`: a conditional of `json&&` and `const json&` is a const prvalue, which
+  // StatusOr would take by copy.
+  if (v == &held) return std::move(held);
+  return *v;
 }
 
 StatusOr<const json*> Evaluator::EvalInPlace(int idx, const CompiledExpr& e, json* held, std::shared_ptr<NameScope>* scope,

@@ -57,7 +57,7 @@ class PrometheusBackend : public SeriesBackend {
     }
     return std::unique_ptr<ServedSeries>(new PrometheusServedSeries(dir.string(), std::move(*server)));
   }
-  std::string Describe() const override { return "promtool blocks + private Prometheus"; }
+  std::string Describe() const override { return "TSDB blocks + private Prometheus"; }
 
  private:
   int counter_ = 0;

@@ -244,7 +244,7 @@ if [ -n "${PROM_MEMORY_LIMIT:-}" ]; then
   else
     confine_limit=$(numfmt --from=iec "$PROM_MEMORY_LIMIT")
     mkdir -p "$work/bin/memory-cgroup"
-    printf '#!/bin/sh\necho $$ > "%s/$SCALE_BENCH_CGROUP/cgroup.procs" || exit 97\nexec "%s" "$@"\n' \
+    printf '#!/bin/sh\necho $$ > "%s/${SCALE_BENCH_CGROUP:?}/cgroup.procs" || exit 97\nexec "%s" "$@"\n' \
       "$memory_cgroups" "$real_prometheus" > "$work/bin/memory-cgroup/prometheus"
     chmod +x "$work/bin/memory-cgroup/prometheus"
   fi
@@ -259,14 +259,22 @@ confine_begin() {
   python3 -c 'import os, sys
 for root, _, files in os.walk(sys.argv[1]):
     for f in files:
-        fd = os.open(os.path.join(root, f), os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$dir/outputs"
+        path = os.path.join(root, f)
+        if not os.path.isfile(path) or os.path.islink(path): continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError: continue
+        try: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally: os.close(fd)' "$dir/outputs"
   confine_env=("SCALE_BENCH_CGROUP=$name" "PATH=$work/bin/memory-cgroup:$PATH")
 }
 confine_end() {
   [ -n "$prom_cgroup" ] || return 0
   echo "  memory cgroup (limit $PROM_MEMORY_LIMIT): peak usage $(( $(cat "$prom_cgroup/memory.max_usage_in_bytes") >> 20 )) MiB," \
     "limit hit $(cat "$prom_cgroup/memory.failcnt") times, OOM kills $(awk '/^oom_kill / {print $2}' "$prom_cgroup/memory.oom_control")"
-  rmdir "$prom_cgroup" && prom_cgroup=""
+  # A killed server may still be freeing its heap inside the cgroup: retry, never stop the bench on it.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$prom_cgroup" 2>/dev/null && break; sleep 0.2; done
+  prom_cgroup=""
 }
 
 # One timed run of the AGAINST binary on size $n's job (run number $1); adds its wall time to against_walls.
