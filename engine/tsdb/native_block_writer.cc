@@ -194,6 +194,7 @@ struct NativeBlockWriter::Impl {
   struct Block {
     int64_t window_start = 0;
     fs::path tmp_dir;
+    fs::path final_dir;   // its ULID's name, chosen when sealed
     std::optional<CleanupRegistry::Id> cleanup_id;
     OutFile chunks;
     uint32_t segment = 0;   // index of the open segment file (000001 is 0)
@@ -257,18 +258,20 @@ struct NativeBlockWriter::Impl {
 
   void RemoveUnfinished() {
     AcquisitionScope releasing;
-    for (auto& [start, block] : blocks) {
-      (void)block->chunks.Close();
-      std::error_code ec;
-      fs::remove_all(block->tmp_dir, ec);
-      if (block->cleanup_id) CleanupRegistry::Instance().Unregister(*block->cleanup_id);
-    }
+    for (auto& [start, block] : blocks) Discard(*block);
     blocks.clear();
   }
 
+  static void Discard(Block& block) {
+    (void)block.chunks.Close();
+    std::error_code ec;
+    fs::remove_all(block.tmp_dir, ec);
+    if (block.cleanup_id) CleanupRegistry::Instance().Unregister(*block.cleanup_id);
+    block.cleanup_id.reset();
+  }
+
   StatusOr<Block*> BlockFor(int64_t window_start) {
-    std::unique_ptr<Block>& slot = blocks[window_start];
-    if (slot) return slot.get();
+    if (auto it = blocks.find(window_start); it != blocks.end()) return it->second.get();
     auto block = std::make_unique<Block>();
     block->window_start = window_start;
     std::error_code ec;
@@ -284,15 +287,20 @@ struct NativeBlockWriter::Impl {
                             std::chrono::system_clock::now().time_since_epoch()).count();
     block->tmp_dir = output_dir / (FormatUlid(static_cast<uint64_t>(now_ms), entropy) + ".tmp-for-creation");
     fs::create_directories(block->tmp_dir / "chunks", ec);
-    if (ec) return UnavailableError("cannot create " + block->tmp_dir.string() + ": " + ec.message());
+    if (ec) {
+      fs::remove_all(block->tmp_dir, ec);
+      return UnavailableError("cannot create " + block->tmp_dir.string() + ": " + ec.message());
+    }
     block->cleanup_id = CleanupRegistry::Instance().Register("unfinished block " + block->tmp_dir.string(),
                                                              [dir = block->tmp_dir] {
       std::error_code removed;
       fs::remove_all(dir, removed);
     });
-    RETURN_IF_ERROR(OpenSegment(*block));
-    slot = std::move(block);
-    return slot.get();
+    if (Status opened = OpenSegment(*block); !opened.ok()) {
+      Discard(*block);
+      return opened;
+    }
+    return blocks.emplace(window_start, std::move(block)).first->second.get();
   }
 
   Status OpenSegment(Block& block) {
@@ -372,8 +380,14 @@ struct NativeBlockWriter::Impl {
   Status Add(const Labels& labels, std::span<const TimedSample> samples) {
     if (finished) return FailedPreconditionError("NativeBlockWriter::Add after Finish");
     if (!error.ok()) return error;
-    if (!labels.count("__name__")) return InvalidArgumentError("series without a __name__ label");
+    if (auto name = labels.find("__name__"); name == labels.end() || name->second.empty())
+      return InvalidArgumentError("series without a __name__ label");
+    if (labels.count("")) return InvalidArgumentError("series with an empty label name");
     if (samples.empty()) return Status::Ok();
+    for (size_t i = 1; i < samples.size(); ++i)
+      if (samples[i].ms <= samples[i - 1].ms)
+        return InvalidArgumentError("series " + labels.at("__name__") + ": timestamps must increase strictly (" +
+                                    std::to_string(samples[i - 1].ms) + " then " + std::to_string(samples[i].ms) + ")");
     const uint64_t offset = label_pool.size();
     uint32_t pairs = 0;
     for (const auto& [name, value] : labels) {
@@ -411,7 +425,8 @@ struct NativeBlockWriter::Impl {
   Status WriteIndexTail(OutFile& out, uint64_t (&toc)[6], const std::vector<Posting>& postings,
                         const std::vector<uint32_t>& all_series, const std::vector<uint32_t>& used,
                         const std::vector<uint32_t>& sorted_symbols);
-  Status Publish(Block& block, const std::vector<uint32_t>& rank, NativeBlockStats& stats);
+  Status Seal(Block& block, const std::vector<uint32_t>& rank);
+  Status Publish(Block& block, NativeBlockStats& stats);
 };
 
 
@@ -559,10 +574,10 @@ Status NativeBlockWriter::Impl::WriteIndexTail(OutFile& out, uint64_t (&toc)[6],
   return out.Close();
 }
 
-// Completes a block in its tmp dir (index, empty tombstones, meta.json), then renames it to its
-// ULID: deterministic from the block's content, so a fixture regenerated from the same input gets
-// the same directory names.
-Status NativeBlockWriter::Impl::Publish(Block& block, const std::vector<uint32_t>& rank, NativeBlockStats& stats) {
+// Completes a block in its tmp dir (index, empty tombstones, meta.json) and names it: its ULID is
+// deterministic from the block's content, so a fixture regenerated from the same input gets the same
+// directory names. Publish renames it once every block of the set is sealed.
+Status NativeBlockWriter::Impl::Seal(Block& block, const std::vector<uint32_t>& rank) {
   RETURN_IF_ERROR(block.chunks.Close());
   RETURN_IF_ERROR(WriteIndex(block, rank));
   ByteBuffer tombstones;
@@ -586,6 +601,13 @@ Status NativeBlockWriter::Impl::Publish(Block& block, const std::vector<uint32_t
   const std::string meta = MetaJson(ulid, block.min_t, block.max_t, block.samples, block.entries.size(),
                                     block.chunk_metas.size());
   RETURN_IF_ERROR(WriteWholeFile(block.tmp_dir / "meta.json", std::vector<uint8_t>(meta.begin(), meta.end())));
+  block.final_dir = final_dir;
+  return Status::Ok();
+}
+
+Status NativeBlockWriter::Impl::Publish(Block& block, NativeBlockStats& stats) {
+  std::error_code ec;
+  const fs::path& final_dir = block.final_dir;
   {
     AcquisitionScope publishing;
     fs::rename(block.tmp_dir, final_dir, ec);
@@ -601,8 +623,10 @@ Status NativeBlockWriter::Impl::Publish(Block& block, const std::vector<uint32_t
   ++stats.blocks;
   stats.samples += block.samples;
   stats.chunks += static_cast<int64_t>(block.chunk_metas.size());
-  for (const auto& entry : fs::recursive_directory_iterator(final_dir, ec)) {
-    if (entry.is_regular_file(ec)) stats.bytes += static_cast<int64_t>(entry.file_size(ec));
+  // increment(ec), not a range-for: the range-for's increment throws on an unreadable entry.
+  for (fs::recursive_directory_iterator it(final_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) stats.bytes += static_cast<int64_t>(it->file_size(size_ec));
   }
   return Status::Ok();
 }
@@ -618,8 +642,9 @@ StatusOr<NativeBlockStats> NativeBlockWriter::Impl::Finish() {
   std::vector<uint32_t> rank(symbols.size());
   for (uint32_t r = 0; r < by_string.size(); ++r) rank[by_string[r]] = r;
   NativeBlockStats stats;
+  for (auto& [start, block] : blocks) RETURN_IF_ERROR(Seal(*block, rank));
   while (!blocks.empty()) {
-    RETURN_IF_ERROR(Publish(*blocks.begin()->second, rank, stats));
+    RETURN_IF_ERROR(Publish(*blocks.begin()->second, stats));
     blocks.erase(blocks.begin());
   }
   return stats;

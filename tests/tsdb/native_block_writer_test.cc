@@ -64,6 +64,17 @@ std::vector<Series> ManyShapes() {
   std::vector<Sample> gaps = {{kShapesStart, 1}, {kShapesStart + 1, 2}, {kShapesStart + 86400 * 3 + 0.123, 3},
                               {kShapesStart + 86400 * 40, 4}, {kShapesStart + 86400 * 40 + 7200, 5}};
   out.push_back(SeriesOf({{"__name__", "huge_gaps"}}, gaps));
+  // Every timestamp bucket of the XOR encoding (delta-of-deltas 0, 10 s, 60 s, 200 s, 700 s, -970 s:
+  // 14, 17, 20 and 64 bits) and values whose XOR has 63 leading zeros (clamped to 31 on disk).
+  std::vector<Sample> buckets;
+  double t = kShapesStart;
+  bool up = false;
+  for (double step : {0.0, 10.0, 10.0, 20.0, 80.0, 280.0, 980.0, 10.0, 10.0}) {
+    t += step;
+    buckets.push_back({t, up ? std::nextafter(1.0, 2.0) : 1.0});
+    up = !up;
+  }
+  out.push_back(SeriesOf({{"__name__", "xor_buckets"}}, buckets));
   // 13 h at 15 s crosses the 2 h and 6 h windows; a counter with resets.
   std::vector<Sample> long_span = EvenlySpaced(13 * 240, 15);
   for (size_t i = 0; i < long_span.size(); ++i) long_span[i].v = static_cast<double>(i % 1000) * 3;
@@ -330,6 +341,31 @@ TEST(NativeBlockWriter, ASeriesThatDiffersOnlyByAnEmptyLabelIsTheSameSeries) {
   auto stats = writer.Finish();
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->samples, 4);
+}
+
+TEST(NativeBlockWriter, AnUnwritableDirIsAnErrorAndLeavesNothing) {
+  {
+    NativeBlockWriter writer("/dev/null/tsdb", 2 * 3'600'000);
+    const std::vector<TimedSample> samples = {{1771891200000, 1}};
+    EXPECT_EQ(writer.Add({{"__name__", "x"}}, samples).code(), StatusCode::kUnavailable);
+    EXPECT_FALSE(writer.Finish().ok());
+  }   // destroyed with no block set up: must not touch one
+}
+
+TEST(NativeBlockWriter, RefusesSeriesItCannotEncode) {
+  testing::TempDir scratch("native-blocks-refused");
+  NativeBlockWriter writer(scratch / "tsdb", 2 * 3'600'000);
+  const std::vector<TimedSample> backwards = {{1771891210000, 1}, {1771891200000, 2}};
+  const std::vector<TimedSample> repeated = {{1771891200000, 1}, {1771891200000, 2}};
+  const std::vector<TimedSample> fine = {{1771891200000, 1}, {1771891210000, 2}};
+  EXPECT_EQ(writer.Add({{"__name__", "x"}}, backwards).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(writer.Add({{"__name__", "y"}}, repeated).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(writer.Add({{"__name__", ""}}, fine).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(writer.Add({{"__name__", "z"}, {"", "v"}}, fine).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(writer.Add({{"__name__", "x"}}, fine).ok());   // a refused series did not take its name
+  auto stats = writer.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->samples, 2);
 }
 
 TEST(NativeBlockWriter, FormatsUlidsAsCrockfordBase32) {
