@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/core/cleanup_registry.h"
+#include "engine/core/hash64.h"
 #include "engine/tsdb/byte_buffer.h"
 #include "engine/tsdb/crc32c.h"
 #include "engine/tsdb/xor_chunk.h"
@@ -92,20 +93,6 @@ Status WriteWholeFile(const fs::path& path, const std::vector<uint8_t>& bytes) {
   RETURN_IF_ERROR(out.Open(path, 4096));
   RETURN_IF_ERROR(out.Write(bytes.data(), bytes.size()));
   return out.Close();
-}
-
-uint64_t Mix64(uint64_t x) {   // splitmix64's finalizer
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t HashString(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
 }
 
 // head_append.go's rangeForTimestamp and computeChunkEndTime.
@@ -372,7 +359,7 @@ struct NativeBlockWriter::Impl {
     block.max_t = std::max(block.max_t, samples.back().ms);
     block.samples += static_cast<int64_t>(samples.size());
     uint64_t labels_hash = 0;
-    for (uint32_t sym : Pairs(series)) labels_hash = Mix64(labels_hash ^ HashString(symbols[sym]));
+    for (uint32_t sym : Pairs(series)) labels_hash = Mix64(labels_hash ^ Fnv1a64(symbols[sym]));
     block.content_hash += Mix64(labels_hash);
     return Status::Ok();
   }

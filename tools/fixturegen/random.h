@@ -6,19 +6,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/core/hash64.h"
+
 namespace diagnose::fixturegen {
 
-inline uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+inline uint64_t SplitMix64(uint64_t x) { return Mix64(x + 0x9e3779b97f4a7c15ULL); }
 
 inline uint64_t HashString(std::string_view s, uint64_t seed = 0xcbf29ce484222325ULL) {
-  uint64_t h = seed;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return SplitMix64(h);
+  return SplitMix64(Fnv1a64(s, seed));
 }
 
 class Rng {
