@@ -120,7 +120,7 @@ const std::map<std::string, AnalysisDef>& Registry() {
                           {"unwindowed", "list"}},
                          {"input"}, SteadyLevel};
     r["window_ratio"] = {"window_ratio", "per-key ratio of a series between two windows",
-                         {{"aggregate", {"string", "avg", {"avg", "max", "min"}}}},
+                         {{"aggregate", {"string", "avg", {"avg", "max", "min", "median"}}}},
                          {{"ratio", "map"}, {"first", "map"}, {"second", "map"}},
                          {"input", "windows"}, WindowRatio};
     AddIncidentAnalyses(&r);

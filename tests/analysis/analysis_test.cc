@@ -315,6 +315,27 @@ TEST(WindowRatioTest, RatioBetweenWindows) {
   EXPECT_NEAR((*r)["ratio"]["h1"].get<double>(), 1.0 / 3, 1e-9);
 }
 
+TEST(WindowRatioTest, MedianIgnoresAShortIdleStretch) {
+  // Each window holds a short idle stretch (a checkpoint save): the mean moves, the median does not.
+  Json series = {{"h1", Json::array()}};
+  for (int i = 0; i < 20; ++i) {
+    const bool idle = i == 12 || i == 13 || i == 14;
+    series["h1"].push_back({i * 10, idle ? 132.0 : (i < 10 ? 2300.0 : 2290.0)});
+  }
+  AnalysisInput in;
+  in.input = series;
+  in.windows = Json::array({{{"start", 0}, {"end", 90}}, {{"start", 100}, {"end", 190}}});
+  in.args = Args("window_ratio", {{"aggregate", "median"}});
+  auto median = WindowRatio(in);
+  ASSERT_TRUE(median.ok()) << median.status().message();
+  EXPECT_DOUBLE_EQ((*median)["second"]["h1"].get<double>(), 2290.0);
+  EXPECT_NEAR((*median)["ratio"]["h1"].get<double>(), 2290.0 / 2300.0, 1e-12);
+  in.args = Args("window_ratio");
+  auto mean = WindowRatio(in);
+  ASSERT_TRUE(mean.ok());
+  EXPECT_LT((*mean)["ratio"]["h1"].get<double>(), 0.8);
+}
+
 TEST(DurationTest, PromqlDurations) {
   double s = 0;
   EXPECT_TRUE(ParseDurationSeconds("1h30m", &s));

@@ -1432,7 +1432,11 @@ Status FatalInCompile(JobPlanner& p) {
   s.hang_seconds = 75 + std::round(p.U(20, 90));
   ASSIGN_OR_RETURN(fixturegen::Timeline t, PlannedTimeline(p));
   const double onset = t.train_start + s.init_seconds.value() * p.U(0.45, 0.8);
-  p.Fault("ras_uncorrectable", {host}, TimeWindow(onset, t.memstats_time), 0.02, {p.Int(0, 7)});
+  // fixturegen's counters draw each scrape's errors at random around the rate: at least six
+  // expected in the window, so the exported counter moves (at 0.02/s over three minutes it stayed
+  // at 0 about one time in ten, and the truth's priority-1 exclusion had no evidence).
+  const double ue_rate = std::max(0.02, std::ceil(6000 / (t.memstats_time - onset)) / 1000);
+  p.Fault("ras_uncorrectable", {host}, TimeWindow(onset, t.memstats_time), ue_rate, {p.Int(0, 7)});
   std::string abort = HsaAbortEvent(0, task);
   abort.replace(abort.find("\"after_step:0\""), std::string("\"after_step:0\"").size(), "before_step0");
   s.events.push_back(abort);
@@ -1582,6 +1586,37 @@ void TwoEpisodesOneHost(JobPlanner& p) {
   WiderTelemetry(p, {{host, a0, b0}, {host, a1, b1}});
   p.Passthrough();
   p.Noise(std::make_pair<int64_t, int64_t>(5, a0 - 5));
+}
+
+// Throttling no peer can show: every host of the job throttles from the same step, so the fleet
+// median falls with them. Either a job on one node (its own clock before the slowdown is the only
+// baseline; the host is excluded and the job retried elsewhere) or a job of 4+ nodes in a room whose
+// cooling failed (the facility is the cause: nothing to exclude).
+void PeerlessThermal(JobPlanner& p) {
+  const bool one_host = p.Chance(0.5);
+  if (one_host) p.ScaleShape(1, false, 120);
+  else p.Shape(false, false, 120);
+  JobSpec& s = p.spec();
+  const int64_t slow_len = std::max<int64_t>(40, p.StepsFor(900));
+  p.EnsureSteps(30 + slow_len + 10);
+  const int64_t last = s.last_step;
+  const int64_t onset = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(last) * p.U(0.3, 0.6)), 30, last - slow_len);
+  const double drop = p.U(0.1, 0.18);
+  s.phases = {{0, onset - 1, p.tgs(), 0}, {onset, last, std::round(p.tgs() * (1 - drop)), 0}};
+  const std::vector<std::string> hosts = s.hosts;
+  p.Fault("thermal_throttle", hosts, p.Steps(onset, last), std::round(p.U(18, 26)));
+  if (one_host) {
+    p.Exclude(hosts.front(), std::nullopt);
+    Verdict(p, "thermal-one-host", "thermal-throttle", "retry-excluding-nodes");
+    p.notes() = "A one-node job: " + hosts.front() + " throttles from step " + std::to_string(onset) + " (>100 C, low sclk), TGS -" +
+                std::to_string(static_cast<int>(drop * 100)) + "%; no peer to compare with." + p.notes();
+  } else {
+    Verdict(p, "thermal-fleet-wide", "thermal-throttle", "none");
+    p.notes() = "Every host (" + std::to_string(hosts.size()) + ") throttles from step " + std::to_string(onset) +
+                " (facility cooling), TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%: nothing to exclude." + p.notes();
+  }
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1786,11 +1821,12 @@ class CampaignPlanner {
     static const std::vector<std::string> kWiderFamilies = {"mixed-overlap", "from-first-step", "many-hosts",
                                                             "dip-extreme",   "death-throttle",  "fatal-after-slowdown"};
     // The third widening (`--widest`): a fault before the first step, a fatal fault on the slow host
-    // itself, addresses only the log names, two episodes on one host (three times each), and many
+    // itself, addresses only the log names, two episodes on one host, throttling on every host of the
+    // job (one node, or a whole room; three times each), and many
     // faulty hosts among more than 429 nodes (once: those jobs are the costliest to generate). The
     // wider families come once, so a 24-job campaign holds about nine of these.
     static const std::vector<std::string> kWidestFamilies = {"init-fault", "fatal-on-slow-host", "addresses-in-log",
-                                                             "two-episodes"};
+                                                             "two-episodes", "peerless-thermal"};
     static const std::vector<std::string> kPerfFamilies = {"perf-blocker", "perf-overlap-loss", "perf-slow-gpu",
                                                            "perf-noise"};
     std::vector<std::string> families = kFamilies;
@@ -1829,6 +1865,7 @@ class CampaignPlanner {
     else if (family == "fatal-on-slow-host") FatalOnSlowHost(p);
     else if (family == "addresses-in-log") AddressesOnlyInLog(p);
     else if (family == "two-episodes") TwoEpisodesOneHost(p);
+    else if (family == "peerless-thermal") PeerlessThermal(p);
     else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);

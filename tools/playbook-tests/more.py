@@ -243,4 +243,46 @@ tests.append(test('near miss: a low clock without heat is not thermal (power cap
                   {'root_cause': 'none', 'action': 'none', 'exclude': [],
                    'findings': [{'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
                   families=TH_FAM, tb_host=hosts[0]))
+# Where peers cannot tell, a host's own clock before the slowdown is the baseline: a job on one host,
+# and a job whose every host throttles at once (the fleet median falls with them).
+def every_host_throttled(job_hosts, seed):
+    job = Job(job_hosts, gpus=3, n=120, seed=seed)
+    job.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 19, 1) if i >= 60 else d)
+    job.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10 if i >= 60 else d)
+    return job
+
+
+one = ['gx-node-17']
+j = every_host_throttled(one, 35)
+tests.append(test('a one-host job whose GPUs heat up and clock down at the TGS drop: throttling against its own clock, exclude it', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   'summary_contains': ['(no unthrottled peer to compare with)'],
+                   'exclude': [{'host': one[0], 'priority': 2}],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': one},
+                                {'id': 'thermal-throttle/fleet_wide_heat', 'status': 'clear'}]},
+                  families=TH_FAM, tb_host=one[0]))
+
+j = Job(one, gpus=3, n=120, seed=36)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 7, 1))   # ~92 °C all along
+# A checkpoint save idles the GPUs for 10 of the slow phase's 60 samples: the median clock holds.
+j.override('sclk', lambda h, g, i, d: 132 if 70 <= i < 80 else d)
+tests.append(test('near miss: a warm one-host job whose clock idles in a checkpoint save during a slowdown is not throttling', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
+                  {'root_cause': 'none', 'action': 'none', 'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                  families=TH_FAM, tb_host=one[0]))
+
+j = every_host_throttled(hosts, 37)
+tests.append(test('every host hot with its clock down from the TGS drop on: facility cooling, nothing to exclude', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'none', 'confidence': 'likely', 'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': sorted(hosts)},
+                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'},
+                                {'id': 'thermal-throttle/fleet_wide_heat', 'status': 'fired'}]},
+                  families=TH_FAM, tb_host=hosts[0]))
 emit('thermal-throttle', 'more.py', tests)
