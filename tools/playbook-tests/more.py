@@ -258,7 +258,7 @@ tests.append(test('a one-host job whose GPUs heat up and clock down at the TGS d
                   facts(j, status='completed', cls='tgs-degradation',
                         extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
                   {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
-                   'summary_contains': ['(no unthrottled peer to compare with)'],
+                   'summary_contains': ['(too few unthrottled peers to compare with)'],
                    'exclude': [{'host': one[0], 'priority': 2}],
                    'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': one},
                                 {'id': 'thermal-throttle/fleet_wide_heat', 'status': 'clear'}]},
@@ -275,6 +275,21 @@ tests.append(test('near miss: a warm one-host job whose clock idles in a checkpo
                    'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
                                 {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
                   families=TH_FAM, tb_host=one[0]))
+
+# Two of three hosts: the median is a throttled host's clock, yet three hosts are too few to call it
+# the room's cooling: both are excluded.
+three = hosts[:3]
+j = every_host_throttled(three, 38)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: d if h == three[0] else round(d + 19, 1) if i >= 60 else d)
+j.override('sclk', lambda h, g, i, d: d if h == three[0] else 1480 + (i % 3) * 10 if i >= 60 else d)
+tests.append(test('two of three hosts hot with their clock down at the TGS drop: both excluded, not the facility', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   'exclude': [{'host': h, 'priority': 2} for h in three[1:]],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': three[1:]},
+                                {'id': 'thermal-throttle/fleet_wide_heat', 'status': 'clear'}]},
+                  families=TH_FAM, tb_host=three[0]))
 
 j = every_host_throttled(hosts, 37)
 tests.append(test('every host hot with its clock down from the TGS drop on: facility cooling, nothing to exclude', j,
