@@ -474,6 +474,7 @@ Status PrivatePrometheus::WaitUntilReady(const std::string& tsdb_dir, const Priv
   endpoint.compressed_answers = false;   // loopback
   endpoint.query_stats = true;
   endpoint.is_prometheus = true;
+  endpoint.max_estimated_samples_in_flight = kPrivateServerSamplesInFlight;
   ASSIGN_OR_RETURN(client_, HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir +
                                                                   " (127.0.0.1:" + std::to_string(port) + ")"));
   while (true) {

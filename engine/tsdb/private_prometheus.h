@@ -86,6 +86,9 @@ struct GoMemorySettings {
 inline constexpr int64_t kPrivateServerMemoryBudget = int64_t{1} << 30;
 inline constexpr int64_t kPrivateServerMinGoMemoryLimit = int64_t{512} << 20;
 GoMemorySettings PrivateServerGoMemory(int64_t served_block_bytes);
+// The estimated samples (series x steps of the range questions split on their step grid,
+// engine/dag/range_split.h) the private server is asked for at once.
+inline constexpr int64_t kPrivateServerSamplesInFlight = 3'000'000;
 
 // The loopback port a Prometheus started on 127.0.0.1:0 says it listens on (its "Listening on" log
 // line), once it has said so. The one reading of it: the private server and the tests' servers.

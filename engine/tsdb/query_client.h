@@ -3,6 +3,7 @@
 // QueryClient&, so unit tests inject a fake and integration tests a real server.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct Query {
   double time = 0;                // instant: evaluation time (never "now" for recorded data)
   double start = 0, end = 0, step = 0;   // range
   std::string id;                 // caller's handle for timing/evidence, e.g. a rule id
+  // The plan's estimate of the samples the server holds at once to answer it (series x steps,
+  // engine/dag/range_split.h), 0 when not estimated: HttpQueryClient bounds their sum in flight.
+  int64_t estimated_samples = 0;
 
   static Query Instant(std::string promql, double time, std::string id = "");
   static Query Range(std::string promql, double start, double end, double step, std::string id = "");
