@@ -435,7 +435,7 @@ Status PrivatePrometheus::StartupFailure(const std::string& tsdb_dir, const std:
 GoMemorySettings PrivateServerGoMemory(int64_t served_block_bytes) {
   GoMemorySettings settings;
   const int64_t left = kPrivateServerMemoryBudget - std::max<int64_t>(served_block_bytes, 0);
-  settings.memory_limit_bytes = left >= kPrivateServerMinGoMemoryLimit ? left : kPrivateServerMemoryBudget;
+  settings.memory_limit_bytes = std::max(left, kPrivateServerMinGoMemoryLimit);
   return settings;
 }
 
