@@ -175,7 +175,7 @@ class SplitPlanner {
       auto it = matched_.find(key);
       if (it == matched_.end()) {
         ++lookups_;
-        auto series = client_.SeriesMatching({selector}, q.start, q.end);
+        auto series = client_.SeriesMatchingForEstimate({selector}, q.start, q.end);
         it = matched_.emplace(key, series.ok() ? std::optional<int64_t>(series->size()) : std::nullopt).first;
       }
       if (!it->second) return std::nullopt;

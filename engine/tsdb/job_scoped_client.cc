@@ -262,4 +262,10 @@ StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatching(const std::vector<
   return inner_.SeriesMatching(scoped, start, end);
 }
 
+StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
+                                                                         double start, double end) {
+  ASSIGN_OR_RETURN(std::vector<std::string> scoped, Scoped(matchers));
+  return inner_.SeriesMatchingForEstimate(scoped, start, end);
+}
+
 }  // namespace diagnose

@@ -37,6 +37,8 @@ class JobScopedClient : public QueryClient {
                                                  double start, double end) override;
   std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
       const std::vector<LabelValuesQuestion>& questions) override;
+  StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers, double start,
+                                                          double end) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe() + " where " + matcher_; }

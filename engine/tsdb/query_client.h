@@ -77,6 +77,12 @@ class QueryClient {
   // /api/v1/series
   virtual StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers,
                                                        double start, double end) = 0;
+  // The same question asked only to size another (engine/dag/range_split.h): its failure costs an
+  // optimisation, not an answer, so a client that records failed requests does not record it.
+  virtual StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
+                                                                  double start, double end) {
+    return SeriesMatching(matchers, start, end);
+  }
   // "private Prometheus on a copy of <dir> (127.0.0.1:PORT)", "https://mimir/prometheus", ...
   virtual std::string Describe() const = 0;
   // True when every answer is a PromQL engine's evaluation over one data set, so the answer to
