@@ -18,6 +18,7 @@
 #include "engine/dag/evaluator.h"
 #include "engine/dag/expression_roots.h"
 #include "engine/dag/query_result.h"
+#include "engine/dag/range_split.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::dag {
@@ -89,6 +90,7 @@ EvaluationResult Evaluator::Run() {
   for (size_t i = 0; i < nodes.size(); ++i) result_.nodes[i].id = nodes[i].id;
   ResolveWindowsAndParams();
   EvaluateByReadiness();
+  result_.queries_run += extra_requests_.load();
   BuildFindings();
   HandSeriesToEvidence();
   for (const auto& n : result_.nodes)
@@ -489,10 +491,19 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
   // Only the clients are touched off this thread; the evaluator's state stays here. Where no thread
   // can be started (or nothing is to be sent) the wave is sent when its answers are asked for.
   const auto policy = requests.empty() ? std::launch::deferred : std::launch::async | std::launch::deferred;
-  return std::async(policy, [requests = std::move(requests)] {
+  // A Prometheus' range questions too large for one request go in pieces (range_split.h): each piece
+  // and each series look-up of the estimate counts as a request sent.
+  return std::async(policy, [requests = std::move(requests), extra_requests = &extra_requests_] {
     WaveAnswers answers;
     for (const auto& [client, queries] : requests) {
-      std::vector<StatusOr<QueryResult>> fetched = client->RunBatch(queries);
+      std::vector<StatusOr<QueryResult>> fetched;
+      if (client->EvaluatesPromql()) {
+        SplitBatchAnswers split = RunBatchSplittingRanges(*client, queries);
+        *extra_requests += split.requests - static_cast<int>(queries.size());
+        fetched = std::move(split.answers);
+      } else {
+        fetched = client->RunBatch(queries);
+      }
       for (size_t u = 0; u < queries.size(); ++u) {
         const Query& q = queries[u];
         answers.emplace_back(KeyOf(client, q),

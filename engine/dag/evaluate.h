@@ -34,7 +34,9 @@ struct EvaluationResult {
   std::vector<Finding> findings;                 // verdict rules and rules with `finding`
   std::vector<verdict::Candidate> candidates;    // one per playbook with a fired verdict
   std::vector<std::string> not_evaluated;        // "<node>: <health>: <reason>"
-  int queries_run = 0;      // requests sent: each distinct question of the run once
+  // Requests sent: each distinct question of the run once, a range question asked in pieces
+  // (range_split.h) once per piece, and the series look-ups its estimate sent.
+  int queries_run = 0;
   int queries_shared = 0;   // query rules answered by a request another rule of the run sent
   int queries_derived = 0;  // questions computed from another question's answer, not sent
   int batches = 0;

@@ -3,6 +3,7 @@
 // and builds findings. Internal to engine/dag.
 #pragma once
 
+#include <atomic>
 #include <future>
 #include <map>
 #include <memory>
@@ -235,6 +236,8 @@ class Evaluator {
   // template is composite is still to be started (another composite may share it).
   static constexpr const char* kCompositePartTemplate = "\ncomposite part";
   std::vector<bool> composite_template_;   // by node: its query template is composite
+  // Requests sent beyond one per question: range pieces and their estimates' look-ups (off this thread).
+  std::atomic<int> extra_requests_{0};
 };
 
 }  // namespace diagnose::dag::internal

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct RemoteEndpointOptions {
   int max_retries = 2;              // extra attempts for retryable failures only
   double retry_backoff_seconds = 0.2;   // doubled per attempt
   int max_parallel = 8;             // concurrent requests in RunBatch
+  // At most this many estimated samples (Query::estimated_samples, the plan's series x steps of the
+  // range questions it splits, engine/dag/range_split.h) in flight at once; 0: no bound. A request
+  // alone in flight is sent whatever its estimate.
+  int64_t max_estimated_samples_in_flight = 0;
   // Ask for gzip/deflate answers. Worth it across a network; on loopback (the private server, a live
   // job's Prometheus on 127.0.0.1) the server's compressing costs more CPU than the bytes it saves
   // (about a tenth of Prometheus' CPU in a diagnosis of 8308). Unset: asked for unless the URL's

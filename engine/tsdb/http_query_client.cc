@@ -151,6 +151,7 @@ struct HttpQueryClient::Request {
   double timeout_seconds = 30;
   int max_attempts = 1;
   bool query_answer = false;  // a query's answer: decoded while parsed when it has the usual shape
+  int64_t estimated_samples = 0;   // Query::estimated_samples
   // Outcome.
   Status status;
   json data;                  // the envelope's data on success
@@ -264,6 +265,7 @@ HttpQueryClient::Request HttpQueryClient::MakeQueryRequest(const Query& query, d
   req.timeout_seconds = options_.timeout_seconds;
   req.max_attempts = 1 + std::max(0, options_.max_retries);
   req.query_answer = true;
+  req.estimated_samples = std::max<int64_t>(0, query.estimated_samples);
   Form form;
   form.Add("query", query.promql);
   if (query.kind == Query::Kind::kInstant) {
@@ -411,7 +413,14 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
   std::deque<size_t> waiting;
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
+  int64_t samples_in_flight = 0;   // the estimates of the requests in flight
   const Endpoint endpoint = DescribeEndpoint(base_url_, description_, options_, header_lines_);
+  // A request that would take the estimates in flight past the bound waits for others to finish (never
+  // when nothing is in flight); later requests that fit go first.
+  auto fits = [&](const Request& r) {
+    return active == 0 || options_.max_estimated_samples_in_flight <= 0 ||
+           samples_in_flight + r.estimated_samples <= options_.max_estimated_samples_in_flight;
+  };
 
   while (!waiting.empty() || active > 0) {
     const auto now = Clock::now();
@@ -422,10 +431,11 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
         r.status = DeadlineExceededError("the run's deadline passed before " + r.subject + " could be answered" +
                                          (r.attempts > 0 ? " (after " + std::to_string(r.attempts) + " attempts)" : ""));
         it = waiting.erase(it);
-      } else if (requests[*it].not_before <= now) {
+      } else if (requests[*it].not_before <= now && fits(requests[*it])) {
         ConfigureTransfer(requests[*it], *it, base_url_, header_lines_, options_);
         curl_multi_add_handle(multi, requests[*it].easy);
         ++active;
+        samples_in_flight += requests[*it].estimated_samples;
         it = waiting.erase(it);
       } else {
         ++it;
@@ -445,6 +455,7 @@ void HttpQueryClient::Perform(std::vector<Request>& requests) {
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &http);
       curl_multi_remove_handle(multi, easy);
       --active;
+      samples_in_flight -= requests[i].estimated_samples;
       if (FinishTransfer(requests[i], code, http, endpoint, options_)) waiting.push_back(i);
     }
     if (active > 0) {

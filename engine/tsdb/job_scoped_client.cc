@@ -41,7 +41,9 @@ bool IsAggregation(const std::string& word) {
 
 class Scoper {
  public:
-  Scoper(std::string_view in, std::string_view matcher) : in_(in), matcher_(matcher) {}
+  // `selectors`, when given, receives each vector selector as written (before the matcher is added).
+  Scoper(std::string_view in, std::string_view matcher, std::vector<std::string>* selectors = nullptr)
+      : in_(in), matcher_(matcher), selectors_(selectors) {}
 
   StatusOr<std::string> Run() {
     while (pos_ < in_.size()) {
@@ -53,7 +55,7 @@ class Scoper {
       } else if (c == '[') {   // range or subquery: durations only
         RETURN_IF_ERROR(CopyGroup('[', ']'));
       } else if (c == '{') {   // a selector without a metric name
-        RETURN_IF_ERROR(CopyMatchers());
+        RETURN_IF_ERROR(CopyMatchers(""));
       } else if (std::isdigit(static_cast<unsigned char>(c)) ||
                  (c == '.' && pos_ + 1 < in_.size() && std::isdigit(static_cast<unsigned char>(in_[pos_ + 1])))) {
         CopyNumber();
@@ -104,13 +106,14 @@ class Scoper {
     return Unterminated(open == '{' ? "a brace" : open == '[' ? "a bracket" : "a parenthesis");
   }
 
-  // `{...}` with the matcher added before the closing brace.
-  Status CopyMatchers() {
+  // `{...}` with the matcher added before the closing brace; `name` the metric name before it, if any.
+  Status CopyMatchers(std::string_view name) {
     const size_t start = out_.size();
     RETURN_IF_ERROR(CopyGroup('{', '}'));
     std::string inner = out_.substr(start + 1, out_.size() - start - 2);
     const size_t last = inner.find_last_not_of(" \t\r\n");
     inner.erase(last == std::string::npos ? 0 : last + 1);
+    if (selectors_ != nullptr) selectors_->push_back(std::string(name) + "{" + inner + "}");
     out_.resize(start);
     out_ += "{" + inner + (inner.empty() || inner.back() == ',' ? "" : ",") + std::string(matcher_) + "}";
     return Status::Ok();
@@ -158,14 +161,16 @@ class Scoper {
     if (after == '{') {   // metric{...}
       out_.append(in_.substr(pos_, next - pos_));
       pos_ = next;
-      return CopyMatchers();
+      return CopyMatchers(word);
     }
+    if (selectors_ != nullptr) selectors_->push_back(word);
     out_ += "{" + std::string(matcher_) + "}";
     return Status::Ok();
   }
 
   std::string_view in_;
   std::string_view matcher_;
+  std::vector<std::string>* selectors_;
   size_t pos_ = 0;
   std::string out_;
 };
@@ -174,6 +179,12 @@ class Scoper {
 
 StatusOr<std::string> AddMatcherToSelectors(std::string_view promql, std::string_view matcher) {
   return Scoper(promql, matcher).Run();
+}
+
+StatusOr<std::vector<std::string>> VectorSelectorsOf(std::string_view promql) {
+  std::vector<std::string> selectors;
+  RETURN_IF_ERROR(Scoper(promql, "", &selectors).Run().status());
+  return selectors;
 }
 
 StatusOr<std::string> JobMatcher(std::string_view name, std::string_view value) {
@@ -249,6 +260,12 @@ StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatching(const std::vector<
                                                               double end) {
   ASSIGN_OR_RETURN(std::vector<std::string> scoped, Scoped(matchers));
   return inner_.SeriesMatching(scoped, start, end);
+}
+
+StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
+                                                                         double start, double end) {
+  ASSIGN_OR_RETURN(std::vector<std::string> scoped, Scoped(matchers));
+  return inner_.SeriesMatchingForEstimate(scoped, start, end);
 }
 
 }  // namespace diagnose

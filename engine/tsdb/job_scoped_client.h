@@ -19,6 +19,10 @@ namespace diagnose {
 // kInvalidArgument when the text ends inside a string, brace, bracket or parenthesis.
 StatusOr<std::string> AddMatcherToSelectors(std::string_view promql, std::string_view matcher);
 
+// The vector selectors of `promql` as written, in order, each as often as it appears (`up`,
+// `up{job="ray"}`, `{__name__=~"x"}`): what AddMatcherToSelectors narrows, read by the same scanner.
+StatusOr<std::vector<std::string>> VectorSelectorsOf(std::string_view promql);
+
 // `name="value"` with the value escaped; kInvalidArgument unless `name` is a label name.
 StatusOr<std::string> JobMatcher(std::string_view name, std::string_view value);
 
@@ -33,6 +37,8 @@ class JobScopedClient : public QueryClient {
                                                  double start, double end) override;
   std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
       const std::vector<LabelValuesQuestion>& questions) override;
+  StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers, double start,
+                                                          double end) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe() + " where " + matcher_; }

@@ -435,7 +435,7 @@ Status PrivatePrometheus::StartupFailure(const std::string& tsdb_dir, const std:
 GoMemorySettings PrivateServerGoMemory(int64_t served_block_bytes) {
   GoMemorySettings settings;
   const int64_t left = kPrivateServerMemoryBudget - std::max<int64_t>(served_block_bytes, 0);
-  settings.memory_limit_bytes = left >= kPrivateServerMinGoMemoryLimit ? left : kPrivateServerMemoryBudget;
+  settings.memory_limit_bytes = std::max(left, kPrivateServerMinGoMemoryLimit);
   return settings;
 }
 
@@ -474,6 +474,7 @@ Status PrivatePrometheus::WaitUntilReady(const std::string& tsdb_dir, const Priv
   endpoint.compressed_answers = false;   // loopback
   endpoint.query_stats = true;
   endpoint.is_prometheus = true;
+  endpoint.max_estimated_samples_in_flight = kPrivateServerSamplesInFlight;
   ASSIGN_OR_RETURN(client_, HttpQueryClient::Create(endpoint, "private Prometheus on a copy of " + tsdb_dir +
                                                                   " (127.0.0.1:" + std::to_string(port) + ")"));
   while (true) {

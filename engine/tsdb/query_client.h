@@ -3,6 +3,7 @@
 // QueryClient&, so unit tests inject a fake and integration tests a real server.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct Query {
   double time = 0;                // instant: evaluation time (never "now" for recorded data)
   double start = 0, end = 0, step = 0;   // range
   std::string id;                 // caller's handle for timing/evidence, e.g. a rule id
+  // The plan's estimate of the samples the server holds at once to answer it (series x steps,
+  // engine/dag/range_split.h), 0 when not estimated: HttpQueryClient bounds their sum in flight.
+  int64_t estimated_samples = 0;
 
   static Query Instant(std::string promql, double time, std::string id = "");
   static Query Range(std::string promql, double start, double end, double step, std::string id = "");
@@ -73,6 +77,12 @@ class QueryClient {
   // /api/v1/series
   virtual StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers,
                                                        double start, double end) = 0;
+  // The same question asked only to size another (engine/dag/range_split.h): its failure costs an
+  // optimisation, not an answer, so a client that records failed requests does not record it.
+  virtual StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
+                                                                  double start, double end) {
+    return SeriesMatching(matchers, start, end);
+  }
   // "private Prometheus on a copy of <dir> (127.0.0.1:PORT)", "https://mimir/prometheus", ...
   virtual std::string Describe() const = 0;
   // True when every answer is a PromQL engine's evaluation over one data set, so the answer to

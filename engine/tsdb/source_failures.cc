@@ -80,6 +80,12 @@ StatusOr<std::vector<Labels>> SourceFailureRecorder::SeriesMatching(const std::v
   return result;
 }
 
+StatusOr<std::vector<Labels>> SourceFailureRecorder::SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
+                                                                              double start, double end) {
+  if (Tripped()) return TrippedError();
+  return inner_.SeriesMatchingForEstimate(matchers, start, end);
+}
+
 std::string SourceFailureRecorder::first_failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return first_failure_;

@@ -33,6 +33,9 @@ class SourceFailureRecorder : public QueryClient {
   // questions read "not asked", as one at a time they would have been.
   std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
       const std::vector<LabelValuesQuestion>& questions) override;
+  // Not recorded: a failed estimate leaves a question whole (range_split.h), the diagnosis complete.
+  StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers, double start,
+                                                          double end) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe(); }

@@ -326,6 +326,35 @@ TEST(HttpQueryClientTest, BatchRunsConcurrentlyBoundedAndKeepsOrder) {
   EXPECT_LE(slow.max_in_flight.load(), 4);
 }
 
+// Split range pieces carry the plan's estimate: no more of it in flight than the bound (one heavy
+// request at a time here, a lone one whatever its estimate), while unestimated requests go beside them.
+TEST(HttpQueryClientTest, EstimatedSamplesInFlightStayWithinTheBound) {
+  SlowAnswers heavy, all;
+  FakeHttpServer server([&](const FakeRequest& req) {
+    const std::string q = FormValue(req.body, "query");
+    if (q.rfind("heavy", 0) == 0) heavy.Answer();
+    else all.Answer();
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};
+  });
+  RemoteEndpointOptions options;
+  options.max_parallel = 8;
+  options.max_estimated_samples_in_flight = 3'000'000;
+  auto client = Client(server.url(), options);
+  std::vector<Query> queries;
+  for (int i = 0; i < 3; ++i) {
+    queries.push_back(Query::Instant("heavy" + std::to_string(i), 1));
+    queries.back().estimated_samples = 2'000'000;
+  }
+  queries.push_back(Query::Instant("heavy-alone", 1));
+  queries.back().estimated_samples = 5'000'000;   // past the bound alone: sent when nothing else is
+  for (int i = 0; i < 4; ++i) queries.push_back(Query::Instant("light" + std::to_string(i), 1));
+  auto results = client->RunBatch(queries);
+  for (const auto& r : results) EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(heavy.max_in_flight.load(), 1);
+  EXPECT_GT(all.max_in_flight.load(), 1);
+  EXPECT_EQ(server.requests(), 8);
+}
+
 // Discovery's label-value questions go out together: each answer waits 100 ms here, and the batch
 // overlaps them while keeping every answer (and every failure) in its question's place.
 TEST(HttpQueryClientTest, LabelValuesBatchRunsConcurrentlyAndKeepsOrder) {

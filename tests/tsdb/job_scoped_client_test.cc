@@ -59,6 +59,26 @@ TEST(AddMatcherToSelectorsTest, UnterminatedTextIsRefused) {
   }
 }
 
+TEST(VectorSelectorsOfTest, EachSelectorAsWrittenAsOftenAsItIsRead) {
+  using Selectors = std::vector<std::string>;
+  const std::vector<std::pair<std::string, Selectors>> cases = {
+      {"sum by (host, instance) (rate(hw_rdma_rx_cnp_pkts_total[2m]))", {"hw_rdma_rx_cnp_pkts_total"}},
+      {R"(min by (host) (avg_over_time(hw_gpu_clock_mhz{type="sclk"}[2m])))", {R"(hw_gpu_clock_mhz{type="sclk"})"}},
+      {"max by (h) (changes(p[15m])) and on (h) (min by (h) (count_over_time(p[15m])))", {"p", "p"}},
+      {R"({__name__=~"a|b", job="ray" })", {R"({__name__=~"a|b", job="ray"})"}},
+      {"a / on(host) group_left(gpu) b offset 5m", {"a", "b"}},
+      {"max_over_time(rate(x[1m])[10m:30s]) @ 1771490000", {"x"}},
+      {R"(x{a="}{\"", b=`]`})", {R"(x{a="}{\"", b=`]`})"}},
+      {"vector(1) or time()", {}},
+  };
+  for (const auto& [in, want] : cases) {
+    auto got = VectorSelectorsOf(in);
+    ASSERT_TRUE(got.ok()) << in << ": " << got.status().ToString();
+    EXPECT_EQ(*got, want) << in;
+  }
+  EXPECT_FALSE(VectorSelectorsOf(R"(up{job="ray")").ok());
+}
+
 TEST(JobMatcherTest, EscapesTheValueAndChecksTheName) {
   auto m = JobMatcher("slurm_job_id", "a\"b\\c\n");
   ASSERT_TRUE(m.ok());

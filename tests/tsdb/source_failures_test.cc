@@ -56,5 +56,24 @@ TEST(SourceFailureRecorderTest, ABatchOfLabelValuesTripsAsQuestionsAskedInOrderW
   EXPECT_FALSE(later[1].ok());
 }
 
+// A series look-up that only sizes another question (range_split.h) is neither a request nor a
+// failure of the source: the diagnosis stays complete when it fails, and later questions are asked.
+TEST(SourceFailureRecorderTest, AFailedEstimateIsNotASourceFailure) {
+  class RefusingSeries : public testing::QueryOnlyClient {
+   public:
+    StatusOr<QueryResult> Run(const Query&) override { return QueryResult{}; }
+    StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>&, double, double) override {
+      return UnavailableError("series API down");
+    }
+  } inner;
+  SourceFailureRecorder recorder(inner);
+  EXPECT_FALSE(recorder.SeriesMatchingForEstimate({"up"}, 0, 1).ok());
+  EXPECT_EQ(recorder.requests(), 0);
+  EXPECT_EQ(recorder.failures(), 0);
+  EXPECT_TRUE(recorder.Run(Query{}).ok()) << "not tripped";
+  EXPECT_FALSE(recorder.SeriesMatching({"up"}, 0, 1).ok());
+  EXPECT_EQ(recorder.failures(), 1) << "the same look-up asked for its answer is a failure";
+}
+
 }  // namespace
 }  // namespace diagnose
