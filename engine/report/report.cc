@@ -79,7 +79,7 @@ nlohmann::json ToJson(const Finding& f) {
   nlohmann::json evidence = nlohmann::json::array();
   for (const auto& e : f.evidence) evidence.push_back(ToJson(e));
   nlohmann::json j{{"id", f.id}, {"playbook", f.playbook}, {"status", f.status},
-                   {"hosts", f.hosts}, {"evidence", evidence}};
+                   {"hosts", f.hosts}, {"evidence", std::move(evidence)}};
   if (!f.summary.empty()) j["summary"] = f.summary;
   if (f.onset) j["onset"] = *f.onset;
   return j;
@@ -190,14 +190,14 @@ nlohmann::json ToJson(const Report& r) {
   }
   nlohmann::json out{
       {"schema", "diagnose/v1"},
-      {"jobs", jobs},
+      {"jobs", std::move(jobs)},
       {"verdict",
        {{"root_cause", r.verdict.root_cause}, {"domain", r.verdict.domain},
         {"confidence", r.verdict.confidence}, {"summary", r.verdict.summary},
         {"source", r.verdict.source}}},
-      {"findings", findings},
+      {"findings", std::move(findings)},
       {"decision", ToJson(r.decision)},
-      {"tsdb", tsdb},
+      {"tsdb", std::move(tsdb)},
       {"causal_chain", r.causal_chain},
       {"not_evaluated", r.not_evaluated},
   };
