@@ -24,27 +24,34 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Number right after `key` in `s` ("seconds: 30.309" -> 30.309, "step: 71" -> 71).
+// The number at `from` in `s`, after any spaces.
 template <typename Number>
-bool NumberAfter(std::string_view s, std::string_view key, Number* out) {
-  size_t p = s.find(key);
-  if (p == std::string_view::npos) return false;
-  const char* b = s.data() + p + key.size();
+bool NumberAt(std::string_view s, size_t from, Number* out) {
+  const char* b = s.data() + from;
   const char* e = s.data() + s.size();
   while (b < e && *b == ' ') ++b;
   auto r = std::from_chars(b, e, *out);
   return r.ec == std::errc();
 }
 
+// Number right after `key` in `s` ("seconds: 30.309" -> 30.309, "step: 71" -> 71).
+template <typename Number>
+bool NumberAfter(std::string_view s, std::string_view key, Number* out) {
+  size_t p = s.find(key);
+  if (p == std::string_view::npos) return false;
+  return NumberAt(s, p + key.size(), out);
+}
+
 enum class Field { kAbsent, kRead, kDamaged };
 
 // NumberAfter for a field a step line must carry as a number when it carries it at all: a key
-// followed by anything but a number is a damaged line, not a zero.
+// followed by anything but a number is a damaged line, not a zero. The key is looked for once.
 template <typename Number>
 Field FieldAfter(std::string_view s, std::string_view key, Number* out) {
-  if (s.find(key) == std::string_view::npos) return Field::kAbsent;
+  const size_t p = s.find(key);
+  if (p == std::string_view::npos) return Field::kAbsent;
   Number value{};
-  if (!NumberAfter(s, key, &value)) return Field::kDamaged;
+  if (!NumberAt(s, p + key.size(), &value)) return Field::kDamaged;
   *out = value;
   return Field::kRead;
 }
