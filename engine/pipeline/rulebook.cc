@@ -13,12 +13,25 @@ StatusOr<std::shared_ptr<const Rulebook>> LoadRulebook(
   const fs::path rules = fs::path(data_dir) / "rules";
   auto book = std::make_shared<Rulebook>();
   book->data_dir = data_dir;
-  ASSIGN_OR_RETURN(book->decisions, LoadDecisionRules(data_dir));
-  ASSIGN_OR_RETURN(book->signatures, LoadSignatureTable((rules / "triage" / "failure-signatures.yaml").string()));
-  ASSIGN_OR_RETURN(book->discovery, LoadDiscoveryRules((rules / "discovery.yaml").string()));
-  if (parsed_before_playbooks)
+  // What triage and discovery read is parsed (and handed over) before the sweep decisions, which
+  // only the end of a diagnosis reads; a file that does not load is still reported in the order
+  // decisions, signatures, discovery, playbooks.
+  Status before_decisions = Status::Ok();
+  if (auto signatures = LoadSignatureTable((rules / "triage" / "failure-signatures.yaml").string()); signatures.ok())
+    book->signatures = std::move(signatures).value();
+  else
+    before_decisions = signatures.status();
+  if (before_decisions.ok()) {
+    if (auto discovery = LoadDiscoveryRules((rules / "discovery.yaml").string()); discovery.ok())
+      book->discovery = std::move(discovery).value();
+    else
+      before_decisions = discovery.status();
+  }
+  if (before_decisions.ok() && parsed_before_playbooks)
     parsed_before_playbooks({std::shared_ptr<const SignatureTable>(book, &book->signatures),
                              std::shared_ptr<const DiscoveryRules>(book, &book->discovery)});
+  ASSIGN_OR_RETURN(book->decisions, LoadDecisionRules(data_dir));
+  RETURN_IF_ERROR(before_decisions);
   playbook::LoadResult load;
   for (const auto& dir : playbook_dirs)
     if (std::error_code ec; !fs::is_directory(dir, ec)) return NotFoundError("--playbooks " + dir + ": not a directory");

@@ -26,12 +26,18 @@ TEST(RulebookTest, LoadsEveryShippedFile) {
   EXPECT_FALSE((*book)->discovery.families.empty());
 }
 
-TEST(RulebookTest, ABrokenFileIsNamed) {
-  const fs::path dir = fs::temp_directory_path() / ("rulebook-test-" + std::to_string(::getpid()));
+// A data dir of the shipped rules and playbooks, for a test to break one of them.
+fs::path CopyOfShippedDataDir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy(fs::path(DIAGNOSE_SOURCE_DIR) / "rules", dir / "rules", fs::copy_options::recursive);
   fs::copy(fs::path(DIAGNOSE_SOURCE_DIR) / "playbooks", dir / "playbooks", fs::copy_options::recursive);
+  return dir;
+}
+
+TEST(RulebookTest, ABrokenFileIsNamed) {
+  const fs::path dir = CopyOfShippedDataDir("rulebook-test");
   std::ofstream(dir / "rules" / "discovery.yaml") << "families: [unclosed\n";
   auto book = LoadRulebook(dir.string());
   ASSERT_FALSE(book.ok());
@@ -40,6 +46,26 @@ TEST(RulebookTest, ABrokenFileIsNamed) {
 }
 
 // Same report, shared rulebook or not, for jobs of different kinds one after the other.
+// The rules triage reads are parsed before the sweep decisions, yet of two broken files the one
+// reported is still the first in the order decisions, signatures, discovery.
+TEST(RulebookTest, OfTwoBrokenFilesTheDecisionsAreNamed) {
+  const fs::path dir = CopyOfShippedDataDir("rulebook-order-test");
+  std::ofstream(dir / "rules" / "sweep" / "decisions.yaml") << "rules: [unclosed\n";
+  std::ofstream(dir / "rules" / "triage" / "failure-signatures.yaml") << "classes: [unclosed\n";
+  bool handed_over = false;
+  auto book = LoadRulebook(dir.string(), {}, [&](const RulesBeforePlaybooks&) { handed_over = true; });
+  ASSERT_FALSE(book.ok());
+  EXPECT_NE(book.status().message().find("decisions.yaml"), std::string::npos) << book.status().message();
+  EXPECT_FALSE(handed_over) << "signatures that did not load were handed to triage";
+  std::ofstream(dir / "rules" / "triage" / "failure-signatures.yaml")
+      << std::ifstream(fs::path(DIAGNOSE_SOURCE_DIR) / "rules" / "triage" / "failure-signatures.yaml").rdbuf();
+  book = LoadRulebook(dir.string(), {}, [&](const RulesBeforePlaybooks& rules) { handed_over = rules.signatures != nullptr; });
+  ASSERT_FALSE(book.ok());
+  EXPECT_NE(book.status().message().find("decisions.yaml"), std::string::npos) << book.status().message();
+  EXPECT_TRUE(handed_over) << "triage's rules loaded but were not handed over before the decisions";
+  fs::remove_all(dir);
+}
+
 TEST(RulebookTest, ASharedRulebookGivesTheReportsOfFreshOnes) {
   auto book = LoadRulebook(DIAGNOSE_SOURCE_DIR);
   ASSERT_TRUE(book.ok()) << book.status().ToString();
