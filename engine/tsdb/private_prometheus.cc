@@ -434,8 +434,14 @@ Status PrivatePrometheus::StartupFailure(const std::string& tsdb_dir, const std:
 
 GoMemorySettings PrivateServerGoMemory(int64_t served_block_bytes) {
   GoMemorySettings settings;
-  const int64_t left = kPrivateServerMemoryBudget - std::max<int64_t>(served_block_bytes, 0);
-  settings.memory_limit_bytes = std::max(left, kPrivateServerMinGoMemoryLimit);
+  const int64_t blocks = std::max<int64_t>(served_block_bytes, 0);
+  // Blocks past the whole budget: no heap limit can hold it, and a tight one only burns the
+  // server's CPU collecting garbage (1,024 nodes x 6 h, 1.76 GB of blocks: 27 % slower at 512 MiB).
+  if (blocks > kPrivateServerMemoryBudget) {
+    settings.memory_limit_bytes = kPrivateServerMemoryBudget;
+    return settings;
+  }
+  settings.memory_limit_bytes = std::max(kPrivateServerMemoryBudget - blocks, kPrivateServerMinGoMemoryLimit);
   return settings;
 }
 

@@ -76,7 +76,8 @@ struct PrivatePrometheusOptions {
 // GOMEMLIMIT itself (the user's wins). The server lives for one diagnosis, so it collects garbage
 // at a quarter of Go's pace (GOGC=400). Its RSS is its Go heap plus the pages of the blocks it has
 // read, which GOMEMLIMIT does not count: the soft limit is what a 1 GiB budget leaves beside the
-// served blocks, and never less than 512 MiB. Past that the budget holds only as far as the kernel
+// served blocks, and never less than 512 MiB; the whole budget when the blocks alone exceed it
+// (nothing holds it then, and a tight limit only costs GC). Past that the budget holds only as far as the kernel
 // may drop block pages, which it does (a memory cgroup charges them, and reclaims them before the
 // heap). At 128 nodes x 24 h (863 MiB of blocks, range questions split by engine/dag/range_split.h)
 // the whole budget let the heap grow to 1,014 MiB, 1,486 MiB of RSS; 512 MiB keeps it at 976 MiB for

@@ -95,7 +95,10 @@ TEST(PrivateServerGoMemory, TheSoftLimitIsWhatTheBudgetLeavesBesideTheServedBloc
   // pages are what the kernel drops first.
   EXPECT_EQ(PrivateServerGoMemory(513 * kMiB).memory_limit_bytes, 512 * kMiB);
   EXPECT_EQ(PrivateServerGoMemory(863 * kMiB).memory_limit_bytes, 512 * kMiB);
-  EXPECT_EQ(PrivateServerGoMemory(int64_t{40} << 30).memory_limit_bytes, 512 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(1024 * kMiB).memory_limit_bytes, 512 * kMiB);
+  // Blocks beyond the whole budget: it cannot hold, so the heap gets all of it, not a GC spin.
+  EXPECT_EQ(PrivateServerGoMemory(1025 * kMiB).memory_limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(PrivateServerGoMemory(int64_t{40} << 30).memory_limit_bytes, 1024 * kMiB);
   EXPECT_EQ(PrivateServerGoMemory(-1).memory_limit_bytes, 1024 * kMiB);
   EXPECT_EQ(PrivateServerGoMemory(337 * kMiB).gogc, 400);
 }
