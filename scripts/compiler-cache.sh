@@ -4,15 +4,24 @@
 # recompiles only the units a change touched, in both trees: the build is most of a cold .ci/run's
 # CPU. A cache hit is the object the same command compiled before, so every test still runs against
 # what the sources say. DIAGNOSE_CCACHE=0 compiles without it (and takes an earlier tree off it).
-#   CCACHE_BASEDIR: paths inside the clone are hashed relative to the build directory, so a fresh
-#     clone at another path reuses the objects of units whose flags name no path of their own (the
-#     engine and the CLI; the tests' flags name the clone's fixtures, so they compile again there).
+#   CCACHE_BASEDIR: paths inside the clone are hashed relative to the build directory. Only a clone
+#     at the same path reuses objects: every unit's flags name the clone's directory
+#     (-DDIAGNOSE_SOURCE_DIR=..., which ccache does not rewrite), so measured on two clones of one
+#     commit at two paths, the second hit 0 of 6 units.
 #   CCACHE_NOHASHDIR: with line tables (-g1, -gline-tables-only) ccache would otherwise key every
 #     object on the build directory; a reused object names the directory that first compiled it as
 #     its DW_AT_comp_dir, and stack traces still name the source file and line.
+#   CCACHE_SLOPPINESS: units that include a precompiled header (cmake/precompiled_headers.cmake) are
+#     cached only with pch_defines,time_macros (ccache's manual, "Precompiled headers"); the header's
+#     own compile is cached too, so a consumer's key (which hashes the header) matches again.
 compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
 if [ "${DIAGNOSE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  sloppiness=${CCACHE_SLOPPINESS:-}   # added to, not replaced: a user's own setting stays
+  for s in pch_defines time_macros; do
+    case ",$sloppiness," in *",$s,"*) ;; *) sloppiness=${sloppiness:+$sloppiness,}$s ;; esac
+  done
+  export CCACHE_SLOPPINESS=$sloppiness
   compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
