@@ -10,9 +10,17 @@
 #   CCACHE_NOHASHDIR: with line tables (-g1, -gline-tables-only) ccache would otherwise key every
 #     object on the build directory; a reused object names the directory that first compiled it as
 #     its DW_AT_comp_dir, and stack traces still name the source file and line.
+#   CCACHE_SLOPPINESS: units that include a precompiled header (cmake/precompiled_headers.cmake) are
+#     cached only with pch_defines,time_macros (ccache's manual, "Precompiled headers"); the header's
+#     own compile is cached too, so a consumer's key (which hashes the header) matches again.
 compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
 if [ "${DIAGNOSE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  sloppiness=${CCACHE_SLOPPINESS:-}   # added to, not replaced: a user's own setting stays
+  for s in pch_defines time_macros; do
+    case ",$sloppiness," in *",$s,"*) ;; *) sloppiness=${sloppiness:+$sloppiness,}$s ;; esac
+  done
+  export CCACHE_SLOPPINESS=$sloppiness
   compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi

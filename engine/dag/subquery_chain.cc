@@ -14,7 +14,7 @@ namespace {
 // Prometheus' range API answers at most 11,000 points a series: a longer grid is not asked.
 constexpr int64_t kMaxGridPoints = 11000;
 
-std::string_view Trimmed(std::string_view s) {
+std::string_view SpaceTrimmed(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
@@ -29,7 +29,7 @@ std::optional<int64_t> DurationMillis(std::string_view text) {
       {"ms", 1}};
   int64_t total = 0;
   size_t next_unit = 0, i = 0;
-  text = Trimmed(text);
+  text = SpaceTrimmed(text);
   while (i < text.size()) {
     const size_t digits = i;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
@@ -58,7 +58,7 @@ std::optional<int64_t> DurationMillis(std::string_view text) {
 // `f(X[range:step])` with X either another such call or `(E)`.
 bool ParseLevel(std::string_view text, SubqueryChain* chain, int depth) {
   if (depth > 8) return false;
-  text = Trimmed(text);
+  text = SpaceTrimmed(text);
   std::string_view function;
   for (std::string_view f : {"min_over_time", "max_over_time"})
     if (text.substr(0, f.size()) == f) function = f;
@@ -66,7 +66,7 @@ bool ParseLevel(std::string_view text, SubqueryChain* chain, int depth) {
   size_t open = function.size();
   while (open < text.size() && std::isspace(static_cast<unsigned char>(text[open]))) ++open;
   if (open >= text.size() || text[open] != '(' || ClosingPromqlBracket(text, open) != text.size() - 1) return false;
-  const std::string_view argument = Trimmed(text.substr(open + 1, text.size() - open - 2));
+  const std::string_view argument = SpaceTrimmed(text.substr(open + 1, text.size() - open - 2));
   // The subquery brackets close the argument: the last bracket opened at its top level.
   size_t bracket = std::string_view::npos;
   for (size_t i = 0; i < argument.size(); ++i) {
@@ -88,9 +88,9 @@ bool ParseLevel(std::string_view text, SubqueryChain* chain, int depth) {
   auto step = DurationMillis(window.substr(colon + 1));
   if (!range || !step) return false;
   chain->levels.push_back({std::string(function), *range, *step});
-  const std::string_view expression = Trimmed(argument.substr(0, bracket));
+  const std::string_view expression = SpaceTrimmed(argument.substr(0, bracket));
   if (!expression.empty() && expression.front() == '(' && ClosingPromqlBracket(expression, 0) == expression.size() - 1) {
-    chain->inner = std::string(Trimmed(expression.substr(1, expression.size() - 2)));
+    chain->inner = std::string(SpaceTrimmed(expression.substr(1, expression.size() - 2)));
     return !chain->inner.empty();
   }
   return ParseLevel(expression, chain, depth + 1);
