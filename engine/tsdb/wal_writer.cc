@@ -43,12 +43,10 @@ class SegmentedLog {
       const bool last = offset + part == record.size();
       const uint8_t type = first && last ? kFull : last ? kLast : first ? kFirst : kMiddle;
       const uint32_t crc = Crc32c(record.data() + offset, part);
-      page_.push_back(type);
-      page_.push_back(static_cast<uint8_t>(part >> 8));
-      page_.push_back(static_cast<uint8_t>(part));
-      for (int shift = 24; shift >= 0; shift -= 8) page_.push_back(static_cast<uint8_t>(crc >> shift));
-      page_.insert(page_.end(), record.begin() + static_cast<std::ptrdiff_t>(offset),
-                   record.begin() + static_cast<std::ptrdiff_t>(offset + part));
+      page_.Byte(type);
+      page_.Be16(static_cast<uint16_t>(part));
+      page_.Be32(crc);
+      page_.Append(record.data() + offset, part);
       offset += part;
       if (kPageSize - page_.size() < kRecordHeaderSize) RETURN_IF_ERROR(FlushPage());
     }
@@ -81,17 +79,17 @@ class SegmentedLog {
     return Status::Ok();
   }
   Status FlushPage() {
-    page_.resize(kPageSize, 0);
-    out_.write(reinterpret_cast<const char*>(page_.data()), static_cast<std::streamsize>(page_.size()));
+    page_.ZeroPadTo(kPageSize);
+    out_.write(reinterpret_cast<const char*>(page_.bytes().data()), static_cast<std::streamsize>(page_.size()));
     if (!out_) return InternalError(Current().string() + ": write failed");
-    page_.clear();
+    page_.Clear();
     ++pages_done_;
     return Status::Ok();
   }
 
   fs::path dir_;
   std::ofstream out_;
-  std::vector<uint8_t> page_;
+  ByteBuffer page_;
   size_t pages_done_ = 0;
   int segment_ = -1;
 };

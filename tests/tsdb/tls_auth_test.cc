@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -20,29 +21,41 @@ using testing::TlsTestBed;
 
 enum class Server { kValid, kExpired, kPlain };
 
-// One test bed per test process; each server is started the first time a test asks for it.
-TlsTestBed& Bed() {
-  static std::unique_ptr<TlsTestBed> bed = [] {
-    auto created = TlsTestBed::Create();
-    EXPECT_TRUE(created.ok()) << created.status().ToString();
-    return created.ok() ? std::move(created).value() : nullptr;
-  }();
-  if (!bed) throw std::runtime_error("no TLS test bed");
-  return *bed;
-}
-
-std::string Url(Server which) {
-  static std::map<Server, std::string> urls;
-  if (!urls.count(which)) {
-    const std::string cert = which == Server::kValid     ? Bed().pki().server_cert
-                             : which == Server::kExpired ? Bed().pki().expired_cert
-                                                         : "";
-    auto url = Bed().StartServer(cert);
-    if (!url.ok()) throw std::runtime_error(url.status().ToString());
-    urls[which] = *url;
+// One test bed per suite, each server started the first time a test asks for it. The bed (and
+// its servers) goes when the suite ends: other suites of the same process check that they leave no
+// prometheus child behind, and would see these.
+class TlsAuth : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() {
+    urls_.clear();
+    bed_.reset();
   }
-  return urls[which];
-}
+
+  static TlsTestBed& Bed() {
+    if (!bed_) {
+      auto created = TlsTestBed::Create();
+      if (!created.ok()) throw std::runtime_error("no TLS test bed: " + created.status().ToString());
+      bed_ = std::move(created).value();
+    }
+    return *bed_;
+  }
+
+  static std::string Url(Server which) {
+    if (!urls_.count(which)) {
+      const std::string cert = which == Server::kValid     ? Bed().pki().server_cert
+                               : which == Server::kExpired ? Bed().pki().expired_cert
+                                                           : "";
+      auto url = Bed().StartServer(cert);
+      if (!url.ok()) throw std::runtime_error(url.status().ToString());
+      urls_[which] = *url;
+    }
+    return urls_[which];
+  }
+
+ private:
+  static inline std::unique_ptr<TlsTestBed> bed_;
+  static inline std::map<Server, std::string> urls_;
+};
 
 #define REQUIRE_TLS_TOOLS()                                                     \
   if (const std::string missing = testing::TlsToolsMissing(); !missing.empty()) \
@@ -95,7 +108,7 @@ void ExpectRefused(const Status& status, StatusCode code, const std::string& url
   EXPECT_EQ(m.find("attempts"), std::string::npos) << "retried: " << m;
 }
 
-TEST(TlsAuth, TheRightCaAndCredentialsAreAnswered) {
+TEST_F(TlsAuth, TheRightCaAndCredentialsAreAnswered) {
   REQUIRE_TLS_TOOLS();
   const std::string url = Url(Server::kValid);
   ASSERT_EQ(url.rfind("https://127.0.0.1:", 0), 0u) << url;
@@ -103,7 +116,7 @@ TEST(TlsAuth, TheRightCaAndCredentialsAreAnswered) {
   EXPECT_TRUE(ok.ok()) << ok.ToString();
 }
 
-TEST(TlsAuth, InsecureSkipsTheCertificateCheckButNotTheCredentials) {
+TEST_F(TlsAuth, InsecureSkipsTheCertificateCheckButNotTheCredentials) {
   REQUIRE_TLS_TOOLS();
   const std::string url = Url(Server::kValid);
   // No CA at all, and a CA that did not sign it: both accepted with --insecure.
@@ -114,7 +127,7 @@ TEST(TlsAuth, InsecureSkipsTheCertificateCheckButNotTheCredentials) {
   ExpectRefused(AskVectorOne(url, {"", true, ""}), StatusCode::kPermissionDenied, url, "HTTP 401 unauthorized");
 }
 
-TEST(TlsAuth, ACertificateNoTrustedCaSignedIsNotVerified) {
+TEST_F(TlsAuth, ACertificateNoTrustedCaSignedIsNotVerified) {
   REQUIRE_TLS_TOOLS();
   const std::string url = Url(Server::kValid);
   // An unrelated CA, and the system's CAs (no --cacert): neither signed the test CA.
@@ -129,7 +142,7 @@ TEST(TlsAuth, ACertificateNoTrustedCaSignedIsNotVerified) {
   }
 }
 
-TEST(TlsAuth, AnExpiredCertificateSaysExpired) {
+TEST_F(TlsAuth, AnExpiredCertificateSaysExpired) {
   REQUIRE_TLS_TOOLS();
   const std::string url = Url(Server::kExpired);
   const Status status = AskVectorOne(url, {Bed().pki().ca_cert, false, Bed().authorization()});
@@ -141,7 +154,7 @@ TEST(TlsAuth, AnExpiredCertificateSaysExpired) {
   EXPECT_TRUE(insecure.ok()) << insecure.ToString();
 }
 
-TEST(TlsAuth, AWrongOrMissingPasswordIsOne401) {
+TEST_F(TlsAuth, AWrongOrMissingPasswordIsOne401) {
   REQUIRE_TLS_TOOLS();
   const std::string url = Url(Server::kValid);
   const std::string ca = Bed().pki().ca_cert;
@@ -158,7 +171,7 @@ TEST(TlsAuth, AWrongOrMissingPasswordIsOne401) {
   ExpectRefused(AskVectorOne(url, {ca, false, "Bearer abc"}), StatusCode::kPermissionDenied, url, "HTTP 401");
 }
 
-TEST(TlsAuth, PlainHttpToTheTlsPortFailsClearly) {
+TEST_F(TlsAuth, PlainHttpToTheTlsPortFailsClearly) {
   REQUIRE_TLS_TOOLS();
   const std::string https = Url(Server::kValid);
   const std::string http = "http://" + https.substr(std::string("https://").size());
@@ -166,7 +179,7 @@ TEST(TlsAuth, PlainHttpToTheTlsPortFailsClearly) {
                 StatusCode::kFailedPrecondition, http, "speaks HTTPS, not plain HTTP: use https://");
 }
 
-TEST(TlsAuth, HttpsNeverFallsBackToPlainHttp) {
+TEST_F(TlsAuth, HttpsNeverFallsBackToPlainHttp) {
   REQUIRE_TLS_TOOLS();
   // The same server without TLS answers plain HTTP...
   const std::string http = Url(Server::kPlain);
