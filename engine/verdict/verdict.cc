@@ -195,12 +195,22 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
     out->verdict.confidence = Confidence::kInsufficientEvidence;
     std::string classes;
     for (const auto& fc : failure_classes) classes += (classes.empty() ? "" : ", ") + fc;
-    out->verdict.summary = IsUnexplainedStatus(job_status)
-                               ? "The job is " + std::string(ToString(*job_status)) + (classes.empty() ? "" : " (" + classes + ")") +
-                                     " and no playbook could name a cause."
-                               : "The evidence is insufficient to name a cause.";
+    // The playbook that saw the symptom and ruled its families out says what was checked and what
+    // to do next; the generic sentence is for when none did.
+    const auto said = std::find_if(neutral.begin(), neutral.end(),
+                                   [](const Candidate& c) { return c.root_cause == "unknown" && !c.summary.empty(); });
+    if (IsUnexplainedStatus(job_status)) {
+      out->verdict.summary = "The job is " + std::string(ToString(*job_status)) + (classes.empty() ? "" : " (" + classes + ")") +
+                             " and no playbook could name a cause.";
+    } else if (said != neutral.end()) {
+      out->verdict.summary = "The evidence is insufficient to name a cause: " + said->summary;
+      out->verdict.finding = said->playbook + "/" + said->rule;
+    } else {
+      out->verdict.summary = "The evidence is insufficient to name a cause.";
+    }
     out->decision.action = DecisionAction::kNone;
-    out->decision.notes.push_back("unexplained " + std::string(ToString(*job_status)) + ": inspect the findings and the logs before retrying");
+    const std::string unexplained = IsUnexplainedStatus(job_status) || classes.empty() ? std::string(ToString(*job_status)) : classes;
+    out->decision.notes.push_back("unexplained " + unexplained + ": inspect the findings and the logs before retrying");
   } else {
     // An anomaly no playbook could tie to a loss (e.g. a host's low-level background retransmits)
     // is noted, never turned into `unknown`.

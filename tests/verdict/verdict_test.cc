@@ -98,6 +98,25 @@ TEST(CombineTest, NoneNeverHidesAFailure) {
             "unknown");
 }
 
+// A loss of throughput no playbook could explain: the verdict says what the playbook that ruled the
+// families out saw and what to do next (the clean network playbook's `none` does not hide it), and
+// the note names the symptom, not the job's status.
+TEST(CombineTest, AnUnexplainedSlowdownCarriesTheSummaryOfThePlaybookThatRuledTheSystemOut) {
+  auto unexplained = Make("moe-lb-loss-drift", "unknown", "possible", std::nullopt, 0);
+  unexplained.rule = "unexplained_decline_without_lb_loss";
+  unexplained.summary = "TGS fell from step 40 with every system family clean: profile the job";
+  auto clean = Make("rdma-phase-correlation", "none", "likely", std::nullopt, 1);
+  auto out = Combine({clean, unexplained}, JobStatus::kCompleted, {"tgs-degradation"});
+  EXPECT_EQ(out.verdict.root_cause, "unknown");
+  EXPECT_EQ(out.verdict.confidence, Confidence::kInsufficientEvidence);
+  EXPECT_EQ(out.verdict.summary, "The evidence is insufficient to name a cause: " + unexplained.summary);
+  EXPECT_EQ(out.verdict.finding, "moe-lb-loss-drift/unexplained_decline_without_lb_loss");
+  EXPECT_EQ(out.decision.action, DecisionAction::kNone);
+  bool noted = false;
+  for (const auto& n : out.decision.notes) noted = noted || n.rfind("unexplained tgs-degradation:", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
 // Issue 12 failure mode 4: a completed job with steady TGS and a harmless anomaly (a host's
 // low-level retransmits) was judged `unknown` ("unexplained completed"). Healthy is `none`, and the
 // anomaly stays in the notes.

@@ -446,9 +446,10 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     last_time = time;
     bool active = Active(st);
     bool ckpt = st.activity == Activity::kCheckpoint;
-    double throttle = FaultOn(st, "thermal_throttle");
     for (int g = 0; g < s_.gpus_per_node && !plugin_killed; ++g) {
       Gpu& gpu = gpus[g];
+      // A throttle with `devices` heats and slows only those GPUs (one bad heatsink), else all of them.
+      const double throttle = FaultOn(st, "thermal_throttle", g);
       HostState gst = st;
       gst.activity = GpuActivity(st, g);
       double power = GpuPower(gst, r);

@@ -465,7 +465,7 @@ def restore_tests():
           "Tests of restore-thread-leak.yaml: `diagnose test playbooks/tests/restore-thread-leak.test.yaml`")
 
 
-def moe_case(name, hosts, seed, lb_change, decline, n=160, hot=None, expect=None, lb_after=0.0185):
+def moe_case(name, hosts, seed, lb_change, decline, n=160, hot=None, expect=None, lb_after=0.0185, lb_logged=True):
     rng = random.Random(seed)
     start = 1771034400 + seed * 17
     lb = []
@@ -476,6 +476,8 @@ def moe_case(name, hosts, seed, lb_change, decline, n=160, hot=None, expect=None
         lb.append(v)
     tb = [series("tb_step", {"host": hosts[0]}, f"0+1x{n - 1}"),
           series("tb_learning_moe_lb_loss", {"host": hosts[0]}, noisy(lb, rng, 0.01, 0, 5))]
+    if not lb_logged:   # a dense model: the same draws, no lb-loss series
+        tb.pop()
     ins = clean_system(hosts, n, rng, hot=hot, tb=tb, power=916.0)
     tgs = [3291.0 if i < decline else 3285.0 - (i - decline) * 395.0 / (n - decline) for i in range(n)]
     steady = sum(tgs[5:15]) / 10
@@ -524,6 +526,18 @@ def moe_tests():
         expect={"root_cause": "unknown", "action": "none",
                 "findings": [{"id": "moe-lb-loss-drift/unexplained_decline", "status": "fired"},
                              {"id": "moe-lb-loss-drift/moe_routing_shift", "status": "clear"}]}))
+    tests.append(moe_case(
+        "a dense model (no lb-loss logged): a decline with a clean system is unexplained, never healthy", h8, seed=6,
+        lb_change=None, decline=100, lb_logged=False,
+        expect={"root_cause": "unknown", "confidence": "insufficient-evidence", "action": "none", "exclude": [],
+                "findings": [{"id": "moe-lb-loss-drift/unexplained_decline_without_lb_loss", "status": "fired"},
+                             {"id": "moe-lb-loss-drift/lb_loss_present", "status": "fired"},
+                             {"id": "moe-lb-loss-drift/system_clean", "status": "fired"}]}))
+    tests.append(moe_case(
+        "near miss: a dense model with a hot GPU host is not called unexplained by the clean-system rule", h8, seed=7,
+        lb_change=None, decline=100, lb_logged=False, hot="node5",
+        expect={"findings": [{"id": "moe-lb-loss-drift/unexplained_decline_without_lb_loss", "status": "clear"},
+                             {"id": "common/gpu_thermal_clean", "status": "fired", "hosts": ["node5"]}]}))
     write("moe-lb-loss-drift.test.yaml", "moe-lb-loss-drift.yaml", tests,
           "Tests of moe-lb-loss-drift.yaml: `diagnose test playbooks/tests/moe-lb-loss-drift.test.yaml`")
 
