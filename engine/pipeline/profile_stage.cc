@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/analysis/robust_statistics.h"
+#include "engine/verdict/verdict.h"
 
 namespace diagnose {
 
@@ -454,6 +455,7 @@ Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const 
   diagnosis.verdict.summary = "Slower than " + reference.summary +
                               " with no system cause found; the profile shows where the time went: " + finding.summary;
   diagnosis.verdict.finding = finding.id;
+  std::erase_if(diagnosis.decision.notes, verdict::IsUnexplainedNote);
   const nlohmann::json& value = finding.evidence.front().value;
   const std::string lead = value.value("lead", std::string());
   const std::string lower = "lower TGS than " + reference.chain;

@@ -173,8 +173,17 @@ void VerdictFromRootCause(const std::vector<Candidate>& causes, const std::vecto
     if (explained.count(fc) && seen.insert("symptom:" + fc).second) out->causal_chain.push_back("symptom: " + fc);
 }
 
-// No cause named: the metrics refute the log's symptoms, or a failure stays unexplained (never let
-// "nothing found" hide it), or a job that completed with no symptom is healthy.
+// A slowdown triage measured that no candidate accounts for: the playbooks that came back clean (a
+// network with no errors, GPUs within their limits) rule their own families out, they do not
+// explain the loss, so "nothing wrong" would hide it.
+bool HasUnexplainedSlowdown(const std::vector<Candidate>& neutral, const std::vector<std::string>& failure_classes) {
+  return std::any_of(failure_classes.begin(), failure_classes.end(), [&](const std::string& fc) {
+    return IsSlowdownClass(fc) && std::none_of(neutral.begin(), neutral.end(), [&](const Candidate& c) { return Explains(c, fc); });
+  });
+}
+
+// No cause named: the metrics refute the log's symptoms, or a failure or a slowdown stays
+// unexplained (never let "nothing found" hide it), or a job that completed with no symptom is healthy.
 void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>& neutral,
                          std::optional<JobStatus> job_status, const std::vector<std::string>& failure_classes,
                          Combined* out) {
@@ -187,7 +196,7 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
     out->verdict.summary = refuter->summary;
     out->verdict.finding = refuter->playbook + "/" + refuter->rule;
     out->decision.action = refuter->action;
-  } else if (IsUnexplainedStatus(job_status) ||
+  } else if (IsUnexplainedStatus(job_status) || HasUnexplainedSlowdown(neutral, failure_classes) ||
              (HasSymptom(failure_classes) &&
               std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; }))) {
     out->verdict.root_cause = "unknown";
@@ -205,12 +214,14 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
     } else if (said != neutral.end()) {
       out->verdict.summary = "The evidence is insufficient to name a cause: " + said->summary;
       out->verdict.finding = said->playbook + "/" + said->rule;
+    } else if (HasUnexplainedSlowdown(neutral, failure_classes)) {
+      out->verdict.summary = "The job slowed (" + classes + ") and no playbook tied the loss to a cause: the findings that fired are the leads.";
     } else {
       out->verdict.summary = "The evidence is insufficient to name a cause.";
     }
     out->decision.action = DecisionAction::kNone;
     const std::string unexplained = IsUnexplainedStatus(job_status) || classes.empty() ? std::string(ToString(*job_status)) : classes;
-    out->decision.notes.push_back("unexplained " + unexplained + ": inspect the findings and the logs before retrying");
+    out->decision.notes.push_back(UnexplainedNote(unexplained));
   } else {
     // An anomaly no playbook could tie to a loss (e.g. a host's low-level background retransmits)
     // is noted, never turned into `unknown`.
@@ -233,6 +244,20 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
 }
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kUnexplainedPrefix = "unexplained ";
+constexpr std::string_view kUnexplainedAdvice = ": inspect the findings and the logs before retrying";
+}  // namespace
+
+std::string UnexplainedNote(const std::string& what) {
+  return std::string(kUnexplainedPrefix) + what + std::string(kUnexplainedAdvice);
+}
+
+bool IsUnexplainedNote(const std::string& note) {
+  return note.size() > kUnexplainedPrefix.size() + kUnexplainedAdvice.size() && note.starts_with(kUnexplainedPrefix) &&
+         note.ends_with(kUnexplainedAdvice);
+}
 
 Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
                  const std::vector<std::string>& failure_classes) {

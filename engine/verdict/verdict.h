@@ -46,4 +46,9 @@ struct Combined {
 Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
                  const std::vector<std::string>& failure_classes);
 
+// The note Combine adds to an unexplained failure or slowdown ("unexplained <what>: inspect ...");
+// a later stage that names the cause (the profile drill) removes it with this.
+std::string UnexplainedNote(const std::string& what);
+bool IsUnexplainedNote(const std::string& note);
+
 }  // namespace diagnose::verdict

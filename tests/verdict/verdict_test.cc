@@ -117,6 +117,22 @@ TEST(CombineTest, AnUnexplainedSlowdownCarriesTheSummaryOfThePlaybookThatRuledTh
   EXPECT_TRUE(noted);
 }
 
+// A slowdown triage measured, with only clean playbooks speaking (no `unknown` candidate either):
+// the links being clean rules the network out, it does not explain the loss.
+TEST(CombineTest, ASlowdownNoCandidateExplainsIsUnknownNeverNone) {
+  auto clean = Make("rdma-phase-correlation", "none", "likely", std::nullopt, 0);
+  auto out = Combine({clean}, JobStatus::kCompleted, {"tgs-degradation"});
+  EXPECT_EQ(out.verdict.root_cause, "unknown");
+  EXPECT_EQ(out.verdict.confidence, Confidence::kInsufficientEvidence);
+  EXPECT_NE(out.verdict.summary.find("no playbook tied the loss to a cause"), std::string::npos) << out.verdict.summary;
+  ASSERT_FALSE(out.decision.notes.empty());
+  EXPECT_TRUE(IsUnexplainedNote(out.decision.notes.front())) << out.decision.notes.front();
+  EXPECT_FALSE(IsUnexplainedNote("unexplained"));
+  // A `none` that accounts for the slowdown (expected effects) still stands.
+  clean.explains = {"tgs-degradation"};
+  EXPECT_EQ(Combine({clean}, JobStatus::kCompleted, {"tgs-degradation"}).verdict.root_cause, "none");
+}
+
 // Issue 12 failure mode 4: a completed job with steady TGS and a harmless anomaly (a host's
 // low-level retransmits) was judged `unknown` ("unexplained completed"). Healthy is `none`, and the
 // anomaly stays in the notes.
