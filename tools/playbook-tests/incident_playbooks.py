@@ -228,6 +228,24 @@ def rdma_tests():
         expect={"root_cause": "unknown", "action": "none", "exclude": [],
                 "findings": [{"id": "rdma-phase-correlation/phase_correlation", "status": "clear"},
                              {"id": "rdma-phase-correlation/rdma_not_the_cause", "status": "fired"}]}))
+    # Retransmits without a single ACK timeout (a lossy link recovered by NAKs) that start and stop
+    # with the slow phase and explain its loss: the TGS timeline makes them the cause (priority 2,
+    # at most likely without timeouts).
+    tests.append(rdma_case(
+        "retransmits without ACK timeouts that explain the slow phase are excluded", h8,
+        [(0, 49, 3290), (50, 119, 2850)], [("node-b6", 50, 119, 650, 0, 1)], seed=9,
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes", "confidence": "likely",
+                "exclude": [{"host": "node-b6", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/retx_impact", "status": "fired", "hosts": ["node-b6"]},
+                             {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    # Near miss: the same retransmits without timeouts while TGS stayed healthy, then an unrelated
+    # drop: background, never excluded, the loss stays unexplained.
+    tests.append(rdma_case(
+        "near miss: retransmits without ACK timeouts that left TGS unchanged are background", h8,
+        [(0, 69, 3290), (70, 119, 2850)], [("node-b6", 15, 45, 650, 0, 1)], seed=10,
+        expect={"root_cause": "unknown", "action": "none", "exclude": [],
+                "findings": [{"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
+                             {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     # No tb_step in the TSDB: no phase alignment, the RDMA evidence still names the host.
     tests.append(rdma_case(
         "no step map: bad host still excluded, confidence likely", h8,
