@@ -283,7 +283,7 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"two-episodes", {"thermal-two-episodes", "rdma-two-episodes"}},
     {"huge-many-hosts", {"huge-hosts-throttle", "huge-hosts-rdma"}},
     {"peerless-thermal", {"thermal-one-host", "thermal-fleet-wide", "thermal-one-host-from-start"}},
-    {"fleet-rdma", {"rdma-fleet-wide", "rdma-fleet-wide-dead-link"}},
+    {"fleet-rdma", {"rdma-fleet-wide", "rdma-fleet-wide-dead-link", "rdma-fleet-wide-standout"}},
     {"other-launcher", {"k8s-rdma", "k8s-throttle", "local-throttle"}},
     {"still-running", {"running-rdma", "running-throttle"}},
 };
@@ -397,7 +397,8 @@ void ExpectPeerlessThermalTruth(const PlannedJob& job, const fixturegen::Scenari
 
 // A fabric episode: more than half of at least 4 hosts retransmit RDMA with ACK timeouts over the
 // same steps, costing TGS; nobody is excluded (retried on the same nodes) but a host with retry
-// exhaustion (priority 1), and every other host of the episode must not be excluded.
+// exhaustion (priority 1) or one retransmitting several times the rest (priority 2), and every
+// other host of the episode must not be excluded.
 void ExpectFleetRdmaTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
   EXPECT_EQ(job.truth.root_cause, "rdma-link-degradation");
   EXPECT_GE(s.hosts.size(), 4u);
@@ -425,9 +426,21 @@ void ExpectFleetRdmaTruth(const PlannedJob& job, const fixturegen::Scenario& s) 
   } else {
     EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
     ASSERT_EQ(job.truth.exclude.size(), 1u);
-    EXPECT_EQ(job.truth.exclude[0].priority, 1);
-    EXPECT_TRUE(HasFault(s, job.truth.exclude[0].host, {"rdma_retry_exceeded"}));
+    const bool dead = job.truth.kind == "rdma-fleet-wide-dead-link";
+    EXPECT_EQ(job.truth.exclude[0].priority, dead ? 1 : 2);
+    EXPECT_EQ(HasFault(s, job.truth.exclude[0].host, {"rdma_retry_exceeded"}), dead);
     EXPECT_EQ(spared, retransmitting.size() - 1);
+    if (!dead) {
+      // Its own retransmit fault, several times the others' rate.
+      double own = 0, others = 0;
+      for (const auto& f : s.faults) {
+        if (f.kind != "rdma_retx" || !f.window.steps) continue;
+        if (f.hosts == std::vector<std::string>{job.truth.exclude[0].host}) own = f.rate;
+        if (f.hosts.size() > 1) others = f.rate;   // the episode's shared fault (a decoy burst names one host)
+      }
+      EXPECT_GT(others, 0);
+      EXPECT_GE(own, 5.9 * others);
+    }
   }
 }
 
@@ -479,6 +492,7 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
         EXPECT_FALSE(s->summary.present) << "a running job has no end-of-job line";
         ASSERT_TRUE(job.truth.now);
         EXPECT_EQ(job.scenario_yaml.find("summary:"), std::string::npos);
+        EXPECT_EQ(s->tsdb_format, "blocks") << "a WAL-only TSDB of a running job is live: it cannot be copied";
       }
       if (family == "addresses-in-log") {
         EXPECT_EQ(s->node_hw_names, "ip");

@@ -1652,7 +1652,9 @@ void PeerlessThermal(JobPlanner& p) {
 // begin retransmitting RDMA with ACK timeouts at the same step, costing 6-25 % TGS to the end or
 // recovering. Excluding them cannot help, so the job is retried on the same nodes and no host is
 // excluded. One job in three, one of them also exhausts its retries on a port (permanent loss): a
-// dead port is a host fault even in a congested fabric, and that host alone is excluded.
+// dead port is a host fault even in a congested fabric, and that host alone is excluded (priority
+// 1). One in six, one of them retransmits 6-10 times as much as the rest: a fault of its own on top
+// of the fabric's, excluded alone (priority 2).
 void FleetWideRdma(JobPlanner& p) {
   const int nodes = static_cast<int>(std::lround(std::exp(p.U(std::log(4.0), std::log(64.0)))));
   p.ScaleShape(nodes, /*need_retx_counters=*/true, 80);
@@ -1671,21 +1673,32 @@ void FleetWideRdma(JobPlanner& p) {
   std::sort(fleet.begin(), fleet.end());
   const auto devices = p.Devices(p.Int(1, 2), 8);
   const std::string window = p.Steps(onset, end);
-  p.Fault("rdma_retx", fleet, window, std::round(p.U(300, 1500)), devices);
-  p.Fault("rdma_ack_timeout", fleet, window, std::round(p.U(3, 25)), devices);
-  std::string dead;
-  if (p.Chance(1.0 / 3)) {
-    dead = fleet[static_cast<size_t>(p.Int(0, k - 1))];
-    p.Fault("rdma_retry_exceeded", {dead}, window, std::round(p.U(0.2, 0.6) * 100) / 100, {devices[0]});
-    p.Exclude(dead, 1);
+  const double retx = std::round(p.U(300, 1500)), ack = std::round(p.U(3, 25));
+  const double shape = p.U(0, 1);
+  const std::string odd = shape < 0.5 ? fleet[static_cast<size_t>(p.Int(0, k - 1))] : "";
+  const bool dead = shape < 1.0 / 3;
+  std::vector<std::string> shared = fleet;
+  if (!dead && !odd.empty()) {
+    shared.erase(std::find(shared.begin(), shared.end(), odd));
+    const double factor = p.U(6, 10);
+    p.Fault("rdma_retx", {odd}, window, std::round(retx * factor), devices);
+    p.Fault("rdma_ack_timeout", {odd}, window, std::round(ack * factor), devices);
+    p.Exclude(odd, 2);
+  }
+  p.Fault("rdma_retx", shared, window, retx, devices);
+  p.Fault("rdma_ack_timeout", shared, window, ack, devices);
+  if (dead) {
+    p.Fault("rdma_retry_exceeded", {odd}, window, std::round(p.U(0.2, 0.6) * 100) / 100, {devices[0]});
+    p.Exclude(odd, 1);
   }
   for (const auto& h : fleet)
-    if (h != dead) p.Decoy(h);
-  Verdict(p, dead.empty() ? "rdma-fleet-wide" : "rdma-fleet-wide-dead-link", "rdma-link-degradation",
-          dead.empty() ? "retry-same-nodes" : "retry-excluding-nodes");
+    if (h != odd) p.Decoy(h);
+  const std::string kind = odd.empty() ? "rdma-fleet-wide" : dead ? "rdma-fleet-wide-dead-link" : "rdma-fleet-wide-standout";
+  Verdict(p, kind, "rdma-link-degradation", odd.empty() ? "retry-same-nodes" : "retry-excluding-nodes");
   p.notes() = std::to_string(k) + " of " + std::to_string(n) + " hosts retransmit RDMA (ACK timeouts too) from step " +
               std::to_string(onset) + " to " + std::to_string(end) + " (the fabric), TGS -" +
-              std::to_string(static_cast<int>(drop * 100)) + "%" + (dead.empty() ? "" : "; retry exhaustion on " + dead) + "." +
+              std::to_string(static_cast<int>(drop * 100)) + "%" +
+              (odd.empty() ? "" : dead ? "; retry exhaustion on " + odd : "; " + odd + " retransmits 6-10x the rest") + "." +
               p.notes();
   WiderTelemetry(p, faulty);
   p.Passthrough();
@@ -1741,6 +1754,11 @@ void StillRunning(JobPlanner& p) {
   const bool thermal = p.Chance(0.5);
   p.Shape(false, !thermal, 80);
   JobSpec& s = p.spec();
+  // A WAL-only TSDB of a running job is one Prometheus is still writing: diagnose refuses to copy
+  // it (a live job; query its own Prometheus instead), and whether the generated WAL still looks
+  // fresh would depend on how soon the campaign is scored. The campaign cannot serve a live
+  // Prometheus, so its running jobs are judged from a snapshot of cut blocks.
+  s.tsdb_format = "blocks";
   const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.22);
   s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, s.last_step, drop}});
   p.set_total_steps(s.last_step + p.Int(100, 2000));
