@@ -270,30 +270,47 @@ StatusOr<Value> Where(const Expr& e, const Args& args, const NameResolver&) {
   return out;
 }
 
-// times_above(series, threshold): per key of a range query's `series` map (key -> [[t, v], ...]),
-// the sample times (epoch seconds, ascending) at which the value exceeds the threshold, a number
-// or a map key -> number (keys missing from it never count); keys that never exceed it are left out.
-StatusOr<Value> TimesAbove(const Expr& e, const Args& args, const NameResolver&) {
+// Per key of a range query's `series` map (key -> [[t, v], ...]), the sample times (epoch seconds,
+// ascending) at which the value reaches the threshold, a number or a map key -> number (keys
+// missing from it never count); keys that never reach it are left out.
+StatusOr<std::map<std::string, std::set<double>>> TimesAtOrAbove(const Expr& e, const Args& args) {
   const Value& a = args[0];
   if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
-    return EvalError(e, "times_above() needs (series, number or map), got " + TypeName(args[1]));
-  Value out = Value::object();
-  if (a.is_object()) {
-    for (const auto& [key, samples] : a.items()) {
-      const Value* limit = &args[1];
-      if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
-      if (!limit || !limit->is_number() || !samples.is_array()) continue;
-      std::set<double> times;
-      for (const auto& p : samples)
-        if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
-            p[1].get<double>() >= limit->get<double>())
-          times.insert(p[0].get<double>());
-      if (times.empty()) continue;
-      Value list = Value::array();
-      for (double t : times) list.push_back(t);
-      out[key] = std::move(list);
-    }
+    return EvalError(e, e.text + "() needs (series, number or map), got " + TypeName(args[1]));
+  std::map<std::string, std::set<double>> out;
+  if (!a.is_object()) return out;
+  for (const auto& [key, samples] : a.items()) {
+    const Value* limit = &args[1];
+    if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
+    if (!limit || !limit->is_number() || !samples.is_array()) continue;
+    std::set<double> times;
+    for (const auto& p : samples)
+      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
+          p[1].get<double>() >= limit->get<double>())
+        times.insert(p[0].get<double>());
+    if (!times.empty()) out[key] = std::move(times);
   }
+  return out;
+}
+
+// times_above(series, threshold): per key, every sample time at which the series reaches it.
+StatusOr<Value> TimesAbove(const Expr& e, const Args& args, const NameResolver&) {
+  ASSIGN_OR_RETURN(auto times, TimesAtOrAbove(e, args));
+  Value out = Value::object();
+  for (const auto& [key, at] : times) {
+    Value list = Value::array();
+    for (double t : at) list.push_back(t);
+    out[key] = std::move(list);
+  }
+  return out;
+}
+
+// first_time_above(series, threshold): per key, the first sample time at which the series reaches
+// it: when each host's disturbance began, so a rule can ask whether several began together.
+StatusOr<Value> FirstTimeAbove(const Expr& e, const Args& args, const NameResolver&) {
+  ASSIGN_OR_RETURN(auto times, TimesAtOrAbove(e, args));
+  Value out = Value::object();
+  for (const auto& [key, at] : times) out[key] = *at.begin();
   return out;
 }
 
@@ -451,6 +468,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"pluck", 2, 2, "list", Pluck},
     {"where", 4, 4, "list", Where},
     {"times_above", 2, 2, "", TimesAbove},
+    {"first_time_above", 2, 2, "", FirstTimeAbove},
     {"sustained_level", 2, 2, "", SustainedLevel},
     {"step_windows", 3, 3, "list", StepWindows},
     {"count_outside", 2, 2, "", CountOutside},

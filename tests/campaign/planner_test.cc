@@ -282,7 +282,10 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"addresses-in-log", {"thermal-addresses-only", "rdma-addresses-only"}},
     {"two-episodes", {"thermal-two-episodes", "rdma-two-episodes"}},
     {"huge-many-hosts", {"huge-hosts-throttle", "huge-hosts-rdma"}},
-    {"peerless-thermal", {"thermal-one-host", "thermal-fleet-wide"}},
+    {"peerless-thermal", {"thermal-one-host", "thermal-fleet-wide", "thermal-one-host-from-start"}},
+    {"fleet-rdma", {"rdma-fleet-wide", "rdma-fleet-wide-dead-link", "rdma-fleet-wide-standout"}},
+    {"other-launcher", {"k8s-rdma", "k8s-throttle", "local-throttle"}},
+    {"still-running", {"running-rdma", "running-throttle"}},
 };
 
 std::string WidestFamilyOf(const std::string& kind) {
@@ -291,12 +294,12 @@ std::string WidestFamilyOf(const std::string& kind) {
   return "";
 }
 
-// A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the five widest
-// ones three times and the huge one once: 39 jobs.
+// A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eight widest
+// ones three times and the huge one once: 48 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 39, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 48, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
@@ -369,6 +372,16 @@ void ExpectPeerlessThermalTruth(const PlannedJob& job, const fixturegen::Scenari
     shared = w;
   }
   ASSERT_TRUE(shared);
+  if (job.truth.kind == "thermal-one-host-from-start") {
+    // Hot over every step, one TGS level: nothing to compare with, nothing excluded on a guess.
+    ASSERT_EQ(s.hosts.size(), 1u);
+    EXPECT_EQ(shared->first, s.first_step);
+    EXPECT_EQ(shared->last, s.last_step);
+    EXPECT_EQ(TgsAt(s, s.first_step), TgsAt(s, s.last_step));
+    EXPECT_EQ(job.truth.action, "none");
+    EXPECT_TRUE(job.truth.exclude.empty());
+    return;
+  }
   EXPECT_LT(TgsAt(s, shared->first), TopTgs(s));
   if (job.truth.kind == "thermal-one-host") {
     ASSERT_EQ(s.hosts.size(), 1u);
@@ -379,6 +392,55 @@ void ExpectPeerlessThermalTruth(const PlannedJob& job, const fixturegen::Scenari
     EXPECT_GE(s.hosts.size(), 4u);
     EXPECT_EQ(job.truth.action, "none");
     EXPECT_TRUE(job.truth.exclude.empty());
+  }
+}
+
+// A fabric episode: more than half of at least 4 hosts retransmit RDMA with ACK timeouts over the
+// same steps, costing TGS; nobody is excluded (retried on the same nodes) but a host with retry
+// exhaustion (priority 1) or one retransmitting several times the rest (priority 2), and every
+// other host of the episode must not be excluded.
+void ExpectFleetRdmaTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  EXPECT_EQ(job.truth.root_cause, "rdma-link-degradation");
+  EXPECT_GE(s.hosts.size(), 4u);
+  EXPECT_LE(s.hosts.size(), 64u);
+  std::set<std::string> retransmitting;
+  std::optional<Window> shared;
+  for (const auto& [host, windows] : SlowdownWindows(s)) {
+    for (const Window& w : windows) {
+      if (w.kind != "rdma_retx") continue;
+      if (shared) EXPECT_TRUE(w.first == shared->first && w.last == shared->last) << host << ": the episode starts together";
+      shared = w;
+      retransmitting.insert(host);
+    }
+  }
+  ASSERT_TRUE(shared);
+  EXPECT_GT(retransmitting.size() * 2, s.hosts.size()) << "more than half the hosts";
+  EXPECT_LT(TgsAt(s, shared->first), TopTgs(s));
+  size_t spared = 0;
+  for (const auto& h : retransmitting)
+    spared += std::count(job.truth.must_not_exclude.begin(), job.truth.must_not_exclude.end(), h);
+  if (job.truth.kind == "rdma-fleet-wide") {
+    EXPECT_EQ(job.truth.action, "retry-same-nodes");
+    EXPECT_TRUE(job.truth.exclude.empty());
+    EXPECT_EQ(spared, retransmitting.size());
+  } else {
+    EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
+    ASSERT_EQ(job.truth.exclude.size(), 1u);
+    const bool dead = job.truth.kind == "rdma-fleet-wide-dead-link";
+    EXPECT_EQ(job.truth.exclude[0].priority, dead ? 1 : 2);
+    EXPECT_EQ(HasFault(s, job.truth.exclude[0].host, {"rdma_retry_exceeded"}), dead);
+    EXPECT_EQ(spared, retransmitting.size() - 1);
+    if (!dead) {
+      // Its own retransmit fault, several times the others' rate.
+      double own = 0, others = 0;
+      for (const auto& f : s.faults) {
+        if (f.kind != "rdma_retx" || !f.window.steps) continue;
+        if (f.hosts == std::vector<std::string>{job.truth.exclude[0].host}) own = f.rate;
+        if (f.hosts.size() > 1) others = f.rate;   // the episode's shared fault (a decoy burst names one host)
+      }
+      EXPECT_GT(others, 0);
+      EXPECT_GE(own, 5.9 * others);
+    }
   }
 }
 
@@ -396,7 +458,7 @@ void ExpectTwoEpisodesTruth(const PlannedJob& job, const fixturegen::Scenario& s
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 78, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 96, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -409,11 +471,29 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
         ExpectPeerlessThermalTruth(job, *s);
         continue;
       }
+      if (family == "fleet-rdma") {
+        ExpectFleetRdmaTruth(job, *s);
+        continue;
+      }
       EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
       EXPECT_FALSE(job.truth.exclude.empty());
       if (family == "init-fault") ExpectInitFaultTruth(job, *s);
       if (family == "fatal-on-slow-host") ExpectFatalOnSlowHostTruth(job, *s);
       if (family == "two-episodes") ExpectTwoEpisodesTruth(job, *s);
+      if (family == "other-launcher") {
+        // Named as those launchers name their runs; the Slurm nodelist order does not apply.
+        const std::string launcher = job.truth.kind.substr(0, job.truth.kind.find('-'));
+        EXPECT_EQ(job.truth.job_id.rfind(launcher + (launcher == "k8s" ? "-" : "_"), 0), 0u) << job.truth.job_id;
+        EXPECT_NE(job.scenario_yaml.find("launcher: " + launcher + "\n"), std::string::npos);
+        if (launcher == "local") EXPECT_EQ(s->hosts.size(), 1u);
+      }
+      if (family == "still-running") {
+        EXPECT_TRUE(s->running);
+        EXPECT_FALSE(s->summary.present) << "a running job has no end-of-job line";
+        ASSERT_TRUE(job.truth.now);
+        EXPECT_EQ(job.scenario_yaml.find("summary:"), std::string::npos);
+        EXPECT_EQ(s->tsdb_format, "blocks") << "a WAL-only TSDB of a running job is live: it cannot be copied";
+      }
       if (family == "addresses-in-log") {
         EXPECT_EQ(s->node_hw_names, "ip");
         EXPECT_FALSE(s->ray_metrics) << "no Ray series may name the addresses";
@@ -427,7 +507,7 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   for (const auto& [family, names] : kWidestKinds) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
-    EXPECT_EQ(planned, family == "huge-many-hosts" ? 6 : 18) << family << ": in each of the two 39-job blocks of three seeds";
+    EXPECT_EQ(planned, family == "huge-many-hosts" ? 6 : 18) << family << ": in each of the two 48-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names) EXPECT_GT(kinds[k], 0) << k << " never planned";

@@ -122,6 +122,28 @@ TEST(ExprTest, MissingFieldsAreNullAndComparisonsWithNullAreFalse) {
   EXPECT_EQ(Eval("exists(facts.heartbeat)", env), true);
 }
 
+// When each key's series first reached its threshold (a number or a per-key map); keys that never
+// reached it, or have no threshold, are left out, as in times_above.
+TEST(ExprTest, FirstTimeAboveIsEachKeysEarliestTimeAtOrAboveItsThreshold) {
+  Value env = {{"retx", {{"h1", {{100, 0.0}, {130, 5.0}, {160, 900.0}, {190, 800.0}}},
+                         {"h2", {{100, 0.0}, {130, 0.0}, {160, 0.0}, {190, 700.0}}},
+                         {"h3", {{100, 0.2}, {130, 0.3}}}}},
+               {"level", {{"h1", 800.0}, {"h2", 700.0}}}};
+  EXPECT_EQ(Eval("first_time_above(retx, 5)", env), Value({{"h1", 130.0}, {"h2", 190.0}}));
+  EXPECT_EQ(Eval("first_time_above(retx, level * 0.5)", env), Value({{"h1", 160.0}, {"h2", 190.0}}));
+  EXPECT_EQ(Eval("max(first_time_above(retx, level * 0.5)) - min(first_time_above(retx, level * 0.5))", env), 30.0);
+  EXPECT_EQ(Eval("first_time_above(retx, 1e9)", env), Value::object());
+  EXPECT_EQ(Eval("first_time_above(null, 1)", env), Value::object());
+  ExprSyntaxError err;
+  auto e = ParseExpr("first_time_above(retx, 'x')", &err);
+  ASSERT_NE(e, nullptr);
+  auto bad = EvalExpr(*e, [&](const std::string& root) -> const Value* {
+    auto it = env.find(root);
+    return it == env.end() ? nullptr : &*it;
+  });
+  EXPECT_FALSE(bad.ok()) << "a threshold that is neither a number nor a map is an error";
+}
+
 TEST(ExprTest, FunctionsOverFacts) {
   Value env = {{"facts", {{"header", {{"hosts", {"n0", "n1", "n2"}}}},
                           {"steps", {{{"step", 1}, {"tgs", 10}}, {{"step", 2}, {"tgs", 20}}}}}},

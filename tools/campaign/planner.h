@@ -32,8 +32,10 @@ struct PlannedJob {
 // default plan exactly what they planned before it existed. `widest` implies `wider` and adds what
 // that still never draws: a fault starting in init or compile (a slowdown, or a GPU abort before
 // any step), a fatal fault on the slow host itself, node_hw scraped by address with no Ray series
-// (only the log's bind= lines name the addresses), two episodes of one fault on one host, and 7-12
-// faulty hosts among 430-512; `wider`, `wide` and the default plan what they planned before it.
+// (only the log's bind= lines name the addresses), two episodes of one fault on one host, 7-12
+// faulty hosts among 430-512, throttling no peer shows, a fabric episode on most of a job's hosts,
+// a k8s or local launcher and a job still running; `wider`, `wide` and the default plan what they
+// planned before it.
 StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false, bool perf = false,
                                                bool wider = false, bool widest = false);
 

@@ -254,12 +254,57 @@ def rdma_tests():
                 "exclude": [{"host": "node-b5", "priority": 2}],
                 "findings": [{"id": "rdma-phase-correlation/phase_correlation", "status": "skipped"},
                              {"id": "rdma-phase-correlation/rdma_link_degradation_unaligned", "status": "fired"}]}))
+    fleet_wide_rdma_tests(tests, h8)
     # A healthy rerun (8309-like) is not even a candidate: stable TGS, no degradation class.
     t = rdma_case("healthy rerun: playbook not selected", h8, [(0, 99, 3287)], [], seed=6, pattern="stable",
                   classes=(), expect={"root_cause": "none", "action": "none", "selected": []})
     tests.append(t)
     write("rdma-phase-correlation.test.yaml", "rdma-phase-correlation.yaml", tests,
           "Tests of rdma-phase-correlation.yaml: `diagnose test playbooks/tests/rdma-phase-correlation.test.yaml`")
+
+
+def fleet_wide_rdma_tests(tests, h8):
+    """Most of the fleet retransmitting at the same moment: the fabric's fault, not the hosts'."""
+    sw = [f"sw-r2n{i}" for i in range(1, 9)]
+    everyone = [(h, 50, 149, 700, 9, 1) for h in sw]
+    tests.append(rdma_case(
+        "fleet-wide episode: all eight hosts retransmit together, nothing excluded, retried on the same nodes", sw,
+        [(0, 49, 3290), (50, 149, 2750)], everyone, seed=21, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
+                "summary_contains": ["8 of 8 hosts began retransmitting within", "not the hosts"],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired", "hosts": sw},
+                             {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
+    five = [(h, 40, 119, 500, 6, 0) for h in h8[:5]]
+    tests.append(rdma_case(
+        "fleet-wide episode on five of eight with retry exhaustion on one: only that host is excluded", h8,
+        [(0, 39, 3100), (40, 119, 2600), (120, 149, 3100)], five, seed=22, retry_excd=(("node-b2", 60, 70, 2),),
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "node-b2", "priority": 1}],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma_with_host_faults", "status": "fired",
+                              "hosts": h8[:5]}]}))
+    standout = [(h, 50, 149, 6000 if h == "sw-r2n6" else 600, 9, 1) for h in sw[:6]]
+    tests.append(rdma_case(
+        "fleet-wide episode on six of eight, one host ten times worse than the rest: that host excluded at priority 2", sw,
+        [(0, 49, 3290), (50, 149, 2700)], standout, seed=23, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "sw-r2n6", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma_with_host_faults", "status": "fired"}]}))
+    # Not fleet-wide: three of eight (not a majority), or a majority whose links failed one after
+    # another (onsets 20 steps, 10 minutes, apart): each host is excluded as before.
+    tests.append(rdma_case(
+        "near miss: three of eight hosts together are not the fabric: all three excluded", sw,
+        [(0, 49, 3290), (50, 149, 2750)], everyone[:3], seed=24, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": h, "priority": 2} for h in sw[:3]],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]}))
+    staggered = [(h, 30 + 20 * i, 149, 700, 9, 1) for i, h in enumerate(sw[:5])]
+    tests.append(rdma_case(
+        "near miss: five of eight links failing one after another (onsets 10 minutes apart) are each excluded", sw,
+        [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)], staggered,
+        seed=25, pattern="phased",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": h, "priority": 2} for h in sw[:5]],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]}))
 
 
 # ----------------------------------------------------------------------------------------------

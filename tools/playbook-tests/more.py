@@ -303,4 +303,38 @@ tests.append(test('every host hot with its clock down from the TGS drop on: faci
                                 {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'},
                                 {'id': 'thermal-throttle/fleet_wide_heat', 'status': 'fired'}]},
                   families=TH_FAM, tb_host=hosts[0]))
+
+# Hot from the first step to the last on a one-host job: no peer, no phase before the heat, no
+# baseline. The heat is measured, its cost cannot be: the report says which comparison was
+# impossible and decides nothing.
+j = Job(one, gpus=3, n=120, seed=39)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 19, 1))
+j.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10)
+flat = [{'first_step': 0, 'last_step': 119, 'mean_tgs': 1090.0}]
+tests.append(test('a one-host job hot from its first step to its last: insufficient evidence, says which comparisons were impossible', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1090.0}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'none', 'confidence': 'insufficient-evidence', 'exclude': [],
+                   'summary_contains': ['no peer ran beside them (a one-node job)', 'no phase before the heat',
+                                        'no --baseline run was given'],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                {'id': 'thermal-throttle/thermal_unjudged', 'status': 'fired', 'hosts': one}]},
+                  families=TH_FAM, tb_host=one[0]))
+
+j = every_host_throttled(hosts, 40)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 19, 1))
+j.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10)
+tests.append(test('every host hot from the first step with one TGS level: no cooler peer, insufficient evidence', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1090.0}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'none', 'confidence': 'insufficient-evidence', 'exclude': [],
+                   'summary_contains': ['no cooler host ran beside them (every host of the job was hot)'],
+                   'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'fired', 'hosts': sorted(hosts)}]},
+                  families=TH_FAM, tb_host=hosts[0]))
+
+# A cool one-host job: nothing to judge, nothing said.
+j = Job(one, gpus=3, n=120, seed=41)
+tests.append(test('near miss: a one-host job at normal temperature is healthy', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1330.0}}),
+                  {'root_cause': 'none', 'action': 'none', 'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
+                  families=TH_FAM, tb_host=one[0]))
 emit('thermal-throttle', 'more.py', tests)
