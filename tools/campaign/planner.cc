@@ -1782,6 +1782,33 @@ void StillRunning(JobPlanner& p) {
 
 // ---------------------------------------------------------------------------------------------
 
+// Slowdowns whose evidence is not the usual pair: a link that retransmits without a single ACK
+// timeout (a lossy link recovered by NAKs) from the step TGS fell, which the joint fit of the TGS
+// series blames (excluded at priority 2); or a job whose TGS falls with every system family clean
+// (and, for an MoE model, a flat load-balance loss), which nothing in the TSDB explains (unknown:
+// profile it; never "healthy").
+void UnusualEvidence(JobPlanner& p) {
+  const bool link = p.Chance(0.6);
+  p.Shape(false, link, 100);
+  p.MaybeCheckpoint(0.3);
+  JobSpec& s = p.spec();
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.55, 0.2);
+  s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, end, drop}});
+  const std::string steps = std::to_string(onset) + "-" + std::to_string(end);
+  if (link) {
+    const std::string host = p.TakeHost();
+    p.Fault("rdma_retx", {host}, p.Steps(onset, end), std::round(p.U(300, 1500)), p.Devices(p.Int(1, 2), 8));
+    p.Exclude(host, 2);
+    Verdict(p, "rdma-retx-without-timeouts", "rdma-link-degradation", "retry-excluding-nodes");
+    p.notes() = "RDMA retransmits without ACK timeouts on " + host + " over steps " + steps + "." + p.notes();
+  } else {
+    Verdict(p, "unexplained-drop", "unknown", "none");
+    p.notes() = "TGS falls over steps " + steps + " with every system family clean." + p.notes();
+  }
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
   ASSIGN_OR_RETURN(fixturegen::Scenario scenario, fixturegen::ParseScenario(yaml, name));
   return fixturegen::BuildTimeline(scenario);
@@ -1995,12 +2022,13 @@ class CampaignPlanner {
     // itself, addresses only the log names, two episodes on one host, throttling on every host of the
     // job (one node, or a whole room, or one node hot from its first step; three times each), a
     // fabric episode on most hosts of a job at once, a Kubernetes or run_local.sh job, a job still
-    // running (three times each), and many
+    // running, a link retransmitting without timeouts or a dense model's unexplained drop (three
+    // times each), and many
     // faulty hosts among more than 429 nodes (once: those jobs are the costliest to generate). The
     // wider families come once, so a 24-job campaign holds about nine of these.
     static const std::vector<std::string> kWidestFamilies = {"init-fault", "fatal-on-slow-host", "addresses-in-log",
                                                              "two-episodes", "peerless-thermal", "fleet-rdma",
-                                                             "other-launcher", "still-running"};
+                                                             "other-launcher", "still-running", "unusual-evidence"};
     static const std::vector<std::string> kPerfFamilies = {"perf-blocker", "perf-overlap-loss", "perf-slow-gpu",
                                                            "perf-noise"};
     std::vector<std::string> families = kFamilies;
@@ -2043,6 +2071,7 @@ class CampaignPlanner {
     else if (family == "fleet-rdma") FleetWideRdma(p);
     else if (family == "other-launcher") OtherLauncher(p);
     else if (family == "still-running") StillRunning(p);
+    else if (family == "unusual-evidence") UnusualEvidence(p);
     else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
