@@ -13,6 +13,11 @@
 #   CCACHE_SLOPPINESS: units that include a precompiled header (cmake/precompiled_headers.cmake) are
 #     cached only with pch_defines,time_macros (ccache's manual, "Precompiled headers"); the header's
 #     own compile is cached too, so a consumer's key (which hashes the header) matches again.
+#   CCACHE_DEPEND: a miss no longer runs the preprocessor a second time to key the object: the key is
+#     the direct mode's (the command, the source and every header the compiler's -MD output names,
+#     which Ninja asks for anyway). A cold cache compiled 4 engine units in 33.3 s of CPU through
+#     ccache's default mode, 29.8 s in depend mode and 30.6 s without ccache (gcc 12); a warm cache
+#     hits the same way, as the direct mode's lookup is the one both modes make first.
 compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
 if [ "${DIAGNOSE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
@@ -22,5 +27,6 @@ if [ "${DIAGNOSE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
     case ",$sloppiness," in *",$s,"*) ;; *) sloppiness=${sloppiness:+$sloppiness,}$s ;; esac
   done
   export CCACHE_SLOPPINESS=$sloppiness
+  export CCACHE_DEPEND=${CCACHE_DEPEND:-true}
   compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
