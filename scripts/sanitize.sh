@@ -42,11 +42,13 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_su
 # paths as the five-job fleet test, which does run), the JSON form of the all-fixture summary (the
 # text form runs the same diagnoses), the report schema check (the JSON of the same diagnoses the
 # agreement test runs) and the browser test (Chromium's memory, not ours).
-# The live-job test waits on the wall clock for ~100 s (a 30 s rule interval, a Prometheus restart)
-# on a few seconds of CPU: in the -j pool it held one of the two slots for all that time, so it runs
-# in a ctest of its own beside the pool.
+# Two tests mostly wait on the wall clock: the live-job test (~100 s: a 30 s rule interval, a
+# Prometheus restart; 2.4 s of CPU in the main tree) and slurm_epilog (~50 s: a private Slurm cluster
+# scheduling jobs whose epilogs run diagnose). In the -j pool the first held one of the two slots
+# and the second, RUN_SERIAL, both; they run one after the other in a ctest of their own beside the
+# pool, whose two slots go to tests that use the CPU.
 excluded='^(Shards/ScenarioVariants\.|Shards/FleetStoreEveryFixture\.|SummaryCli\.JsonIsAnArrayOfRows$|report_schema$|browser_reports$)'
-waiting='^LiveJobCliTest\.'
+waiting='^(LiveJobCliTest\.|slurm_epilog$)'
 junit="$PWD/$build/ctest-junit.xml" junit_waiting="$PWD/$build/ctest-junit-waiting.xml"
 waiting_log="$PWD/$build/ctest-waiting.log"
 bash scripts/test-costs.sh seed "$build" sanitize
