@@ -27,6 +27,6 @@ if [ "${DIAGNOSE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
     case ",$sloppiness," in *",$s,"*) ;; *) sloppiness=${sloppiness:+$sloppiness,}$s ;; esac
   done
   export CCACHE_SLOPPINESS=$sloppiness
-  export CCACHE_DEPEND=${CCACHE_DEPEND:-true}
+  if [ -z "${CCACHE_NODEPEND:-}" ]; then export CCACHE_DEPEND=true; fi   # CCACHE_NODEPEND=1 turns it off
   compiler_cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
