@@ -59,7 +59,7 @@ def slow_patterns(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True)
-    ap.add_argument("--junit", required=True)
+    ap.add_argument("--junit", required=True, nargs="+", help="the JUnit files of one tree's ctest runs")
     ap.add_argument("--default-timeout", type=float, default=600)
     ap.add_argument("--max-ratio", type=float, default=1 / 3)
     ap.add_argument("--slow-list", default="")
@@ -71,9 +71,9 @@ def main():
 
     limits = timeouts(args.build, args.default_timeout)
     # Only the tests this build defines: a JUnit file left from an older build may name others.
-    measured = {name: t for name, t in times(args.junit).items() if name in limits}
+    measured = {name: t for junit in args.junit for name, t in times(junit).items() if name in limits}
     if not measured:
-        print(f"check-test-times: no test times in {args.junit}", file=sys.stderr)
+        print(f"check-test-times: no test times in {' '.join(args.junit)}", file=sys.stderr)
         return 2
     rows = sorted(((t / limits[name], name, t, limits[name]) for name, t in measured.items()), reverse=True)
     print(f"check-test-times: {len(rows)} tests; worst time / timeout ratios (limit {args.max_ratio:.2f}):")

@@ -68,10 +68,14 @@ else
   python3 scripts/check-test-times.py --build "$build" --junit "$junit" --default-timeout "$timeout" \
     --slow-list tests/slow-tests.txt
 fi
-if [ -d playbooks ] && "./$build/diagnose" --help 2>/dev/null | grep -q ' lint'; then
+# The help is read whole first: `diagnose --help | grep -q` under pipefail failed whenever grep had
+# its match and left before the help's second write (SIGPIPE), and the playbook tests were skipped
+# without a word (a cold CI run under load did so).
+help=$("./$build/diagnose" --help 2>/dev/null || true)
+if [ -d playbooks ] && grep -q '^  lint ' <<<"$help"; then
   "./$build/diagnose" lint rules playbooks
 fi
-if compgen -G "playbooks/tests/*.yaml" >/dev/null && "./$build/diagnose" --help 2>/dev/null | grep -q ' test'; then
+if compgen -G "playbooks/tests/*.yaml" >/dev/null && grep -q '^  test ' <<<"$help"; then
   "./$build/diagnose" test playbooks/tests/*.yaml
 fi
 if [ "$sanitize" = 1 ]; then
