@@ -406,10 +406,11 @@ Endpoint DescribeEndpoint(const std::string& base_url, const std::string& descri
 
 }  // namespace
 
-void HttpQueryClient::Perform(std::vector<Request>& requests) {
+void HttpQueryClient::Perform(std::vector<Request>& requests, int max_in_flight) {
   std::lock_guard<std::mutex> lock(mutex_);
   CURLM* multi = static_cast<CURLM*>(multi_);
-  const size_t parallel = static_cast<size_t>(std::max(1, options_.max_parallel));
+  const int allowed = max_in_flight > 0 ? std::min(max_in_flight, options_.max_parallel) : options_.max_parallel;
+  const size_t parallel = static_cast<size_t>(std::max(1, allowed));
   std::deque<size_t> waiting;
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
@@ -685,6 +686,10 @@ StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<
   return DecodedData(batch.front(), base_url_, DecodeSeriesData);
 }
 
+// Series look-ups cost the server CPU, not waiting: at 128 nodes x 24 h on a loaded 2-core machine 14
+// of them took 0.28-0.51 s one at a time and 0.63-1.09 s eight at a time (each across 96 blocks).
+constexpr int kEstimatesInFlight = 2;
+
 std::vector<StatusOr<int64_t>> HttpQueryClient::SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) {
   std::vector<Request> requests;
   std::vector<size_t> request_of(questions.size(), SIZE_MAX);
@@ -693,7 +698,7 @@ std::vector<StatusOr<int64_t>> HttpQueryClient::SeriesCountsForEstimate(const st
     request_of[i] = requests.size();
     requests.push_back(MakeSeriesRequest(questions[i]));
   }
-  Perform(requests);
+  Perform(requests, kEstimatesInFlight);
   std::vector<StatusOr<int64_t>> counts;
   counts.reserve(questions.size());
   for (size_t i = 0; i < questions.size(); ++i) {

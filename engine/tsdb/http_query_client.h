@@ -73,8 +73,9 @@ class HttpQueryClient : public QueryClient {
 
  private:
   HttpQueryClient(RemoteEndpointOptions options, std::string description);
-  // Runs requests concurrently with retries; fills each Request's outcome.
-  void Perform(std::vector<Request>& requests);
+  // Runs requests concurrently with retries, at most `max_in_flight` (options.max_parallel when 0) at
+  // once; fills each Request's outcome.
+  void Perform(std::vector<Request>& requests, int max_in_flight = 0);
   StatusOr<HttpResponse> Transfer(const char* method, const std::string& path, const std::string* body,
                                   const std::string& content_type, double timeout_seconds);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;
