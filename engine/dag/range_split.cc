@@ -146,12 +146,35 @@ class SplitPlanner {
  public:
   SplitPlanner(QueryClient& client, const RangeSplitPolicy& policy) : client_(client), policy_(policy) {}
 
+  // How many series each distinct selector of the batch's questions long enough to be split matches
+  // over its question's range, asked together: one after the other they held the whole wave back.
+  void Estimate(const std::vector<Query>& queries) {
+    std::vector<SeriesQuestion> questions;
+    std::vector<Selection> asked;
+    for (const Query& q : queries) {
+      if (!Splittable(q)) continue;
+      auto selectors = VectorSelectorsOf(q.promql);
+      if (!selectors.ok()) continue;
+      for (const std::string& selector : *selectors) {
+        Selection key{selector, q.start, q.end};
+        if (!matched_.try_emplace(key, std::nullopt).second) continue;
+        questions.push_back({{selector}, q.start, q.end});
+        asked.push_back(std::move(key));
+      }
+    }
+    if (questions.empty()) return;
+    lookups_ += static_cast<int>(questions.size());
+    const std::vector<StatusOr<int64_t>> counts = client_.SeriesCountsForEstimate(questions);
+    for (size_t i = 0; i < asked.size() && i < counts.size(); ++i)
+      if (counts[i].ok()) matched_[asked[i]] = *counts[i];
+  }
+
   // The question's pieces (itself when it is not split), each with its estimate.
   std::vector<Query> Plan(const Query& q) {
-    const std::optional<StepGrid> grid = StepGridOf(q);
-    if (!grid || grid->steps < 2 * policy_.min_steps_per_piece || !EvaluatesStepByStep(q.promql)) return {q};
+    if (!Splittable(q)) return {q};
     const std::optional<int64_t> series = SeriesRead(q);
     if (!series) return {q};
+    const std::optional<StepGrid> grid = StepGridOf(q);
     const int64_t pieces = PiecesFor(*series, grid->steps, policy_);
     std::vector<Query> out = SplitOnStepGrid(q, pieces);
     for (Query& piece : out) {
@@ -164,21 +187,22 @@ class SplitPlanner {
   int lookups() const { return lookups_; }
 
  private:
+  using Selection = std::tuple<std::string, double, double>;   // selector, start, end
+
+  bool Splittable(const Query& q) const {
+    const std::optional<StepGrid> grid = StepGridOf(q);
+    return grid && grid->steps >= 2 * policy_.min_steps_per_piece && EvaluatesStepByStep(q.promql);
+  }
+
   // Series the question's selectors match over its range, a selector read twice counted twice;
   // nullopt when a look-up failed or the text has no selector.
-  std::optional<int64_t> SeriesRead(const Query& q) {
+  std::optional<int64_t> SeriesRead(const Query& q) const {
     auto selectors = VectorSelectorsOf(q.promql);
     if (!selectors.ok() || selectors->empty()) return std::nullopt;
     int64_t total = 0;
     for (const std::string& selector : *selectors) {
-      const auto key = std::make_tuple(selector, q.start, q.end);
-      auto it = matched_.find(key);
-      if (it == matched_.end()) {
-        ++lookups_;
-        auto series = client_.SeriesMatchingForEstimate({selector}, q.start, q.end);
-        it = matched_.emplace(key, series.ok() ? std::optional<int64_t>(series->size()) : std::nullopt).first;
-      }
-      if (!it->second) return std::nullopt;
+      auto it = matched_.find(Selection{selector, q.start, q.end});
+      if (it == matched_.end() || !it->second) return std::nullopt;
       total += *it->second;
     }
     return total;
@@ -186,7 +210,7 @@ class SplitPlanner {
 
   QueryClient& client_;
   const RangeSplitPolicy& policy_;
-  std::map<std::tuple<std::string, double, double>, std::optional<int64_t>> matched_;
+  std::map<Selection, std::optional<int64_t>> matched_;
   int lookups_ = 0;
 };
 
@@ -195,6 +219,7 @@ class SplitPlanner {
 SplitBatchAnswers RunBatchSplittingRanges(QueryClient& client, const std::vector<Query>& queries,
                                           const RangeSplitPolicy& policy) {
   SplitPlanner planner(client, policy);
+  planner.Estimate(queries);
   std::vector<Query> sent;
   std::vector<size_t> first_piece, piece_count;
   for (const Query& q : queries) {

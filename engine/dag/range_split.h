@@ -64,8 +64,9 @@ struct SplitBatchAnswers {
 };
 // client.RunBatch(queries) with every range question whose estimate exceeds the policy asked in pieces
 // (Query::estimated_samples set on each, for the client's bound on samples in flight). The estimate
-// asks the series API once per distinct selector of a question long enough to be split; a look-up
-// that fails leaves the question whole.
+// asks the series API once per distinct selector of a question long enough to be split, every
+// look-up of the batch together (QueryClient::SeriesCountsForEstimate); a look-up that fails leaves
+// its questions whole.
 SplitBatchAnswers RunBatchSplittingRanges(QueryClient& client, const std::vector<Query>& queries,
                                           const RangeSplitPolicy& policy = {});
 

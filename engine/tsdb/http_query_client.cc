@@ -406,10 +406,11 @@ Endpoint DescribeEndpoint(const std::string& base_url, const std::string& descri
 
 }  // namespace
 
-void HttpQueryClient::Perform(std::vector<Request>& requests) {
+void HttpQueryClient::Perform(std::vector<Request>& requests, int max_in_flight) {
   std::lock_guard<std::mutex> lock(mutex_);
   CURLM* multi = static_cast<CURLM*>(multi_);
-  const size_t parallel = static_cast<size_t>(std::max(1, options_.max_parallel));
+  const int allowed = max_in_flight > 0 ? std::min(max_in_flight, options_.max_parallel) : options_.max_parallel;
+  const size_t parallel = static_cast<size_t>(std::max(1, allowed));
   std::deque<size_t> waiting;
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
@@ -614,15 +615,6 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
   return results;
 }
 
-StatusOr<nlohmann::json> HttpQueryClient::PerformRequest(Request request) {
-  std::vector<Request> batch;
-  batch.push_back(std::move(request));
-  Perform(batch);
-  Request& r = batch.front();
-  if (!r.status.ok()) return r.status;
-  return std::move(r.data);
-}
-
 HttpQueryClient::Request HttpQueryClient::MakeLabelValuesRequest(const LabelValuesQuestion& question) const {
   Request req;
   req.post = false;  // the label-values endpoint is GET-only
@@ -644,6 +636,21 @@ StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::strin
   return std::move(LabelValuesBatch({LabelValuesQuestion{label, matchers, start, end}}).front());
 }
 
+namespace {
+
+// A performed request's `data` as `decode` reads it: the request's failure, or the decoder's naming
+// the endpoint.
+template <typename Decode>
+auto DecodedData(HttpQueryClient::Request& r, const std::string& base_url, Decode decode)
+    -> decltype(decode(r.data)) {
+  if (!r.status.ok()) return r.status;
+  auto value = decode(r.data);
+  if (!value.ok()) return Status(value.status().code(), value.status().message() + " (" + base_url + ")");
+  return value;
+}
+
+}  // namespace
+
 std::vector<StatusOr<std::vector<std::string>>> HttpQueryClient::LabelValuesBatch(
     const std::vector<LabelValuesQuestion>& questions) {
   std::vector<Request> requests;
@@ -652,35 +659,56 @@ std::vector<StatusOr<std::vector<std::string>>> HttpQueryClient::LabelValuesBatc
   Perform(requests);
   std::vector<StatusOr<std::vector<std::string>>> results;
   results.reserve(requests.size());
-  for (Request& r : requests) {
-    if (!r.status.ok()) {
-      results.emplace_back(r.status);
-      continue;
-    }
-    auto values = DecodeLabelValues(r.data);
-    if (!values.ok()) values = Status(values.status().code(), values.status().message() + " (" + base_url_ + ")");
-    results.push_back(std::move(values));
-  }
+  for (Request& r : requests) results.push_back(DecodedData(r, base_url_, DecodeLabelValues));
   return results;
+}
+
+HttpQueryClient::Request HttpQueryClient::MakeSeriesRequest(const SeriesQuestion& question) const {
+  Request req;
+  req.path = "/api/v1/series";
+  req.subject = "series matching `" + question.matchers.front() + "`" + (question.matchers.size() > 1 ? " (+more)" : "");
+  req.timeout_seconds = options_.timeout_seconds;
+  req.max_attempts = 1 + std::max(0, options_.max_retries);
+  Form form;
+  for (const auto& m : question.matchers) form.Add("match[]", m);
+  form.Add("start", FormatTime(question.start)).Add("end", FormatTime(question.end));
+  if (options_.thanos) form.Add("partial_response", "false");
+  req.form = form.str();
+  return req;
 }
 
 StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<std::string>& matchers,
                                                               double start, double end) {
   if (matchers.empty()) return InvalidArgumentError("/api/v1/series needs at least one matcher");
-  Request req;
-  req.path = "/api/v1/series";
-  req.subject = "series matching `" + matchers.front() + "`" + (matchers.size() > 1 ? " (+more)" : "");
-  req.timeout_seconds = options_.timeout_seconds;
-  req.max_attempts = 1 + std::max(0, options_.max_retries);
-  Form form;
-  for (const auto& m : matchers) form.Add("match[]", m);
-  form.Add("start", FormatTime(start)).Add("end", FormatTime(end));
-  if (options_.thanos) form.Add("partial_response", "false");
-  req.form = form.str();
-  ASSIGN_OR_RETURN(nlohmann::json data, PerformRequest(std::move(req)));
-  auto series = DecodeSeriesData(data);
-  if (!series.ok()) return Status(series.status().code(), series.status().message() + " (" + base_url_ + ")");
-  return series;
+  std::vector<Request> batch;
+  batch.push_back(MakeSeriesRequest({matchers, start, end}));
+  Perform(batch);
+  return DecodedData(batch.front(), base_url_, DecodeSeriesData);
+}
+
+// Series look-ups cost the server CPU, not waiting: at 128 nodes x 24 h on a loaded 2-core machine 14
+// of them took 0.28-0.51 s one at a time and 0.63-1.09 s eight at a time (each across 96 blocks).
+constexpr int kEstimatesInFlight = 2;
+
+std::vector<StatusOr<int64_t>> HttpQueryClient::SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) {
+  std::vector<Request> requests;
+  std::vector<size_t> request_of(questions.size(), SIZE_MAX);
+  for (size_t i = 0; i < questions.size(); ++i) {
+    if (questions[i].matchers.empty()) continue;
+    request_of[i] = requests.size();
+    requests.push_back(MakeSeriesRequest(questions[i]));
+  }
+  Perform(requests, kEstimatesInFlight);
+  std::vector<StatusOr<int64_t>> counts;
+  counts.reserve(questions.size());
+  for (size_t i = 0; i < questions.size(); ++i) {
+    if (request_of[i] == SIZE_MAX) {
+      counts.emplace_back(InvalidArgumentError("/api/v1/series needs at least one matcher"));
+      continue;
+    }
+    counts.push_back(DecodedData(requests[request_of[i]], base_url_, SeriesCountOf));
+  }
+  return counts;
 }
 
 StatusOr<HttpResponse> HttpQueryClient::Get(const std::string& path, double timeout_seconds) {

@@ -49,6 +49,8 @@ class HttpQueryClient : public QueryClient {
       const std::vector<LabelValuesQuestion>& questions) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
+  // Concurrent like RunBatch; each answer counted without building its label sets.
+  std::vector<StatusOr<int64_t>> SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) override;
   std::string Describe() const override;
   // The private server, or an endpoint identified as a verified Prometheus (identify_prometheus),
   // unless ask_as_written.
@@ -71,14 +73,14 @@ class HttpQueryClient : public QueryClient {
 
  private:
   HttpQueryClient(RemoteEndpointOptions options, std::string description);
-  // Runs requests concurrently with retries; fills each Request's outcome.
-  void Perform(std::vector<Request>& requests);
+  // Runs requests concurrently with retries, at most `max_in_flight` (options.max_parallel when 0) at
+  // once; fills each Request's outcome.
+  void Perform(std::vector<Request>& requests, int max_in_flight = 0);
   StatusOr<HttpResponse> Transfer(const char* method, const std::string& path, const std::string* body,
                                   const std::string& content_type, double timeout_seconds);
-  // One request whose `data` must be a JSON array (label values, series); `what` names it in errors.
-  StatusOr<nlohmann::json> PerformRequest(Request request);
   Request MakeQueryRequest(const Query& query, double* effective_step) const;
   Request MakeLabelValuesRequest(const LabelValuesQuestion& question) const;
+  Request MakeSeriesRequest(const SeriesQuestion& question) const;
   // identify_prometheus: sets evaluates_promql_ from the endpoint's build information.
   void IdentifyEndpoint();
 

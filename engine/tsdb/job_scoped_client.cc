@@ -175,6 +175,27 @@ class Scoper {
   std::string out_;
 };
 
+// `questions` scoped by `scope` (a question's copy with the job's matcher added), those it accepts
+// sent together by `send`; one it refuses keeps the refusal in its place and is not sent.
+template <typename Answer, typename Question, typename Scope, typename Send>
+std::vector<StatusOr<Answer>> ScopedBatch(const std::vector<Question>& questions, Scope scope, Send send) {
+  std::vector<Question> scoped;
+  std::vector<StatusOr<Answer>> results(questions.size(), InvalidArgumentError("not asked"));
+  std::vector<size_t> sent;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    StatusOr<Question> question = scope(questions[i]);
+    if (!question.ok()) {
+      results[i] = question.status();
+      continue;
+    }
+    scoped.push_back(std::move(question).value());
+    sent.push_back(i);
+  }
+  std::vector<StatusOr<Answer>> answers = send(scoped);
+  for (size_t k = 0; k < sent.size() && k < answers.size(); ++k) results[sent[k]] = std::move(answers[k]);
+  return results;
+}
+
 }  // namespace
 
 StatusOr<std::string> AddMatcherToSelectors(std::string_view promql, std::string_view matcher) {
@@ -202,22 +223,15 @@ StatusOr<QueryResult> JobScopedClient::Run(const Query& query) {
 }
 
 std::vector<StatusOr<QueryResult>> JobScopedClient::RunBatch(const std::vector<Query>& queries) {
-  std::vector<Query> scoped;
-  std::vector<StatusOr<QueryResult>> results(queries.size(), InvalidArgumentError("not run"));
-  std::vector<size_t> sent;
-  for (size_t i = 0; i < queries.size(); ++i) {
-    StatusOr<std::string> promql = AddMatcherToSelectors(queries[i].promql, matcher_);
-    if (!promql.ok()) {
-      results[i] = promql.status();
-      continue;
-    }
-    scoped.push_back(queries[i]);
-    scoped.back().promql = std::move(promql).value();
-    sent.push_back(i);
-  }
-  std::vector<StatusOr<QueryResult>> answers = inner_.RunBatch(scoped);
-  for (size_t k = 0; k < sent.size() && k < answers.size(); ++k) results[sent[k]] = std::move(answers[k]);
-  return results;
+  return ScopedBatch<QueryResult>(
+      queries,
+      [this](const Query& q) -> StatusOr<Query> {
+        ASSIGN_OR_RETURN(std::string promql, AddMatcherToSelectors(q.promql, matcher_));
+        Query out = q;
+        out.promql = std::move(promql);
+        return out;
+      },
+      [this](const std::vector<Query>& scoped) { return inner_.RunBatch(scoped); });
 }
 
 StatusOr<std::vector<std::string>> JobScopedClient::Scoped(const std::vector<std::string>& matchers) const {
@@ -230,6 +244,14 @@ StatusOr<std::vector<std::string>> JobScopedClient::Scoped(const std::vector<std
   return out;
 }
 
+template <typename Question>
+StatusOr<Question> JobScopedClient::WithScopedMatchers(const Question& question) const {
+  ASSIGN_OR_RETURN(std::vector<std::string> matchers, Scoped(question.matchers));
+  Question out = question;
+  out.matchers = std::move(matchers);
+  return out;
+}
+
 StatusOr<std::vector<std::string>> JobScopedClient::LabelValues(const std::string& label,
                                                                 const std::vector<std::string>& matchers,
                                                                 double start, double end) {
@@ -239,21 +261,9 @@ StatusOr<std::vector<std::string>> JobScopedClient::LabelValues(const std::strin
 
 std::vector<StatusOr<std::vector<std::string>>> JobScopedClient::LabelValuesBatch(
     const std::vector<LabelValuesQuestion>& questions) {
-  std::vector<LabelValuesQuestion> scoped;
-  std::vector<StatusOr<std::vector<std::string>>> results(questions.size(), InvalidArgumentError("not asked"));
-  std::vector<size_t> sent;
-  for (size_t i = 0; i < questions.size(); ++i) {
-    StatusOr<std::vector<std::string>> matchers = Scoped(questions[i].matchers);
-    if (!matchers.ok()) {
-      results[i] = matchers.status();
-      continue;
-    }
-    scoped.push_back({questions[i].label, std::move(matchers).value(), questions[i].start, questions[i].end});
-    sent.push_back(i);
-  }
-  std::vector<StatusOr<std::vector<std::string>>> answers = inner_.LabelValuesBatch(scoped);
-  for (size_t k = 0; k < sent.size() && k < answers.size(); ++k) results[sent[k]] = std::move(answers[k]);
-  return results;
+  return ScopedBatch<std::vector<std::string>>(
+      questions, [this](const LabelValuesQuestion& q) { return WithScopedMatchers(q); },
+      [this](const std::vector<LabelValuesQuestion>& scoped) { return inner_.LabelValuesBatch(scoped); });
 }
 
 StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatching(const std::vector<std::string>& matchers, double start,
@@ -262,10 +272,10 @@ StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatching(const std::vector<
   return inner_.SeriesMatching(scoped, start, end);
 }
 
-StatusOr<std::vector<Labels>> JobScopedClient::SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
-                                                                         double start, double end) {
-  ASSIGN_OR_RETURN(std::vector<std::string> scoped, Scoped(matchers));
-  return inner_.SeriesMatchingForEstimate(scoped, start, end);
+std::vector<StatusOr<int64_t>> JobScopedClient::SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) {
+  return ScopedBatch<int64_t>(
+      questions, [this](const SeriesQuestion& q) { return WithScopedMatchers(q); },
+      [this](const std::vector<SeriesQuestion>& scoped) { return inner_.SeriesCountsForEstimate(scoped); });
 }
 
 }  // namespace diagnose

@@ -37,8 +37,8 @@ class JobScopedClient : public QueryClient {
                                                  double start, double end) override;
   std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
       const std::vector<LabelValuesQuestion>& questions) override;
-  StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers, double start,
-                                                          double end) override;
+  // Each question scoped; one that cannot be scoped is refused, the others sent together.
+  std::vector<StatusOr<int64_t>> SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe() + " where " + matcher_; }
@@ -47,6 +47,9 @@ class JobScopedClient : public QueryClient {
 
  private:
   StatusOr<std::vector<std::string>> Scoped(const std::vector<std::string>& matchers) const;
+  // A label-values or series question with its matchers scoped.
+  template <typename Question>
+  StatusOr<Question> WithScopedMatchers(const Question& question) const;
   QueryClient& inner_;
   std::string matcher_;
 };

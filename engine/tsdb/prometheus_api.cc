@@ -458,11 +458,16 @@ std::optional<int64_t> QueryStatsSamples(const json& data) {
   return static_cast<int64_t>(n);
 }
 
-StatusOr<std::vector<Labels>> DecodeSeriesData(const json& data) {
+StatusOr<int64_t> SeriesCountOf(const json& data) {
   if (!data.is_array()) return ParseError("series result is not an array");
   if (static_cast<int64_t>(data.size()) > GetLimit(LimitId::kHttpSeriesPerQuery)) {
     return LimitExceeded(LimitId::kHttpSeriesPerQuery, "a series answer of " + std::to_string(data.size()) + " series");
   }
+  return static_cast<int64_t>(data.size());
+}
+
+StatusOr<std::vector<Labels>> DecodeSeriesData(const json& data) {
+  RETURN_IF_ERROR(SeriesCountOf(data).status());
   std::vector<Labels> out;
   out.reserve(data.size());
   for (const auto& s : data) out.push_back(ParseLabels(s));

@@ -65,6 +65,8 @@ std::optional<int64_t> QueryStatsSamples(const nlohmann::json& data);
 
 // Label sets of /api/v1/series (`data` must be an array of objects; non-string values are dropped).
 StatusOr<std::vector<Labels>> DecodeSeriesData(const nlohmann::json& data);
+// How many label sets the same answer holds, under the same checks, without building them.
+StatusOr<int64_t> SeriesCountOf(const nlohmann::json& data);
 
 // Values of /api/v1/label/<name>/values (an array; non-string entries are dropped).
 StatusOr<std::vector<std::string>> DecodeLabelValues(const nlohmann::json& data);

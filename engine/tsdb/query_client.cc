@@ -37,4 +37,15 @@ std::vector<StatusOr<std::vector<std::string>>> QueryClient::LabelValuesBatch(
   return results;
 }
 
+std::vector<StatusOr<int64_t>> QueryClient::SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) {
+  std::vector<StatusOr<int64_t>> counts;
+  counts.reserve(questions.size());
+  for (const auto& q : questions) {
+    auto series = SeriesMatching(q.matchers, q.start, q.end);
+    if (series.ok()) counts.emplace_back(static_cast<int64_t>(series->size()));
+    else counts.emplace_back(series.status());
+  }
+  return counts;
+}
+
 }  // namespace diagnose

@@ -49,6 +49,12 @@ struct LabelValuesQuestion {
   double start = 0, end = 0;
 };
 
+// One /api/v1/series question: the series matching any of `matchers` with samples in [start, end].
+struct SeriesQuestion {
+  std::vector<std::string> matchers;
+  double start = 0, end = 0;
+};
+
 struct QueryResult {
   std::string result_type;        // vector | matrix | scalar | string
   std::vector<Series> series;     // scalar results become one series without labels
@@ -77,12 +83,11 @@ class QueryClient {
   // /api/v1/series
   virtual StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers,
                                                        double start, double end) = 0;
-  // The same question asked only to size another (engine/dag/range_split.h): its failure costs an
-  // optimisation, not an answer, so a client that records failed requests does not record it.
-  virtual StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
-                                                                  double start, double end) {
-    return SeriesMatching(matchers, start, end);
-  }
+  // How many series each question matches, asked only to size other questions (engine/dag/range_split.h):
+  // a failure costs an optimisation, not an answer, so a client that records failed requests does not
+  // record it. Concurrently where the implementation can (a wave's look-ups one after the other held
+  // back all of its questions); results keep input order. The default asks SeriesMatching in turn.
+  virtual std::vector<StatusOr<int64_t>> SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions);
   // "private Prometheus on a copy of <dir> (127.0.0.1:PORT)", "https://mimir/prometheus", ...
   virtual std::string Describe() const = 0;
   // True when every answer is a PromQL engine's evaluation over one data set, so the answer to

@@ -80,10 +80,10 @@ StatusOr<std::vector<Labels>> SourceFailureRecorder::SeriesMatching(const std::v
   return result;
 }
 
-StatusOr<std::vector<Labels>> SourceFailureRecorder::SeriesMatchingForEstimate(const std::vector<std::string>& matchers,
-                                                                              double start, double end) {
-  if (Tripped()) return TrippedError();
-  return inner_.SeriesMatchingForEstimate(matchers, start, end);
+std::vector<StatusOr<int64_t>> SourceFailureRecorder::SeriesCountsForEstimate(
+    const std::vector<SeriesQuestion>& questions) {
+  if (Tripped()) return std::vector<StatusOr<int64_t>>(questions.size(), TrippedError());
+  return inner_.SeriesCountsForEstimate(questions);
 }
 
 std::string SourceFailureRecorder::first_failure() const {

@@ -34,8 +34,7 @@ class SourceFailureRecorder : public QueryClient {
   std::vector<StatusOr<std::vector<std::string>>> LabelValuesBatch(
       const std::vector<LabelValuesQuestion>& questions) override;
   // Not recorded: a failed estimate leaves a question whole (range_split.h), the diagnosis complete.
-  StatusOr<std::vector<Labels>> SeriesMatchingForEstimate(const std::vector<std::string>& matchers, double start,
-                                                          double end) override;
+  std::vector<StatusOr<int64_t>> SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) override;
   StatusOr<std::vector<Labels>> SeriesMatching(const std::vector<std::string>& matchers, double start,
                                                double end) override;
   std::string Describe() const override { return inner_.Describe(); }

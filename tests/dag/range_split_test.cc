@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -225,6 +226,53 @@ TEST(RangeSplitTest, AFailedLookUpLeavesTheQuestionWhole) {
   EXPECT_EQ(split.requests, 2);
   ASSERT_TRUE(split.answers[0].ok());
   EXPECT_EQ(split.answers[0]->series[0].samples.size(), 2881u);
+}
+
+// Counts series per selector from a table, and records each batch of look-ups it is sent.
+class SeriesCountTableClient : public GridClient {
+ public:
+  std::map<std::string, StatusOr<int64_t>> series_of;   // selector -> count (or failure)
+  std::vector<std::vector<SeriesQuestion>> lookup_batches;
+  std::vector<StatusOr<int64_t>> SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) override {
+    lookup_batches.push_back(questions);
+    std::vector<StatusOr<int64_t>> out;
+    for (const auto& q : questions) {
+      auto it = series_of.find(q.matchers.front());
+      out.push_back(it == series_of.end() ? StatusOr<int64_t>(NotFoundError("unknown")) : it->second);
+    }
+    return out;
+  }
+};
+
+// Every look-up of a batch is one call (the client sends them together), each distinct selector and
+// range once; a failed look-up leaves the questions reading that selector whole and no other.
+TEST(RangeSplitTest, TheBatchsLookUpsGoTogetherAndAFailureLeavesOnlyItsQuestionsWhole) {
+  SeriesCountTableClient client;
+  client.series_of.emplace("a", int64_t{600});
+  client.series_of.emplace("b", int64_t{800});
+  client.series_of.emplace("c", UnavailableError("series API down"));
+  const double start = 1771480892, end = 1771566624.553;
+  const std::vector<Query> asked = {
+      Query::Range("rate(a[2m]) + rate(b[2m])", start, end, 30),   // 1,400 series x 2,858 steps: 5 pieces
+      Query::Range("max(b)", start, end, 30),                      // 800 x 2,858: 3 pieces
+      Query::Range("rate(c[2m]) and a", start, end, 30),            // c failed: whole
+      Query::Range("a", start, end - 3600, 30),                    // another range, asked again: 2 pieces
+  };
+  const SplitBatchAnswers split = RunBatchSplittingRanges(client, asked, {1'000'000, 240});
+  ASSERT_EQ(client.lookup_batches.size(), 1u);
+  std::vector<std::string> selectors;
+  for (const auto& q : client.lookup_batches[0]) selectors.push_back(q.matchers.front());
+  EXPECT_EQ(selectors, (std::vector<std::string>{"a", "b", "c", "a"}));
+  EXPECT_EQ(client.lookup_batches[0][3].end, end - 3600);
+  EXPECT_EQ(client.lookups, 0) << "counted, not listed";
+  ASSERT_EQ(client.batches.size(), 1u);
+  EXPECT_EQ(client.batches[0].size(), 5u + 3u + 1u + 2u);
+  EXPECT_EQ(split.requests, 11 + 4);
+  for (size_t i = 0; i < asked.size(); ++i) {
+    auto whole = client.Run(asked[i]);
+    ASSERT_TRUE(split.answers[i].ok() && whole.ok());
+    EXPECT_EQ(Points(split.answers[i]->series[0].samples), Points(whole->series[0].samples)) << asked[i].promql;
+  }
 }
 
 }  // namespace

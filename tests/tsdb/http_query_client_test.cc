@@ -385,6 +385,39 @@ TEST(HttpQueryClientTest, LabelValuesBatchRunsConcurrentlyAndKeepsOrder) {
   EXPECT_LE(slow.max_in_flight.load(), 3);
 }
 
+// A batch's series look-ups for estimates (range_split.h) go out together, two at a time, and are
+// counted, each in its question's place; one without a matcher is refused without a request.
+TEST(HttpQueryClientTest, SeriesCountsForEstimateRunConcurrentlyAndKeepOrder) {
+  SlowAnswers slow;
+  FakeHttpServer server([&](const FakeRequest& req) {
+    slow.Answer();
+    const std::string matcher = FormValue(Body(req), "match[]");
+    if (matcher == "broken") return FakeResponse{400, R"({"status":"error","errorType":"bad_data","error":"no"})"};
+    std::string data;
+    for (int i = 0; i < std::stoi(matcher.substr(1)); ++i) data += std::string(i ? "," : "") + R"({"i":")" + std::to_string(i) + R"("})";
+    return FakeResponse{200, R"({"status":"success","data":[)" + data + "]}"};
+  });
+  RemoteEndpointOptions options;
+  options.max_parallel = 3;
+  auto client = Client(server.url(), options);
+  std::vector<SeriesQuestion> questions;
+  for (int i = 0; i < 6; ++i) questions.push_back({{"m" + std::to_string(i * 7)}, 10, 20});
+  questions.insert(questions.begin() + 2, SeriesQuestion{{"broken"}, 10, 20});
+  questions.push_back(SeriesQuestion{{}, 10, 20});
+  auto counts = client->SeriesCountsForEstimate(questions);
+  ASSERT_EQ(counts.size(), 8u);
+  EXPECT_EQ(counts[2].status().code(), StatusCode::kInvalidArgument) << counts[2].status().ToString();
+  EXPECT_EQ(counts[7].status().code(), StatusCode::kInvalidArgument);
+  for (size_t i = 0; i < 7; ++i) {
+    if (i == 2) continue;
+    ASSERT_TRUE(counts[i].ok()) << counts[i].status().ToString();
+    EXPECT_EQ(*counts[i], std::stoi(questions[i].matchers.front().substr(1)));
+  }
+  EXPECT_EQ(server.received().size(), 7u);
+  EXPECT_EQ(FormValue(Body(server.received()[0]), "end"), "20.000");
+  EXPECT_EQ(slow.max_in_flight.load(), 2) << "two at a time: they cost the server CPU, not waiting";
+}
+
 TEST(HttpQueryClientTest, LabelValuesAndSeriesSendMatchersAndRange) {
   FakeHttpServer server([](const FakeRequest& req) {
     if (req.target.find("/api/v1/label/") == 0) {

@@ -114,5 +114,35 @@ TEST(JobScopedClientTest, ABatchOfLabelValuesIsScopedAndSentTogether) {
   EXPECT_EQ(answers[2].status().code(), StatusCode::kInvalidArgument);
 }
 
+// Records the series look-ups it is sent, as one batch, and counts each question's matchers.
+class SeriesCountRecorder : public testing::QueryOnlyClient {
+ public:
+  std::vector<std::vector<SeriesQuestion>> batches;
+  StatusOr<QueryResult> Run(const Query&) override { return QueryResult{}; }
+  std::vector<StatusOr<int64_t>> SeriesCountsForEstimate(const std::vector<SeriesQuestion>& questions) override {
+    batches.push_back(questions);
+    std::vector<StatusOr<int64_t>> out;
+    for (const auto& q : questions) out.emplace_back(static_cast<int64_t>(q.matchers.size()));
+    return out;
+  }
+};
+
+TEST(JobScopedClientTest, EstimatesAreScopedAndSentTogether) {
+  SeriesCountRecorder inner;
+  JobScopedClient scoped(inner, R"(slurm_job_id="8308")");
+  auto counts = scoped.SeriesCountsForEstimate({{{"rate(a[2m])"}, 1, 2}, {{"up{"}, 1, 2}, {{"b", "c"}, 3, 4}});
+  ASSERT_EQ(inner.batches.size(), 1u);
+  ASSERT_EQ(inner.batches[0].size(), 2u);
+  EXPECT_EQ(inner.batches[0][0].matchers, std::vector<std::string>{R"(rate(a{slurm_job_id="8308"}[2m]))"});
+  EXPECT_EQ(inner.batches[0][1].matchers,
+            (std::vector<std::string>{R"(b{slurm_job_id="8308"})", R"(c{slurm_job_id="8308"})"}));
+  EXPECT_EQ(inner.batches[0][1].start, 3);
+  EXPECT_EQ(inner.batches[0][1].end, 4);
+  ASSERT_EQ(counts.size(), 3u);
+  EXPECT_EQ(*counts[0], 1);
+  EXPECT_EQ(counts[1].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*counts[2], 2);
+}
+
 }  // namespace
 }  // namespace diagnose

@@ -67,12 +67,19 @@ TEST(SourceFailureRecorderTest, AFailedEstimateIsNotASourceFailure) {
     }
   } inner;
   SourceFailureRecorder recorder(inner);
-  EXPECT_FALSE(recorder.SeriesMatchingForEstimate({"up"}, 0, 1).ok());
+  const auto counts = recorder.SeriesCountsForEstimate({{{"up"}, 0, 1}, {{"down"}, 0, 1}});
+  ASSERT_EQ(counts.size(), 2u);
+  EXPECT_FALSE(counts[0].ok());
+  EXPECT_FALSE(counts[1].ok());
   EXPECT_EQ(recorder.requests(), 0);
   EXPECT_EQ(recorder.failures(), 0);
   EXPECT_TRUE(recorder.Run(Query{}).ok()) << "not tripped";
   EXPECT_FALSE(recorder.SeriesMatching({"up"}, 0, 1).ok());
   EXPECT_EQ(recorder.failures(), 1) << "the same look-up asked for its answer is a failure";
+  // Tripped: estimates are not asked either, each refused in its place.
+  const auto later = recorder.SeriesCountsForEstimate({{{"up"}, 0, 1}, {{"down"}, 0, 1}});
+  ASSERT_EQ(later.size(), 2u);
+  EXPECT_NE(later[1].status().message().find("not asked"), std::string::npos) << later[1].status().ToString();
 }
 
 }  // namespace
