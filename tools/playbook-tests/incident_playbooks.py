@@ -222,12 +222,14 @@ def rdma_tests():
                 "findings": [{"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     # RDMA bursts on a host while TGS stayed healthy, then an unrelated drop: the burst did not
     # cause it (no alignment, no effect while it lasted). Named, never excluded; the loss is unknown.
-    tests.append(rdma_case(
-        "unaligned RDMA burst that left TGS unchanged: named, not excluded, the drop stays unexplained", h8,
-        [(0, 59, 3290), (60, 119, 2600)], [("node-b4", 20, 40, 500, 6, 1)], seed=8,
-        expect={"root_cause": "unknown", "action": "none", "exclude": [],
-                "findings": [{"id": "rdma-phase-correlation/phase_correlation", "status": "clear"},
-                             {"id": "rdma-phase-correlation/rdma_not_the_cause", "status": "fired"}]}))
+    def unexplained(name, phases, faults, seed, findings):
+        return rdma_case(name, h8, phases, faults, seed=seed,
+                         expect={"root_cause": "unknown", "action": "none", "exclude": [], "findings": findings})
+    tests.append(unexplained(
+        "unaligned RDMA burst that left TGS unchanged: named, not excluded, the drop stays unexplained",
+        [(0, 59, 3290), (60, 119, 2600)], [("node-b4", 20, 40, 500, 6, 1)], 8,
+        [{"id": "rdma-phase-correlation/phase_correlation", "status": "clear"},
+         {"id": "rdma-phase-correlation/rdma_not_the_cause", "status": "fired"}]))
     # Retransmits without a single ACK timeout (a lossy link recovered by NAKs) that start and stop
     # with the slow phase and explain its loss: the TGS timeline makes them the cause (priority 2,
     # at most likely without timeouts).
@@ -240,12 +242,11 @@ def rdma_tests():
                              {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
     # Near miss: the same retransmits without timeouts while TGS stayed healthy, then an unrelated
     # drop: background, never excluded, the loss stays unexplained.
-    tests.append(rdma_case(
-        "near miss: retransmits without ACK timeouts that left TGS unchanged are background", h8,
-        [(0, 69, 3290), (70, 119, 2850)], [("node-b6", 15, 45, 650, 0, 1)], seed=10,
-        expect={"root_cause": "unknown", "action": "none", "exclude": [],
-                "findings": [{"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
-                             {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
+    tests.append(unexplained(
+        "near miss: retransmits without ACK timeouts that left TGS unchanged are background",
+        [(0, 69, 3290), (70, 119, 2850)], [("node-b6", 15, 45, 650, 0, 1)], 10,
+        [{"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
+         {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]))
     # No tb_step in the TSDB: no phase alignment, the RDMA evidence still names the host.
     tests.append(rdma_case(
         "no step map: bad host still excluded, confidence likely", h8,
