@@ -247,6 +247,14 @@ def rdma_tests():
         [(0, 69, 3290), (70, 119, 2850)], [("node-b6", 15, 45, 650, 0, 1)], 10,
         [{"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
          {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]))
+    # Near miss without packet counters: most hosts trickle the healthy background (0.3 pkts/s, an
+    # ACK timeout now and then) over the whole job, and TGS falls for another reason. Comparable
+    # levels on a majority are no fabric episode below the fleet floor: nobody excluded.
+    tests.append(unexplained(
+        "near miss: a background trickle on most hosts is no fabric episode",
+        [(0, 59, 3290), (60, 119, 2850)], [(f"node-b{i}", 0, 119, 0.3, 0.004, 0) for i in range(1, 7)], 11,
+        [{"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"},
+         {"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]))
     # No tb_step in the TSDB: no phase alignment, the RDMA evidence still names the host.
     tests.append(rdma_case(
         "no step map: bad host still excluded, confidence likely", h8,
@@ -283,6 +291,14 @@ def fleet_wide_rdma_tests(tests, h8):
                 "exclude": [{"host": "node-b2", "priority": 1}],
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma_with_host_faults", "status": "fired",
                               "hosts": h8[:5]}]}))
+    # The same episode, and a port flap on another host long before it (retry exhaustion, no sustained
+    # retransmits): the flap has no onset to compare, so it does not break the episode apart.
+    tests.append(rdma_case(
+        "fleet-wide episode on five of eight and an early port flap elsewhere: only the flapping host is excluded", h8,
+        [(0, 39, 3100), (40, 119, 2600), (120, 149, 3100)], five, seed=24, retry_excd=(("node-b7", 5, 7, 2),),
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "node-b7", "priority": 1}],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma_with_host_faults", "status": "fired"}]}))
     standout = [(h, 50, 149, 6000 if h == "sw-r2n6" else 600, 9, 1) for h in sw[:6]]
     tests.append(rdma_case(
         "fleet-wide episode on six of eight, one host ten times worse than the rest: that host excluded at priority 2", sw,
