@@ -638,6 +638,8 @@ StatusOr<std::vector<std::string>> HttpQueryClient::LabelValues(const std::strin
 
 namespace {
 
+Status NoSeriesMatcher() { return InvalidArgumentError("/api/v1/series needs at least one matcher"); }
+
 // A performed request's `data` as `decode` reads it: the request's failure, or the decoder's naming
 // the endpoint.
 template <typename Decode>
@@ -679,7 +681,7 @@ HttpQueryClient::Request HttpQueryClient::MakeSeriesRequest(const SeriesQuestion
 
 StatusOr<std::vector<Labels>> HttpQueryClient::SeriesMatching(const std::vector<std::string>& matchers,
                                                               double start, double end) {
-  if (matchers.empty()) return InvalidArgumentError("/api/v1/series needs at least one matcher");
+  if (matchers.empty()) return NoSeriesMatcher();
   std::vector<Request> batch;
   batch.push_back(MakeSeriesRequest({matchers, start, end}));
   Perform(batch);
@@ -703,7 +705,7 @@ std::vector<StatusOr<int64_t>> HttpQueryClient::SeriesCountsForEstimate(const st
   counts.reserve(questions.size());
   for (size_t i = 0; i < questions.size(); ++i) {
     if (request_of[i] == SIZE_MAX) {
-      counts.emplace_back(InvalidArgumentError("/api/v1/series needs at least one matcher"));
+      counts.emplace_back(NoSeriesMatcher());
       continue;
     }
     counts.push_back(DecodedData(requests[request_of[i]], base_url_, SeriesCountOf));

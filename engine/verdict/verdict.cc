@@ -187,6 +187,7 @@ bool HasUnexplainedSlowdown(const std::vector<Candidate>& neutral, const std::ve
 void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>& neutral,
                          std::optional<JobStatus> job_status, const std::vector<std::string>& failure_classes,
                          Combined* out) {
+  const bool slowdown_unexplained = HasUnexplainedSlowdown(neutral, failure_classes);
   if (refuter) {
     // e.g. a "hang" while every GPU kept training: nothing is wrong that a retry would fix, and the
     // symptoms are reported as refuted.
@@ -196,7 +197,7 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
     out->verdict.summary = refuter->summary;
     out->verdict.finding = refuter->playbook + "/" + refuter->rule;
     out->decision.action = refuter->action;
-  } else if (IsUnexplainedStatus(job_status) || HasUnexplainedSlowdown(neutral, failure_classes) ||
+  } else if (IsUnexplainedStatus(job_status) || slowdown_unexplained ||
              (HasSymptom(failure_classes) &&
               std::any_of(neutral.begin(), neutral.end(), [](const Candidate& c) { return c.root_cause == "unknown"; }))) {
     out->verdict.root_cause = "unknown";
@@ -214,7 +215,7 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
     } else if (said != neutral.end()) {
       out->verdict.summary = "The evidence is insufficient to name a cause: " + said->summary;
       out->verdict.finding = said->playbook + "/" + said->rule;
-    } else if (HasUnexplainedSlowdown(neutral, failure_classes)) {
+    } else if (slowdown_unexplained) {
       out->verdict.summary = "The job slowed (" + classes + ") and no playbook tied the loss to a cause: the findings that fired are the leads.";
     } else {
       out->verdict.summary = "The evidence is insufficient to name a cause.";

@@ -937,6 +937,17 @@ struct FaultWindow {
   int64_t first = 0, last = 0;
 };
 
+// 1-2 hosts (2 only on 8+ nodes) slowed over steps [a, b] by SlowFault, with their exclusions.
+std::vector<FaultWindow> SlowHosts(JobPlanner& p, bool thermal, int64_t a, int64_t b) {
+  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  std::vector<FaultWindow> faulty;
+  for (int i = 0; i < nbad; ++i) {
+    faulty.push_back({p.TakeHost(), a, b});
+    SlowFault(p, thermal, faulty.back().host, a, b);
+  }
+  return faulty;
+}
+
 // What the wider campaign varies in the telemetry of its jobs: one job in three names node_hw's
 // series only by their target (no host label, as Ray's series), one in six scrapes node_hw by
 // address (instance <ip>:9400: only Ray's series, carrying instance and ip, name the node); one job
@@ -1557,13 +1568,8 @@ void AddressesOnlyInLog(JobPlanner& p) {
   const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.22);
   const int64_t last = s.last_step;
   s.phases = OverlapPhases(0, last, p.tgs(), {{onset, end, drop}});
-  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
   std::string list;
-  for (int i = 0; i < nbad; ++i) {
-    const std::string host = p.TakeHost();
-    SlowFault(p, thermal, host, onset, end);
-    list += (list.empty() ? "" : ", ") + host;
-  }
+  for (const FaultWindow& f : SlowHosts(p, thermal, onset, end)) list += (list.empty() ? "" : ", ") + f.host;
   s.node_hw_names = "ip";
   s.host_label_fqdn = false;
   s.ray_metrics = false;
@@ -1732,12 +1738,7 @@ void OtherLauncher(JobPlanner& p) {
   p.truth().job_id = s.id;
   const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.22);
   s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, end, drop}});
-  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
-  std::vector<FaultWindow> faulty;
-  for (int i = 0; i < nbad; ++i) {
-    faulty.push_back({p.TakeHost(), onset, end});
-    SlowFault(p, thermal, faulty.back().host, onset, end);
-  }
+  const size_t nbad = SlowHosts(p, thermal, onset, end).size();
   Verdict(p, s.launcher + (thermal ? "-throttle" : "-rdma"), thermal ? "thermal-throttle" : "rdma-link-degradation",
           "retry-excluding-nodes");
   p.notes() = std::string(k8s ? "A Kubernetes job: " : "A run_local.sh job on one node: ") + (thermal ? "throttling on " : "RDMA degradation on ") +
@@ -1763,12 +1764,8 @@ void StillRunning(JobPlanner& p) {
   s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, s.last_step, drop}});
   p.set_total_steps(s.last_step + p.Int(100, 2000));
   s.running = true;
-  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
-  std::vector<FaultWindow> faulty;
-  for (int i = 0; i < nbad; ++i) {
-    faulty.push_back({p.TakeHost(), onset, s.last_step});
-    SlowFault(p, thermal, faulty.back().host, onset, s.last_step);
-  }
+  const std::vector<FaultWindow> faulty = SlowHosts(p, thermal, onset, s.last_step);
+  const size_t nbad = faulty.size();
   Verdict(p, thermal ? "running-throttle" : "running-rdma", thermal ? "thermal-throttle" : "rdma-link-degradation",
           "retry-excluding-nodes");
   p.notes() = std::string("Still running at step ") + std::to_string(s.last_step) + ": " + (thermal ? "throttling on " : "RDMA degradation on ") +
