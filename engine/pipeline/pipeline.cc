@@ -568,12 +568,12 @@ void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& d
     const std::optional<JobProfile> baseline_profile = DrillJobProfile(jobs[1].facts, data_dir);
     if (auto finding = ProfileRegressionFinding(jobs.front().facts, *parts.profile, jobs[1].facts,
                                                 baseline_profile ? &*baseline_profile : nullptr)) {
-      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstBaseline);
+      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstBaseline, jobs.front().facts.status);
       parts.profile_findings.push_back(std::move(*finding));
     }
   } else if (auto finding = SlowPhaseProfileFinding(jobs.front().facts, *parts.profile)) {
     if (finding->status == FindingStatus::kFired)
-      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstOwnHealthyLevel);
+      parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstOwnHealthyLevel, jobs.front().facts.status);
     parts.profile_findings.push_back(std::move(*finding));
   }
 }

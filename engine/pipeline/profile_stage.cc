@@ -446,9 +446,17 @@ std::optional<Finding> SlowPhaseProfileFinding(const JobFacts& subject, const Jo
   return BlockerFinding(subject, d, slowdown, nullptr);
 }
 
-Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const ProfileReference& reference) {
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const ProfileReference& reference,
+                             JobStatus subject_status) {
   const std::string& cause = diagnosis.verdict.root_cause;
   if (cause != "none" && cause != "unknown") return diagnosis;
+  // Slow kernels explain lost throughput, not a job that failed or hung: that stays unexplained,
+  // and its note with it.
+  if (verdict::IsUnexplainedStatus(subject_status)) {
+    diagnosis.decision.notes.push_back("the profile explains the slowdown (" + finding.id + "), not why the job " +
+                                       std::string(ToString(subject_status)));
+    return diagnosis;
+  }
   diagnosis.verdict.root_cause = "kernel-time-regression";
   diagnosis.verdict.domain = "software";
   diagnosis.verdict.confidence = Confidence::kLikely;

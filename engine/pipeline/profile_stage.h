@@ -64,7 +64,9 @@ struct ProfileReference {
 inline const ProfileReference kAgainstBaseline{"its baseline", "the baseline"};
 inline const ProfileReference kAgainstOwnHealthyLevel{"its own healthy level", "its own healthy level"};
 
-// The verdict when the logs and playbooks named no cause: kernel-time-regression, from `finding`.
-Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const ProfileReference& reference);
+// The verdict when the logs and playbooks named no cause: kernel-time-regression, from `finding`;
+// for a subject that failed, hung or died unexplained, only a note (the profile explains speed).
+Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const ProfileReference& reference,
+                             JobStatus subject_status);
 
 }  // namespace diagnose

@@ -8,10 +8,6 @@ namespace {
 
 bool NamesCause(const Candidate& c) { return c.root_cause != "none" && c.root_cause != "unknown"; }
 
-bool IsUnexplainedStatus(std::optional<JobStatus> status) {
-  return status == JobStatus::kFailed || status == JobStatus::kHanging || status == JobStatus::kUnknownDeath;
-}
-
 // A `none` verdict of at least likely confidence that accounts for every failure class of a job
 // that is still alive: the playbook refutes the symptom rather than explaining a fault. A job that
 // failed, or one with any symptom left unexplained, is never refuted into "nothing wrong".
@@ -245,6 +241,10 @@ void VerdictWithoutCause(const Candidate* refuter, const std::vector<Candidate>&
 }
 
 }  // namespace
+
+bool IsUnexplainedStatus(std::optional<JobStatus> status) {
+  return status == JobStatus::kFailed || status == JobStatus::kHanging || status == JobStatus::kUnknownDeath;
+}
 
 namespace {
 constexpr std::string_view kUnexplainedPrefix = "unexplained ";

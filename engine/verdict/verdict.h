@@ -46,6 +46,10 @@ struct Combined {
 Combined Combine(std::vector<Candidate> candidates, std::optional<JobStatus> job_status,
                  const std::vector<std::string>& failure_classes);
 
+// A failed, hanging or unknown-death job: a status that needs a cause of its own, which a
+// slowdown's explanation (e.g. the profile drill's) does not give.
+bool IsUnexplainedStatus(std::optional<JobStatus> status);
+
 // The note Combine adds to an unexplained failure or slowdown ("unexplained <what>: inspect ...");
 // a later stage that names the cause (the profile drill) removes it with this.
 std::string UnexplainedNote(const std::string& what);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/pipeline/profile_stage.h"
+#include "engine/verdict/verdict.h"
 
 namespace diagnose {
 namespace {
@@ -64,7 +65,7 @@ Judged Judge(const profile::ProfileDrill& slow, const profile::ProfileDrill& bas
   EXPECT_TRUE(finding.has_value());
   Diagnosis none;
   none.verdict.root_cause = "none";
-  return {*finding, WithProfileVerdict(none, *finding, kAgainstBaseline)};
+  return {*finding, WithProfileVerdict(none, *finding, kAgainstBaseline, JobStatus::kCompleted)};
 }
 
 // `slow` judged against the plain window: the lead the evidence names, the sentence the summary
@@ -87,6 +88,25 @@ TEST(RegressionLead, ABlockerAloneLeadsWithTheKernelAndItsRemedy) {
   EXPECT_EQ(finding.evidence.front().query, "node-2.trace.json.gz");
   EXPECT_EQ(diagnosis.verdict.root_cause, "kernel-time-regression");
   EXPECT_EQ(diagnosis.causal_chain.front(), "main-stream blocker input_scatter_fusion_3.kd");
+}
+
+// A slow kernel answers "why slow", not "why failed": a failed job's unknown verdict and its
+// unexplained note stay, and the note says what the profile did explain.
+TEST(RegressionLead, AFailedJobStaysUnexplainedWithTheProfileAsANote) {
+  const JobProfile subject = Profile(Window(), 600), baseline = Profile(Window(), 720);
+  auto finding = ProfileRegressionFinding(Facts("5001", 600), subject, Facts("5000", 720), &baseline);
+  ASSERT_TRUE(finding.has_value());
+  Diagnosis unknown;
+  unknown.verdict.root_cause = "unknown";
+  unknown.decision.notes = {verdict::UnexplainedNote("failed")};
+  const Diagnosis failed = WithProfileVerdict(unknown, *finding, kAgainstBaseline, JobStatus::kFailed);
+  EXPECT_EQ(failed.verdict.root_cause, "unknown");
+  EXPECT_THAT(failed.decision.notes, ::testing::ElementsAre(verdict::UnexplainedNote("failed"),
+                                                            "the profile explains the slowdown (" + finding->id +
+                                                                "), not why the job failed"));
+  const Diagnosis completed = WithProfileVerdict(unknown, *finding, kAgainstBaseline, JobStatus::kCompleted);
+  EXPECT_EQ(completed.verdict.root_cause, "kernel-time-regression");
+  EXPECT_TRUE(completed.decision.notes.empty());
 }
 
 TEST(RegressionLead, OneSlowGpuLeadsWithWhichGpuHowMuchSlowerAndItsKernels) {
