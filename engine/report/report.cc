@@ -13,7 +13,7 @@ namespace diagnose {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRootCauseDomains{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kRootCauseDomains{{
     {"none", "none"},
     {"rdma-link-degradation", "network"},
     {"heartbeat-false-positive", "software"},
@@ -27,6 +27,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kRootCau
     {"gpu-hardware-fault", "gpu"},
     {"thermal-throttle", "gpu"},
     {"checkpoint-io-stall", "host"},
+    // Extension: CPU run-queue or I/O pressure on a few hosts that rose with the slowdown.
+    {"host-contention", "host"},
     {"observability-gap", "observability"},
     {"config-error", "config"},
     {"infrastructure-failure", "infrastructure"},

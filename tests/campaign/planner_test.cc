@@ -130,7 +130,8 @@ void ExpectExclusionsAreFaulty(const PlannedJob& job, const fixturegen::Scenario
     SCOPED_TRACE(e.host);
     EXPECT_TRUE(std::find(s.hosts.begin(), s.hosts.end(), e.host) != s.hosts.end());
     EXPECT_FALSE(protected_hosts.count(e.host));
-    EXPECT_TRUE(HasFault(s, e.host, {"rdma_retx", "thermal_throttle", "node_death", "ras_uncorrectable", "host_oom"}));
+    EXPECT_TRUE(HasFault(s, e.host, {"rdma_retx", "thermal_throttle", "node_death", "ras_uncorrectable", "host_oom",
+                                     "procs_running_offset", "io_pressure"}));
     auto it = slow.find(e.host);
     if (it == slow.end()) continue;
     for (const Window& w : it->second) {
@@ -286,7 +287,7 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"fleet-rdma", {"rdma-fleet-wide", "rdma-fleet-wide-dead-link", "rdma-fleet-wide-standout"}},
     {"other-launcher", {"k8s-rdma", "k8s-throttle", "local-throttle"}},
     {"still-running", {"running-rdma", "running-throttle"}},
-    {"unusual-evidence", {"rdma-retx-without-timeouts", "unexplained-drop"}},
+    {"unusual-evidence", {"rdma-retx-without-timeouts", "cpu-contention", "io-contention", "unexplained-drop"}},
 };
 
 std::string WidestFamilyOf(const std::string& kind) {
@@ -457,7 +458,8 @@ void ExpectTwoEpisodesTruth(const PlannedJob& job, const fixturegen::Scenario& s
 }
 
 // A link retransmitting without a single ACK timeout over the slow steps: that host alone, priority
-// 2. A drop with no fault at all (the decoys aside: background retransmits under 1/s, TCP, which
+// 2. Contention (run queue or I/O pressure) on one or two hosts, at most a quarter of the job, from
+// the step TGS fell: those hosts, priority 2. A drop with no fault at all (the decoys aside: background retransmits under 1/s, TCP, which
 // explain no loss): unknown, nothing to do or exclude.
 void ExpectUnusualEvidenceTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
   double slowest = TopTgs(s);
@@ -467,8 +469,18 @@ void ExpectUnusualEvidenceTruth(const PlannedJob& job, const fixturegen::Scenari
   const auto& decoys = job.truth.must_not_exclude;
   for (const auto& f : s.faults) {
     static const std::set<std::string> kCauses = {"rdma_ack_timeout", "rdma_retry_exceeded", "rdma_port_down", "thermal_throttle",
-                                                  "node_death", "gpu_hang", "host_oom", "io_pressure", "procs_running_offset"};
+                                                  "node_death", "gpu_hang", "host_oom"};
     EXPECT_FALSE(kCauses.count(f.kind)) << f.kind;
+    if (f.kind == "io_pressure" || f.kind == "procs_running_offset") {
+      EXPECT_EQ(job.truth.kind, f.kind == "io_pressure" ? "io-contention" : "cpu-contention");
+      ASSERT_TRUE(f.window.steps);
+      EXPECT_LT(TgsAt(s, f.window.steps->first), TopTgs(s)) << "the contention starts with the slowdown";
+      EXPECT_LE(f.hosts.size() * 4, s.hosts.size());
+      EXPECT_EQ(job.truth.root_cause, "host-contention");
+      EXPECT_EQ(job.truth.exclude.size(), f.hosts.size());
+      for (const auto& e : job.truth.exclude) EXPECT_EQ(std::count(f.hosts.begin(), f.hosts.end(), e.host), 1);
+      return;
+    }
     if (f.kind == "rdma_retx" && f.rate >= 1 && std::find(decoys.begin(), decoys.end(), f.hosts.at(0)) == decoys.end())
       links.push_back(&f);
   }

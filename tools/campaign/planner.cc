@@ -1781,11 +1781,14 @@ void StillRunning(JobPlanner& p) {
 
 // Slowdowns whose evidence is not the usual pair: a link that retransmits without a single ACK
 // timeout (a lossy link recovered by NAKs) from the step TGS fell, which the joint fit of the TGS
-// series blames (excluded at priority 2); or a job whose TGS falls with every system family clean
-// (and, for an MoE model, a flat load-balance loss), which nothing in the TSDB explains (unknown:
-// profile it; never "healthy").
+// series blames (excluded at priority 2); one or two hosts whose run queue (a stray process) or full
+// I/O pressure (a stalling local disk) rises from that step, their peers unchanged (host contention,
+// excluded at priority 2); or a job whose TGS falls with every system family clean (and, for an MoE
+// model, a flat load-balance loss), which nothing in the TSDB explains (unknown: profile it; never
+// "healthy").
 void UnusualEvidence(JobPlanner& p) {
-  const bool link = p.Chance(0.6);
+  const double pick = p.U(0, 1);
+  const bool link = pick < 0.4, contention = !link && pick < 0.75;
   p.Shape(false, link, 100);
   p.MaybeCheckpoint(0.3);
   JobSpec& s = p.spec();
@@ -1798,6 +1801,19 @@ void UnusualEvidence(JobPlanner& p) {
     p.Exclude(host, 2);
     Verdict(p, "rdma-retx-without-timeouts", "rdma-link-degradation", "retry-excluding-nodes");
     p.notes() = "RDMA retransmits without ACK timeouts on " + host + " over steps " + steps + "." + p.notes();
+  } else if (contention) {
+    const bool cpu = p.Chance(0.5);
+    const int count = s.hosts.size() >= 8 && p.Chance(0.3) ? 2 : 1;
+    std::vector<std::string> hosts;
+    for (int i = 0; i < count; ++i) hosts.push_back(p.TakeHost());
+    // A run queue 25-60 threads deeper (a busy host runs ~18) or 25-70 % full I/O pressure.
+    p.Fault(cpu ? "procs_running_offset" : "io_pressure", hosts, p.Steps(onset, end),
+            std::round(cpu ? p.U(25, 60) : p.U(25, 70)));
+    for (const auto& h : hosts) p.Exclude(h, 2);
+    Verdict(p, cpu ? "cpu-contention" : "io-contention", "host-contention", "retry-excluding-nodes");
+    std::string list;
+    for (const auto& h : hosts) list += (list.empty() ? "" : ", ") + h;
+    p.notes() = std::string(cpu ? "CPU" : "I/O") + " contention on " + list + " over steps " + steps + "." + p.notes();
   } else {
     Verdict(p, "unexplained-drop", "unknown", "none");
     p.notes() = "TGS falls over steps " + steps + " with every system family clean." + p.notes();

@@ -338,3 +338,59 @@ tests.append(test('near miss: a one-host job at normal temperature is healthy', 
                    'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
                   families=TH_FAM, tb_host=one[0]))
 emit('thermal-throttle', 'more.py', tests)
+
+# ------------------------------------------------------------------ host-contention
+HC_FAM = ['hw_procs_running', 'hw_io_pressure_full_pct', 'hw_procs_blocked']
+hosts = ['ws-a01', 'ws-a02', 'ws-b01', 'ws-b02', 'ws-c01', 'ws-c02']
+busy = 'ws-b01'
+slowed = {'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases, 'healthy_tgs': 1330.0}}
+tests = []
+
+
+def contention_test(name, expect, procs=None, io=None, extra=slowed, **job):
+    j = Job(hosts, gpus=1, n=120, seed=51, **job)
+    if procs:
+        j.override('hw_procs_running', procs)
+    if io:
+        j.override('hw_io_pressure_full_pct', io)
+    return test(name, j, facts(j, status='completed', cls='tgs-degradation' if extra is slowed else '', extra=extra),
+                expect, families=HC_FAM, tb_host=hosts[0])
+
+
+def contended(host, cause):
+    return {'root_cause': 'host-contention', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+            'summary_contains': [cause], 'exclude': [{'host': host, 'priority': 2}],
+            'findings': [{'id': 'host-contention/contended_hosts', 'status': 'fired', 'hosts': [host]}]}
+
+
+def not_contended(root_cause='unknown'):
+    return {'root_cause': root_cause, 'action': 'none', 'exclude': [],
+            'findings': [{'id': 'host-contention/host_contention', 'status': 'clear'}]}
+
+
+tests.append(contention_test(
+    'one host\'s run queue rises by 40 threads at the TGS drop, its peers stay: CPU contention, exclude it',
+    contended(busy, 'runnable threads up to 58 in the slow TGS phase against a peer median of 18'),
+    procs=lambda h, g, i, d: d + 40 if h == busy and i >= 60 else d))
+tests.append(contention_test(
+    'one host under 55 % full I/O pressure from the TGS drop on, outside any checkpoint: I/O contention, exclude it',
+    contended(busy, 'full I/O pressure up to 55 % in the slow TGS phase'),
+    io=lambda h, g, i, d: 55 if h == busy and i >= 60 else d))
+tests.append(contention_test(
+    'near miss: every host\'s run queue rises together (the job itself, or a restore leak): no host to exclude',
+    not_contended(), procs=lambda h, g, i, d: d + 40 if i >= 60 else d))
+tests.append(contention_test(
+    'near miss: a host busier than its peers from the first step did not change when TGS fell',
+    not_contended(), procs=lambda h, g, i, d: d + 40 if h == busy else d))
+tests.append(contention_test(
+    'near miss: six more runnable threads on one host at the drop are within what a host jitters',
+    not_contended(), procs=lambda h, g, i, d: d + 6 if h == busy and i >= 60 else d))
+tests.append(contention_test(
+    'near miss: checkpoint writers under I/O pressure during their saves are not contended',
+    not_contended(), ckpt_every=20, ckpt_len=4))
+tests.append(contention_test(
+    'near miss: a busy host in a job that did not slow is no incident',
+    {'root_cause': 'none', 'action': 'none', 'exclude': []},
+    procs=lambda h, g, i, d: d + 40 if h == busy and i >= 60 else d,
+    extra={'tgs': {'pattern': 'stable', 'phases': [{'first_step': 0, 'last_step': 119, 'mean_tgs': 1330.0}], 'steady_tgs': 1330.0}}))
+emit('host-contention', 'more.py', tests)
