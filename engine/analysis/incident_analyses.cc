@@ -29,8 +29,10 @@ struct TimedStep {
 // The job's healthy TGS: the 80th percentile of the medians of `window` consecutive steps
 // (checkpoint spikes and slow stretches only pull a window down). Not their maximum: over hundreds
 // of windows the highest median of a noisy job sits a step-noise above its level, which would
-// call ordinary steps degraded.
-double HealthyLevel(const std::vector<TimedStep>& steps, size_t window) {
+// call ordinary steps degraded. A job slow for more than 80 % of its steps has its percentile in
+// the slow level, though: when windows stand more than `tolerance` above it, the healthy level is
+// the median of those windows (a level the job held, not its noisiest window).
+double HealthyLevel(const std::vector<TimedStep>& steps, size_t window, double tolerance) {
   std::vector<double> medians;
   for (size_t i = 0; i + window <= steps.size(); ++i) {
     std::vector<double> w;
@@ -39,7 +41,11 @@ double HealthyLevel(const std::vector<TimedStep>& steps, size_t window) {
   }
   if (medians.empty()) return 0;
   std::sort(medians.begin(), medians.end());
-  return medians[static_cast<size_t>(0.8 * static_cast<double>(medians.size() - 1))];
+  const double percentile = medians[static_cast<size_t>(0.8 * static_cast<double>(medians.size() - 1))];
+  std::vector<double> above;
+  for (double m : medians)
+    if (m > percentile * (1 + tolerance)) above.push_back(m);
+  return above.empty() ? percentile : Median(above);
 }
 
 // A burst that degraded TGS and ended before the data did: recovered when TGS holds at
@@ -102,7 +108,7 @@ StatusOr<Json> RecoveryAfterBursts(const AnalysisView& in) {
   const size_t ref_n = static_cast<size_t>(std::max(1.0, NumArg(in, "reference_steps")));
   const double end_margin = NumArg(in, "end_margin");
   const double data_end = steps.back().time;
-  const double healthy = HealthyLevel(steps, ref_n);
+  const double healthy = HealthyLevel(steps, ref_n, tol);
 
   std::set<std::string> recovered, failed, ongoing, no_effect, untested, masked;
   for (const auto& [key, bursts] : in.input.items()) {

@@ -101,6 +101,19 @@ TEST(RecoveryAfterBursts, ABurstThatBeganUnderAnotherSlowdownIsMaskedNotHarmless
   EXPECT_EQ((*r)["recovered"], Json::array({"hostA"}));
 }
 
+// The same when the slowdown covers most of the job (steps 17-199 of 200: the 80th percentile of
+// the window medians is the slow level): the healthy level is the one the first steps held.
+TEST(RecoveryAfterBursts, ABurstUnderASlowdownOfMostOfTheJobIsStillMasked) {
+  Json st;
+  Json steps = Steps(200, 17, 199, 0, &st);
+  Json bursts = {{"hostA", Json::array({{{"start", T(17) - 30}, {"end", T(199) + 60}}})},
+                 {"hostM", Json::array({{{"start", T(40)}, {"end", T(170)}}})}};
+  auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)["masked"], Json::array({"hostM"})) << r->dump();
+  EXPECT_TRUE((*r)["no_effect"].empty());
+}
+
 // Step noise of 3 % (as tolerance_pct): a harmless burst on a noisy but healthy job stays "no
 // effect"; the healthy level is not the highest of hundreds of noisy window medians.
 TEST(RecoveryAfterBursts, NoisyHealthyTgsDoesNotMaskAHarmlessBurst) {

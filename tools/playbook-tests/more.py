@@ -376,6 +376,14 @@ tests.append(contention_test(
     'one host under 55 % full I/O pressure from the TGS drop on, outside any checkpoint: I/O contention, exclude it',
     contended(busy, 'full I/O pressure up to 55 % in the slow TGS phase'),
     io=lambda h, g, i, d: 55 if h == busy and i >= 60 else d))
+dip = [{'first_step': 0, 'last_step': 39, 'mean_tgs': 1330.0}, {'first_step': 40, 'last_step': 79, 'mean_tgs': 1090.0},
+       {'first_step': 80, 'last_step': 119, 'mean_tgs': 1325.0}]
+tests.append(contention_test(
+    'a host\'s run queue deep only during a TGS dip that recovered: its slowest phase is the dip, not the last phase',
+    contended(busy, 'runnable threads up to 58 in the slow TGS phase'),
+    procs=lambda h, g, i, d: d + 40 if h == busy and 40 <= i < 80 else d,
+    extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.4, 'phases': dip, 'healthy_tgs': 1330.0,
+                   'dips': [{'first_step': 40, 'last_step': 79}]}}))
 tests.append(contention_test(
     'near miss: every host\'s run queue rises together (the job itself, or a restore leak): no host to exclude',
     not_contended(), procs=lambda h, g, i, d: d + 40 if i >= 60 else d))
