@@ -88,6 +88,11 @@ struct JobSpec {
   bool ray_metrics = true;              // false: no Ray series in the TSDB (fixturegen's ray_metrics)
   std::string stop_phase = "steps";     // before_step0: the job ends while step 0 compiles
   std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
+  // The node's hardware (fixturegen's gpu_name, gpus_per_node, rdma_devices and GPU levels); the
+  // defaults are an 8-GPU, 8-NIC MI355X node, and a level left at 0 is the MI355X's.
+  std::string gpu_name;
+  int gpus_per_node = 8, rdma_devices = 8;
+  double gpu_power_w = 0, gpu_sclk_mhz = 0, gpu_temperature_c = 0;
   std::vector<FaultSpec> faults;
   std::vector<std::string> events;   // rendered flow mappings
   std::map<int, int> node_exits;
@@ -135,6 +140,8 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
     << "\n  ray: " << (s.ray ? "true" : "false") << "\n";
   y << "  start: " << Iso(s.start) << "\n  seed: " << s.seed << "\n";
   y << "  hosts: \"" << CompressHostlist(s.hosts) << "\"\n";
+  if (!s.gpu_name.empty()) y << "  gpu_name: " << Quoted(s.gpu_name) << "\n";
+  if (s.gpus_per_node != 8) y << "  gpus_per_node: " << s.gpus_per_node << "\n";
   y << "  passthrough: " << HostList(s.passthrough) << "\n";
   y << "training:\n  moe: " << (s.moe ? "true" : "false") << "\n  seq_len: " << s.seq_len << "\n";
   if (s.first_step > 0) y << "  first_step: " << s.first_step << "\n";
@@ -166,6 +173,10 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
     << "\n  ray_interval: " << Num(s.ray_interval) << "\n  nic_vendor: " << s.nic_vendor << "\n";
   y << "  power_spread_w: " << Num(s.power_spread_w) << "\n  temperature_spread_c: " << Num(s.temperature_spread_c)
     << "\n  clock_spread_mhz: " << Num(s.clock_spread_mhz) << "\n";
+  if (s.rdma_devices != 8) y << "  rdma_devices: " << s.rdma_devices << "\n";
+  if (s.gpu_power_w > 0) y << "  gpu_power_w: " << Num(s.gpu_power_w) << "\n";
+  if (s.gpu_sclk_mhz > 0) y << "  gpu_sclk_mhz: " << Num(s.gpu_sclk_mhz) << "\n";
+  if (s.gpu_temperature_c > 0) y << "  gpu_temperature_c: " << Num(s.gpu_temperature_c) << "\n";
   if (!s.instance_domain.empty()) y << "  instance_domain: " << s.instance_domain << "\n";
   if (s.host_label_fqdn) y << "  host_label_fqdn: true\n";
   if (s.node_hw_names != "host") y << "  node_hw_names: " << s.node_hw_names << "\n";
@@ -276,7 +287,8 @@ constexpr double kSamplesBudget = 1.4e6;   // per job: keeps 40 jobs within minu
 
 class JobPlanner {
  public:
-  JobPlanner(uint64_t seed, const std::string& stream, std::string job_id) : rng_(seed, stream) {
+  JobPlanner(uint64_t seed, const std::string& stream, std::string job_id)
+      : rng_(seed, stream), hardware_rng_(seed, stream + "/hardware") {
     spec_.id = std::move(job_id);
     spec_.seed = fixturegen::HashString(stream, seed) % 1000000 + 1;
     truth_.job_id = spec_.id;
@@ -307,6 +319,7 @@ class JobPlanner {
     scheme_ = Int(0, 7);
     double r = rng_.Uniform();
     int nodes = r < 0.55 ? Int(4, 12) : r < 0.8 ? Int(13, 32) : r < 0.93 ? Int(33, 128) : Int(129, 512);
+    if (few_nodes_ > 0) nodes = few_nodes_;
     Speed(need_moe);
     steps_ = std::clamp(static_cast<int>(std::lround(std::exp(U(std::log(20.0), std::log(3000.0))))), min_steps,
                         std::max(min_steps, 3000));
@@ -314,7 +327,8 @@ class JobPlanner {
     // which grows with nodes x steps): the node count gives way, never below 4.
     const double coarsest = (need_retx_counters ? 365 : 210) / 60.0 + 30 / 60.0;
     const double duration = 300 + steps_ * step_seconds_;
-    nodes = std::max(4, std::min({nodes, static_cast<int>(kSamplesBudget / (duration * coarsest)), 200000 / steps_}));
+    nodes = std::max(few_nodes_ > 0 ? few_nodes_ : 4,
+                     std::min({nodes, static_cast<int>(kSamplesBudget / (duration * coarsest)), 200000 / steps_}));
     spec_.hosts = Canonical(HostPool(rng_, scheme_, nodes));
     Telemetry(nodes, need_retx_counters, {5, 10, 15, 20, 30, 45, 60}, {5, 10, 15, 30, 45, 60});
     // One cluster in four runs exporters that report FQDNs (`hostname`, not `hostname -s`).
@@ -386,6 +400,33 @@ class JobPlanner {
     spec_.start = 1740787200.0 /* 2025-03-01 */ + std::round(U(0, 420 * 86400.0) / 60) * 60;
     spec_.last_step = steps_ - 1;
     heartbeat_timeout_ = 14400;
+    if (hardware_) DrawHardware();
+  }
+
+  // `--widest` hardware: what fleets run besides 8-GPU, 8-NIC MI355X nodes. Each model with its own
+  // training power, cool core clock and temperature; MI250X nodes as 8 GCDs or, as some exporters
+  // report them, 4 modules; MI300A nodes with 4 APUs; 1, 2, 4 or 8 RDMA NICs. From a stream of its
+  // own, so every other draw of the job is what it was without it.
+  void DrawHardware() {
+    struct GpuModel {
+      const char* name;
+      std::vector<int> gpus_per_node;
+      double power_w, sclk_mhz, temperature_c;   // 0: the MI355X's own (fixturegen's defaults)
+    };
+    static const std::vector<GpuModel> kGpuModels = {{"AMD Instinct MI355X", {8}, 0, 0, 0},
+                                                     {"AMD Instinct MI300X", {8}, 700, 2100, 80},
+                                                     {"AMD Instinct MI250X", {8, 4}, 500, 1700, 70},
+                                                     {"AMD Instinct MI300A", {4}, 550, 2100, 75}};
+    static const std::vector<int> kNicsPerNode = {1, 2, 4, 8};
+    Rng& r = hardware_rng_;
+    auto pick = [&r](size_t n) { return std::min(n - 1, static_cast<size_t>(r.Uniform() * static_cast<double>(n))); };
+    const GpuModel& model = kGpuModels[pick(kGpuModels.size())];
+    spec_.gpu_name = model.name;
+    spec_.gpus_per_node = model.gpus_per_node[pick(model.gpus_per_node.size())];
+    spec_.gpu_power_w = model.power_w;
+    spec_.gpu_sclk_mhz = model.sclk_mhz;
+    spec_.gpu_temperature_c = model.temperature_c;
+    spec_.rdma_devices = kNicsPerNode[pick(kNicsPerNode.size())];
   }
 
   void Passthrough() {
@@ -453,7 +494,25 @@ class JobPlanner {
   std::string Steps(int64_t a, int64_t b) const { return "steps: " + std::to_string(a) + "-" + std::to_string(b); }
   void Fault(std::string kind, std::vector<std::string> hosts, std::string window, double rate,
              std::vector<int> devices = {}) {
+    devices = OnTheNode(kind, std::move(devices));
     spec_.faults.push_back({std::move(kind), std::move(hosts), std::move(window), rate, std::move(devices)});
+  }
+  // Kinds draw device indices for an 8-GPU, 8-NIC node; on a smaller node they fold onto the devices
+  // it has (a NIC fault onto a NIC, a GPU fault onto a GPU). GPUs left out of a collective
+  // (gpu_idle) are the highest indices: those past the node's count are dropped, and when none is
+  // left the last GPU stays out, never all of them (an empty list would mean every GPU).
+  std::vector<int> OnTheNode(const std::string& kind, std::vector<int> devices) const {
+    const int count = kind.rfind("rdma_", 0) == 0 ? spec_.rdma_devices : spec_.gpus_per_node;
+    if (devices.empty() || count >= 8) return devices;
+    std::vector<int> on_node;
+    for (int d : devices) {
+      if (kind != "gpu_idle") on_node.push_back(d % count);
+      else if (d < count) on_node.push_back(d);
+    }
+    if (on_node.empty()) on_node.push_back(count - 1);
+    std::sort(on_node.begin(), on_node.end());
+    on_node.erase(std::unique(on_node.begin(), on_node.end()), on_node.end());
+    return on_node;
   }
   std::vector<int> Devices(int count, int of) {
     std::vector<int> all(static_cast<size_t>(of));
@@ -527,6 +586,7 @@ class JobPlanner {
 
  private:
   Rng rng_;
+  Rng hardware_rng_;
   JobSpec spec_;
   JobTruth truth_;
   std::set<std::string> busy_;
@@ -537,10 +597,15 @@ class JobPlanner {
   int64_t checkpoint_period_ = 0, total_steps_ = 0;
   int heartbeat_timeout_ = 14400;
   bool wide_ = false;
+  bool hardware_ = false;
+  int few_nodes_ = 0;
 
  public:
   void set_wide(bool w) { wide_ = w; }
   bool wide() const { return wide_; }
+  // Draw the node's hardware (`--widest`); a job on exactly `nodes` (2-3) nodes.
+  void set_hardware(bool h) { hardware_ = h; }
+  void set_few_nodes(int nodes) { few_nodes_ = nodes; }
 };
 
 void Verdict(JobPlanner& p, const std::string& kind, const std::string& root_cause, const std::string& action) {
@@ -588,7 +653,9 @@ void RdmaDegradation(JobPlanner& p, bool moe_decline) {
   int64_t end = last;
   if (!moe_decline && p.Chance(0.35) && last - onset > window + 40) end = onset + window + p.Int(0, 20);
   const double tgs = p.tgs();
-  int nbad = moe_decline ? 1 : (p.Nodes() >= 8 ? p.Int(1, 3) : p.Int(1, 2));
+  // On 2-3 nodes one host: two of them retransmitting leave no healthy majority to tell the hosts
+  // from the fabric (the fleet-wide families' question, asked on >= 4 hosts).
+  int nbad = moe_decline || p.Nodes() < 4 ? 1 : (p.Nodes() >= 8 ? p.Int(1, 3) : p.Int(1, 2));
   double drop = p.U(0.08, 0.25);
   if (moe_decline) {
     // 9127: the decline starts with the RDMA fault; the lb-loss shift comes well after it
@@ -1188,6 +1255,22 @@ void NodeDeath(JobPlanner& p, bool during_throttle = false) {
 }
 
 // --- wider kinds (`--wider`) --------------------------------------------------------------------
+
+// A job on 2 or 3 nodes (`--widest`): too few peers for a majority, so a host can only be named by
+// its own counters, its own earlier phase or an absolute signal. Only kinds whose truth holds on so
+// few hosts: a healthy job, a GPU's uncorrectable errors and abort (or correctable errors only), one
+// throttling host (or hot GPUs at full clock), a node death and one host's RDMA link.
+void FewNodes(JobPlanner& p) {
+  p.set_few_nodes(p.Int(2, 3));
+  switch (p.Int(0, 4)) {
+    case 0: Healthy(p); break;
+    case 1: GpuHardware(p); break;
+    case 2: Thermal(p); break;
+    case 3: NodeDeath(p); break;
+    default: RdmaDegradation(p, false); break;
+  }
+  p.truth().kind = "few-nodes-" + p.truth().kind;
+}
 
 // Two slowdowns of different kinds, an RDMA link and a throttling GPU, in either order, overlapping
 // (a0 < a1 < b0 < b1, each alone on for a few minutes): the earlier TGS drop is the root cause, and
@@ -2035,13 +2118,14 @@ class CampaignPlanner {
     // itself, addresses only the log names, two episodes on one host, throttling on every host of the
     // job (one node, or a whole room, or one node hot from its first step; three times each), a
     // fabric episode on most hosts of a job at once, a Kubernetes or run_local.sh job, a job still
-    // running, a link retransmitting without timeouts or a dense model's unexplained drop (three
-    // times each), and many
-    // faulty hosts among more than 429 nodes (once: those jobs are the costliest to generate). The
-    // wider families come once, so a 24-job campaign holds about nine of these.
+    // running, a link retransmitting without timeouts or a dense model's unexplained drop, a job on
+    // 2-3 nodes (three times each), and many faulty hosts among more than 429 nodes (once: those
+    // jobs are the costliest to generate). The wider families come once, so a 24-job campaign holds
+    // about nine of these. Every `--widest` job also draws its nodes' hardware (DrawHardware).
     static const std::vector<std::string> kWidestFamilies = {"init-fault", "fatal-on-slow-host", "addresses-in-log",
                                                              "two-episodes", "peerless-thermal", "fleet-rdma",
-                                                             "other-launcher", "still-running", "unusual-evidence"};
+                                                             "other-launcher", "still-running", "unusual-evidence",
+                                                             "few-nodes"};
     static const std::vector<std::string> kPerfFamilies = {"perf-blocker", "perf-overlap-loss", "perf-slow-gpu",
                                                            "perf-noise"};
     std::vector<std::string> families = kFamilies;
@@ -2064,6 +2148,7 @@ class CampaignPlanner {
     if (family.rfind("perf-", 0) == 0) return PerfRegression(job_seed, index, family, out);
     JobPlanner p(job_seed, "campaign/job/" + std::to_string(index), NextId());
     p.set_wide(wide_);
+    p.set_hardware(widest_);
     if (family == "rdma") RdmaDegradation(p, false);
     else if (family == "rdma-overlap") RdmaOverlap(p);
     else if (family == "dip-span") RdmaDipSpan(p);
@@ -2085,6 +2170,7 @@ class CampaignPlanner {
     else if (family == "other-launcher") OtherLauncher(p);
     else if (family == "still-running") StillRunning(p);
     else if (family == "unusual-evidence") UnusualEvidence(p);
+    else if (family == "few-nodes") FewNodes(p);
     else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);

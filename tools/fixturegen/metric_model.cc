@@ -11,6 +11,9 @@ namespace diagnose::fixturegen {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// The levels GpuPower and the clock model were written for (an MI355X in training).
+constexpr double kMi355xPowerW = 914;
+constexpr double kMi355xSclkMhz = 2400;
 
 struct FaultWindow {
   const Fault* fault;
@@ -404,6 +407,11 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   double d_state = 0;   // processes left in D state by killed plugin reads (~6 per hour)
 
   const HostSpread spread = Spread(host);
+  // The MI355X's levels are the model's own; another GPU model's scale with its training power and
+  // cool core clock (a throttled clock stays the same fraction of the cool one).
+  const double power_scale = s_.gpu_power_w / kMi355xPowerW;
+  const double clock_scale = s_.gpu_sclk_mhz / kMi355xSclkMhz;
+  const double kelvin_per_watt = s_.gpu_temperature_c ? (*s_.gpu_temperature_c - 34) / s_.gpu_power_w : 0.056;
   Rng r(s_.seed, "node_hw/noise/" + host);
   double last_time = -1;
   double io_full300_state = 0, io_some300_state = 0;
@@ -452,14 +460,15 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       const double throttle = FaultOn(st, "thermal_throttle", g);
       HostState gst = st;
       gst.activity = GpuActivity(st, g);
-      double power = GpuPower(gst, r);
+      double power = GpuPower(gst, r) * power_scale;
       if (spread.power_w != 0 && gst.activity != Activity::kGone) power = std::max(0.0, power + spread.power_w);
-      double temp = 34 + power * 0.056 + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0) + FaultOn(st, "gpu_hot", g);
+      double temp = 34 + power * kelvin_per_watt + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0) + FaultOn(st, "gpu_hot", g);
       if (spread.temperature_c != 0) temp += spread.temperature_c;
       set.Gauge(gpu.power, time, std::round(power * 10) / 10);
       set.Gauge(gpu.temp, time, std::round(temp * 10) / 10);
-      double sclk = gst.activity == Activity::kIdle ? 132 : (throttle > 0 ? 1480 + r.Normal(0, 30) : 2400 - r.Uniform(0, 180));
-      if (spread.clock_mhz != 0 && gst.activity != Activity::kIdle && throttle <= 0) sclk = std::min(2400.0, sclk + spread.clock_mhz);
+      double sclk = gst.activity == Activity::kIdle ? 132
+                    : (throttle > 0 ? 1480 * clock_scale + r.Normal(0, 30) : s_.gpu_sclk_mhz - r.Uniform(0, 180) * clock_scale);
+      if (spread.clock_mhz != 0 && gst.activity != Activity::kIdle && throttle <= 0) sclk = std::min(s_.gpu_sclk_mhz, sclk + spread.clock_mhz);
       set.Gauge(gpu.sclk, time, std::round(sclk));
       set.Gauge(gpu.mclk, time, gst.activity == Activity::kIdle ? 900 : 1900);
       double vram = gst.activity == Activity::kIdle ? 0.28 * kGiB : (gst.activity == Activity::kInit ? 40 * kGiB : 251.9 * kGiB + r.Normal(0, 0.05) * kGiB);

@@ -443,7 +443,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
     RETURN_IF_ERROR(r.OnlyKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
-                                   "tsdb_format", "ray_metrics"},
+                                   "tsdb_format", "ray_metrics", "gpu_power_w", "gpu_sclk_mhz", "gpu_temperature_c"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -470,6 +470,15 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
     if (s.node_hw_names != "host" && s.host_label_fqdn)
       return r.Error(m["node_hw_names"], "host_label_fqdn needs node_hw_names: host (no host label otherwise)");
     RETURN_IF_ERROR(r.Get(m, "ray_metrics", &s.ray_metrics));
+    RETURN_IF_ERROR(r.Get(m, "gpu_power_w", &s.gpu_power_w));
+    RETURN_IF_ERROR(r.Get(m, "gpu_sclk_mhz", &s.gpu_sclk_mhz));
+    if (m["gpu_temperature_c"]) {
+      double temperature = 0;
+      RETURN_IF_ERROR(r.Get(m, "gpu_temperature_c", &temperature));
+      if (temperature <= 34) return r.Error(m["gpu_temperature_c"], "gpu_temperature_c must be above the 34 °C inlet");
+      s.gpu_temperature_c = temperature;
+    }
+    if (s.gpu_power_w < 100 || s.gpu_sclk_mhz < 500) return r.Error(m, "gpu_power_w must be >= 100 and gpu_sclk_mhz >= 500");
     if (s.power_spread_w < 0 || s.temperature_spread_c < 0 || s.clock_spread_mhz < 0)
       return r.Error(m, "spreads must not be negative");
     if (m["tb_gap"]) {

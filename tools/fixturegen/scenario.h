@@ -169,6 +169,13 @@ struct Scenario {
   double power_spread_w = 0;
   double temperature_spread_c = 0;
   double clock_spread_mhz = 0;
+  // The GPU model's own levels (the defaults are the MI355X's): training power, the core clock it
+  // holds when cool, and its temperature at that power. Every other level (idle, busy-wait, a
+  // checkpoint's, the throttled clock) scales with them, as they do between models. Unset
+  // temperature keeps the MI355X's 0.056 °C per W above a 34 °C inlet.
+  double gpu_power_w = 914;
+  double gpu_sclk_mhz = 2400;
+  std::optional<double> gpu_temperature_c;
   std::vector<std::string> net_devices = {"eth0", "ens9np0"};
   // Exporters that report FQDNs: targets (instance labels) <host>.<instance_domain>:<port>, and with
   // host_label_fqdn the node_hw `host` label too (an exporter started with `hostname`, not

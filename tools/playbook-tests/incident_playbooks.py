@@ -334,7 +334,8 @@ def fmt_time(epoch):
 
 
 def heartbeat_case(name, hosts, accused, seed, timeout=900, n=90, hang_from=None, dark=None, oom=None,
-                   self_reported=True, tsdb=True, io_busy=None, expect=None, power=905.0):
+                   self_reported=True, tsdb=True, io_busy=None, expect=None, power=905.0, busy_wait_power=300.0,
+                   progress=False):
     rng = random.Random(seed)
     start = 1771959600 + seed * 13
     crash_i = n - 1
@@ -356,7 +357,7 @@ def heartbeat_case(name, hosts, accused, seed, timeout=900, n=90, hang_from=None
                     pw.append(None)
                     ut.append(None)
                 elif hang_from is not None and i >= hang_from:
-                    pw.append(300.0)
+                    pw.append(busy_wait_power)
                     ut.append(100.0)
                 else:
                     pw.append(power)
@@ -393,6 +394,9 @@ def heartbeat_case(name, hosts, accused, seed, timeout=900, n=90, hang_from=None
                            "last_step_before": (hang_from - 1) if hang_from else crash_i,
                            "evidence": [{"file": "job.log", "line": 100 + t, "text": f"task {t} terminating"}
                                         for t in accused]}}
+    if progress:
+        facts["progress"] = {"first_step": 0, "last_step": (hang_from - 1) if hang_from else crash_i,
+                             "step_time_seconds": INTERVAL}
     return {"name": name, "start": start, "input_series": ins, "facts": facts, "expect": expect}
 
 
@@ -420,6 +424,20 @@ def heartbeat_tests():
         expect={"root_cause": "heartbeat-false-positive", "confidence": "likely", "action": "retry-with-changes"}))
     tests.append(heartbeat_case(
         "near miss: heartbeat kill after a long hang is an RCCL hang", h8, [3, 5], seed=4, hang_from=20,
+        expect={"root_cause": "rccl-hang", "action": "retry-same-nodes", "confidence": "confirmed",
+                "findings": [{"id": "heartbeat-false-positive/busy_wait", "status": "fired"},
+                             {"id": "heartbeat-false-positive/false_positive", "status": "clear"}]}))
+    # Another GPU model (an MI250X trains at ~500 W, busy-waits at ~165 W): the MI355X's 800 W
+    # training level would call the accused idle; the job's own training level is the yardstick.
+    tests.append(heartbeat_case(
+        "false positive on a cooler GPU model: the accused train at ~500 W like the neighbour", h8, [2, 4], seed=11,
+        power=500.0, progress=True,
+        expect={"root_cause": "heartbeat-false-positive", "action": "retry-with-changes", "confidence": "confirmed",
+                "findings": [{"id": "heartbeat-false-positive/accused_alive", "status": "fired",
+                              "hosts": ["node-b03", "node-b05"]}]}))
+    tests.append(heartbeat_case(
+        "near miss on a cooler GPU model: a kill after a long busy-wait at ~165 W is an RCCL hang", h8, [3, 5], seed=12,
+        hang_from=20, power=500.0, busy_wait_power=165.0, progress=True,
         expect={"root_cause": "rccl-hang", "action": "retry-same-nodes", "confidence": "confirmed",
                 "findings": [{"id": "heartbeat-false-positive/busy_wait", "status": "fired"},
                              {"id": "heartbeat-false-positive/false_positive", "status": "clear"}]}))

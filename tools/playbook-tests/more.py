@@ -190,6 +190,13 @@ tests.append(test('an RDMA port that leaves ACTIVE excludes its host at priority
 emit('gpu-hardware', 'more.py', tests)
 
 # ------------------------------------------------------------------ thermal-throttle
+def not_throttling(root_cause):
+    """A near miss: nothing throttled, nothing excluded; `root_cause` none, or unknown for a loss left unexplained."""
+    return {'root_cause': root_cause, 'action': 'none', 'exclude': [],
+            'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                         {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]}
+
+
 TH_FAM = ['hw_gpu_power_watts', 'hw_gpu_temperature_celsius', 'hw_gpu_clock_mhz']
 hosts = ['x1000c0s1b0n0', 'x1000c0s1b0n1', 'x1000c0s2b0n0', 'x1000c0s2b0n1', 'x1000c0s3b0n0']
 tests = []
@@ -231,9 +238,7 @@ j = Job(hosts, gpus=3, n=120, seed=32)
 j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 7, 1) if h == hot else d)   # ~92 °C
 tests.append(test('near miss: a warm host (92 °C) with normal clocks and no slowdown is not throttling', j,
                   facts(j),
-                  {'root_cause': 'none', 'action': 'none', 'exclude': [],
-                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                  not_throttling('none'),
                   families=TH_FAM, tb_host=hosts[0]))
 
 j = Job(hosts, gpus=3, n=120, seed=33)
@@ -274,9 +279,7 @@ j.override('sclk', lambda h, g, i, d: 132 if i in idle else d)
 tests.append(test('near miss: a warm one-host job whose clock idles in a checkpoint save during a slowdown is not throttling', j,
                   facts(j, status='completed', cls='tgs-degradation',
                         extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
-                  {'root_cause': 'unknown', 'action': 'none', 'exclude': [],
-                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                  not_throttling('unknown'),
                   families=TH_FAM, tb_host=one[0]))
 
 # Two of three hosts: the median is a throttled host's clock, yet three hosts are too few to call it
@@ -292,6 +295,66 @@ tests.append(test('two of three hosts hot with their clock down at the TGS drop:
                    'exclude': [{'host': h, 'priority': 2} for h in three[1:]],
                    'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': three[1:]},
                                 {'id': 'thermal-throttle/fleet_wide_heat', 'status': 'clear'}]},
+                  families=TH_FAM, tb_host=three[0]))
+
+# Another GPU model's levels (an MI250X: ~70 °C and ~1,630 MHz at work, ~500 W): a throttling GPU
+# rises ~19 °C to ~89 °C, under the MI355X's 90 °C concern and 100 °C throttling points, so heat is
+# judged against the coolest host's and the host's own first phase, and the clock as before.
+def cooler_model(job, hot_hosts, slow):
+    """MI250X levels on every host; `hot_hosts` throttle on the samples `slow` holds."""
+    job.override('hw_gpu_temperature_celsius',
+                 lambda h, g, i, d: round(d - 15 + (19 if h in hot_hosts and slow(i) else 0), 1))
+    job.override('sclk', lambda h, g, i, d: 1040 + (i % 3) * 10 if h in hot_hosts and slow(i) else round(d * 1700 / 2400))
+    job.override('hw_gpu_power_watts', lambda h, g, i, d: round(d * 500 / 914 - (70 if h in hot_hosts and slow(i) else 0), 1))
+    return job
+
+
+j = cooler_model(Job(hosts, gpus=3, n=120, seed=41), [hot], lambda i: i >= 60)
+tests.append(test('a cooler GPU model: one host ~19 °C above its peers (89 °C) with its clock down from the TGS drop on: throttling, exclude it', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   'exclude': [{'host': hot, 'priority': 2}],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': [hot]},
+                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': [hot]}]},
+                  families=TH_FAM, tb_host=hosts[0]))
+
+j = cooler_model(Job(hosts, gpus=3, n=120, seed=42), [], lambda i: False)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d - 15 + (9 if h == hot else 0), 1))
+tests.append(test('near miss: a cooler GPU model with one host 9 °C warmer at full clock and no slowdown is not throttling', j,
+                  facts(j),
+                  not_throttling('none'),
+                  families=TH_FAM, tb_host=hosts[0]))
+
+j = cooler_model(Job(one, gpus=3, n=120, seed=43), one, lambda i: i >= 60)
+tests.append(test('a cooler GPU model on one host: ~19 °C above its own first phase with its clock down at the TGS drop: throttling, exclude it', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases': phases}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   'exclude': [{'host': one[0], 'priority': 2}],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': one}]},
+                  families=TH_FAM, tb_host=one[0]))
+
+# Two of three hosts throttle over the middle of the job and recover: the last TGS phase is as fast
+# as the first, and the peers' median is a throttled clock. The slowest phase, not the last, is the
+# hosts' own baseline comparison.
+recovered = [{'first_step': 0, 'last_step': 39, 'mean_tgs': 1330.0}, {'first_step': 40, 'last_step': 79, 'mean_tgs': 1090.0},
+             {'first_step': 80, 'last_step': 119, 'mean_tgs': 1330.0}]
+j = cooler_model(Job(three, gpus=3, n=120, seed=44), three[1:], lambda i: 40 <= i < 80)
+tests.append(test('two of three hosts throttle over the middle of the job and recover: judged on the slowest phase, both excluded', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'constant-drop', 'degradation_pct': 0.0, 'phases': recovered}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   'exclude': [{'host': h, 'priority': 2} for h in three[1:]],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': three[1:]}]},
+                  families=TH_FAM, tb_host=three[0]))
+
+j = cooler_model(Job(three, gpus=3, n=120, seed=45), [], lambda i: False)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d - 15 + (9 if h != three[0] and 40 <= i < 80 else 0), 1))
+tests.append(test('near miss: two of three hosts 9 °C warmer over a recovered slowdown with their clocks at full speed are not throttling', j,
+                  facts(j, status='completed', cls='tgs-degradation',
+                        extra={'tgs': {'pattern': 'constant-drop', 'degradation_pct': 0.0, 'phases': recovered}}),
+                  not_throttling('unknown'),
                   families=TH_FAM, tb_host=three[0]))
 
 j = every_host_throttled(hosts, 37)
