@@ -344,6 +344,16 @@ def fabric_shape_tests(tests, h8, sw):
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired", "hosts": sw[:6]},
                              {"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
                              {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    # One host's retransmits seen ten minutes late (its scrapes missed, its counters reset) must not
+    # split an episode the rest of the fleet began together.
+    one_late = [(h, 70 if h == "sw-r2n3" else 50, 149, 700, 9, 1) for h in sw]
+    tests.append(rdma_case(
+        "fleet-wide episode with one host seen ten minutes late: still the fabric's, nobody excluded", sw,
+        [(0, 49, 3290), (50, 149, 2750)], one_late, seed=38, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
+                "summary_contains": ["7 of 8 hosts began retransmitting within"],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired"},
+                             {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     h9 = [f"sw-r3n{i}" for i in range(1, 10)]
     bare = [(h, 50, 149, 4200 if h == "sw-r3n4" else 600, 9, 1) for h in h9[:5]]
     tests.append(rdma_case(
