@@ -344,6 +344,15 @@ def fabric_shape_tests(tests, h8, sw):
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired", "hosts": sw[:6]},
                              {"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
                              {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    staggered = [(h, 30 + 20 * i, 149, 700, 0, 1) for i, h in enumerate(sw[:5])]
+    tests.append(rdma_case(
+        "near miss: five of eight links without timeouts failing one after another are each excluded, not the fabric's", sw,
+        [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)], staggered,
+        seed=39, pattern="phased",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": h, "priority": 2} for h in sw[:5]],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"},
+                             {"id": "rdma-phase-correlation/retx_impact", "status": "fired", "hosts": sw[:5]}]}))
     # One host's retransmits seen ten minutes late (its scrapes missed, its counters reset) must not
     # split an episode the rest of the fleet began together.
     one_late = [(h, 70 if h == "sw-r2n3" else 50, 149, 700, 9, 1) for h in sw]
