@@ -321,15 +321,20 @@ def fleet_wide_rdma_tests(tests, h8):
         expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
                 "exclude": [{"host": h, "priority": 2} for h in sw[:3]],
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]}))
-    staggered = [(h, 30 + 20 * i, 149, 700, 9, 1) for i, h in enumerate(sw[:5])]
-    tests.append(rdma_case(
-        "near miss: five of eight links failing one after another (onsets 10 minutes apart) are each excluded", sw,
-        [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)], staggered,
-        seed=25, pattern="phased",
+    tests.append(links_failing_in_turn(
+        "near miss: five of eight links failing one after another (onsets 10 minutes apart) are each excluded", sw, 9, 25))
+    fabric_shape_tests(tests, h8, sw)
+
+
+def links_failing_in_turn(name, sw, ack_per_s, seed, findings=()):
+    """Five of eight links failing one after another, 20 steps apart: a majority, no shared onset."""
+    staggered = [(h, 30 + 20 * i, 149, 700, ack_per_s, 1) for i, h in enumerate(sw[:5])]
+    return rdma_case(
+        name, sw, [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)],
+        staggered, seed=seed, pattern="phased",
         expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
                 "exclude": [{"host": h, "priority": 2} for h in sw[:5]],
-                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]}))
-    fabric_shape_tests(tests, h8, sw)
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}] + list(findings)})
 
 
 def fabric_shape_tests(tests, h8, sw):
@@ -344,15 +349,9 @@ def fabric_shape_tests(tests, h8, sw):
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired", "hosts": sw[:6]},
                              {"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
                              {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
-    staggered = [(h, 30 + 20 * i, 149, 700, 0, 1) for i, h in enumerate(sw[:5])]
-    tests.append(rdma_case(
-        "near miss: five of eight links without timeouts failing one after another are each excluded, not the fabric's", sw,
-        [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)], staggered,
-        seed=39, pattern="phased",
-        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
-                "exclude": [{"host": h, "priority": 2} for h in sw[:5]],
-                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"},
-                             {"id": "rdma-phase-correlation/retx_impact", "status": "fired", "hosts": sw[:5]}]}))
+    tests.append(links_failing_in_turn(
+        "near miss: five of eight links without timeouts failing one after another are each excluded, not the fabric's",
+        sw, 0, 39, [{"id": "rdma-phase-correlation/retx_impact", "status": "fired", "hosts": sw[:5]}]))
     # One host's retransmits seen ten minutes late (its scrapes missed, its counters reset) must not
     # split an episode the rest of the fleet began together.
     one_late = [(h, 70 if h == "sw-r2n3" else 50, 149, 700, 9, 1) for h in sw]
