@@ -193,7 +193,12 @@ void ExpectTelemetryVariations(const fixturegen::Scenario& s) {
   if (s.node_hw_names != "host") {
     EXPECT_FALSE(s.host_label_fqdn);
   }
-  const auto slow = SlowdownWindows(s);
+  // Any fault's step window counts (a fabric episode's retransmits without timeouts or its CNP
+  // storm are no slowdown of one host, but a gap in them is still a gap inside a fault).
+  std::map<std::string, std::vector<Window>> slow;
+  for (const auto& f : s.faults)
+    if (f.window.steps && f.kind != "missed_scrapes" && f.kind != "counter_reset")
+      for (const auto& h : f.hosts) slow[h].push_back({f.kind, f.window.steps->first, f.window.steps->last});
   for (const auto& f : s.faults) {
     if (f.kind != "missed_scrapes") continue;
     ASSERT_TRUE(f.window.steps);
@@ -291,6 +296,8 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"few-nodes", {"few-nodes-healthy", "few-nodes-gpu-hardware-fault", "few-nodes-gpu-correctable-only",
                    "few-nodes-thermal-throttle", "few-nodes-thermal-hot-not-throttled", "few-nodes-node-death",
                    "few-nodes-node-death-after-link-fault", "few-nodes-rdma-degradation"}},
+    {"fabric-rdma", {"rdma-fabric-retx-only", "rdma-fabric-bare-majority-standout", "rdma-fabric-far-dead-port",
+                     "rdma-fabric-cnp-storm"}},
 };
 // Kinds a family may plan in some blocks and not in others (18 draws among eight; the few-node
 // kinds' coverage is pinned over more seeds in WidestDrawsTheNodesHardware).
@@ -305,12 +312,12 @@ std::string WidestFamilyOf(const std::string& kind) {
   return "";
 }
 
-// A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the ten widest
-// ones three times and the huge one once: 54 jobs.
+// A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
+// ones three times and the huge one once: 57 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 54, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 57, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
@@ -455,6 +462,67 @@ void ExpectFleetRdmaTruth(const PlannedJob& job, const fixturegen::Scenario& s) 
   }
 }
 
+// The hosts a fault kind names over one shared step window (a fault naming one host is a standout's
+// or a decoy's), and that window.
+std::set<std::string> SharedFaultHosts(const fixturegen::Scenario& s, const std::string& kind, std::optional<Window>* window) {
+  std::set<std::string> hosts;
+  for (const auto& f : s.faults) {
+    if (f.kind != kind || !f.window.steps || f.hosts.size() < 2) continue;
+    EXPECT_FALSE(*window) << "one shared " << kind << " fault";
+    *window = Window{kind, f.window.steps->first, f.window.steps->last};
+    hosts.insert(f.hosts.begin(), f.hosts.end());
+  }
+  return hosts;
+}
+
+// The fabric shapes: a majority shares one episode window that costs TGS; retransmits without
+// timeouts and CNP storms exclude nobody; a bare majority's standout (6+ times the rest) and a
+// port that left (retry exhaustion) half an hour or more before the episode are excluded alone.
+void ExpectFabricRdmaTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  EXPECT_EQ(job.truth.root_cause, "rdma-link-degradation");
+  EXPECT_GE(s.hosts.size(), 4u);
+  const bool storm = job.truth.kind == "rdma-fabric-cnp-storm";
+  std::optional<Window> window;
+  std::set<std::string> episode = SharedFaultHosts(s, storm ? "rdma_cnp" : "rdma_retx", &window);
+  ASSERT_TRUE(window);
+  const bool standout = job.truth.kind == "rdma-fabric-bare-majority-standout";
+  if (standout) {
+    ASSERT_EQ(job.truth.exclude.size(), 1u);
+    EXPECT_EQ(job.truth.exclude[0].priority, std::optional<int>(2));
+    episode.insert(job.truth.exclude[0].host);
+    EXPECT_EQ(episode.size(), s.hosts.size() / 2 + 1) << "a bare majority";
+  }
+  EXPECT_GT(episode.size() * 2, s.hosts.size()) << "more than half the hosts";
+  EXPECT_LT(TgsAt(s, window->first), TopTgs(s));
+  for (const auto& h : episode) {
+    const bool excluded = standout && h == job.truth.exclude[0].host;
+    EXPECT_NE(std::count(job.truth.must_not_exclude.begin(), job.truth.must_not_exclude.end(), h), excluded) << h;
+  }
+  if (job.truth.kind == "rdma-fabric-far-dead-port") {
+    ASSERT_EQ(job.truth.exclude.size(), 1u);
+    const std::string& dead = job.truth.exclude[0].host;
+    EXPECT_EQ(job.truth.exclude[0].priority, std::optional<int>(1));
+    EXPECT_FALSE(episode.count(dead));
+    EXPECT_TRUE(HasFault(s, dead, {"rdma_retry_exceeded"}));
+    const auto own = SlowdownWindows(s).at(dead);
+    ASSERT_EQ(own.size(), 1u);
+    auto timeline = fixturegen::BuildTimeline(s);
+    ASSERT_TRUE(timeline.ok());
+    const auto* left = timeline->FindStep(own[0].last);
+    const auto* began = timeline->FindStep(window->first);
+    ASSERT_TRUE(left && began);
+    EXPECT_GE(began->begin - left->end, 1800) << "half an hour or more apart";
+  } else if (!standout) {
+    EXPECT_EQ(job.truth.action, "retry-same-nodes");
+    EXPECT_TRUE(job.truth.exclude.empty());
+    for (const auto& f : s.faults) {
+      const bool in_episode = std::any_of(f.hosts.begin(), f.hosts.end(), [&](const auto& h) { return episode.count(h) > 0; });
+      if (in_episode && f.kind == "rdma_ack_timeout") ADD_FAILURE() << "ACK timeouts on an episode host";
+      if (storm && in_episode && f.kind == "rdma_retx" && f.rate >= 1) ADD_FAILURE() << "material retransmits in a CNP storm";
+    }
+  }
+}
+
 // Two separate episodes on the one excluded host, each costing TGS, healthy steps between them.
 void ExpectTwoEpisodesTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
   ASSERT_EQ(job.truth.exclude.size(), 1u);
@@ -536,7 +604,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   std::set<int> gpus, nics;
   std::set<std::string> models;
   std::set<size_t> few_node_counts;
-  for (const PlannedJob& job : Plan(14, 54, false, false, false, true)) {
+  for (const PlannedJob& job : Plan(14, 57, false, false, false, true)) {
     if (!job.truth.scored) continue;
     auto s = fixturegen::ParseScenario(job.scenario_yaml, job.truth.job_id);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -565,7 +633,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   // Each of the five kinds a few-node job draws shows up within 30 such jobs.
   std::set<std::string> few_node_kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 108, false, false, false, true))
+    for (const PlannedJob& job : Plan(seed, 114, false, false, false, true))
       if (job.truth.kind.rfind("few-nodes-", 0) == 0) few_node_kinds.insert(job.truth.kind);
   for (const char* kind : {"few-nodes-healthy", "few-nodes-gpu-hardware-fault", "few-nodes-thermal-throttle",
                            "few-nodes-node-death", "few-nodes-rdma-degradation"})
@@ -578,7 +646,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 108, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 114, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -601,6 +669,10 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
       }
       if (family == "few-nodes") {
         ExpectFewNodesTruth(job, *s);
+        continue;
+      }
+      if (family == "fabric-rdma") {
+        ExpectFabricRdmaTruth(job, *s);
         continue;
       }
       EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
@@ -635,7 +707,7 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   for (const auto& [family, names] : kWidestKinds) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
-    EXPECT_EQ(planned, family == "huge-many-hosts" ? 6 : 18) << family << ": in each of the two 54-job blocks of three seeds";
+    EXPECT_EQ(planned, family == "huge-many-hosts" ? 6 : 18) << family << ": in each of the two 57-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names)

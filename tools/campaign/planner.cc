@@ -1261,8 +1261,10 @@ void NodeDeath(JobPlanner& p, bool during_throttle = false) {
 // few hosts: a healthy job, a GPU's uncorrectable errors and abort (or correctable errors only), one
 // throttling host (or hot GPUs at full clock), a node death and one host's RDMA link.
 void FewNodes(JobPlanner& p) {
-  p.set_few_nodes(p.Int(2, 3));
-  switch (p.Int(0, 4)) {
+  const int kind = p.Int(0, 4);
+  // A node death may follow a link fault on another host: three nodes then, so one stays healthy.
+  p.set_few_nodes(kind == 3 ? 3 : p.Int(2, 3));
+  switch (kind) {
     case 0: Healthy(p); break;
     case 1: GpuHardware(p); break;
     case 2: Thermal(p); break;
@@ -1737,6 +1739,27 @@ void PeerlessThermal(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
 }
 
+// Retransmit and ACK-timeout rates (per second and device).
+struct LinkRates {
+  double retx = 0, ack = 0;
+};
+
+// A fabric episode's shared retransmits and ACK timeouts on `episode` over `window`; `standout`
+// (when not empty) retransmits 6-10 times as much on its own and is excluded at priority 2.
+void EpisodeRetransmits(JobPlanner& p, const std::vector<std::string>& episode, const std::string& standout,
+                        const std::string& window, LinkRates rates, const std::vector<int>& devices) {
+  std::vector<std::string> shared = episode;
+  if (!standout.empty()) {
+    shared.erase(std::find(shared.begin(), shared.end(), standout));
+    const double factor = p.U(6, 10);
+    p.Fault("rdma_retx", {standout}, window, std::round(rates.retx * factor), devices);
+    p.Fault("rdma_ack_timeout", {standout}, window, std::round(rates.ack * factor), devices);
+    p.Exclude(standout, 2);
+  }
+  p.Fault("rdma_retx", shared, window, rates.retx, devices);
+  p.Fault("rdma_ack_timeout", shared, window, rates.ack, devices);
+}
+
 // A fabric episode (a switch, a congestion storm): all of 4-64 hosts, or more than half of them,
 // begin retransmitting RDMA with ACK timeouts at the same step, costing 6-25 % TGS to the end or
 // recovering. Excluding them cannot help, so the job is retried on the same nodes and no host is
@@ -1766,16 +1789,7 @@ void FleetWideRdma(JobPlanner& p) {
   const double shape = p.U(0, 1);
   const std::string odd = shape < 0.5 ? fleet[static_cast<size_t>(p.Int(0, k - 1))] : "";
   const bool dead = shape < 1.0 / 3;
-  std::vector<std::string> shared = fleet;
-  if (!dead && !odd.empty()) {
-    shared.erase(std::find(shared.begin(), shared.end(), odd));
-    const double factor = p.U(6, 10);
-    p.Fault("rdma_retx", {odd}, window, std::round(retx * factor), devices);
-    p.Fault("rdma_ack_timeout", {odd}, window, std::round(ack * factor), devices);
-    p.Exclude(odd, 2);
-  }
-  p.Fault("rdma_retx", shared, window, retx, devices);
-  p.Fault("rdma_ack_timeout", shared, window, ack, devices);
+  EpisodeRetransmits(p, fleet, dead ? "" : odd, window, {retx, ack}, devices);
   if (dead) {
     p.Fault("rdma_retry_exceeded", {odd}, window, std::round(p.U(0.2, 0.6) * 100) / 100, {devices[0]});
     p.Exclude(odd, 1);
@@ -1792,6 +1806,106 @@ void FleetWideRdma(JobPlanner& p) {
   WiderTelemetry(p, faulty);
   p.Passthrough();
   p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// The fabric shapes the fleet-rdma family leaves out (issue 14's review), each a quarter of the
+// fabric-rdma family's jobs on 4-64 nodes (5-64 for the bare majority):
+// - retransmits without ACK timeouts on most hosts at once (a flapping spine link recovered by
+//   NAKs): the fabric's, retried on the same nodes, nobody excluded;
+// - a bare majority (n/2 + 1 hosts) retransmitting with timeouts, one of them 6-10 times the rest:
+//   the fleet's median is itself an episode host's level, yet that host alone is excluded (2);
+// - an episode on a majority, and another host whose port left (retry exhaustion, priority 1) in a
+//   slow stretch of its own half an hour or more before it: that host alone is excluded, the
+//   episode's hosts stay;
+// - a congestion storm (CNPs on most hosts, no retransmits) while TGS falls: the fabric congested,
+//   retried on the same nodes, nobody excluded.
+enum class FabricShape { kRetxOnly, kBareMajorityStandout, kFarDeadPort, kCnpStorm };
+
+// `k` free hosts, sorted.
+std::vector<std::string> TakeHosts(JobPlanner& p, int k) {
+  std::vector<std::string> hosts;
+  for (int i = 0; i < k; ++i) hosts.push_back(p.TakeHost());
+  std::sort(hosts.begin(), hosts.end());
+  return hosts;
+}
+
+// How many hosts share the episode: a bare majority for the standout shape, a majority short of
+// one host for the dead port (it stays outside), else all hosts half the time.
+int EpisodeSize(JobPlanner& p, FabricShape shape, int n) {
+  if (shape == FabricShape::kBareMajorityStandout) return n / 2 + 1;
+  if (shape == FabricShape::kFarDeadPort || !p.Chance(0.5)) return p.Int(n / 2 + 1, n - 1);
+  return n;
+}
+
+// The episode's faults over `window`; returns the host planted 6-10 times worse ("" if none) and
+// says what the hosts do in `what`.
+std::string EpisodeFaults(JobPlanner& p, FabricShape shape, const std::vector<std::string>& episode,
+                          const std::string& window, std::string* what) {
+  const auto devices = p.Devices(p.Int(1, 2), 8);
+  const double retx = std::round(p.U(300, 1500)), ack = std::round(p.U(3, 25));
+  if (shape == FabricShape::kRetxOnly) {
+    p.Fault("rdma_retx", episode, window, retx, devices);
+    *what = "retransmit RDMA without ACK timeouts";
+    return "";
+  }
+  if (shape == FabricShape::kCnpStorm) {
+    p.Fault("rdma_cnp", episode, window, std::round(p.U(200, 2000)), p.Devices(8, 8));
+    *what = "receive congestion notifications (a CNP storm, no retransmits)";
+    return "";
+  }
+  const std::string odd = shape == FabricShape::kBareMajorityStandout
+                              ? episode[static_cast<size_t>(p.Int(0, static_cast<int>(episode.size()) - 1))]
+                              : "";
+  EpisodeRetransmits(p, episode, odd, window, {retx, ack}, devices);
+  *what = "retransmit RDMA (ACK timeouts too)";
+  return odd;
+}
+
+void FabricRdma(JobPlanner& p) {
+  static const char* const kKinds[] = {"rdma-fabric-retx-only", "rdma-fabric-bare-majority-standout",
+                                       "rdma-fabric-far-dead-port", "rdma-fabric-cnp-storm"};
+  const auto shape = static_cast<FabricShape>(p.Int(0, 3));
+  const bool far_dead = shape == FabricShape::kFarDeadPort;
+  // The far dead port's job runs an hour longer: fewer nodes keep it within the sample budget.
+  const double min_nodes = shape == FabricShape::kBareMajorityStandout ? 5 : 4, max_nodes = far_dead ? 24 : 64;
+  p.ScaleShape(static_cast<int>(std::lround(std::exp(p.U(std::log(min_nodes), std::log(max_nodes))))), true, 80);
+  JobSpec& s = p.spec();
+  // The dead port's stretch of 10+ minutes, then half an hour or more before the episode.
+  const int64_t early = far_dead ? std::max<int64_t>(30, p.StepsFor(600)) : 0;
+  if (far_dead) p.EnsureSteps(s.last_step + 1 + 10 + early + p.StepsFor(1800));
+  auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.45, 0.25);
+  std::vector<Slowdown> slow;
+  std::string dead;
+  if (far_dead) {
+    const int64_t episode_len = end - onset;
+    onset = std::max(onset, 10 + early + p.StepsFor(1800));
+    end = std::min(s.last_step, std::max(end, onset + episode_len));
+    dead = p.TakeHost();
+    RdmaLinkFaults(p, dead, p.Steps(5, 4 + early), /*exhausted=*/true);
+    p.Exclude(dead, 1);
+    slow.push_back({5, 4 + early, std::round(p.U(0.06, 0.15) * 1000) / 1000});
+  }
+  slow.push_back({onset, end, drop});
+  s.phases = OverlapPhases(0, s.last_step, p.tgs(), slow);
+  const int n = static_cast<int>(p.Nodes());
+  const int k = EpisodeSize(p, shape, n);
+  const std::vector<std::string> episode = TakeHosts(p, k);
+  std::string what;
+  const std::string odd = EpisodeFaults(p, shape, episode, p.Steps(onset, end), &what);
+  std::vector<FaultWindow> faulty;
+  for (const auto& h : episode) {
+    if (h != odd) p.Decoy(h);
+    faulty.push_back({h, onset, end});
+  }
+  const bool excluding = !odd.empty() || !dead.empty();
+  Verdict(p, kKinds[static_cast<int>(shape)], "rdma-link-degradation", excluding ? "retry-excluding-nodes" : "retry-same-nodes");
+  p.notes() = std::to_string(k) + " of " + std::to_string(n) + " hosts " + what + " from step " + std::to_string(onset) +
+              " to " + std::to_string(end) + " (the fabric), TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%" +
+              (odd.empty() ? "" : "; " + odd + " retransmits 6-10x the rest") +
+              (dead.empty() ? "" : "; " + dead + "'s port left over steps 5-" + std::to_string(4 + early)) + "." + p.notes();
+  WiderTelemetry(p, faulty);
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(far_dead ? 10 + early : 5, onset - 5));
 }
 
 // A job id as the k8s and local launchers name their runs (k8s-20260301-101500-a3f9,
@@ -2118,14 +2232,15 @@ class CampaignPlanner {
     // itself, addresses only the log names, two episodes on one host, throttling on every host of the
     // job (one node, or a whole room, or one node hot from its first step; three times each), a
     // fabric episode on most hosts of a job at once, a Kubernetes or run_local.sh job, a job still
-    // running, a link retransmitting without timeouts or a dense model's unexplained drop, a job on
-    // 2-3 nodes (three times each), and many faulty hosts among more than 429 nodes (once: those
+    // running, a link retransmitting without timeouts, host contention or a dense model's
+    // unexplained drop, a job on 2-3 nodes, a fabric-wide shape (retransmits without timeouts, a
+    // standout in a bare majority, a far dead port, a CNP storm) (three times each), and many faulty hosts among more than 429 nodes (once: those
     // jobs are the costliest to generate). The wider families come once, so a 24-job campaign holds
     // about nine of these. Every `--widest` job also draws its nodes' hardware (DrawHardware).
     static const std::vector<std::string> kWidestFamilies = {"init-fault", "fatal-on-slow-host", "addresses-in-log",
                                                              "two-episodes", "peerless-thermal", "fleet-rdma",
                                                              "other-launcher", "still-running", "unusual-evidence",
-                                                             "few-nodes"};
+                                                             "few-nodes", "fabric-rdma"};
     static const std::vector<std::string> kPerfFamilies = {"perf-blocker", "perf-overlap-loss", "perf-slow-gpu",
                                                            "perf-noise"};
     std::vector<std::string> families = kFamilies;
@@ -2167,6 +2282,7 @@ class CampaignPlanner {
     else if (family == "two-episodes") TwoEpisodesOneHost(p);
     else if (family == "peerless-thermal") PeerlessThermal(p);
     else if (family == "fleet-rdma") FleetWideRdma(p);
+    else if (family == "fabric-rdma") FabricRdma(p);
     else if (family == "other-launcher") OtherLauncher(p);
     else if (family == "still-running") StillRunning(p);
     else if (family == "unusual-evidence") UnusualEvidence(p);

@@ -97,8 +97,9 @@ def phases_of(tgs_by_step, cuts):
 
 def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retry_excd=(), noise=0.004,
               pattern="phased", classes=("tgs-degradation",), ckpt_tcp=(), expect=None, instance_labels=False,
-              devices=2, step_map=True):
-    """phases: [(first, last, tgs)]; faults: [(host, first_step, last_step, retx_per_s, ack_per_s, device)]."""
+              devices=2, step_map=True, cnp_storm=()):
+    """phases: [(first, last, tgs)]; faults: [(host, first_step, last_step, retx_per_s, ack_per_s, device)];
+    cnp_storm: [(host, first_step, last_step, cnp_per_s per device)]."""
     rng = random.Random(seed)
     n = phases[-1][1] + 1
     tgs = [0.0] * n
@@ -135,9 +136,15 @@ def rdma_case(name, hosts, phases, faults, seed, tcp_only=(), cnp_heavy=(), retr
             ins.append(series("hw_rdma_req_tx_retry_excd_err_total", lab,
                               flat(rng.randint(0, 40), n) if not any(excd) else counter(3, excd, rng)))
             cnp_rate = 3000.0 if h in cnp_heavy else 4.0
+            storm = [cnp_rate * INTERVAL] * n
+            for sh, a, b, r in cnp_storm:
+                if sh == h:
+                    for s in range(a, b + 1):
+                        storm[s] = r * INTERVAL
             ins.append(series("hw_rdma_rx_cnp_pkts_total", lab,
-                              counter(rng.randint(10 ** 5, 10 ** 6), [cnp_rate * INTERVAL] * n, rng, 0.5)
-                              if h in cnp_heavy else f"{rng.randint(10 ** 5, 10 ** 6)}+{int(cnp_rate * INTERVAL)}x{n - 1}"))
+                              counter(rng.randint(10 ** 5, 10 ** 6), storm, rng, 0.5)
+                              if h in cnp_heavy or any(sh == h for sh, _, _, _ in cnp_storm)
+                              else f"{rng.randint(10 ** 5, 10 ** 6)}+{int(cnp_rate * INTERVAL)}x{n - 1}"))
         tcp = [0.08 * INTERVAL] * n
         if h in tcp_only:
             tcp = [900.0 * INTERVAL] * n
@@ -314,14 +321,93 @@ def fleet_wide_rdma_tests(tests, h8):
         expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
                 "exclude": [{"host": h, "priority": 2} for h in sw[:3]],
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]}))
-    staggered = [(h, 30 + 20 * i, 149, 700, 9, 1) for i, h in enumerate(sw[:5])]
-    tests.append(rdma_case(
-        "near miss: five of eight links failing one after another (onsets 10 minutes apart) are each excluded", sw,
-        [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)], staggered,
-        seed=25, pattern="phased",
+    tests.append(links_failing_in_turn(
+        "near miss: five of eight links failing one after another (onsets 10 minutes apart) are each excluded", sw, 9, 25))
+    fabric_shape_tests(tests, h8, sw)
+
+
+def links_failing_in_turn(name, sw, ack_per_s, seed, findings=()):
+    """Five of eight links failing one after another, 20 steps apart: a majority, no shared onset."""
+    staggered = [(h, 30 + 20 * i, 149, 700, ack_per_s, 1) for i, h in enumerate(sw[:5])]
+    return rdma_case(
+        name, sw, [(0, 29, 3290), (30, 49, 3000), (50, 69, 2800), (70, 89, 2600), (90, 109, 2450), (110, 149, 2300)],
+        staggered, seed=seed, pattern="phased",
         expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
                 "exclude": [{"host": h, "priority": 2} for h in sw[:5]],
-                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}]}))
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"}] + list(findings)})
+
+
+def fabric_shape_tests(tests, h8, sw):
+    """Fabric episodes the first fleet-wide rules misjudged: retransmits without timeouts on a
+    majority, a standout on a bare majority, a port that left far from the episode, a CNP storm."""
+    retx_only = [(h, 50, 149, 700, 0, 1) for h in sw[:6]]
+    tests.append(rdma_case(
+        "fabric episode without ACK timeouts on six of eight: the fabric named, nobody excluded, the two healthy hosts not named",
+        sw, [(0, 49, 3290), (50, 149, 2750)], retx_only, seed=31, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
+                "summary_contains": ["6 of 8 hosts began retransmitting (without ACK timeouts"],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired", "hosts": sw[:6]},
+                             {"id": "rdma-phase-correlation/retx_impact", "status": "clear"},
+                             {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    tests.append(links_failing_in_turn(
+        "near miss: five of eight links without timeouts failing one after another are each excluded, not the fabric's",
+        sw, 0, 39, [{"id": "rdma-phase-correlation/retx_impact", "status": "fired", "hosts": sw[:5]}]))
+    # One host's retransmits seen ten minutes late (its scrapes missed, its counters reset) must not
+    # split an episode the rest of the fleet began together.
+    one_late = [(h, 70 if h == "sw-r2n3" else 50, 149, 700, 9, 1) for h in sw]
+    tests.append(rdma_case(
+        "fleet-wide episode with one host seen ten minutes late: still the fabric's, nobody excluded", sw,
+        [(0, 49, 3290), (50, 149, 2750)], one_late, seed=38, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
+                "summary_contains": ["7 of 8 hosts began retransmitting within"],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired"},
+                             {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
+    h9 = [f"sw-r3n{i}" for i in range(1, 10)]
+    bare = [(h, 50, 149, 4200 if h == "sw-r3n4" else 600, 9, 1) for h in h9[:5]]
+    tests.append(rdma_case(
+        "bare majority (five of nine), one host seven times the other episode hosts: that host excluded at priority 2",
+        h9, [(0, 49, 3290), (50, 149, 2700)], bare, seed=32, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "sw-r3n4", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma_with_host_faults", "status": "fired"}]}))
+    uneven = [(h, 50, 149, 450 + 110 * i, 9, 1) for i, h in enumerate(h9[:5])]
+    tests.append(rdma_case(
+        "near miss: a bare majority whose levels differ under 2x has no standout: nobody excluded",
+        h9, [(0, 49, 3290), (50, 149, 2700)], uneven, seed=33, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired", "hosts": h9[:5]}]}))
+    late = [(h, 100, 199, 500, 6, 0) for h in h8[:5]]
+    far_phases = [(0, 4, 3100), (5, 24, 2850), (25, 99, 3100), (100, 199, 2600)]
+    tests.append(rdma_case(
+        "episode on five of eight and a port that left 40 minutes before it: only that host excluded, the episode kept whole",
+        h8, far_phases, late + [("node-b7", 5, 24, 800, 10, 0)], seed=34, retry_excd=(("node-b7", 8, 20, 2),),
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "node-b7", "priority": 1}],
+                "summary_contains": ["5 of 8 hosts began retransmitting within"],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma_with_host_faults", "status": "fired"}]}))
+    tests.append(rdma_case(
+        "near miss: four of eight and a far dead port are no majority: the dead port does not count for the episode",
+        h8, far_phases, late[:4] + [("node-b7", 5, 24, 800, 10, 0)], seed=35, retry_excd=(("node-b7", 8, 20, 2),),
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "node-b7", "priority": 1}] + [{"host": h, "priority": 2} for h in h8[:4]],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"},
+                             {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "fired"}]}))
+    storm = [(h, 50, 149, 3000) for h in sw[:6]]
+    tests.append(rdma_case(
+        "congestion storm on six of eight while TGS falls: the fabric congested, nobody excluded, retried on the same nodes",
+        sw, [(0, 49, 3290), (50, 149, 2800)], [], seed=36, pattern="constant-drop", cnp_storm=storm,
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [], "confidence": "possible",
+                "summary_contains": ["6 of 8 hosts received congestion notifications", "not a broken link"],
+                "findings": [{"id": "rdma-phase-correlation/fabric_congestion", "status": "fired", "hosts": sw[:6]},
+                             {"id": "rdma-phase-correlation/fabric_congestion_slowdown", "status": "fired"},
+                             {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    tests.append(rdma_case(
+        "near miss: a congestion storm that left TGS where it was: noted, nothing excluded, the drop stays unexplained",
+        sw, [(0, 79, 3290), (80, 149, 2800)], [], seed=37, cnp_storm=[(h, 10, 40, 3000) for h in sw[:6]],
+        expect={"root_cause": "unknown", "action": "none", "exclude": [],
+                "findings": [{"id": "rdma-phase-correlation/fabric_congestion", "status": "fired"},
+                             {"id": "rdma-phase-correlation/fabric_congestion_slowdown", "status": "clear"},
+                             {"id": "rdma-phase-correlation/rdma_clean", "status": "fired"}]}))
 
 
 # ----------------------------------------------------------------------------------------------
