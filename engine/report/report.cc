@@ -13,9 +13,11 @@ namespace diagnose {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kRootCauseDomains{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 19> kRootCauseDomains{{
     {"none", "none"},
     {"rdma-link-degradation", "network"},
+    // Extension: congestion notifications held on most hosts as TGS fell, no broken link.
+    {"fabric-congestion", "network"},
     {"heartbeat-false-positive", "software"},
     {"rccl-hang", "network"},
     {"restore-thread-leak", "software"},

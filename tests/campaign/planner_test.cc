@@ -479,9 +479,9 @@ std::set<std::string> SharedFaultHosts(const fixturegen::Scenario& s, const std:
 // timeouts and CNP storms exclude nobody; a bare majority's standout (6+ times the rest) and a
 // port that left (retry exhaustion) half an hour or more before the episode are excluded alone.
 void ExpectFabricRdmaTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
-  EXPECT_EQ(job.truth.root_cause, "rdma-link-degradation");
-  EXPECT_GE(s.hosts.size(), 4u);
   const bool storm = job.truth.kind == "rdma-fabric-cnp-storm";
+  EXPECT_EQ(job.truth.root_cause, storm ? "fabric-congestion" : "rdma-link-degradation");
+  EXPECT_GE(s.hosts.size(), 4u);
   std::optional<Window> window;
   std::set<std::string> episode = SharedFaultHosts(s, storm ? "rdma_cnp" : "rdma_retx", &window);
   ASSERT_TRUE(window);

@@ -1898,7 +1898,8 @@ void FabricRdma(JobPlanner& p) {
     faulty.push_back({h, onset, end});
   }
   const bool excluding = !odd.empty() || !dead.empty();
-  Verdict(p, kKinds[static_cast<int>(shape)], "rdma-link-degradation", excluding ? "retry-excluding-nodes" : "retry-same-nodes");
+  Verdict(p, kKinds[static_cast<int>(shape)], shape == FabricShape::kCnpStorm ? "fabric-congestion" : "rdma-link-degradation",
+          excluding ? "retry-excluding-nodes" : "retry-same-nodes");
   p.notes() = std::to_string(k) + " of " + std::to_string(n) + " hosts " + what + " from step " + std::to_string(onset) +
               " to " + std::to_string(end) + " (the fabric), TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%" +
               (odd.empty() ? "" : "; " + odd + " retransmits 6-10x the rest") +

@@ -396,7 +396,7 @@ def fabric_shape_tests(tests, h8, sw):
     tests.append(rdma_case(
         "congestion storm on six of eight while TGS falls: the fabric congested, nobody excluded, retried on the same nodes",
         sw, [(0, 49, 3290), (50, 149, 2800)], [], seed=36, pattern="constant-drop", cnp_storm=storm,
-        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [], "confidence": "possible",
+        expect={"root_cause": "fabric-congestion", "action": "retry-same-nodes", "exclude": [], "confidence": "possible",
                 "summary_contains": ["6 of 8 hosts received congestion notifications", "not a broken link"],
                 "findings": [{"id": "rdma-phase-correlation/fabric_congestion", "status": "fired", "hosts": sw[:6]},
                              {"id": "rdma-phase-correlation/fabric_congestion_slowdown", "status": "fired"},
