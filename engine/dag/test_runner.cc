@@ -30,7 +30,7 @@ const std::set<std::string> kFileKeys = {"playbooks", "tests"};
 const std::set<std::string> kTestKeys = {"name", "interval", "start", "input_series", "baseline_input_series", "facts",
                                          "baseline_facts", "discovery", "baseline_discovery", "requested", "expect"};
 const std::set<std::string> kExpectKeys = {"root_cause", "action", "confidence", "exclude", "findings", "changes",
-                                           "selected", "domain", "summary_contains"};
+                                           "selected", "domain", "summary_contains", "notes_contains"};
 
 // Test files are untrusted input: the file as a whole is checked against the yaml.* limits when
 // loaded (engine/core/bounded_yaml.h); this conversion keeps its own budget as well because it
@@ -178,6 +178,11 @@ void Compare(const json& expect, const json& actual, std::vector<std::string>* f
     const std::string summary = actual.value("summary", "");
     if (summary.find(text) == std::string::npos)
       failures->push_back("summary: expected it to contain " + json(text).dump() + ", got " + json(summary).dump());
+  }
+  for (const auto& text : StringList(expect.value("notes_contains", json::array()))) {
+    const auto notes = StringList(actual["notes"]);
+    if (std::none_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; }))
+      failures->push_back("notes: expected one to contain " + json(text).dump() + ", got " + json(notes).dump());
   }
   if (expect.contains("selected")) {
     auto want = StringList(expect["selected"]);
@@ -342,6 +347,7 @@ json Outcome(const EvaluationResult& eval, const EvaluationContext& ctx, const s
   actual["action"] = ToString(combined.decision.action);
   actual["exclude"] = combined.decision.exclude;
   actual["changes"] = combined.decision.changes;
+  actual["notes"] = combined.decision.notes;
   actual["selected"] = selected;
   actual["findings"] = json::array();
   for (const auto& f : eval.findings)

@@ -392,6 +392,18 @@ def fabric_shape_tests(tests, h8, sw):
                 "exclude": [{"host": "node-b7", "priority": 1}] + [{"host": h, "priority": 2} for h in h8[:4]],
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "clear"},
                              {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "fired"}]}))
+    pair = ["pr-n1", "pr-n2"]
+    tests.append(rdma_case(
+        "both hosts of a two-node job retransmit from the TGS drop: both excluded, the shared fabric named as a possibility",
+        pair, [(0, 49, 3290), (50, 149, 2800)], [(h, 50, 149, 900, 15, 0) for h in pair], seed=38, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": h, "priority": 2} for h in pair],
+                "notes_contains": ["every host of this 2-node job had RDMA errors"]}))
+    tests.append(rdma_case(
+        "near miss: one of two hosts retransmits: it alone is excluded, no word of the fabric",
+        pair, [(0, 49, 3290), (50, 149, 2800)], [("pr-n2", 50, 149, 900, 15, 0)], seed=39, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "pr-n2", "priority": 2}]}))
     storm = [(h, 50, 149, 3000) for h in sw[:6]]
     tests.append(rdma_case(
         "congestion storm on six of eight while TGS falls: the fabric congested, nobody excluded, retried on the same nodes",
