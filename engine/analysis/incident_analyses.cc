@@ -30,8 +30,9 @@ struct TimedStep {
 // (checkpoint spikes and slow stretches only pull a window down). Not their maximum: over hundreds
 // of windows the highest median of a noisy job sits a step-noise above its level, which would
 // call ordinary steps degraded. A job slow for more than 80 % of its steps has its percentile in
-// the slow level, though: when windows stand more than `tolerance` above it, the healthy level is
-// the median of those windows (a level the job held, not its noisiest window).
+// the slow level, though: when windows stand more than `tolerance` above it for a stretch the job
+// held (as many windows as one window has steps, and 5 % of them: a few lucky windows of a noisy
+// job are not a level), the healthy level is the median of those windows.
 double HealthyLevel(const std::vector<TimedStep>& steps, size_t window, double tolerance) {
   std::vector<double> medians;
   for (size_t i = 0; i + window <= steps.size(); ++i) {
@@ -45,7 +46,8 @@ double HealthyLevel(const std::vector<TimedStep>& steps, size_t window, double t
   std::vector<double> above;
   for (double m : medians)
     if (m > percentile * (1 + tolerance)) above.push_back(m);
-  return above.empty() ? percentile : Median(above);
+  const size_t held = std::max(window, (medians.size() + 19) / 20);
+  return above.size() < held ? percentile : Median(above);
 }
 
 // A burst that degraded TGS and ended before the data did: recovered when TGS holds at

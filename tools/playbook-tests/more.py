@@ -410,14 +410,14 @@ slowed = {'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'phases':
 tests = []
 
 
-def contention_test(name, expect, procs=None, io=None, extra=slowed, **job):
+def contention_test(name, expect, procs=None, io=None, extra=slowed, families=HC_FAM, **job):
     j = Job(hosts, gpus=1, n=120, seed=51, **job)
     if procs:
         j.override('hw_procs_running', procs)
     if io:
         j.override('hw_io_pressure_full_pct', io)
     return test(name, j, facts(j, status='completed', cls='tgs-degradation' if extra is slowed else '', extra=extra),
-                expect, families=HC_FAM, tb_host=hosts[0])
+                expect, families=families, tb_host=hosts[0])
 
 
 def contended(host, cause):
@@ -447,6 +447,26 @@ tests.append(contention_test(
     procs=lambda h, g, i, d: d + 40 if h == busy and 40 <= i < 80 else d,
     extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.4, 'phases': dip, 'healthy_tgs': 1330.0,
                    'dips': [{'first_step': 40, 'last_step': 79}]}}))
+tests.append(contention_test(
+    'I/O contention on one host of a TSDB without run-queue series: judged on the I/O alone',
+    contended(busy, 'full I/O pressure up to 55 % in the slow TGS phase'),
+    io=lambda h, g, i, d: 55 if h == busy and i >= 60 else d, families=[f for f in HC_FAM if f != 'hw_procs_running']))
+tests.append(contention_test(
+    'a host busy from the first step beside the contended one: the summary quotes the contended host',
+    contended(busy, 'runnable threads up to 58 in the slow TGS phase'),
+    procs=lambda h, g, i, d: d + 40 if h == busy and i >= 60 else d + 52 if h == hosts[0] else d))
+tests.append(contention_test(
+    'near miss: a run queue that rose an hour into the slow phase did not slow the job',
+    not_contended(), procs=lambda h, g, i, d: d + 40 if h == busy and i >= 100 else d))
+tests.append(contention_test(
+    'near miss: checkpoint writers under long saves, one at the start of a dip: their I/O began at the first save',
+    not_contended('none'), ckpt_every=40, ckpt_len=12,
+    extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.4, 'healthy_tgs': 1330.0,
+                   'phases': [{'first_step': 0, 'last_step': 79, 'mean_tgs': 1330.0},
+                              {'first_step': 80, 'last_step': 95, 'mean_tgs': 1100.0},
+                              {'first_step': 96, 'last_step': 119, 'mean_tgs': 1328.0}],
+                   'dips': [{'first_step': 80, 'last_step': 95}]},
+           'checkpoint_saves': [39, 79]}))
 tests.append(contention_test(
     'near miss: every host\'s run queue rises together (the job itself, or a restore leak): no host to exclude',
     not_contended(), procs=lambda h, g, i, d: d + 40 if i >= 60 else d))
