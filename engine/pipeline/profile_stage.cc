@@ -453,8 +453,11 @@ Diagnosis WithProfileVerdict(Diagnosis diagnosis, const Finding& finding, const 
   // Slow kernels explain lost throughput, not a job that failed or hung: that stays unexplained,
   // and its note with it.
   if (verdict::IsUnexplainedStatus(subject_status)) {
+    const std::string_view what = subject_status == JobStatus::kFailed    ? "failed"
+                                  : subject_status == JobStatus::kHanging ? "hangs"
+                                                                          : "died";
     diagnosis.decision.notes.push_back("the profile explains the slowdown (" + finding.id + "), not why the job " +
-                                       std::string(ToString(subject_status)));
+                                       std::string(what));
     return diagnosis;
   }
   diagnosis.verdict.root_cause = "kernel-time-regression";

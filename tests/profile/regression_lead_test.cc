@@ -104,6 +104,10 @@ TEST(RegressionLead, AFailedJobStaysUnexplainedWithTheProfileAsANote) {
   EXPECT_THAT(failed.decision.notes, ::testing::ElementsAre(verdict::UnexplainedNote("failed"),
                                                             "the profile explains the slowdown (" + finding->id +
                                                                 "), not why the job failed"));
+  EXPECT_EQ(WithProfileVerdict(unknown, *finding, kAgainstBaseline, JobStatus::kHanging).decision.notes.back(),
+            "the profile explains the slowdown (" + finding->id + "), not why the job hangs");
+  EXPECT_EQ(WithProfileVerdict(unknown, *finding, kAgainstBaseline, JobStatus::kUnknownDeath).decision.notes.back(),
+            "the profile explains the slowdown (" + finding->id + "), not why the job died");
   const Diagnosis completed = WithProfileVerdict(unknown, *finding, kAgainstBaseline, JobStatus::kCompleted);
   EXPECT_EQ(completed.verdict.root_cause, "kernel-time-regression");
   EXPECT_TRUE(completed.decision.notes.empty());

@@ -360,6 +360,7 @@ def fabric_shape_tests(tests, h8, sw):
         [(0, 49, 3290), (50, 149, 2750)], one_late, seed=38, pattern="constant-drop",
         expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
                 "summary_contains": ["7 of 8 hosts began retransmitting within"],
+                "notes_contains": ["RDMA errors on sw-r2n3 began more than 150 s away from the episode's median onset"],
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired"},
                              {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     h9 = [f"sw-r3n{i}" for i in range(1, 10)]
