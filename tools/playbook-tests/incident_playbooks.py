@@ -360,10 +360,19 @@ def fabric_shape_tests(tests, h8, sw):
         [(0, 49, 3290), (50, 149, 2750)], one_late, seed=38, pattern="constant-drop",
         expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
                 "summary_contains": ["7 of 8 hosts began retransmitting within"],
-                "notes_contains": ["RDMA errors on sw-r2n3 began more than 150 s away from the episode's median onset"],
+                "notes_contains": ["RDMA errors on sw-r2n3 began more than 300 s away from the episode's median onset"],
                 "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired"},
                              {"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     h9 = [f"sw-r3n{i}" for i in range(1, 10)]
+    # Coarse scrapes skew the onsets read from a 2-minute rate: one host of a bare majority reads
+    # four minutes after the other four (the median is theirs); still one episode, nobody excluded.
+    skewed = [(h, 58 if h == "sw-r3n5" else 50, 149, 700, 9, 1) for h in h9[:5]]
+    tests.append(rdma_case(
+        "bare majority (five of nine) whose last host's onset reads four minutes late: still the fabric's, nobody excluded",
+        h9, [(0, 49, 3290), (50, 149, 2750)], skewed, seed=40, pattern="constant-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-same-nodes", "exclude": [],
+                "summary_contains": ["5 of 9 hosts began retransmitting within"],
+                "findings": [{"id": "rdma-phase-correlation/fleet_wide_rdma", "status": "fired"}]}))
     bare = [(h, 50, 149, 4200 if h == "sw-r3n4" else 600, 9, 1) for h in h9[:5]]
     tests.append(rdma_case(
         "bare majority (five of nine), one host seven times the other episode hosts: that host excluded at priority 2",
