@@ -456,6 +456,13 @@ tests.append(contention_test(
     contended(busy, 'runnable threads up to 58 in the slow TGS phase'),
     procs=lambda h, g, i, d: d + 40 if h == busy and i >= 60 else d + 52 if h == hosts[0] else d))
 tests.append(contention_test(
+    'a first phase too short for a level of its own: the run queue judged against the peers and its onset',
+    contended(busy, 'runnable threads up to 58 in the slow TGS phase'),
+    procs=lambda h, g, i, d: d + 40 if h == busy and i >= 2 else d,
+    extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'healthy_tgs': 1330.0,
+                   'phases': [{'first_step': 0, 'last_step': 1, 'mean_tgs': 1330.0},
+                              {'first_step': 2, 'last_step': 119, 'mean_tgs': 1090.0}]}}))
+tests.append(contention_test(
     'near miss: a run queue that rose an hour into the slow phase did not slow the job',
     not_contended(), procs=lambda h, g, i, d: d + 40 if h == busy and i >= 100 else d))
 tests.append(contention_test(
