@@ -501,13 +501,18 @@ ChartPlan PlanCharts(const Report& r, const std::vector<const Finding*>& fired) 
       auto& citers = plan.citing[ChartKey(e)];
       if (citers.empty() || citers.back() != f) citers.push_back(f);
     }
-  // The heatmap: the first per-host family over 16+ hosts, the deciding finding's first.
+  // The heatmap: the first per-host family over 16+ hosts that is not zero everywhere (a family
+  // that never moved has nothing to shade), the deciding finding's first.
   for (const Finding* f : fired) {
     for (const auto& e : f->evidence) {
       if (!ChartedSeries(e) || e.role != JobRole::kSubject) continue;
       std::set<std::string> hosts;
-      for (const auto& [key, list] : e.series->items()) hosts.insert(HostOfKey(key));
-      if (hosts.size() >= kHeatmapMinHosts) {
+      bool moved = false;
+      for (const auto& [key, list] : e.series->items()) {
+        hosts.insert(HostOfKey(key));
+        for (const auto& p : PointsOf(list)) moved = moved || p.y != 0;
+      }
+      if (hosts.size() >= kHeatmapMinHosts && moved) {
         plan.heatmap_source = &e;
         plan.heatmap_finding = f;
         return plan;

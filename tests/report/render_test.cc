@@ -154,6 +154,30 @@ TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) 
   EXPECT_NE(h.find("href=\"http://prom.example:9090/graph?g0.expr=sum%20by%20%28host%2C%20device%29"), std::string::npos);
 }
 
+// A per-host family that is zero on every host (no I/O pressure anywhere) has nothing to shade: the
+// heatmap goes to the next family that moved.
+TEST(RenderTest, HeatmapSkipsAFamilyThatIsZeroEverywhere) {
+  Report r = SampleReport();
+  Finding f;
+  f.id = "moe/shift";
+  f.status = FindingStatus::kFired;
+  for (const char* what : {"io pressure", "memory"}) {
+    auto series = std::make_shared<nlohmann::json>(nlohmann::json::object());
+    for (int h = 0; h < 20; ++h) {
+      nlohmann::json pts = nlohmann::json::array();
+      for (int t = 0; t < 50; ++t) pts.push_back({1000.0 + t * 130, std::string(what) == "memory" ? 0.05 + 0.001 * h : 0.0});
+      (*series)["host" + std::to_string(10 + h)] = pts;
+    }
+    Evidence e{EvidenceKind::kPromql, std::string("max by (host) (") + what + ")", TimeWindow{1000, 7500}, nlohmann::json{}, what};
+    e.series = series;
+    f.evidence.push_back(e);
+  }
+  r.findings.push_back(f);
+  const std::string h = RenderHtml(r);
+  EXPECT_NE(h.find("aria-label=\"per host: memory\""), std::string::npos) << h.substr(0, 1500);
+  EXPECT_NE(h.find("class=\"cell\""), std::string::npos);
+}
+
 // A finding's onset on a steady TGS line is no place where throughput left its healthy level.
 TEST(RenderTest, TgsChartDrawsTheOnsetOnlyWhereTheFactsFoundADropOrDip) {
   Report r = SampleReport();
