@@ -30,6 +30,20 @@ AnalysisInput RecoveryInput(const Json& bursts, const Json& steps, const Json& s
 
 double T(int step) { return 1000.0 + 30.0 * step; }
 
+// A healthy job of `n` steps at 3000 TGS with uniform step noise of +-`width`/2 (an LCG from
+// `seed`, so the steps are the same on every platform).
+Json NoisySteps(int n, uint64_t seed, double width, Json* step_times) {
+  Json steps = Json::array();
+  *step_times = Json::array();
+  for (int s = 0; s < n; ++s) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(seed >> 11) / 9007199254740992.0;   // [0, 1)
+    steps.push_back({{"step", s}, {"tokens_per_sec_per_device", 3000 * (1 + width * (u - 0.5))}});
+    step_times->push_back({s, T(s)});
+  }
+  return steps;
+}
+
 TEST(RecoveryAfterBursts, RecoversWithinTwoStepsOfTheBurstEnd) {
   Json st;
   Json steps = Steps(200, 50, 100, 0, &st);
@@ -117,14 +131,8 @@ TEST(RecoveryAfterBursts, ABurstUnderASlowdownOfMostOfTheJobIsStillMasked) {
 // A noisy healthy job (5 % step noise, 1,000 steps) has a few windows well above its 80th
 // percentile by chance: they are no level it held, so a harmless burst stays "no effect".
 TEST(RecoveryAfterBursts, AFewLuckyWindowsOfANoisyJobDoNotRaiseItsHealthyLevel) {
-  Json steps = Json::array(), st = Json::array();
-  uint64_t x = 987654321;
-  for (int s = 0; s < 1000; ++s) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    const double u = static_cast<double>(x >> 11) / 9007199254740992.0;   // [0, 1)
-    steps.push_back({{"step", s}, {"tokens_per_sec_per_device", 3000 * (1 + 0.173 * (u - 0.5))}});   // sd 5 %
-    st.push_back({s, T(s)});
-  }
+  Json st;
+  Json steps = NoisySteps(1000, 987654321, 0.173, &st);   // sd 5 %
   Json bursts = {{"hostH", Json::array({{{"start", T(500)}, {"end", T(560)}}})}};
   auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -134,14 +142,8 @@ TEST(RecoveryAfterBursts, AFewLuckyWindowsOfANoisyJobDoNotRaiseItsHealthyLevel) 
 // Step noise of 3 % (as tolerance_pct): a harmless burst on a noisy but healthy job stays "no
 // effect"; the healthy level is not the highest of hundreds of noisy window medians.
 TEST(RecoveryAfterBursts, NoisyHealthyTgsDoesNotMaskAHarmlessBurst) {
-  Json steps = Json::array(), st = Json::array();
-  uint64_t x = 12345;
-  for (int s = 0; s < 600; ++s) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    const double u = static_cast<double>(x >> 11) / 9007199254740992.0;   // [0, 1)
-    steps.push_back({{"step", s}, {"tokens_per_sec_per_device", 3000 * (1 + 0.104 * (u - 0.5))}});   // sd 3 %
-    st.push_back({s, T(s)});
-  }
+  Json st;
+  Json steps = NoisySteps(600, 12345, 0.104, &st);   // sd 3 %
   Json bursts = {{"hostH", Json::array({{{"start", T(300)}, {"end", T(360)}}})}};
   auto r = RecoveryAfterBursts(RecoveryInput(bursts, steps, st));
   ASSERT_TRUE(r.ok()) << r.status().message();

@@ -665,24 +665,13 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
       ++kinds[job.truth.kind];
       ExpectExclusionsAreFaulty(job, *s);
       ExpectTelemetryVariations(*s);
-      if (family == "peerless-thermal") {
-        ExpectPeerlessThermalTruth(job, *s);
-        continue;
-      }
-      if (family == "fleet-rdma") {
-        ExpectFleetRdmaTruth(job, *s);
-        continue;
-      }
-      if (family == "unusual-evidence") {
-        ExpectUnusualEvidenceTruth(job, *s);
-        continue;
-      }
-      if (family == "few-nodes") {
-        ExpectFewNodesTruth(job, *s);
-        continue;
-      }
-      if (family == "fabric-rdma") {
-        ExpectFabricRdmaTruth(job, *s);
+      // Families whose truth is not "exclude the faulty hosts and retry" have a check of their own.
+      static const std::map<std::string, void (*)(const PlannedJob&, const fixturegen::Scenario&)> kOwnTruth = {
+          {"peerless-thermal", ExpectPeerlessThermalTruth}, {"fleet-rdma", ExpectFleetRdmaTruth},
+          {"unusual-evidence", ExpectUnusualEvidenceTruth}, {"few-nodes", ExpectFewNodesTruth},
+          {"fabric-rdma", ExpectFabricRdmaTruth}};
+      if (auto own = kOwnTruth.find(family); own != kOwnTruth.end()) {
+        own->second(job, *s);
         continue;
       }
       EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
