@@ -314,10 +314,49 @@ StatusOr<Value> FirstTimeAbove(const Expr& e, const Args& args, const NameResolv
   return out;
 }
 
+// One key's samples of a range query's `series` ([[t, v], ...]), in time order, with their median
+// spacing (the query's step; 0 with fewer than two samples).
+struct SampledSeries {
+  std::vector<double> times, values;
+  double spacing = 0;
+};
+
+SampledSeries ReadSamples(const Value& samples) {
+  SampledSeries s;
+  if (!samples.is_array()) return s;
+  for (const auto& p : samples)
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
+      s.times.push_back(p[0].get<double>());
+      s.values.push_back(p[1].get<double>());
+    }
+  std::vector<double> gaps;
+  for (size_t i = 1; i < s.times.size(); ++i) gaps.push_back(s.times[i] - s.times[i - 1]);
+  if (!gaps.empty()) {
+    std::nth_element(gaps.begin(), gaps.begin() + static_cast<long>(gaps.size() / 2), gaps.end());
+    s.spacing = gaps[gaps.size() / 2];
+  }
+  return s;
+}
+
+// How many steps of the series' spacing it held at or above `level`: each sample there counts one,
+// and so do the steps missing between two such samples. Missed scrapes that leave a fault on at
+// both sides of a hole do not end it: they cost the evidence samples, not the fault its duration.
+double StepsHeldAtOrAbove(const SampledSeries& s, double level) {
+  double steps = 0;
+  for (size_t i = 0; i < s.values.size(); ++i) {
+    if (s.values[i] < level) continue;
+    steps += 1;
+    if (i + 1 < s.values.size() && s.values[i + 1] >= level && s.spacing > 0)
+      steps += std::max(0.0, std::round((s.times[i + 1] - s.times[i]) / s.spacing) - 1);
+  }
+  return steps;
+}
+
 // sustained_level(series, seconds): per key of a range query's `series` map, the highest level
-// the series was at or above for at least `seconds` in total: its k-th largest sample, k the
-// number of samples that span `seconds` at the series' own (median) spacing. One loud scrape
-// does not make a level; five minutes of it does.
+// the series was at or above for at least `seconds` in total, at the series' own (median) spacing,
+// bridging holes with that level on both sides (StepsHeldAtOrAbove). Without holes, its k-th
+// largest sample, k the samples that span `seconds`. One loud scrape does not make a level; five
+// minutes of it does.
 StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!args[1].is_number()) return EvalError(e, "sustained_level() needs (series, seconds), got " + TypeName(args[1]));
@@ -326,28 +365,46 @@ StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolv
   if (a.is_null()) return Value();
   if (!a.is_object()) return EvalError(e, "sustained_level() needs a series map, got " + TypeName(a));
   for (const auto& [key, samples] : a.items()) {
-    if (!samples.is_array()) continue;
-    std::vector<double> times, values;
-    for (const auto& p : samples)
-      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
-        times.push_back(p[0].get<double>());
-        values.push_back(p[1].get<double>());
+    const SampledSeries s = ReadSamples(samples);
+    if (s.values.empty()) continue;
+    const double k = s.spacing > 0 ? std::ceil(seconds / s.spacing) : static_cast<double>(s.values.size());
+    // The steps held fall as the level rises: the highest sample value still held k steps.
+    std::vector<double> levels = s.values;
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    double best = 0.0;   // never sustained that long: the series was not up for `seconds`
+    size_t lo = 0, hi = levels.size();
+    while (k > 0 && lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (StepsHeldAtOrAbove(s, levels[mid]) >= k) {
+        best = levels[mid];
+        lo = mid + 1;
+      } else {
+        hi = mid;
       }
-    if (values.empty()) continue;
-    std::vector<double> gaps;
-    for (size_t i = 1; i < times.size(); ++i) gaps.push_back(times[i] - times[i - 1]);
-    double spacing = 0;
-    if (!gaps.empty()) {
-      std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-      spacing = gaps[gaps.size() / 2];
     }
-    const size_t k = spacing > 0 ? static_cast<size_t>(std::ceil(seconds / spacing)) : values.size();
-    if (k == 0 || k > values.size()) {
-      out[key] = 0.0;   // never sustained that long: the series was not up for `seconds`
-      continue;
-    }
-    std::nth_element(values.begin(), values.begin() + static_cast<long>(k - 1), values.end(), std::greater<double>());
-    out[key] = values[k - 1];
+    out[key] = best;
+  }
+  return out;
+}
+
+// held_seconds(series, threshold): per key of a range query's `series` map, the seconds it held at
+// or above the threshold (a number, or a map key -> number: keys missing from it never count), at
+// its own spacing, holes between two samples at that level counted as held (StepsHeldAtOrAbove).
+// Keys that never reach it are left out.
+StatusOr<Value> HeldSeconds(const Expr& e, const Args& args, const NameResolver&) {
+  const Value& a = args[0];
+  if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
+    return EvalError(e, "held_seconds() needs (series, number or map), got " + TypeName(args[1]));
+  Value out = Value::object();
+  if (!a.is_object()) return out;
+  for (const auto& [key, samples] : a.items()) {
+    const Value* limit = &args[1];
+    if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
+    if (!limit || !limit->is_number()) continue;
+    const SampledSeries s = ReadSamples(samples);
+    const double steps = StepsHeldAtOrAbove(s, limit->get<double>());
+    if (steps > 0) out[key] = steps * s.spacing;
   }
   return out;
 }
@@ -470,6 +527,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"times_above", 2, 2, "", TimesAbove},
     {"first_time_above", 2, 2, "", FirstTimeAbove},
     {"sustained_level", 2, 2, "", SustainedLevel},
+    {"held_seconds", 2, 2, "", HeldSeconds},
     {"step_windows", 3, 3, "list", StepWindows},
     {"count_outside", 2, 2, "", CountOutside},
     {"step_time", 1, 1, "", StepTime},

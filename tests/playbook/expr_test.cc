@@ -122,6 +122,30 @@ TEST(ExprTest, MissingFieldsAreNullAndComparisonsWithNullAreFalse) {
   EXPECT_EQ(Eval("exists(facts.heartbeat)", env), true);
 }
 
+// Missed scrapes inside a fault: the rate series has a hole where the fault went on. A hole with the
+// level on both sides counts as held; one with a low sample on either side, or at the series' end,
+// does not, and a series without holes reads as before (its k-th largest sample).
+TEST(ExprTest, HeldSecondsAndSustainedLevelBridgeHolesWithTheLevelOnBothSides) {
+  Value gap = Value::array();
+  for (int t = 0; t <= 300; t += 30) gap.push_back({t, t == 0 || t == 300 ? 0.0 : 900.0});  // 9 points at 900
+  Value holed = Value::array();   // 900 from 30 to 120, a 4-minute hole, 900 again from 390 to 480
+  for (int t = 0; t <= 510; t += 30)
+    if (t < 150 || t > 360) holed.push_back({t, t == 0 || t == 510 ? 0.0 : 900.0});
+  Value broken = Value::array();  // the same hole, but the fault ended before it: a low sample
+  for (int t = 0; t <= 510; t += 30)
+    if (t < 150 || t > 360) broken.push_back({t, t == 0 || t == 120 || t == 510 ? 0.0 : 900.0});
+  Value env = {{"retx", {{"solid", gap}, {"holed", holed}, {"broken", broken}}}, {"floor", {{"holed", 1000.0}}}};
+  EXPECT_EQ(Eval("held_seconds(retx, 0.01)", env), Value({{"solid", 270.0}, {"holed", 480.0}, {"broken", 210.0}}));
+  EXPECT_EQ(Eval("held_seconds(retx, floor)", env), Value::object());
+  EXPECT_EQ(Eval("held_seconds(null, 1)", env), Value::object());
+  // 300 s at a 30 s spacing is 10 steps: 9 solid points are not enough, the holed series is.
+  EXPECT_EQ(Eval("sustained_level(retx, 300)", env), Value({{"solid", 0.0}, {"holed", 900.0}, {"broken", 0.0}}));
+  EXPECT_EQ(Eval("sustained_level(retx, 270)", env), Value({{"solid", 900.0}, {"holed", 900.0}, {"broken", 0.0}}));
+  Value levels = Value::array();   // no hole: the 3rd largest of 100, 400, 300, 200 for 90 s
+  for (int i = 0; i < 4; ++i) levels.push_back({i * 30, std::vector<double>{100, 400, 300, 200}[i]});
+  EXPECT_EQ(Eval("sustained_level(x, 90)", Value({{"x", {{"h", levels}}}})), Value({{"h", 200.0}}));
+}
+
 // When each key's series first reached its threshold (a number or a per-key map); keys that never
 // reached it, or have no threshold, are left out, as in times_above.
 TEST(ExprTest, FirstTimeAboveIsEachKeysEarliestTimeAtOrAboveItsThreshold) {
