@@ -29,7 +29,7 @@ namespace {
 
 const std::set<std::string> kPlaybookKeys = {"playbook", "description", "triggers", "params",
                                              "windows", "macros", "rules", "precedence"};
-const std::set<std::string> kRulesFileKeys = {"rules", "thresholds", "macros", "windows", "description"};
+const std::set<std::string> kRulesFileKeys = {"rules", "thresholds", "gpu_models", "macros", "windows", "description"};
 
 const std::regex& PlaybookIdPattern() {
   static const std::regex re("^[a-z0-9][a-z0-9-]*$");
@@ -73,6 +73,32 @@ void LoadSharedWindows(const FileCtx& ctx, const YAML::Node& root, Library* libr
   }
 }
 
+// rules/common `gpu_models:`: each GPU model's rated levels (a map of numbers per model name),
+// readable as thresholds.gpu_models.<model>.<level> (or thresholds.gpu_models[name]).
+void LoadGpuModels(FileCtx& ctx, const YAML::Node& models, Library* library) {
+  const char* what = "a map of GPU model names to maps of numbers";
+  if (!models.IsMap()) {
+    ctx.Add(LoadCode::kFieldType, models, "gpu_models", fmt::format(fmt::runtime(msg::kFieldType), "gpu_models", what));
+    return;
+  }
+  nlohmann::json table = nlohmann::json::object();
+  for (auto model = models.begin(); model != models.end(); ++model) {
+    const std::string name = model->first.Scalar();
+    if (!model->second.IsMap()) {
+      ctx.Add(LoadCode::kFieldType, model->second, "gpu_models." + name, fmt::format(fmt::runtime(msg::kFieldType), "gpu_models." + name, "a map of numbers"));
+      continue;
+    }
+    nlohmann::json levels = nlohmann::json::object();
+    for (auto level = model->second.begin(); level != model->second.end(); ++level) {
+      double v = 0;
+      const std::string key = "gpu_models." + name + "." + level->first.Scalar();
+      if (GetNumber(ctx, level->second, key, &v)) levels[level->first.Scalar()] = v;
+    }
+    table[name] = std::move(levels);
+  }
+  library->thresholds["gpu_models"] = std::move(table);
+}
+
 void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool windows_loaded) {
   if (!root.IsMap()) {
     ctx.Add(LoadCode::kFieldType, root, "", fmt::format(fmt::runtime(msg::kFieldType), "(file)", "a map with 'rules' and/or 'thresholds'"));
@@ -89,6 +115,7 @@ void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool
       }
     }
   }
+  if (YAML::Node models = root["gpu_models"]) LoadGpuModels(ctx, models, library);
   if (!windows_loaded) LoadSharedWindows(ctx, root, library);
   size_t first_macro = library->common_macros.size();
   if (YAML::Node macros = root["macros"]) {
@@ -378,6 +405,10 @@ void Loader::LoadCommonFiles(const std::vector<std::string>& paths) {
         library_.thresholds[it->first.Scalar()] = *value;
     }
   }
+  // The GPU model table is known to every file's rules too; its levels are read (and reported)
+  // with the file that holds it.
+  for (auto& [ctx, root] : files)
+    if (root.IsMap() && root["gpu_models"]) library_.thresholds["gpu_models"] = nlohmann::json::object();
   for (auto& [ctx, root] : files)
     if (root.IsMap()) internal::LoadSharedWindows(ctx, root, &library_);
   for (auto& [ctx, root] : files) internal::LoadCommonRoot(ctx, root, &library_, true);

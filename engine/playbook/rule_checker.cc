@@ -132,6 +132,8 @@ std::string CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr
       if (path.size() < 2) return "map";
       if (!scope.library->thresholds.contains(path[1]))
         return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownThreshold), field, path[1]));
+      // A table (gpu_models) is a map whose entries are known at run time; a plain threshold a number.
+      if (scope.library->thresholds[path[1]].is_object()) return path.size() == 2 ? "map" : "";
       return path.size() == 2 ? "number" : "";
     }
     if (root == "windows") {

@@ -120,6 +120,24 @@ TEST(LoaderTest, UnknownFieldOfRuleIsATypeError) {
   EXPECT_NE(d->message.find("has no field 'valuez'"), std::string::npos);
 }
 
+// A shared file's `gpu_models:` table is read as thresholds.gpu_models.<model>.<level>: a map of
+// maps of numbers, each level that is not a number reported with its position.
+TEST(LoaderTest, GpuModelTableIsAThresholdMapAndItsLevelsAreNumbers) {
+  Library lib;
+  const std::string table = "gpu_models:\n  MI300X: {busy_wait_max_w: 350, sclk_rated_mhz: 2100}\n"
+                            "rules:\n  - id: ceiling\n    fact: \"thresholds.gpu_models['MI300X'].busy_wait_max_w\"\n";
+  auto r = LoadText(VerdictOnAQuery("q.max > common.ceiling.value and len(thresholds.gpu_models) > 0"), &lib, table);
+  ASSERT_TRUE(r.ok()) << r.AsJson().dump(2);
+  EXPECT_EQ(lib.thresholds["gpu_models"]["MI300X"]["busy_wait_max_w"], 350.0);
+  EXPECT_EQ(lib.thresholds["gpu_models"]["MI300X"]["sclk_rated_mhz"], 2100.0);
+
+  auto bad = LoadText(VerdictOnAQuery("q.max > 1"), nullptr, "gpu_models:\n  MI300X: {busy_wait_max_w: lots}\n  MI250X: 5\n");
+  EXPECT_EQ(Count(bad, LoadCode::kFieldType), 2) << bad.AsJson().dump(2);
+  const auto* d = Find(bad, LoadCode::kFieldType);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->pos.line, 2);
+}
+
 TEST(LoaderTest, AnAliasBombOrAnOversizedFileIsOneLimitDiagnostic) {
   std::string bomb = "playbook: bomb\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n";
   for (int i = 1; i < 9; ++i) {
