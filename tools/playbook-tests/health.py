@@ -62,6 +62,32 @@ tests.append(test('a port down with CQE errors on a completed job is reported pe
                   {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'network-health/network_anomalies', 'status': 'fired', 'hosts': ['nw-02']}]},
                   families=NH_FAM))
+# Scrapes missed in the middle of a fault: the rate has no point over the hole, but a link that
+# retransmits on both sides of it was not healed by the missed scrapes. The retransmits the host
+# held are read across the hole; a burst that ended before it is not stretched over it.
+def missed_mid_fault(seed, fault_end):
+    j = Job(hosts, n=120, seed=seed, noise=False)
+    hole = lambda h, i: h == 'nw-03' and 34 <= i < 48
+    j.override('hw_rdma_tx_retx_pkts_total',
+               lambda h, g, i, d: None if hole(h, i) else (d + max(0, min(i, fault_end) - 30) * 900 if h == 'nw-03' else d))
+    j.override('hw_rdma_tx_ack_timeout_total',
+               lambda h, g, i, d: None if hole(h, i) else (d + max(0, min(i, fault_end) - 30) * 3 if h == 'nw-03' else d))
+    return j
+
+
+j = missed_mid_fault(54, 52)
+tests.append(test('one host retransmits with ACK timeouts for 11 min, 7 of them unscraped: still sustained, named', j,
+                  facts(j),
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'network-health/network_anomalies', 'status': 'fired', 'hosts': ['nw-03']}]},
+                  families=NH_FAM))
+
+j = missed_mid_fault(55, 38)
+tests.append(test('near miss: a 4 min retransmit burst that ended before the host\'s scrapes were missed is not sustained', j,
+                  facts(j),
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'network-health/network_anomalies', 'status': 'clear'}]},
+                  families=NH_FAM))
 emit('network-health', 'health.py', tests)
 
 # ------------------------------------------------------------------ training-stability

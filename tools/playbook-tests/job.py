@@ -8,8 +8,10 @@ from common import *
 
 
 class Job:
-    def __init__(self, hosts, gpus=4, n=120, seed=7, ckpt_every=0, ckpt_len=0, writers=None, ip_base='10.50.0.', noise=True):
+    def __init__(self, hosts, gpus=4, n=120, seed=7, ckpt_every=0, ckpt_len=0, writers=None, ip_base='10.50.0.', noise=True,
+                 gpu_name=None):
         self.noise = noise
+        self.gpu_name = gpu_name   # Ray's GpuDeviceName on its GPU series (absent when None, as in older Ray)
         self.hosts = hosts
         self.gpus = gpus
         self.n = n
@@ -62,7 +64,8 @@ class Job:
                         'hw_gpu_vram_used_bytes', h, g, lambda i: 270479768371)))
                     out.append(series(hw('hw_gpu_vram_total_bytes', h, **gl), seg(309237645312, self.n)))
                 if want('ray_node_gpus_utilization'):
-                    out.append(series(ray('ray_node_gpus_utilization', h, self.ips[h], GpuIndex=str(g)), self._vals(
+                    named = {'GpuDeviceName': self.gpu_name} if self.gpu_name else {}
+                    out.append(series(ray('ray_node_gpus_utilization', h, self.ips[h], GpuIndex=str(g), **named), self._vals(
                         'ray_node_gpus_utilization', h, g, lambda i: 35 if self.ckpt(i) else 100)))
                 for block in ('umc', 'xgmi', 'gfx', 'mmhub', 'sdma'):
                     for kind in ('ue', 'ce'):

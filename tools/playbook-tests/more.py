@@ -159,6 +159,32 @@ tests.append(test('log only: a runtime abort on one host without a TSDB still ex
                    'findings': [{'id': 'gpu-hardware/log_only_abort', 'status': 'fired', 'hosts': [abort]}]},
                   no_series=True))
 
+# The abort's host went unscraped from before the fault to the end (its exporter's scrapes missed,
+# then the job gone): its error counters were not read at the window's last edge, so nothing clears
+# the GPU and the log's abort is the hardware fault. Scrapes missed only in the middle leave both
+# edges read: the counters clear it as before.
+def abort_unscraped(seed, hole):
+    j = Job(hosts, gpus=2, n=100, seed=seed, noise=False)
+    for name in HW_FAM:
+        j.override(name, lambda h, g, i, d: None if (h == abort and hole(i)) else d)
+    return j
+
+
+j = abort_unscraped(26, lambda i: i >= 55)
+tests.append(test('a ROCm runtime abort on a host whose counters went unscraped to the end: nothing clears the GPU, priority 1', j,
+                  facts(j, status='failed', cls='hsa-error', classes=[{'failure_class': 'hsa-error', 'host': abort}]),
+                  {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+                   'exclude': [{'host': abort, 'priority': 1}],
+                   'findings': [{'id': 'gpu-hardware/ue_hosts', 'status': 'clear'},
+                                {'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
+
+j = abort_unscraped(27, lambda i: 40 <= i < 60)
+tests.append(test('near miss: the abort host\'s scrapes missed mid-run but read at both edges, counters clean: priority 2', j,
+                  facts(j, status='failed', cls='hsa-error', classes=[{'failure_class': 'hsa-error', 'host': abort}]),
+                  {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+                   'exclude': [{'host': abort, 'priority': 2}],
+                   'findings': [{'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
+
 j = Job(hosts, gpus=2, n=100, seed=24, noise=False)
 tests.append(test('near miss: the same runtime abort on every host is the configuration, not hardware', j,
                   facts(j, status='failed', cls='hsa-error',
@@ -400,6 +426,43 @@ tests.append(test('near miss: a one-host job at normal temperature is healthy', 
                   {'root_cause': 'none', 'action': 'none', 'exclude': [],
                    'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
                   families=TH_FAM, tb_host=one[0]))
+# The GPU model's own levels (rules/common/gpu-models.yaml), named by Ray's GpuDeviceName: a
+# one-host MI250X job ~19 °C hot (~89-91 °C, under the MI355X's 90/100 °C points) from its first
+# step, its clock ~1,480 MHz against the model's rated 1,700. Nothing to compare with but the
+# model's levels: named at insufficient evidence, as an MI355X past 100 °C is. Without the name the
+# same job is judged on the MI355X's points, and a cool MI250X job is healthy either way.
+TH_MODEL_FAM = TH_FAM + ['ray_node_gpus_utilization']
+
+
+def one_host_mi250x(seed, gpu_name, heat):
+    j = cooler_model(Job(one, gpus=3, n=120, seed=seed, gpu_name=gpu_name), [], lambda i: False)
+    j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d - 15 + heat, 1))
+    if heat:
+        j.override('sclk', lambda h, g, i, d: 1180 + (i % 3) * 10)
+    return j
+
+
+j = one_host_mi250x(46, 'AMD Instinct MI250X', 21)
+tests.append(test('a one-host MI250X job hot from its first step (~91 °C): past its model\'s throttling point, insufficient evidence', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1090.0}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'none', 'confidence': 'insufficient-evidence', 'exclude': [],
+                   'summary_contains': ['85 °C throttling point of the MI250X', '% of its rated 1700 MHz', 'no peer ran beside them'],
+                   'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'fired', 'hosts': one}]},
+                  families=TH_MODEL_FAM, tb_host=one[0]))
+
+j = one_host_mi250x(47, 'AMD Instinct MI250X', 0)
+tests.append(test('near miss: a one-host MI250X job at its normal ~70 °C is healthy', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1330.0}}),
+                  {'root_cause': 'none', 'action': 'none', 'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
+                  families=TH_MODEL_FAM, tb_host=one[0]))
+
+j = one_host_mi250x(48, None, 14)
+tests.append(test('near miss: without a model name the same kind of job ~84 °C is judged on the MI355X\'s points: nothing said', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1090.0}}),
+                  {'root_cause': 'none', 'action': 'none', 'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
+                  families=TH_MODEL_FAM, tb_host=one[0]))
 emit('thermal-throttle', 'more.py', tests)
 
 # ------------------------------------------------------------------ host-contention

@@ -16,14 +16,16 @@ def facts(status='cancelled', cls='cancelled-after-hang', hosts=HOSTS, last_step
     return f
 
 
-def gpu_series(hang_util, hang_power, hosts=HOSTS, train_power=900, n_train=N_TRAIN, n_hang=N_HANG):
-    """hang_util/hang_power: fn(host, gpu) -> value (or None for no samples)."""
+def gpu_series(hang_util, hang_power, hosts=HOSTS, train_power=900, n_train=N_TRAIN, n_hang=N_HANG, gpu_name=None):
+    """hang_util/hang_power: fn(host, gpu) -> value (or None for no samples); gpu_name: Ray's
+    GpuDeviceName label (absent when None, as in older Ray)."""
     out = []
+    named = {'GpuDeviceName': gpu_name} if gpu_name else {}
     for h in hosts:
         for g in range(GPUS):
             u = hang_util(h, g)
             p = hang_power(h, g)
-            out.append(series(ray('ray_node_gpus_utilization', h, IPS[h], GpuIndex=str(g)),
+            out.append(series(ray('ray_node_gpus_utilization', h, IPS[h], GpuIndex=str(g), **named),
                               join(seg(100, n_train), gaps(n_hang) if u is None else seg(u, n_hang))))
             out.append(series(hw('hw_gpu_power_watts', h, gpu=str(g)),
                               join(seg(train_power + 3 * g, n_train), gaps(n_hang) if p is None else seg(p, n_hang))))
@@ -161,6 +163,33 @@ tests.append({
             {'id': 'rccl-hang/busy_wait_hang', 'status': 'clear'},
             {'id': 'rccl-hang/node_death', 'status': 'clear'},
         ]},
+})
+
+# A light (memory-bound) MI355X workload trains at ~700 W, but its GPUs busy-wait at the silicon's
+# ~300 W, not at a level scaled down with the workload (~270 W): the model Ray names sets the
+# busy-wait ceiling. The same workload computing after its last logged step is no hang.
+tests.append({
+    'name': 'a light MI355X workload (700 W) busy-waiting at ~310 W after the last step is an RCCL hang (the model\'s ceiling)',
+    'interval': '30s', 'start': START,
+    'input_series': gpu_series(lambda h, g: 100, lambda h, g: 308 + g, train_power=700, gpu_name='AMD Instinct MI355X')
+    + rdma(None) + tb(),
+    'facts': facts(),
+    'expect': {
+        'root_cause': 'rccl-hang', 'action': 'retry-same-nodes', 'confidence': 'confirmed', 'exclude': [],
+        'findings': [{'id': 'rccl-hang/busy_wait_hang', 'status': 'fired', 'hosts': HOSTS},
+                     {'id': 'rccl-hang/not_a_hang', 'status': 'clear'}]},
+})
+
+tests.append({
+    'name': 'near miss: the light MI355X workload at its 700 W after the last logged step is computing, not hung',
+    'interval': '30s', 'start': START,
+    'input_series': gpu_series(lambda h, g: 100, lambda h, g: 698 + g, train_power=700, gpu_name='AMD Instinct MI355X')
+    + rdma(None) + tb(),
+    'facts': facts(status='hanging', cls='hang'),
+    'expect': {
+        'root_cause': 'none', 'action': 'none', 'exclude': [],
+        'findings': [{'id': 'rccl-hang/busy_wait_hang', 'status': 'clear'},
+                     {'id': 'rccl-hang/not_a_hang', 'status': 'fired', 'hosts': HOSTS}]},
 })
 
 write(os.path.join(TESTS_DIR, 'rccl-hang.test.yaml'),
