@@ -300,7 +300,11 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
                    "few-nodes-node-death-after-link-fault", "few-nodes-rdma-degradation"}},
     {"fabric-rdma", {"rdma-fabric-retx-only", "rdma-fabric-bare-majority-standout", "rdma-fabric-far-dead-port",
                      "rdma-fabric-cnp-storm"}},
+    {"gpu-model-levels", {"rated-thermal-one-node-from-start", "rccl-hang-light-workload", "light-workload-healthy"}},
+    {"coverage-gaps", {"gpu-abort-after-scrape-gap", "rdma-standout-scrape-gap"}},
 };
+// Families a block draws once (the others three times).
+const std::set<std::string> kOnceWidestFamilies = {"huge-many-hosts", "gpu-model-levels", "coverage-gaps"};
 // Kinds a family may plan in some blocks and not in others (18 draws among eight; the few-node
 // kinds' coverage is pinned over more seeds in WidestDrawsTheNodesHardware).
 const std::set<std::string> kRareWidestKinds = {
@@ -315,17 +319,17 @@ std::string WidestFamilyOf(const std::string& kind) {
 }
 
 // A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
-// ones three times and the huge one once: 57 jobs.
+// ones three times and the huge one, the GPU-model one and the coverage one once: 59 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 57, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 59, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
     }
     for (const auto& [family, kinds] : kWidestKinds)
-      EXPECT_EQ(count[family], family == "huge-many-hosts" ? 1 : 3) << family << " at seed " << seed;
+      EXPECT_EQ(count[family], kOnceWidestFamilies.count(family) ? 1 : 3) << family << " at seed " << seed;
     for (const auto& [family, kinds] : kWiderKinds) EXPECT_EQ(wider[family], 1) << family << " at seed " << seed;
   }
 }
@@ -607,6 +611,83 @@ void ExpectFewNodesTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
   }
 }
 
+// The GPU model's levels decide these: a one-node job on a cooler model hot over every step (named,
+// nothing excluded on a guess), or an MI355X whose workload trains well below the model's ~900 W
+// (hung: retried on the same nodes; healthy: nothing to do).
+void ExpectGpuModelLevelsTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  EXPECT_TRUE(job.truth.exclude.empty());
+  if (job.truth.kind == "rated-thermal-one-node-from-start") {
+    ASSERT_EQ(s.hosts.size(), 1u);
+    EXPECT_NE(s.gpu_name, "AMD Instinct MI355X");
+    EXPECT_LT(s.gpu_power_w, 914);
+    const auto heat = std::find_if(s.faults.begin(), s.faults.end(), [](const fixturegen::Fault& f) { return f.kind == "thermal_throttle"; });
+    ASSERT_NE(heat, s.faults.end());
+    ASSERT_TRUE(heat->window.steps);
+    EXPECT_EQ(heat->window.steps->first, s.first_step);
+    EXPECT_EQ(heat->window.steps->last, s.last_step);
+    ASSERT_TRUE(s.gpu_temperature_c);
+    EXPECT_LT(*s.gpu_temperature_c + heat->rate, 110) << "hot for its model, not past every model's point";
+    EXPECT_EQ(job.truth.root_cause, "thermal-throttle");
+    EXPECT_EQ(job.truth.action, "none");
+    return;
+  }
+  EXPECT_EQ(s.gpu_name, "AMD Instinct MI355X");
+  ASSERT_TRUE(s.training_power_w);
+  EXPECT_GE(*s.training_power_w, 620);
+  EXPECT_LE(*s.training_power_w, 760);
+  if (job.truth.kind == "rccl-hang-light-workload") {
+    EXPECT_GT(s.hang_seconds, 0);
+    EXPECT_EQ(job.truth.root_cause, "rccl-hang");
+    EXPECT_EQ(job.truth.action, "retry-same-nodes");
+  } else {
+    EXPECT_EQ(job.truth.kind, "light-workload-healthy");
+    EXPECT_EQ(job.truth.root_cause, "none");
+    EXPECT_EQ(job.truth.action, "none");
+  }
+}
+
+// The excluded host's scrapes are missed where its evidence is: from before a GPU's uncorrectable
+// errors to the end of the job (priority 1 on the log's abort alone), or over a third to a half of
+// a link's fault, in its middle (the samples around the hole still show it).
+void ExpectCoverageGapsTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  ASSERT_FALSE(job.truth.exclude.empty());
+  const std::string& host = job.truth.exclude.front().host;
+  const fixturegen::Fault* gap = nullptr;
+  const fixturegen::Fault* fault = nullptr;
+  for (const auto& f : s.faults) {
+    if (std::find(f.hosts.begin(), f.hosts.end(), host) == f.hosts.end()) continue;
+    if (f.kind == "missed_scrapes") gap = &f;
+    if (f.kind == "ras_uncorrectable" || (f.kind == "rdma_retx" && !fault)) fault = &f;
+  }
+  ASSERT_TRUE(gap && fault);
+  ASSERT_TRUE(gap->window.steps && fault->window.steps);
+  const fixturegen::StepRange g = *gap->window.steps, f = *fault->window.steps;
+  if (job.truth.kind == "gpu-abort-after-scrape-gap") {
+    EXPECT_EQ(job.truth.exclude.size(), 1u);
+    EXPECT_EQ(job.truth.exclude[0].priority, 1);
+    EXPECT_LT(g.first, f.first) << "the scrapes stop before the errors begin";
+    EXPECT_EQ(g.last, s.last_step) << "and never come back";
+    EXPECT_EQ(job.truth.root_cause, "gpu-hardware-fault");
+    return;
+  }
+  EXPECT_EQ(job.truth.kind, "rdma-standout-scrape-gap");
+  EXPECT_EQ(job.truth.root_cause, "rdma-link-degradation");
+  EXPECT_GT(g.first, f.first) << "inside the fault window";
+  EXPECT_LT(g.last, f.last);
+  const double share = static_cast<double>(g.last - g.first + 1) / static_cast<double>(f.last - f.first + 1);
+  EXPECT_GE(share, 0.3);
+  EXPECT_LE(share, 0.5);
+}
+
+// The five kinds of the two once-a-block families all come up within a few blocks.
+TEST(CampaignPlanner, WidestPlansTheModelLevelAndCoverageKinds) {
+  std::map<std::string, int> kinds;
+  for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
+    for (const PlannedJob& job : Plan(seed, 118, false, false, false, true)) ++kinds[job.truth.kind];
+  for (const char* family : {"gpu-model-levels", "coverage-gaps"})
+    for (const auto& k : kWidestKinds.at(family)) EXPECT_GT(kinds[k], 0) << k << " never planned";
+}
+
 // Every `--widest` job draws its hardware (GPU model, GPUs and NICs per node) from its own stream,
 // and a kind's device indices land on devices the node has.
 TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
@@ -656,7 +737,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 114, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 118, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -664,12 +745,13 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
       ASSERT_TRUE(s.ok()) << s.status().ToString();
       ++kinds[job.truth.kind];
       ExpectExclusionsAreFaulty(job, *s);
-      ExpectTelemetryVariations(*s);
+      // A coverage-gaps job misses more of a fault's scrapes than the telemetry variations may.
+      if (family != "coverage-gaps") ExpectTelemetryVariations(*s);
       // Families whose truth is not "exclude the faulty hosts and retry" have a check of their own.
       static const std::map<std::string, void (*)(const PlannedJob&, const fixturegen::Scenario&)> kOwnTruth = {
           {"peerless-thermal", ExpectPeerlessThermalTruth}, {"fleet-rdma", ExpectFleetRdmaTruth},
           {"unusual-evidence", ExpectUnusualEvidenceTruth}, {"few-nodes", ExpectFewNodesTruth},
-          {"fabric-rdma", ExpectFabricRdmaTruth}};
+          {"fabric-rdma", ExpectFabricRdmaTruth}, {"gpu-model-levels", ExpectGpuModelLevelsTruth}};
       if (auto own = kOwnTruth.find(family); own != kOwnTruth.end()) {
         own->second(job, *s);
         continue;
@@ -701,16 +783,17 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
         EXPECT_GT(s->hosts.size(), 429u);
         EXPECT_GE(job.truth.exclude.size(), 7u);
       }
+      if (family == "coverage-gaps") ExpectCoverageGapsTruth(job, *s);
     }
   }
   for (const auto& [family, names] : kWidestKinds) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
-    EXPECT_EQ(planned, family == "huge-many-hosts" ? 6 : 18) << family << ": in each of the two 57-job blocks of three seeds";
+    EXPECT_EQ(planned, kOnceWidestFamilies.count(family) ? 6 : 18) << family << ": in each of the two 59-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names)
-      if (!kRareWidestKinds.count(k)) {
+      if (!kRareWidestKinds.count(k) && !kOnceWidestFamilies.count(family)) {
         EXPECT_GT(kinds[k], 0) << k << " never planned";
       }
 }

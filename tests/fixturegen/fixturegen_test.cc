@@ -487,6 +487,31 @@ TEST(Metrics, StaleRetryExhaustionIsLargeAndFlatAndSpreadsKeepDefaultsUntouched)
   EXPECT_EQ(first_power.size(), 3u);
 }
 
+// A workload lighter than its GPU model (training_power_w) draws less while it trains; idle, init
+// and busy-wait power stay the model's, sample for sample.
+TEST(Metrics, TrainingPowerMovesOnlyTheTrainingLevel) {
+  std::string light = kMinimal;
+  light.replace(light.find("missed_scrapes: 0.02}"), 21, "missed_scrapes: 0.02, training_power_w: 700}");
+  auto power_of = [](const Scenario& s) {
+    std::vector<double> out;
+    for (const Series& series : Metrics(s))
+      if (series.labels.at("__name__") == "hw_gpu_power_watts" && series.labels.at("gpu") == "0" &&
+          series.labels.at("host") == "gpu01")
+        for (const auto& sample : series.samples) out.push_back(sample.v);
+    return out;
+  };
+  const std::vector<double> model = power_of(MustParse(kMinimal)), workload = power_of(MustParse(light));
+  ASSERT_EQ(model.size(), workload.size());
+  ASSERT_FALSE(model.empty());
+  EXPECT_GT(*std::max_element(model.begin(), model.end()), 880);
+  EXPECT_LT(*std::max_element(workload.begin(), workload.end()), 760);
+  EXPECT_GT(*std::max_element(workload.begin(), workload.end()), 640);
+  EXPECT_EQ(model.front(), workload.front()) << "the idle GPU before training draws the model's power";
+  EXPECT_THAT(ErrorOf(std::string(kMinimal).replace(std::string(kMinimal).find("missed_scrapes: 0.02}"), 21,
+                                                    "missed_scrapes: 0.02, training_power_w: 50}")),
+              HasSubstr("training_power_w must be >= 100"));
+}
+
 // The metric catalogue lint checks queries against (rules/metrics.yaml) holds every series name any
 // fixture scenario's TSDB gets, so a generator change that adds a family must add it there too.
 TEST(Metrics, EveryGeneratedNameIsInTheMetricCatalogue) {

@@ -93,6 +93,7 @@ struct JobSpec {
   std::string gpu_name;
   int gpus_per_node = 8, rdma_devices = 8;
   double gpu_power_w = 0, gpu_sclk_mhz = 0, gpu_temperature_c = 0;
+  double training_power_w = 0;   // > 0: a workload lighter than the model (fixturegen's training_power_w)
   std::vector<FaultSpec> faults;
   std::vector<std::string> events;   // rendered flow mappings
   std::map<int, int> node_exits;
@@ -177,6 +178,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (s.gpu_power_w > 0) y << "  gpu_power_w: " << Num(s.gpu_power_w) << "\n";
   if (s.gpu_sclk_mhz > 0) y << "  gpu_sclk_mhz: " << Num(s.gpu_sclk_mhz) << "\n";
   if (s.gpu_temperature_c > 0) y << "  gpu_temperature_c: " << Num(s.gpu_temperature_c) << "\n";
+  if (s.training_power_w > 0) y << "  training_power_w: " << Num(s.training_power_w) << "\n";
   if (!s.instance_domain.empty()) y << "  instance_domain: " << s.instance_domain << "\n";
   if (s.host_label_fqdn) y << "  host_label_fqdn: true\n";
   if (s.node_hw_names != "host") y << "  node_hw_names: " << s.node_hw_names << "\n";
@@ -1739,6 +1741,102 @@ void PeerlessThermal(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
 }
 
+// Judgements that need the GPU model's own rated levels (rules/common/gpu-models.yaml, matched
+// from Ray's GpuDeviceName): a one-node job on a cooler model hot from its first step to its last
+// (no peer, no phase before the heat, no baseline: the model's own throttling point names it, at
+// insufficient evidence, as an MI355X past 100 C is named); an MI355X running a light,
+// memory-bound workload whose RCCL hang busy-waits at the silicon's ~300 W (a ceiling scaled down
+// with the workload's power missed it); and that light workload healthy, the hang's near miss.
+void GpuModelLevels(JobPlanner& p) {
+  const int shape = p.Int(0, 2);   // 0 cooler model hot from the start, 1 light-workload hang, 2 light-workload healthy
+  if (shape == 0) {
+    p.ScaleShape(1, false, 120);
+    ThrottleSteps(p);
+    struct CoolerModel {
+      const char* name;
+      int gpus_per_node;
+      double power_w, sclk_mhz, temperature_c;
+    };
+    static const CoolerModel kCooler[] = {{"AMD Instinct MI300X", 8, 700, 2100, 80},
+                                          {"AMD Instinct MI250X", 4, 500, 1700, 70},
+                                          {"AMD Instinct MI300A", 4, 550, 2100, 75}};
+    const CoolerModel& model = kCooler[p.Int(0, 2)];
+    JobSpec& s = p.spec();
+    s.gpu_name = model.name;
+    s.gpus_per_node = model.gpus_per_node;
+    s.gpu_power_w = model.power_w;
+    s.gpu_sclk_mhz = model.sclk_mhz;
+    s.gpu_temperature_c = model.temperature_c;
+    p.Flat();
+    const double heat = std::round(p.U(18, 26));
+    p.Fault("thermal_throttle", s.hosts, p.Steps(0, s.last_step), heat);
+    Verdict(p, "rated-thermal-one-node-from-start", "thermal-throttle", "none");
+    p.notes() = "A one-node " + std::string(model.name) + " job: " + s.hosts.front() + " runs ~" +
+                std::to_string(static_cast<int>(model.temperature_c + heat)) + " C with the clock down from the first step to the last " +
+                "(under the MI355X's 100 C, past its own model's throttling point); no peer, no healthier phase, no baseline." + p.notes();
+    p.Passthrough();
+    p.Noise(std::nullopt);
+    return;
+  }
+  if (shape == 1) RcclHang(p);
+  else Healthy(p);
+  JobSpec& s = p.spec();
+  s.gpu_name = "AMD Instinct MI355X";
+  s.gpu_power_w = s.gpu_sclk_mhz = s.gpu_temperature_c = 0;
+  s.gpus_per_node = 8;
+  s.training_power_w = std::round(p.U(620, 760));
+  p.truth().kind = shape == 1 ? "rccl-hang-light-workload" : "light-workload-healthy";
+  p.notes() += " A memory-bound workload: the MI355X GPUs train at ~" + std::to_string(static_cast<int>(s.training_power_w)) +
+               " W, not ~900 W" + (shape == 1 ? " (the hang still busy-waits at the silicon's ~300 W)." : ".");
+}
+
+// Scrapes missed where the evidence is: a GPU's uncorrectable errors and HSA abort on a host whose
+// scrapes stop before the errors begin and never come back (the counters the TSDB holds for it are
+// clean: only the log names the fault, which is priority 1 whatever the coverage), or a host
+// retransmitting with ACK timeouts whose scrapes are missed over a third to a half of its fault (the
+// samples around the hole still show it sustained: it is excluded, never let go for the hole).
+void CoverageGaps(JobPlanner& p) {
+  if (p.Int(0, 1) == 0) {
+    p.Shape(false, false);
+    JobSpec& s = p.spec();
+    s.last_step = std::min<int64_t>(s.last_step, p.Int(80, 200));
+    p.set_total_steps(s.last_step + 60);
+    p.Flat();
+    const size_t task = static_cast<size_t>(p.Int(1, static_cast<int>(p.Nodes()) - 1));
+    const std::string host = p.HostAt(task);
+    const int64_t onset = s.last_step / 2;
+    const int64_t gap = std::max<int64_t>(5, onset - p.Int(5, 20));
+    p.Fault("ras_uncorrectable", {host}, p.Steps(onset, s.last_step), 0.01, {p.Int(0, 7)});
+    p.Fault("missed_scrapes", {host}, p.Steps(gap, s.last_step), 0);
+    p.Exclude(host, 1);
+    s.events.push_back(HsaAbortEvent(s.last_step, task));
+    AllExit(s, 143);
+    s.node_exits[static_cast<int>(task)] = 134;
+    s.summary = "{status: FAILED, exit: 1, reason: \"Training FAILED (exit=134)\"}";
+    Verdict(p, "gpu-abort-after-scrape-gap", "gpu-hardware-fault", "retry-excluding-nodes");
+    p.notes() = "Scrapes of " + host + " missed from step " + std::to_string(gap) + " to the end; uncorrectable UMC errors from step " +
+                std::to_string(onset) + ", then an HSA memory-fault abort." + p.notes();
+    p.Passthrough();
+    p.Noise(std::make_pair(int64_t{5}, std::max<int64_t>(6, gap - 5)));
+    return;
+  }
+  RdmaDegradation(p, false);
+  JobSpec& s = p.spec();
+  const std::string host = p.truth().exclude.front().host;
+  for (const FaultSpec& f : s.faults) {
+    if (f.kind != "rdma_retx" || f.hosts.front() != host) continue;
+    const auto dash = f.window.find('-');
+    const int64_t first = std::stoll(f.window.substr(std::string("steps: ").size())), last = std::stoll(f.window.substr(dash + 1));
+    const int64_t missed = static_cast<int64_t>(static_cast<double>(last - first + 1) * p.U(0.33, 0.5));
+    const int64_t a = first + (last - first + 1 - missed) / 2;
+    p.Fault("missed_scrapes", {host}, p.Steps(a, a + missed - 1), 0);
+    p.notes() += " Scrapes of " + host + " missed over steps " + std::to_string(a) + "-" + std::to_string(a + missed - 1) +
+                 " (the middle of its fault window).";
+    break;
+  }
+  p.truth().kind = "rdma-standout-scrape-gap";
+}
+
 // Retransmit and ACK-timeout rates (per second and device).
 struct LinkRates {
   double retx = 0, ack = 0;
@@ -2251,6 +2349,8 @@ class CampaignPlanner {
     for (int copy = 0; widest_ && copy < 3; ++copy)
       families.insert(families.end(), kWidestFamilies.begin(), kWidestFamilies.end());
     if (widest_) families.push_back("huge-many-hosts");
+    // Judgements that need a GPU model's rated levels, and evidence behind missed scrapes (once each).
+    if (widest_) families.insert(families.end(), {"gpu-model-levels", "coverage-gaps"});
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
     std::vector<std::string> order = families;
@@ -2289,6 +2389,8 @@ class CampaignPlanner {
     else if (family == "unusual-evidence") UnusualEvidence(p);
     else if (family == "few-nodes") FewNodes(p);
     else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
+    else if (family == "gpu-model-levels") GpuModelLevels(p);
+    else if (family == "coverage-gaps") CoverageGaps(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);

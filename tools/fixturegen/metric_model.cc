@@ -410,6 +410,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   // The MI355X's levels are the model's own; another GPU model's scale with its training power and
   // cool core clock (a throttled clock stays the same fraction of the cool one).
   const double power_scale = s_.gpu_power_w / kMi355xPowerW;
+  const double training_scale = s_.training_power_w.value_or(s_.gpu_power_w) / kMi355xPowerW;
   const double clock_scale = s_.gpu_sclk_mhz / kMi355xSclkMhz;
   const double kelvin_per_watt = s_.gpu_temperature_c ? (*s_.gpu_temperature_c - 34) / s_.gpu_power_w : 0.056;
   Rng r(s_.seed, "node_hw/noise/" + host);
@@ -460,7 +461,7 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       const double throttle = FaultOn(st, "thermal_throttle", g);
       HostState gst = st;
       gst.activity = GpuActivity(st, g);
-      double power = GpuPower(gst, r) * power_scale;
+      double power = GpuPower(gst, r) * (gst.activity == Activity::kTrain ? training_scale : power_scale);
       if (spread.power_w != 0 && gst.activity != Activity::kGone) power = std::max(0.0, power + spread.power_w);
       double temp = 34 + power * kelvin_per_watt + r.Normal(0, 0.6) + (throttle > 0 ? throttle : 0) + FaultOn(st, "gpu_hot", g);
       if (spread.temperature_c != 0) temp += spread.temperature_c;

@@ -443,7 +443,8 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
     RETURN_IF_ERROR(r.OnlyKeys(m, {"tsdb", "node_hw_interval", "ray_interval", "missed_scrapes", "rdma_devices",
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
-                                   "tsdb_format", "ray_metrics", "gpu_power_w", "gpu_sclk_mhz", "gpu_temperature_c"},
+                                   "tsdb_format", "ray_metrics", "gpu_power_w", "gpu_sclk_mhz", "gpu_temperature_c",
+                                   "training_power_w"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -479,6 +480,12 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
       s.gpu_temperature_c = temperature;
     }
     if (s.gpu_power_w < 100 || s.gpu_sclk_mhz < 500) return r.Error(m, "gpu_power_w must be >= 100 and gpu_sclk_mhz >= 500");
+    if (m["training_power_w"]) {
+      double training = 0;
+      RETURN_IF_ERROR(r.Get(m, "training_power_w", &training));
+      if (training < 100) return r.Error(m["training_power_w"], "training_power_w must be >= 100");
+      s.training_power_w = training;
+    }
     if (s.power_spread_w < 0 || s.temperature_spread_c < 0 || s.clock_spread_mhz < 0)
       return r.Error(m, "spreads must not be negative");
     if (m["tb_gap"]) {

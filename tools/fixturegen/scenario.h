@@ -176,6 +176,9 @@ struct Scenario {
   double gpu_power_w = 914;
   double gpu_sclk_mhz = 2400;
   std::optional<double> gpu_temperature_c;
+  // The workload's own training power when it differs from the model's (a memory-bound job draws
+  // less): only training power follows it; idle, busy-wait and checkpoint power stay the model's.
+  std::optional<double> training_power_w;
   std::vector<std::string> net_devices = {"eth0", "ens9np0"};
   // Exporters that report FQDNs: targets (instance labels) <host>.<instance_domain>:<port>, and with
   // host_label_fqdn the node_hw `host` label too (an exporter started with `hostname`, not
