@@ -647,8 +647,8 @@ void ExpectGpuModelLevelsTruth(const PlannedJob& job, const fixturegen::Scenario
 }
 
 // The excluded host's scrapes are missed where its evidence is: from before a GPU's uncorrectable
-// errors to the end of the job (priority 1 on the log's abort alone), or over a third to a half of
-// a link's fault, in its middle (the samples around the hole still show it).
+// errors to the end of the data (priority 1 on the log's abort alone), or over 45-90 % of a link's
+// fault, in its middle (the samples around the hole still show it).
 void ExpectCoverageGapsTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
   ASSERT_FALSE(job.truth.exclude.empty());
   const std::string& host = job.truth.exclude.front().host;
@@ -678,8 +678,8 @@ void ExpectCoverageGapsTruth(const PlannedJob& job, const fixturegen::Scenario& 
   EXPECT_GT(g.first, f.first) << "inside the fault window";
   EXPECT_LT(g.last, f.last);
   const double share = static_cast<double>(g.last - g.first + 1) / static_cast<double>(f.last - f.first + 1);
-  EXPECT_GE(share, 0.3);
-  EXPECT_LE(share, 0.5);
+  EXPECT_GE(share, 0.4);
+  EXPECT_LE(share, 0.9);
 }
 
 // The five kinds of the two once-a-block families all come up within a few blocks.

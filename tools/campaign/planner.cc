@@ -1793,8 +1793,10 @@ void GpuModelLevels(JobPlanner& p) {
 // Scrapes missed where the evidence is: a GPU's uncorrectable errors and HSA abort on a host whose
 // scrapes stop before the errors begin and never come back (the counters the TSDB holds for it are
 // clean: only the log names the fault, which is priority 1 whatever the coverage), or a host
-// retransmitting with ACK timeouts whose scrapes are missed over a third to a half of its fault (the
-// samples around the hole still show it sustained: it is excluded, never let go for the hole).
+// retransmitting with ACK timeouts whose scrapes are missed over the middle of its fault but about
+// two minutes at either end (45-90 % of it): under five minutes of samples in all, those around
+// the hole still show it sustained: it is excluded, never let go for the hole (seed 1402005 job
+// 705039).
 void CoverageGaps(JobPlanner& p) {
   if (p.Int(0, 1) == 0) {
     p.Shape(false, false);
@@ -1829,8 +1831,13 @@ void CoverageGaps(JobPlanner& p) {
     if (f.kind != "rdma_retx" || f.hosts.front() != host) continue;
     const auto dash = f.window.find('-');
     const int64_t first = std::stoll(f.window.substr(std::string("steps: ").size())), last = std::stoll(f.window.substr(dash + 1));
-    const int64_t missed = static_cast<int64_t>(static_cast<double>(last - first + 1) * p.U(0.33, 0.5));
-    const int64_t a = first + (last - first + 1 - missed) / 2;
+    // About two minutes of the fault left on either side of the hole (under the 5-minute sustain in
+    // all), the hole at least 45 % and at most 90 % of the fault.
+    const int64_t len = last - first + 1;
+    const int64_t keep = std::max<int64_t>(2, p.StepsFor(p.U(100, 140)));
+    const int64_t missed = std::clamp<int64_t>(len - 2 * keep, static_cast<int64_t>(0.45 * static_cast<double>(len)),
+                                               static_cast<int64_t>(0.9 * static_cast<double>(len)));
+    const int64_t a = first + (len - missed) / 2;
     p.Fault("missed_scrapes", {host}, p.Steps(a, a + missed - 1), 0);
     p.notes() += " Scrapes of " + host + " missed over steps " + std::to_string(a) + "-" + std::to_string(a + missed - 1) +
                  " (the middle of its fault window).";
