@@ -352,19 +352,24 @@ double StepsHeldAtOrAbove(const SampledSeries& s, double level) {
   return steps;
 }
 
-// sustained_level(series, seconds): per key of a range query's `series` map, the highest level
-// the series was at or above for at least `seconds` in total, at the series' own (median) spacing,
-// bridging holes with that level on both sides (StepsHeldAtOrAbove). Without holes, its k-th
-// largest sample, k the samples that span `seconds`. One loud scrape does not make a level; five
-// minutes of it does.
+// sustained_level(series, seconds[, seconds_by_key]): per key of a range query's `series` map,
+// the highest level the series was at or above for at least `seconds` in total, at the series' own
+// (median) spacing, bridging holes with that level on both sides (StepsHeldAtOrAbove). Without
+// holes, its k-th largest sample, k the samples that span `seconds`. One loud scrape does not make a
+// level; five minutes of it does. `seconds_by_key` holds shorter spans for some keys: a disturbance
+// the end of the window cut short is judged on the time it had.
 StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
   if (!args[1].is_number()) return EvalError(e, "sustained_level() needs (series, seconds), got " + TypeName(args[1]));
-  const double seconds = args[1].get<double>();
+  const bool by_key = args.size() > 2 && !args[2].is_null();
+  if (by_key && !args[2].is_object())
+    return EvalError(e, "sustained_level()'s seconds_by_key needs a map, got " + TypeName(args[2]));
   Value out = Value::object();
   if (a.is_null()) return Value();
   if (!a.is_object()) return EvalError(e, "sustained_level() needs a series map, got " + TypeName(a));
   for (const auto& [key, samples] : a.items()) {
+    double seconds = args[1].get<double>();
+    if (by_key && args[2].contains(key) && args[2][key].is_number()) seconds = args[2][key].get<double>();
     const SampledSeries s = ReadSamples(samples);
     if (s.values.empty()) continue;
     const double k = s.spacing > 0 ? std::ceil(seconds / s.spacing) : static_cast<double>(s.values.size());
@@ -526,7 +531,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"where", 4, 4, "list", Where},
     {"times_above", 2, 2, "", TimesAbove},
     {"first_time_above", 2, 2, "", FirstTimeAbove},
-    {"sustained_level", 2, 2, "", SustainedLevel},
+    {"sustained_level", 2, 3, "", SustainedLevel},
     {"held_seconds", 2, 2, "", HeldSeconds},
     {"step_windows", 3, 3, "list", StepWindows},
     {"count_outside", 2, 2, "", CountOutside},

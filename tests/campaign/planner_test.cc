@@ -290,6 +290,11 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"addresses-in-log", {"thermal-addresses-only", "rdma-addresses-only"}},
     {"two-episodes", {"thermal-two-episodes", "rdma-two-episodes"}},
     {"huge-many-hosts", {"huge-hosts-throttle", "huge-hosts-rdma"}},
+    {"late-fault", {"rdma-late", "thermal-late"}},
+    {"blind-host",
+     {"rdma-on-blind-host", "thermal-on-blind-host", "rdma-beside-blind-host", "thermal-beside-blind-host"}},
+    {"truncated-tsdb",
+     {"rdma-after-tsdb-end", "thermal-after-tsdb-end", "rdma-before-tsdb-end", "thermal-before-tsdb-end"}},
     {"peerless-thermal", {"thermal-one-host", "thermal-fleet-wide", "thermal-one-host-from-start"}},
     {"fleet-rdma", {"rdma-fleet-wide", "rdma-fleet-wide-dead-link", "rdma-fleet-wide-standout"}},
     {"other-launcher", {"k8s-rdma", "k8s-throttle", "local-throttle"}},
@@ -303,14 +308,20 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"gpu-model-levels", {"rated-thermal-one-node-from-start", "rccl-hang-light-workload", "light-workload-healthy"}},
     {"coverage-gaps", {"gpu-abort-after-scrape-gap", "rdma-standout-scrape-gap"}},
 };
-// Families a block draws once (the others three times).
-const std::set<std::string> kOnceWidestFamilies = {"huge-many-hosts", "gpu-model-levels", "coverage-gaps"};
+// Families a `--widest` block plans once (the others three times).
+const std::set<std::string> kOncePerBlock = {"huge-many-hosts", "gpu-model-levels", "coverage-gaps", "late-fault",
+                                             "blind-host", "truncated-tsdb"};
+
 // Kinds a family may plan in some blocks and not in others (18 draws among eight; the few-node
 // kinds' coverage is pinned over more seeds in WidestDrawsTheNodesHardware).
 const std::set<std::string> kRareWidestKinds = {
     "few-nodes-healthy", "few-nodes-gpu-hardware-fault", "few-nodes-gpu-correctable-only",
     "few-nodes-thermal-throttle", "few-nodes-thermal-hot-not-throttled", "few-nodes-node-death",
-    "few-nodes-node-death-after-link-fault", "few-nodes-rdma-degradation"};
+    "few-nodes-node-death-after-link-fault", "few-nodes-rdma-degradation",
+    // the shape families' variants: one draw per block among two to four (pinned below)
+    "rdma-late", "thermal-late", "rdma-on-blind-host", "thermal-on-blind-host", "rdma-beside-blind-host",
+    "thermal-beside-blind-host", "rdma-after-tsdb-end", "thermal-after-tsdb-end", "rdma-before-tsdb-end",
+    "thermal-before-tsdb-end"};
 
 std::string WidestFamilyOf(const std::string& kind) {
   for (const auto& [family, kinds] : kWidestKinds)
@@ -319,17 +330,18 @@ std::string WidestFamilyOf(const std::string& kind) {
 }
 
 // A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
-// ones three times and the huge one, the GPU-model one and the coverage one once: 59 jobs.
+// ones three times, and the huge one, the GPU-model one, the coverage one and the three shape families once: 62
+// jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 59, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 62, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
     }
     for (const auto& [family, kinds] : kWidestKinds)
-      EXPECT_EQ(count[family], kOnceWidestFamilies.count(family) ? 1 : 3) << family << " at seed " << seed;
+      EXPECT_EQ(count[family], kOncePerBlock.count(family) ? 1 : 3) << family << " at seed " << seed;
     for (const auto& [family, kinds] : kWiderKinds) EXPECT_EQ(wider[family], 1) << family << " at seed " << seed;
   }
 }
@@ -686,9 +698,102 @@ void ExpectCoverageGapsTruth(const PlannedJob& job, const fixturegen::Scenario& 
 TEST(CampaignPlanner, WidestPlansTheModelLevelAndCoverageKinds) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 118, false, false, false, true)) ++kinds[job.truth.kind];
+    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true)) ++kinds[job.truth.kind];
   for (const char* family : {"gpu-model-levels", "coverage-gaps"})
     for (const auto& k : kWidestKinds.at(family)) EXPECT_GT(kinds[k], 0) << k << " never planned";
+}
+
+// A fault in the job's last 2-5 % (at least four steps): one host's, from its onset to the last step,
+// TGS down from that step on; the host is the one excluded, at priority 2 for an RDMA link.
+void ExpectLateFaultTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  const int64_t steps = s.last_step + 1;
+  std::set<std::string> faulty;
+  int64_t onset = -1;
+  for (const auto& f : s.faults) {
+    if (f.kind != "rdma_retx" && f.kind != "thermal_throttle") continue;
+    if (!f.window.steps || f.window.steps->last != s.last_step) continue;   // a decoy burst elsewhere
+    faulty.insert(f.hosts.begin(), f.hosts.end());
+    onset = f.window.steps->first;
+  }
+  ASSERT_EQ(faulty.size(), 1u);
+  const int64_t tail = steps - onset;
+  EXPECT_GE(tail, 4);
+  EXPECT_LE(tail, std::max<int64_t>(4, static_cast<int64_t>(std::ceil(0.05 * static_cast<double>(steps))) + 1));
+  ASSERT_EQ(s.phases.size(), 2u);
+  EXPECT_EQ(s.phases[1].steps.first, onset);
+  EXPECT_LT(s.phases[1].tgs, s.phases[0].tgs * 0.93);
+  ASSERT_EQ(job.truth.exclude.size(), 1u);
+  EXPECT_EQ(job.truth.exclude[0].host, *faulty.begin());
+  EXPECT_EQ(job.truth.exclude[0].priority, job.truth.kind == "rdma-late" ? std::optional<int>(2) : std::nullopt);
+}
+
+// The hosts a slowdown fault (RDMA retransmits or a throttling GPU) runs on, and its first step.
+std::pair<std::set<std::string>, int64_t> SlowdownHosts(const fixturegen::Scenario& s) {
+  std::set<std::string> hosts;
+  int64_t onset = -1;
+  for (const auto& f : s.faults) {
+    if (f.kind != "rdma_ack_timeout" && f.kind != "thermal_throttle") continue;   // not a decoy's retransmits
+    hosts.insert(f.hosts.begin(), f.hosts.end());
+    if (f.window.steps) onset = f.window.steps->first;
+  }
+  return {hosts, onset};
+}
+
+// One host's node_hw down for the whole job: a fault on it leaves nothing to judge (observability-
+// gap, nobody excluded); a fault on another host is that fault's verdict, the blind host kept.
+void ExpectBlindHostTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  std::set<std::string> blind;
+  for (const auto& f : s.faults)
+    if (f.kind == "exporter_down") {
+      EXPECT_FALSE(f.window.steps || f.window.from_time) << "down for the whole job";
+      blind.insert(f.hosts.begin(), f.hosts.end());
+    }
+  ASSERT_EQ(blind.size(), 1u);
+  const auto [faulty, onset] = SlowdownHosts(s);
+  ASSERT_EQ(faulty.size(), 1u);
+  if (job.truth.kind.find("-on-blind-host") != std::string::npos) {
+    EXPECT_EQ(faulty, blind);
+    EXPECT_EQ(job.truth.root_cause, "observability-gap");
+    EXPECT_EQ(job.truth.action, "none");
+    EXPECT_TRUE(job.truth.exclude.empty());
+  } else {
+    EXPECT_NE(faulty, blind);
+    EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
+    ASSERT_EQ(job.truth.exclude.size(), 1u);
+    EXPECT_EQ(job.truth.exclude[0].host, *faulty.begin());
+    EXPECT_NE(std::find(job.truth.must_not_exclude.begin(), job.truth.must_not_exclude.end(), *blind.begin()),
+              job.truth.must_not_exclude.end());
+  }
+}
+
+// The snapshot ends 15+ minutes of training before the job: a fault that began after its end is an
+// observability-gap (nobody excluded); one that began 15+ minutes before it keeps its verdict.
+void ExpectTruncatedTsdbTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  ASSERT_TRUE(s.tsdb_end_step.has_value());
+  EXPECT_LT(*s.tsdb_end_step, s.last_step - 19);
+  const auto [faulty, onset] = SlowdownHosts(s);
+  ASSERT_EQ(faulty.size(), 1u);
+  if (job.truth.kind.find("-after-tsdb-end") != std::string::npos) {
+    EXPECT_GT(onset, *s.tsdb_end_step);
+    EXPECT_EQ(job.truth.root_cause, "observability-gap");
+    EXPECT_EQ(job.truth.action, "none");
+    EXPECT_TRUE(job.truth.exclude.empty());
+  } else {
+    EXPECT_LT(onset, *s.tsdb_end_step - 19);
+    EXPECT_EQ(job.truth.action, "retry-excluding-nodes");
+    ASSERT_EQ(job.truth.exclude.size(), 1u);
+    EXPECT_EQ(job.truth.exclude[0].host, *faulty.begin());
+  }
+}
+
+// Each shape family is drawn once per block: over sixteen seeds' two blocks, every variant of each
+// (RDMA or thermal, the fault seen or hidden from the TSDB) shows up.
+TEST(CampaignPlanner, ShapeFamiliesDrawEveryVariant) {
+  std::set<std::string> planned;
+  for (uint64_t seed = 11; seed < 27; ++seed)
+    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true)) planned.insert(job.truth.kind);
+  for (const std::string family : {"late-fault", "blind-host", "truncated-tsdb"})
+    for (const auto& kind : kWidestKinds.at(family)) EXPECT_TRUE(planned.count(kind)) << kind << " never planned";
 }
 
 // Every `--widest` job draws its hardware (GPU model, GPUs and NICs per node) from its own stream,
@@ -697,7 +802,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   std::set<int> gpus, nics;
   std::set<std::string> models;
   std::set<size_t> few_node_counts;
-  for (const PlannedJob& job : Plan(14, 57, false, false, false, true)) {
+  for (const PlannedJob& job : Plan(14, 60, false, false, false, true)) {
     if (!job.truth.scored) continue;
     auto s = fixturegen::ParseScenario(job.scenario_yaml, job.truth.job_id);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -727,7 +832,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   // kinds are the same draws' variants: correctable-only, hot-not-throttled, death after a link).
   std::set<std::string> few_node_kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 114, false, false, false, true))
+    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true))
       if (job.truth.kind.rfind("few-nodes-", 0) == 0) few_node_kinds.insert(job.truth.kind);
   for (const char* kind : {"few-nodes-healthy", "few-nodes-gpu-hardware-fault", "few-nodes-thermal-throttle",
                            "few-nodes-node-death", "few-nodes-rdma-degradation"})
@@ -740,7 +845,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 118, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -754,7 +859,8 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
       static const std::map<std::string, void (*)(const PlannedJob&, const fixturegen::Scenario&)> kOwnTruth = {
           {"peerless-thermal", ExpectPeerlessThermalTruth}, {"fleet-rdma", ExpectFleetRdmaTruth},
           {"unusual-evidence", ExpectUnusualEvidenceTruth}, {"few-nodes", ExpectFewNodesTruth},
-          {"fabric-rdma", ExpectFabricRdmaTruth}, {"gpu-model-levels", ExpectGpuModelLevelsTruth}};
+          {"fabric-rdma", ExpectFabricRdmaTruth}, {"gpu-model-levels", ExpectGpuModelLevelsTruth},
+          {"blind-host", ExpectBlindHostTruth}, {"truncated-tsdb", ExpectTruncatedTsdbTruth}};
       if (auto own = kOwnTruth.find(family); own != kOwnTruth.end()) {
         own->second(job, *s);
         continue;
@@ -782,6 +888,7 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
         EXPECT_EQ(s->node_hw_names, "ip");
         EXPECT_FALSE(s->ray_metrics) << "no Ray series may name the addresses";
       }
+      if (family == "late-fault") ExpectLateFaultTruth(job, *s);
       if (family == "huge-many-hosts") {
         EXPECT_GT(s->hosts.size(), 429u);
         EXPECT_GE(job.truth.exclude.size(), 7u);
@@ -792,11 +899,12 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   for (const auto& [family, names] : kWidestKinds) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
-    EXPECT_EQ(planned, kOnceWidestFamilies.count(family) ? 6 : 18) << family << ": in each of the two 59-job blocks of three seeds";
+    EXPECT_EQ(planned, kOncePerBlock.count(family) ? 6 : 18)
+        << family << ": in each of the two 62-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names)
-      if (!kRareWidestKinds.count(k) && !kOnceWidestFamilies.count(family)) {
+      if (!kRareWidestKinds.count(k) && !kOncePerBlock.count(family)) {
         EXPECT_GT(kinds[k], 0) << k << " never planned";
       }
 }

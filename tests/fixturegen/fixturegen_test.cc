@@ -261,6 +261,54 @@ TEST(Metrics, WithoutRayMetricsNoSeriesNamesAnAddress) {
   for (const auto& instance : hw_instances) EXPECT_EQ(instance.rfind("10.", 0), 0u) << instance;
 }
 
+// tsdb_end_step: no series of any job holds a sample after that step's end (+10 s); before it the
+// snapshot is what it would have been.
+TEST(Metrics, TsdbEndStepCutsEverySeriesThere) {
+  std::string text = kMinimal;
+  const std::string metrics = "missed_scrapes: 0.02}";
+  text.replace(text.find(metrics), metrics.size(), "missed_scrapes: 0.02, tsdb_end_step: 25}");
+  Scenario cut = MustParse(text);
+  ASSERT_EQ(cut.tsdb_end_step, std::optional<int64_t>(25));
+  auto t = BuildTimeline(cut);
+  ASSERT_TRUE(t.ok());
+  const double end = t->FindStep(25)->end + 10;
+  std::map<std::string, size_t> before;
+  for (const Series& s : Metrics(MustParse(kMinimal)))
+    for (const auto& sample : s.samples) before[s.labels.at("__name__")] += sample.t <= end;
+  std::map<std::string, size_t> after;
+  for (const Series& s : Metrics(cut)) {
+    for (const auto& sample : s.samples) EXPECT_LE(sample.t, end) << s.labels.at("__name__");
+    after[s.labels.at("__name__")] += s.samples.size();
+  }
+  EXPECT_EQ(after, before);
+  EXPECT_GT(after["tb_step"], 0u);
+  text.replace(text.find("tsdb_end_step: 25"), 17, "tsdb_end_step: -3");
+  EXPECT_THAT(ErrorOf(text), HasSubstr("tsdb_end_step"));
+}
+
+// exporter_down: node_hw's target is down on that host (up 0, no hw_* sample; Prometheus' own
+// per-target series remain), its Ray series stay.
+TEST(Metrics, ExporterDownSilencesOnlyNodeHw) {
+  std::string text = kMinimal;
+  const std::string fault = "  - {kind: rdma_retx, hosts: [gpu02], steps: 20-39, rate: 500, devices: [1]}\n";
+  text.replace(text.find(fault), fault.size(), fault + "  - {kind: exporter_down, hosts: [gpu03]}\n");
+  int hw_samples = 0, ray_samples = 0, up_samples = 0;
+  for (const Series& s : Metrics(MustParse(text))) {
+    const std::string& instance = s.labels.at("instance");
+    if (instance.rfind("gpu03", 0) != 0) continue;
+    const std::string& name = s.labels.at("__name__");
+    if (name == "up") {
+      for (const auto& sample : s.samples) up_samples += sample.v == (s.labels.at("job") == "node_hw" ? 0 : 1);
+      continue;
+    }
+    if (name.rfind("hw_", 0) == 0) hw_samples += static_cast<int>(s.samples.size());
+    if (name.rfind("ray_", 0) == 0) ray_samples += static_cast<int>(s.samples.size());
+  }
+  EXPECT_EQ(hw_samples, 0);
+  EXPECT_GT(ray_samples, 100);
+  EXPECT_GT(up_samples, 100);
+}
+
 TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
   Scenario s = MustParse(kMinimal);
   auto t = BuildTimeline(s);

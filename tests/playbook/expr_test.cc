@@ -5,18 +5,26 @@
 namespace diagnose::playbook {
 namespace {
 
-Value Eval(const std::string& src, const Value& env = Value::object()) {
+// Parses `src` (a syntax error fails the test) and evaluates it over `env`'s roots.
+StatusOr<Value> Evaluate(const std::string& src, const Value& env) {
   ExprSyntaxError err;
   auto e = ParseExpr(src, &err);
   EXPECT_NE(e, nullptr) << src << ": " << err.message << " at " << err.offset;
   if (!e) return Value();
-  auto v = EvalExpr(*e, [&](const std::string& root) -> const Value* {
+  return EvalExpr(*e, [&](const std::string& root) -> const Value* {
     auto it = env.find(root);
     return it == env.end() ? nullptr : &*it;
   });
+}
+
+Value Eval(const std::string& src, const Value& env = Value::object()) {
+  auto v = Evaluate(src, env);
   EXPECT_TRUE(v.ok()) << src << ": " << v.status().message();
   return v.ok() ? *v : Value();
 }
+
+// Whether `src` evaluates without an error (an argument of the wrong type is one).
+bool EvalsOk(const std::string& src, const Value& env) { return Evaluate(src, env).ok(); }
 
 ExprSyntaxError SyntaxError(const std::string& src) {
   ExprSyntaxError err;
@@ -158,14 +166,21 @@ TEST(ExprTest, FirstTimeAboveIsEachKeysEarliestTimeAtOrAboveItsThreshold) {
   EXPECT_EQ(Eval("max(first_time_above(retx, level * 0.5)) - min(first_time_above(retx, level * 0.5))", env), 30.0);
   EXPECT_EQ(Eval("first_time_above(retx, 1e9)", env), Value::object());
   EXPECT_EQ(Eval("first_time_above(null, 1)", env), Value::object());
-  ExprSyntaxError err;
-  auto e = ParseExpr("first_time_above(retx, 'x')", &err);
-  ASSERT_NE(e, nullptr);
-  auto bad = EvalExpr(*e, [&](const std::string& root) -> const Value* {
-    auto it = env.find(root);
-    return it == env.end() ? nullptr : &*it;
-  });
-  EXPECT_FALSE(bad.ok()) << "a threshold that is neither a number nor a map is an error";
+  EXPECT_FALSE(EvalsOk("first_time_above(retx, 'x')", env)) << "a threshold that is neither a number nor a map is an error";
+}
+
+// The level each key held for the span asked (its k-th largest sample at the series' spacing); a
+// per-key span replaces it for the keys it names (a burst the window's end cut short), and a key
+// whose series is shorter than its span held no level.
+TEST(ExprTest, SustainedLevelHoldsEachKeyToItsOwnSpanWhenGiven) {
+  Value env = {{"retx", {{"h1", {{0, 1.0}, {30, 1.0}, {60, 1.0}, {90, 1.0}, {120, 900.0}, {150, 800.0}}},
+                         {"h2", {{0, 0.0}, {30, 0.0}, {60, 0.0}, {90, 0.0}, {120, 700.0}, {150, 600.0}}}}},
+               {"tail", {{"h2", 60.0}}}};
+  EXPECT_EQ(Eval("sustained_level(retx, 120)", env), Value({{"h1", 1.0}, {"h2", 0.0}}));
+  EXPECT_EQ(Eval("sustained_level(retx, 120, tail)", env), Value({{"h1", 1.0}, {"h2", 600.0}}));
+  EXPECT_EQ(Eval("sustained_level(retx, 120, null)", env), Value({{"h1", 1.0}, {"h2", 0.0}}));
+  EXPECT_EQ(Eval("sustained_level(retx, 600)", env), Value({{"h1", 0.0}, {"h2", 0.0}}));
+  EXPECT_FALSE(EvalsOk("sustained_level(retx, 120, 60)", env)) << "per-key spans that are not a map are an error";
 }
 
 TEST(ExprTest, FunctionsOverFacts) {

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
                 "abort before step 0), a fatal fault on the slow host itself, node_hw scraped by IP with no Ray series, "
                 "two episodes of one fault on one host, 7-12 faulty hosts among 430-512, throttling no peer shows (one "
                 "node, a room, one node hot from its first step), a fabric episode on most hosts, k8s and local "
-                "launchers, a job still running");
+                "launchers, a job still running; once a block: a fault in the job's last 2-5 %, node_hw down on one "
+                "host the whole job, a TSDB snapshot that ends before the job");
   gen->add_flag("--perf", generate.perf,
                 "add the performance regressions judged against a baseline run, each with a profiler window: "
                 "perf-blocker, perf-overlap-loss, perf-slow-gpu, perf-noise");

@@ -88,6 +88,7 @@ struct JobSpec {
   bool ray_metrics = true;              // false: no Ray series in the TSDB (fixturegen's ray_metrics)
   std::string stop_phase = "steps";     // before_step0: the job ends while step 0 compiles
   std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
+  std::optional<int64_t> tsdb_end_step;  // the snapshot ends just after this step (fixturegen's tsdb_end_step)
   // The node's hardware (fixturegen's gpu_name, gpus_per_node, rdma_devices and GPU levels); the
   // defaults are an 8-GPU, 8-NIC MI355X node, and a level left at 0 is the MI355X's.
   std::string gpu_name;
@@ -184,6 +185,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (s.node_hw_names != "host") y << "  node_hw_names: " << s.node_hw_names << "\n";
   if (!s.ray_metrics) y << "  ray_metrics: false\n";
   if (s.tsdb_format != "blocks") y << "  tsdb_format: " << s.tsdb_format << "\n";
+  if (s.tsdb_end_step) y << "  tsdb_end_step: " << *s.tsdb_end_step << "\n";
   if (!s.faults.empty()) {
     y << "faults:\n";
     for (const FaultSpec& f : s.faults) {
@@ -362,8 +364,15 @@ class JobPlanner {
     for (double coarser : {10.0, 15.0, 20.0, 30.0})
       if (coarser <= seconds) interval = coarser;
     spec_.node_hw_interval = interval;
+    FitSampleBudget();
+  }
+
+  // The node count gives way to the sample budget at the job's scrape intervals (never below 4), as
+  // after the steps grew past what Shape() sized the job for.
+  void FitSampleBudget() {
     const double duration = 300 + steps_ * step_seconds_;
-    const double per_host = (spec_.nic_vendor == "ionic" ? 365 : 210) / interval + 30 / spec_.ray_interval;
+    const double per_host =
+        (spec_.nic_vendor == "ionic" ? 365 : 210) / spec_.node_hw_interval + 30 / spec_.ray_interval;
     const size_t fit = std::max<size_t>(4, static_cast<size_t>(kSamplesBudget / (duration * per_host)));
     if (spec_.hosts.size() > fit) spec_.hosts.resize(fit);
   }
@@ -1844,6 +1853,116 @@ void CoverageGaps(JobPlanner& p) {
     break;
   }
   p.truth().kind = "rdma-standout-scrape-gap";
+
+// --- shapes real clusters produce that the kinds above never draw (`--widest`) --------------------
+
+// The fault SlowdownFaults() injects, for a job's notes.
+std::string SlowdownName(bool thermal) { return thermal ? "throttling GPU" : "RDMA retx+ACK timeouts"; }
+
+// A slowdown on `host` over `window` (a throttling GPU, or an RDMA link excluded at priority 2) and
+// its truth, named `kind` after its fault ("thermal-<kind>", "rdma-<kind>"): excluded when the TSDB
+// can show it, otherwise an observability gap that nobody is excluded for.
+void SlowdownWithTruth(JobPlanner& p, bool thermal, const std::string& host, const std::string& window, bool visible,
+                       const std::string& kind) {
+  SlowdownFaults(p, thermal, host, window);
+  const std::string name = (thermal ? "thermal-" : "rdma-") + kind;
+  if (!visible) return Verdict(p, name, "observability-gap", "none");
+  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
+  Verdict(p, name, thermal ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
+}
+
+// A fault that begins in the job's last 2-5 % and runs to its end: an RDMA link (two times in three)
+// or a throttling GPU on one host, TGS down over those steps. The tail lasts from three node_hw
+// scrapes plus a minute (at least 150 s and four steps: shorter leaves nothing a rate window can
+// see) to just under the 5 minutes a mid-job fault must hold, and the job is as long as makes that
+// 2-5 % of it: the job's end, not the fault, cut it short.
+void LateFault(JobPlanner& p) {
+  const bool thermal = p.Chance(1.0 / 3);
+  p.Shape(false, /*need_retx_counters=*/!thermal, 100);
+  const double fraction = p.U(0.02, 0.05);
+  const double shortest = std::max(150.0, 3 * p.spec().node_hw_interval + 60);
+  const int64_t tail = std::max<int64_t>(4, p.StepsFor(p.U(shortest, std::max(shortest, 285.0))));
+  const int64_t steps = static_cast<int64_t>(std::lround(static_cast<double>(tail) / fraction));
+  p.EnsureSteps(steps);
+  p.CapSteps(steps);
+  p.FitSampleBudget();
+  JobSpec& s = p.spec();
+  const int64_t last = s.last_step;
+  const int64_t onset = last - tail + 1;
+  const double drop = std::round(p.U(std::max(0.08, VisibleDrop(p, tail)), 0.25) * 1000) / 1000;
+  s.phases = {{0, onset - 1, p.tgs(), 0}, {onset, last, std::round(p.tgs() * (1 - drop)), 0}};
+  const std::string host = p.TakeHost();
+  SlowdownWithTruth(p, thermal, host, p.Steps(onset, last), /*visible=*/true, "late");
+  p.notes() = SlowdownName(thermal) + " on " + host + " over the last " + std::to_string(tail) + " of " +
+              std::to_string(last + 1) + " steps (" +
+              std::to_string(static_cast<int>(std::lround(static_cast<double>(tail) * p.StepSeconds()))) +
+              " s), TGS -" +
+              std::to_string(static_cast<int>(drop * 100)) + "%." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// One host's node_hw exporter is down for the whole job (up 0, no hw_* sample; its Ray series
+// report as before) while an RDMA link (two times in three) or a GPU throttles mid-job. Half the
+// time the fault is on that blind host: nothing in the TSDB can show it, so the slowdown's cause
+// cannot be judged and the blind host is the gap to name (observability-gap, nobody excluded on a
+// guess). Otherwise the fault is on a host that reports: its verdict as usual, the blind host kept.
+void BlindHost(JobPlanner& p) {
+  const bool thermal = p.Chance(1.0 / 3);
+  p.Shape(false, /*need_retx_counters=*/!thermal, 160);
+  JobSpec& s = p.spec();
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.25);
+  const int64_t last = s.last_step;
+  s.phases = {{0, onset - 1, p.tgs(), 0}, {onset, end, std::round(p.tgs() * (1 - drop)), 0}};
+  if (end < last) s.phases.push_back({end + 1, last, p.tgs(), 0});
+  const bool on_blind = p.Chance(0.5);
+  const std::string blind = p.TakeHost();
+  p.Fault("exporter_down", {blind}, "", 0);
+  const std::string faulty = on_blind ? blind : p.TakeHost();
+  SlowdownWithTruth(p, thermal, faulty, p.Steps(onset, end), /*visible=*/!on_blind,
+                    on_blind ? "on-blind-host" : "beside-blind-host");
+  if (!on_blind) p.Decoy(blind);
+  p.notes() = "node_hw down on " + blind + " for the whole job; " + SlowdownName(thermal) + " on " + faulty +
+              " over steps " + std::to_string(onset) + "-" + std::to_string(end) + ", TGS -" +
+              std::to_string(static_cast<int>(drop * 100)) + "%." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// The TSDB snapshot ends before the job does (Prometheus died, or it was copied while the job ran):
+// at least 15 minutes of training are missing. Half the time an RDMA link (or a GPU, one time in
+// three) degrades only after the snapshot's end: the TSDB cannot say why TGS fell, and a clean
+// family in it proves nothing (observability-gap, nobody excluded). Otherwise the fault began well
+// inside the snapshot, and its verdict stands.
+void TruncatedTsdb(JobPlanner& p) {
+  const bool thermal = p.Chance(1.0 / 3);
+  p.Shape(false, /*need_retx_counters=*/!thermal, 160);
+  const int64_t missing = std::max<int64_t>(20, p.StepsFor(900));
+  const int64_t window = std::max<int64_t>(20, p.StepsFor(900));
+  p.EnsureSteps(40 + 2 * window + missing);
+  p.FitSampleBudget();
+  JobSpec& s = p.spec();
+  const int64_t last = s.last_step;
+  const bool after_end = p.Chance(0.5);
+  int64_t onset = 0, end_step = 0;
+  if (after_end) {
+    end_step = p.Int(static_cast<int>(last / 3), static_cast<int>(last - missing));
+    onset = p.Int(static_cast<int>(end_step + 5), static_cast<int>(std::max(end_step + 5, last - 10)));
+  } else {
+    onset = p.Int(20, static_cast<int>(last - missing - window));
+    end_step = p.Int(static_cast<int>(onset + window), static_cast<int>(last - missing));
+  }
+  s.tsdb_end_step = end_step;
+  const double drop = std::round(p.U(std::max(0.08, VisibleDrop(p, last - onset + 1)), 0.25) * 1000) / 1000;
+  s.phases = {{0, onset - 1, p.tgs(), 0}, {onset, last, std::round(p.tgs() * (1 - drop)), 0}};
+  const std::string host = p.TakeHost();
+  SlowdownWithTruth(p, thermal, host, p.Steps(onset, last), /*visible=*/!after_end,
+                    after_end ? "after-tsdb-end" : "before-tsdb-end");
+  p.notes() = "TSDB ends after step " + std::to_string(end_step) + " of " + std::to_string(last) + "; " +
+              SlowdownName(thermal) + " on " + host + " from step " +
+              std::to_string(onset) + ", TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, std::min(onset, end_step) - 5));
 }
 
 // Retransmit and ACK-timeout rates (per second and device).
@@ -2358,8 +2477,11 @@ class CampaignPlanner {
     for (int copy = 0; widest_ && copy < 3; ++copy)
       families.insert(families.end(), kWidestFamilies.begin(), kWidestFamilies.end());
     if (widest_) families.push_back("huge-many-hosts");
-    // Judgements that need a GPU model's rated levels, and evidence behind missed scrapes (once each).
-    if (widest_) families.insert(families.end(), {"gpu-model-levels", "coverage-gaps"});
+    // Judgements that need a GPU model's rated levels, evidence behind missed scrapes, and shapes real
+    // clusters produce that the families above never drew: once per block each.
+    static const std::vector<std::string> kOncePerBlockFamilies = {"gpu-model-levels", "coverage-gaps", "late-fault",
+                                                                   "blind-host", "truncated-tsdb"};
+    if (widest_) families.insert(families.end(), kOncePerBlockFamilies.begin(), kOncePerBlockFamilies.end());
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
     std::vector<std::string> order = families;
@@ -2397,6 +2519,9 @@ class CampaignPlanner {
     else if (family == "still-running") StillRunning(p);
     else if (family == "unusual-evidence") UnusualEvidence(p);
     else if (family == "few-nodes") FewNodes(p);
+    else if (family == "late-fault") LateFault(p);
+    else if (family == "blind-host") BlindHost(p);
+    else if (family == "truncated-tsdb") TruncatedTsdb(p);
     else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
     else if (family == "gpu-model-levels") GpuModelLevels(p);
     else if (family == "coverage-gaps") CoverageGaps(p);

@@ -34,8 +34,10 @@ struct PlannedJob {
 // any step), a fatal fault on the slow host itself, node_hw scraped by address with no Ray series
 // (only the log's bind= lines name the addresses), two episodes of one fault on one host, 7-12
 // faulty hosts among 430-512, throttling no peer shows, a fabric episode on most of a job's hosts,
-// a k8s or local launcher and a job still running; `wider`, `wide` and the default plan what they
-// planned before it.
+// a k8s or local launcher and a job still running, and once a block the shapes real clusters
+// produce that those still never drew: a fault in the job's last 2-5 %, node_hw down on one host
+// for the whole job, a TSDB snapshot that ends before the job; `wider`, `wide` and the default plan
+// what they planned before it.
 StatusOr<std::vector<PlannedJob>> PlanCampaign(uint64_t seed, int jobs, bool wide = false, bool perf = false,
                                                bool wider = false, bool widest = false);
 

@@ -121,6 +121,10 @@ class MetricModel {
       if (r.step >= t.steps.front().step + 5 && r.step < t.steps.front().step + 15) steady += r.tgs, ++n;
     }
     baseline_tgs_ = n ? steady / n : 0;
+    metrics_end_ = t.job_end;
+    if (s.tsdb_end_step) {
+      if (const StepRecord* r = t.FindStep(*s.tsdb_end_step)) metrics_end_ = std::min(t.job_end, r->end + 10);
+    }
   }
 
   StatusOr<MetricStats> Run(const SeriesSink& sink) {
@@ -157,7 +161,7 @@ class MetricModel {
       if (kind == "ghost_exporter" && time >= w.begin && target == "node_hw") st.ghost = true;
       if (kind == "counter_reset" && time >= w.begin && target == "node_hw") st.counters_reset = true;
       if (time < w.begin || time > w.end) continue;
-      if (kind == "missed_scrapes") st.missed = true;
+      if (kind == "missed_scrapes" || (kind == "exporter_down" && target == "node_hw")) st.missed = true;
       st.fault[kind] = w.fault->rate;
       st.fault_devices[kind] = w.fault->devices;
       if (w.end > w.begin) st.fault_progress[kind] = std::clamp((time - w.begin) / (w.end - w.begin), 0.0, 1.0);
@@ -219,7 +223,7 @@ class MetricModel {
     Rng r(s_.seed, target + "/offset/" + s_.hosts[task]);
     double offset = std::round(r.Uniform(0, interval) * 1000.0) / 1000.0;
     std::vector<double> times;
-    for (double time = t_.prometheus_start + offset; time <= t_.job_end; time += interval)
+    for (double time = t_.prometheus_start + offset; time <= metrics_end_; time += interval)
       times.push_back(std::round(time * 1000.0) / 1000.0);
     return times;
   }
@@ -258,6 +262,7 @@ class MetricModel {
   const Scenario& s_;
   const Timeline& t_;
   std::vector<HostIdentity> ids_;
+  double metrics_end_ = 0;   // the snapshot's last moment: the job's end, or earlier (tsdb_end_step)
   std::vector<FaultWindow> windows_;
   double baseline_tgs_ = 0;
 };
@@ -703,13 +708,13 @@ Status MetricModel::Tensorboard(const SeriesSink& sink, MetricStats* stats) {
   // Only process 0 writes events; the first event appears after step 0.
   for (size_t i = 0; i < t_.steps.size(); ++i) {
     const StepRecord& r = t_.steps[i];
-    if (r.end > t_.job_end) break;
+    if (r.end > metrics_end_) break;
     // a gap (plugin down, events file unreadable): neither real samples nor fills for these steps
     if (s_.tb_gap && s_.tb_gap->Contains(r.step)) continue;
     emit(r.end, r, 0);
-    double next = i + 1 < t_.steps.size() ? t_.steps[i + 1].end : t_.job_end;
+    double next = i + 1 < t_.steps.size() ? t_.steps[i + 1].end : metrics_end_;
     // idle: the plugin re-emits the last step every 150 s with staleness_fill=1
-    for (double fill = r.end + kFillEvery; fill < next && fill <= t_.job_end; fill += kFillEvery) emit(fill, r, 1);
+    for (double fill = r.end + kFillEvery; fill < next && fill <= metrics_end_; fill += kFillEvery) emit(fill, r, 1);
   }
   return set.Flush(sink, stats);
 }

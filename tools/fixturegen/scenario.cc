@@ -41,6 +41,7 @@ const std::set<std::string> kFaultKinds = {
     "host_mem_ramp",      // ray_node_mem_used climbs linearly by rate x total over the window
     "rdma_stale_retry_exceeded",   // retry-exhaustion lifetime total `rate` from before the job, flat in it
     "counter_reset",      // driver reload / reboot at the window start: every node_hw counter restarts from 0
+    "exporter_down",      // node_hw's exporter down in the window (up == 0, no hw_* sample); Ray still reports
 };
 
 // Families only ionic NICs export; on bnxt_re / mlx5 a fault on them would be invisible, so it is an error.
@@ -444,7 +445,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
                                    "tsdb_format", "ray_metrics", "gpu_power_w", "gpu_sclk_mhz", "gpu_temperature_c",
-                                   "training_power_w"},
+                                    "training_power_w", "tsdb_end_step"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -493,6 +494,12 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
       s.tb_gap = gap;
     }
     if (s.node_hw_interval < 1 || s.ray_interval < 1) return r.Error(m, "scrape intervals must be >= 1 s");
+    if (m["tsdb_end_step"]) {
+      int64_t step = 0;
+      RETURN_IF_ERROR(r.Get(m, "tsdb_end_step", &step));
+      if (step < 0) return r.Error(m["tsdb_end_step"], "tsdb_end_step must be a step number");
+      s.tsdb_end_step = step;
+    }
   }
   if (s.tsdb && !s.ray) return r.Error(root["metrics"], "a TSDB exists only for RAY=1 jobs (job.ray: true)");
   return Status::Ok();

@@ -193,6 +193,9 @@ struct Scenario {
   // Prometheus scrapes only node_hw: nothing in the TSDB ties a node_hw address to a node name.
   bool ray_metrics = true;
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
+  // The snapshot ends 10 s after this step ends, before the job does (Prometheus died, or the
+  // snapshot was taken while the job still ran): no sample of any job after it.
+  std::optional<int64_t> tsdb_end_step;
   std::vector<Fault> faults;
   std::vector<LogEvent> events;
 

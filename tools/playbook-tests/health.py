@@ -290,6 +290,38 @@ tests.append(test('GPU plugin not running on one host: its GPU conclusions canno
                                 {'id': 'observability-gaps/gap_hosts', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 
+# node_hw's exporter down on one host the whole job while its Ray agent reports: no coverage ratio
+# to compare (no sample at all), the largest gap there is.
+j = Job(hosts, gpus=2, n=100, seed=87)
+for fam in OG_FAM:
+    if not fam.startswith('ray_'):
+        j.override(fam, lambda h, g, i, d: None if h == 'ob-3' else d)
+tests.append(test('node_hw down the whole job on one host whose Ray agent reports: a gap, not a clean host', j, facts(j),
+                  {'root_cause': 'observability-gap', 'action': 'none', 'exclude': [],
+                   'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
+                                {'id': 'observability-gaps/missing_hosts', 'status': 'clear'}]},
+                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
+
+# The snapshot ends at step 99 while the log runs to step 149 (25 minutes later): TGS fell at step
+# 120, after it, so the TSDB cannot say why; clean families in it prove nothing.
+j = Job(hosts, gpus=2, n=100, seed=88)
+tests.append(test('the TSDB ends before TGS fell: observability-gap, not a clean system', j,
+                  facts(j, last_step=149, extra={'tgs': {'degradation_onset_step': 120}}),
+                  {'root_cause': 'observability-gap', 'action': 'none', 'confidence': 'likely', 'exclude': [],
+                   'findings': [{'id': 'observability-gaps/tsdb_last_step', 'status': 'fired'},
+                                {'id': 'observability-gaps/tsdb_ends_before_the_drop', 'status': 'fired'}]},
+                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
+# Near misses: the drop began inside the snapshot (its evidence is there), and a snapshot that
+# misses only the job's last three minutes (the last scrapes before a job ends are lost anyway).
+for name, last_step, onset, ended_early in [
+        ('near miss: the TSDB ends early but after TGS fell: named, not the verdict', 149, 60, 'fired'),
+        ('near miss: a TSDB that misses only the last three minutes has not ended early', 105, 103, 'clear')]:
+    tests.append(test(name, j, facts(j, last_step=last_step, extra={'tgs': {'degradation_onset_step': onset}}),
+                      {'root_cause': 'none', 'action': 'none',
+                       'findings': [{'id': 'observability-gaps/tsdb_last_step', 'status': ended_early},
+                                    {'id': 'observability-gaps/tsdb_ends_before_the_drop', 'status': 'clear'}]},
+                      families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
+
 j = Job(hosts, gpus=2, n=100, seed=85)
 j.override('hw_scrape_duration_seconds', lambda h, g, i, d: None if (i % 17 == 5) else d)
 tests.append(test('near miss: occasional missed scrapes are not a gap', j, facts(j),

@@ -209,6 +209,26 @@ def rdma_tests():
         seed=3, pattern="one-time-drop",
         expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
                 "exclude": [{"host": "a007.cluster", "priority": 2}]}))
+    # A fault in the job's last three minutes (its last 3 % of steps): the job's end cut it short of
+    # the 5 minutes a mid-job fault must hold. Judged on the time it had, it is the drop's cause.
+    # (Looking back only: a live alert cannot know the job is about to end, so the exported alert
+    # is not held to this case; the findings listed do not name the alert's evidence.)
+    tests.append(rdma_case(
+        "a fault in the job's last minutes, cut short by its end, is excluded", h8,
+        [(0, 193, 3290), (194, 199, 2700)], [("node-b5", 194, 199, 900, 6, 1)],
+        seed=21, pattern="one-time-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "node-b5", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/rdma_clean", "status": "clear"},
+                             {"id": "rdma-phase-correlation/rdma_not_the_cause", "status": "clear"}]}))
+    # Near miss: as short a burst late in the job, but it ended six minutes before the job did: the
+    # end did not cut it short, so it is a transient, and the late drop stays unexplained.
+    tests.append(rdma_case(
+        "near miss: a short burst that ended before the job did is no fault cut short", h8,
+        [(0, 193, 3290), (194, 199, 2700)], [("node-b5", 180, 186, 900, 6, 1)],
+        seed=22, pattern="one-time-drop",
+        expect={"root_cause": "unknown", "action": "none", "exclude": [],
+                "findings": [{"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     # Near miss: heavy TCP retransmits on one host, RDMA clean everywhere, TGS phased anyway. The
     # loss stays unexplained (unknown): clean links rule the network out, they do not explain it.
     tests.append(rdma_case(
