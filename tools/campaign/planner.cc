@@ -1853,6 +1853,7 @@ void CoverageGaps(JobPlanner& p) {
     break;
   }
   p.truth().kind = "rdma-standout-scrape-gap";
+}
 
 // --- shapes real clusters produce that the kinds above never draw (`--widest`) --------------------
 
