@@ -51,6 +51,7 @@ struct JobHeader {
   std::optional<int> ray_port;
   bool ray = false;                         // RAY=1 job (Ray driver prefixes or RAY_PORT seen)
   std::string launcher = "slurm";           // slurm | k8s | local
+  std::string gpu_device;                   // the GPU model the log names (the MFU patch's gpu=), "" when none
   // address -> host, from the tasks' own lines ("[Ray] Starting ... (bind=<ip>)", k8s "Starting on
   // <host> (<ip>)"): names an exporter scraped by address when no series does. An address two
   // hosts claimed is left out. Not in the report.
@@ -58,7 +59,7 @@ struct JobHeader {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobHeader, job_id, job_name, model_name, model_alias,
                                                 exp_tag, nnodes, nodelist, hosts, passthrough,
-                                                coordinator_port, ray_port, ray, launcher)
+                                                coordinator_port, ray_port, ray, launcher, gpu_device)
 
 // One logical training step (the first record seen for that step number, normally task 0's).
 struct StepRecord {

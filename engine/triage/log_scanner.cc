@@ -1,6 +1,7 @@
 #include "engine/triage/log_scanner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <ctime>
 #include <cstring>
@@ -205,6 +206,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   // Hot path: step lines (the bulk of a training log) are fully recognised and never classified.
   if (HandleStep(line, text)) return;
   if (HandleSections(line, text)) return;
+  if (result_.gpu_device.empty() && text.rfind("[MFU] ", 0) == 0) HandleMfu(text);
 
   // One automaton pass: failure classes and the extraction triggers below.
   uint32_t triggers = 0;
@@ -517,6 +519,25 @@ void LogScanner::HandleHeader(const LogLine& line, std::string_view text) {
   }
 }
 
+// "[MFU] MFU tracking enabled (gpu=<GPU>, dtype=..." or "... disabled (gpu=<g> not in lookup
+// table; ...": the GPU model the job ran on, for the rules' model levels when no Ray series names it.
+void LogScanner::HandleMfu(std::string_view text) {
+  const size_t at = text.find("(gpu=");
+  if (at == std::string_view::npos) return;
+  std::string_view value = text.substr(at + 5);
+  value = value.substr(0, std::min(value.find_first_of(",;)"), value.size()));
+  value = Trim(value.substr(0, std::min(value.find(" not in "), value.size())));
+  // The Instinct model token (MI<digits><letters>) when the value holds one: "AMD Instinct MI300X" -> MI300X.
+  for (size_t i = 0; i + 2 < value.size(); ++i) {
+    if (value[i] != 'M' || value[i + 1] != 'I' || !std::isdigit(static_cast<unsigned char>(value[i + 2]))) continue;
+    size_t end = i + 2;
+    while (end < value.size() && std::isalnum(static_cast<unsigned char>(value[end]))) ++end;
+    value = value.substr(i, end - i);
+    break;
+  }
+  result_.gpu_device = SanitizeForQuote(value, 64);
+}
+
 void LogScanner::HandleEnvDump(int task, std::string_view text) {
   if (StartsWith(text, "HOSTNAME=")) {
     std::string h = SanitizeForQuote(Trim(text.substr(9)), 256);
@@ -726,6 +747,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   if (!artifact_epoch) artifact_epoch = later.artifact_epoch;
   if (!iso_year) iso_year = later.iso_year;
   ray = ray || later.ray;
+  if (gpu_device.empty()) gpu_device = later.gpu_device;
   lines += later.lines;
   labelled_lines += later.labelled_lines;
   lines_after_last_step = later_has_steps ? later.lines_after_last_step : lines_after_last_step + later.lines;

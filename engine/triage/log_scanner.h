@@ -80,6 +80,9 @@ struct ScanResult {
   int artifact_year = 0, iso_year = 0;
   int64_t artifact_epoch = 0;   // artifact_YYYYMMDD_HHMMSS (UTC): when the job was submitted
   bool ray = false;
+  // The GPU the MFU patch names ("[MFU] MFU tracking enabled (gpu=MI355X, ..."): its Instinct model
+  // token (MI355X) when it holds one, else the value as printed; the first one seen.
+  std::string gpu_device;
   int64_t lines = 0;
   int64_t labelled_lines = 0;                          // carried an srun task label
   int64_t lines_after_last_step = 0;
@@ -124,6 +127,7 @@ class LogScanner {
   void NoteTaskAddress(int task, std::string_view address);
   void HandleSshTunnel(const LogLine& line, std::string_view text);
   void HandleHeader(const LogLine& line, std::string_view text);
+  void HandleMfu(std::string_view text);
   void HandleEnvDump(int task, std::string_view text);
   void HandleSummary(const LogLine& line, std::string_view text);
   void HandleHeartbeat(const LogLine& line, std::string_view text);

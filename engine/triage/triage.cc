@@ -412,6 +412,7 @@ Status ScanRayWorkerLogs(const JobLocation& job, TriageScan* scan, JobFacts* f) 
                          std::to_string(before) + " to " + std::to_string(after));
   }
   f->header.ray = scan->result.ray || !job.ray_worker_logs.empty();
+  f->header.gpu_device = scan->result.gpu_device;
   return Status::Ok();
 }
 

@@ -65,6 +65,22 @@ TEST_F(LogScannerTest, RepeatedStepLinesAgreeWithTheFullParse) {
 // the line is skipped and counted. NUL padding before a line is dropped and the line read.
 // Each task's own address: the Ray launcher's bind= (head and workers, srun-labelled) and k8s's
 // "Starting on <host> (<ip>)"; what is not an address, or comes from no task, is not kept.
+// The MFU patch names the GPU model: its Instinct token is kept (the rules' model levels read it
+// when no Ray series names the model), the first line seen wins, and a value without a model token
+// is kept as printed (the table then knows no such model).
+TEST_F(LogScannerTest, TheMfuLineNamesTheGpuModel) {
+  LogScanner& scanner = *scanner_;
+  scanner.Feed(" 0: [MFU] MFU tracking enabled (gpu=AMD Instinct MI250X, dtype=bf16, peak=383 TFLOP/s, source=auto)", 1);
+  scanner.Feed(" 1: [MFU] MFU tracking enabled (gpu=MI355X, dtype=bf16, peak=2500 TFLOP/s, source=auto)", 2);
+  EXPECT_EQ(scanner.result().gpu_device, "MI250X");
+  LogScanner other(*table_, *matcher_, *ScanLimitsFromTable(*table_), "job.log", -1, 0);
+  other.Feed("[MFU] MFU tracking disabled (gpu=H200 not in lookup table; set HARDWARE_PEAK_TFLOPS=<value> to override)", 1);
+  EXPECT_EQ(other.result().gpu_device, "H200");
+  LogScanner none(*table_, *matcher_, *ScanLimitsFromTable(*table_), "job.log", -1, 0);
+  none.Feed("[MFU] something else entirely", 1);
+  EXPECT_EQ(none.result().gpu_device, "");
+}
+
 TEST_F(LogScannerTest, TasksReportTheirOwnAddresses) {
   LogScanner& scanner = *scanner_;
   const std::vector<std::string> lines = {

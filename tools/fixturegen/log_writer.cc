@@ -469,7 +469,9 @@ void JobLogWriter::RayStart(int task) {
 }
 
 void JobLogWriter::TrainerPreamble(int task) {
-  Trainer(task, "[MFU] MFU tracking enabled (gpu=MI355X, dtype=bf16, peak=" + Fmt("%.0f", s_.peak_tflops) +
+  // The patch names the GPU by its model (the last word of the device name: MI355X, MI250X, ...).
+  const std::string gpu = s_.gpu_name.substr(s_.gpu_name.find_last_of(' ') == std::string::npos ? 0 : s_.gpu_name.find_last_of(' ') + 1);
+  Trainer(task, "[MFU] MFU tracking enabled (gpu=" + gpu + ", dtype=bf16, peak=" + Fmt("%.0f", s_.peak_tflops) +
                     " TFLOP/s, source=auto)");
   std::map<std::string, std::string> config = {
       {"base_output_directory", "/outputs"},

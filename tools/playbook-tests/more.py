@@ -450,6 +450,15 @@ tests.append(test('a one-host MI250X job hot from its first step (~91 °C): past
                    'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'fired', 'hosts': one}]},
                   families=TH_MODEL_FAM, tb_host=one[0]))
 
+j = one_host_mi250x(49, None, 21)
+tests.append(test('the same hot one-host MI250X job without Ray\'s model name, named by its log (MFU gpu=): still its model\'s levels', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1090.0},
+                                                      'header': {'gpu_device': 'MI250X'}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'none', 'confidence': 'insufficient-evidence', 'exclude': [],
+                   'summary_contains': ['85 °C throttling point of the MI250X'],
+                   'findings': [{'id': 'thermal-throttle/thermal_unjudged', 'status': 'fired', 'hosts': one}]},
+                  families=TH_MODEL_FAM, tb_host=one[0]))
+
 j = one_host_mi250x(47, 'AMD Instinct MI250X', 0)
 tests.append(test('near miss: a one-host MI250X job at its normal ~70 °C is healthy', j,
                   facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat, 'steady_tgs': 1330.0}}),
