@@ -309,6 +309,23 @@ TEST(Metrics, ExporterDownSilencesOnlyNodeHw) {
   EXPECT_GT(up_samples, 100);
 }
 
+// ipv6: nodes addressed by IPv6; a target scraped by address is [<ip>]:<port>, Ray's `ip` label the
+// bare address, so the two can be tied together.
+TEST(Metrics, Ipv6AddressesAreBracketedInTargets) {
+  std::string text = kMinimal;
+  const std::string metrics = "missed_scrapes: 0.02}";
+  text.replace(text.find(metrics), metrics.size(), "missed_scrapes: 0.02, node_hw_names: ip, ipv6: true}");
+  std::set<std::string> hw_instances, ray_ips;
+  for (const Series& s : Metrics(MustParse(text))) {
+    if (s.labels.count("job") && s.labels.at("job") == "node_hw") hw_instances.insert(s.labels.at("instance"));
+    if (s.labels.count("ip")) ray_ips.insert(s.labels.at("ip"));
+  }
+  ASSERT_EQ(hw_instances.size(), 3u);
+  ASSERT_EQ(ray_ips.size(), 3u);
+  for (const auto& ip : ray_ips) EXPECT_TRUE(hw_instances.count("[" + ip + "]:9400")) << ip;
+  for (const auto& ip : ray_ips) EXPECT_EQ(ip.rfind("fd00:", 0), 0u) << ip;
+}
+
 TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
   Scenario s = MustParse(kMinimal);
   auto t = BuildTimeline(s);

@@ -89,6 +89,7 @@ struct JobSpec {
   std::string stop_phase = "steps";     // before_step0: the job ends while step 0 compiles
   std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
   std::optional<int64_t> tsdb_end_step;  // the snapshot ends just after this step (fixturegen's tsdb_end_step)
+  bool ipv6 = false;                     // nodes addressed by IPv6 (fixturegen's ipv6)
   // The node's hardware (fixturegen's gpu_name, gpus_per_node, rdma_devices and GPU levels); the
   // defaults are an 8-GPU, 8-NIC MI355X node, and a level left at 0 is the MI355X's.
   std::string gpu_name;
@@ -184,6 +185,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (!s.ray_metrics) y << "  ray_metrics: false\n";
   if (s.tsdb_format != "blocks") y << "  tsdb_format: " << s.tsdb_format << "\n";
   if (s.tsdb_end_step) y << "  tsdb_end_step: " << *s.tsdb_end_step << "\n";
+  if (s.ipv6) y << "  ipv6: true\n";
   if (!s.faults.empty()) {
     y << "faults:\n";
     for (const FaultSpec& f : s.faults) {
@@ -436,6 +438,8 @@ class JobPlanner {
     spec_.gpu_sclk_mhz = model.sclk_mhz;
     spec_.gpu_temperature_c = model.temperature_c;
     spec_.rdma_devices = kNicsPerNode[pick(kNicsPerNode.size())];
+    // One fleet in five addresses its nodes by IPv6 (drawn last: the draws above keep their values).
+    spec_.ipv6 = r.Uniform() < 0.2;
   }
 
   void Passthrough() {

@@ -213,10 +213,17 @@ class MetricModel {
     return s_.host_label_fqdn ? TargetName(host) : host;
   }
 
+  // An address as a target names it: an IPv6 address in brackets, so its colons do not read as the
+  // port's.
+  static std::string Bracketed(const std::string& ip) {
+    return ip.find(':') == std::string::npos ? ip : "[" + ip + "]";
+  }
+
   Labels Base(int task, const std::string& job, int port) const {
     const bool by_address = job == "node_hw" && s_.node_hw_names == "ip";
     return {{"job", job},
-            {"instance", (by_address ? ids_[task].ip : TargetName(s_.hosts[task])) + ":" + std::to_string(port)}};
+            {"instance",
+             (by_address ? Bracketed(ids_[task].ip) : TargetName(s_.hosts[task])) + ":" + std::to_string(port)}};
   }
 
   std::vector<double> ScrapeTimes(int task, const std::string& target, double interval) const {
