@@ -326,6 +326,30 @@ TEST(Metrics, Ipv6AddressesAreBracketedInTargets) {
   for (const auto& ip : ray_ips) EXPECT_EQ(ip.rfind("fd00:", 0), 0u) << ip;
 }
 
+// node_hw_interval_from: node_hw's samples are 10 s apart before that step ends and 60 s after it;
+// Ray's keep their own interval.
+TEST(Metrics, NodeHwIntervalChangesAfterTheStep) {
+  std::string text = kMinimal;
+  const std::string metrics = "missed_scrapes: 0.02}";
+  text.replace(text.find(metrics), metrics.size(),
+               "missed_scrapes: 0, node_hw_interval_from: {step: 20, interval: 60}}");
+  Scenario s = MustParse(text);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  const double change = t->FindStep(20)->end;
+  for (const Series& x : Metrics(s)) {
+    const std::string& name = x.labels.at("__name__");
+    if (name != "hw_scrape_duration_seconds" && name != "ray_node_mem_used") continue;
+    const bool hw = x.labels.at("job") == "node_hw";
+    for (size_t i = 1; i < x.samples.size(); ++i) {
+      const double gap = x.samples[i].t - x.samples[i - 1].t;
+      EXPECT_NEAR(gap, hw && x.samples[i - 1].t >= change ? 60 : 10, 0.01) << name << " at " << i;
+    }
+  }
+  text.replace(text.find("interval: 60}"), 13, "interval: 0}");
+  EXPECT_THAT(ErrorOf(text), HasSubstr("node_hw_interval_from"));
+}
+
 TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
   Scenario s = MustParse(kMinimal);
   auto t = BuildTimeline(s);

@@ -229,8 +229,15 @@ class MetricModel {
   std::vector<double> ScrapeTimes(int task, const std::string& target, double interval) const {
     Rng r(s_.seed, target + "/offset/" + s_.hosts[task]);
     double offset = std::round(r.Uniform(0, interval) * 1000.0) / 1000.0;
+    // A node_hw interval that changes mid-job takes effect at the first scrape after that step.
+    double change_at = metrics_end_ + 1, changed = interval;
+    if (target == "node_hw" && s_.node_hw_interval_from) {
+      if (const StepRecord* step = t_.FindStep(s_.node_hw_interval_from->first)) change_at = step->end;
+      changed = s_.node_hw_interval_from->second;
+    }
     std::vector<double> times;
-    for (double time = t_.prometheus_start + offset; time <= metrics_end_; time += interval)
+    for (double time = t_.prometheus_start + offset; time <= metrics_end_;
+         time += time >= change_at ? changed : interval)
       times.push_back(std::round(time * 1000.0) / 1000.0);
     return times;
   }

@@ -445,7 +445,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
                                    "tsdb_format", "ray_metrics", "gpu_power_w", "gpu_sclk_mhz", "gpu_temperature_c",
-                                   "tsdb_end_step", "ipv6"},
+                                   "tsdb_end_step", "ipv6", "node_hw_interval_from"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -489,6 +489,15 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
       s.tb_gap = gap;
     }
     if (s.node_hw_interval < 1 || s.ray_interval < 1) return r.Error(m, "scrape intervals must be >= 1 s");
+    if (YAML::Node from = m["node_hw_interval_from"]) {
+      RETURN_IF_ERROR(r.OnlyKeys(from, {"step", "interval"}, "node_hw_interval_from"));
+      int64_t step = -1;
+      double interval = 0;
+      RETURN_IF_ERROR(r.Get(from, "step", &step));
+      RETURN_IF_ERROR(r.Get(from, "interval", &interval));
+      if (step < 0 || interval < 1) return r.Error(from, "node_hw_interval_from needs a step and an interval >= 1 s");
+      s.node_hw_interval_from = std::make_pair(step, interval);
+    }
     if (m["tsdb_end_step"]) {
       int64_t step = 0;
       RETURN_IF_ERROR(r.Get(m, "tsdb_end_step", &step));

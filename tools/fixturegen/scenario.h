@@ -159,6 +159,9 @@ struct Scenario {
   // shorter than two hours leaves when its Prometheus dies with it (no block was ever cut).
   std::string tsdb_format = "blocks";
   double node_hw_interval = 10;
+  // node_hw's scrape interval changes once the given step has ended (a Prometheus reload mid-job):
+  // {step, interval}. Unset: one interval for the whole job.
+  std::optional<std::pair<int64_t, double>> node_hw_interval_from;
   double ray_interval = 5;
   double missed_scrape_fraction = 0.004;
   int rdma_devices = 8;
