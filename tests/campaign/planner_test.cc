@@ -802,6 +802,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   std::set<int> gpus, nics;
   std::set<std::string> models;
   std::set<size_t> few_node_counts;
+  int ipv6 = 0, interval_changes = 0;
   for (const PlannedJob& job : Plan(14, 60, false, false, false, true)) {
     if (!job.truth.scored) continue;
     auto s = fixturegen::ParseScenario(job.scenario_yaml, job.truth.job_id);
@@ -809,6 +810,13 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
     gpus.insert(s->gpus_per_node);
     nics.insert(s->rdma_devices);
     models.insert(s->gpu_name);
+    ipv6 += s->ipv6;
+    if (s->node_hw_interval_from) {
+      ++interval_changes;
+      EXPECT_GT(s->node_hw_interval_from->second, s->node_hw_interval) << "only ever coarser";
+      EXPECT_GT(s->node_hw_interval_from->first, s->first_step);
+      EXPECT_LT(s->node_hw_interval_from->first, s->last_step);
+    }
     if (job.truth.kind.rfind("few-nodes-", 0) == 0) few_node_counts.insert(s->hosts.size());
     if (s->gpu_name == "AMD Instinct MI300A") {
       EXPECT_EQ(s->gpus_per_node, 4);
@@ -827,6 +835,10 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   EXPECT_GT(gpus.size(), 1u) << "one GPU count per node in a block";
   EXPECT_EQ(nics, (std::set<int>{1, 2, 4, 8}));
   EXPECT_GT(models.size(), 2u);
+  EXPECT_GT(ipv6, 0) << "some fleets address their nodes by IPv6";
+  EXPECT_LT(ipv6, 30);
+  EXPECT_GT(interval_changes, 0) << "some jobs' node_hw interval changes mid-job";
+  EXPECT_LT(interval_changes, 30);
   EXPECT_EQ(few_node_counts, (std::set<size_t>{2, 3}));
   // Each of the five kinds FewNodes() draws shows up within 30 such jobs (the other three few-node
   // kinds are the same draws' variants: correctable-only, hot-not-throttled, death after a link).

@@ -309,6 +309,47 @@ TEST(Metrics, ExporterDownSilencesOnlyNodeHw) {
   EXPECT_GT(up_samples, 100);
 }
 
+// ipv6: nodes addressed by IPv6; a target scraped by address is [<ip>]:<port>, Ray's `ip` label the
+// bare address, so the two can be tied together.
+TEST(Metrics, Ipv6AddressesAreBracketedInTargets) {
+  std::string text = kMinimal;
+  const std::string metrics = "missed_scrapes: 0.02}";
+  text.replace(text.find(metrics), metrics.size(), "missed_scrapes: 0.02, node_hw_names: ip, ipv6: true}");
+  std::set<std::string> hw_instances, ray_ips;
+  for (const Series& s : Metrics(MustParse(text))) {
+    if (s.labels.count("job") && s.labels.at("job") == "node_hw") hw_instances.insert(s.labels.at("instance"));
+    if (s.labels.count("ip")) ray_ips.insert(s.labels.at("ip"));
+  }
+  ASSERT_EQ(hw_instances.size(), 3u);
+  ASSERT_EQ(ray_ips.size(), 3u);
+  for (const auto& ip : ray_ips) EXPECT_TRUE(hw_instances.count("[" + ip + "]:9400")) << ip;
+  for (const auto& ip : ray_ips) EXPECT_EQ(ip.rfind("fd00:", 0), 0u) << ip;
+}
+
+// node_hw_interval_from: node_hw's samples are 10 s apart before that step ends and 60 s after it;
+// Ray's keep their own interval.
+TEST(Metrics, NodeHwIntervalChangesAfterTheStep) {
+  std::string text = kMinimal;
+  const std::string metrics = "missed_scrapes: 0.02}";
+  text.replace(text.find(metrics), metrics.size(),
+               "missed_scrapes: 0, node_hw_interval_from: {step: 20, interval: 60}}");
+  Scenario s = MustParse(text);
+  auto t = BuildTimeline(s);
+  ASSERT_TRUE(t.ok());
+  const double change = t->FindStep(20)->end;
+  for (const Series& x : Metrics(s)) {
+    const std::string& name = x.labels.at("__name__");
+    if (name != "hw_scrape_duration_seconds" && name != "ray_node_mem_used") continue;
+    const bool hw = x.labels.at("job") == "node_hw";
+    for (size_t i = 1; i < x.samples.size(); ++i) {
+      const double gap = x.samples[i].t - x.samples[i - 1].t;
+      EXPECT_NEAR(gap, hw && x.samples[i - 1].t >= change ? 60 : 10, 0.01) << name << " at " << i;
+    }
+  }
+  text.replace(text.find("interval: 60}"), 13, "interval: 0}");
+  EXPECT_THAT(ErrorOf(text), HasSubstr("node_hw_interval_from"));
+}
+
 TEST(Metrics, CountersAreMonotonicWithLargeStartsAndRetxOnlyOnFaultedHostInWindow) {
   Scenario s = MustParse(kMinimal);
   auto t = BuildTimeline(s);

@@ -89,6 +89,10 @@ struct JobSpec {
   std::string stop_phase = "steps";     // before_step0: the job ends while step 0 compiles
   std::string tsdb_format = "blocks";   // wal: Prometheus died with a job shorter than 2 h, no block cut
   std::optional<int64_t> tsdb_end_step;  // the snapshot ends just after this step (fixturegen's tsdb_end_step)
+  bool ipv6 = false;                     // nodes addressed by IPv6 (fixturegen's ipv6)
+  // node_hw's interval changes to this once `interval_change_at` of the job's steps have run (a
+  // Prometheus reload mid-job); 0: one interval throughout.
+  double node_hw_interval_after = 0, interval_change_at = 0;
   // The node's hardware (fixturegen's gpu_name, gpus_per_node, rdma_devices and GPU levels); the
   // defaults are an 8-GPU, 8-NIC MI355X node, and a level left at 0 is the MI355X's.
   std::string gpu_name;
@@ -186,6 +190,12 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (!s.ray_metrics) y << "  ray_metrics: false\n";
   if (s.tsdb_format != "blocks") y << "  tsdb_format: " << s.tsdb_format << "\n";
   if (s.tsdb_end_step) y << "  tsdb_end_step: " << *s.tsdb_end_step << "\n";
+  if (s.ipv6) y << "  ipv6: true\n";
+  if (s.node_hw_interval_after > 0) {
+    const int64_t at =
+        s.first_step + static_cast<int64_t>(s.interval_change_at * static_cast<double>(s.last_step - s.first_step));
+    y << "  node_hw_interval_from: {step: " << at << ", interval: " << Num(s.node_hw_interval_after) << "}\n";
+  }
   if (!s.faults.empty()) {
     y << "faults:\n";
     for (const FaultSpec& f : s.faults) {
@@ -438,6 +448,17 @@ class JobPlanner {
     spec_.gpu_sclk_mhz = model.sclk_mhz;
     spec_.gpu_temperature_c = model.temperature_c;
     spec_.rdma_devices = kNicsPerNode[pick(kNicsPerNode.size())];
+    // One fleet in five addresses its nodes by IPv6 (drawn last: the draws above keep their values).
+    spec_.ipv6 = r.Uniform() < 0.2;
+    // One job in five has its node_hw scrape interval coarsened mid-job (a Prometheus reload), 20-80 %
+    // of the way through; never finer, so the job stays within the sample budget.
+    const double change = r.Uniform(), at = r.Uniform(0.2, 0.8);
+    static const std::vector<double> kCoarser = {15, 30, 60};
+    const double to = kCoarser[pick(kCoarser.size())];
+    if (change < 0.2 && to > spec_.node_hw_interval) {
+      spec_.node_hw_interval_after = to;
+      spec_.interval_change_at = at;
+    }
   }
 
   void Passthrough() {

@@ -682,7 +682,13 @@ std::vector<HostIdentity> Identities(const Scenario& s) {
   for (size_t i = 0; i < s.hosts.size(); ++i) {
     HostIdentity id;
     id.host = s.hosts[i];
-    id.ip = "10.194." + std::to_string(subnet + static_cast<int>(i / 200)) + "." + std::to_string(10 + i % 200);
+    if (s.ipv6) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "fd00:194:%x::%zx", subnet + static_cast<int>(i / 200), 10 + i % 200);
+      id.ip = buf;
+    } else {
+      id.ip = "10.194." + std::to_string(subnet + static_cast<int>(i / 200)) + "." + std::to_string(10 + i % 200);
+    }
     id.pid = 1800 + static_cast<int>(r.Next() % 60000);
     ids.push_back(id);
   }

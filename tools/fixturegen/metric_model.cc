@@ -213,17 +213,31 @@ class MetricModel {
     return s_.host_label_fqdn ? TargetName(host) : host;
   }
 
+  // An address as a target names it: an IPv6 address in brackets, so its colons do not read as the
+  // port's.
+  static std::string Bracketed(const std::string& ip) {
+    return ip.find(':') == std::string::npos ? ip : "[" + ip + "]";
+  }
+
   Labels Base(int task, const std::string& job, int port) const {
     const bool by_address = job == "node_hw" && s_.node_hw_names == "ip";
     return {{"job", job},
-            {"instance", (by_address ? ids_[task].ip : TargetName(s_.hosts[task])) + ":" + std::to_string(port)}};
+            {"instance",
+             (by_address ? Bracketed(ids_[task].ip) : TargetName(s_.hosts[task])) + ":" + std::to_string(port)}};
   }
 
   std::vector<double> ScrapeTimes(int task, const std::string& target, double interval) const {
     Rng r(s_.seed, target + "/offset/" + s_.hosts[task]);
     double offset = std::round(r.Uniform(0, interval) * 1000.0) / 1000.0;
+    // A node_hw interval that changes mid-job takes effect at the first scrape after that step.
+    double change_at = metrics_end_ + 1, changed = interval;
+    if (target == "node_hw" && s_.node_hw_interval_from) {
+      if (const StepRecord* step = t_.FindStep(s_.node_hw_interval_from->first)) change_at = step->end;
+      changed = s_.node_hw_interval_from->second;
+    }
     std::vector<double> times;
-    for (double time = t_.prometheus_start + offset; time <= metrics_end_; time += interval)
+    for (double time = t_.prometheus_start + offset; time <= metrics_end_;
+         time += time >= change_at ? changed : interval)
       times.push_back(std::round(time * 1000.0) / 1000.0);
     return times;
   }

@@ -445,7 +445,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
                                    "net_devices", "tb_gap", "nic_vendor", "power_spread_w", "temperature_spread_c",
                                    "clock_spread_mhz", "instance_domain", "host_label_fqdn", "node_hw_names",
                                    "tsdb_format", "ray_metrics", "gpu_power_w", "gpu_sclk_mhz", "gpu_temperature_c",
-                                    "training_power_w", "tsdb_end_step"},
+                                    "training_power_w", "tsdb_end_step", "ipv6", "node_hw_interval_from"},
                                "metrics"));
     RETURN_IF_ERROR(r.Get(m, "tsdb", &s.tsdb));
     RETURN_IF_ERROR(r.Get(m, "tsdb_format", &s.tsdb_format));
@@ -472,6 +472,7 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
     if (s.node_hw_names != "host" && s.host_label_fqdn)
       return r.Error(m["node_hw_names"], "host_label_fqdn needs node_hw_names: host (no host label otherwise)");
     RETURN_IF_ERROR(r.Get(m, "ray_metrics", &s.ray_metrics));
+    RETURN_IF_ERROR(r.Get(m, "ipv6", &s.ipv6));
     RETURN_IF_ERROR(r.Get(m, "gpu_power_w", &s.gpu_power_w));
     RETURN_IF_ERROR(r.Get(m, "gpu_sclk_mhz", &s.gpu_sclk_mhz));
     if (m["gpu_temperature_c"]) {
@@ -494,6 +495,15 @@ Status ReadMetrics(const Reader& r, const YAML::Node& root, Scenario& s) {
       s.tb_gap = gap;
     }
     if (s.node_hw_interval < 1 || s.ray_interval < 1) return r.Error(m, "scrape intervals must be >= 1 s");
+    if (YAML::Node from = m["node_hw_interval_from"]) {
+      RETURN_IF_ERROR(r.OnlyKeys(from, {"step", "interval"}, "node_hw_interval_from"));
+      int64_t step = -1;
+      double interval = 0;
+      RETURN_IF_ERROR(r.Get(from, "step", &step));
+      RETURN_IF_ERROR(r.Get(from, "interval", &interval));
+      if (step < 0 || interval < 1) return r.Error(from, "node_hw_interval_from needs a step and an interval >= 1 s");
+      s.node_hw_interval_from = std::make_pair(step, interval);
+    }
     if (m["tsdb_end_step"]) {
       int64_t step = 0;
       RETURN_IF_ERROR(r.Get(m, "tsdb_end_step", &step));

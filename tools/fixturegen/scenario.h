@@ -159,6 +159,9 @@ struct Scenario {
   // shorter than two hours leaves when its Prometheus dies with it (no block was ever cut).
   std::string tsdb_format = "blocks";
   double node_hw_interval = 10;
+  // node_hw's scrape interval changes once the given step has ended (a Prometheus reload mid-job):
+  // {step, interval}. Unset: one interval for the whole job.
+  std::optional<std::pair<int64_t, double>> node_hw_interval_from;
   double ray_interval = 5;
   double missed_scrape_fraction = 0.004;
   int rdma_devices = 8;
@@ -192,6 +195,9 @@ struct Scenario {
   // false: Ray's metrics agent exported nothing (no ray_* series, no Ray target), as when the job's
   // Prometheus scrapes only node_hw: nothing in the TSDB ties a node_hw address to a node name.
   bool ray_metrics = true;
+  // Nodes addressed by IPv6 (fd00:194:<subnet>::<n>): Ray's `ip` label, the log's bind= lines, and a
+  // target scraped by address, written [<ip>]:<port> as Prometheus does.
+  bool ipv6 = false;
   std::optional<StepRange> tb_gap;             // the tb plugin emits nothing (real or fill) for these steps
   // The snapshot ends 10 s after this step ends, before the job does (Prometheus died, or the
   // snapshot was taken while the job still ran): no sample of any job after it.

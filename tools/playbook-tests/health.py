@@ -305,6 +305,16 @@ tests.append(test('node_hw down the whole job on one host whose Ray agent report
 # The snapshot ends at step 99 while the log runs to step 149 (25 minutes later): TGS fell at step
 # 120, after it, so the TSDB cannot say why; clean families in it prove nothing.
 j = Job(hosts, gpus=2, n=100, seed=88)
+# Near miss: the TensorBoard plugin stopped at step 99 of 149 while the exporters kept reporting to
+# the end: a tb gap, not a snapshot that ended early.
+jt = Job(hosts, gpus=2, n=150, seed=89)
+jt.override('tb_step', lambda h, g, i, d: d if i < 100 else None)
+tests.append(test('near miss: tb_step stops early but the exporters report to the end: not a truncated TSDB', jt,
+                  facts(jt, extra={'tgs': {'degradation_onset_step': 120}}),
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'observability-gaps/tsdb_last_step', 'status': 'clear'},
+                                {'id': 'observability-gaps/tsdb_ends_before_the_drop', 'status': 'clear'}]},
+                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 tests.append(test('the TSDB ends before TGS fell: observability-gap, not a clean system', j,
                   facts(j, last_step=149, extra={'tgs': {'degradation_onset_step': 120}}),
                   {'root_cause': 'observability-gap', 'action': 'none', 'confidence': 'likely', 'exclude': [],

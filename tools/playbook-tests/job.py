@@ -117,8 +117,7 @@ class Job:
 
     def tb(self, host, extra):
         """tb_step plus extra tb_* families (name -> fn(i) value); one real emission per sample."""
-        steps = [str(i) for i in range(self.n)]
-        out = [series(hw('tb_step', host), compress(steps)),
+        out = [series(hw('tb_step', host), self._vals('tb_step', host, None, lambda i: i)),
                series(hw('tb_metrics_plugin_staleness_fill', host), seg(0, self.n))]
         for name, fn in extra.items():
             out.append(series(hw(name, host), compress([fmt(fn(i)) for i in range(self.n)])))
