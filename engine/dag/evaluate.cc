@@ -22,6 +22,7 @@
 #include "engine/dag/expression_roots.h"
 #include "engine/dag/query_result.h"
 #include "engine/dag/range_split.h"
+#include "engine/dag/send_order.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::dag {
@@ -505,6 +506,7 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
     if (unique.empty()) continue;
     ++result_.batches;
     result_.queries_run += static_cast<int>(unique.size());
+    SortCostliestFirst(&unique);
     requests.emplace_back(client, std::move(unique));
   }
   // Only the clients are touched off this thread; the evaluator's state stays here. Where no thread
