@@ -17,7 +17,6 @@
 
 #include "engine/analysis/analysis.h"
 #include "engine/core/logging.h"
-#include "engine/core/ordered_parallel.h"
 #include "engine/dag/evaluator.h"
 #include "engine/dag/expression_roots.h"
 #include "engine/dag/query_result.h"
@@ -48,10 +47,6 @@ void CollectLogRefs(const json& v, std::vector<Evidence>* out, int depth = 0) {
     for (const auto& x : v) CollectLogRefs(x, out, depth + 1);
   }
 }
-
-// Threads that turn a round's answers into values (composed answers, rules' values) while the TSDB
-// waits for the next round: the machine diagnose is measured on has two cores.
-constexpr int kReadingThreads = 2;
 
 // Discovery's map of the names exporters reported to nodes, read where it is: a copy per query
 // rule was a map of every node's names for each of them.
@@ -633,23 +628,16 @@ void Evaluator::AskInstead(const std::map<QueryClient*, std::vector<Query>>& ask
 }
 
 void Evaluator::AnswerComposed(const Wave& wave) {
-  // Each composed answer reads its parts' answers only: computed on two threads while the TSDB has
-  // nothing to do (1,024 nodes x 1 h: ~0.3 s of one core between the rounds).
-  std::vector<std::optional<QueryResult>> composed = RunInOrder<std::optional<QueryResult>>(
-      wave.composed.size(), kReadingThreads, [&](size_t i) -> std::optional<QueryResult> {
-        const ComposedQuestion& c = wave.composed[i];
-        std::vector<const QueryResult*> parts;
-        for (const auto& key : c.parts) {
-          const auto& part = answers_.at(key).result;
-          if (!part || !part->ok()) return std::nullopt;
-          parts.push_back(&**part);
-        }
-        return AnswerComposite(c.composite, parts, c.query.time);
-      });
   std::map<QueryClient*, std::vector<Query>> ask;
-  for (size_t i = 0; i < wave.composed.size(); ++i) {
-    const ComposedQuestion& c = wave.composed[i];
-    if (composed[i]) answers_[KeyOf(c.client, c.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*composed[i]));
+  for (const auto& c : wave.composed) {
+    std::vector<const QueryResult*> parts;
+    for (const auto& key : c.parts) {
+      const auto& part = answers_.at(key).result;
+      parts.push_back(part && part->ok() ? &**part : nullptr);
+    }
+    std::optional<QueryResult> answer;
+    if (std::find(parts.begin(), parts.end(), nullptr) == parts.end()) answer = AnswerComposite(c.composite, parts, c.query.time);
+    if (answer) answers_[KeyOf(c.client, c.query)].result = std::make_shared<const StatusOr<QueryResult>>(std::move(*answer));
     else ask[c.client].push_back(c.query);
   }
   AskInstead(ask);
@@ -680,19 +668,6 @@ void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
   AnswerComposed(wave);
   AnswerCounted(wave);
   AnswerDerived(wave);
-  auto window_of = [](const Query& q) {
-    return q.kind == Query::Kind::kRange ? std::pair{q.start, q.end} : std::pair{q.time, q.time};
-  };
-  // A rule's value is its answer's alone, so the values are built on two threads as well.
-  std::vector<json> values = RunInOrder<json>(wave.nodes.size(), kReadingThreads, [&](size_t i) {
-    const Query& q = wave.queries[i];
-    QueryClient* client = wave.clients[i];
-    const StatusOr<QueryResult>& answer = *answers_.at(KeyOf(client, q)).result;
-    if (!answer.ok()) return json();
-    const json& instance_hosts = InstanceHostsOf(client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery);
-    const auto [start, end] = window_of(q);
-    return QueryResultJson(*graph_.nodes()[wave.nodes[i]].rule, *answer, instance_hosts, q.promql, start, end);
-  });
   for (size_t i = 0; i < wave.nodes.size(); ++i) {
     const int idx = wave.nodes[i];
     const Query& q = wave.queries[i];
@@ -702,9 +677,12 @@ void Evaluator::ApplyAnswers(const Wave& wave, WaveAnswers fetched) {
       Fail(idx, NodeHealth::kError, "query failed (" + client->Describe() + "): " + answer.status().message() + " [" + q.promql + "]");
       continue;
     }
-    const auto [start, end] = window_of(q);
+    const json& ih = client == ctx_.baseline ? ctx_.baseline_discovery : ctx_.discovery;
+    const json& instance_hosts = InstanceHostsOf(ih);
+    double start = q.kind == Query::Kind::kRange ? q.start : q.time;
+    double end = q.kind == Query::Kind::kRange ? q.end : q.time;
     auto& out = result_.nodes[idx];
-    out.value = std::move(values[i]);
+    out.value = QueryResultJson(*graph_.nodes()[idx].rule, *answer, instance_hosts, q.promql, start, end);
     out.health = NodeHealth::kOk;
     Evidence e;
     e.kind = EvidenceKind::kPromql;

@@ -350,9 +350,9 @@ rules:
   EXPECT_EQ(r.queries_derived, 0);
 }
 
-// A round's composed answers and its rules' values are built on two threads: each family's rule gets
-// its own windows' difference, whichever thread composed it, and the round went out costliest first.
-TEST_F(EvaluateTest, EveryComposedQuestionOfARoundIsAnsweredFromItsOwnParts) {
+// Many composed questions in one round: each family's rule gets its own windows' difference, and the
+// round goes out costliest first (its windows before the count).
+TEST_F(EvaluateTest, EveryComposedQuestionOfARoundIsAnsweredFromItsOwnPartsSentCostliestFirst) {
   constexpr int kFamilies = 7;
   std::string yaml = "playbook: ras\ndescription: seven counters' increases per GPU\nrules:\n";
   for (int f = 0; f < kFamilies; ++f) {
