@@ -1,6 +1,7 @@
 #include "engine/dag/evaluate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -15,10 +16,12 @@
 #endif
 
 #include "engine/analysis/analysis.h"
+#include "engine/core/logging.h"
 #include "engine/dag/evaluator.h"
 #include "engine/dag/expression_roots.h"
 #include "engine/dag/query_result.h"
 #include "engine/dag/range_split.h"
+#include "engine/dag/send_order.h"
 #include "engine/playbook/promql_template.h"
 
 namespace diagnose::dag {
@@ -163,6 +166,7 @@ void Evaluator::EvaluateByReadiness() {
   bool told_last_query = false;
   while (done < nodes.size()) {
     // In topological order, so a chain of rules feeding a query is judged in one pass.
+    const auto round_start = std::chrono::steady_clock::now();
     Wave wave;
     size_t progressed = 0;
     for (int idx : order) {
@@ -177,6 +181,7 @@ void Evaluator::EvaluateByReadiness() {
       }
       ++progressed;
     }
+    const auto sent_at = std::chrono::steady_clock::now();
     auto answers = SendInBackground(&wave);
     for (int idx : order) {
       if (!ready(idx) || nodes[idx].rule->kind == RuleKind::kQuery || feeds_query[idx]) continue;
@@ -184,7 +189,17 @@ void Evaluator::EvaluateByReadiness() {
       state[idx] = State::kDone;
       ++progressed;
     }
-    ApplyAnswers(wave, answers.get());
+    const auto judged_at = std::chrono::steady_clock::now();
+    WaveAnswers fetched = answers.get();
+    const auto answered_at = std::chrono::steady_clock::now();
+    ApplyAnswers(wave, std::move(fetched));
+    // Where a round's time goes on the critical path (-vv): the rules judged while it was in flight,
+    // waiting for its answers, then reading them into the rules' values (composed, counted, derived).
+    if (!wave.nodes.empty())
+      Log().debug("playbook round: {} query rules; prepared in {:.3f} s, judged beside it {:.3f} s, answers after {:.3f} s, read in {:.3f} s",
+                  wave.nodes.size(), std::chrono::duration<double>(sent_at - round_start).count(),
+                  std::chrono::duration<double>(judged_at - sent_at).count(), std::chrono::duration<double>(answered_at - sent_at).count(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - answered_at).count());
     for (int idx : wave.nodes) state[idx] = State::kDone;
     if (ctx_.on_last_query_answered && !told_last_query) {
       told_last_query = std::none_of(order.begin(), order.end(), [&](int idx) {
@@ -486,6 +501,7 @@ std::future<Evaluator::WaveAnswers> Evaluator::SendInBackground(Wave* wave) {
     if (unique.empty()) continue;
     ++result_.batches;
     result_.queries_run += static_cast<int>(unique.size());
+    SortCostliestFirst(&unique);
     requests.emplace_back(client, std::move(unique));
   }
   // Only the clients are touched off this thread; the evaluator's state stays here. Where no thread

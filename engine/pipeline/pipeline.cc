@@ -181,10 +181,12 @@ class RulebookLoading {
           if (!handed_over) promise.set_value({});
         }
       } hand_over_none{*parsed, handed_over};
-      return LoadRulebook(data_dir, dirs, [&](const RulesBeforePlaybooks& rules) {
+      auto book = LoadRulebook(data_dir, dirs, [&](const RulesBeforePlaybooks& rules) {
         parsed->set_value(rules);
         handed_over = true;
       });
+      Log().debug("rulebook parsed (rules/ and playbooks/)");
+      return book;
     });
   }
   // Null pointers when the rulebook failed to load before them (Finish says why).
@@ -193,7 +195,13 @@ class RulebookLoading {
     return rules_;
   }
   StatusOr<std::shared_ptr<const Rulebook>> Finish() {
-    if (loading_.valid()) book_ = loading_.get();
+    if (loading_.valid()) {
+      const auto waiting_from = std::chrono::steady_clock::now();
+      book_ = loading_.get();
+      // On the critical path when the logs and discovery were done before the playbooks (-vv).
+      Log().debug("waited {:.3f} s for the rulebook to parse",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_from).count());
+    }
     return book_;
   }
 

@@ -350,6 +350,49 @@ rules:
   EXPECT_EQ(r.queries_derived, 0);
 }
 
+// Many composed questions in one round: each family's rule gets its own windows' difference, and the
+// round goes out costliest first (its windows before the count).
+TEST_F(EvaluateTest, EveryComposedQuestionOfARoundIsAnsweredFromItsOwnPartsSentCostliestFirst) {
+  constexpr int kFamilies = 7;
+  std::string yaml = "playbook: ras\ndescription: seven counters' increases per GPU\nrules:\n";
+  for (int f = 0; f < kFamilies; ++f) {
+    const std::string c = "c" + std::to_string(f);
+    yaml += "  - id: increase_" + c + "\n    query: '(max_over_time(" + c + "[10m]) - min_over_time(" + c +
+            "[10m] offset 10m)) >= 0 or max_over_time(" + c + "[10m]) < min_over_time(" + c + "[10m] offset 10m)'\n" +
+            "    window: job\n    by: [host, gpu]\n";
+  }
+  yaml += "  - id: count\n    query: 'count by (host) (up)'\n    window: job\n    by: [host]\n";
+  playbook::Loader loader;
+  loader.LoadPlaybookText(yaml, "ras.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"ras"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+
+  PromqlFakeClient promql;
+  promql.answers["count by (host) (up)"] = {Instant({{"host", "h1"}}, 1)};
+  for (int f = 0; f < kFamilies; ++f) {
+    const std::string c = "c" + std::to_string(f);
+    promql.answers["max_over_time(" + c + "[10m])"] = {Instant({{"host", "h1"}, {"gpu", "0"}}, 10.0 * f + 5),
+                                                       Instant({{"host", "h2"}, {"gpu", "0"}}, 1)};
+    promql.answers["min_over_time(" + c + "[10m] offset 10m)"] = {Instant({{"host", "h1"}, {"gpu", "0"}}, 3),
+                                                                  Instant({{"host", "h2"}, {"gpu", "0"}}, 4)};
+  }
+  ctx_.subject = &promql;
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(promql.batches.size(), 1u);
+  ASSERT_EQ(promql.batches[0].size(), 2u * kFamilies + 1);
+  EXPECT_EQ(promql.batches[0].back().promql, "count by (host) (up)") << "asked first, it reads least: sent last";
+  EXPECT_EQ(r.queries_derived, kFamilies);
+  for (int f = 0; f < kFamilies; ++f) {
+    const auto& rule = r.nodes[graph->IndexOf("ras/increase_c" + std::to_string(f))];
+    ASSERT_EQ(rule.health, NodeHealth::kOk) << rule.reason;
+    // h2's counter went down (a reset): its newest value stands for the increase.
+    EXPECT_EQ(rule.value["values"], json({{"h1/0", 10.0 * f + 2}, {"h2/0", 1.0}})) << "family c" << f;
+  }
+  EXPECT_EQ(r.nodes[graph->IndexOf("ras/count")].value["values"], json({{"h1", 1.0}}));
+}
+
 // A host list names a node's exporters as the TSDB the query goes to reported them: the baseline's
 // discovery for a baseline query, never the subject's aliases.
 TEST_F(EvaluateTest, ABaselineQueryNamesHostsByTheBaselinesOwnDiscovery) {
