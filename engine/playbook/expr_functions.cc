@@ -338,25 +338,41 @@ SampledSeries ReadSamples(const Value& samples) {
   return s;
 }
 
+// The steps of the series' spacing missing between samples i and i + 1 (0 without a hole).
+double MissingSteps(const SampledSeries& s, size_t i) {
+  if (s.spacing <= 0) return 0;
+  return std::max(0.0, std::round((s.times[i + 1] - s.times[i]) / s.spacing) - 1);
+}
+
 // How many steps of the series' spacing it held at or above `level`: each sample there counts one,
 // and so do the steps missing between two such samples. Missed scrapes that leave a fault on at
 // both sides of a hole do not end it: they cost the evidence samples, not the fault its duration.
+// A hole counts only as far as the evidence around it reaches: at most as many steps as the
+// unbroken samples at the level on its two sides together (up to a low sample or another hole).
+// So at least half of any span it calls held was seen, and two loud scrapes either side of an
+// hour-long outage do not make an hour-long fault.
 double StepsHeldAtOrAbove(const SampledSeries& s, double level) {
+  const size_t n = s.values.size();
+  // run_before[i]: samples at the level ending at i with no hole among them; run_after likewise.
+  std::vector<double> run_before(n, 0), run_after(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (s.values[i] >= level) run_before[i] = 1 + (i > 0 && MissingSteps(s, i - 1) == 0 ? run_before[i - 1] : 0);
+  for (size_t i = n; i-- > 0;)
+    if (s.values[i] >= level) run_after[i] = 1 + (i + 1 < n && MissingSteps(s, i) == 0 ? run_after[i + 1] : 0);
   double steps = 0;
-  for (size_t i = 0; i < s.values.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (s.values[i] < level) continue;
     steps += 1;
-    if (i + 1 < s.values.size() && s.values[i + 1] >= level && s.spacing > 0)
-      steps += std::max(0.0, std::round((s.times[i + 1] - s.times[i]) / s.spacing) - 1);
+    if (i + 1 < n && s.values[i + 1] >= level) steps += std::min(MissingSteps(s, i), run_before[i] + run_after[i + 1]);
   }
   return steps;
 }
 
 // sustained_level(series, seconds[, seconds_by_key]): per key of a range query's `series` map,
 // the highest level the series was at or above for at least `seconds` in total, at the series' own
-// (median) spacing, bridging holes with that level on both sides (StepsHeldAtOrAbove). Without
-// holes, its k-th largest sample, k the samples that span `seconds`. One loud scrape does not make a
-// level; five minutes of it does. `seconds_by_key` holds shorter spans for some keys: a disturbance
+// (median) spacing, bridging holes with that level on both sides, as far as the samples around them
+// reach (StepsHeldAtOrAbove). Without holes, its k-th largest sample, k the samples that span
+// `seconds`. One loud scrape does not make a level; five minutes of it does. `seconds_by_key` holds shorter spans for some keys: a disturbance
 // the end of the window cut short is judged on the time it had.
 StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
@@ -395,7 +411,8 @@ StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolv
 
 // held_seconds(series, threshold): per key of a range query's `series` map, the seconds it held at
 // or above the threshold (a number, or a map key -> number: keys missing from it never count), at
-// its own spacing, holes between two samples at that level counted as held (StepsHeldAtOrAbove).
+// its own spacing, holes between two samples at that level counted as held as far as the samples
+// around them reach (StepsHeldAtOrAbove).
 // Keys that never reach it are left out.
 StatusOr<Value> HeldSeconds(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];

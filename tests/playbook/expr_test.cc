@@ -154,6 +154,32 @@ TEST(ExprTest, HeldSecondsAndSustainedLevelBridgeHolesWithTheLevelOnBothSides) {
   EXPECT_EQ(Eval("sustained_level(x, 90)", Value({{"x", {{"h", levels}}}})), Value({{"h", 200.0}}));
 }
 
+// A hole counts as held only as far as the samples at the level on its two sides reach together:
+// no longer than them, it is bridged whole (as in the test above: 4 + 4 around 8); longer, it adds
+// only their count. A low sample or another hole ends the evidence a hole may lean on.
+TEST(ExprTest, HeldSecondsBridgesAHoleOnlyAsFarAsTheSamplesAroundIt) {
+  auto series = [](std::vector<std::pair<int, double>> points) {
+    Value v = Value::array();
+    for (const auto& [t, x] : points) v.push_back({t, x});
+    return v;
+  };
+  // 4 + 3 samples at 900 around a hole of 6 missing steps (90 -> 300 at 30 s): bridged whole.
+  Value fits = series({{0, 900}, {30, 900}, {60, 900}, {90, 900}, {300, 900}, {330, 900}, {360, 900}});
+  // One loud sample each side of a hole of 20 missing steps (and one more before a low sample): the
+  // hole adds only the 2 steps its neighbours reach, not 20.
+  Value stretched = series({{0, 900}, {30, 0}, {60, 900}, {690, 900}, {720, 0}, {750, 0}});
+  // A second hole right after the first one's far sample: each leans on its own neighbours only
+  // (1 + 1 for the first hole of 4 missing steps: 2 of it; 1 + 3 for the second of 4: all of it).
+  Value chained = series({{0, 900}, {150, 900}, {300, 900}, {330, 900}, {360, 900}, {390, 0}, {420, 0}, {450, 0}});
+  Value env = {{"retx", {{"fits", fits}, {"stretched", stretched}, {"chained", chained}}}};
+  EXPECT_EQ(Eval("held_seconds(retx, 100)", env),
+            Value({{"fits", 13 * 30.0}, {"stretched", 5 * 30.0}, {"chained", 11 * 30.0}}));
+  // 10 minutes at 30 s is 20 steps: the stretched series held 5, not the 23 an unbounded bridge reads.
+  EXPECT_EQ(Eval("sustained_level(retx, 600)", env), Value({{"fits", 0.0}, {"stretched", 0.0}, {"chained", 0.0}}));
+  EXPECT_EQ(Eval("sustained_level(retx, 390)", env), Value({{"fits", 900.0}, {"stretched", 0.0}, {"chained", 0.0}}));
+  EXPECT_EQ(Eval("sustained_level(retx, 150)", env), Value({{"fits", 900.0}, {"stretched", 900.0}, {"chained", 900.0}}));
+}
+
 // When each key's series first reached its threshold (a number or a per-key map); keys that never
 // reached it, or have no threshold, are left out, as in times_above.
 TEST(ExprTest, FirstTimeAboveIsEachKeysEarliestTimeAtOrAboveItsThreshold) {

@@ -443,6 +443,21 @@ def fabric_shape_tests(tests, h8, sw):
                 "findings": [{"id": "rdma-phase-correlation/fabric_congestion", "status": "fired", "hosts": sw[:6]},
                              {"id": "rdma-phase-correlation/fabric_congestion_slowdown", "status": "fired"},
                              {"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    # A storm is judged per RDMA port: nodes with one NIC see a storm's few hundred CNP/s on that one
+    # port, not the thousands eight ports sum to.
+    tests.append(rdma_case(
+        "congestion storm of 300 CNP/s on the single NIC of six of eight hosts while TGS falls: the fabric congested",
+        sw, [(0, 49, 3290), (50, 149, 2800)], [], seed=41, pattern="constant-drop", devices=1,
+        cnp_storm=[(h, 50, 149, 300) for h in sw[:6]],
+        expect={"root_cause": "fabric-congestion", "action": "retry-same-nodes", "exclude": [],
+                "findings": [{"id": "rdma-phase-correlation/fabric_congestion", "status": "fired", "hosts": sw[:6]}]}))
+    tests.append(rdma_case(
+        "near miss: 30 CNP/s on the single NIC of six of eight hosts (busy, below a storm per port): no congestion named",
+        sw, [(0, 49, 3290), (50, 149, 2800)], [], seed=42, pattern="constant-drop", devices=1,
+        cnp_storm=[(h, 50, 149, 30) for h in sw[:6]],
+        expect={"root_cause": "unknown",
+                "findings": [{"id": "rdma-phase-correlation/fabric_congestion", "status": "clear"},
+                             {"id": "rdma-phase-correlation/fabric_congestion_slowdown", "status": "clear"}]}))
     tests.append(rdma_case(
         "near miss: a congestion storm that left TGS where it was: noted, nothing excluded, the drop stays unexplained",
         sw, [(0, 79, 3290), (80, 149, 2800)], [], seed=37, cnp_storm=[(h, 10, 40, 3000) for h in sw[:6]],
