@@ -305,12 +305,36 @@ StatusOr<Value> TimesAbove(const Expr& e, const Args& args, const NameResolver&)
   return out;
 }
 
-// first_time_above(series, threshold): per key, the first sample time at which the series reaches
-// it: when each host's disturbance began, so a rule can ask whether several began together.
+// The {start, end} spans of a list of windows (others are skipped); none for null.
+StatusOr<std::vector<std::pair<double, double>>> WindowSpans(const Expr& e, const char* function, const Value& list) {
+  std::vector<std::pair<double, double>> windows;
+  if (list.is_null()) return windows;
+  if (!list.is_array())
+    return EvalError(e, std::string(function) + "() needs a list of {start, end} windows, got " + TypeName(list));
+  for (const auto& w : list)
+    if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() && w["end"].is_number())
+      windows.emplace_back(w["start"].get<double>(), w["end"].get<double>());
+  return windows;
+}
+
+bool InsideAny(const std::vector<std::pair<double, double>>& windows, double t) {
+  return std::any_of(windows.begin(), windows.end(), [&](const auto& w) { return t >= w.first && t <= w.second; });
+}
+
+// first_time_above(series, threshold[, windows]): per key, the first sample time at which the
+// series reaches it, samples inside the {start, end} windows left out: when each host's
+// disturbance began, so a rule can ask whether several began together. The windows are what
+// explains a reading by design (checkpoint saves): every writer's I/O pressure rises during a
+// save, and a save before a slowdown would otherwise be every host's onset. Keys that reach it
+// only inside the windows are left out.
 StatusOr<Value> FirstTimeAbove(const Expr& e, const Args& args, const NameResolver&) {
   ASSIGN_OR_RETURN(auto times, TimesAtOrAbove(e, args));
+  ASSIGN_OR_RETURN(auto windows, WindowSpans(e, "first_time_above", args.size() > 2 ? args[2] : Value()));
   Value out = Value::object();
-  for (const auto& [key, at] : times) out[key] = *at.begin();
+  for (const auto& [key, at] : times) {
+    auto first = std::find_if(at.begin(), at.end(), [&](double t) { return !InsideAny(windows, t); });
+    if (first != at.end()) out[key] = *first;
+  }
   return out;
 }
 
@@ -461,21 +485,12 @@ StatusOr<Value> CountOutside(const Expr& e, const Args& args, const NameResolver
   const Value& a = args[0];
   if (!args[1].is_array() && !args[1].is_null())
     return EvalError(e, "count_outside() needs (times, list of {start, end}), got " + TypeName(args[1]));
-  std::vector<std::pair<double, double>> windows;
-  if (args[1].is_array())
-    for (const auto& w : args[1])
-      if (w.is_object() && w.contains("start") && w.contains("end") && w["start"].is_number() && w["end"].is_number())
-        windows.emplace_back(w["start"].get<double>(), w["end"].get<double>());
+  ASSIGN_OR_RETURN(auto windows, WindowSpans(e, "count_outside", args[1]));
   auto count = [&](const Value& times) {
     double n = 0;
     if (!times.is_array()) return n;
-    for (const auto& t : times) {
-      if (!t.is_number()) continue;
-      const double x = t.get<double>();
-      const bool inside = std::any_of(windows.begin(), windows.end(),
-                                      [&](const auto& w) { return x >= w.first && x <= w.second; });
-      if (!inside) ++n;
-    }
+    for (const auto& t : times)
+      if (t.is_number() && !InsideAny(windows, t.get<double>())) ++n;
     return n;
   };
   Value out = Value::object();
@@ -547,7 +562,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"pluck", 2, 2, "list", Pluck},
     {"where", 4, 4, "list", Where},
     {"times_above", 2, 2, "", TimesAbove},
-    {"first_time_above", 2, 2, "", FirstTimeAbove},
+    {"first_time_above", 2, 3, "", FirstTimeAbove},
     {"sustained_level", 2, 3, "", SustainedLevel},
     {"held_seconds", 2, 2, "", HeldSeconds},
     {"step_windows", 3, 3, "list", StepWindows},

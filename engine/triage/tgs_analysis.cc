@@ -289,10 +289,33 @@ void CompareSteadyWithRecent(const std::vector<double>& tgs, const std::vector<b
 
 // 3. The cuts between phases: split recursively, then refine each boundary between its neighbours
 // and drop boundaries that no longer matter.
+// A throughput that fell a few steps into the job (a link that went bad at step 5 of 60) leaves a
+// healthy lead shorter than min_len: binary segmentation never cuts it off (the whole job reads as
+// one slow level) or cuts it min_len long, a slow step in it. The lead is a phase of its own when
+// it is at least a dip long (min_dip_steps), faster than what follows (a slower lead is the start's
+// ramp) and significant by the split test; the cut goes where it fits best.
+void CutShortLeadingDrop(const Prefix& p, size_t n, size_t min_len, const TgsOptions& o, std::vector<size_t>* cuts) {
+  const size_t lead = static_cast<size_t>(std::max(1, o.min_dip_steps));
+  if (lead >= min_len) return;
+  const bool at_min_len = !cuts->empty() && cuts->front() <= min_len;
+  const size_t b = at_min_len ? (cuts->size() > 1 ? (*cuts)[1] : n) : (cuts->empty() ? n : cuts->front());
+  if (b < min_len + lead) return;
+  size_t best = 0;
+  double best_cost = -1;
+  for (size_t k = lead; k <= min_len; ++k) {
+    const double cost = p.Sse(0, k) + p.Sse(k, b);
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = k;
+  }
+  if (best >= min_len || p.Mean(0, best) <= p.Mean(best, b) || !SignificantSplit(p, 0, best, b, o)) return;
+  if (at_min_len) cuts->front() = best;
+  else cuts->insert(cuts->begin(), best);
+}
+
 std::vector<size_t> PhaseCuts(const Prefix& p, size_t n, size_t min_len, const TgsOptions& o) {
   std::vector<size_t> cuts;
   Segment(p, 0, n, o, &cuts);
   std::sort(cuts.begin(), cuts.end());
+  CutShortLeadingDrop(p, n, min_len, o, &cuts);
   for (int pass = 0; pass < 3; ++pass) {
     for (size_t c = 0; c < cuts.size(); ++c) {
       size_t a = c == 0 ? 0 : cuts[c - 1];

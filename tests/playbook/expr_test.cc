@@ -195,6 +195,19 @@ TEST(ExprTest, FirstTimeAboveIsEachKeysEarliestTimeAtOrAboveItsThreshold) {
   EXPECT_FALSE(EvalsOk("first_time_above(retx, 'x')", env)) << "a threshold that is neither a number nor a map is an error";
 }
 
+// Samples inside the windows (checkpoint saves: every writer's I/O pressure rises in them) are no
+// onset: the first time outside them counts, and a key that reached the threshold only inside
+// them is left out.
+TEST(ExprTest, FirstTimeAboveSkipsSamplesInsideTheWindowsGiven) {
+  Value env = {{"io", {{"writer", {{100, 60.0}, {130, 0.0}, {160, 0.0}, {190, 40.0}}},
+                       {"saver", {{100, 70.0}, {130, 0.0}}}}},
+               {"saves", {{{"start", 90}, {"end", 110}}}}};
+  EXPECT_EQ(Eval("first_time_above(io, 10)", env), Value({{"writer", 100.0}, {"saver", 100.0}}));
+  EXPECT_EQ(Eval("first_time_above(io, 10, saves)", env), Value({{"writer", 190.0}}));
+  EXPECT_EQ(Eval("first_time_above(io, 10, null)", env), Value({{"writer", 100.0}, {"saver", 100.0}}));
+  EXPECT_FALSE(EvalsOk("first_time_above(io, 10, 5)", env)) << "windows that are not a list are an error";
+}
+
 // The level each key held for the span asked (its k-th largest sample at the series' spacing); a
 // per-key span replaces it for the keys it names (a burst the window's end cut short), and a key
 // whose series is shorter than its span held no level.

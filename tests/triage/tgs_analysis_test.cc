@@ -176,6 +176,28 @@ TEST(TgsAnalysisTest, LongDipInAShortJobThatRecovers) {
   EXPECT_NEAR(a.dips[0].depth_pct, 17, 1);
 }
 
+// A link that went bad at step 5 of a 60-step job: four healthy steps after the compile step, fewer
+// than a phase's minimum, and the rest 5 % slower. The lead is a phase of its own and what follows
+// it a dip, to the end of the job.
+TEST(TgsAnalysisTest, DropAFewStepsIntoAShortJobLeavesAShortHealthyLead) {
+  for (uint32_t seed : {31u, 32u, 33u, 34u}) {
+    TgsAnalysis a = AnalyzeTgs(Series({{0, 4, 2060}, {5, 59, 1950}}, 1.0, seed), std::nullopt, Options());
+    ExpectPhases(a, {{0, 4, 2060}, {5, 59, 1950}}, 0);
+    ASSERT_EQ(a.dips.size(), 1u) << "seed " << seed << ": " << a.pattern;
+    EXPECT_EQ(a.dips[0].first_step, 5);
+    EXPECT_EQ(a.dips[0].last_step, 59);
+  }
+}
+
+// Near miss: a lead as short and faster by no more than the step noise is no level of its own.
+TEST(TgsAnalysisTest, ShortLeadWithinTheNoiseIsNoPhase) {
+  for (uint32_t seed : {35u, 36u, 37u}) {
+    TgsAnalysis noisy = AnalyzeTgs(Series({{0, 4, 1990}, {5, 59, 1950}}, 2.0, seed), std::nullopt, Options());
+    EXPECT_EQ(noisy.phases.size(), 1u) << "seed " << seed << ": " << noisy.pattern;
+    EXPECT_TRUE(noisy.dips.empty()) << "seed " << seed;
+  }
+}
+
 TEST(TgsAnalysisTest, DipAmongCheckpointSpikesIsADip) {
   // A checkpoint every 5 steps: the steps next to a spike and a level change are not spikes.
   std::vector<int64_t> spikes;

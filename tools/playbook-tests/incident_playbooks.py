@@ -290,6 +290,22 @@ def rdma_tests():
                 "exclude": [{"host": "node-b5", "priority": 2}],
                 "findings": [{"id": "rdma-phase-correlation/phase_correlation", "status": "skipped"},
                              {"id": "rdma-phase-correlation/rdma_link_degradation_unaligned", "status": "fired"}]}))
+    # A link that went bad at step 5 of a 60-step job: triage's healthy lead is four steps long (a
+    # phase shorter than its usual minimum). Both links are judged against it: the retransmitting
+    # one at priority 2, the one that also lost requests for good at priority 1.
+    h9 = [f"mi-r3u{i:02d}" for i in range(1, 10)]
+    short_job = [(0, 4, 2060), (5, 59, 1945)]
+    # Triage's steady window (steps 5-14) lies in the dip: the dip against the lead says it fell.
+    t = rdma_case(
+        "a dip from step 5 to the end of a 60-step job: the four-step lead is the healthy phase, both links excluded", h9,
+        short_job, [("mi-r3u04", 5, 59, 1449, 3, 1), ("mi-r3u07", 5, 59, 1407, 7, 0), ("mi-r3u07", 5, 59, 1407, 7, 1)],
+        seed=12, retry_excd=(("mi-r3u07", 10, 40, 3),), pattern="one-time-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "mi-r3u07", "priority": 1}, {"host": "mi-r3u04", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/phase_correlation", "status": "fired",
+                              "hosts": ["mi-r3u04", "mi-r3u07"]}]})
+    t["facts"]["tgs"].update({"healthy_tgs": 2060.0, "dips": [{"first_step": 5, "last_step": 59, "depth_pct": 5.6}]})
+    tests.append(t)
     fleet_wide_rdma_tests(tests, h8)
     # A healthy rerun (8309-like) is not even a candidate: stable TGS, no degradation class.
     t = rdma_case("healthy rerun: playbook not selected", h8, [(0, 99, 3287)], [], seed=6, pattern="stable",

@@ -534,6 +534,17 @@ tests.append(contention_test(
     extra={'tgs': {'pattern': 'one-time-drop', 'degradation_pct': 18.0, 'healthy_tgs': 1330.0,
                    'phases': [{'first_step': 0, 'last_step': 1, 'mean_tgs': 1330.0},
                               {'first_step': 2, 'last_step': 119, 'mean_tgs': 1090.0}]}}))
+# A save before the drop raises every writer's I/O pressure past the concern level: that is no
+# host's onset (the saves are left out of it), or the contention that began at the drop is missed.
+ckpt_before_drop = {**slowed, 'checkpoint_saves': [39, 79]}
+tests.append(contention_test(
+    'one host under 55 % I/O pressure from the TGS drop on, after a save raised every writer\'s I/O before the drop: the save is no onset',
+    contended(busy, 'full I/O pressure up to 55 % in the slow TGS phase'), ckpt_every=40, ckpt_len=2,
+    io=lambda h, g, i, d: 55 if h == busy and i >= 60 else d, extra=ckpt_before_drop))
+tests.append(contention_test(
+    'near miss: I/O pressure that began with a save 20 steps before the TGS drop and never let go did not begin with the slowdown',
+    not_contended('none'), ckpt_every=40, ckpt_len=2,
+    io=lambda h, g, i, d: 55 if h == busy and i >= 40 else d, extra=ckpt_before_drop))
 tests.append(contention_test(
     'near miss: a run queue that rose an hour into the slow phase did not slow the job',
     not_contended(), procs=lambda h, g, i, d: d + 40 if h == busy and i >= 100 else d))
