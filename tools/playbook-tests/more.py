@@ -185,6 +185,19 @@ tests.append(test('near miss: the abort host\'s scrapes missed mid-run but read 
                    'exclude': [{'host': abort, 'priority': 2}],
                    'findings': [{'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
 
+# Near miss: a job of a minute and a half, every host scraped once a minute, the abort host half a
+# minute earlier in the interval than its peers: its last sample falls before a last edge a quarter
+# of the window wide, yet it was scraped to the end. Both edges span two of the widest scrape
+# intervals, so scrape phase alone never promotes an abort to priority 1.
+j = Job(hosts, gpus=2, n=4, seed=28, noise=False)
+for name in HW_FAM:
+    j.override(name, lambda h, g, i, d: d if (i % 2 == 0) == (h == abort) else None)
+tests.append(test('near miss: on a short job the abort host scraped earlier in the interval than its peers is observed: priority 2', j,
+                  facts(j, status='failed', cls='hsa-error', classes=[{'failure_class': 'hsa-error', 'host': abort}]),
+                  {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+                   'exclude': [{'host': abort, 'priority': 2}],
+                   'findings': [{'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
+
 j = Job(hosts, gpus=2, n=100, seed=24, noise=False)
 tests.append(test('near miss: the same runtime abort on every host is the configuration, not hardware', j,
                   facts(j, status='failed', cls='hsa-error',
