@@ -348,6 +348,19 @@ def cooler_model(job, hot_hosts, slow):
     return job
 
 
+# Near miss: the same model with one host a little hotter than its peers from the first step (past
+# the MI250X's estimated 85 °C throttling point, under 15 °C above its peers) and its clock down.
+# An estimated level never excludes a host: judged on the sourced levels and its peers it is not
+# hot, so heat is not what cost its clock, and nothing is excluded for throttling.
+j = cooler_model(Job(hosts, gpus=3, n=120, seed=43, gpu_name='AMD Instinct MI250X'), [hot], lambda i: True)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + (2 if h == hot else -10), 1))
+tests.append(test('near miss: past its model\'s estimated throttling point but not hot against its peers or the sourced levels: no thermal exclusion', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': [{'first_step': 0, 'last_step': 119, 'mean_tgs': 1090.0}], 'steady_tgs': 1090.0}}),
+                  {'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                {'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
+                  families=TH_FAM + ['ray_node_gpus_utilization'], tb_host=hosts[0]))
+
 j = cooler_model(Job(hosts, gpus=3, n=120, seed=41), [hot], lambda i: i >= 60)
 tests.append(test('a cooler GPU model: one host ~19 °C above its peers (89 °C) with its clock down from the TGS drop on: throttling, exclude it', j,
                   facts(j, status='completed', cls='tgs-degradation',
