@@ -273,6 +273,14 @@ StatusOr<Value> Where(const Expr& e, const Args& args, const NameResolver&) {
 // Per key of a range query's `series` map (key -> [[t, v], ...]), the sample times (epoch seconds,
 // ascending) at which the value reaches the threshold, a number or a map key -> number (keys
 // missing from it never count); keys that never reach it are left out.
+// A per-key threshold argument: a number for every key, or a map key -> number (null for a key it
+// does not name, or that maps to no number).
+const Value* ThresholdOfKey(const Value& threshold, const std::string& key) {
+  const Value* limit = &threshold;
+  if (threshold.is_object()) limit = threshold.contains(key) ? &threshold[key] : nullptr;
+  return limit != nullptr && limit->is_number() ? limit : nullptr;
+}
+
 StatusOr<std::map<std::string, std::set<double>>> TimesAtOrAbove(const Expr& e, const Args& args) {
   const Value& a = args[0];
   if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
@@ -280,9 +288,8 @@ StatusOr<std::map<std::string, std::set<double>>> TimesAtOrAbove(const Expr& e, 
   std::map<std::string, std::set<double>> out;
   if (!a.is_object()) return out;
   for (const auto& [key, samples] : a.items()) {
-    const Value* limit = &args[1];
-    if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
-    if (!limit || !limit->is_number() || !samples.is_array()) continue;
+    const Value* limit = ThresholdOfKey(args[1], key);
+    if (!limit || !samples.is_array()) continue;
     std::set<double> times;
     for (const auto& p : samples)
       if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
@@ -516,6 +523,29 @@ StatusOr<Value> StepTime(const Expr& e, const Args& args, const NameResolver& re
   return ok ? Value(t) : Value();
 }
 
+// last_run_seconds(series, threshold): per key of a range query's `series` map whose last sample is
+// at or above the threshold (a number, or a map key -> number), the seconds from the start of the
+// unbroken run of such samples that reaches that last sample to the last sample itself. Measured
+// to the series' own end, so a disturbance is timed from its onset, not from a blip long before it
+// (which first_time_above would report), and an exporter that stopped before the window's end does
+// not lengthen it. A missing scrape inside the run does not break it: holes are not samples below.
+StatusOr<Value> LastRunSeconds(const Expr& e, const Args& args, const NameResolver&) {
+  if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
+    return EvalError(e, "last_run_seconds() needs (series, number or map), got " + TypeName(args[1]));
+  Value out = Value::object();
+  if (!args[0].is_object()) return out;
+  for (const auto& [key, samples] : args[0].items()) {
+    const Value* limit = ThresholdOfKey(args[1], key);
+    const SampledSeries s = limit ? ReadSamples(samples) : SampledSeries{};
+    if (s.values.empty() || s.values.back() < limit->get<double>()) continue;
+    const double level = limit->get<double>();
+    size_t onset = s.values.size() - 1;
+    while (onset > 0 && s.values[onset - 1] >= level) --onset;
+    out[key] = s.times.back() - s.times[onset];
+  }
+  return out;
+}
+
 StatusOr<Value> HostsOfTasks(const Expr&, const Args& args, const NameResolver& resolve) {
   const Value& a = args[0];
   const Value* facts = resolve("facts");
@@ -569,6 +599,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"count_outside", 2, 2, "", CountOutside},
     {"step_time", 1, 1, "", StepTime},
     {"hosts_of_tasks", 1, 1, "list", HostsOfTasks},
+    {"last_run_seconds", 2, 2, "", LastRunSeconds},
     // Only the branch taken is evaluated, so Eval handles it before arguments exist.
     {"if", 3, 3, "", nullptr},
 };

@@ -73,8 +73,11 @@ void LoadSharedWindows(const FileCtx& ctx, const YAML::Node& root, Library* libr
   }
 }
 
-// rules/common `gpu_models:`: each GPU model's rated levels (a map of numbers per model name),
-// readable as thresholds.gpu_models.<model>.<level> (or thresholds.gpu_models[name]).
+// rules/common `gpu_models:`: each GPU model's rated levels (a map of positive numbers per model
+// name: a rule divides by sclk_rated_mhz, and no level of a GPU is zero or negative), readable as
+// thresholds.gpu_models.<model>.<level> (or thresholds.gpu_models[name]). Several files may hold
+// the table: they merge model by model, a later file (in load order) adding models and replacing
+// the levels it names, keeping the others.
 void LoadGpuModels(FileCtx& ctx, const YAML::Node& models, Library* library) {
   const char* what = "a map of GPU model names to maps of numbers";
   if (!models.IsMap()) {
@@ -92,11 +95,21 @@ void LoadGpuModels(FileCtx& ctx, const YAML::Node& models, Library* library) {
     for (auto level = model->second.begin(); level != model->second.end(); ++level) {
       double v = 0;
       const std::string key = "gpu_models." + name + "." + level->first.Scalar();
-      if (GetNumber(ctx, level->second, key, &v)) levels[level->first.Scalar()] = v;
+      if (!GetNumber(ctx, level->second, key, &v)) continue;
+      if (v <= 0) {
+        ctx.Add(LoadCode::kFieldType, level->second, key, fmt::format(fmt::runtime(msg::kFieldType), key, "a positive number"));
+        continue;
+      }
+      levels[level->first.Scalar()] = v;
     }
     table[name] = std::move(levels);
   }
-  library->thresholds["gpu_models"] = std::move(table);
+  nlohmann::json& merged = library->thresholds["gpu_models"];
+  if (!merged.is_object()) merged = nlohmann::json::object();
+  for (auto& [name, levels] : table.items()) {
+    if (!merged[name].is_object()) merged[name] = nlohmann::json::object();
+    merged[name].update(levels);
+  }
 }
 
 void LoadCommonRoot(FileCtx& ctx, const YAML::Node& root, Library* library, bool windows_loaded) {

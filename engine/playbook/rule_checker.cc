@@ -133,7 +133,17 @@ std::string CheckExpr(const FileCtx& ctx, const Scope& scope, const CompiledExpr
       if (!scope.library->thresholds.contains(path[1]))
         return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownThreshold), field, path[1]));
       // A table (gpu_models) is a map whose entries are known at run time; a plain threshold a number.
-      if (scope.library->thresholds[path[1]].is_object()) return path.size() == 2 ? "map" : "";
+      // A literal path into a loaded table names a model it holds and a level some model has, so a
+      // typo is an error rather than a silent fallback.
+      if (const nlohmann::json& table = scope.library->thresholds[path[1]]; table.is_object()) {
+        if (path.size() == 2) return "map";
+        if (table.empty()) return "";
+        if (!table.contains(path[2]))
+          return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownThreshold), field, path[1] + "." + path[2]));
+        if (path.size() >= 4 && !std::any_of(table.begin(), table.end(), [&](const nlohmann::json& levels) { return levels.contains(path[3]); }))
+          return err(LoadCode::kUnknownReference, fmt::format(fmt::runtime(msg::kUnknownThreshold), field, path[1] + "." + path[2] + "." + path[3]));
+        return path.size() == 4 ? "number" : "";
+      }
       return path.size() == 2 ? "number" : "";
     }
     if (root == "windows") {

@@ -206,7 +206,7 @@ void LogScanner::Feed(std::string_view raw, int64_t line_number) {
   // Hot path: step lines (the bulk of a training log) are fully recognised and never classified.
   if (HandleStep(line, text)) return;
   if (HandleSections(line, text)) return;
-  if (result_.gpu_device.empty() && text.rfind("[MFU] ", 0) == 0) HandleMfu(text);
+  if (!result_.gpu_devices_differ && text.rfind("[MFU] ", 0) == 0) HandleMfu(text);
 
   // One automaton pass: failure classes and the extraction triggers below.
   uint32_t triggers = 0;
@@ -535,7 +535,7 @@ void LogScanner::HandleMfu(std::string_view text) {
     value = value.substr(i, end - i);
     break;
   }
-  result_.gpu_device = SanitizeForQuote(value, 64);
+  result_.NoteGpuDevice(SanitizeForQuote(value, 64), false);
 }
 
 void LogScanner::HandleEnvDump(int task, std::string_view text) {
@@ -686,6 +686,16 @@ void ScanResult::ShiftLines(int64_t delta) {
   shift(first_damaged);
 }
 
+void ScanResult::NoteGpuDevice(const std::string& device, bool devices_differ) {
+  if (gpu_devices_differ) return;
+  if (devices_differ || (!gpu_device.empty() && !device.empty() && device != gpu_device)) {
+    gpu_devices_differ = true;
+    gpu_device.clear();
+  } else if (gpu_device.empty()) {
+    gpu_device = device;
+  }
+}
+
 void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   for (auto& kv : later.header_keys) header_keys.emplace(kv.first, std::move(kv.second));
   if (config.empty()) {
@@ -747,7 +757,7 @@ void ScanResult::Merge(ScanResult&& later, const ScanLimits& limits) {
   if (!artifact_epoch) artifact_epoch = later.artifact_epoch;
   if (!iso_year) iso_year = later.iso_year;
   ray = ray || later.ray;
-  if (gpu_device.empty()) gpu_device = later.gpu_device;
+  NoteGpuDevice(later.gpu_device, later.gpu_devices_differ);
   lines += later.lines;
   labelled_lines += later.labelled_lines;
   lines_after_last_step = later_has_steps ? later.lines_after_last_step : lines_after_last_step + later.lines;

@@ -81,8 +81,10 @@ struct ScanResult {
   int64_t artifact_epoch = 0;   // artifact_YYYYMMDD_HHMMSS (UTC): when the job was submitted
   bool ray = false;
   // The GPU the MFU patch names ("[MFU] MFU tracking enabled (gpu=MI355X, ..."): its Instinct model
-  // token (MI355X) when it holds one, else the value as printed; the first one seen.
+  // token (MI355X) when it holds one, else the value as printed; "" when the tasks name more than
+  // one model (gpu_devices_differ), whose levels no single model's table gives.
   std::string gpu_device;
+  bool gpu_devices_differ = false;
   int64_t lines = 0;
   int64_t labelled_lines = 0;                          // carried an srun task label
   int64_t lines_after_last_step = 0;
@@ -97,6 +99,9 @@ struct ScanResult {
   void ShiftLines(int64_t delta);
   // Appends `later` (a later file or byte range) into this result.
   void Merge(ScanResult&& later, const ScanLimits& limits);
+  // Another task's (or a later part's) GPU model: the first one named is kept until a different
+  // one, or a part that already named several, is seen; from then on none is.
+  void NoteGpuDevice(const std::string& device, bool devices_differ);
 };
 
 class LogScanner {

@@ -412,7 +412,6 @@ Status ScanRayWorkerLogs(const JobLocation& job, TriageScan* scan, JobFacts* f) 
                          std::to_string(before) + " to " + std::to_string(after));
   }
   f->header.ray = scan->result.ray || !job.ray_worker_logs.empty();
-  f->header.gpu_device = scan->result.gpu_device;
   return Status::Ok();
 }
 
@@ -434,6 +433,7 @@ Status RefuseWithoutLauncherMarks(const JobLocation& job, const ScanResult& scan
 
 // The scan's records become the job's facts; lines cut or skipped are said in a note.
 void TakeScannedRecords(ScanResult* scan, JobFacts* f) {
+  f->header.gpu_device = scan->gpu_device;
   f->config = std::move(scan->config);
   f->steps.reserve(scan->steps.size());
   while (!scan->steps.empty()) f->steps.push_back(std::move(scan->steps.extract(scan->steps.begin()).mapped()));

@@ -208,6 +208,25 @@ TEST(ExprTest, FirstTimeAboveSkipsSamplesInsideTheWindowsGiven) {
   EXPECT_FALSE(EvalsOk("first_time_above(io, 10, 5)", env)) << "windows that are not a list are an error";
 }
 
+// How long each key's last run at or above its threshold has lasted, timed from that run's onset
+// (an earlier blip does not move it) to the series' own last sample (not the window's end); a key
+// whose last sample is below, or with no threshold, is left out; a hole inside the run is no break.
+TEST(ExprTest, LastRunSecondsTimesTheRunReachingTheSeriesEndFromItsOwnOnset) {
+  Value env = {{"retx", {{"blip_then_tail", {{0, 2.0}, {30, 0.0}, {60, 0.0}, {90, 5.0}, {120, 9.0}, {150, 7.0}}},
+                         {"ended", {{0, 0.0}, {30, 5.0}, {60, 5.0}, {90, 0.0}}},
+                         {"holed", {{0, 0.0}, {30, 5.0}, {120, 5.0}, {150, 6.0}}},
+                         {"always", {{0, 1.0}, {30, 1.0}, {60, 1.0}}},
+                         {"one", {{500, 3.0}}}}},
+               {"level", {{"blip_then_tail", 8.0}, {"always", 1.0}}}};
+  EXPECT_EQ(Eval("last_run_seconds(retx, 1)", env),
+            Value({{"blip_then_tail", 60.0}, {"holed", 120.0}, {"always", 60.0}, {"one", 0.0}}));
+  EXPECT_EQ(Eval("last_run_seconds(retx, level)", env), Value({{"always", 60.0}}))
+      << "blip_then_tail ends at 7, below its own threshold of 8";
+  EXPECT_EQ(Eval("last_run_seconds(retx, 1e9)", env), Value::object());
+  EXPECT_EQ(Eval("last_run_seconds(null, 1)", env), Value::object());
+  EXPECT_FALSE(EvalsOk("last_run_seconds(retx, 'x')", env)) << "a threshold that is neither a number nor a map is an error";
+}
+
 // The level each key held for the span asked (its k-th largest sample at the series' spacing); a
 // per-key span replaces it for the keys it names (a burst the window's end cut short), and a key
 // whose series is shorter than its span held no level.

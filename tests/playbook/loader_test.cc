@@ -138,6 +138,31 @@ TEST(LoaderTest, GpuModelTableIsAThresholdMapAndItsLevelsAreNumbers) {
   EXPECT_EQ(d->pos.line, 2);
 }
 
+// A level of zero or below is refused (a rule divides by sclk_rated_mhz); two files holding the
+// table merge model by model, the later one replacing only the levels it names; a literal path to
+// a level no model has, or to a model the table lacks, is an unknown threshold, not a fallback.
+TEST(LoaderTest, GpuModelLevelsArePositiveMergePerModelAndTyposAreErrors) {
+  auto zero = LoadText(VerdictOnAQuery("q.max > 1"), nullptr, "gpu_models:\n  MI300X: {sclk_rated_mhz: 0, idle_w: 100}\n");
+  EXPECT_EQ(Count(zero, LoadCode::kFieldType), 1) << zero.AsJson().dump(2);
+
+  Loader loader;
+  loader.LoadCommonText("gpu_models:\n  MI300X: {idle_w: 100, sclk_rated_mhz: 2100}\n  MI250X: {idle_w: 90}\n", "a.yaml");
+  loader.LoadCommonText("gpu_models:\n  MI300X: {idle_w: 120}\n  MI325X: {idle_w: 110}\n", "b.yaml");
+  loader.LoadPlaybookText(VerdictOnAQuery("q.max > thresholds.gpu_models.MI300X.idle_w"), "pb.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  Library lib = loader.TakeLibrary();
+  EXPECT_EQ(lib.thresholds["gpu_models"]["MI300X"], nlohmann::json({{"idle_w", 120.0}, {"sclk_rated_mhz", 2100.0}}));
+  EXPECT_EQ(lib.thresholds["gpu_models"]["MI250X"]["idle_w"], 90.0);
+  EXPECT_EQ(lib.thresholds["gpu_models"]["MI325X"]["idle_w"], 110.0);
+
+  const std::string table = "gpu_models:\n  MI300X: {idle_w: 100}\n";
+  auto level_typo = LoadText(VerdictOnAQuery("q.max > thresholds.gpu_models.MI300X.idel_w"), nullptr, table);
+  EXPECT_NE(Find(level_typo, LoadCode::kUnknownReference), nullptr) << level_typo.AsJson().dump(2);
+  auto model_typo = LoadText(VerdictOnAQuery("q.max > thresholds.gpu_models.MI300Y.idle_w"), nullptr, table);
+  EXPECT_NE(Find(model_typo, LoadCode::kUnknownReference), nullptr) << model_typo.AsJson().dump(2);
+  EXPECT_TRUE(LoadText(VerdictOnAQuery("q.max > thresholds.gpu_models.MI300X.idle_w"), nullptr, table).ok());
+}
+
 TEST(LoaderTest, AnAliasBombOrAnOversizedFileIsOneLimitDiagnostic) {
   std::string bomb = "playbook: bomb\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n";
   for (int i = 1; i < 9; ++i) {

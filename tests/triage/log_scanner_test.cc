@@ -63,16 +63,19 @@ TEST_F(LogScannerTest, RepeatedStepLinesAgreeWithTheFullParse) {
 // A node that crashed mid-write leaves NUL bytes in the log; a field garbled another way leaves a
 // key without a number. Neither may become a value (a loss of 0.000 reads as a collapsed loss):
 // the line is skipped and counted. NUL padding before a line is dropped and the line read.
-// Each task's own address: the Ray launcher's bind= (head and workers, srun-labelled) and k8s's
-// "Starting on <host> (<ip>)"; what is not an address, or comes from no task, is not kept.
 // The MFU patch names the GPU model: its Instinct token is kept (the rules' model levels read it
-// when no Ray series names the model), the first line seen wins, and a value without a model token
-// is kept as printed (the table then knows no such model).
+// when no Ray series names the model), the same model on every task names it, tasks naming two
+// models name none (no one model's levels apply; so the Ray path decides), and a value without a
+// model token is kept as printed (the table then knows no such model).
 TEST_F(LogScannerTest, TheMfuLineNamesTheGpuModel) {
   LogScanner& scanner = *scanner_;
   scanner.Feed(" 0: [MFU] MFU tracking enabled (gpu=AMD Instinct MI250X, dtype=bf16, peak=383 TFLOP/s, source=auto)", 1);
-  scanner.Feed(" 1: [MFU] MFU tracking enabled (gpu=MI355X, dtype=bf16, peak=2500 TFLOP/s, source=auto)", 2);
+  scanner.Feed(" 1: [MFU] MFU tracking enabled (gpu=MI250X, dtype=bf16, peak=383 TFLOP/s, source=auto)", 2);
   EXPECT_EQ(scanner.result().gpu_device, "MI250X");
+  scanner.Feed(" 2: [MFU] MFU tracking enabled (gpu=MI355X, dtype=bf16, peak=2500 TFLOP/s, source=auto)", 3);
+  scanner.Feed(" 3: [MFU] MFU tracking enabled (gpu=MI250X, dtype=bf16, peak=383 TFLOP/s, source=auto)", 4);
+  EXPECT_EQ(scanner.result().gpu_device, "") << "two models across the tasks name none, whatever comes after";
+  EXPECT_TRUE(scanner.result().gpu_devices_differ);
   LogScanner other(*table_, *matcher_, *ScanLimitsFromTable(*table_), "job.log", -1, 0);
   other.Feed("[MFU] MFU tracking disabled (gpu=H200 not in lookup table; set HARDWARE_PEAK_TFLOPS=<value> to override)", 1);
   EXPECT_EQ(other.result().gpu_device, "H200");
@@ -81,6 +84,26 @@ TEST_F(LogScannerTest, TheMfuLineNamesTheGpuModel) {
   EXPECT_EQ(none.result().gpu_device, "");
 }
 
+// Parts of a log scanned apart and merged judge the models together: one part naming MI300X and a
+// later one MI355X name none, as one pass over both would; a part naming none leaves the model.
+TEST(ScanResultTest, MergedPartsNamingTwoGpuModelsNameNone) {
+  ScanResult first, same, other;
+  first.NoteGpuDevice("MI300X", false);
+  same.NoteGpuDevice("MI300X", false);
+  first.NoteGpuDevice(same.gpu_device, same.gpu_devices_differ);
+  first.NoteGpuDevice("", false);
+  EXPECT_EQ(first.gpu_device, "MI300X");
+  other.NoteGpuDevice("MI355X", false);
+  first.NoteGpuDevice(other.gpu_device, other.gpu_devices_differ);
+  EXPECT_EQ(first.gpu_device, "");
+  ScanResult later_alone;
+  later_alone.NoteGpuDevice("MI300X", false);
+  later_alone.NoteGpuDevice(first.gpu_device, first.gpu_devices_differ);
+  EXPECT_EQ(later_alone.gpu_device, "") << "a part that already named two models outweighs a single name";
+}
+
+// Each task's own address: the Ray launcher's bind= (head and workers, srun-labelled) and k8s's
+// "Starting on <host> (<ip>)"; what is not an address, or comes from no task, is not kept.
 TEST_F(LogScannerTest, TasksReportTheirOwnAddresses) {
   LogScanner& scanner = *scanner_;
   const std::vector<std::string> lines = {

@@ -1782,14 +1782,17 @@ void GpuModelLevels(JobPlanner& p) {
   if (shape == 0) {
     p.ScaleShape(1, false, 120);
     ThrottleSteps(p);
+    // throttle_c: the model's throttling point in rules/common/gpu-models.yaml (the campaign test
+    // checks the two agree). The heat takes each GPU past it and stays under the MI355X's 100 C, so
+    // only the model's own level can name the job: 2 C of margin on both sides for the noise.
     struct CoolerModel {
       const char* name;
       int gpus_per_node;
-      double power_w, sclk_mhz, temperature_c;
+      double power_w, sclk_mhz, temperature_c, throttle_c;
     };
-    static const CoolerModel kCooler[] = {{"AMD Instinct MI300X", 8, 700, 2100, 80},
-                                          {"AMD Instinct MI250X", 4, 500, 1700, 70},
-                                          {"AMD Instinct MI300A", 4, 550, 2100, 75}};
+    static const CoolerModel kCooler[] = {{"AMD Instinct MI300X", 8, 700, 2100, 80, 95},
+                                          {"AMD Instinct MI250X", 4, 500, 1700, 70, 85},
+                                          {"AMD Instinct MI300A", 4, 550, 2100, 75, 88}};
     const CoolerModel& model = kCooler[p.Int(0, 2)];
     JobSpec& s = p.spec();
     s.gpu_name = model.name;
@@ -1798,7 +1801,9 @@ void GpuModelLevels(JobPlanner& p) {
     s.gpu_sclk_mhz = model.sclk_mhz;
     s.gpu_temperature_c = model.temperature_c;
     p.Flat();
-    const double heat = std::round(p.U(18, 26));
+    constexpr double kMargin = 2, kMi355xThrottle = 100;
+    const double heat = std::round(p.U(model.throttle_c + kMargin - model.temperature_c,
+                                       kMi355xThrottle - kMargin - model.temperature_c));
     p.Fault("thermal_throttle", s.hosts, p.Steps(0, s.last_step), heat);
     Verdict(p, "rated-thermal-one-node-from-start", "thermal-throttle", "none");
     p.notes() = "A one-node " + std::string(model.name) + " job: " + s.hosts.front() + " runs ~" +

@@ -298,6 +298,19 @@ for fam in OG_FAM:
         j.override(fam, lambda h, g, i, d: None if h == 'ob-3' else d)
 tests.append(test('node_hw down the whole job on one host whose Ray agent reports: a gap, not a clean host', j, facts(j),
                   {'root_cause': 'observability-gap', 'action': 'none', 'exclude': [],
+                   'notes_contains': ['No node_hw sample at all from ob-3 (the other hosts reported; its Ray series did)'],
+                   'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
+                                {'id': 'observability-gaps/missing_hosts', 'status': 'clear'}]},
+                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
+# Its mirror: Ray down the whole job on one host whose node_hw reports. The note names the
+# exporter missing: its hardware series can still be judged, its Ray ones cannot.
+j = Job(hosts, gpus=2, n=100, seed=90)
+for fam in OG_FAM:
+    if fam.startswith('ray_'):
+        j.override(fam, lambda h, g, i, d: None if h == 'ob-3' else d)
+tests.append(test('Ray down the whole job on one host whose node_hw reports: a gap named by its exporter', j, facts(j),
+                  {'root_cause': 'observability-gap', 'action': 'none', 'exclude': [],
+                   'notes_contains': ['No Ray sample at all from ob-3 (the other hosts reported; its node_hw series did)'],
                    'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
                                 {'id': 'observability-gaps/missing_hosts', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))

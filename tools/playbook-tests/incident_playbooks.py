@@ -221,6 +221,23 @@ def rdma_tests():
                 "exclude": [{"host": "node-b5", "priority": 2}],
                 "findings": [{"id": "rdma-phase-correlation/rdma_clean", "status": "clear"},
                              {"id": "rdma-phase-correlation/rdma_not_the_cause", "status": "clear"}]}))
+    # A fault in the job's last five scrapes after two packets retransmitted an hour earlier: it is
+    # timed from the onset of the run that reaches the series' end, so the old blip does not hide it.
+    tests.append(rdma_case(
+        "a fault cut short by the job's end is excluded though a blip long before it retransmitted", h8,
+        [(0, 193, 3290), (194, 199, 2700)], [("node-b5", 60, 60, 0.07, 0, 1), ("node-b5", 195, 199, 900, 6, 1)],
+        seed=23, pattern="one-time-drop",
+        expect={"root_cause": "rdma-link-degradation", "action": "retry-excluding-nodes",
+                "exclude": [{"host": "node-b5", "priority": 2}],
+                "findings": [{"id": "rdma-phase-correlation/rdma_clean", "status": "clear"}]}))
+    # Near miss: a low background trickle from early on to the job's end is no fault cut short: it
+    # had the whole job, so it is held to the full requirement and explains no late drop.
+    tests.append(rdma_case(
+        "near miss: a background trickle from early on is no fault cut short", h8,
+        [(0, 193, 3290), (194, 199, 2700)], [("node-b5", 20, 199, 0.5, 0, 1)],
+        seed=24, pattern="one-time-drop",
+        expect={"root_cause": "unknown", "action": "none", "exclude": [],
+                "findings": [{"id": "rdma-phase-correlation/rdma_link_degradation", "status": "clear"}]}))
     # Near miss: as short a burst late in the job, but it ended six minutes before the job did: the
     # end did not cut it short, so it is a transient, and the late drop stays unexplained.
     tests.append(rdma_case(

@@ -185,6 +185,19 @@ tests.append(test('near miss: the abort host\'s scrapes missed mid-run but read 
                    'exclude': [{'host': abort, 'priority': 2}],
                    'findings': [{'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
 
+# Near miss: a job of a minute and a half, every host scraped once a minute, the abort host half a
+# minute earlier in the interval than its peers: its last sample falls before a last edge a quarter
+# of the window wide, yet it was scraped to the end. Both edges span two of the widest scrape
+# intervals, so scrape phase alone never promotes an abort to priority 1.
+j = Job(hosts, gpus=2, n=4, seed=28, noise=False)
+for name in HW_FAM:
+    j.override(name, lambda h, g, i, d: d if (i % 2 == 0) == (h == abort) else None)
+tests.append(test('near miss: on a short job the abort host scraped earlier in the interval than its peers is observed: priority 2', j,
+                  facts(j, status='failed', cls='hsa-error', classes=[{'failure_class': 'hsa-error', 'host': abort}]),
+                  {'root_cause': 'gpu-hardware-fault', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+                   'exclude': [{'host': abort, 'priority': 2}],
+                   'findings': [{'id': 'gpu-hardware/hardware_fault', 'status': 'fired', 'hosts': [abort]}]}, families=HW_FAM))
+
 j = Job(hosts, gpus=2, n=100, seed=24, noise=False)
 tests.append(test('near miss: the same runtime abort on every host is the configuration, not hardware', j,
                   facts(j, status='failed', cls='hsa-error',
@@ -334,6 +347,19 @@ def cooler_model(job, hot_hosts, slow):
     job.override('hw_gpu_power_watts', lambda h, g, i, d: round(d * 500 / 914 - (70 if h in hot_hosts and slow(i) else 0), 1))
     return job
 
+
+# Near miss: the same model with one host a little hotter than its peers from the first step (past
+# the MI250X's estimated 85 °C throttling point, under 15 °C above its peers) and its clock down.
+# An estimated level never excludes a host: judged on the sourced levels and its peers it is not
+# hot, so heat is not what cost its clock, and nothing is excluded for throttling.
+j = cooler_model(Job(hosts, gpus=3, n=120, seed=43, gpu_name='AMD Instinct MI250X'), [hot], lambda i: True)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + (2 if h == hot else -10), 1))
+tests.append(test('near miss: past its model\'s estimated throttling point but not hot against its peers or the sourced levels: no thermal exclusion', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': [{'first_step': 0, 'last_step': 119, 'mean_tgs': 1090.0}], 'steady_tgs': 1090.0}}),
+                  {'exclude': [],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                {'id': 'thermal-throttle/thermal_unjudged', 'status': 'clear'}]},
+                  families=TH_FAM + ['ray_node_gpus_utilization'], tb_host=hosts[0]))
 
 j = cooler_model(Job(hosts, gpus=3, n=120, seed=41), [hot], lambda i: i >= 60)
 tests.append(test('a cooler GPU model: one host ~19 °C above its peers (89 °C) with its clock down from the TGS drop on: throttling, exclude it', j,
