@@ -290,30 +290,21 @@ tests.append(test('GPU plugin not running on one host: its GPU conclusions canno
                                 {'id': 'observability-gaps/gap_hosts', 'status': 'clear'}]},
                   families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 
-# node_hw's exporter down on one host the whole job while its Ray agent reports: no coverage ratio
-# to compare (no sample at all), the largest gap there is.
-j = Job(hosts, gpus=2, n=100, seed=87)
-for fam in OG_FAM:
-    if not fam.startswith('ray_'):
-        j.override(fam, lambda h, g, i, d: None if h == 'ob-3' else d)
-tests.append(test('node_hw down the whole job on one host whose Ray agent reports: a gap, not a clean host', j, facts(j),
-                  {'root_cause': 'observability-gap', 'action': 'none', 'exclude': [],
-                   'notes_contains': ['No node_hw sample at all from ob-3 (the other hosts reported; its Ray series did)'],
-                   'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
-                                {'id': 'observability-gaps/missing_hosts', 'status': 'clear'}]},
-                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
-# Its mirror: Ray down the whole job on one host whose node_hw reports. The note names the
-# exporter missing: its hardware series can still be judged, its Ray ones cannot.
-j = Job(hosts, gpus=2, n=100, seed=90)
-for fam in OG_FAM:
-    if fam.startswith('ray_'):
-        j.override(fam, lambda h, g, i, d: None if h == 'ob-3' else d)
-tests.append(test('Ray down the whole job on one host whose node_hw reports: a gap named by its exporter', j, facts(j),
-                  {'root_cause': 'observability-gap', 'action': 'none', 'exclude': [],
-                   'notes_contains': ['No Ray sample at all from ob-3 (the other hosts reported; its node_hw series did)'],
-                   'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
-                                {'id': 'observability-gaps/missing_hosts', 'status': 'clear'}]},
-                  families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
+# One exporter down the whole job on one host while the other reports: no coverage ratio to compare
+# (no sample at all), the largest gap there is. The note names the exporter missing: node_hw down
+# leaves its Ray series to judge, Ray down its hardware series.
+for down, up, seed, title in (('node_hw', 'Ray', 87, 'node_hw down the whole job on one host whose Ray agent reports: a gap, not a clean host'),
+                              ('Ray', 'node_hw', 90, 'Ray down the whole job on one host whose node_hw reports: a gap named by its exporter')):
+    j = Job(hosts, gpus=2, n=100, seed=seed)
+    for fam in OG_FAM:
+        if fam.startswith('ray_') == (down == 'Ray'):
+            j.override(fam, lambda h, g, i, d: None if h == 'ob-3' else d)
+    tests.append(test(title, j, facts(j),
+                      {'root_cause': 'observability-gap', 'action': 'none', 'exclude': [],
+                       'notes_contains': [f'No {down} sample at all from ob-3 (the other hosts reported; its {up} series did)'],
+                       'findings': [{'id': 'observability-gaps/gap_hosts', 'status': 'fired', 'hosts': ['ob-3']},
+                                    {'id': 'observability-gaps/missing_hosts', 'status': 'clear'}]},
+                      families=OG_FAM, tb_host=hosts[0], tb_extra=TB))
 
 # The snapshot ends at step 99 while the log runs to step 149 (25 minutes later): TGS fell at step
 # 120, after it, so the TSDB cannot say why; clean families in it prove nothing.
