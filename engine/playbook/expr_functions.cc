@@ -273,6 +273,13 @@ StatusOr<Value> Where(const Expr& e, const Args& args, const NameResolver&) {
 // Per key of a range query's `series` map (key -> [[t, v], ...]), the sample times (epoch seconds,
 // ascending) at which the value reaches the threshold, a number or a map key -> number (keys
 // missing from it never count); keys that never reach it are left out.
+// The threshold argument of times_above(), held_seconds() and the like: a number, a map key ->
+// number, or null (no key has one).
+Status CheckThresholdArgument(const Expr& e, const Value& threshold) {
+  if (threshold.is_number() || threshold.is_object() || threshold.is_null()) return Status::Ok();
+  return EvalError(e, e.text + "() needs (series, number or map), got " + TypeName(threshold));
+}
+
 // A per-key threshold argument: a number for every key, or a map key -> number (null for a key it
 // does not name, or that maps to no number).
 const Value* ThresholdOfKey(const Value& threshold, const std::string& key) {
@@ -283,8 +290,7 @@ const Value* ThresholdOfKey(const Value& threshold, const std::string& key) {
 
 StatusOr<std::map<std::string, std::set<double>>> TimesAtOrAbove(const Expr& e, const Args& args) {
   const Value& a = args[0];
-  if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
-    return EvalError(e, e.text + "() needs (series, number or map), got " + TypeName(args[1]));
+  RETURN_IF_ERROR(CheckThresholdArgument(e, args[1]));
   std::map<std::string, std::set<double>> out;
   if (!a.is_object()) return out;
   for (const auto& [key, samples] : a.items()) {
@@ -447,14 +453,12 @@ StatusOr<Value> SustainedLevel(const Expr& e, const Args& args, const NameResolv
 // Keys that never reach it are left out.
 StatusOr<Value> HeldSeconds(const Expr& e, const Args& args, const NameResolver&) {
   const Value& a = args[0];
-  if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
-    return EvalError(e, "held_seconds() needs (series, number or map), got " + TypeName(args[1]));
+  RETURN_IF_ERROR(CheckThresholdArgument(e, args[1]));
   Value out = Value::object();
   if (!a.is_object()) return out;
   for (const auto& [key, samples] : a.items()) {
-    const Value* limit = &args[1];
-    if (args[1].is_object()) limit = args[1].contains(key) ? &args[1][key] : nullptr;
-    if (!limit || !limit->is_number()) continue;
+    const Value* limit = ThresholdOfKey(args[1], key);
+    if (!limit) continue;
     const SampledSeries s = ReadSamples(samples);
     const double steps = StepsHeldAtOrAbove(s, limit->get<double>());
     if (steps > 0) out[key] = steps * s.spacing;
@@ -530,8 +534,7 @@ StatusOr<Value> StepTime(const Expr& e, const Args& args, const NameResolver& re
 // (which first_time_above would report), and an exporter that stopped before the window's end does
 // not lengthen it. A missing scrape inside the run does not break it: holes are not samples below.
 StatusOr<Value> LastRunSeconds(const Expr& e, const Args& args, const NameResolver&) {
-  if (!args[1].is_number() && !args[1].is_object() && !args[1].is_null())
-    return EvalError(e, "last_run_seconds() needs (series, number or map), got " + TypeName(args[1]));
+  RETURN_IF_ERROR(CheckThresholdArgument(e, args[1]));
   Value out = Value::object();
   if (!args[0].is_object()) return out;
   for (const auto& [key, samples] : args[0].items()) {
