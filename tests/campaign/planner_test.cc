@@ -320,10 +320,26 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
                      "rdma-fabric-cnp-storm"}},
     {"gpu-model-levels", {"rated-thermal-one-node-from-start", "rccl-hang-light-workload", "light-workload-healthy"}},
     {"coverage-gaps", {"gpu-abort-after-scrape-gap", "rdma-standout-scrape-gap"}},
+    {"one-gpu-throttle", {"one-gpu-throttle", "one-gpu-throttle-of-16"}},
+    {"simultaneous-kinds", {"simultaneous-kinds"}},
+    {"death-at-checkpoint", {"death-in-checkpoint-save", "death-after-restore"}},
+    {"reset-mid-fault", {"counter-reset-mid-fault"}},
+    {"noisy-dip", {"rdma-noisy-dip", "thermal-noisy-dip"}},
+    {"transient-early", {"rdma-transient-early", "thermal-transient-early"}},
+    {"half-the-hosts", {"half-hosts-throttle", "half-hosts-rdma"}},
+    {"fast-steps", {"rdma-fast-steps", "thermal-fast-steps"}},
+    {"late-exporter", {"rdma-beside-late-exporter", "thermal-beside-late-exporter"}},
 };
+// The families the sixteenth session's probes added, once per block each.
+const std::vector<std::string> kProbedShapeFamilies = {"one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint",
+                                                       "reset-mid-fault",  "noisy-dip",          "transient-early",
+                                                       "half-the-hosts",   "fast-steps",         "late-exporter"};
 // Families a `--widest` block plans once (the others three times).
-const std::set<std::string> kOncePerBlock = {"huge-many-hosts", "gpu-model-levels", "coverage-gaps", "late-fault",
-                                             "blind-host", "truncated-tsdb"};
+const std::set<std::string> kOncePerBlock = {"huge-many-hosts",   "gpu-model-levels",    "coverage-gaps",
+                                             "late-fault",        "blind-host",          "truncated-tsdb",
+                                             "one-gpu-throttle",  "simultaneous-kinds",  "death-at-checkpoint",
+                                             "reset-mid-fault",   "noisy-dip",           "transient-early",
+                                             "half-the-hosts",    "fast-steps",          "late-exporter"};
 
 // Kinds a family may plan in some blocks and not in others (18 draws among eight; the few-node
 // kinds' coverage is pinned over more seeds in WidestDrawsTheNodesHardware).
@@ -334,7 +350,11 @@ const std::set<std::string> kRareWidestKinds = {
     // the shape families' variants: one draw per block among two to four (pinned below)
     "rdma-late", "thermal-late", "rdma-on-blind-host", "thermal-on-blind-host", "rdma-beside-blind-host",
     "thermal-beside-blind-host", "rdma-after-tsdb-end", "thermal-after-tsdb-end", "rdma-before-tsdb-end",
-    "thermal-before-tsdb-end"};
+    "thermal-before-tsdb-end",
+    // the probed shape families' variants (one draw per block among two)
+    "one-gpu-throttle", "one-gpu-throttle-of-16", "death-in-checkpoint-save", "death-after-restore", "rdma-noisy-dip",
+    "thermal-noisy-dip", "rdma-transient-early", "thermal-transient-early", "half-hosts-throttle", "half-hosts-rdma",
+    "rdma-fast-steps", "thermal-fast-steps", "rdma-beside-late-exporter", "thermal-beside-late-exporter"};
 
 std::string WidestFamilyOf(const std::string& kind) {
   for (const auto& [family, kinds] : kWidestKinds)
@@ -343,12 +363,12 @@ std::string WidestFamilyOf(const std::string& kind) {
 }
 
 // A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
-// ones three times, and the huge one, the GPU-model one, the coverage one and the three shape families once: 62
-// jobs.
+// ones three times, and the huge one, the GPU-model one, the coverage one, the three shape families
+// and the nine probed shape families once: 71 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 62, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 71, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
@@ -715,7 +735,7 @@ void ExpectCoverageGapsTruth(const PlannedJob& job, const fixturegen::Scenario& 
 TEST(CampaignPlanner, WidestPlansTheModelLevelAndCoverageKinds) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true)) ++kinds[job.truth.kind];
+    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true)) ++kinds[job.truth.kind];
   for (const char* family : {"gpu-model-levels", "coverage-gaps"})
     for (const auto& k : kWidestKinds.at(family)) EXPECT_GT(kinds[k], 0) << k << " never planned";
 }
@@ -808,8 +828,10 @@ void ExpectTruncatedTsdbTruth(const PlannedJob& job, const fixturegen::Scenario&
 TEST(CampaignPlanner, ShapeFamiliesDrawEveryVariant) {
   std::set<std::string> planned;
   for (uint64_t seed = 11; seed < 27; ++seed)
-    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true)) planned.insert(job.truth.kind);
+    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true)) planned.insert(job.truth.kind);
   for (const std::string family : {"late-fault", "blind-host", "truncated-tsdb"})
+    for (const auto& kind : kWidestKinds.at(family)) EXPECT_TRUE(planned.count(kind)) << kind << " never planned";
+  for (const std::string& family : kProbedShapeFamilies)
     for (const auto& kind : kWidestKinds.at(family)) EXPECT_TRUE(planned.count(kind)) << kind << " never planned";
 }
 
@@ -861,7 +883,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   // kinds are the same draws' variants: correctable-only, hot-not-throttled, death after a link).
   std::set<std::string> few_node_kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true))
+    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true))
       if (job.truth.kind.rfind("few-nodes-", 0) == 0) few_node_kinds.insert(job.truth.kind);
   for (const char* kind : {"few-nodes-healthy", "few-nodes-gpu-hardware-fault", "few-nodes-thermal-throttle",
                            "few-nodes-node-death", "few-nodes-rdma-degradation"})
@@ -871,10 +893,85 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
     EXPECT_EQ(job.scenario_yaml.find("gpus_per_node"), std::string::npos) << job.truth.job_id;
 }
 
+// The hosts a job's truth excludes.
+std::set<std::string> ExcludedHosts(const PlannedJob& job) {
+  std::set<std::string> hosts;
+  for (const auto& e : job.truth.exclude) hosts.insert(e.host);
+  return hosts;
+}
+
+// The one fault of `kind` in a scenario (fails the test when there is not exactly one).
+const fixturegen::Fault* OnlyFault(const fixturegen::Scenario& s, const std::string& kind) {
+  const fixturegen::Fault* found = nullptr;
+  int count = 0;
+  for (const auto& f : s.faults)
+    if (f.kind == kind && f.window.steps && (kind != "rdma_retx" || f.rate >= 300)) found = &f, ++count;
+  EXPECT_EQ(count, 1) << kind;
+  return count == 1 ? found : nullptr;
+}
+
+// What each probed shape promises: one GPU throttles; two kinds start on the same step on two
+// hosts, both excluded; a node dies right after a checkpoint step or a restore; a counter reset
+// lands inside the excluded host's fault; steps 5-8 % noisy; a fault that ends long before the
+// job; exactly half the hosts faulty; 1-2 s steps; a late exporter on a kept host.
+void ExpectProbedShapeTruth(const PlannedJob& job, const fixturegen::Scenario& s, const std::string& family) {
+  const std::set<std::string> excluded = ExcludedHosts(job);
+  if (family == "one-gpu-throttle") {
+    const fixturegen::Fault* f = OnlyFault(s, "thermal_throttle");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->devices.size(), 1u);
+    EXPECT_EQ(job.truth.kind == "one-gpu-throttle-of-16", s.gpus_per_node == 16);
+  } else if (family == "simultaneous-kinds") {
+    const fixturegen::Fault* hot = OnlyFault(s, "thermal_throttle");
+    const fixturegen::Fault* link = OnlyFault(s, "rdma_ack_timeout");
+    ASSERT_TRUE(hot && link);
+    EXPECT_EQ(hot->window.steps->first, link->window.steps->first);
+    EXPECT_EQ(excluded, (std::set<std::string>{hot->hosts[0], link->hosts[0]}));
+    EXPECT_TRUE(RootCauseMatches(job.truth.root_cause, "thermal-throttle"));
+    EXPECT_TRUE(RootCauseMatches(job.truth.root_cause, "rdma-link-degradation"));
+    EXPECT_FALSE(RootCauseMatches(job.truth.root_cause, "thermal"));
+  } else if (family == "death-at-checkpoint") {
+    ASSERT_TRUE(s.checkpoint_period > 0 || s.first_step > 0);
+    if (job.truth.kind == "death-after-restore") {
+      EXPECT_GT(s.first_step, 0);
+      EXPECT_LE(s.last_step - s.first_step, 8);
+    } else {
+      EXPECT_EQ(s.last_step % s.checkpoint_period, 0) << "dies just after a checkpoint step";
+    }
+    EXPECT_EQ(job.truth.root_cause, "gpu-hardware-fault");
+  } else if (family == "reset-mid-fault") {
+    ASSERT_EQ(excluded.size(), 1u);
+    const fixturegen::Fault* link = OnlyFault(s, "rdma_ack_timeout");
+    ASSERT_TRUE(link);
+    bool inside = false;
+    for (const auto& f : s.faults)
+      inside |= f.kind == "counter_reset" && f.hosts == link->hosts && link->window.steps->Contains(f.window.steps->first);
+    EXPECT_TRUE(inside) << "the reset lands inside the fault";
+  } else if (family == "noisy-dip") {
+    EXPECT_GE(s.step_jitter, 0.05);
+    EXPECT_LE(s.step_jitter, 0.08);
+  } else if (family == "transient-early") {
+    const auto windows = SlowdownWindows(s).at(*excluded.begin());
+    EXPECT_GE(s.last_step - windows.front().last, 3 * (windows.front().last - windows.front().first + 1));
+  } else if (family == "half-the-hosts") {
+    EXPECT_EQ(2 * excluded.size(), s.hosts.size());
+  } else if (family == "fast-steps") {
+    const double seconds = s.seq_len * s.per_device_batch_size / s.phases.front().tgs;
+    EXPECT_GE(seconds, 0.95);
+    EXPECT_LE(seconds, 2.05);
+    EXPECT_EQ(s.ray_interval, 5);
+  } else if (family == "late-exporter") {
+    const fixturegen::Fault* late = OnlyFault(s, "exporter_down");
+    ASSERT_TRUE(late);
+    EXPECT_EQ(late->window.steps->first, 0);
+    EXPECT_FALSE(excluded.count(late->hosts[0]));
+  }
+}
+
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 124, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -923,13 +1020,15 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
         EXPECT_GE(job.truth.exclude.size(), 7u);
       }
       if (family == "coverage-gaps") ExpectCoverageGapsTruth(job, *s);
+      if (std::find(kProbedShapeFamilies.begin(), kProbedShapeFamilies.end(), family) != kProbedShapeFamilies.end())
+        ExpectProbedShapeTruth(job, *s, family);
     }
   }
   for (const auto& [family, names] : kWidestKinds) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
     EXPECT_EQ(planned, kOncePerBlock.count(family) ? 6 : 18)
-        << family << ": in each of the two 62-job blocks of three seeds";
+        << family << ": in each of the two 71-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names)

@@ -98,12 +98,13 @@ StatusOr<bool> ScoreAlerts(const AlertScoreOptions& options) {
         ++row.false_alarms;
         problems.push_back(t.job_id + " (" + t.kind + ", no fault): " + r.firings[0].alert + " on " + r.firings[0].host);
       }
-    } else if (r.covered_causes.count(t.root_cause)) {
+    } else if (std::any_of(r.covered_causes.begin(), r.covered_causes.end(),
+                           [&](const std::string& cause) { return RootCauseMatches(t.root_cause, cause); })) {
       row.class_name = "warned of";
       ++faulty;
       std::optional<double> lead;
       for (const auto& f : r.firings)
-        if (f.root_cause == t.root_cause && f.lead_seconds > 0) lead = std::max(lead.value_or(0), f.lead_seconds);
+        if (RootCauseMatches(t.root_cause, f.root_cause) && f.lead_seconds > 0) lead = std::max(lead.value_or(0), f.lead_seconds);
       if (lead) {
         ++faulty_alerted;
         ++row.alerted;

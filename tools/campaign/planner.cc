@@ -491,6 +491,15 @@ class JobPlanner {
     spec_.last_step = n - 1;
   }
 
+  // Steps of about `seconds`: one sequence of 2,048 tokens a device a step, at the TGS that takes.
+  void ShortSteps(double seconds) {
+    spec_.seq_len = 2048;
+    pdbs_ = 1;
+    tgs_ = std::round(spec_.seq_len / seconds);
+    step_seconds_ = spec_.seq_len / tgs_;
+    spec_.tflops_per_tgs = U(600, 1100) / tgs_;
+  }
+
   // Steps spanning at least `seconds` of training.
   int64_t StepsFor(double seconds) const { return static_cast<int64_t>(std::ceil(seconds / step_seconds_)); }
   double StepSeconds() const { return step_seconds_; }
@@ -2273,6 +2282,226 @@ void UnusualEvidence(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
 }
 
+// --- shapes the sixteenth session's probes drew (`--widest`, once per block each) ----------------
+
+// A slowdown over steps [onset, end] of the job (OverlapPhases' one dip), with the window's text.
+std::string DipPhases(JobPlanner& p, int64_t onset, int64_t end, double drop) {
+  p.spec().phases = OverlapPhases(0, p.spec().last_step, p.tgs(), {{onset, end, drop}});
+  return std::to_string(onset) + "-" + std::to_string(end) + " (TGS -" + std::to_string(static_cast<int>(drop * 100)) + "%)";
+}
+
+// One GPU of one host throttles (one of 8, of 16 one job in two, or of the node's drawn count):
+// every collective waits for that GPU, so its host costs the job as a whole hot node does.
+void OneGpuThrottle(JobPlanner& p) {
+  p.Shape(false, false, 160);
+  JobSpec& s = p.spec();
+  if (p.Chance(0.5)) {
+    s.gpus_per_node = 16;
+    // Twice the GPU series a host: half the hosts keep the job within the sample budget.
+    s.hosts.resize(std::max<size_t>(4, s.hosts.size() / 2));
+  }
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.2);
+  const std::string window = DipPhases(p, onset, end, drop);
+  const std::string host = p.TakeHost();
+  const int gpu = p.Int(0, s.gpus_per_node - 1);
+  p.Fault("thermal_throttle", {host}, p.Steps(onset, end), std::round(p.U(18, 26)), {gpu});
+  p.Exclude(host, std::nullopt);
+  Verdict(p, s.gpus_per_node == 16 ? "one-gpu-throttle-of-16" : "one-gpu-throttle", "thermal-throttle",
+          "retry-excluding-nodes");
+  p.notes() = "GPU " + std::to_string(gpu) + " of " + std::to_string(s.gpus_per_node) + " on " + host +
+              " throttles over steps " + window + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// Two faults of two kinds on two hosts from the same step (a throttling GPU on one, an RDMA link on
+// the other), and most times a third host storming correctable GPU and PCIe errors that cost
+// nothing. Either fault is the root cause (neither came first); both hosts are excluded, each for
+// its own cause, and the third is kept.
+void SimultaneousKinds(JobPlanner& p) {
+  p.Shape(false, true, 160);
+  p.MaybeCheckpoint(0.3);
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.25);
+  const std::string window = DipPhases(p, onset, end, drop);
+  const std::string hot = p.TakeHost(), link = p.TakeHost();
+  SlowFault(p, true, hot, onset, end);
+  SlowFault(p, false, link, onset, end);
+  p.notes() = "From the same step, a throttling GPU on " + hot + " and RDMA degradation on " + link + " over steps " +
+              window + ".";
+  if (p.FreeHosts().size() > 1 && p.Chance(0.7)) {
+    const std::string storm = p.TakeHost();
+    p.Fault("ras_errors", {storm}, "", std::round(p.U(0.5, 3) * 100) / 100, {p.Int(0, 7)});
+    p.Fault("pcie_correctable", {storm}, "", std::round(p.U(5, 60)));
+    p.Decoy(storm);
+    p.notes() += " Correctable GPU and PCIe errors on " + storm + " the whole job.";
+  }
+  Verdict(p, "simultaneous-kinds", "thermal-throttle|rdma-link-degradation", "retry-excluding-nodes");
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// A node dies while the job saves a checkpoint (its exporters go dark just after a checkpoint step)
+// or a few steps after the job restored one (a short run with no earlier phase of its own): the dead
+// node is excluded as in NodeDeath, whichever moment it chose.
+void DeathAtCheckpoint(JobPlanner& p) {
+  const bool after_restore = p.Chance(0.5);
+  p.Shape(false, true, 60);
+  p.set_total_steps(5000);
+  JobSpec& s = p.spec();
+  const int64_t period = p.Int(20, 60);
+  p.set_checkpoint_period(period);
+  s.checkpoint_save_seconds = std::round(p.U(90, 240));
+  if (after_restore) {
+    s.first_step = period * p.Int(2, 20) + 1;
+    s.last_step = s.first_step + p.Int(2, 8);
+  } else {
+    s.last_step = period * p.Int(1, 4) + (period < 25 ? period : 0);
+  }
+  p.Flat();
+  const size_t dead_index = static_cast<size_t>(p.Int(1, static_cast<int>(p.Nodes()) - 1));
+  const std::string dead = p.HostAt(dead_index);
+  p.Exclude(dead, 2);
+  const bool heartbeat_kill = EndByNodeDeath(p, dead_index);
+  Verdict(p, after_restore ? "death-after-restore" : "death-in-checkpoint-save", "gpu-hardware-fault",
+          "retry-excluding-nodes");
+  p.notes() = dead + " died after step " + std::to_string(s.last_step) +
+              (after_restore ? ", " + std::to_string(s.last_step - s.first_step + 1) + " steps after restoring step " +
+                                   std::to_string(s.first_step - 1)
+                             : ", while checkpoint " + std::to_string(s.last_step) + " was being saved") +
+              (heartbeat_kill ? "; the heartbeat timeout killed the job." : "; scancel ended the job.") + p.notes();
+  p.Passthrough();
+  p.Noise(std::nullopt);
+}
+
+// An RDMA link degrades and, inside its fault, the host's exporter restarts (a scrape or three
+// without samples one time in two) and every counter of the host starts again from zero: the
+// rates across the reset must neither hide the fault nor read a counter drop as a burst.
+void ResetMidFault(JobPlanner& p) {
+  p.Shape(false, true, 160);
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.2);
+  const std::string window = DipPhases(p, onset, end, drop);
+  const std::string host = p.TakeHost();
+  RdmaHostFault(p, host, onset, end, p.Chance(0.25));
+  const int64_t at = onset + p.Int(static_cast<int>((end - onset) / 4), static_cast<int>((end - onset) * 3 / 4));
+  const bool gap = p.Chance(0.5);
+  if (gap) p.Fault("exporter_down", {host}, p.Steps(at, at + std::max<int64_t>(1, p.StepsFor(p.U(20, 60))) - 1), 0);
+  p.Fault("counter_reset", {host}, p.Steps(at, p.spec().last_step), 0);
+  Verdict(p, "counter-reset-mid-fault", "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = "RDMA degradation on " + host + " over steps " + window + "; its exporter restarted at step " +
+              std::to_string(at) + (gap ? " after a gap" : "") + " (counters from zero)." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// Very noisy steps (5-8 % jitter) and a real 8-12 % slowdown, long enough that its mean stands ten
+// standard errors clear of the noise: a throttling GPU or an RDMA link, excluded as usual.
+void NoisyDip(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 200);
+  JobSpec& s = p.spec();
+  s.step_jitter_pct = std::round(p.U(5, 8) * 100) / 100;
+  const double drop = std::round(p.U(0.08, 0.12) * 1000) / 1000;
+  const double needed = 0.1 * s.step_jitter_pct / drop;
+  const int64_t window = std::max({static_cast<int64_t>(std::ceil(needed * needed)), p.StepsFor(600), int64_t{30}});
+  p.EnsureSteps(40 + 2 * window);
+  p.FitSampleBudget();
+  const int64_t last = s.last_step;
+  const int64_t onset = p.Int(20, static_cast<int>(last - window));
+  const int64_t end = p.Chance(0.5) ? last : onset + window - 1;
+  const std::string steps = DipPhases(p, onset, end, drop);
+  const std::string host = p.TakeHost();
+  SlowdownWithTruth(p, thermal, host, p.Steps(onset, end), /*visible=*/true, "noisy-dip");
+  p.notes() = SlowdownName(thermal) + " on " + host + " over steps " + steps + " under " + Num(s.step_jitter_pct) +
+              " % step jitter." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// A fault of 6-12 minutes early in a job that then trains healthily for at least four times as long
+// and completes: the fault cost TGS while it lasted, so its host is excluded all the same.
+void TransientEarly(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 200);
+  const int64_t window = std::max<int64_t>(20, p.StepsFor(p.U(360, 720)));
+  p.EnsureSteps(30 + 5 * window);
+  p.FitSampleBudget();
+  const int64_t last = p.spec().last_step;
+  const int64_t onset = p.Int(10, static_cast<int>(std::max<int64_t>(10, last / 5)));
+  const int64_t end = onset + window - 1;
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, window)), 0.2) * 1000) / 1000;
+  const std::string steps = DipPhases(p, onset, end, drop);
+  const std::string host = p.TakeHost();
+  SlowdownWithTruth(p, thermal, host, p.Steps(onset, end), /*visible=*/true, "transient-early");
+  p.notes() = SlowdownName(thermal) + " on " + host + " over steps " + steps + " only, of " + std::to_string(last + 1) +
+              "; the job recovered and completed." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(end + 10, last - 5));
+}
+
+// Exactly half the hosts of a 4-, 6- or 8-node job fail alike from the same step (a throttling GPU
+// each, or an RDMA link each): no healthy majority, no fleet-wide episode (that needs more than
+// half), so every faulty host is excluded on its own evidence.
+void HalfTheHosts(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.set_few_nodes(2 * p.Int(2, 4));
+  p.Shape(false, !thermal, 160);
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.25);
+  const std::string steps = DipPhases(p, onset, end, drop);
+  std::string list;
+  for (size_t i = 0; i < p.Nodes() / 2; ++i) {
+    const std::string host = p.TakeHost();
+    SlowFault(p, thermal, host, onset, end);
+    list += (list.empty() ? "" : ", ") + host;
+  }
+  Verdict(p, thermal ? "half-hosts-throttle" : "half-hosts-rdma", thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+  p.notes() = SlowdownName(thermal) + " on " + list + " (half the job) over steps " + steps + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// Steps of 1-2 s with Ray scraped every 5 s and node_hw every 5-15 s: a scrape spans several steps,
+// so a fault's alignment with TGS is read from few samples a step.
+void FastSteps(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 100);
+  p.ShortSteps(p.U(1, 2));
+  JobSpec& s = p.spec();
+  s.ray_interval = 5;
+  s.node_hw_interval = p.Pick(std::vector<double>{5, 10, 15});
+  s.node_hw_interval_after = 0;
+  p.EnsureSteps(p.StepsFor(p.U(1800, 3600)));
+  p.CapSteps(p.StepsFor(3600));
+  p.FitSampleBudget();
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.2);
+  const std::string steps = DipPhases(p, onset, end, drop);
+  const std::string host = p.TakeHost();
+  SlowdownWithTruth(p, thermal, host, p.Steps(onset, end), /*visible=*/true, "fast-steps");
+  p.notes() = Num(p.StepSeconds()) + " s steps; " + SlowdownName(thermal) + " on " + host + " over steps " + steps + "." +
+              p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
+// A host whose node_hw exporter joins late (no sample before 20-50 % of the job, then as its
+// peers) while another host's fault runs: the late host's missing start is no fault of its own.
+void LateExporter(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  p.Shape(false, !thermal, 160);
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.2);
+  const std::string steps = DipPhases(p, onset, end, drop);
+  const std::string late = p.TakeHost();
+  const int64_t joins = static_cast<int64_t>(static_cast<double>(p.spec().last_step) * p.U(0.2, 0.5));
+  p.Fault("exporter_down", {late}, p.Steps(0, joins), 0);
+  p.Decoy(late);
+  const std::string host = p.TakeHost();
+  SlowdownWithTruth(p, thermal, host, p.Steps(onset, end), /*visible=*/true, "beside-late-exporter");
+  p.notes() = "node_hw on " + late + " starts after step " + std::to_string(joins) + "; " + SlowdownName(thermal) + " on " +
+              host + " over steps " + steps + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
   ASSIGN_OR_RETURN(fixturegen::Scenario scenario, fixturegen::ParseScenario(yaml, name));
   return fixturegen::BuildTimeline(scenario);
@@ -2509,6 +2738,13 @@ class CampaignPlanner {
     static const std::vector<std::string> kOncePerBlockFamilies = {"gpu-model-levels", "coverage-gaps", "late-fault",
                                                                    "blind-host", "truncated-tsdb"};
     if (widest_) families.insert(families.end(), kOncePerBlockFamilies.begin(), kOncePerBlockFamilies.end());
+    // Shapes the sixteenth session's probes drew (one GPU, two kinds at once, a death at a
+    // checkpoint, a counter reset inside a fault, noisy steps, an early transient, half the hosts,
+    // 1-2 s steps, a late exporter): once per block each.
+    static const std::vector<std::string> kProbedShapeFamilies = {
+        "one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint", "reset-mid-fault",  "noisy-dip",
+        "transient-early",  "half-the-hosts",     "fast-steps",          "late-exporter"};
+    if (widest_) families.insert(families.end(), kProbedShapeFamilies.begin(), kProbedShapeFamilies.end());
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
     std::vector<std::string> order = families;
@@ -2552,6 +2788,15 @@ class CampaignPlanner {
     else if (family == "huge-many-hosts") ManyFaultyHosts(p, {430, 512, 7, 12, "huge-hosts"});
     else if (family == "gpu-model-levels") GpuModelLevels(p);
     else if (family == "coverage-gaps") CoverageGaps(p);
+    else if (family == "one-gpu-throttle") OneGpuThrottle(p);
+    else if (family == "simultaneous-kinds") SimultaneousKinds(p);
+    else if (family == "death-at-checkpoint") DeathAtCheckpoint(p);
+    else if (family == "reset-mid-fault") ResetMidFault(p);
+    else if (family == "noisy-dip") NoisyDip(p);
+    else if (family == "transient-early") TransientEarly(p);
+    else if (family == "half-the-hosts") HalfTheHosts(p);
+    else if (family == "fast-steps") FastSteps(p);
+    else if (family == "late-exporter") LateExporter(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);

@@ -69,7 +69,7 @@ struct Judged {
 
 Judged Judge(const JobTruth& t, const Outcome& o) {
   Judged j;
-  j.root_cause = o.root_cause == t.root_cause;
+  j.root_cause = RootCauseMatches(t.root_cause, o.root_cause);
   j.action = o.action == t.action;
   std::set<std::string> want, got;
   for (const auto& e : t.exclude) want.insert(e.host);

@@ -1,10 +1,23 @@
 #include "tools/campaign/truth.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace diagnose::campaign {
 
 using nlohmann::ordered_json;
+
+bool RootCauseMatches(const std::string& truth, const std::string& answer) {
+  size_t from = 0;
+  while (from <= truth.size()) {
+    const size_t bar = std::min(truth.find('|', from), truth.size());
+    if (truth.compare(from, bar - from, answer) == 0) return true;
+    from = bar + 1;
+  }
+  return false;
+}
+
 
 std::string TruthToJson(const std::vector<JobTruth>& truths) {
   ordered_json jobs = ordered_json::array();

@@ -28,6 +28,10 @@ struct JobTruth {
   std::string notes;
 };
 
+// Whether `answer` is the truth's root cause or one of its alternatives: a truth joins them with '|'
+// when the job holds two faults neither of which came first (either is a right answer).
+bool RootCauseMatches(const std::string& truth, const std::string& answer);
+
 std::string TruthToJson(const std::vector<JobTruth>& truths);
 StatusOr<std::vector<JobTruth>> TruthFromJson(const std::string& text, const std::string& path_for_messages);
 

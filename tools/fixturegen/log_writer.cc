@@ -515,7 +515,8 @@ void JobLogWriter::Steps() {
   int64_t slurm_last = s_.last_step - s_.ray_log_lag_steps;
   for (const StepRecord& r : t_.steps) {
     bool to_slurm = r.step <= slurm_last;
-    AllTasks([&](int task) { Trainer(task, FormatStepLine(r), to_slurm); });
+    const bool lost = s_.log_gap && s_.log_gap->Contains(r.step);
+    if (!lost) AllTasks([&](int task) { Trainer(task, FormatStepLine(r), to_slurm); });
     if (r.step == t_.steps.front().step) {
       NcclWave(2);  // the third wave: first collectives of the training step
     }

@@ -229,9 +229,13 @@ Status ReadTraining(const Reader& r, const YAML::Node& root, Scenario& s) {
                                    "checkpoint_save_seconds", "loss", "moe_lb_loss", "extra_nccl_waves",
                                    "hang_seconds", "silence_activity", "ray_log_lag_steps", "pinned_seconds",
                                    "loss_diverge_at", "loss_diverge_rate", "loss_nan_at", "grad_spikes", "grad_clip",
-                                   "checkpoint_writers", "step_jitter_pct"},
+                                   "checkpoint_writers", "step_jitter_pct", "log_gap"},
                                "training"));
     RETURN_IF_ERROR(r.Get(t, "enabled", &s.training));
+    if (t["log_gap"]) {
+      ASSIGN_OR_RETURN(StepRange gap, r.Steps(t["log_gap"]));
+      s.log_gap = gap;
+    }
     RETURN_IF_ERROR(r.Get(t, "steps", &s.total_steps));
     RETURN_IF_ERROR(r.Get(t, "first_step", &s.first_step));
     RETURN_IF_ERROR(r.Get(t, "last_step", &s.last_step));

@@ -140,6 +140,9 @@ struct Scenario {
   double grad_spike_factor = 20;
   double grad_clip = 0;                        // >0: the logged (clipped) grad norm is min(raw, grad_clip)
   std::map<std::string, StageOutcome> stages;   // preflight, pull, ecc, train
+  // The trainers' `completed step` lines for these steps never reach the log (a stalled stdout pipe,
+  // a full log volume): training, the TSDB and TensorBoard go on as usual.
+  std::optional<StepRange> log_gap;
   double hang_seconds = 0;          // silence after the last step before the job ends
   // hang | train: what the GPUs do while the log is silent after the last step (train = the log
   // stopped but training went on). Empty: train when a heartbeat kill ends the job, else hang.
