@@ -233,6 +233,7 @@ struct TriageThresholds {
   double skip_steps = 0;
   double default_period = 0;
   double cancel_exit_min = 0;   // 130/143: torn down, not failed
+  double log_step_gap = 0;      // seconds of training whose step lines the log lost
 };
 
 StatusOr<TriageThresholds> ReadTriageThresholds(const SignatureTable& table) {
@@ -252,6 +253,7 @@ StatusOr<TriageThresholds> ReadTriageThresholds(const SignatureTable& table) {
   ASSIGN_OR_RETURN(t.skip_steps, th("progress_skip_steps"));
   ASSIGN_OR_RETURN(t.default_period, th("default_checkpoint_period"));
   ASSIGN_OR_RETURN(t.cancel_exit_min, th("cancel_exit_codes_min"));
+  ASSIGN_OR_RETURN(t.log_step_gap, th("log_step_gap_min_seconds"));
   return t;
 }
 
@@ -679,6 +681,28 @@ std::optional<LogRef> TgsDegradationEvidence(const JobFacts& f, const TgsOptions
   return r;
 }
 
+// The widest stretch of steps the log never printed while training went on (a stalled stdout pipe,
+// a full log volume) lasting `min_seconds` or more at the step time around it: the log knows no
+// TGS for it, so a fault that ran inside it has no cost the log can weigh. Steps that go back (a
+// restart inside one log) are no gap.
+std::optional<LogRef> LogStepGapEvidence(const JobFacts& f, double min_seconds) {
+  std::optional<LogRef> widest;
+  double widest_seconds = 0;
+  for (size_t i = 1; i < f.steps.size(); ++i) {
+    const StepRecord& before = f.steps[i - 1];
+    const StepRecord& after = f.steps[i];
+    const int64_t missing = after.step - before.step - 1;
+    if (missing < 2) continue;
+    const double seconds = static_cast<double>(missing) * (before.seconds + after.seconds) / 2;
+    if (seconds < min_seconds || seconds <= widest_seconds) continue;
+    widest_seconds = seconds;
+    widest = after.where;
+    widest->text = "steps " + std::to_string(before.step + 1) + "-" + std::to_string(after.step - 1) +
+                   " missing from the log (about " + FixedDecimal(seconds / 60.0, 1) + " min of training)";
+  }
+  return widest;
+}
+
 // ---- Fact-based classes: what the facts show rather than a matched line (no log, a hang, a
 // cancel, a soft success, a TGS drop, a death without a cause).
 void AddFactClasses(const JobLocation& job, const TriageScan& scan, const HangFinding& hang, JobFacts* f,
@@ -714,6 +738,8 @@ void AddFactClasses(const JobLocation& job, const TriageScan& scan, const HangFi
     }
     AddClass(f, hits, table, "unknown-death", where, int64_t{1} << 50);
   }
+  if (auto gap = LogStepGapEvidence(*f, scan.thresholds.log_step_gap))
+    AddClass(f, hits, table, "log-step-gap", *gap, int64_t{1} << 50);
 }
 
 // ---- Primary: highest priority (root of a cascade), ties broken by the earliest line; the classes

@@ -329,17 +329,20 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"half-the-hosts", {"half-hosts-throttle", "half-hosts-rdma"}},
     {"fast-steps", {"rdma-fast-steps", "thermal-fast-steps"}},
     {"late-exporter", {"rdma-beside-late-exporter", "thermal-beside-late-exporter"}},
+    {"log-gap", {"rdma-log-gap-over-onset", "thermal-log-gap-over-onset", "rdma-inside-log-gap"}},
 };
 // The families the sixteenth session's probes added, once per block each.
 const std::vector<std::string> kProbedShapeFamilies = {"one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint",
                                                        "reset-mid-fault",  "noisy-dip",          "transient-early",
-                                                       "half-the-hosts",   "fast-steps",         "late-exporter"};
+                                                       "half-the-hosts",   "fast-steps",         "late-exporter",
+                                                       "log-gap"};
 // Families a `--widest` block plans once (the others three times).
 const std::set<std::string> kOncePerBlock = {"huge-many-hosts",   "gpu-model-levels",    "coverage-gaps",
                                              "late-fault",        "blind-host",          "truncated-tsdb",
                                              "one-gpu-throttle",  "simultaneous-kinds",  "death-at-checkpoint",
                                              "reset-mid-fault",   "noisy-dip",           "transient-early",
-                                             "half-the-hosts",    "fast-steps",          "late-exporter"};
+                                             "half-the-hosts",    "fast-steps",          "late-exporter",
+                                             "log-gap"};
 
 // Kinds a family may plan in some blocks and not in others (18 draws among eight; the few-node
 // kinds' coverage is pinned over more seeds in WidestDrawsTheNodesHardware).
@@ -354,7 +357,8 @@ const std::set<std::string> kRareWidestKinds = {
     // the probed shape families' variants (one draw per block among two)
     "one-gpu-throttle", "one-gpu-throttle-of-16", "death-in-checkpoint-save", "death-after-restore", "rdma-noisy-dip",
     "thermal-noisy-dip", "rdma-transient-early", "thermal-transient-early", "half-hosts-throttle", "half-hosts-rdma",
-    "rdma-fast-steps", "thermal-fast-steps", "rdma-beside-late-exporter", "thermal-beside-late-exporter"};
+    "rdma-fast-steps", "thermal-fast-steps", "rdma-beside-late-exporter", "thermal-beside-late-exporter",
+    "rdma-log-gap-over-onset", "thermal-log-gap-over-onset", "rdma-inside-log-gap"};
 
 std::string WidestFamilyOf(const std::string& kind) {
   for (const auto& [family, kinds] : kWidestKinds)
@@ -364,11 +368,11 @@ std::string WidestFamilyOf(const std::string& kind) {
 
 // A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
 // ones three times, and the huge one, the GPU-model one, the coverage one, the three shape families
-// and the nine probed shape families once: 71 jobs.
+// and the ten probed shape families once: 72 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 71, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 72, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
@@ -735,7 +739,7 @@ void ExpectCoverageGapsTruth(const PlannedJob& job, const fixturegen::Scenario& 
 TEST(CampaignPlanner, WidestPlansTheModelLevelAndCoverageKinds) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true)) ++kinds[job.truth.kind];
+    for (const PlannedJob& job : Plan(seed, 144, false, false, false, true)) ++kinds[job.truth.kind];
   for (const char* family : {"gpu-model-levels", "coverage-gaps"})
     for (const auto& k : kWidestKinds.at(family)) EXPECT_GT(kinds[k], 0) << k << " never planned";
 }
@@ -828,7 +832,7 @@ void ExpectTruncatedTsdbTruth(const PlannedJob& job, const fixturegen::Scenario&
 TEST(CampaignPlanner, ShapeFamiliesDrawEveryVariant) {
   std::set<std::string> planned;
   for (uint64_t seed = 11; seed < 27; ++seed)
-    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true)) planned.insert(job.truth.kind);
+    for (const PlannedJob& job : Plan(seed, 144, false, false, false, true)) planned.insert(job.truth.kind);
   for (const std::string family : {"late-fault", "blind-host", "truncated-tsdb"})
     for (const auto& kind : kWidestKinds.at(family)) EXPECT_TRUE(planned.count(kind)) << kind << " never planned";
   for (const std::string& family : kProbedShapeFamilies)
@@ -883,7 +887,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   // kinds are the same draws' variants: correctable-only, hot-not-throttled, death after a link).
   std::set<std::string> few_node_kinds;
   for (uint64_t seed : {11u, 12u, 13u, 21u, 22u})
-    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true))
+    for (const PlannedJob& job : Plan(seed, 144, false, false, false, true))
       if (job.truth.kind.rfind("few-nodes-", 0) == 0) few_node_kinds.insert(job.truth.kind);
   for (const char* kind : {"few-nodes-healthy", "few-nodes-gpu-hardware-fault", "few-nodes-thermal-throttle",
                            "few-nodes-node-death", "few-nodes-rdma-degradation"})
@@ -960,6 +964,16 @@ void ExpectProbedShapeTruth(const PlannedJob& job, const fixturegen::Scenario& s
     EXPECT_GE(seconds, 0.95);
     EXPECT_LE(seconds, 2.05);
     EXPECT_EQ(s.ray_interval, 5);
+  } else if (family == "log-gap") {
+    ASSERT_TRUE(s.log_gap);
+    const auto windows = SlowdownWindows(s);
+    ASSERT_EQ(windows.size(), 1u);
+    const Window& w = windows.begin()->second.front();
+    EXPECT_LT(s.log_gap->first, w.first) << "the gap covers the onset";
+    const bool hidden = s.log_gap->last > w.last;
+    EXPECT_EQ(hidden, job.truth.kind == "rdma-inside-log-gap");
+    EXPECT_EQ(job.truth.root_cause, hidden ? "unknown" : w.kind == "thermal_throttle" ? "thermal-throttle" : "rdma-link-degradation");
+    EXPECT_EQ(excluded.empty(), hidden);
   } else if (family == "late-exporter") {
     const fixturegen::Fault* late = OnlyFault(s, "exporter_down");
     ASSERT_TRUE(late);
@@ -968,10 +982,16 @@ void ExpectProbedShapeTruth(const PlannedJob& job, const fixturegen::Scenario& s
   }
 }
 
+// A log gap's truth: the usual verdict when the fault outlasts the gap, `unknown` when it hides in it.
+void ExpectLogGapTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  ExpectProbedShapeTruth(job, s, "log-gap");
+  EXPECT_EQ(job.truth.action, job.truth.exclude.empty() ? "none" : "retry-excluding-nodes");
+}
+
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
   for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 142, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, 144, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -986,7 +1006,8 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
           {"peerless-thermal", ExpectPeerlessThermalTruth}, {"fleet-rdma", ExpectFleetRdmaTruth},
           {"unusual-evidence", ExpectUnusualEvidenceTruth}, {"few-nodes", ExpectFewNodesTruth},
           {"fabric-rdma", ExpectFabricRdmaTruth}, {"gpu-model-levels", ExpectGpuModelLevelsTruth},
-          {"blind-host", ExpectBlindHostTruth}, {"truncated-tsdb", ExpectTruncatedTsdbTruth}};
+          {"blind-host", ExpectBlindHostTruth}, {"truncated-tsdb", ExpectTruncatedTsdbTruth},
+          {"log-gap", ExpectLogGapTruth}};
       if (auto own = kOwnTruth.find(family); own != kOwnTruth.end()) {
         own->second(job, *s);
         continue;
@@ -1028,7 +1049,7 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
     EXPECT_EQ(planned, kOncePerBlock.count(family) ? 6 : 18)
-        << family << ": in each of the two 71-job blocks of three seeds";
+        << family << ": in each of the two 72-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names)

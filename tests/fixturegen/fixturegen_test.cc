@@ -645,6 +645,28 @@ TEST(Generate, MtimeSkewMovesAFinishedJobsFileTimesPastItsEnd) {
   fs::remove_all(base);
 }
 
+// training.log_gap: the trainers print no step line for the gap's steps (those around it as usual);
+// the steps still run, so the step after the gap starts where the lost ones ended.
+TEST(Generate, LogGapDropsOnlyTheGapsStepLines) {
+  std::string text = kMinimal;
+  text.replace(text.find("  last_step: 39\n"), 16, "  last_step: 39\n  log_gap: 10-14\n");
+  Scenario s = MustParse(text);
+  ASSERT_TRUE(s.log_gap);
+  EXPECT_EQ(s.log_gap->first, 10);
+  fs::path base = fs::temp_directory_path() / ("fixturegen-gap-" + std::to_string(::getpid()));
+  GenerateOptions options;
+  options.write_tsdb = false;
+  options.out_dir = base.string();
+  ASSERT_TRUE(Generate(s, options).ok());
+  const std::string log = testing::ReadFileOrEmpty(base / "123-JAX-llama2-70b.log");
+  for (int step : {10, 12, 14}) EXPECT_EQ(log.find("completed step: " + std::to_string(step) + ","), std::string::npos) << step;
+  for (int step : {9, 15}) EXPECT_NE(log.find("completed step: " + std::to_string(step) + ","), std::string::npos) << step;
+  fs::remove_all(base);
+  EXPECT_THAT(ErrorOf(std::string(kMinimal).replace(std::string(kMinimal).find("  last_step: 39\n"), 16,
+                                                     "  last_step: 39\n  log_gap: ten\n")),
+              HasSubstr("step range 'ten'"));
+}
+
 TEST(Generate, LauncherLayoutAndByteIdenticalLogs) {
   Scenario s = MustParse(kMinimal);
   fs::path base = fs::temp_directory_path() / ("fixturegen-test-" + std::to_string(::getpid()));

@@ -17,7 +17,7 @@ TEST(SignatureTableTest, ShippedTableLoadsAndCoversEveryClass) {
                          "pull-timeout", "ecc-timeout", "train-timeout", "hang", "heartbeat-timeout", "oom-host",
                          "oom-gpu", "nccl-timeout", "xla-compile-fail", "python-exception", "signal-kill",
                          "subprocess-fail", "actor-fail", "checkpoint-fs-error", "tgs-degradation", "cancelled",
-                         "cancelled-after-hang", "node-fail", "unknown-death", "stage-fail", "soft-success"})
+                         "cancelled-after-hang", "node-fail", "unknown-death", "stage-fail", "soft-success", "log-step-gap"})
     EXPECT_NE(t->Find(id), nullptr) << id;
   EXPECT_EQ(t->Find("oom-gpu")->verdict->root_cause, "gpu-oom");
   EXPECT_EQ(t->Find("oom-gpu")->verdict->action, DecisionAction::kNoRetry);

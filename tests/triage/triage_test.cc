@@ -369,6 +369,45 @@ TEST(TriageTest, NoSummaryStoppedStepsFollowSchedulerState) {
   EXPECT_EQ(gone.failure_class, "unknown-death");
 }
 
+// A job that completed its 301 steps in three hours.
+JobSpec CompletedAtStep300() {
+  JobSpec spec;
+  spec.passthrough = "steps=301 per_device_batch_size=2 jax_distributed_heartbeat_timeout_seconds=900";
+  return spec;
+}
+
+// A stretch of 71 step lines the log lost (about 35 min at 30 s a step) while training went on at
+// the same pace: a log gap, the class naming the missing steps; the job is still completed.
+TEST(TriageTest, LostStepLinesAreALogGap) {
+  LogBuilder b(CompletedAtStep300());
+  b.Header().Setup().Steps(0, 109, 30.0, 3300.0).Steps(181, 300, 30.0, 3300.0);
+  b.Summary("SUCCESS (exit 0)", "3h 0m 0s");
+  JobFacts f = TriageBuiltLog(b);
+  EXPECT_EQ(f.status, JobStatus::kCompleted);
+  EXPECT_EQ(f.failure_class, "log-step-gap");
+  const auto gap = std::find_if(f.classes.begin(), f.classes.end(),
+                                [](const auto& c) { return c.failure_class == "log-step-gap"; });
+  ASSERT_NE(gap, f.classes.end());
+  EXPECT_NE(gap->where.text.find("steps 110-180 missing from the log (about 35.5 min"), std::string::npos)
+      << gap->where.text;
+}
+
+// Near misses: a single lost line, and a stretch shorter than a sustained fault (9 steps of 30 s,
+// 4.5 min), are no log gap; nor is a restart inside one log (the steps go back).
+TEST(TriageTest, ShortOrBackwardStepJumpsAreNoLogGap) {
+  for (auto [resume, ok_class] : {std::pair<int, const char*>{111, ""}, {119, ""}}) {
+    LogBuilder b(CompletedAtStep300());
+    b.Header().Setup().Steps(0, 109, 30.0, 3300.0).Steps(resume, 300, 30.0, 3300.0);
+    b.Summary("SUCCESS (exit 0)", "3h 0m 0s");
+    JobFacts f = TriageBuiltLog(b);
+    EXPECT_EQ(f.failure_class, ok_class) << "resumed at " << resume;
+  }
+  LogBuilder b(CompletedAtStep300());
+  b.Header().Setup().Steps(0, 150, 30.0, 3300.0).Steps(101, 300, 30.0, 3300.0);
+  b.Summary("SUCCESS (exit 0)", "3h 0m 0s");
+  EXPECT_EQ(TriageBuiltLog(b).failure_class, "");
+}
+
 TEST(TriageTest, TgsDegradationPhasesFromLog) {
   JobSpec spec;
   spec.ntasks = 32;

@@ -151,6 +151,21 @@ TEST(CombineTest, AHealthyJobWithAnUnexplainedAnomalyIsNoneWithTheAnomalyNoted) 
   }
 }
 
+// The same anomaly in a job whose log lost a stretch of steps: the log cannot say whether the
+// anomaly cost TGS, so the verdict is `unknown` at insufficient evidence (never "healthy"); a log
+// gap alone, with nothing anomalous, stays healthy.
+TEST(CombineTest, AnAnomalyBesideALogGapIsInsufficientEvidence) {
+  auto anomaly = Make("network-health", "unknown", "possible", 1, 0);
+  anomaly.summary = "Network health: RDMA anomalies on h3.";
+  auto clean = Make("rdma-phase-correlation", "none", "likely", std::nullopt, 1);
+  auto out = Combine({anomaly, clean}, JobStatus::kCompleted, {"log-step-gap"});
+  EXPECT_EQ(out.verdict.root_cause, "unknown");
+  EXPECT_EQ(out.verdict.confidence, Confidence::kInsufficientEvidence);
+  EXPECT_EQ(out.decision.action, DecisionAction::kNone);
+  EXPECT_NE(out.verdict.summary.find("RDMA anomalies on h3"), std::string::npos) << out.verdict.summary;
+  EXPECT_EQ(Combine({clean}, JobStatus::kCompleted, {"log-step-gap"}).verdict.root_cause, "none");
+}
+
 TEST(CombineTest, TheReportSaysWhyTheRunnerUpLost) {
   auto moe = Make("moe-lb-loss-drift", "moe-routing-shift", "confirmed", 1000, 0);
   auto rdma = Make("rdma-phase-correlation", "rdma-link-degradation", "possible", 900, 1);

@@ -72,6 +72,7 @@ struct JobSpec {
   int extra_nccl_waves = 0;
   double hang_seconds = 0;
   double step_jitter_pct = 0.12;
+  std::optional<std::pair<int64_t, int64_t>> log_gap;   // steps whose lines the log lost (fixturegen's log_gap)
   std::vector<PhaseSpec> phases;
   std::optional<int64_t> lb_change_step;
   double lb_base = 0.0104, lb_after = 0.0104;
@@ -154,6 +155,7 @@ std::string Render(const JobSpec& s, const JobTruth& truth) {
   if (s.stop_phase != "steps") y << "  stop: " << s.stop_phase << "\n";
   y << "  last_step: " << s.last_step << "\n  tflops_per_tgs: " << Num(s.tflops_per_tgs) << "\n";
   y << "  step_jitter_pct: " << Num(s.step_jitter_pct) << "\n";
+  if (s.log_gap) y << "  log_gap: " << s.log_gap->first << "-" << s.log_gap->second << "\n";
   if (s.init_seconds) y << "  init_seconds: " << Num(*s.init_seconds) << "\n";
   if (s.checkpoint_save_seconds) y << "  checkpoint_save_seconds: " << Num(*s.checkpoint_save_seconds) << "\n";
   if (s.checkpoint_writers) y << "  checkpoint_writers: " << *s.checkpoint_writers << "\n";
@@ -2502,6 +2504,39 @@ void LateExporter(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
 }
 
+// The log loses the step lines of a stretch of training (a stalled stdout pipe) around a fault. Two
+// times in three the gap covers only the fault's onset and the fault runs on after it, so TGS after
+// the gap shows its cost (excluded as usual). Otherwise an RDMA link degrades and recovers inside
+// the gap: nothing in the log can show a cost, so the answer is `unknown` (insufficient evidence),
+// nobody excluded on a guess.
+void LogGap(JobPlanner& p) {
+  const bool hidden = p.Chance(1.0 / 3);
+  const bool thermal = !hidden && p.Chance(0.5);
+  p.Shape(false, !thermal, 200);
+  const int64_t window = std::max<int64_t>(20, p.StepsFor(p.U(420, 900)));
+  p.EnsureSteps(60 + 3 * window);
+  p.FitSampleBudget();
+  JobSpec& s = p.spec();
+  const int64_t onset = p.Int(30, static_cast<int>(s.last_step - 2 * window));
+  const int64_t end = onset + (hidden ? window : 2 * window) - 1;
+  const int64_t gap_first = onset - p.Int(2, 8);
+  const int64_t gap_last = hidden ? end + p.Int(2, 8) : onset + window / 2;
+  s.log_gap = std::make_pair(gap_first, gap_last);
+  const double drop = std::round(p.U(std::max(0.06, VisibleDrop(p, window)), 0.2) * 1000) / 1000;
+  const std::string steps = DipPhases(p, onset, end, drop);
+  const std::string host = p.TakeHost();
+  if (hidden) {
+    SlowdownFaults(p, false, host, p.Steps(onset, end));
+    Verdict(p, "rdma-inside-log-gap", "unknown", "none");
+  } else {
+    SlowdownWithTruth(p, thermal, host, p.Steps(onset, end), /*visible=*/true, "log-gap-over-onset");
+  }
+  p.notes() = "The log lost steps " + std::to_string(gap_first) + "-" + std::to_string(gap_last) + "; " +
+              SlowdownName(thermal) + " on " + host + " over steps " + steps + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, gap_first - 5));
+}
+
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
   ASSIGN_OR_RETURN(fixturegen::Scenario scenario, fixturegen::ParseScenario(yaml, name));
   return fixturegen::BuildTimeline(scenario);
@@ -2740,10 +2775,10 @@ class CampaignPlanner {
     if (widest_) families.insert(families.end(), kOncePerBlockFamilies.begin(), kOncePerBlockFamilies.end());
     // Shapes the sixteenth session's probes drew (one GPU, two kinds at once, a death at a
     // checkpoint, a counter reset inside a fault, noisy steps, an early transient, half the hosts,
-    // 1-2 s steps, a late exporter): once per block each.
+    // 1-2 s steps, a late exporter, a log that lost a stretch of steps): once per block each.
     static const std::vector<std::string> kProbedShapeFamilies = {
         "one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint", "reset-mid-fault",  "noisy-dip",
-        "transient-early",  "half-the-hosts",     "fast-steps",          "late-exporter"};
+        "transient-early",  "half-the-hosts",     "fast-steps",          "late-exporter", "log-gap"};
     if (widest_) families.insert(families.end(), kProbedShapeFamilies.begin(), kProbedShapeFamilies.end());
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
@@ -2797,6 +2832,7 @@ class CampaignPlanner {
     else if (family == "half-the-hosts") HalfTheHosts(p);
     else if (family == "fast-steps") FastSteps(p);
     else if (family == "late-exporter") LateExporter(p);
+    else if (family == "log-gap") LogGap(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);
