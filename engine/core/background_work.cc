@@ -23,6 +23,13 @@ void BackgroundWork::Run(std::function<void()> work) {
   running_.push_back(std::move(started));
 }
 
+void LeaveToTheExit(std::shared_ptr<const void> value) {
+  static std::mutex mutex;
+  static auto* left = new std::vector<std::shared_ptr<const void>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  left->push_back(std::move(value));
+}
+
 void BackgroundWork::Wait() {
   std::vector<std::future<void>> running;
   {

@@ -159,6 +159,7 @@ class PrivatePrometheus {
   std::unique_ptr<HttpQueryClient> client_;
   std::optional<CleanupRegistry::Id> cleanup_id_;
   double startup_seconds_ = 0;
+  double listening_seconds_ = 0;   // spawn -> the port in its log
   double copy_seconds_ = 0;
   int64_t linked_files_ = 0;
   int64_t symlinked_files_ = 0;

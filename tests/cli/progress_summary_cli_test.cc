@@ -73,6 +73,26 @@ TEST(ProgressCli, NothingOnAStderrThatIsNotATerminalUnlessAsked) {
   EXPECT_EQ(WithoutTimings(verbose.out), WithoutTimings(quiet.out)) << "logging changed the report";
 }
 
+// -vv's time line runs from the process's start to its end, so where a diagnosis spends its wall
+// time can be read off it: the private server's start-up split, the rounds, the report, the closing.
+TEST(ProgressCli, TheDebugTimeLineCoversTheServersStartAndTheRunsEnd) {
+  const std::string id = JobWithTsdb();
+  ASSERT_FALSE(id.empty()) << "no fixture job with a TSDB (build target `fixtures`)";
+  CliRun run = RunDiagnoseCli({id, "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json", "-vv"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> stages;
+  for (const std::string& line : Lines(run.err)) {
+    for (const char* stage : {"private Prometheus ready: copy ", "playbook round: ", "report rendered and handed to stdout (",
+                              "s after the report for what was left to close"})
+      if (line.find(stage) != std::string::npos && (stages.empty() || stages.back() != stage)) stages.push_back(stage);
+  }
+  const std::vector<std::string> in_order{"private Prometheus ready: copy ", "playbook round: ",
+                                          "report rendered and handed to stdout (",
+                                          "s after the report for what was left to close"};
+  EXPECT_EQ(stages, in_order) << run.err;
+  EXPECT_NE(run.err.find(", spawn to its port "), std::string::npos) << run.err;
+}
+
 TEST(ProgressCli, LogLevelOverridesVerbose) {
   const std::string id = JobWithTsdb();
   ASSERT_FALSE(id.empty());

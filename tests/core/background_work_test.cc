@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +45,50 @@ TEST(BackgroundWork, WaitEndsAfterEveryWorkAndTheOwnerTakesMoreAfterwards) {
   work.Run([&] { ++finished; });
   work.Wait();
   EXPECT_EQ(finished, 21);
+}
+
+// Counts its destructions and the threads they ran on.
+struct Tracked {
+  std::atomic<int>* destroyed;
+  std::thread::id* destroyed_on;
+  explicit Tracked(std::atomic<int>* d, std::thread::id* on) : destroyed(d), destroyed_on(on) {}
+  Tracked(Tracked&& other) noexcept : destroyed(std::exchange(other.destroyed, nullptr)), destroyed_on(other.destroyed_on) {}
+  Tracked(const Tracked&) = delete;
+  ~Tracked() {
+    if (!destroyed) return;
+    *destroyed_on = std::this_thread::get_id();
+    ++*destroyed;
+  }
+};
+
+TEST(BackgroundWork, ADiscardedValueIsFreedOffTheCallersThreadByTheTimeTheWorkIsDone) {
+  std::atomic<int> destroyed{0};
+  std::thread::id destroyed_on;
+  BackgroundWork work;
+  work.Discard(Tracked(&destroyed, &destroyed_on));
+  work.Wait();
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_NE(destroyed_on, std::this_thread::get_id());
+}
+
+TEST(BackgroundWork, AnOwnerThatExitsNextLeavesWhatItDiscardsToTheExit) {
+  std::atomic<int> destroyed{0};
+  std::thread::id destroyed_on;
+  {
+    BackgroundWork work;
+    work.LeaveDiscardsToTheExit();
+    work.Discard(Tracked(&destroyed, &destroyed_on));
+    work.Wait();
+  }
+  // Kept reachable, never freed: the exit takes it back. Other work still runs and is waited for.
+  EXPECT_EQ(destroyed, 0);
+  std::atomic<bool> ran{false};
+  {
+    BackgroundWork work;
+    work.LeaveDiscardsToTheExit();
+    work.Run([&] { ran = true; });
+  }
+  EXPECT_TRUE(ran);
 }
 
 }  // namespace
