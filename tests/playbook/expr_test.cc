@@ -227,6 +227,20 @@ TEST(ExprTest, LastRunSecondsTimesTheRunReachingTheSeriesEndFromItsOwnOnset) {
   EXPECT_FALSE(EvalsOk("last_run_seconds(retx, 'x')", env)) << "a threshold that is neither a number nor a map is an error";
 }
 
+// A hole inside the last run counts as held_seconds() counts it: whole while the samples at the
+// level on its two sides reach across it, only that far beyond (one loud scrape before a 19-step
+// hole does not date the run 19 steps back). The spacing is 30 s in every series.
+TEST(ExprTest, LastRunSecondsBridgesAHoleOnlyAsFarAsTheSamplesAroundIt) {
+  Value env = {{"retx", {{"fits", {{0, 0.0}, {30, 5.0}, {150, 5.0}, {180, 5.0}}},        // 3 missing, 1 + 2 around
+                         {"one_more", {{0, 0.0}, {30, 5.0}, {180, 5.0}, {210, 5.0}}},    // 4 missing, 1 + 2 around
+                         {"stretched", {{0, 0.0}, {30, 5.0}, {630, 5.0}, {660, 5.0}}}}}};  // 19 missing
+  EXPECT_EQ(Eval("last_run_seconds(retx, 1)", env),
+            Value({{"fits", 150.0}, {"one_more", 150.0}, {"stretched", 150.0}}));
+  EXPECT_EQ(Eval("held_seconds(retx, 1)", env),
+            Value({{"fits", 180.0}, {"one_more", 180.0}, {"stretched", 180.0}}))
+      << "the run's samples count one step each in held_seconds, its intervals in last_run_seconds";
+}
+
 // The level each key held for the span asked (its k-th largest sample at the series' spacing); a
 // per-key span replaces it for the keys it names (a burst the window's end cut short), and a key
 // whose series is shorter than its span held no level.
