@@ -576,6 +576,75 @@ StatusOr<Value> LastRunSeconds(const Expr& e, const Args& args, const NameResolv
   return out;
 }
 
+// The keys of a range query's `series` map whose samples have a hole (a step of their own spacing
+// missing between two of them): missed scrapes, where rate() has no point.
+StatusOr<Value> KeysWithHoles(const Expr& e, const Args& args, const NameResolver&) {
+  Value out = Value::array();
+  if (args[0].is_null()) return out;
+  if (!args[0].is_object()) return EvalError(e, "keys_with_holes() needs a series map, got " + TypeName(args[0]));
+  for (const auto& [key, samples] : args[0].items()) {
+    const SampledSeries s = ReadSamples(samples);
+    for (size_t i = 0; i + 1 < s.times.size(); ++i)
+      if (MissingSteps(s, i) > 0) {
+        out.push_back(key);
+        break;
+      }
+  }
+  return out;
+}
+
+// One key of bridge_holes(). The counter's growth across a hole, from its last sample at or before
+// the hole's last rate point to its last sample at or before the first rate point after it (the
+// samples rate() read on either side), says how many events the hole held but not how long they
+// took: a burst and a steady fault count alike. The fewest seconds they can have taken is the growth
+// at the highest rate the series showed anywhere, so the hole is filled with that rate for that
+// long (at most the hole), next to the louder of its two sides: a fault is never stretched beyond
+// what the counter proves. A counter that fell (a reset), a series never seen above zero, or no
+// two such samples fills nothing.
+Value BridgeOneSeries(const Value& rate_samples, const Value& counter_samples) {
+  const SampledSeries rates = ReadSamples(rate_samples), counter = ReadSamples(counter_samples);
+  const double peak = rates.values.empty() ? 0 : *std::max_element(rates.values.begin(), rates.values.end());
+  if (rates.spacing <= 0 || counter.times.size() < 2 || !(peak > 0)) return rate_samples;
+  auto last_at_or_before = [&](double t) {
+    const auto it = std::upper_bound(counter.times.begin(), counter.times.end(), t);
+    return it == counter.times.begin() ? counter.times.size() : static_cast<size_t>(it - counter.times.begin()) - 1;
+  };
+  std::vector<std::pair<double, double>> points;
+  for (size_t i = 0; i < rates.times.size(); ++i) {
+    points.emplace_back(rates.times[i], rates.values[i]);
+    const double missing = i + 1 < rates.times.size() ? MissingSteps(rates, i) : 0;
+    if (missing <= 0) continue;
+    const size_t before = last_at_or_before(rates.times[i]), after = last_at_or_before(rates.times[i + 1]);
+    if (before >= counter.times.size() || after >= counter.times.size() || after <= before) continue;
+    const double grew = counter.values[after] - counter.values[before];
+    if (!(grew > 0)) continue;
+    const double steps = std::min(missing, std::floor(grew / peak / rates.spacing + 1e-9));
+    const bool from_start = rates.values[i] >= rates.values[i + 1];
+    for (double k = 1; k <= steps; ++k)
+      points.emplace_back(from_start ? rates.times[i] + k * rates.spacing : rates.times[i + 1] - k * rates.spacing, peak);
+  }
+  std::sort(points.begin(), points.end());
+  Value out = Value::array();
+  for (const auto& [t, v] : points) out.push_back({t, v});
+  return out;
+}
+
+// bridge_holes(rates, counters): a range query's rate `series` map with its holes (missed scrapes:
+// rate() has no point where its window held fewer than two samples) filled, per key, from the
+// growth the key's counter samples in `counters` (the same sum, one point per scrape) show across
+// each hole (BridgeOneSeries): a fault that ran while nobody scraped is read from the counter rather
+// than lost, for the fewest seconds its count can have taken. Keys without counters pass through.
+StatusOr<Value> BridgeHoles(const Expr& e, const Args& args, const NameResolver&) {
+  if (args[0].is_null()) return Value();
+  if (!args[0].is_object()) return EvalError(e, "bridge_holes() needs a series map, got " + TypeName(args[0]));
+  if (!args[1].is_null() && !args[1].is_object())
+    return EvalError(e, "bridge_holes() needs (series, counter series map), got " + TypeName(args[1]));
+  Value out = Value::object();
+  for (const auto& [key, samples] : args[0].items())
+    out[key] = args[1].is_object() && args[1].contains(key) ? BridgeOneSeries(samples, args[1][key]) : samples;
+  return out;
+}
+
 StatusOr<Value> HostsOfTasks(const Expr&, const Args& args, const NameResolver& resolve) {
   const Value& a = args[0];
   const Value* facts = resolve("facts");
@@ -630,6 +699,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"step_time", 1, 1, "", StepTime},
     {"hosts_of_tasks", 1, 1, "list", HostsOfTasks},
     {"last_run_seconds", 2, 2, "", LastRunSeconds},
+    {"keys_with_holes", 1, 1, "list", KeysWithHoles},
+    {"bridge_holes", 2, 2, "", BridgeHoles},
     // Only the branch taken is evaluated, so Eval handles it before arguments exist.
     {"if", 3, 3, "", nullptr},
 };
