@@ -576,16 +576,21 @@ StatusOr<Value> LastRunSeconds(const Expr& e, const Args& args, const NameResolv
   return out;
 }
 
-// The keys of a range query's `series` map whose samples have a hole (a step of their own spacing
-// missing between two of them): missed scrapes, where rate() has no point.
+// keys_with_holes(series[, level]): the keys of a range query's `series` map whose samples have a
+// hole (a step of their own spacing missing between two of them: missed scrapes, where rate() has no
+// point), with `level`, only holes next to a sample at or above it: a host quiet on both sides of
+// every hole gives bridge_holes() nothing to read, and is not worth its counters' samples.
 StatusOr<Value> KeysWithHoles(const Expr& e, const Args& args, const NameResolver&) {
   Value out = Value::array();
+  if (args.size() > 1 && !args[1].is_number())
+    return EvalError(e, "keys_with_holes() needs (series[, number]), got " + TypeName(args[1]));
+  const double level = args.size() > 1 ? args[1].get<double>() : -INFINITY;
   if (args[0].is_null()) return out;
   if (!args[0].is_object()) return EvalError(e, "keys_with_holes() needs a series map, got " + TypeName(args[0]));
   for (const auto& [key, samples] : args[0].items()) {
     const SampledSeries s = ReadSamples(samples);
     for (size_t i = 0; i + 1 < s.times.size(); ++i)
-      if (MissingSteps(s, i) > 0) {
+      if (MissingSteps(s, i) > 0 && std::max(s.values[i], s.values[i + 1]) >= level) {
         out.push_back(key);
         break;
       }
@@ -699,7 +704,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"step_time", 1, 1, "", StepTime},
     {"hosts_of_tasks", 1, 1, "list", HostsOfTasks},
     {"last_run_seconds", 2, 2, "", LastRunSeconds},
-    {"keys_with_holes", 1, 1, "list", KeysWithHoles},
+    {"keys_with_holes", 1, 2, "list", KeysWithHoles},
     {"bridge_holes", 2, 2, "", BridgeHoles},
     // Only the branch taken is evaluated, so Eval handles it before arguments exist.
     {"if", 3, 3, "", nullptr},

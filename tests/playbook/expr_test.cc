@@ -268,6 +268,9 @@ TEST(ExprTest, BridgeHolesFillsAHoleForTheFewestSecondsTheCountersGrowthCanHaveT
                              {"rising", series({{0, 0}, {30, 0}, {630, 84000}, {660, 105000}})}}}};
   EXPECT_EQ(Eval("keys_with_holes(rates)", env), Value({"burst", "h", "quiet", "reset", "rising", "uncounted"}));
   EXPECT_EQ(Eval("keys_with_holes(null)", env), Value::array());
+  EXPECT_EQ(Eval("keys_with_holes(rates, 0.01)", env), Value({"burst", "h", "reset", "rising", "uncounted"}))
+      << "quiet is zero on both sides of its hole";
+  EXPECT_FALSE(EvalsOk("keys_with_holes(rates, 'x')", env)) << "a level that is not a number is an error";
   const Value bridged = Eval("bridge_holes(rates, counters)", env);
   ASSERT_TRUE(bridged.is_object());
   ASSERT_EQ(bridged["h"].size(), 5u + 18u);
