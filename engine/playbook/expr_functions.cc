@@ -46,13 +46,20 @@ Value SetToValue(const std::set<std::string>& s) {
   return out;
 }
 
+// Calls visit(a, b) for each [a, b, ...] entry of a list whose first two items are numbers (a range
+// query's [t, v] samples, discovery's [step, epoch] step times); other entries, and a non-list, are
+// skipped: the list comes from untrusted answers.
+template <class Visit>
+void ForEachNumberPair(const Value& list, Visit&& visit) {
+  if (!list.is_array()) return;
+  for (const auto& p : list)
+    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) visit(p[0].get<double>(), p[1].get<double>());
+}
+
 double Interpolate(const Value& step_times, double step, bool* ok) {
   *ok = false;
-  if (!step_times.is_array() || step_times.empty()) return 0;
   std::vector<std::pair<double, double>> pts;
-  for (const auto& p : step_times)
-    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
-      pts.emplace_back(p[0].get<double>(), p[1].get<double>());
+  ForEachNumberPair(step_times, [&](double at, double value) { pts.emplace_back(at, value); });
   if (pts.empty()) return 0;
   std::sort(pts.begin(), pts.end());
   *ok = true;
@@ -297,10 +304,9 @@ StatusOr<std::map<std::string, std::set<double>>> TimesAtOrAbove(const Expr& e, 
     const Value* limit = ThresholdOfKey(args[1], key);
     if (!limit || !samples.is_array()) continue;
     std::set<double> times;
-    for (const auto& p : samples)
-      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number() &&
-          p[1].get<double>() >= limit->get<double>())
-        times.insert(p[0].get<double>());
+    ForEachNumberPair(samples, [&](double t, double v) {
+      if (v >= limit->get<double>()) times.insert(t);
+    });
     if (!times.empty()) out[key] = std::move(times);
   }
   return out;
@@ -360,12 +366,10 @@ struct SampledSeries {
 
 SampledSeries ReadSamples(const Value& samples) {
   SampledSeries s;
-  if (!samples.is_array()) return s;
-  for (const auto& p : samples)
-    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number()) {
-      s.times.push_back(p[0].get<double>());
-      s.values.push_back(p[1].get<double>());
-    }
+  ForEachNumberPair(samples, [&](double t, double v) {
+    s.times.push_back(t);
+    s.values.push_back(v);
+  });
   std::vector<double> gaps;
   for (size_t i = 1; i < s.times.size(); ++i) gaps.push_back(s.times[i] - s.times[i - 1]);
   if (!gaps.empty()) {
@@ -381,26 +385,46 @@ double MissingSteps(const SampledSeries& s, size_t i) {
   return std::max(0.0, std::round((s.times[i + 1] - s.times[i]) / s.spacing) - 1);
 }
 
+// How far a hole in a series at or above `level` counts as held. Missed scrapes that leave a fault
+// on at both sides of a hole do not end it: they cost the evidence samples, not the fault its
+// duration. But a hole counts only as far as the evidence around it reaches: at most as many steps
+// as the unbroken samples at the level on its two sides together (up to a low sample or another
+// hole). So at least half of any span called held was seen, and two loud scrapes either side of an
+// hour-long outage do not make an hour-long fault. held_seconds() and last_run_seconds() share it.
+class HoleBridge {
+ public:
+  HoleBridge(const SampledSeries& s, double level) : s_(s), level_(level) {
+    const size_t n = s.values.size();
+    run_before_.assign(n, 0);
+    run_after_.assign(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      if (s.values[i] >= level) run_before_[i] = 1 + (i > 0 && MissingSteps(s, i - 1) == 0 ? run_before_[i - 1] : 0);
+    for (size_t i = n; i-- > 0;)
+      if (s.values[i] >= level) run_after_[i] = 1 + (i + 1 < n && MissingSteps(s, i) == 0 ? run_after_[i + 1] : 0);
+  }
+  // The missing steps between samples i and i + 1 that count as held (none unless both are at the level).
+  double HeldSteps(size_t i) const {
+    if (s_.values[i] < level_ || s_.values[i + 1] < level_) return 0;
+    return std::min(MissingSteps(s_, i), run_before_[i] + run_after_[i + 1]);
+  }
+
+ private:
+  const SampledSeries& s_;
+  const double level_;
+  // run_before_[i]: samples at the level ending at i with no hole among them; run_after_ likewise.
+  std::vector<double> run_before_, run_after_;
+};
+
 // How many steps of the series' spacing it held at or above `level`: each sample there counts one,
-// and so do the steps missing between two such samples. Missed scrapes that leave a fault on at
-// both sides of a hole do not end it: they cost the evidence samples, not the fault its duration.
-// A hole counts only as far as the evidence around it reaches: at most as many steps as the
-// unbroken samples at the level on its two sides together (up to a low sample or another hole).
-// So at least half of any span it calls held was seen, and two loud scrapes either side of an
-// hour-long outage do not make an hour-long fault.
+// and so do the missing steps between two such samples the evidence around them bridges (HoleBridge).
 double StepsHeldAtOrAbove(const SampledSeries& s, double level) {
   const size_t n = s.values.size();
-  // run_before[i]: samples at the level ending at i with no hole among them; run_after likewise.
-  std::vector<double> run_before(n, 0), run_after(n, 0);
-  for (size_t i = 0; i < n; ++i)
-    if (s.values[i] >= level) run_before[i] = 1 + (i > 0 && MissingSteps(s, i - 1) == 0 ? run_before[i - 1] : 0);
-  for (size_t i = n; i-- > 0;)
-    if (s.values[i] >= level) run_after[i] = 1 + (i + 1 < n && MissingSteps(s, i) == 0 ? run_after[i + 1] : 0);
+  const HoleBridge bridge(s, level);
   double steps = 0;
   for (size_t i = 0; i < n; ++i) {
     if (s.values[i] < level) continue;
     steps += 1;
-    if (i + 1 < n && s.values[i + 1] >= level) steps += std::min(MissingSteps(s, i), run_before[i] + run_after[i + 1]);
+    if (i + 1 < n) steps += bridge.HeldSteps(i);
   }
   return steps;
 }
@@ -474,9 +498,7 @@ StatusOr<Value> StepWindows(const Expr& e, const Args& args, const NameResolver&
   Value out = Value::array();
   if (!args[0].is_array() || !args[1].is_array()) return out;
   std::map<double, double> end_of_step;
-  for (const auto& p : args[1])
-    if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
-      end_of_step[p[0].get<double>()] = p[1].get<double>();
+  ForEachNumberPair(args[1], [&](double step, double epoch) { end_of_step[step] = epoch; });
   const double pad = args[2].get<double>();
   std::set<double> seen;
   for (const auto& s : args[0]) {
@@ -532,7 +554,9 @@ StatusOr<Value> StepTime(const Expr& e, const Args& args, const NameResolver& re
 // unbroken run of such samples that reaches that last sample to the last sample itself. Measured
 // to the series' own end, so a disturbance is timed from its onset, not from a blip long before it
 // (which first_time_above would report), and an exporter that stopped before the window's end does
-// not lengthen it. A missing scrape inside the run does not break it: holes are not samples below.
+// not lengthen it. A missing scrape inside the run does not break it (holes are not samples below),
+// but counts only as far as held_seconds() counts it (HoleBridge): the rest of a long hole is time
+// nobody saw, so one loud scrape before an hour-long outage does not date a fault an hour back.
 StatusOr<Value> LastRunSeconds(const Expr& e, const Args& args, const NameResolver&) {
   RETURN_IF_ERROR(CheckThresholdArgument(e, args[1]));
   Value out = Value::object();
@@ -544,8 +568,85 @@ StatusOr<Value> LastRunSeconds(const Expr& e, const Args& args, const NameResolv
     const double level = limit->get<double>();
     size_t onset = s.values.size() - 1;
     while (onset > 0 && s.values[onset - 1] >= level) --onset;
-    out[key] = s.times.back() - s.times[onset];
+    const HoleBridge bridge(s, level);
+    double unseen_steps = 0;
+    for (size_t i = onset; i + 1 < s.values.size(); ++i) unseen_steps += MissingSteps(s, i) - bridge.HeldSteps(i);
+    out[key] = s.times.back() - s.times[onset] - unseen_steps * s.spacing;
   }
+  return out;
+}
+
+// keys_with_holes(series[, level]): the keys of a range query's `series` map whose samples have a
+// hole (a step of their own spacing missing between two of them: missed scrapes, where rate() has no
+// point), with `level`, only holes next to a sample at or above it: a host quiet on both sides of
+// every hole gives bridge_holes() nothing to read, and is not worth its counters' samples.
+StatusOr<Value> KeysWithHoles(const Expr& e, const Args& args, const NameResolver&) {
+  Value out = Value::array();
+  if (args.size() > 1 && !args[1].is_number())
+    return EvalError(e, "keys_with_holes() needs (series[, number]), got " + TypeName(args[1]));
+  const double level = args.size() > 1 ? args[1].get<double>() : -INFINITY;
+  if (args[0].is_null()) return out;
+  if (!args[0].is_object()) return EvalError(e, "keys_with_holes() needs a series map, got " + TypeName(args[0]));
+  for (const auto& [key, samples] : args[0].items()) {
+    const SampledSeries s = ReadSamples(samples);
+    for (size_t i = 0; i + 1 < s.times.size(); ++i)
+      if (MissingSteps(s, i) > 0 && std::max(s.values[i], s.values[i + 1]) >= level) {
+        out.push_back(key);
+        break;
+      }
+  }
+  return out;
+}
+
+// One key of bridge_holes(). The counter's growth across a hole, from its last sample at or before
+// the hole's last rate point to its last sample at or before the first rate point after it (the
+// samples rate() read on either side), says how many events the hole held but not how long they
+// took: a burst and a steady fault count alike. The fewest seconds they can have taken is the growth
+// at the highest rate the series showed anywhere, so the hole is filled with that rate for that
+// long (at most the hole), next to the louder of its two sides: a fault is never stretched beyond
+// what the counter proves. A counter that fell (a reset), a series never seen above zero, or no
+// two such samples fills nothing.
+Value BridgeOneSeries(const Value& rate_samples, const Value& counter_samples) {
+  const SampledSeries rates = ReadSamples(rate_samples), counter = ReadSamples(counter_samples);
+  const double peak = rates.values.empty() ? 0 : *std::max_element(rates.values.begin(), rates.values.end());
+  if (rates.spacing <= 0 || counter.times.size() < 2 || !(peak > 0)) return rate_samples;
+  auto last_at_or_before = [&](double t) {
+    const auto it = std::upper_bound(counter.times.begin(), counter.times.end(), t);
+    return it == counter.times.begin() ? counter.times.size() : static_cast<size_t>(it - counter.times.begin()) - 1;
+  };
+  std::vector<std::pair<double, double>> points;
+  for (size_t i = 0; i < rates.times.size(); ++i) {
+    points.emplace_back(rates.times[i], rates.values[i]);
+    const double missing = i + 1 < rates.times.size() ? MissingSteps(rates, i) : 0;
+    if (missing <= 0) continue;
+    const size_t before = last_at_or_before(rates.times[i]), after = last_at_or_before(rates.times[i + 1]);
+    if (before >= counter.times.size() || after >= counter.times.size() || after <= before) continue;
+    const double grew = counter.values[after] - counter.values[before];
+    if (!(grew > 0)) continue;
+    const double steps = std::min(missing, std::floor(grew / peak / rates.spacing + 1e-9));
+    const bool from_start = rates.values[i] >= rates.values[i + 1];
+    for (double k = 1; k <= steps; ++k)
+      points.emplace_back(from_start ? rates.times[i] + k * rates.spacing : rates.times[i + 1] - k * rates.spacing, peak);
+  }
+  std::sort(points.begin(), points.end());
+  Value out = Value::array();
+  for (const auto& [t, v] : points) out.push_back({t, v});
+  return out;
+}
+
+// bridge_holes(rates, counters): a range query's rate `series` map with its holes (missed scrapes:
+// rate() has no point where its window held fewer than two samples) filled, per key, from the
+// growth the key's counter samples in `counters` (the same sum, one point per scrape) show across
+// each hole (BridgeOneSeries): a fault that ran while nobody scraped is read from the counter rather
+// than lost, for the fewest seconds its count can have taken. Keys without counters pass through.
+StatusOr<Value> BridgeHoles(const Expr& e, const Args& args, const NameResolver&) {
+  if (args[0].is_null()) return Value();
+  if (!args[0].is_object()) return EvalError(e, "bridge_holes() needs a series map, got " + TypeName(args[0]));
+  if (!args[1].is_null() && !args[1].is_object())
+    return EvalError(e, "bridge_holes() needs (series, counter series map), got " + TypeName(args[1]));
+  Value out = Value::object();
+  for (const auto& [key, samples] : args[0].items())
+    out[key] = args[1].is_object() && args[1].contains(key) ? BridgeOneSeries(samples, args[1][key]) : samples;
   return out;
 }
 
@@ -603,6 +704,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"step_time", 1, 1, "", StepTime},
     {"hosts_of_tasks", 1, 1, "list", HostsOfTasks},
     {"last_run_seconds", 2, 2, "", LastRunSeconds},
+    {"keys_with_holes", 1, 2, "list", KeysWithHoles},
+    {"bridge_holes", 2, 2, "", BridgeHoles},
     // Only the branch taken is evaluated, so Eval handles it before arguments exist.
     {"if", 3, 3, "", nullptr},
 };

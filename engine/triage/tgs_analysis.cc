@@ -311,6 +311,19 @@ void CutShortLeadingDrop(const Prefix& p, size_t n, size_t min_len, const TgsOpt
   else cuts->insert(cuts->begin(), best);
 }
 
+// Does cut c still mark a level change between its neighbours? Either as a single split, or as one
+// end of a piece (with the cut before or after it) whose level differs from both sides pooled: a
+// dip that recovers is measured against all the healthy steps around it, as the pair split found
+// it, not against one side alone (a dip 18 steps into an 88-step job, shorter sides than a
+// single-split test needs, stays a dip).
+bool CutMatters(const Prefix& p, const std::vector<size_t>& cuts, size_t c, size_t n, const TgsOptions& o) {
+  auto bound = [&](size_t i) { return i == 0 ? size_t{0} : i > cuts.size() ? n : cuts[i - 1]; };
+  // bound(i) is the start of piece i: 0, then each cut, then n.
+  if (SignificantSplit(p, bound(c), cuts[c], bound(c + 2), o)) return true;
+  const bool closes_piece = c > 0 && SignificantPair(p, bound(c - 1), {cuts[c - 1], cuts[c]}, bound(c + 2), o);
+  return closes_piece || (c + 1 < cuts.size() && SignificantPair(p, bound(c), {cuts[c], cuts[c + 1]}, bound(c + 3), o));
+}
+
 std::vector<size_t> PhaseCuts(const Prefix& p, size_t n, size_t min_len, const TgsOptions& o) {
   std::vector<size_t> cuts;
   Segment(p, 0, n, o, &cuts);
@@ -325,9 +338,7 @@ std::vector<size_t> PhaseCuts(const Prefix& p, size_t n, size_t min_len, const T
       if (k) cuts[c] = k;
     }
     for (size_t c = 0; c < cuts.size();) {
-      size_t a = c == 0 ? 0 : cuts[c - 1];
-      size_t b = c + 1 == cuts.size() ? n : cuts[c + 1];
-      if (!SignificantSplit(p, a, cuts[c], b, o)) cuts.erase(cuts.begin() + c);
+      if (!CutMatters(p, cuts, c, n, o)) cuts.erase(cuts.begin() + c);
       else ++c;
     }
   }

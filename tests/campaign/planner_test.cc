@@ -330,6 +330,7 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"fast-steps", {"rdma-fast-steps", "thermal-fast-steps"}},
     {"late-exporter", {"rdma-beside-late-exporter", "thermal-beside-late-exporter"}},
     {"log-gap", {"rdma-log-gap-over-onset", "thermal-log-gap-over-onset", "rdma-inside-log-gap"}},
+    {"small-dip", {"rdma-small-dip-recovered", "rdma-small-dip-to-end"}},
 };
 // The families the sixteenth session's probes added, once per block each.
 const std::vector<std::string> kProbedShapeFamilies = {"one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint",
@@ -343,6 +344,13 @@ const std::set<std::string> kOncePerBlock = {"huge-many-hosts",   "gpu-model-lev
                                              "reset-mid-fault",   "noisy-dip",           "transient-early",
                                              "half-the-hosts",    "fast-steps",          "late-exporter",
                                              "log-gap"};
+// A `--widest` block's jobs, and how many of them each widest family plans: once, twice (the small
+// mid-job dips) or three times.
+constexpr int kWidestBlock = 74;
+int PlannedPerBlock(const std::string& family) {
+  if (kOncePerBlock.count(family)) return 1;
+  return family == "small-dip" ? 2 : 3;
+}
 
 // Kinds a family may plan in some blocks and not in others (18 draws among eight; the few-node
 // kinds' coverage is pinned over more seeds in WidestDrawsTheNodesHardware).
@@ -367,18 +375,18 @@ std::string WidestFamilyOf(const std::string& kind) {
 }
 
 // A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
-// ones three times, and the huge one, the GPU-model one, the coverage one, the three shape families
-// and the ten probed shape families once: 72 jobs.
+// ones three times, the huge one, the GPU-model one, the coverage one, the three shape families and
+// the ten probed shape families once, and the small mid-job dips twice: 74 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
-    for (const PlannedJob& job : Plan(seed, 72, false, false, false, true)) {
+    for (const PlannedJob& job : Plan(seed, kWidestBlock, false, false, false, true)) {
       if (!job.truth.scored) continue;
       ++count[WidestFamilyOf(job.truth.kind)];
       ++wider[FamilyOf(job.truth.kind)];
     }
     for (const auto& [family, kinds] : kWidestKinds)
-      EXPECT_EQ(count[family], kOncePerBlock.count(family) ? 1 : 3) << family << " at seed " << seed;
+      EXPECT_EQ(count[family], PlannedPerBlock(family)) << family << " at seed " << seed;
     for (const auto& [family, kinds] : kWiderKinds) EXPECT_EQ(wider[family], 1) << family << " at seed " << seed;
   }
 }
@@ -768,6 +776,32 @@ void ExpectLateFaultTruth(const PlannedJob& job, const fixturegen::Scenario& s) 
   EXPECT_EQ(job.truth.exclude[0].priority, job.truth.kind == "rdma-late" ? std::optional<int>(2) : std::nullopt);
 }
 
+// A small mid-job dip: 2-5 % of TGS after the steady window, visible against the job's jitter (ten
+// standard errors of the mean over the dip, or the quietest jitter drawn), ending before the last
+// step when it recovers, on the one host excluded at priority 2 for its retransmits.
+void ExpectSmallDipTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
+  ASSERT_EQ(s.phases.size(), job.truth.kind == "rdma-small-dip-recovered" ? 3u : 2u);
+  const auto& dip = s.phases[1];
+  const double drop = 1 - dip.tgs / s.phases[0].tgs;
+  EXPECT_GE(drop, 0.0195);
+  EXPECT_LE(drop, 0.0505);
+  EXPECT_GE(dip.steps.first, 15) << "after the steady window";
+  const double len = static_cast<double>(dip.steps.last - dip.steps.first + 1);
+  EXPECT_TRUE(s.step_jitter * 100 <= 0.2 + 1e-9 || 10 * s.step_jitter / std::sqrt(len) <= drop + 1e-3)
+      << "jitter " << s.step_jitter * 100 << " % hides a " << drop * 100 << " % dip over " << len << " steps";
+  if (job.truth.kind == "rdma-small-dip-recovered") {
+    EXPECT_LT(dip.steps.last, s.last_step);
+    EXPECT_EQ(s.phases[2].tgs, s.phases[0].tgs);
+  }
+  ASSERT_EQ(job.truth.exclude.size(), 1u);
+  EXPECT_EQ(job.truth.exclude[0].priority, std::optional<int>(2));
+  bool on_dip = false;
+  for (const auto& f : s.faults)
+    on_dip |= f.kind == "rdma_retx" && f.window.steps && f.window.steps->first == dip.steps.first &&
+              f.window.steps->last == dip.steps.last && f.hosts == std::vector<std::string>{job.truth.exclude[0].host};
+  EXPECT_TRUE(on_dip) << "the excluded host retransmits over exactly the dip's steps";
+}
+
 // The hosts a slowdown fault (RDMA retransmits or a throttling GPU) runs on, and its first step.
 std::pair<std::set<std::string>, int64_t> SlowdownHosts(const fixturegen::Scenario& s) {
   std::set<std::string> hosts;
@@ -846,7 +880,7 @@ TEST(CampaignPlanner, WidestDrawsTheNodesHardware) {
   std::set<std::string> models;
   std::set<size_t> few_node_counts;
   int ipv6 = 0, interval_changes = 0;
-  for (const PlannedJob& job : Plan(14, 60, false, false, false, true)) {
+  for (const PlannedJob& job : Plan(15, kWidestBlock, false, false, false, true)) {
     if (!job.truth.scored) continue;
     auto s = fixturegen::ParseScenario(job.scenario_yaml, job.truth.job_id);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -990,8 +1024,8 @@ void ExpectLogGapTruth(const PlannedJob& job, const fixturegen::Scenario& s) {
 
 TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
   std::map<std::string, int> kinds;
-  for (uint64_t seed : {11u, 12u, 13u}) {
-    for (const PlannedJob& job : Plan(seed, 144, false, false, false, true)) {
+  for (uint64_t seed : {11u, 12u, 14u}) {
+    for (const PlannedJob& job : Plan(seed, 2 * kWidestBlock, false, false, false, true)) {
       const std::string family = WidestFamilyOf(job.truth.kind);
       if (family.empty()) continue;
       SCOPED_TRACE("seed " + std::to_string(seed) + " job " + job.truth.job_id + " " + job.truth.kind);
@@ -1043,13 +1077,14 @@ TEST(CampaignPlanner, WidestTruthFollowsFromEachScenario) {
       if (family == "coverage-gaps") ExpectCoverageGapsTruth(job, *s);
       if (std::find(kProbedShapeFamilies.begin(), kProbedShapeFamilies.end(), family) != kProbedShapeFamilies.end())
         ExpectProbedShapeTruth(job, *s, family);
+      if (family == "small-dip") ExpectSmallDipTruth(job, *s);
     }
   }
   for (const auto& [family, names] : kWidestKinds) {
     int planned = 0;
     for (const auto& k : names) planned += kinds[k];
-    EXPECT_EQ(planned, kOncePerBlock.count(family) ? 6 : 18)
-        << family << ": in each of the two 72-job blocks of three seeds";
+    EXPECT_EQ(planned, 6 * PlannedPerBlock(family))
+        << family << ": in each of the two " << kWidestBlock << "-job blocks of three seeds";
   }
   for (const auto& [family, names] : kWidestKinds)
     for (const auto& k : names)

@@ -227,6 +227,69 @@ TEST(ExprTest, LastRunSecondsTimesTheRunReachingTheSeriesEndFromItsOwnOnset) {
   EXPECT_FALSE(EvalsOk("last_run_seconds(retx, 'x')", env)) << "a threshold that is neither a number nor a map is an error";
 }
 
+// A hole inside the last run counts as held_seconds() counts it: whole while the samples at the
+// level on its two sides reach across it, only that far beyond (one loud scrape before a 19-step
+// hole does not date the run 19 steps back). The spacing is 30 s in every series.
+TEST(ExprTest, LastRunSecondsBridgesAHoleOnlyAsFarAsTheSamplesAroundIt) {
+  Value env = {{"retx", {{"fits", {{0, 0.0}, {30, 5.0}, {150, 5.0}, {180, 5.0}}},        // 3 missing, 1 + 2 around
+                         {"one_more", {{0, 0.0}, {30, 5.0}, {180, 5.0}, {210, 5.0}}},    // 4 missing, 1 + 2 around
+                         {"stretched", {{0, 0.0}, {30, 5.0}, {630, 5.0}, {660, 5.0}}}}}};  // 19 missing
+  EXPECT_EQ(Eval("last_run_seconds(retx, 1)", env),
+            Value({{"fits", 150.0}, {"one_more", 150.0}, {"stretched", 150.0}}));
+  EXPECT_EQ(Eval("held_seconds(retx, 1)", env),
+            Value({{"fits", 180.0}, {"one_more", 180.0}, {"stretched", 180.0}}))
+      << "the run's samples count one step each in held_seconds, its intervals in last_run_seconds";
+}
+
+// A fault that ran while nobody scraped: one rate point at 700/s, then a 19-step hole (rate() has
+// no point where its window holds one sample), then quiet. The counter grew by 378,000 across the
+// hole: at the highest rate the series showed (700/s) that took at least 540 s, so 18 of the 19
+// missing steps are filled at 700/s next to the loud side. A burst the counter shows was short
+// (42,000: 60 s at 700/s) fills 2 steps, not the hole. A counter that fell across the hole (a
+// reset), a key without counters or never seen above zero, and a key without a hole pass through.
+TEST(ExprTest, BridgeHolesFillsAHoleForTheFewestSecondsTheCountersGrowthCanHaveTaken) {
+  auto series = [](std::vector<std::pair<int, double>> points) {
+    Value v = Value::array();
+    for (const auto& [t, x] : points) v.push_back({t, x});
+    return v;
+  };
+  const Value holed = series({{0, 0}, {30, 0}, {60, 700}, {660, 0}, {690, 0}});
+  const Value quiet = series({{0, 0}, {30, 0}, {660, 0}, {690, 0}});
+  const Value solid = series({{0, 5}, {30, 5}, {60, 5}});
+  // The hole's far side louder: the fill leans on it (the fault ran out of the hole, not into it).
+  const Value rising = series({{0, 0}, {30, 0}, {630, 700}, {660, 700}});
+  Value env = {{"rates", {{"h", holed}, {"burst", holed}, {"reset", holed}, {"uncounted", holed}, {"quiet", quiet},
+                          {"solid", solid}, {"rising", rising}}},
+               {"counters", {{"h", series({{0, 0}, {60, 42000}, {600, 420000}, {660, 420000}})},
+                             {"burst", series({{0, 0}, {60, 42000}, {600, 84000}, {660, 84000}})},
+                             {"reset", series({{0, 90000}, {60, 132000}, {660, 500}})},
+                             {"quiet", series({{0, 0}, {30, 0}, {660, 5000}})},
+                             {"solid", series({{0, 0}, {60, 300}})},
+                             {"rising", series({{0, 0}, {30, 0}, {630, 84000}, {660, 105000}})}}}};
+  EXPECT_EQ(Eval("keys_with_holes(rates)", env), Value({"burst", "h", "quiet", "reset", "rising", "uncounted"}));
+  EXPECT_EQ(Eval("keys_with_holes(null)", env), Value::array());
+  EXPECT_EQ(Eval("keys_with_holes(rates, 0.01)", env), Value({"burst", "h", "reset", "rising", "uncounted"}))
+      << "quiet is zero on both sides of its hole";
+  EXPECT_FALSE(EvalsOk("keys_with_holes(rates, 'x')", env)) << "a level that is not a number is an error";
+  const Value bridged = Eval("bridge_holes(rates, counters)", env);
+  ASSERT_TRUE(bridged.is_object());
+  ASSERT_EQ(bridged["h"].size(), 5u + 18u);
+  for (int k = 1; k <= 18; ++k) EXPECT_EQ(bridged["h"][2 + k], Value({60.0 + 30 * k, 700.0})) << "fill " << k;
+  EXPECT_EQ(bridged["h"][21], Value({660.0, 0.0}));
+  ASSERT_EQ(bridged["rising"].size(), 4u + 4u) << "120 s at 700/s before the far side";
+  EXPECT_EQ(bridged["rising"][2], Value({510.0, 700.0}));
+  EXPECT_EQ(bridged["reset"], holed);
+  EXPECT_EQ(bridged["uncounted"], holed);
+  EXPECT_EQ(bridged["quiet"], quiet);
+  EXPECT_EQ(bridged["solid"], solid);
+  EXPECT_EQ(Eval("held_seconds(bridge_holes(rates, counters), 0.01)", env),
+            Value({{"h", 570.0}, {"burst", 90.0}, {"reset", 30.0}, {"uncounted", 30.0}, {"solid", 90.0},
+                   {"rising", 180.0}}));
+  EXPECT_EQ(Eval("bridge_holes(rates, null)", env), env["rates"]);
+  EXPECT_EQ(Eval("bridge_holes(null, counters)", env), Value());
+  EXPECT_FALSE(EvalsOk("bridge_holes(rates, 5)", env)) << "counters that are not a series map are an error";
+}
+
 // The level each key held for the span asked (its k-th largest sample at the series' spacing); a
 // per-key span replaces it for the keys it names (a burst the window's end cut short), and a key
 // whose series is shorter than its span held no level.

@@ -176,6 +176,53 @@ TEST(TgsAnalysisTest, LongDipInAShortJobThatRecovers) {
   EXPECT_NEAR(a.dips[0].depth_pct, 17, 1);
 }
 
+// Normal step jitter (the generator's and real jobs' shape; Series() draws uniform noise).
+std::vector<StepRecord> JitteredSeries(const std::vector<Level>& levels, double jitter_pct, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, jitter_pct / 100);
+  std::vector<StepRecord> out;
+  for (const auto& l : levels)
+    for (int64_t s = l.first; s <= l.last; ++s) {
+      StepRecord r;
+      r.step = s;
+      r.tokens_per_sec_per_device = s == 0 ? l.tgs / 10 : l.tgs * (1 + noise(rng));
+      r.seconds = 8192.0 * 6 / r.tokens_per_sec_per_device;
+      out.push_back(r);
+    }
+  return out;
+}
+
+// Campaign job 701040's shape: 52 steps at -3.7 % in the middle of an 88-step job with 1.74 % step
+// jitter, recovering before the end. Neither side of the dip alone (17 and 18 steps) makes a
+// significant split with it, so the dip-shaped pair found it and pruning lost it; measured against
+// both sides pooled it stays: ~15 standard errors of the job's own noise.
+TEST(TgsAnalysisTest, SmallMidJobDipThatRecoversIsADip) {
+  for (uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
+    TgsAnalysis a = AnalyzeTgs(JitteredSeries({{0, 17, 3267}, {18, 69, 3146}, {70, 87, 3267}}, 1.74, seed),
+                               std::nullopt, Options());
+    EXPECT_LT(std::abs(a.degradation_pct), 2.5) << "the first and last steps agree";
+    ASSERT_EQ(a.dips.size(), 1u) << "seed " << seed << ", pattern " << a.pattern;
+    EXPECT_NEAR(a.dips[0].first_step, 18, 7) << "seed " << seed;
+    EXPECT_NEAR(a.dips[0].last_step, 69, 3) << "seed " << seed;
+    EXPECT_GE(a.dips[0].t_stat, Options().min_shift_t);
+  }
+}
+
+// The other side of the threshold: the same depth over 8 steps is ~5 standard errors of the same
+// jitter (inside the noise), and a 1.5 % dip over the same 52 steps is under the smallest shift
+// that counts: neither is a dip, nor a phase.
+TEST(TgsAnalysisTest, SmallDipsInsideTheNoiseAreNoDip) {
+  for (uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
+    const TgsAnalysis short_dip = AnalyzeTgs(
+        JitteredSeries({{0, 39, 3267}, {40, 47, 3146}, {48, 87, 3267}}, 1.74, seed), std::nullopt, Options());
+    EXPECT_TRUE(short_dip.dips.empty()) << "seed " << seed << ": " << short_dip.pattern;
+    EXPECT_EQ(short_dip.phases.size(), 1u) << "seed " << seed;
+    const TgsAnalysis shallow = AnalyzeTgs(
+        JitteredSeries({{0, 17, 3267}, {18, 69, 3218}, {70, 87, 3267}}, 1.74, seed), std::nullopt, Options());
+    EXPECT_TRUE(shallow.dips.empty()) << "seed " << seed << ": " << shallow.pattern;
+  }
+}
+
 // A link that went bad at step 5 of a 60-step job: four healthy steps after the compile step, fewer
 // than a phase's minimum, and the rest 5 % slower. The lead is a phase of its own and what follows
 // it a dip, to the end of the job.

@@ -1168,6 +1168,40 @@ void RdmaDipSpan(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(3, onset - 3));
 }
 
+// A small dip (2-5 % of TGS) over 15-60 % of a 60-400-step job, beginning after the steady window,
+// recovering before the end three times in four: then the first and last steps agree and only the
+// whole timeline shows it. The step jitter is drawn across 0.2-2 % as far as the dip stays visible
+// to a careful reader (ten standard errors of the mean over it, VisibleDrop's rule, never below
+// 0.2 %): a 2 % dip on a quiet job, a 5 % one next to 2 % jitter. One RDMA link retransmits with
+// ACK timeouts over exactly those steps (priority 2); the dip lasts long enough in wall time for
+// them to be sustained (7+ minutes).
+void SmallMidJobDip(JobPlanner& p) {
+  p.Shape(false, /*need_retx_counters=*/true, 60);
+  JobSpec& s = p.spec();
+  const int64_t shortest = std::max<int64_t>(12, p.StepsFor(420));
+  p.EnsureSteps(std::max<int64_t>(60, 20 + 2 * shortest));
+  p.CapSteps(std::max<int64_t>(p.Int(60, 400), 20 + 2 * shortest));
+  const int64_t n = s.last_step + 1;
+  const bool recovers = p.Chance(0.75);
+  const int64_t tail = recovers ? std::max<int64_t>(8, static_cast<int64_t>(static_cast<double>(n) * p.U(0.1, 0.3))) : 0;
+  const int64_t onset = std::max<int64_t>(16, static_cast<int64_t>(static_cast<double>(n) * p.U(0.15, 0.35)));
+  const int64_t room = n - tail - onset;
+  const int64_t len = std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(n) * p.U(0.15, 0.6)), std::min(shortest, room), room);
+  const int64_t end = recovers ? onset + len - 1 : s.last_step;
+  const double drop = std::round(p.U(0.02, 0.05) * 1000) / 1000;
+  const double loudest = drop * 100 * std::sqrt(static_cast<double>(end - onset + 1)) / 10;
+  s.step_jitter_pct = std::round(p.U(0.2, std::clamp(loudest, 0.2, 2.0)) * 100) / 100;
+  s.phases = OverlapPhases(0, s.last_step, p.tgs(), {{onset, end, drop}});
+  const std::string host = p.TakeHost();
+  RdmaHostFault(p, host, onset, end, /*exhausted=*/false);
+  Verdict(p, recovers ? "rdma-small-dip-recovered" : "rdma-small-dip-to-end", "rdma-link-degradation", "retry-excluding-nodes");
+  p.notes() = std::to_string(n) + "-step job, TGS -" + std::to_string(drop * 100).substr(0, 3) + "% over steps " +
+              std::to_string(onset) + "-" + std::to_string(end) + " (step jitter " + std::to_string(s.step_jitter_pct).substr(0, 4) +
+              " %) on " + host + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
 // A dip among frequent checkpoint-save spikes in a short job.
 void RdmaDipUnderCheckpoints(JobPlanner& p) {
   p.Shape(false, true, 40);
@@ -2768,6 +2802,8 @@ class CampaignPlanner {
     for (int copy = 0; widest_ && copy < 3; ++copy)
       families.insert(families.end(), kWidestFamilies.begin(), kWidestFamilies.end());
     if (widest_) families.push_back("huge-many-hosts");
+    // Small mid-job dips against the job's own jitter (SmallMidJobDip), twice a block.
+    if (widest_) families.insert(families.end(), 2, "small-dip");
     // Judgements that need a GPU model's rated levels, evidence behind missed scrapes, and shapes real
     // clusters produce that the families above never drew: once per block each.
     static const std::vector<std::string> kOncePerBlockFamilies = {"gpu-model-levels", "coverage-gaps", "late-fault",
@@ -2797,6 +2833,7 @@ class CampaignPlanner {
     if (family == "rdma") RdmaDegradation(p, false);
     else if (family == "rdma-overlap") RdmaOverlap(p);
     else if (family == "dip-span") RdmaDipSpan(p);
+    else if (family == "small-dip") SmallMidJobDip(p);
     else if (family == "dip-checkpoint") RdmaDipUnderCheckpoints(p);
     else if (family == "thermal-modest") ThermalModest(p);
     else if (family == "node-death") NodeDeath(p);

@@ -307,6 +307,19 @@ double GpuUtil(const HostState& st, Rng& r) {
   return 0;
 }
 
+namespace {
+
+// A counter's mean rate over a scrape interval `dt` that held missed scrapes: `unscraped` counted
+// in them, `rate` for the `since` seconds after the last of them. A rate that held through the hole
+// is kept as it was (no rounding of a constant through the division), so only a rate that changed
+// inside a hole reads differently.
+double MeanRateAcross(double rate, double since, double unscraped, double dt) {
+  const double mean = (rate * since + unscraped) / dt;
+  return std::abs(mean - rate) <= 1e-9 * std::max(1.0, rate) ? rate : mean;
+}
+
+}  // namespace
+
 Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats) {
   const std::string& host = s_.hosts[task];
   Labels base = Base(task, "node_hw", 9400);
@@ -436,6 +449,12 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
   double last_time = -1;
   double io_full300_state = 0, io_some300_state = 0;
   std::vector<double> times = ScrapeTimes(task, "node_hw", s_.node_hw_interval);
+  // The NIC counts on while nobody scrapes: the RDMA errors of each missed scrape's interval, at the
+  // rates its own moment had, are read by the next good scrape (a fault that began and ended inside a
+  // hole still shows in the counters' growth across it).
+  std::vector<double> unscraped_retx(static_cast<size_t>(s_.rdma_devices), 0), unscraped_ack(unscraped_retx);
+  bool unscraped = false;
+  double last_scrape = -1;   // the previous scrape, missed or not
   bool ghost_frozen = false;
   bool oom_killed = false;
   bool counters_were_reset = false;
@@ -443,10 +462,17 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
     double time = times[k];
     HostState st = StateAt(task, time, "node_hw", static_cast<int64_t>(k));
     double dt = last_time < 0 ? s_.node_hw_interval : time - last_time;
+    const double since_scrape = last_scrape < 0 ? s_.node_hw_interval : time - last_scrape;
+    last_scrape = time;
     if (st.dead || st.missed) {
       set.Gauge(up, time, 0);
       set.Gauge(prom_dur, time, st.dead ? 8.0 : r.Uniform(8.0, 8.01));
       set.Gauge(prom_samples, time, 0);
+      for (int d = 0; !st.dead && d < s_.rdma_devices; ++d) {
+        unscraped_retx[static_cast<size_t>(d)] += FaultOn(st, "rdma_retx", d) * since_scrape;
+        unscraped_ack[static_cast<size_t>(d)] += FaultOn(st, "rdma_ack_timeout", d) * since_scrape;
+        unscraped = true;
+      }
       continue;   // counters keep their value; the interval accrues into the next good scrape
     }
     if (st.counters_reset && !counters_were_reset) {
@@ -536,8 +562,12 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
         continue;
       }
       double retx = FaultOn(st, "rdma_retx", d);
-      retx = retx > 0 ? retx * std::exp(r.Normal(0, 0.6)) : 0;   // bursty
       double ack = FaultOn(st, "rdma_ack_timeout", d);
+      if (unscraped) {   // the mean rate over the missed scrapes' intervals and this one
+        retx = MeanRateAcross(retx, since_scrape, unscraped_retx[static_cast<size_t>(d)], dt);
+        ack = MeanRateAcross(ack, since_scrape, unscraped_ack[static_cast<size_t>(d)], dt);
+      }
+      retx = retx > 0 ? retx * std::exp(r.Normal(0, 0.6)) : 0;   // bursty
       ack = ack > 0 ? ack * std::exp(r.Normal(0, 0.5)) : 0;
       set.Counter(rd.retx_p, time, retx * dt);
       set.Counter(rd.retx_b, time, retx * dt * 4120);
@@ -558,6 +588,11 @@ Status MetricModel::NodeHw(int task, const SeriesSink& sink, MetricStats* stats)
       set.Counter(rd.dup_resp, time, retx > 0 ? retx * 0.01 * dt : 0);
       set.Counter(rd.dup_req, time, retx > 0 ? retx * 0.01 * dt : 0);
       set.Gauge(rd.state, time, port_down ? 0 : 1);
+    }
+    if (unscraped) {
+      std::fill(unscraped_retx.begin(), unscraped_retx.end(), 0.0);
+      std::fill(unscraped_ack.begin(), unscraped_ack.end(), 0.0);
+      unscraped = false;
     }
     double tcp = active ? 0.08 * r.Uniform(0, 2) : 0.02;
     if (ckpt && st.writer) tcp = r.Uniform(600, 2400);

@@ -64,14 +64,17 @@ tests.append(test('a port down with CQE errors on a completed job is reported pe
                   families=NH_FAM))
 # Scrapes missed in the middle of a fault: the rate has no point over the hole, but a link that
 # retransmits on both sides of it was not healed by the missed scrapes. The retransmits the host
-# held are read across the hole; a burst that ended before it is not stretched over it.
-def missed_mid_fault(seed, fault_end):
+# held are read across the hole; a burst that ended before it is not stretched over it, and one
+# that went on into it is read for no longer than the counter's growth across the hole can have
+# taken at the highest rate the host showed.
+def missed_mid_fault(seed, fault_end, fault_start=30, hole_span=(34, 48)):
     j = Job(hosts, n=120, seed=seed, noise=False)
-    hole = lambda h, i: h == 'nw-03' and 34 <= i < 48
+    hole = lambda h, i: h == 'nw-03' and hole_span[0] <= i < hole_span[1]
+    grown = lambda i: max(0, min(i, fault_end) - fault_start)
     j.override('hw_rdma_tx_retx_pkts_total',
-               lambda h, g, i, d: None if hole(h, i) else (d + max(0, min(i, fault_end) - 30) * 900 if h == 'nw-03' else d))
+               lambda h, g, i, d: None if hole(h, i) else (d + grown(i) * 900 if h == 'nw-03' else d))
     j.override('hw_rdma_tx_ack_timeout_total',
-               lambda h, g, i, d: None if hole(h, i) else (d + max(0, min(i, fault_end) - 30) * 3 if h == 'nw-03' else d))
+               lambda h, g, i, d: None if hole(h, i) else (d + grown(i) * 3 if h == 'nw-03' else d))
     return j
 
 
@@ -82,11 +85,28 @@ tests.append(test('one host retransmits with ACK timeouts for 11 min, 7 of them 
                    'findings': [{'id': 'network-health/network_anomalies', 'status': 'fired', 'hosts': ['nw-03']}]},
                   families=NH_FAM))
 
-j = missed_mid_fault(55, 38)
-tests.append(test('near miss: a 4 min retransmit burst that ended before the host\'s scrapes were missed is not sustained', j,
+j = missed_mid_fault(55, 33, fault_start=27)
+tests.append(test('near miss: a 3 min retransmit burst that ended before the host\'s scrapes were missed is not sustained', j,
                   facts(j),
                   {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'network-health/network_anomalies', 'status': 'clear'}]},
+                  families=NH_FAM))
+# The counter grew by 1,800 across the hole: a minute at the 30/s the host showed, not the hole's
+# seven (the rate points before it and that minute stay under five).
+j = missed_mid_fault(57, 36)
+tests.append(test('near miss: a 3 min burst that went on a minute into a 7 min scrape hole is not stretched over it', j,
+                  facts(j),
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'network-health/network_anomalies', 'status': 'clear'}]},
+                  families=NH_FAM))
+# One scrape after the link went bad, then 20 minutes unscraped while it went on: rate() has no
+# point in the hole, but the counter grew by 26,100 across it, at least 14 minutes at the rate the
+# host showed. Sustained, named.
+j = missed_mid_fault(58, 60, fault_start=30, hole_span=(32, 72))
+tests.append(test('one scrape after the link went bad, then a 20 min scrape hole: the counter\'s growth across it is read', j,
+                  facts(j),
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'network-health/network_anomalies', 'status': 'fired', 'hosts': ['nw-03']}]},
                   families=NH_FAM))
 emit('network-health', 'health.py', tests)
 
