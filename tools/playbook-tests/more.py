@@ -409,6 +409,70 @@ tests.append(test('near miss: two of three hosts 9 °C warmer over a recovered s
                   not_throttling('unknown'),
                   families=TH_FAM, tb_host=three[0]))
 
+# A throttle under another fault (a failing link on another host slowing the same collectives):
+# MI300A levels (estimated, gpu-models.yaml), the hot host ~14 °C above its peers (under the
+# 15 °C excess) and past the model's estimated 88 °C, its clock at 64 % of the fleet's. Heat alone
+# (an estimate) excludes nobody; its clock below the fleet's excludes it where the TGS steps no RDMA
+# fault touched show what that clock cost (the joint fit of both faults' stretches).
+LINK_THROTTLE_FAM = TH_FAM + ['ray_node_gpus_utilization', 'hw_rdma_tx_retx_pkts_total']
+
+
+def link_then_throttle(seed, link_host, link_span, hot_host, hot_span, tgs_of_step):
+    """Retransmits on `link_host` over samples `link_span`, `hot_host` hot (~92 °C) and clocked down over
+    `hot_span`; one step per 30 s sample with its TGS from `tgs_of_step`."""
+    job = Job(hosts, gpus=3, n=120, seed=seed, gpu_name='AMD Instinct MI300A')
+    job.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + (7 if h == hot_host and i in hot_span else -7), 1))
+    job.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10 if h == hot_host and i in hot_span else d)
+    job.override('hw_rdma_tx_retx_pkts_total',
+                 lambda h, g, i, d: d + 60_000 * len([k for k in link_span if k <= i]) if h == link_host else d)
+    steps = [{'step': i, 'seconds': 30.0, 'loss': round(3.0 - 0.005 * i, 3), 'tokens_per_sec_per_device': tgs_of_step(i)}
+             for i in range(job.n)]
+    return job, steps
+
+
+def phases_of(steps):
+    """The TGS phases of `steps`: runs of one TGS level."""
+    out = []
+    for s in steps:
+        if out and out[-1]['mean_tgs'] == s['tokens_per_sec_per_device']:
+            out[-1]['last_step'] = s['step']
+        else:
+            out.append({'first_step': s['step'], 'last_step': s['step'], 'mean_tgs': s['tokens_per_sec_per_device']})
+    return out
+
+
+link = hosts[3]
+link_span, hot_span = range(20, 70), range(60, 110)
+slowed = lambda i: 1090.0 if i in link_span else 1157.0 if i in hot_span else 1330.0
+j, st = link_then_throttle(46, link, link_span, hot, hot_span, slowed)
+tests.append(test('a link fault then a throttling GPU on another host (estimated levels, 14 °C above its peers): the clock stretch costs TGS after the link recovered, exclude the throttling host', j,
+                  facts(j, status='completed', cls='tgs-degradation', steps=st,
+                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'confirmed',
+                   'exclude': [{'host': hot, 'priority': 2}],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': [hot]},
+                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': [hot]}]},
+                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
+
+# Near misses: the same heat and clock (1) with TGS down only while the link failed (the clock dip
+# cost nothing), (2) with the clock down inside the link's stretch alone (its TGS stretch the link
+# explains by itself).
+link_only = lambda i: 1090.0 if i in link_span else 1330.0
+j, st = link_then_throttle(47, link, link_span, hot, hot_span, link_only)
+tests.append(test('near miss: a warm host (estimated levels) whose clock dipped below the fleet\'s while TGS held: no throttling exclusion', j,
+                  facts(j, status='completed', cls='tgs-degradation', steps=st,
+                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
+                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
+j, st = link_then_throttle(48, link, link_span, hot, range(30, 60), link_only)
+tests.append(test('near miss: a warm host (estimated levels) clocked below the fleet\'s only while another host\'s link failed, which explains the TGS loss alone: no throttling exclusion', j,
+                  facts(j, status='completed', cls='tgs-degradation', steps=st,
+                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
+                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
+
 j = every_host_throttled(hosts, 37)
 tests.append(test('every host hot with its clock down from the TGS drop on: facility cooling, nothing to exclude', j,
                   facts(j, status='completed', cls='tgs-degradation',
