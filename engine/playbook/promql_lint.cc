@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/json.h"
 #include "engine/core/scratch_dir.h"
 #include "engine/core/text.h"
@@ -82,12 +83,13 @@ StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, 
   if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
 
   // `<file>: 5:15: group "diagnose-lint", rule 1, "lint_0": could not parse expression: 1:16: parse error: ...`
-  static const std::regex kError(R"re("lint_(\d+)": (.*)$)re");
+  // The message is the rest of the line, read without a `(.*)$`, which recursed once per byte.
+  static const std::regex kError(R"re("lint_(\d+)": )re");
   std::vector<LoadDiagnostic> out;
   std::istringstream lines(run->output);
   for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, kError)) continue;
+    std::cmatch m;
+    if (!BoundedRegexSearch(line, kError, 0, 0, &m)) continue;
     const size_t i = std::stoul(m[1].str());
     if (i >= queries.size()) continue;
     const RuleSpec& r = *queries[i].rule;
@@ -97,7 +99,7 @@ StatusOr<std::vector<LoadDiagnostic>> CheckPromqlSyntax(const Library& library, 
     d.playbook = r.playbook;
     d.rule = r.id;
     d.field = "query";
-    d.message = "Prometheus rejects the query: " + m[2].str() + " (as bound for the check: `" +
+    d.message = "Prometheus rejects the query: " + line.substr(static_cast<size_t>(m[0].second - line.data())) + " (as bound for the check: `" +
                 BindForSyntaxCheck(r, queries[i].playbook) + "`)";
     out.push_back(std::move(d));
   }
