@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/cleanup_registry.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/tsdb/job_scoped_client.h"
 #include "engine/report/render.h"
@@ -94,7 +95,7 @@ int RunDiagnose(DiagnoseArgs& args) {
     PrintError("diagnose", rendered.status().message());
     return 1;
   }
-  std::fwrite(rendered->data(), 1, rendered->size(), stdout);
+  WriteWholeReport(stdout, *rendered);
   const std::optional<std::string> incomplete = report->incomplete;
   LeaveToTheExit(std::move(report).value());
   if (incomplete) {
