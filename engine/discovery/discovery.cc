@@ -44,6 +44,8 @@ constexpr double kStepChunkSeconds = 86400;
 // A step count no run reaches (2^53: doubles hold every integer below it); a sample claiming more
 // is not a step.
 constexpr double kMaxPlausibleStep = 9007199254740992.0;
+constexpr double kLatestPlausibleTime = 4102444800;   // 2100-01-01: no recorded sample is later
+constexpr double kMaxRangeSeconds = 92 * 86400.0;     // a quarter: longer than any one job's run
 
 std::string FormatTime(double t) {
   char buf[32];
@@ -166,6 +168,14 @@ DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<
       logged_run ? std::optional(AnchoredRun(inventory.blocks, *logged_run)) : std::nullopt;
   for (const auto& block : inventory.blocks) {
     const TimeRange held{block.min_time_ms / 1000.0, (block.max_time_ms - 1) / 1000.0};
+    // A meta.json is untrusted: one claiming INT64_MIN..INT64_MAX would stretch the range every
+    // query covers to billions of days. Its samples still lie where the other blocks' do.
+    if (!(held.start >= 0 && held.end <= kLatestPlausibleTime && held.end - held.start <= kMaxRangeSeconds)) {
+      inputs.gaps.push_back({"range-clipped", "", "", held.start, held.end,
+                             "block " + block.ulid + " claims data from " + FormatTime(held.start) + " to " +
+                                 FormatTime(held.end) + ", a span no job's TSDB holds: its range is not used to bound the queries"});
+      continue;
+    }
     if (run_window && BlockOutsideRun(block, *run_window)) {
       const bool after = held.start > run_window->end;
       const double off = after ? held.start - run_window->end : run_window->start - held.end;
@@ -404,13 +414,11 @@ class Discoverer {
   // clock times and to kMaxRangeSeconds, first around the log's window when there is one, else
   // ending where it ends, and a gap says what was dropped.
   void ClipRange() {
-    constexpr double kLatestTime = 4102444800;          // 2100-01-01: no recorded sample is later
-    constexpr double kMaxRangeSeconds = 92 * 86400.0;   // a quarter: longer than any one job's run
     TimeRange& r = d_.range;
     const TimeRange claimed = r;
     const auto plausible = [&] { return r.end - r.start <= kMaxRangeSeconds; };
-    r.start = std::isnan(r.start) ? 0 : std::clamp(r.start, 0.0, kLatestTime);
-    r.end = std::isnan(r.end) ? kLatestTime : std::clamp(r.end, r.start, kLatestTime);
+    r.start = std::isnan(r.start) ? 0 : std::clamp(r.start, 0.0, kLatestPlausibleTime);
+    r.end = std::isnan(r.end) ? kLatestPlausibleTime : std::clamp(r.end, r.start, kLatestPlausibleTime);
     if (!plausible() && inputs_.search_window) {
       r.start = std::max(r.start, inputs_.search_window->start - 86400);
       r.end = std::max(r.start, std::min(r.end, inputs_.search_window->end + 86400));

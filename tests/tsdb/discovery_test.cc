@@ -402,6 +402,23 @@ TEST(DiscoveryAskingTest, AnImpossibleRangeIsClippedAndSaysSo) {
   EXPECT_EQ(plain_steps, 1);
 }
 
+// One block's meta.json claiming INT64_MIN..INT64_MAX ms (or ten years) took 8-14 GB of step
+// queries: its range no longer bounds the queries, the other blocks' does, and a gap names it.
+TEST(DiscoveryInputsTest, ABlockClaimingAnImpossibleRangeDoesNotStretchTheRange) {
+  TsdbInventory inventory;
+  inventory.blocks = {{"01GOOD", 1771891200000, 1771898400000},
+                      {"01ABSURD", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()},
+                      {"01DECADE", 1771891200000 - int64_t{10} * 365 * 86400000, 1771898400000}};
+  const DiscoveryInputs inputs = InputsForSnapshot(inventory);
+  ASSERT_TRUE(inputs.known_range.has_value());
+  EXPECT_DOUBLE_EQ(inputs.known_range->start, 1771891200);
+  EXPECT_NEAR(inputs.known_range->end, 1771898400, 0.01);
+  ASSERT_EQ(inputs.gaps.size(), 2u);
+  EXPECT_EQ(inputs.gaps[0].kind, "range-clipped");
+  EXPECT_NE(inputs.gaps[0].detail.find("block 01ABSURD claims data from"), std::string::npos) << inputs.gaps[0].detail;
+  EXPECT_NE(inputs.gaps[1].detail.find("block 01DECADE"), std::string::npos);
+}
+
 // tb_step samples of -Inf, NaN or 1e300 are no steps: llround of one was INT64_MIN, and its distance
 // to the log's step overflowed (the release build then called the TSDB another job's).
 class NonFiniteSteps : public AskingRecorder {
