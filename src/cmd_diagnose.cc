@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/cleanup_registry.h"
 #include "engine/core/logging.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/tsdb/job_scoped_client.h"
@@ -90,7 +91,7 @@ int RunDiagnose(DiagnoseArgs& args) {
     PrintError("diagnose", rendered.status().message());
     return 1;
   }
-  std::fwrite(rendered->data(), 1, rendered->size(), stdout);
+  WriteWholeReport(stdout, *rendered);
   // The end of the time line (-vv): what follows the report is the private server's closing.
   Log().debug("report rendered and handed to stdout ({} bytes)", rendered->size());
   const std::optional<std::string> incomplete = report->incomplete;

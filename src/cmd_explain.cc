@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
+#include "engine/core/untrusted_json.h"
 #include "engine/dag/graph.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/playbook/loader.h"
@@ -32,13 +34,25 @@ bool ReadJson(const std::string& path, nlohmann::json* out) {
     std::fprintf(stderr, "diagnose explain: cannot read %s\n", path.c_str());
     return false;
   }
-  try {
-    *out = nlohmann::json::parse(in);
-    return true;
-  } catch (const nlohmann::json::parse_error& e) {
-    std::fprintf(stderr, "diagnose explain: %s: invalid JSON: %s\n", path.c_str(), e.what());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Bounded: a facts file is anyone's file, and a tree nested 200,000 deep overflowed the stack
+  // when it was copied into the evaluation context.
+  StatusOr<nlohmann::json> parsed = ParseUntrustedJsonBounded(text, JsonParseBounds{std::nullopt, std::nullopt, path});
+  if (!parsed.ok()) {
+    PrintError("diagnose explain", parsed.status().message());
     return false;
   }
+  if (parsed->is_discarded()) {
+    try {
+      (void)nlohmann::json::parse(text);   // only for nlohmann's message, which places the error
+      std::fprintf(stderr, "diagnose explain: %s: invalid JSON\n", path.c_str());
+    } catch (const nlohmann::json::parse_error& e) {
+      std::fprintf(stderr, "diagnose explain: %s: invalid JSON: %s\n", path.c_str(), e.what());
+    }
+    return false;
+  }
+  *out = std::move(parsed).value();
+  return true;
 }
 
 int RunExplain(const ExplainArgs& args) {

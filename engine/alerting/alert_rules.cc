@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/bounded_yaml.h"
+#include "engine/core/untrusted_json.h"
 #include "engine/playbook/expr.h"
 #include "engine/playbook/messages.h"
 #include "engine/playbook/promql_template.h"
@@ -75,7 +77,7 @@ pb::ParamSpec ParseArg(const pb::FileCtx& check, const YAML::Node& n, const std:
     }
     const std::string& s = value.Scalar();
     if (p.type == pb::ParamType::kNumber || p.type == pb::ParamType::kBool) {
-      p.literal = nlohmann::json::parse(s, nullptr, false);
+      p.literal = ParseUntrustedJson(s);   // a YAML scalar: bounded in depth like any text others wrote
       if (p.literal.is_discarded()) p.literal = s;
     } else {
       p.literal = s;
@@ -230,7 +232,7 @@ void ReadRecord(const pb::FileCtx& file, const YAML::Node& r, const pb::Library&
   spec.pos = file.Pos(r);
   const std::optional<pb::FileCtx> check = EntryNamedBy(file, r, "records", "record", kRecordKeys, &spec.record);
   if (!check) return;
-  if (!std::regex_match(spec.record, record_name))
+  if (!BoundedRegexMatch(spec.record, record_name))
     check->Add(LoadCode::kBadValue, r["record"], "record", "field 'record': '" + spec.record + "' is not a metric name");
   // Prometheus's naming rule for recorded series (level:metric:operations), and what keeps
   // InlineRecords, a replacement of whole words, from touching a label name or a function.
@@ -275,7 +277,7 @@ void ReadAlert(const pb::FileCtx& file, const YAML::Node& a, const pb::Library& 
   if (!named) return;
   const pb::FileCtx& check = *named;
   const std::string& id = spec.alert;
-  if (!std::regex_match(id, alert_name))
+  if (!BoundedRegexMatch(id, alert_name))
     check.Add(LoadCode::kBadValue, a["alert"], "alert", "field 'alert': '" + id + "' is not a valid alert name");
   bool complete = pb::GetScalar(check, a, "playbook", true, &spec.playbook) &
                   pb::GetScalar(check, a, "root_cause", true, &spec.root_cause) &

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/scratch_dir.h"
 #include "engine/core/subprocess.h"
 #include "engine/core/text.h"
@@ -264,7 +265,7 @@ StatusOr<RuleExport> ExportRules(const AlertBook& book, const pb::Library& libra
     if (!library.FindPlaybook(id)) return NotFoundError("unknown playbook '" + id + "'");
   // Both go into PromQL or a template as they are: a label name, and a URL with no template braces.
   static const std::regex kLabelName("[a-zA-Z_][a-zA-Z0-9_]*");
-  if (!options.job_label.empty() && !std::regex_match(options.job_label, kLabelName))
+  if (!options.job_label.empty() && !BoundedRegexMatch(options.job_label, kLabelName))
     return InvalidArgumentError("--job-label '" + options.job_label + "' is not a Prometheus label name");
   if (options.query_url.find("{{") != std::string::npos || options.query_url.find("}}") != std::string::npos)
     return InvalidArgumentError("--query-url must not contain template braces");
@@ -359,17 +360,19 @@ StatusOr<std::vector<pb::LoadDiagnostic>> CheckExportedRules(const AlertBook& bo
   auto run = RunCommand({promtool, "check", "rules", rules_file.string()}, std::chrono::seconds(60));
   if (!run.ok()) return UnavailableError("cannot run " + promtool + " (Debian package 'prometheus'): " + run.status().message());
   // `<file>: 1:45: group "g", rule 1, "NAME": could not parse expression: ...`
-  static const std::regex kError(R"re(group "[^"]*", rule \d+, "([^"]+)": (.*)$)re");
+  // The message is the rest of the line: a `(.*)$` would recurse once per byte of it (a long
+  // expression echoed back), so the regex reads a bounded window and stops at the name.
+  static const std::regex kError(R"re(group "[^"]*", rule \d+, "([^"]+)": )re");
   std::istringstream lines(run->output);
   for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, kError)) continue;
+    std::cmatch m;
+    if (!BoundedRegexSearch(line, kError, 0, 0, &m)) continue;
     const std::string name = m[1].str();
     pb::LoadDiagnostic d;
     d.code = pb::LoadCode::kPromqlSyntax;
     d.rule = name;
     d.field = "expr";
-    d.message = "Prometheus rejects the rule: " + m[2].str();
+    d.message = "Prometheus rejects the rule: " + line.substr(static_cast<size_t>(m[0].second - line.data()));
     if (const AlertSpec* a = book.Find(name)) d.pos = a->expr_pos;
     for (const auto& r : book.records)
       if (r.record == name) d.pos = r.expr_pos;

@@ -81,6 +81,26 @@ StatusOr<Json> SelectRecords(const AnalysisView& in) {
   return Json{{"items", items}, {"count", items.size()}, {"hosts", hosts}, {"values", values}};
 }
 
+// The multiples of `period` in [first, last]. A log whose steps jump (one line saying step 10^12)
+// would make that range hold more checkpoints than memory: past a few per recorded step, only the
+// periods that hold a recorded step are kept (the gaps hold no record to say anything about).
+std::set<int64_t> CheckpointMultiples(const std::map<int64_t, double>& seconds, int64_t first, int64_t last,
+                                      int64_t period) {
+  std::set<int64_t> multiples;
+  const int64_t first_multiple = first >= 0 ? (first + period - 1) / period * period : first / period * period;
+  const int64_t span = last >= first_multiple ? (last - first_multiple) / period + 1 : 0;
+  if (span <= 4 * static_cast<int64_t>(seconds.size()) + 1024) {
+    for (int64_t k = 0; k < span; ++k) multiples.insert(first_multiple + k * period);
+    return multiples;
+  }
+  for (const auto& entry : seconds) {
+    const int64_t s = entry.first;
+    const int64_t below = s >= 0 ? s / period * period : -((-s + period - 1) / period) * period;
+    if (below >= first_multiple) multiples.insert(below);
+  }
+  return multiples;
+}
+
 StatusOr<Json> CheckpointSteps(const AnalysisView& in) {
   if (!in.input.is_array() || in.input.size() < 2 || in.input.size() > 3)
     return InvalidArgumentError("checkpoint_steps: input must be [steps, period] or [steps, period, heartbeat_timeout]");
@@ -90,7 +110,10 @@ StatusOr<Json> CheckpointSteps(const AnalysisView& in) {
   if (!period_value.is_number() || period_value.get<double>() <= 0)
     return FailedPreconditionError("checkpoint_steps: no checkpoint period (checkpointing off or unknown)");
   if (!steps.is_array()) return FailedPreconditionError("checkpoint_steps: no step records");
-  const auto period = static_cast<int64_t>(period_value.get<double>());
+  // Steps and periods beyond 2^53 cannot come from a real run; clamping them keeps every sum below
+  // overflow (a log line with `completed step: 1e30` is untrusted text).
+  constexpr int64_t kMaxStep = int64_t{1} << 53;
+  const int64_t period = ClampedInteger(period_value, 1, kMaxStep).value_or(1);
   const std::string x = ArgString(in.args, "x", "step");
   const std::string y = ArgString(in.args, "y", "seconds");
   const auto offset = static_cast<int64_t>(ArgNumber(in.args, "write_offset", 1));
@@ -100,7 +123,7 @@ StatusOr<Json> CheckpointSteps(const AnalysisView& in) {
   std::map<int64_t, double> seconds;   // step -> seconds (first record wins)
   for (const auto& r : steps) {
     if (!r.is_object() || !r.contains(x) || !r.contains(y) || !r[x].is_number() || !r[y].is_number()) continue;
-    seconds.emplace(static_cast<int64_t>(r[x].get<double>()), r[y].get<double>());
+    seconds.emplace(*ClampedInteger(r[x], -kMaxStep, kMaxStep), r[y].get<double>());
   }
   Json out = {{"period", period}, {"checkpoint_steps", Json::array()}, {"write_seconds", Json::object()},
               {"max_write_seconds", nullptr}, {"max_write_step", nullptr}, {"median_seconds", nullptr},
@@ -111,8 +134,7 @@ StatusOr<Json> CheckpointSteps(const AnalysisView& in) {
   const int64_t first = seconds.begin()->first;
   const int64_t last = seconds.rbegin()->first;
 
-  std::set<int64_t> checkpoint_steps;
-  for (int64_t s = (first + period - 1) / period * period; s <= last; s += period) checkpoint_steps.insert(s);
+  const std::set<int64_t> checkpoint_steps = CheckpointMultiples(seconds, first, last, period);
   std::set<int64_t> write_steps;
   double max_write = -1;
   int64_t max_write_step = -1;

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace diagnose {
 
@@ -48,8 +50,16 @@ class AcquisitionScope {
 void SetTerminationLine(std::function<std::string(const std::string& signal_name)> line);
 
 // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread it creates later)
-// and starts the thread that sigwaits for them. Call it from main before starting other threads.
+// and starts the thread that sigwaits for them; ignores SIGPIPE (a closed reader is a write error).
+// Call it from main before starting other threads.
 // Idempotent. Child processes reset their signal mask (subprocess.cc).
 void InstallTerminationHandler();
+
+// Writes a finished report to `out` (stdio, flushed) so that a termination signal leaves it whole
+// or absent: a signal that comes first means no report, one that comes during the write waits up
+// to 5 s for it to end (a reader that does not read within that gets a cut-short report, and a
+// stderr line says so), and a pipe is first enlarged to hold the report where the system allows.
+// False on a write error (errno set).
+bool WriteWholeReport(std::FILE* out, std::string_view text);
 
 }  // namespace diagnose

@@ -34,7 +34,7 @@ class BoundedDomBuilder {
   bool string(string_t& v) { return Element() && dom_.string(v); }
   bool binary(binary_t& v) { return Element() && dom_.binary(v); }
   bool start_object(std::size_t n) {
-    if (!Element()) return false;
+    if (!Element() || !Deeper()) return false;
     open_.push_back(-1);   // an object: its members are not counted
     return dom_.start_object(n);
   }
@@ -44,7 +44,7 @@ class BoundedDomBuilder {
     return dom_.end_object();
   }
   bool start_array(std::size_t n) {
-    if (!Element()) return false;
+    if (!Element() || !Deeper()) return false;
     open_.push_back(0);
     return dom_.start_array(n);
   }
@@ -68,6 +68,13 @@ class BoundedDomBuilder {
                                     std::to_string(events_) + " values in)");
     return false;
   }
+  // One more open container: refused past kMaxJsonDepth, as dump(), copies and comparisons of a
+  // tree recurse per level (200,000 nested arrays overflowed the stack in AsText's dump()).
+  bool Deeper() {
+    if (open_.size() < kMaxJsonDepth) return true;
+    stopped = ParseError(bounds_.what + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return false;
+  }
   // One more value where it stands: in an array, one more element.
   bool Element() {
     if (!Tick()) return false;
@@ -86,6 +93,11 @@ class BoundedDomBuilder {
 };
 
 }  // namespace
+
+nlohmann::json ParseUntrustedJson(std::string_view text) {
+  StatusOr<json> parsed = ParseUntrustedJsonBounded(text, JsonParseBounds{});
+  return parsed.ok() ? std::move(parsed).value() : json(json::value_t::discarded);
+}
 
 StatusOr<nlohmann::json> ParseUntrustedJsonBounded(std::string_view text, const JsonParseBounds& bounds) {
   json result;

@@ -15,19 +15,16 @@
 
 namespace diagnose {
 
+// How deeply a document written by others may nest: far past any answer, meta.json, facts or trace
+// we read (under 20 levels), and far below what nlohmann's recursive dump() and copy survive.
+inline constexpr size_t kMaxJsonDepth = 512;
+
 // Parses JSON written by others (sweep history, meta.json, HTTP answers); is_discarded() on a
-// syntax error. A float beyond int64's range becomes null: nlohmann's get<int64_t> of one is
-// undefined behaviour (found by fuzz/sweep_history and fuzz/tsdb_meta), and no field we read means
-// such a number, so the reader then refuses it as a wrong type instead.
-inline nlohmann::json ParseUntrustedJson(std::string_view text) {
-  auto tame = [](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (event == nlohmann::json::parse_event_t::value && parsed.is_number_float() &&
-        !(std::fabs(parsed.get<double>()) < 9.2e18))
-      parsed = nullptr;
-    return true;
-  };
-  return nlohmann::json::parse(text.begin(), text.end(), tame, /*allow_exceptions=*/false);
-}
+// syntax error and on nesting deeper than kMaxJsonDepth. A float beyond int64's range becomes null:
+// nlohmann's get<int64_t> of one is undefined behaviour (found by fuzz/sweep_history and
+// fuzz/tsdb_meta), and no field we read means such a number, so the reader then refuses it as a
+// wrong type instead.
+nlohmann::json ParseUntrustedJson(std::string_view text);
 
 // A number read as an integer in [lo, hi]: a float is truncated and clamped there first, since
 // casting a float outside the integer's range is undefined behaviour (fuzz/expr_template found
@@ -52,8 +49,8 @@ struct JsonParseBounds {
 };
 
 // ParseUntrustedJson within `bounds`: the document (discarded on a syntax error, as there), or
-// kDeadlineExceeded once the deadline passes mid-parse, or kResourceExhausted (LimitExceeded) for an
-// array past `array_limit`.
+// kDeadlineExceeded once the deadline passes mid-parse, kResourceExhausted (LimitExceeded) for an
+// array past `array_limit`, kParse for nesting deeper than kMaxJsonDepth.
 StatusOr<nlohmann::json> ParseUntrustedJsonBounded(std::string_view text, const JsonParseBounds& bounds);
 
 }  // namespace diagnose

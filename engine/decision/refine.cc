@@ -5,6 +5,7 @@
 #include <set>
 #include <type_traits>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/text.h"
 
 namespace diagnose {
@@ -42,7 +43,7 @@ void AddHost(SignalHit* hit, const std::string& host) {
 
 bool AnyMatch(const std::vector<std::regex>& patterns, const std::string& text) {
   for (const auto& re : patterns)
-    if (std::regex_search(text, re)) return true;
+    if (BoundedRegexSearch(text, re)) return true;
   return false;
 }
 

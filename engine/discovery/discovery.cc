@@ -41,7 +41,11 @@ using Clock = std::chrono::steady_clock;
 // Range selectors longer than this are split, so a long job's raw tb_step samples come back in
 // pieces of bounded size.
 constexpr double kStepChunkSeconds = 86400;
-
+// A step count no run reaches (2^53: doubles hold every integer below it); a sample claiming more
+// is not a step.
+constexpr double kMaxPlausibleStep = 9007199254740992.0;
+constexpr double kLatestPlausibleTime = 4102444800;   // 2100-01-01: no recorded sample is later
+constexpr double kMaxRangeSeconds = 92 * 86400.0;     // a quarter: longer than any one job's run
 
 std::string FormatTime(double t) {
   char buf[32];
@@ -164,6 +168,14 @@ DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<
       logged_run ? std::optional(AnchoredRun(inventory.blocks, *logged_run)) : std::nullopt;
   for (const auto& block : inventory.blocks) {
     const TimeRange held{block.min_time_ms / 1000.0, (block.max_time_ms - 1) / 1000.0};
+    // A meta.json is untrusted: one claiming INT64_MIN..INT64_MAX would stretch the range every
+    // query covers to billions of days. Its samples still lie where the other blocks' do.
+    if (!(held.start >= 0 && held.end <= kLatestPlausibleTime && held.end - held.start <= kMaxRangeSeconds)) {
+      inputs.gaps.push_back({"range-clipped", "", "", held.start, held.end,
+                             "block " + block.ulid + " claims data from " + FormatTime(held.start) + " to " +
+                                 FormatTime(held.end) + ", a span no job's TSDB holds: its range is not used to bound the queries"});
+      continue;
+    }
     if (run_window && BlockOutsideRun(block, *run_window)) {
       const bool after = held.start > run_window->end;
       const double off = after ? held.start - run_window->end : run_window->start - held.end;
@@ -190,6 +202,7 @@ DiscoveryInputs InputsForSnapshot(const TsdbInventory& inventory, std::optional<
   }
   if (!inventory.has_wal && blocks) {
     inputs.known_range = blocks;
+    inputs.search_window = log_window;   // read only to clip a range no job spans (ClipRange)
     return inputs;
   }
   // A head holds at most about 1.5 block ranges (3 h) beyond the last block.
@@ -268,6 +281,7 @@ class Discoverer {
     d_.gaps = inputs_.gaps;
     RETURN_IF_ERROR(StillInTime("finding the data range"));
     RETURN_IF_ERROR(FindRange());
+    ClipRange();
     RETURN_IF_ERROR(StillInTime("listing the metric names"));
     // Every label-value question at once, then every query: none waits for another's answer except
     // the step queries, which wait for the metric names. The answers are read in the order the
@@ -395,6 +409,28 @@ class Discoverer {
     return Status::Ok();
   }
 
+  // A block's meta.json or an endpoint's samples may claim any times (INT64_MIN..MAX ms, ±1e14 s, ten
+  // years): the per-day step queries over such a range held gigabytes. The range is kept to real
+  // clock times and to kMaxRangeSeconds, first around the log's window when there is one, else
+  // ending where it ends, and a gap says what was dropped.
+  void ClipRange() {
+    TimeRange& r = d_.range;
+    const TimeRange claimed = r;
+    const auto plausible = [&] { return r.end - r.start <= kMaxRangeSeconds; };
+    r.start = std::isnan(r.start) ? 0 : std::clamp(r.start, 0.0, kLatestPlausibleTime);
+    r.end = std::isnan(r.end) ? kLatestPlausibleTime : std::clamp(r.end, r.start, kLatestPlausibleTime);
+    if (!plausible() && inputs_.search_window) {
+      r.start = std::max(r.start, inputs_.search_window->start - 86400);
+      r.end = std::max(r.start, std::min(r.end, inputs_.search_window->end + 86400));
+    }
+    if (!plausible()) r.start = r.end - kMaxRangeSeconds;
+    if (r.start == claimed.start && r.end == claimed.end) return;
+    Gap("range-clipped", "", "", "the " + d_.range_source + " range claimed " + FormatTime(claimed.start) + " to " +
+                                     FormatTime(claimed.end) + "; only " + FormatTime(r.start) + " to " +
+                                     FormatTime(r.end) + " was read",
+        r.start, r.end);
+  }
+
   bool IgnoredHost(const std::string& h) const {
     return h.empty() || std::find(rules_.ignored_instance_hosts.begin(), rules_.ignored_instance_hosts.end(), h) !=
                             rules_.ignored_instance_hosts.end();
@@ -467,7 +503,7 @@ class Discoverer {
     out.heartbeats = out.batch.size() - out.pairs;
     out.has_steps = !rules_.step_metric.empty() && d_.HasMetric(rules_.step_metric);
     if (!out.has_steps) return out;
-    for (double a = s - 1; a < e; a += kStepChunkSeconds) {
+    for (double a = s - 1; a < e && !PastDeadline(); a += kStepChunkSeconds) {
       const double b = std::min(a + kStepChunkSeconds, e);
       const std::string window_of_chunk = "[" + PromqlSeconds(b - a) + "]";
       out.batch.push_back(Query::Instant(rules_.step_metric + window_of_chunk, b, "discovery:steps"));
@@ -632,6 +668,9 @@ class Discoverer {
       for (const auto& series : answers[i]->series) {
         const std::string key = LabelKey(series.labels);
         for (const auto& sample : series.samples) {
+          // Answers are untrusted: llround of NaN, Inf or anything past int64 is undefined, and a
+          // step of -Inf became INT64_MIN, whose distance to the log's step overflowed.
+          if (!(std::fabs(sample.t) < 1e15) || !(std::fabs(sample.v) < kMaxPlausibleStep)) continue;
           const std::string k = key + std::to_string(std::llround(sample.t * 1000));
           if (is_fill) fills[k] = sample.v; else steps[k] = sample;
         }
@@ -692,8 +731,9 @@ class Discoverer {
       g.message = "the log has no completed step to compare with the TSDB's last step " + std::to_string(*g.tsdb_last_step);
       return;
     }
-    const int64_t ahead = *g.tsdb_last_step - *g.log_last_step;
-    if (ahead > rules_.wrong_db_max_steps_ahead || -ahead > rules_.wrong_db_max_steps_behind) {
+    int64_t ahead = 0;
+    const bool overflow = __builtin_sub_overflow(*g.tsdb_last_step, *g.log_last_step, &ahead);
+    if (overflow || ahead > rules_.wrong_db_max_steps_ahead || ahead < -rules_.wrong_db_max_steps_behind) {
       g.status = "mismatch";
       g.message = "the TSDB's last real step is " + std::to_string(*g.tsdb_last_step) + " but the log's last step is " +
                   std::to_string(*g.log_last_step) + ": this TSDB probably belongs to another job";

@@ -72,7 +72,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ObservabilityGap, kind, host, fa
 
 struct DiscoveryInputs {
   // Exact range from the blocks' meta.json (private copy); when unset, found by queries inside
-  // `search_window`, which is then required (a remote endpoint is never asked about "now").
+  // `search_window`, which is then required (a remote endpoint is never asked about "now"). With
+  // known_range, search_window (the log's window) only bounds a range longer than any job's.
   std::optional<TimeRange> known_range{};
   std::optional<TimeRange> search_window{};
   std::vector<std::string> expected_hosts{};   // the job's nodelist, from its log

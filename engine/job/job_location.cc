@@ -10,6 +10,7 @@
 #include <set>
 #include <system_error>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/limits.h"
 #include "engine/core/regular_file.h"
 
@@ -28,7 +29,7 @@ const std::regex& JobIdPrefix() {
 
 bool IsBareId(const std::string& ref) {
   static const std::regex re(R"(^(k8s-\d{8}-\d{6}-[0-9a-f]+|local_\d{8}_\d{6}_[0-9a-f]+|\d+)$)");
-  return std::regex_match(ref, re);
+  return BoundedRegexMatch(ref, re);
 }
 
 std::string IdOf(const std::string& basename) {

@@ -182,7 +182,19 @@ class Parser {
     }
     return l;
   }
-  std::unique_ptr<Expr> ParseOr() { return ParseLeftAssociative(&Parser::ParseAnd, {"or"}, true); }
+  // Every nesting (parentheses, brackets, call arguments, prefix operators) passes through here or
+  // ParsePrefix, so their depth is counted there: the parser, the tree's destructor and every walk
+  // over it recurse per level (5,000 parentheses overflowed the stack).
+  std::unique_ptr<Expr> Nested(std::unique_ptr<Expr> (Parser::*parse)()) {
+    if (depth_ >= kMaxExprDepth)
+      return Fail(tok_.offset, "expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels");
+    ++depth_;
+    auto e = (this->*parse)();
+    --depth_;
+    return e;
+  }
+  std::unique_ptr<Expr> ParseOr() { return Nested(&Parser::ParseOrLevel); }
+  std::unique_ptr<Expr> ParseOrLevel() { return ParseLeftAssociative(&Parser::ParseAnd, {"or"}, true); }
   std::unique_ptr<Expr> ParseAnd() { return ParseLeftAssociative(&Parser::ParseNot, {"and"}, true); }
   // One prefix level: `op operand`, the operand parsed by `self` (so `not not x` nests), else `next`.
   std::unique_ptr<Expr> ParsePrefix(const char* op, bool word, std::unique_ptr<Expr> (Parser::*self)(),
@@ -190,7 +202,7 @@ class Parser {
     if (!(word ? IsWord(op) : IsOp(op))) return (this->*next)();
     size_t off = tok_.offset;
     Advance();
-    auto operand = (this->*self)();
+    auto operand = Nested(self);
     if (!operand) return nullptr;
     return Unary(op, off, std::move(operand));
   }
@@ -377,8 +389,10 @@ class Parser {
 
   Lexer lexer_;
   Token tok_;
+  static constexpr int kMaxExprDepth = 256;
   ExprSyntaxError* err_;
   bool failed_ = false;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/data_dir.h"
 #include "engine/core/limits.h"
@@ -315,7 +316,7 @@ void LoadPlaybook(LoadResult* result, Library* library, std::shared_ptr<const st
   CheckKeys(ctx, root, kPlaybookKeys);
   if (!GetScalar(ctx, root, "playbook", true, &pb.id)) return;
   ctx.playbook = pb.id;
-  if (!std::regex_match(pb.id, PlaybookIdPattern()))
+  if (!BoundedRegexMatch(pb.id, PlaybookIdPattern()))
     ctx.Add(LoadCode::kBadValue, root["playbook"], "playbook", fmt::format(fmt::runtime(msg::kBadValue), "playbook", pb.id, "[a-z0-9-]+"));
   if (const PlaybookSpec* prev = library->FindPlaybook(pb.id)) {
     ctx.Add(LoadCode::kDuplicateId, root["playbook"], "playbook", fmt::format(fmt::runtime(msg::kDuplicateId), pb.id, prev->pos.ToString()));

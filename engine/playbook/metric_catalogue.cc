@@ -3,6 +3,7 @@
 #include <cctype>
 #include <set>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/yaml_reader.h"
 
@@ -76,7 +77,7 @@ bool MetricCatalogue::Contains(const std::string& name) const {
   for (const auto& m : metrics_)
     if (m.name == name) return true;
   for (const auto& re : patterns_)
-    if (std::regex_match(name, re)) return true;
+    if (BoundedRegexMatch(name, re)) return true;
   return false;
 }
 

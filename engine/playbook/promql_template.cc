@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/tsdb/promql_escape.h"
 
 namespace diagnose::playbook {
@@ -20,9 +21,10 @@ StatusOr<std::string> FormatParam(ParamType type, const nlohmann::json& value, c
     }
     case ParamType::kDuration: {
       static const std::regex re("^([0-9]+(ms|s|m|h|d|w|y))+$");
-      if (value.is_number() && value.get<double>() > 0)
+      // Up to ~31 million years: past long long's range the conversion is undefined behaviour.
+      if (value.is_number() && value.get<double>() > 0 && value.get<double>() < 1e15)
         return std::to_string(static_cast<long long>(value.get<double>() + 0.5)) + "s";
-      if (value.is_string() && std::regex_match(value.get<std::string>(), re)) return value.get<std::string>();
+      if (value.is_string() && BoundedRegexMatch(value.get<std::string>(), re)) return value.get<std::string>();
       return bad("a duration such as 30s or 5m");
     }
     case ParamType::kString:

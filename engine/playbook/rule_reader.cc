@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "engine/analysis/analysis.h"
+#include "engine/core/bounded_regex.h"
 #include "engine/core/limits.h"
 #include "engine/playbook/loader_internal.h"
 #include "engine/report/report.h"
@@ -113,7 +114,7 @@ bool CheckLiteral(const FileCtx& ctx, const YAML::Node& n, const std::string& fi
     case ParamType::kDuration: {
       if (!n.IsScalar()) return bad("(not a scalar)");
       const std::string& s = n.Scalar();
-      if (std::regex_match(s, DurationPattern())) {
+      if (BoundedRegexMatch(s, DurationPattern())) {
         *out = s;
         return true;
       }
@@ -565,7 +566,7 @@ std::vector<RuleNode> ExpandForEach(FileCtx& ctx, const YAML::Node& rules) {
     }
     for (auto it = items.begin(); it != items.end(); ++it) {
       const std::string key = it->first.Scalar();
-      if (!std::regex_match(key, key_pattern)) {
+      if (!BoundedRegexMatch(key, key_pattern)) {
         ctx.Add(LoadCode::kBadValue, it->first, "for_each", fmt::format(fmt::runtime(msg::kBadValue), "for_each", key, "[a-z0-9_]+"));
         continue;
       }
@@ -635,7 +636,7 @@ std::vector<Binding> ParseBindings(const FileCtx& ctx, const YAML::Node& n, cons
   for (auto it = n.begin(); it != n.end(); ++it) {
     Binding b;
     b.name = it->first.Scalar();
-    if (!std::regex_match(b.name, IdPattern()))
+    if (!BoundedRegexMatch(b.name, IdPattern()))
       ctx.Add(LoadCode::kBadValue, it->first, field, fmt::format(fmt::runtime(msg::kBadValue), field, b.name, "[a-z_][a-z0-9_]*"));
     else if (!seen.insert(b.name).second)
       ctx.Add(LoadCode::kDuplicateId, it->first, field, fmt::format(fmt::runtime(msg::kDuplicateId), b.name, ctx.Pos(n).ToString()));
@@ -653,7 +654,7 @@ bool ParseRule(FileCtx& ctx, const YAML::Node& n, const std::string& playbook_id
   }
   if (!GetScalar(ctx, n, "id", true, &rule->id)) return false;
   ctx.rule = rule->id;
-  if (!std::regex_match(rule->id, IdPattern()))
+  if (!BoundedRegexMatch(rule->id, IdPattern()))
     ctx.Add(LoadCode::kBadValue, n["id"], "id", fmt::format(fmt::runtime(msg::kBadValue), "id", rule->id, "[a-z_][a-z0-9_]*"));
   rule->playbook = playbook_id;
   rule->qualified_id = (playbook_id.empty() ? "common" : playbook_id) + "/" + rule->id;

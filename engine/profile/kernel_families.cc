@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/bounded_yaml.h"
 
 namespace diagnose::profile {
@@ -61,8 +62,8 @@ StatusOr<KernelFamilies> Build(const YAML::Node& root, const std::string& source
 size_t KernelFamilies::Classify(std::string_view kernel) const {
   for (size_t i = 0; i < families.size(); ++i) {
     const auto& f = families[i];
-    if (!std::regex_search(kernel.begin(), kernel.end(), f.match)) continue;
-    if (f.exclude && std::regex_search(kernel.begin(), kernel.end(), *f.exclude)) continue;
+    if (!BoundedRegexSearch(kernel, f.match)) continue;
+    if (f.exclude && BoundedRegexSearch(kernel, *f.exclude)) continue;
     return i;
   }
   return families.size();

@@ -25,6 +25,7 @@
 
 #include "engine/core/limits.h"
 #include "engine/core/regular_file.h"
+#include "engine/core/untrusted_json.h"
 #include "engine/core/utf8.h"
 
 namespace diagnose::profile {
@@ -497,8 +498,16 @@ class TraceStreamParser {
   static constexpr size_t kSlack = 1 + simdjson::SIMDJSON_PADDING;
 
   Status UnbalancedError() const {
+    if (!refusal_.empty()) return ParseError(path_ + ": not a trace-event JSON file: " + refusal_);
     return ParseError(path_ + ": not a trace-event JSON file: unbalanced brackets at byte " +
                       std::to_string(base_ + static_cast<int64_t>(scan_)));
+  }
+
+  static std::string NestingTooDeep() { return "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels"; }
+
+  void Refuse(size_t at, const std::string& what) {
+    failed_ = true;
+    refusal_ = what + " at byte " + std::to_string(base_ + static_cast<int64_t>(at));
   }
 
   void Scan(bool at_end) {
@@ -537,6 +546,7 @@ class TraceStreamParser {
       } else if (c == '{' || c == '[') {
         ++depth_;
         if (c == '[' && depth_ == 2 && last_key_) phase_ = Phase::kInArray;
+        if (static_cast<size_t>(depth_) > kMaxJsonDepth) Refuse(scan_, NestingTooDeep());
       } else {
         if (depth_ == 0) failed_ = true;
         --depth_;
@@ -573,6 +583,10 @@ class TraceStreamParser {
     if (c == '{' || c == '[') {
       ++depth_;
       if (c == '{' && depth_ == 3 && phase_ == Phase::kInArray && !pending_start_) pending_start_ = at;
+      // An array where an event belongs was skipped unread, so 200,000 nested ones read as a
+      // trace of no events; and no trace nests anywhere near kMaxJsonDepth.
+      if (c == '[' && depth_ == 3 && phase_ == Phase::kInArray) Refuse(at, "an array where an event (an object) belongs");
+      if (static_cast<size_t>(depth_) > kMaxJsonDepth) Refuse(at, NestingTooDeep());
       return;
     }
     if (depth_ == 0) {
@@ -651,6 +665,7 @@ class TraceStreamParser {
   int depth_ = 0;
   bool in_string_ = false;      // ScanHeader's
   bool failed_ = false;
+  std::string refusal_;   // why the scan stopped, when not on an unbalanced bracket
   bool last_key_ = false;       // the last key of the top-level object was traceEvents
   std::optional<size_t> key_start_;
   std::optional<size_t> pending_start_;   // where the event being scanned began

@@ -4,6 +4,8 @@
 #include <regex>
 #include <utility>
 
+#include "engine/core/bounded_regex.h"
+
 namespace diagnose::sweep {
 
 namespace {
@@ -103,9 +105,10 @@ JobFailure ClassifyJob(const JobFacts& facts, bool steady_window_measured) {
                                 : event != nullptr ? &event->where : nullptr;
   if (flag_line != nullptr) {
     static const std::regex flag_re(R"(Unknown flag[^-]*(--xla_[A-Za-z0-9_]+))");
-    std::smatch m;
+    std::cmatch m;
     f.outcome = JobOutcome::kUnknownFlag;
-    f.detail = std::regex_search(flag_line->text, m, flag_re) ? m[1].str() : "";
+    const size_t flag_at = flag_line->text.find("Unknown flag");
+    f.detail = BoundedRegexSearch(flag_line->text, flag_re, flag_at, flag_at, &m) ? m[1].str() : "";
     f.evidence = *flag_line;
     return f;
   }

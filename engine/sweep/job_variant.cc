@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/regular_file.h"
 
 namespace diagnose::sweep {
@@ -126,7 +127,9 @@ std::map<std::string, std::vector<std::string>> ParseTuneProfiles(const std::str
       for (const auto& name : current) profiles[name].push_back((*it)[1].str());
   };
   while (std::getline(in, line)) {
-    const std::string t = Trim(line);
+    // The script is the user's: a line's regexes read its first kRegexWindowBytes only (std::regex
+    // recursed once per byte of a long flag value or arm body).
+    const std::string t(RegexWindow(Trim(line)));
     if (!in_case) {
       if (t.rfind("case ", 0) == 0 && t.find("TUNE_PROFILE") != std::string::npos) in_case = true;
       continue;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/bounded_yaml.h"
 #include "engine/core/yaml_reader.h"
 #include "engine/report/report.h"
@@ -244,6 +245,7 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
   uint32_t triggers = 0;
   // Small fixed sets: a line rarely hits more than a few literals.
   int hits[32];
+  size_t hit_ends[32];   // where each hit's literal ends: its regex reads a window around it
   int n_hits = 0;
   int s = 0;
   const int32_t* next = next_.data();
@@ -269,7 +271,7 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
       for (int o = output_head_[s / alpha]; o >= 0; o = outputs_[o].second) {
         const Literal& l = literals_[outputs_[o].first];
         if (l.class_index == -2) triggers |= 1u << l.trigger_bit;
-        else if (n_hits < 32) hits[n_hits++] = outputs_[o].first;
+        else if (n_hits < 32) hit_ends[n_hits] = i, hits[n_hits++] = outputs_[o].first;
       }
     }
   }
@@ -278,13 +280,9 @@ void SignatureMatcher::Match(std::string_view line, std::vector<int>* out, uint3
   std::vector<int> ignored;
   for (int i = 0; i < n_hits; ++i) {
     const Literal& l = literals_[hits[i]];
-    if (l.pattern->regex) {
-      try {
-        if (!std::regex_search(line.begin(), line.end(), *l.pattern->regex)) continue;
-      } catch (const std::regex_error&) {
-        continue;   // pathological input (complexity limit): treat as no match
-      }
-    }
+    if (l.pattern->regex &&
+        !BoundedRegexSearch(line, *l.pattern->regex, hit_ends[i] - l.pattern->literal.size(), hit_ends[i]))
+      continue;
     if (l.class_index < 0) {
       out->clear();
       return;   // known-harmless line

@@ -12,6 +12,7 @@
 #include <map>
 #include <regex>
 
+#include "engine/core/bounded_regex.h"
 #include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
 #include "engine/core/ordered_parallel.h"
@@ -109,7 +110,7 @@ std::string DefaultSummaryHistory(const std::string& outputs_dir) {
 StatusOr<int64_t> ParseSince(const std::string& text, int64_t now) {
   // At most six digits a part: no count of weeks overflows, and nothing longer is meant.
   static const std::regex duration(R"(^(\d{1,6}[smhdw])+$)");
-  if (std::regex_match(text, duration)) {
+  if (BoundedRegexMatch(text, duration)) {
     static const std::regex part(R"((\d{1,6})([smhdw]))");
     int64_t seconds = 0;
     for (std::sregex_iterator it(text.begin(), text.end(), part), end; it != end; ++it) {

@@ -92,6 +92,27 @@ TEST(CheckpointStepsTest, NoPeriodIsAPrecondition) {
   EXPECT_FALSE(CheckpointSteps(With(Json::object(), Json::object())).ok());
 }
 
+TEST(CheckpointStepsTest, AStepFarBeyondTheOthersCountsOnlyThePeriodsThatHoldRecords) {
+  // One log line claiming step 10^12 (or 10^30, past int64): the range to it holds 10^10
+  // checkpoints, which used to be enumerated one by one (and `s += period` overflowed near INT64_MAX).
+  for (double far : {1e12, 9.2e18, 1e30}) {
+    Json steps = Steps(0, 120, 30, {});
+    steps.push_back({{"step", far}, {"seconds", 30}});
+    auto r = CheckpointSteps(With(Json::array({steps, 50}), Json::object()));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const Json& c = (*r)["checkpoint_steps"];
+    ASSERT_EQ(c.size(), 4u) << far;
+    EXPECT_EQ(c[0], 0);
+    EXPECT_EQ(c[2], 100);
+    EXPECT_EQ(c[3].get<int64_t>() % 50, 0);
+    EXPECT_GT(c[3].get<int64_t>(), 1000000);
+  }
+  // A period below one step would divide by zero once truncated.
+  auto tiny = CheckpointSteps(With(Json::array({Steps(0, 10, 30, {}), 0.5}), Json::object()));
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ((*tiny)["checkpoint_steps"].size(), 11u);
+}
+
 TEST(CheckpointStepsTest, RegisteredUnderTheirNames) {
   ASSERT_NE(FindAnalysis("select_records"), nullptr);
   ASSERT_NE(FindAnalysis("checkpoint_steps"), nullptr);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "engine/playbook/loader.h"
 #include "tests/support/cli.h"
@@ -56,6 +57,28 @@ TEST(PlaybookCliTest, LintChecksPromqlWithPrometheusParser) {
   auto parsed = nlohmann::json::parse(j.Printed(), nullptr, false);
   ASSERT_FALSE(parsed.is_discarded()) << j.Printed();
   EXPECT_EQ(parsed["errors"], 3);
+}
+
+// 5,000 parentheses in a `when:` overflowed the expression parser's stack (exit 139); 100,000 in a
+// query kept promtool, and so lint, busy past a minute. Both are errors at their file:line:col.
+TEST(PlaybookCliTest, DeepNestingIsALintErrorNotACrashOrAHang) {
+  testing::TempDir dir("diagnose-deep-nesting");
+  const std::string head = "description: x\ntriggers:\n  - tsdb: true\nrules:\n  - id: r\n    query: '";
+  const std::string when = dir / "when.yaml", query = dir / "query.yaml";
+  std::ofstream(when) << "playbook: deep-when\n" << head << "up'\n    finding:\n      when: \"" << std::string(5000, '(')
+                      << "1" << std::string(5000, ')') << " > 0\"\n      summary: x\n";
+  std::ofstream(query) << "playbook: deep-query\n" << head << std::string(100000, '(') << "up"
+                       << std::string(100000, ')') << "'\n    finding:\n      when: \"true\"\n      summary: x\n";
+  for (const auto& [file, want] :
+       {std::pair{when, ":9:270: playbook \"deep-when\", rule \"r\": field 'finding.when': could not parse "
+                        "expression: expression nested deeper than 256 levels"},
+        std::pair{query, ":7:12: playbook \"deep-query\", rule \"r\": the query nests brackets deeper than 256 levels"}}) {
+    const auto started = std::chrono::steady_clock::now();
+    auto r = Cli({"lint", file});
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30)) << file;
+    EXPECT_EQ(r.exit_code, 1) << r.Printed();
+    EXPECT_NE(r.Printed().find(file + want), std::string::npos) << want << "\n" << r.Printed().substr(0, 2000);
+  }
 }
 
 TEST(PlaybookCliTest, EveryShippedPlaybookTestPassesAgainstRealPrometheus) {

@@ -53,5 +53,24 @@ TEST(UntrustedJsonTest, AnArrayPastItsLimitIsRefusedNamingTheLimit) {
                                                                           "the answer"}).ok());
 }
 
+// nlohmann parses any depth, but dump() and copies recurse per level: an answer whose `warnings`
+// nested 100,000 deep overflowed the stack in AsText's dump().
+TEST(UntrustedJsonTest, NestingPastTheDepthLimitIsRefused) {
+  const auto nested = [](size_t depth) {
+    return "{\"status\":\"success\",\"warnings\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  };
+  auto deep = ParseUntrustedJsonBounded(nested(200000), JsonParseBounds{std::nullopt, std::nullopt, "the answer to up"});
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().code(), StatusCode::kParse);
+  EXPECT_EQ(deep.status().message(), "the answer to up nests deeper than 512 levels");
+  EXPECT_TRUE(ParseUntrustedJson(nested(200000)).is_discarded());
+  EXPECT_TRUE(ParseUntrustedJson(std::string(200000, '{')).is_discarded());
+  auto at_limit = ParseUntrustedJsonBounded(nested(kMaxJsonDepth - 1), JsonParseBounds{});
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status().message();
+  EXPECT_FALSE(at_limit->is_discarded());
+  EXPECT_FALSE(ParseUntrustedJson(nested(kMaxJsonDepth - 1)).dump().empty());
+  EXPECT_TRUE(ParseUntrustedJson(nested(kMaxJsonDepth)).is_discarded());
+}
+
 }  // namespace
 }  // namespace diagnose

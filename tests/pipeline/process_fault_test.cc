@@ -3,7 +3,10 @@
 // to one sweep history, a temp filesystem that is full, no `prometheus` on PATH. In every case the
 // job dir stays byte-identical and nothing of the run (child process, temp dir) is left behind.
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,6 +130,63 @@ TEST(ProcessFaults, ASignalAtTenRandomMomentsLeavesNoChildNoTempDirAndTheJobDirU
   }
   EXPECT_EQ(e2e::DirSnapshot(job_dir), before) << "the job dir was written";
   fs::remove_all(tmp);
+}
+
+// `diagnose JOB | head -c 10`: the reader goes away mid-report. The run used to die by SIGPIPE (141,
+// no stderr line, its private Prometheus' temp dir left behind); the contract says exit 1 and one
+// stderr line.
+TEST(ProcessFaults, AClosedStdoutPipeIsExitOneWithOneLineAndNoTempDir) {
+  REQUIRE_FIXTURE("8308");
+  const fs::path out = FreshDir("closed-pipe-out");
+  const fs::path tmp = FreshDir("closed-pipe-tmp");
+  ScopedEnv tmpdir("TMPDIR", tmp.string());
+  const std::string script = "(\"$0\" 8308 --outputs \"$1\" --format json 2>\"$2/err\"; echo $? >\"$2/rc\") | head -c 10 >/dev/null";
+  const auto run = e2e::RunProgram({"sh", "-c", script, DIAGNOSE_BINARY, DIAGNOSE_FIXTURE_OUTPUTS, out.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(e2e::ReadFileOrEmpty((out / "rc").string()), "1\n");
+  const std::string err = e2e::ReadFileOrEmpty((out / "err").string());
+  EXPECT_EQ(err.rfind("diagnose: writing to standard output failed", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(LeftoversAfter(tmp), std::vector<std::string>{});
+  EXPECT_EQ(EntriesOf(tmp), std::vector<std::string>{}) << "the run left files in TMPDIR";
+  fs::remove_all(tmp);
+  fs::remove_all(out);
+}
+
+// SIGTERM while the report goes to a reader that is not reading: the report used to stop at the
+// pipe's 64 KiB, unterminated JSON. It is whole (the pipe is enlarged to take it in one write, or
+// the signal waits a few seconds for the write) or absent, never part of one.
+TEST(ProcessFaults, SigtermDuringTheReportsWriteLeavesItWholeOrAbsent) {
+  REQUIRE_FIXTURE("8308");
+  const fs::path dir = FreshDir("sigterm-write");
+  const fs::path fifo = dir / "report";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
+  SpawnOptions options;
+  options.argv = {DIAGNOSE_BINARY, "8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--logs-only", "--format", "json"};
+  options.stdout_path = fifo.string();
+  options.stderr_path = (dir / "err").string();
+  auto child = ChildProcess::Spawn(options);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  int queued = 0;   // bytes in the pipe: the report's write has begun
+  for (int i = 0; i < 6000 && queued == 0 && child->Running(); ++i) {
+    ::ioctl(reader, FIONREAD, &queued);
+    if (queued == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(queued, 0) << "the report was never written: " << e2e::ReadFileOrEmpty(options.stderr_path);
+  ::kill(child->pid(), SIGTERM);
+  std::string report;
+  char buffer[65536];
+  auto code = child->Wait(std::chrono::seconds(30));
+  ::fcntl(reader, F_SETFL, 0);   // the writer has gone: read to end of file
+  for (ssize_t n; (n = ::read(reader, buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<size_t>(n));
+  ::close(reader);
+  ASSERT_TRUE(code.ok());
+  EXPECT_TRUE(*code == 0 || *code == 128 + SIGTERM) << *code;
+  EXPECT_GT(report.size(), size_t{65536}) << "the case this guards: a report larger than a pipe's default";
+  EXPECT_TRUE(json::accept(report)) << report.size() << " bytes, not one JSON document";
+  fs::remove_all(dir);
 }
 
 // Stopped by a signal, the run still exits 128+signal after its cleanups, and one stderr line says

@@ -41,6 +41,22 @@ TEST(ExprTest, ArithmeticComparisonAndLogic) {
   EXPECT_EQ(Eval("'a' + 'b' == \"ab\""), true);
 }
 
+// The parser, the tree's destructor and every walk over it recurse per level: 5,000 parentheses
+// or 500,000 unary minus overflowed the stack.
+TEST(ExprTest, NestingPastTheDepthLimitIsASyntaxErrorAtItsOffset) {
+  const ExprSyntaxError parens = SyntaxError(std::string(5000, '(') + "1" + std::string(5000, ')') + " > 0");
+  EXPECT_EQ(parens.message, "expression nested deeper than 256 levels");
+  EXPECT_EQ(parens.offset, 256u);   // the 257th parenthesis
+  EXPECT_EQ(SyntaxError(std::string(500000, '-') + "1").message, "expression nested deeper than 256 levels");
+  EXPECT_EQ(SyntaxError(std::string(100000, '[') + "1").message, "expression nested deeper than 256 levels");
+  std::string nots;
+  for (int i = 0; i < 100000; ++i) nots += "not ";
+  EXPECT_EQ(SyntaxError(nots + "true").message, "expression nested deeper than 256 levels");
+  std::string minus;
+  for (int i = 0; i < 200; ++i) minus += "- ";
+  EXPECT_EQ(Eval(std::string(200, '(') + "1" + std::string(200, ')') + " + " + minus + "1"), 2.0);
+}
+
 // Found by fuzz/expr_template (UBSan): a huge or NaN index was cast to long before the range check.
 TEST(ExprTest, AnIndexOutOfAnyRangeIsNullNotAnOverflow) {
   EXPECT_EQ(Eval("[1, 2, 3][1e300]"), Value());

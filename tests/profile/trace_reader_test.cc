@@ -284,6 +284,23 @@ TEST(TraceReader, UnbalancedAfterTheArrayAndCutEscapesAreRefused) {
       << cut.status().message();
 }
 
+// Arrays where events belong were skipped unread: 200,000 nested ones read as a trace of no events
+// (exit 0). They, and nesting past any real trace's, are refused as not a trace.
+TEST(TraceReader, ArraysForEventsAndDeepNestingAreRefused) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto arrays = ParseTraceJson("{\"traceEvents\":" + deep + "}", "arrays.json");
+  ASSERT_FALSE(arrays.ok());
+  EXPECT_EQ(arrays.status().message(),
+            "arrays.json: not a trace-event JSON file: an array where an event (an object) belongs at byte 16");
+  auto elsewhere = ParseTraceJson("{\"x\":" + deep + ",\"traceEvents\":[]}", "elsewhere.json");
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_NE(elsewhere.status().message().find("nesting deeper than 512 levels at byte 516"), std::string::npos)
+      << elsewhere.status().message();
+  auto in_args = ParseTraceJson("{\"traceEvents\":[{\"ph\":\"X\",\"args\":" + deep + "}]}", "args.json");
+  ASSERT_FALSE(in_args.ok());
+  EXPECT_NE(in_args.status().message().find("nesting deeper than 512 levels"), std::string::npos);
+}
+
 TEST(TraceReader, AGzipWindowReadInSmallPiecesMatchesTheWhole) {
   const std::string dir = ReaderTempDir("pieces");
   auto spec = SmallWindow();

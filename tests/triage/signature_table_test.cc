@@ -66,6 +66,35 @@ TEST(SignatureTableTest, EveryBrokenClassIsReportedAtItsOwnLine) {
   EXPECT_EQ(message.find("sig.yaml:3:"), std::string::npos) << message;
 }
 
+// libstdc++'s std::regex recursed per character on the `.*` of these patterns: a 40 KB line took
+// ~97,000 frames and overflowed the stack. Each regex now reads a window around its literal.
+TEST(SignatureTableTest, RegexesOnLinesUpToTheLineLimitStayNearTheirLiteral) {
+  auto t = LoadSignatureTable(testing::RulesDir() + "/triage/failure-signatures.yaml");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const auto index_of = [&](const std::string& id) {
+    for (size_t i = 0; i < t->classes.size(); ++i)
+      if (t->classes[i].id == id) return static_cast<int>(i);
+    return -1;
+  };
+  const int pull = index_of("container-pull-fail"), nic = index_of("nccl-nic-fail");
+  ASSERT_GE(pull, 0);
+  ASSERT_GE(nic, 0);
+  const SignatureMatcher m(*t);
+  std::vector<int> hits;
+  const auto has = [&](int c) { return std::find(hits.begin(), hits.end(), c) != hits.end(); };
+  for (size_t length : {size_t{40000}, size_t{65536 - 100}}) {
+    const std::string filler(length, 'a');
+    m.Match("[ERROR] Login to " + filler, &hits);   // the repro: no " failed" anywhere
+    EXPECT_FALSE(has(pull)) << length;
+    m.Match("[ERROR] Login to registry.example failed " + filler, &hits);
+    EXPECT_TRUE(has(pull)) << length;
+    m.Match("NCCL FATAL " + filler + " Failed to auto-detect NCCL_SOCKET_IFNAME", &hits);
+    EXPECT_FALSE(has(nic)) << length << ": the match would need text " << length << " bytes from its literal";
+    m.Match(filler + " NCCL FATAL bootstrap: Failed to auto-detect NCCL_SOCKET_IFNAME", &hits);
+    EXPECT_TRUE(has(nic)) << length;
+  }
+}
+
 TEST(SignatureTableTest, MatcherAppliesIgnoreHarmlessAndRegex) {
   auto t = ParseSignatureTable(R"(
 harmless: ["totally fine"]

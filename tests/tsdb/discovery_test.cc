@@ -3,7 +3,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -360,6 +364,97 @@ TEST(DiscoveryAskingTest, LabelValuesAndQueriesGoOutInOneBatchEach) {
   EXPECT_EQ(steps, 1);
   EXPECT_EQ(d->hosts, std::vector<std::string>{"chi2800"});
   EXPECT_EQ(d->queries, static_cast<int>(client.label_batches[0].size() + client.query_batches[0].size()));
+}
+
+// A block claiming INT64_MIN..INT64_MAX ms, or an endpoint's samples at ±1e14 s, made one step
+// query per day of that range (gigabytes of queries): the range is clipped, and a gap says so.
+TEST(DiscoveryAskingTest, AnImpossibleRangeIsClippedAndSaysSo) {
+  const auto ask = [](TimeRange claimed, std::optional<TimeRange> window) {
+    AskingRecorder client;
+    DiscoveryInputs inputs;
+    inputs.known_range = claimed;
+    inputs.search_window = window;
+    inputs.expected_hosts = {"chi2800"};
+    auto d = Discover(client, inputs, Rules());
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    if (!d.ok() || client.query_batches.empty()) return std::make_pair(Discovery{}, -1);
+    int steps = 0;
+    for (const auto& q : client.query_batches.at(0)) steps += q.id == "discovery:steps";
+    return std::make_pair(*d, steps);
+  };
+  const auto clipped = [](const Discovery& d) {
+    for (const auto& g : d.gaps)
+      if (g.kind == "range-clipped") return g.detail;
+    return std::string();
+  };
+  const auto [whole, whole_steps] = ask({-9.2e15, 9.2e15}, std::nullopt);
+  EXPECT_LE(whole_steps, 93);
+  EXPECT_LE(whole.range.end - whole.range.start, 92 * 86400.0);
+  EXPECT_NE(clipped(whole).find("block-meta range claimed"), std::string::npos) << clipped(whole);
+  const TimeRange log_window{1771891200, 1771891800};
+  const auto [windowed, windowed_steps] = ask({1771891200 - 10 * 365 * 86400.0, 1771891800}, log_window);
+  EXPECT_DOUBLE_EQ(windowed.range.start, log_window.start - 86400);
+  EXPECT_DOUBLE_EQ(windowed.range.end, log_window.end);
+  EXPECT_LE(windowed_steps, 3);
+  EXPECT_FALSE(clipped(windowed).empty());
+  const auto [plain, plain_steps] = ask(log_window, std::nullopt);
+  EXPECT_EQ(clipped(plain), "");
+  EXPECT_EQ(plain_steps, 1);
+}
+
+// One block's meta.json claiming INT64_MIN..INT64_MAX ms (or ten years) took 8-14 GB of step
+// queries: its range no longer bounds the queries, the other blocks' does, and a gap names it.
+TEST(DiscoveryInputsTest, ABlockClaimingAnImpossibleRangeDoesNotStretchTheRange) {
+  TsdbInventory inventory;
+  inventory.blocks = {{"01GOOD", 1771891200000, 1771898400000},
+                      {"01ABSURD", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()},
+                      {"01DECADE", 1771891200000 - int64_t{10} * 365 * 86400000, 1771898400000}};
+  const DiscoveryInputs inputs = InputsForSnapshot(inventory);
+  ASSERT_TRUE(inputs.known_range.has_value());
+  EXPECT_DOUBLE_EQ(inputs.known_range->start, 1771891200);
+  EXPECT_NEAR(inputs.known_range->end, 1771898400, 0.01);
+  ASSERT_EQ(inputs.gaps.size(), 2u);
+  EXPECT_EQ(inputs.gaps[0].kind, "range-clipped");
+  EXPECT_NE(inputs.gaps[0].detail.find("block 01ABSURD claims data from"), std::string::npos) << inputs.gaps[0].detail;
+  EXPECT_NE(inputs.gaps[1].detail.find("block 01DECADE"), std::string::npos);
+}
+
+// tb_step samples of -Inf, NaN or 1e300 are no steps: llround of one was INT64_MIN, and its distance
+// to the log's step overflowed (the release build then called the TSDB another job's).
+class NonFiniteSteps : public AskingRecorder {
+ public:
+  std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& queries) override {
+    std::vector<StatusOr<QueryResult>> answers = AskingRecorder::RunBatch(queries);
+    for (size_t i = 0; i < queries.size(); ++i) {
+      if (queries[i].id != "discovery:steps") continue;
+      Series s;
+      s.labels = {{"__name__", "tb_step"}, {"host", "chi2800"}};
+      s.samples = {{1771891300, 100}, {1771891400, -INFINITY}, {1771891500, NAN}, {1771891600, 1e300},
+                   {NAN, 5}, {1e300, 6}};
+      QueryResult r;
+      r.result_type = "matrix";
+      r.series = {s};
+      answers[i] = r;
+    }
+    return answers;
+  }
+};
+
+TEST(DiscoveryAskingTest, NonFiniteStepSamplesAreSkipped) {
+  NonFiniteSteps client;
+  DiscoveryInputs inputs;
+  inputs.known_range = TimeRange{1771891200, 1771891800};
+  inputs.expected_hosts = {"chi2800"};
+  inputs.log_last_step = 100;
+  auto d = Discover(client, inputs, Rules());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->step_times.size(), 1u);
+  EXPECT_EQ(d->step_times[0].step, 100);
+  EXPECT_NE(d->guard.status, "mismatch") << d->guard.message;
+  inputs.log_last_step = std::numeric_limits<int64_t>::min();   // a log's step as absurd: no overflow
+  auto far = Discover(client, inputs, Rules());
+  ASSERT_TRUE(far.ok());
+  EXPECT_EQ(far->guard.status, "mismatch");
 }
 
 TEST(DiscoveryRulesTest, BadRulesNameTheFile) {
