@@ -272,6 +272,14 @@ std::string FormatRange(const TimeRange& r) {
   return IsoUtc(r.start) + ".." + IsoUtc(r.end);
 }
 
+// What discovery found through a failing source is not about the job: drop it with the state.
+void MarkFailed(JobContext& job, std::string reason) {
+  job.tsdb.state = TsdbAvailability::kFailed;
+  job.tsdb.reason = std::move(reason);
+  job.tsdb.discovery = nullptr;
+  job.tsdb.gaps.clear();
+}
+
 // What an endpoint that holds more than this job is asked about: --window for the subject, else
 // the log's run window, padded for the scrapes before the first step and the flush after the end.
 // An end missing from the log is estimated from the steps' total time plus an hour of setup.
@@ -307,7 +315,11 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
   auto discovery = diagnose::Discover(*job.client, inputs, rules);
   if (!discovery.ok()) {
     job.discovery_failure = "discovery failed: " + discovery.status().message();
-    job.tsdb.gaps.push_back(job.discovery_failure);
+    // Blocks that all lie outside the job's run are the job's own TSDB telling nothing of it. Any
+    // other failure (the source down, an answer it refused to diagnose's own question, no window to
+    // ask about) says nothing about the job: its metrics were not read.
+    if (inputs.untrusted.empty()) MarkFailed(job, job.discovery_failure);
+    else job.tsdb.gaps.push_back(job.discovery_failure);
     return;
   }
   job.discovery = std::move(discovery).value();
@@ -338,14 +350,6 @@ void NoteClockSkew(JobContext& job) {
 bool IsServerStartFailure(const Status& status) {
   return status.code() == StatusCode::kUnavailable || status.code() == StatusCode::kDeadlineExceeded ||
          status.code() == StatusCode::kInternal;
-}
-
-// What discovery found through a failing source is not about the job: drop it with the state.
-void MarkFailed(JobContext& job, std::string reason) {
-  job.tsdb.state = TsdbAvailability::kFailed;
-  job.tsdb.reason = std::move(reason);
-  job.tsdb.discovery = nullptr;
-  job.tsdb.gaps.clear();
 }
 
 // The server started before triage, when it is the one the log now chooses: the blocks the
@@ -669,6 +673,8 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     dag::EvaluationContext ctx;
     ctx.facts = jobs.front().facts;
     ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
+    // "failed": diagnose could not read the metrics, which is no fact about the job (not a gap either).
+    ctx.facts["tsdb_state"] = std::string(ToString(jobs.front().tsdb.state));
     ctx.requested_playbooks = options.forced_playbooks;
     ctx.deadline = options.remote.deadline;
     if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);
