@@ -382,9 +382,9 @@ std::optional<StartedServer> ClaimEarlyServer(JobContext& job, const PrivateProm
 Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (!options.remote.url.empty()) {
     job.tsdb.mode = TsdbMode::kRemote;
-    job.tsdb.source = options.remote.url;
-    Stage("querying {} for job {}", options.remote.url, job.facts.id);
-    auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
+    job.tsdb.source = ShownUrl(options.remote.url);
+    Stage("querying {} for job {}", job.tsdb.source, job.facts.id);
+    auto client = HttpQueryClient::Create(options.remote, "endpoint " + job.tsdb.source);
     if (!client.ok()) return client.status();
     job.remote = std::move(client).value();
     QueryClient* source = job.remote.get();
@@ -629,14 +629,19 @@ bool RestartFailedServersOnce(std::vector<JobContext>& jobs, const DiagnoseOptio
   return restarted;
 }
 
+// --deadline from `started`, saturated at about 31 years (what a request without a deadline waits at
+// most): 1e300 s must not overflow the clock into the past.
+Clock::time_point DeadlineAfter(Clock::time_point started, double seconds) {
+  constexpr double kLongestDeadlineSeconds = 1e9;
+  return started + std::chrono::milliseconds(static_cast<int64_t>(std::min(seconds, kLongestDeadlineSeconds) * 1000));
+}
+
 }  // namespace
 
 StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   DiagnoseOptions timed_options = raw_options;
-  if (timed_options.deadline_seconds > 0)
-    timed_options.remote.deadline =
-        started + std::chrono::milliseconds(static_cast<int64_t>(timed_options.deadline_seconds * 1000));
+  if (timed_options.deadline_seconds > 0) timed_options.remote.deadline = DeadlineAfter(started, timed_options.deadline_seconds);
   ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(timed_options));
   DiagnoseOptions& options = triaged.options;
   std::vector<JobContext>& jobs = triaged.jobs;
