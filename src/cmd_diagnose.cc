@@ -11,6 +11,7 @@
 #include "engine/core/cleanup_registry.h"
 #include "engine/core/logging.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/tsdb/endpoint_options.h"
 #include "engine/tsdb/job_scoped_client.h"
 #include "engine/report/render.h"
 #include "src/commands.h"
@@ -44,6 +45,10 @@ int RunDiagnose(DiagnoseArgs& args) {
       return 2;
     }
     args.options.remote.headers[name] = value;
+  }
+  if (Status headers = CheckRequestHeaders(args.options.remote); !headers.ok()) {
+    PrintError("diagnose", headers.message());
+    return 2;
   }
   if (!args.window.empty()) {
     StatusOr<TimeRange> window = ParseTimeRange(args.window);
@@ -142,11 +147,12 @@ void RegisterDiagnose(CLI::App& app, CommandRegistry& registry) {
                "do not verify the endpoint's TLS certificate: DANGEROUS, whoever intercepts the connection reads "
                "the Authorization header and can feed made-up metrics; prefer --cacert");
   app.add_option("--cacert", o.remote.ca_file, "CA bundle (PEM) that signed the endpoint's TLS certificate");
-  app.add_option("--query-timeout", o.remote.timeout_seconds, "per-request timeout in seconds");
+  app.add_option("--query-timeout", o.remote.timeout_seconds, "per-request timeout in seconds")->check(Seconds(false));
   o.deadline_seconds = kDefaultDeadlineSeconds;
   app.add_option("--deadline", o.deadline_seconds,
                  "seconds the whole run may spend reaching metrics before it reports the diagnosis incomplete "
-                 "(exit 3); 0 = no deadline (default 60)");
+                 "(exit 3); 0 = no deadline (default 60)")
+      ->check(Seconds(true));
   app.add_flag("--logs-only", o.logs_only, "triage the logs only; do not open the TSDB");
   app.add_flag("--blocks-only", o.blocks_only,
                "serve only the completed blocks of a live job's TSDB (the newest ~2h are missing)");

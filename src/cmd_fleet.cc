@@ -39,7 +39,8 @@ void AddEndpointFlags(CLI::App* sub, StoreEndpointArgs& args, const std::string&
   sub->add_option("--tenant", args.tenant, "X-Scope-OrgID");
   sub->add_option("--cacert", args.ca_file, "CA bundle (PEM) that signed the endpoint's TLS certificate");
   sub->add_flag("--insecure", args.insecure, "skip TLS certificate verification");
-  sub->add_option("--query-timeout", args.timeout_seconds, "per-request timeout in seconds (default 60)");
+  sub->add_option("--query-timeout", args.timeout_seconds, "per-request timeout in seconds (default 60)")
+      ->check(Seconds(false));
 }
 
 StatusOr<RemoteEndpointOptions> EndpointOptions(const StoreEndpointArgs& args) {
@@ -56,6 +57,7 @@ StatusOr<RemoteEndpointOptions> EndpointOptions(const StoreEndpointArgs& args) {
     }
     o.headers[name] = value;
   }
+  RETURN_IF_ERROR(CheckRequestHeaders(o));
   return o;
 }
 
@@ -277,7 +279,8 @@ void RegisterFleet(CLI::App& app, CommandRegistry& registry) {
       ->check(CLI::Range(1, 64));
   import->add_option("--format", import_args.format, "text | json")->check(CLI::IsMember({"text", "json"}));
   import->add_option("--deadline", import_args.deadline_seconds,
-                     "per job: seconds its diagnosis may spend reaching metrics (default 120)");
+                     "per job: seconds its diagnosis may spend reaching metrics (default 120)")
+      ->check(Seconds(true));
   registry.Add(import, [] { return RunImport(import_args); });
 
   CLI::App* nodes = fleet->add_subcommand(

@@ -96,7 +96,8 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
                   "jobs not in the history: query this endpoint instead of each job's persisted TSDB");
   sub->add_flag("--logs-only", args.logs_only, "jobs not in the history: diagnose from logs only (no TSDB; fast)");
   sub->add_option("--deadline", args.deadline_seconds,
-                  "per diagnosed job: seconds it may spend reaching metrics (default 60; 0 = none)");
+                  "per diagnosed job: seconds it may spend reaching metrics (default 60; 0 = none)")
+      ->check(Seconds(true));
   AddParallelDiagnosesOption(sub, &args.parallel, "jobs not in the history");
   sub->add_option("--now", args.now, "treat this epoch second as now (--since durations, running jobs; for tests)");
   registry.Add(sub, [] { return RunSummary(args); });

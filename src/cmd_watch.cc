@@ -102,18 +102,19 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
   }
   RemoteEndpointOptions endpoint;
   endpoint.url = args.prometheus;
-  auto client = HttpQueryClient::Create(endpoint, "endpoint " + args.prometheus);
+  const std::string shown = ShownUrl(args.prometheus);
+  auto client = HttpQueryClient::Create(endpoint, "endpoint " + shown);
   if (!client.ok()) {
     PrintError(command, client.status().message());
     return 2;
   }
   // One cheap question first, so an endpoint that is not there is one line, not eight queries.
   if (auto probe = (*client)->Run(Query::Instant("vector(1)", static_cast<double>(std::time(nullptr)))); !probe.ok()) {
-    PrintError(command, "cannot reach " + args.prometheus + ": " + probe.status().message().substr(0, 200));
+    PrintError(command, "cannot reach " + shown + ": " + probe.status().message().substr(0, 200));
     return 1;
   }
   AlertWatchOptions options;
-  options.endpoint = args.prometheus;
+  options.endpoint = shown;
   options.job_label = args.job_label;
   options.poll_seconds = args.poll_seconds;
   options.once = args.once;
@@ -137,7 +138,7 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
   };
   options.note = [&command](const std::string& line) { std::fprintf(stderr, "%s: %s\n", command.c_str(), line.c_str()); };
   std::fprintf(stderr, "%s: polling %zu alerts on %s every %.0f s\n", command.c_str(), rules->alerts.size(),
-               args.prometheus.c_str(), args.poll_seconds);
+               shown.c_str(), args.poll_seconds);
   Status run = diagnose::RunAlertWatch(*rules, **client, options, g_stop);
   if (!run.ok()) {
     PrintError(command, run.message());

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 
 #include "engine/core/limits.h"
@@ -112,6 +113,18 @@ std::vector<std::string> SubcommandNames(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
   return names;
+}
+
+CLI::Validator Seconds(bool zero_means_none) {
+  return CLI::Validator(
+      [zero_means_none](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double seconds = std::strtod(text.c_str(), &end);
+        const bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(seconds);
+        if (number && (seconds > 0 || (zero_means_none && seconds == 0))) return "";
+        return "'" + text + "' is not a number of seconds " + (zero_means_none ? ">= 0 (0: none)" : "> 0");
+      },
+      zero_means_none ? "SECONDS>=0" : "SECONDS>0");
 }
 
 bool SplitHeader(const std::string& raw, std::string* name, std::string* value) {

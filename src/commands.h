@@ -46,6 +46,11 @@ void RegisterAll(CLI::App& app, CommandRegistry& registry);
 // "Authorization: Bearer x" -> {"Authorization", "Bearer x"}; false when there is no name.
 bool SplitHeader(const std::string& raw, std::string* name, std::string* value);
 
+// A number of seconds an option takes (--deadline, --query-timeout): finite and positive, or with
+// `zero_means_none` also 0. NaN, an infinity or a negative is a usage error (exit 2), never read
+// as "no limit"; a huge value is taken, and saturates where it is used.
+CLI::Validator Seconds(bool zero_means_none);
+
 // "<command>: <message>" on stderr as one line, whatever bytes the message carries (a job id with a
 // newline, a server's binary answer).
 void PrintError(const std::string& command, const std::string& message);

@@ -96,11 +96,13 @@ LintReport Lint(const LintRequest& request) {
   const std::string& data_dir = request.data_dir;
   std::vector<std::string> paths = request.paths;
   if (paths.empty()) paths = {data_dir + "/rules/common", data_dir + "/playbooks"};
-  // An overlay is linted as diagnose loads it: on top of the data dir's playbooks, so an id that
-  // clashes with a shipped one is reported.
-  paths.insert(paths.end(), request.playbook_dirs.begin(), request.playbook_dirs.end());
   const std::vector<std::string> signature_tables = TakeSignatureTables(&paths, request.paths.empty(), data_dir);
   std::vector<std::string> files = FilesToLint(paths);
+  // An overlay is linted as diagnose loads it: on top of the data dir's playbooks (an id that clashes
+  // with a shipped one is reported), every YAML file in it as a playbook, whatever it holds.
+  std::vector<std::string> overlay;
+  for (const auto& dir : request.playbook_dirs)
+    for (const auto& f : pb::YamlFilesIn(dir)) overlay.push_back(f);
   // Split shared-rule files from playbooks: shared rules load first so playbooks can use them.
   // When none is given, the data dir's rules/common is loaded as context (not reported).
   pb::Loader loader;
@@ -120,6 +122,8 @@ LintReport Lint(const LintRequest& request) {
   if (common.empty()) loader.LoadCommonFiles(pb::FindYamlFiles(data_dir + "/rules/common", false));
   loader.LoadCommonFiles(common);
   for (const auto& f : playbooks) loader.LoadAnyFile(f);
+  for (const auto& f : overlay) loader.LoadPlaybookFile(f);
+  files.insert(files.end(), overlay.begin(), overlay.end());
   // Alerting rules name playbooks: linted alone, they are checked against the data dir's.
   if (playbooks.empty() && !alerts.empty())
     for (const auto& f : pb::FindYamlFiles(data_dir + "/playbooks", false))

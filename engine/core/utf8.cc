@@ -55,6 +55,15 @@ std::string ValidUtf8(std::string_view text, size_t max_bytes, bool strip_contro
   return out;
 }
 
+std::string WithoutControls(std::string_view text) {
+  std::string out(text);
+  for (char& ch : out) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f) ch = '?';
+  }
+  return out;
+}
+
 std::string OneLine(std::string_view text) {
   const std::string valid = ValidUtf8(text);
   std::string out;

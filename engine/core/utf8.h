@@ -17,6 +17,11 @@ size_t Utf8SequenceLength(std::string_view text, size_t i);
 // quoted line stays one line.
 std::string ValidUtf8(std::string_view text, size_t max_bytes = std::string::npos, bool strip_controls = false);
 
+// `text` with each C0 control other than tab and line feed, and DEL, written as '?': what a
+// terminal would act on (an escape sequence from an endpoint's error text, a carriage return
+// overwriting the line) never reaches a report, whatever its format.
+std::string WithoutControls(std::string_view text);
+
 // `text` as one printable line for an error message: valid UTF-8, each control byte written as an
 // escape (\n, \t, \x1b), so a job id with a newline cannot forge a second line of output.
 std::string OneLine(std::string_view text);

@@ -109,15 +109,20 @@ void CollectDirFiles(JobLocation* job, const fs::path& outputs) {
     std::error_code ec2;
     for (const auto& f : fs::directory_iterator(d, fs::directory_options::skip_permission_denied, ec2)) {
       std::string n = f.path().filename().string();
-      if (n.rfind("worker-", 0) == 0 && EndsWith(n, ".out") && f.is_regular_file(ec2)) {
-        if (!IsWithin(f.path(), outputs)) {
-          ++outside;
-          continue;
-        }
-        std::error_code ec3;
-        std::string key = fs::weakly_canonical(f.path(), ec3).string();
-        if (seen.insert(key).second) job->ray_worker_logs.push_back(f.path().string());
+      if (n.rfind("worker-", 0) != 0 || !EndsWith(n, ".out")) continue;
+      // As for rank logs: what is not a file (a directory, a FIFO, through a symlink or not) is named.
+      if (const std::string kind = NonRegularKind(f.path().string()); !kind.empty()) {
+        job->notes.push_back(f.path().string() + " is " + kind + ", not a regular file; not read");
+        continue;
       }
+      if (!f.is_regular_file(ec2)) continue;   // a dangling symlink: nothing to read
+      if (!IsWithin(f.path(), outputs)) {
+        ++outside;
+        continue;
+      }
+      std::error_code ec3;
+      std::string key = fs::weakly_canonical(f.path(), ec3).string();
+      if (seen.insert(key).second) job->ray_worker_logs.push_back(f.path().string());
     }
   };
   for (const auto& host : fs::directory_iterator(ray, fs::directory_options::skip_permission_denied, ec)) {

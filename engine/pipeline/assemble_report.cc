@@ -1,5 +1,7 @@
 #include "engine/pipeline/assemble_report.h"
 
+#include "engine/tsdb/endpoint_options.h"
+
 namespace diagnose {
 
 namespace {
@@ -80,7 +82,9 @@ Report AssembleReport(const ReportParts& parts) {
   for (const auto& job : parts.jobs) {
     report.tsdb.push_back(job.tsdb);
     if (!job.step_times.empty()) report.step_times[job.logs.job.id] = job.step_times;
-    if (job.tsdb.mode == TsdbMode::kRemote && job.tsdb.state == TsdbAvailability::kRemote) report.graph_endpoint = job.tsdb.source;
+    // Links carry no userinfo (a browser asks for the credentials): the source shows the password as ***.
+    if (job.tsdb.mode == TsdbMode::kRemote && job.tsdb.state == TsdbAvailability::kRemote)
+      report.graph_endpoint = SplitUrlCredentials(job.tsdb.source).url;
   }
 
   if (parts.incompleteness) {
@@ -90,6 +94,8 @@ Report AssembleReport(const ReportParts& parts) {
     report.decision = parts.sweep ? parts.sweep->decision : parts.diagnosis.decision;
     Append(&report.decision.notes, parts.fleet.notes);
   }
+  if (std::string left_out = SlurmExcludeOmissionNote(report.decision.exclude); !left_out.empty())
+    report.decision.notes.push_back(std::move(left_out));
   if (parts.profile) {
     report.profile = JobProfileJson(*parts.profile);
     report.profile_lines = JobProfileLines(*parts.profile);

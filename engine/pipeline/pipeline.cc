@@ -263,6 +263,14 @@ std::string FormatRange(const TimeRange& r) {
   return IsoUtc(r.start) + ".." + IsoUtc(r.end);
 }
 
+// What discovery found through a failing source is not about the job: drop it with the state.
+void MarkFailed(JobContext& job, std::string reason) {
+  job.tsdb.state = TsdbAvailability::kFailed;
+  job.tsdb.reason = std::move(reason);
+  job.tsdb.discovery = nullptr;
+  job.tsdb.gaps.clear();
+}
+
 // What an endpoint that holds more than this job is asked about: --window for the subject, else
 // the log's run window, padded for the scrapes before the first step and the flush after the end.
 // An end missing from the log is estimated from the steps' total time plus an hour of setup.
@@ -298,7 +306,11 @@ void Discover(JobContext& job, const DiscoveryRules& rules, const DiscoveryInput
   auto discovery = diagnose::Discover(*job.client, inputs, rules);
   if (!discovery.ok()) {
     job.discovery_failure = "discovery failed: " + discovery.status().message();
-    job.tsdb.gaps.push_back(job.discovery_failure);
+    // Blocks that all lie outside the job's run are the job's own TSDB telling nothing of it. Any
+    // other failure (the source down, an answer it refused to diagnose's own question, no window to
+    // ask about) says nothing about the job: its metrics were not read.
+    if (inputs.untrusted.empty()) MarkFailed(job, job.discovery_failure);
+    else job.tsdb.gaps.push_back(job.discovery_failure);
     return;
   }
   job.discovery = std::move(discovery).value();
@@ -331,14 +343,6 @@ bool IsServerStartFailure(const Status& status) {
          status.code() == StatusCode::kInternal;
 }
 
-// What discovery found through a failing source is not about the job: drop it with the state.
-void MarkFailed(JobContext& job, std::string reason) {
-  job.tsdb.state = TsdbAvailability::kFailed;
-  job.tsdb.reason = std::move(reason);
-  job.tsdb.discovery = nullptr;
-  job.tsdb.gaps.clear();
-}
-
 // The server started before triage, when it is the one the log now chooses: the blocks the
 // log's run leaves out are the ones it left out, and the log's end state does not make the TSDB
 // live. A start that failed for a reason of ours is the first start, as it would have been; one
@@ -369,9 +373,9 @@ std::optional<StartedServer> ClaimEarlyServer(JobContext& job, const PrivateProm
 Status OpenTsdb(JobContext& job, const DiagnoseOptions& options, const DiscoveryRules& rules) {
   if (!options.remote.url.empty()) {
     job.tsdb.mode = TsdbMode::kRemote;
-    job.tsdb.source = options.remote.url;
-    Stage("querying {} for job {}", options.remote.url, job.facts.id);
-    auto client = HttpQueryClient::Create(options.remote, "endpoint " + options.remote.url);
+    job.tsdb.source = ShownUrl(options.remote.url);
+    Stage("querying {} for job {}", job.tsdb.source, job.facts.id);
+    auto client = HttpQueryClient::Create(options.remote, "endpoint " + job.tsdb.source);
     if (!client.ok()) return client.status();
     job.remote = std::move(client).value();
     QueryClient* source = job.remote.get();
@@ -616,14 +620,19 @@ bool RestartFailedServersOnce(std::vector<JobContext>& jobs, const DiagnoseOptio
   return restarted;
 }
 
+// --deadline from `started`, saturated at about 31 years (what a request without a deadline waits at
+// most): 1e300 s must not overflow the clock into the past.
+Clock::time_point DeadlineAfter(Clock::time_point started, double seconds) {
+  constexpr double kLongestDeadlineSeconds = 1e9;
+  return started + std::chrono::milliseconds(static_cast<int64_t>(std::min(seconds, kLongestDeadlineSeconds) * 1000));
+}
+
 }  // namespace
 
 StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) {
   auto started = Clock::now();
   DiagnoseOptions timed_options = raw_options;
-  if (timed_options.deadline_seconds > 0)
-    timed_options.remote.deadline =
-        started + std::chrono::milliseconds(static_cast<int64_t>(timed_options.deadline_seconds * 1000));
+  if (timed_options.deadline_seconds > 0) timed_options.remote.deadline = DeadlineAfter(started, timed_options.deadline_seconds);
   ASSIGN_OR_RETURN(TriagedJobs triaged, ResolveAndTriage(timed_options));
   DiagnoseOptions& options = triaged.options;
   std::vector<JobContext>& jobs = triaged.jobs;
@@ -660,6 +669,8 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
     dag::EvaluationContext ctx;
     ctx.facts = jobs.front().facts;
     ctx.facts["tsdb_requested"] = !options.logs_only;   // --logs-only: a missing TSDB is not a gap
+    // "failed": diagnose could not read the metrics, which is no fact about the job (not a gap either).
+    ctx.facts["tsdb_state"] = std::string(ToString(jobs.front().tsdb.state));
     ctx.requested_playbooks = options.forced_playbooks;
     ctx.deadline = options.remote.deadline;
     if (jobs.front().discovery) ctx.discovery = dag::PlaybookDiscoveryJson(*jobs.front().discovery);

@@ -480,23 +480,24 @@ bool LooksLikePlaybook(const std::string& path) {
 
 std::string PlaybookDataDir() { return DefaultDataDir(); }
 
+std::vector<std::string> YamlFilesIn(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (!fs::is_directory(dir, ec)) return files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 Library LoadLibraryDir(const std::string& data_dir, LoadResult* result, const std::vector<std::string>& overlay_dirs) {
   Loader loader;
-  std::error_code ec;
-  auto list = [&](const std::string& dir) {
-    std::vector<std::string> files;
-    if (!fs::is_directory(dir, ec)) return files;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      auto ext = entry.path().extension();
-      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path().string());
-    }
-    std::sort(files.begin(), files.end());
-    return files;
-  };
-  loader.LoadCommonFiles(list(data_dir + "/rules/common"));
-  for (const auto& f : list(data_dir + "/playbooks")) loader.LoadPlaybookFile(f);
+  loader.LoadCommonFiles(YamlFilesIn(data_dir + "/rules/common"));
+  for (const auto& f : YamlFilesIn(data_dir + "/playbooks")) loader.LoadPlaybookFile(f);
   for (const auto& dir : overlay_dirs)
-    for (const auto& f : list(dir)) loader.LoadPlaybookFile(f);
+    for (const auto& f : YamlFilesIn(dir)) loader.LoadPlaybookFile(f);
   for (const auto& d : loader.result().diagnostics()) result->Add(d);
   return loader.TakeLibrary();
 }

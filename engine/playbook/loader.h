@@ -61,6 +61,11 @@ class Loader {
   Library library_;
 };
 
+// The *.yaml and *.yml regular files directly in `dir` (a symlink to one included), sorted by name;
+// none when it is not a directory. What LoadLibraryDir loads from each of its dirs, and so what
+// `lint --playbooks DIR` lints.
+std::vector<std::string> YamlFilesIn(const std::string& dir);
+
 // Loads <data_dir>/rules/common/*.yaml then <data_dir>/playbooks/*.yaml (not recursive: tests and
 // examples live in subdirectories). Files sorted by name so order is deterministic.
 // `overlay_dirs`: more playbooks, loaded after the data dir's (`--playbooks DIR`).

@@ -212,7 +212,7 @@ FirstScreen BuildFirstScreen(const Report& r, size_t max_lines) {
   for (const auto& t : r.tsdb)
     for (const auto& n : t.notes)
       if (caveats.insert(n).second) s.job_details.push_back("caveat: " + ValidUtf8(n, kLineChars, true));
-  s.incomplete = r.incomplete;
+  if (r.incomplete) s.incomplete = ValidUtf8(*r.incomplete, std::string::npos, true);   // an endpoint's words
   s.verdict = r.verdict.root_cause + " (" + r.verdict.domain + ", " + std::string(ToString(r.verdict.confidence)) + ")";
   s.summary = ValidUtf8(r.verdict.summary, 600, true);
   if (r.causal_chain.size() > 1) s.causal_chain = JoinStrings(r.causal_chain, " -> ");

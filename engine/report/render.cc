@@ -126,12 +126,14 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
 class TextSink : public Sink {
  public:
   explicit TextSink(bool color) : color_(color) {}
-  void Title(const std::string& t) override { out_ << Bold(t) << "\n"; }
-  void Section(const std::string& t) override { out_ << "\n" << Bold("== " + t + " ==") << "\n"; }
+  // What the report quotes (an endpoint's error text, a log line) loses its controls before Bold
+  // adds the only escapes this sink writes.
+  void Title(const std::string& t) override { out_ << Bold(WithoutControls(t)) << "\n"; }
+  void Section(const std::string& t) override { out_ << "\n" << Bold("== " + WithoutControls(t) + " ==") << "\n"; }
   void KeyValue(const std::string& k, const std::string& v, bool em) override {
-    std::string key = k + ":";
+    std::string key = WithoutControls(k) + ":";
     key.resize(std::max<size_t>(key.size(), 18), ' ');
-    out_ << "  " << key << (em ? Bold(v) : v) << "\n";
+    out_ << "  " << key << (em ? Bold(WithoutControls(v)) : WithoutControls(v)) << "\n";
   }
   void Table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) override {
     std::vector<size_t> w(head.size());
@@ -141,7 +143,7 @@ class TextSink : public Sink {
     auto line = [&](const std::vector<std::string>& r) {
       out_ << "    ";
       for (size_t i = 0; i < w.size(); ++i) {
-        std::string c = i < r.size() ? r[i] : "";
+        std::string c = i < r.size() ? WithoutControls(r[i]) : "";
         out_ << c << std::string(w[i] - c.size() + 2, ' ');
       }
       out_ << "\n";
@@ -150,8 +152,8 @@ class TextSink : public Sink {
     for (const auto& r : rows) line(r);
   }
   void Bullet(const std::string& text, const std::string& quote) override {
-    out_ << "  - " << text << "\n";
-    if (!quote.empty()) out_ << "      > " << quote << "\n";
+    out_ << "  - " << WithoutControls(text) << "\n";
+    if (!quote.empty()) out_ << "      > " << WithoutControls(quote) << "\n";
   }
   std::string Finish() override { return out_.str(); }
 
@@ -167,7 +169,7 @@ std::string MdEscape(const std::string& s) {
     if (c == '|' || c == '*' || c == '_' || c == '`' || c == '<' || c == '>' || c == '[' || c == ']') out.push_back('\\');
     out.push_back(c == '\n' ? ' ' : c);
   }
-  return out;
+  return WithoutControls(out);
 }
 
 class MarkdownSink : public Sink {
@@ -196,7 +198,7 @@ class MarkdownSink : public Sink {
       std::string q = quote;
       for (auto& c : q)
         if (c == '`') c = '\'';
-      out_ << "  `" << q << "`\n";
+      out_ << "  `" << WithoutControls(q) << "`\n";
     }
   }
   std::string Finish() override { return out_.str(); }
@@ -344,7 +346,7 @@ std::string HtmlEscape(const std::string& text) {
       default: out.push_back(c);
     }
   }
-  return out;
+  return WithoutControls(out);
 }
 
 std::string RenderFullListing(const Report& report, const std::string& format, bool color) {

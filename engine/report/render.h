@@ -28,7 +28,7 @@ std::string RenderFullListing(const Report& report, const std::string& format, b
 StatusOr<std::string> RenderReport(const Report& report, const std::string& format,
                                    const RenderOptions& options = {});
 
-// HTML-escapes & < > " '.
+// HTML-escapes & < > " ', and writes a control character as ? (WithoutControls).
 std::string HtmlEscape(const std::string& text);
 
 }  // namespace diagnose

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/core/utf8.h"
+
 namespace diagnose {
 
 namespace {
@@ -91,17 +93,34 @@ nlohmann::json ToJson(const Finding& f) {
 
 std::string SlurmExcludeList(const Decision& decision) { return SlurmExcludeList(decision.exclude); }
 
+namespace {
+
+bool PlainHostName(const std::string& host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+}  // namespace
+
 std::string SlurmExcludeList(const std::vector<Exclusion>& exclude) {
   std::string out;
   for (const auto& x : exclude) {
-    const bool plain = !x.host.empty() && std::all_of(x.host.begin(), x.host.end(), [](unsigned char c) {
-      return std::isalnum(c) || c == '-' || c == '_' || c == '.';
-    });
-    if (!plain) continue;
+    if (!PlainHostName(x.host)) continue;
     if (!out.empty()) out += ',';
     out += x.host;
   }
   return out;
+}
+
+std::string SlurmExcludeOmissionNote(const std::vector<Exclusion>& exclude) {
+  std::string left_out;
+  for (const auto& x : exclude)
+    if (!PlainHostName(x.host)) left_out += (left_out.empty() ? "'" : ", '") + OneLine(x.host) + "'";
+  if (left_out.empty()) return "";
+  return "excluded but left out of slurm_exclude: " + left_out +
+         " (a host name with anything but letters, digits, '-', '_' and '.' would mean something else to "
+         "sbatch --exclude or a shell; exclude it by hand once its real name is known)";
 }
 
 nlohmann::json TypedChanges(const std::map<std::string, std::string>& changes) {

@@ -132,11 +132,14 @@ struct Diagnosis {
   std::vector<std::string> causal_chain;   // root cause -> intermediate effects -> symptoms
 };
 
-// `exclude` as Slurm's --exclude takes it ("chi2822,chi2834"), priority order. A host name with a
-// character Slurm's hostlist syntax gives meaning to (`,[]` or space; it came from a metric label)
+// `exclude` as Slurm's --exclude takes it ("chi2822,chi2834"), priority order. A host name with
+// anything but letters, digits, `-`, `_` and `.` (it came from a metric label: `,[]` or a space mean
+// something to Slurm's hostlist syntax, a quote, `\` or `|` to the shell a driver pastes it into)
 // is left out rather than passed on to mean something else.
 std::string SlurmExcludeList(const Decision& decision);
 std::string SlurmExcludeList(const std::vector<Exclusion>& exclude);
+// The note naming the excluded hosts SlurmExcludeList leaves out, and why; empty when it keeps all.
+std::string SlurmExcludeOmissionNote(const std::vector<Exclusion>& exclude);
 
 // `changes` with each value as JSON would type it: a decimal number, true/false, else the string.
 // `changes` itself stays string-valued (contract).

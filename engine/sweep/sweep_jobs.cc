@@ -41,6 +41,10 @@ StatusOr<JobIdSet> ParseJobIdSet(const std::string& text) {
     } else if (IsNumericJobId(part)) {
       const int64_t n = std::stoll(part);
       set.ranges.emplace_back(n, n);
+    } else if (part.find_first_not_of("0123456789-") == std::string::npos) {
+      // Digits that are no id and no range (a bound past 18 digits, "9-", "1-2-3"): no job has them.
+      return InvalidArgumentError("--jobs: '" + part + "' is neither a job id nor a range like 9801-9850 "
+                                  "(numeric ids have at most 18 digits)");
     } else if (part.find_first_of(" \t/") == std::string::npos) {
       set.ids.push_back(part);
     } else {
@@ -57,8 +61,10 @@ StatusOr<CollectedJobs> CollectSweepJobs(const CollectOptions& options) {
   if (!listed.ok()) return listed.status();
   CollectedJobs out;
   for (const auto& r : refused) out.warnings.push_back("job " + r.name + " refused: " + r.status.message());
+  bool any_named = false;   // by --jobs
   for (const JobLocation& job : *listed) {
     if (options.jobs && !options.jobs->Contains(job.id)) continue;
+    any_named = true;
     if (options.since && ModificationTime(job.log_path.value_or("")) < *options.since) continue;
     StatusOr<JobFacts> facts = TriageJob(job, options.triage);
     if (!facts.ok()) {
@@ -70,6 +76,8 @@ StatusOr<CollectedJobs> CollectSweepJobs(const CollectOptions& options) {
     input.artifact = ReadArtifact(job.job_dir.value_or(""), options.outputs_dir);
     out.jobs.push_back(std::move(input));
   }
+  // An id no job has is a typo or the wrong --outputs, not an empty sweep.
+  if (options.jobs && !any_named) return NotFoundError("--jobs: no job in " + options.outputs_dir + " has any of these ids");
   return out;
 }
 

@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "engine/core/status.h"
+
 namespace diagnose {
 
 struct RemoteEndpointOptions {
@@ -61,5 +63,25 @@ struct RemoteEndpointOptions {
   // retries, so an endpoint that accepts and never answers cannot hold a Slurm epilog.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+// The extra headers and the tenant (sent as X-Scope-OrgID) as they may be sent: a name is an HTTP
+// token (RFC 9110 5.6.2), a value holds no control character but tab. A CR or LF would end the
+// header and start one the user never wrote. InvalidArgument naming the header otherwise.
+Status CheckRequestHeaders(const RemoteEndpointOptions& options);
+
+// An endpoint URL split at its userinfo ("http://user:pass@host/..."): the URL without it, which is
+// what requests go to and messages name, and the credentials as written (percent-encoded).
+struct UrlCredentials {
+  std::string url;          // the URL with no userinfo
+  std::string user;         // empty when the URL has no userinfo
+  std::string password;
+  bool has_password = false;
+};
+UrlCredentials SplitUrlCredentials(const std::string& url);
+
+// The URL as reports, logs and error messages show it: a password in its userinfo written as ***
+// (http://user:***@host/...); anything else exactly as given. Every place an endpoint is echoed
+// goes through here, since a report is shared and stderr logged.
+std::string ShownUrl(const std::string& url);
 
 }  // namespace diagnose

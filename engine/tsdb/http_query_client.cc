@@ -69,6 +69,22 @@ void ApplyTlsOptions(CURL* easy, const RemoteEndpointOptions& options) {
   if (!options.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
 }
 
+// Credentials written in the URL's userinfo authenticate every transfer, sent as curl would send
+// them from the URL (Basic), while the URL requests go to and messages name carries none.
+void ApplyUrlCredentials(CURL* easy, const RemoteEndpointOptions& options) {
+  const UrlCredentials credentials = SplitUrlCredentials(options.url);
+  if (credentials.user.empty() && !credentials.has_password) return;
+  auto decoded = [easy](const std::string& text) {
+    int length = 0;
+    char* raw = curl_easy_unescape(easy, text.c_str(), static_cast<int>(text.size()), &length);
+    std::string out = raw ? std::string(raw, static_cast<size_t>(length)) : text;
+    curl_free(raw);
+    return out;
+  };
+  curl_easy_setopt(easy, CURLOPT_USERNAME, decoded(credentials.user).c_str());
+  if (credentials.has_password) curl_easy_setopt(easy, CURLOPT_PASSWORD, decoded(credentials.password).c_str());
+}
+
 // A TLS failure said so that a user can act on it, or nullopt when `code` is not one. `detail` is
 // curl's error buffer ("SSL certificate problem: certificate has expired"), which says far more
 // than curl_easy_strerror ("SSL peer certificate or SSH remote key was not OK").
@@ -178,25 +194,21 @@ double ClampRangeStep(double start, double end, double requested_step) {
 StatusOr<std::unique_ptr<HttpQueryClient>> HttpQueryClient::Create(RemoteEndpointOptions options,
                                                                    std::string description) {
   if (options.url.empty()) return InvalidArgumentError("no PromQL endpoint URL given");
+  const std::string shown = OneLine(ShownUrl(options.url));
   if (options.url.rfind("http://", 0) != 0 && options.url.rfind("https://", 0) != 0) {
-    return InvalidArgumentError("endpoint URL '" + options.url + "' must start with http:// or https://");
+    return InvalidArgumentError("endpoint URL '" + shown + "' must start with http:// or https://");
   }
   if (options.timeout_seconds <= 0) {
-    return InvalidArgumentError("endpoint timeout must be positive for " + options.url);
+    return InvalidArgumentError("endpoint timeout must be positive for " + shown);
   }
   if (!options.ca_file.empty()) {
     if (FILE* f = std::fopen(options.ca_file.c_str(), "r")) {
       std::fclose(f);
     } else {
-      return NotFoundError("CA file '" + options.ca_file + "' for " + options.url + " cannot be read");
+      return NotFoundError("CA file '" + options.ca_file + "' for " + shown + " cannot be read");
     }
   }
-  for (const auto& [name, value] : options.headers) {
-    if (name.empty() || name.find_first_of(":\r\n") != std::string::npos ||
-        value.find_first_of("\r\n") != std::string::npos) {
-      return InvalidArgumentError("invalid HTTP header '" + name + "' for " + options.url);
-    }
-  }
+  if (Status headers = CheckRequestHeaders(options); !headers.ok()) return headers.WithContext(shown);
   GlobalInitOnce();
   std::unique_ptr<HttpQueryClient> client(new HttpQueryClient(std::move(options), std::move(description)));
   client->IdentifyEndpoint();
@@ -234,7 +246,7 @@ void HttpQueryClient::IdentifyEndpoint() {
 
 HttpQueryClient::HttpQueryClient(RemoteEndpointOptions options, std::string description)
     : options_(std::move(options)), description_(std::move(description)) {
-  base_url_ = options_.url;
+  base_url_ = SplitUrlCredentials(options_.url).url;   // the credentials go with each transfer
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
   std::string prefix = options_.path_prefix;
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
@@ -335,6 +347,7 @@ void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::str
   }
   if (r.headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, r.headers);
   ApplyTlsOptions(easy, options);
+  ApplyUrlCredentials(easy, options);
   if (r.attempts == 0) r.first_start = Clock::now();
   ++r.attempts;
 }
@@ -398,9 +411,11 @@ Endpoint DescribeEndpoint(const std::string& base_url, const std::string& descri
                        ? base_url
                        : description + " " + base_url;
   endpoint.deadline = options.deadline;
-  endpoint.sent_authorization = std::any_of(header_lines.begin(), header_lines.end(), [](const std::string& h) {
-    return h.size() > 14 && strncasecmp(h.c_str(), "Authorization:", 14) == 0;
-  });
+  const UrlCredentials in_url = SplitUrlCredentials(options.url);
+  endpoint.sent_authorization = !in_url.user.empty() || in_url.has_password ||
+                                std::any_of(header_lines.begin(), header_lines.end(), [](const std::string& h) {
+                                  return h.size() > 14 && strncasecmp(h.c_str(), "Authorization:", 14) == 0;
+                                });
   return endpoint;
 }
 
@@ -744,6 +759,7 @@ StatusOr<HttpResponse> HttpQueryClient::Transfer(const char* method, const std::
   }
   if (headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
   ApplyTlsOptions(easy, options_);
+  ApplyUrlCredentials(easy, options_);
   std::array<char, CURL_ERROR_SIZE> error{};
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error.data());
   const CURLcode code = curl_easy_perform(easy);

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
 #include "engine/core/untrusted_json.h"
 #include "engine/tsdb/web_auth.h"
@@ -188,6 +189,19 @@ int64_t TsdbInventory::max_time_ms() const {
   return v;
 }
 
+namespace {
+
+// The entries of `dir` among `names` that are symlinks (a TSDB's are never followed).
+std::vector<std::string> SymlinksAmong(const std::string& dir, const std::vector<std::string>& names) {
+  std::vector<std::string> symlinks;
+  std::error_code ec;
+  for (const auto& name : names)
+    if (fs::is_symlink(fs::symlink_status(fs::path(dir) / name, ec))) symlinks.push_back(name);
+  return symlinks;
+}
+
+}  // namespace
+
 StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
@@ -195,7 +209,7 @@ StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir) {
   if (!fs::is_directory(st)) return InvalidArgumentError("TSDB path " + dir + " is not a directory");
   TsdbInventory inv;
   inv.dir = dir;
-  ASSIGN_OR_RETURN(inv.blocks, ListBlockDirs(dir));
+  ASSIGN_OR_RETURN(inv.blocks, ListBlockDirs(dir, &inv.damaged_blocks));
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const bool symlink = it->is_symlink(ec);
@@ -224,10 +238,19 @@ StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir) {
   if (auto newest_age = NewestMtimeAge(dir); newest_age && -*newest_age > kClockSkewToleranceSeconds) {
     inv.clock_skew_seconds = -*newest_age;
   }
+  if (inv.blocks.empty() && !inv.has_wal && !inv.damaged_blocks.empty()) {
+    const size_t more = inv.damaged_blocks.size() - 1;
+    return DataLossError(inv.damaged_blocks.front().why +
+                         (more > 0 ? " (and " + std::to_string(more) + " more damaged block(s))" : "") +
+                         ": no block of " + dir + " can be read, and there is no WAL");
+  }
   if (inv.blocks.empty() && !inv.has_wal) {
+    std::string symlinks;
+    for (const auto& name : SymlinksAmong(dir, inv.ignored)) symlinks += (symlinks.empty() ? "" : ", ") + name;
     return NotFoundError("TSDB dir " + dir +
                          " holds no blocks (ULID dirs with meta.json) and no WAL: Prometheus never started "
-                         "or never scraped for this job");
+                         "or never scraped for this job" +
+                         (symlinks.empty() ? "" : " (symlinks, not followed: " + symlinks + ")"));
   }
   return inv;
 }
@@ -310,7 +333,29 @@ StatusOr<std::unique_ptr<PrivatePrometheus>> PrivatePrometheus::Start(const std:
   return server;
 }
 
+namespace {
+
+// A block left out, said with the time it most likely held: Prometheus cuts a block after its last
+// sample (the ULID's time) and the blocks of one TSDB do not overlap, so its data lie between the
+// served block before that time and that time.
+std::string DamagedBlockCaveat(const DamagedBlock& damaged, const std::vector<BlockMeta>& served) {
+  const double cut = UlidSeconds(damaged.ulid);
+  std::optional<double> after;
+  for (const auto& block : served)
+    if (block.max_time_ms / 1000.0 <= cut) after = std::max(after.value_or(0), block.max_time_ms / 1000.0);
+  const std::string span = after ? "from " + IsoUtc(*after) + " (the end of the served block before it) to " + IsoUtc(cut)
+                                 : "up to " + IsoUtc(cut);
+  return "block " + damaged.ulid + " was left out (" + damaged.why + "): the samples it holds are missing, most likely " +
+         span + " (when it was cut, its ULID's time); a gap there is that block, not the job";
+}
+
+}  // namespace
+
 Status PrivatePrometheus::CheckServable(const std::string& tsdb_dir, const PrivatePrometheusOptions& options) {
+  for (const auto& damaged : inventory_.damaged_blocks) caveats_.push_back(DamagedBlockCaveat(damaged, inventory_.blocks));
+  for (const auto& name : SymlinksAmong(tsdb_dir, inventory_.ignored))
+    caveats_.push_back(tsdb_dir + "/" + name + " is a symlink and was not followed (nothing outside the snapshot is "
+                       "read): what it holds is not served");
   if (!options.blocks_only) return CheckNotLive(inventory_, options.live_write_window_seconds, options.job_finished);
   if (inventory_.blocks.empty()) {
     return NotFoundError("TSDB dir " + tsdb_dir + " has no completed blocks to serve blocks-only (only a WAL)");

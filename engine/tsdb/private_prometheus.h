@@ -25,6 +25,7 @@ namespace diagnose {
 struct TsdbInventory {
   std::string dir;
   std::vector<BlockMeta> blocks;           // completed blocks (ULID dirs with meta.json)
+  std::vector<DamagedBlock> damaged_blocks;   // left out of the copy: their meta.json does not parse
   bool has_wal = false;                    // wal/ with at least one segment
   bool has_chunks_head = false;
   int64_t wal_bytes = 0;
@@ -46,7 +47,8 @@ struct TsdbInventory {
 };
 
 // kNotFound for a missing dir or one with neither blocks nor a WAL (Prometheus never started or
-// never scraped), naming the dir.
+// never scraped), naming the dir; kDataLoss naming the file when every block is damaged and there
+// is no WAL.
 StatusOr<TsdbInventory> InspectTsdbDir(const std::string& dir);
 
 struct PrivatePrometheusOptions {

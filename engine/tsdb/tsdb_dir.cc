@@ -1,6 +1,7 @@
 #include "engine/tsdb/tsdb_dir.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -47,6 +48,13 @@ bool IsUlid(const std::string& name) {
   return std::all_of(name.begin(), name.end(), [](char c) { return kAlphabet.find(c) != std::string::npos; });
 }
 
+double UlidSeconds(const std::string& ulid) {
+  static const std::string kAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  uint64_t ms = 0;
+  for (size_t i = 0; i < 10 && i < ulid.size(); ++i) ms = ms * 32 + kAlphabet.find(ulid[i]);
+  return static_cast<double>(ms) / 1000.0;
+}
+
 StatusOr<BlockMeta> ParseBlockMeta(std::string_view text, const std::string& ulid, const std::string& file) {
   nlohmann::json meta = ParseUntrustedJson(text);
   if (meta.is_discarded() || !meta.is_object()) return DataLossError(file + ": not valid JSON");
@@ -64,7 +72,22 @@ StatusOr<BlockMeta> ParseBlockMeta(std::string_view text, const std::string& uli
   return block;
 }
 
-StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir) {
+namespace {
+
+StatusOr<BlockMeta> ReadBlockMeta(const fs::path& meta_path, const std::string& ulid) {
+  std::ifstream in(meta_path, std::ios::binary);
+  std::string text;
+  char buf[4096];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxMetaBytes) return DataLossError(meta_path.string() + ": larger than any block's meta.json");
+  }
+  return ParseBlockMeta(text, ulid, meta_path.string());
+}
+
+}  // namespace
+
+StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir, std::vector<DamagedBlock>* damaged) {
   std::error_code ec;
   fs::directory_iterator it(tsdb_dir, ec);
   if (ec) return NotFoundError("cannot list TSDB dir " + tsdb_dir + ": " + ec.message());
@@ -75,15 +98,11 @@ StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir) {
     if (!IsUlid(name) || it->is_symlink(ec) || !it->is_directory(ec)) continue;
     const fs::path meta_path = it->path() / "meta.json";
     if (fs::is_symlink(meta_path, ec) || !fs::is_regular_file(meta_path, ec)) continue;
-    std::ifstream in(meta_path, std::ios::binary);
-    std::string text;
-    char buf[4096];
-    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-      text.append(buf, static_cast<size_t>(in.gcount()));
-      if (text.size() > kMaxMetaBytes) return DataLossError(meta_path.string() + ": larger than any block's meta.json");
-    }
-    ASSIGN_OR_RETURN(BlockMeta block, ParseBlockMeta(text, name, meta_path.string()));
-    blocks.push_back(block);
+    StatusOr<BlockMeta> block = ReadBlockMeta(meta_path, name);
+    if (block.ok()) blocks.push_back(*block);
+    else if (damaged != nullptr && block.status().code() == StatusCode::kDataLoss)
+      damaged->push_back({name, block.status().message()});
+    else return block.status();
   }
   std::sort(blocks.begin(), blocks.end(),
             [](const BlockMeta& a, const BlockMeta& b) { return a.min_time_ms < b.min_time_ms; });

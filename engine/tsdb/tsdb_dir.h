@@ -52,13 +52,23 @@ std::vector<std::string> BlocksOutsideLoggedRun(const std::vector<BlockMeta>& bl
 
 // True for a 26-character Crockford base32 ULID, the name Prometheus gives block directories.
 bool IsUlid(const std::string& name);
+// When the ULID was made, in epoch seconds (its first 48 bits): when Prometheus cut the block, after
+// the last sample it holds.
+double UlidSeconds(const std::string& ulid);
 
 // One block's meta.json (`file` names it in errors): minTime and maxTime are required integers;
 // anything else malformed is kDataLoss naming the file.
 StatusOr<BlockMeta> ParseBlockMeta(std::string_view text, const std::string& ulid, const std::string& file);
 
+// A block directory whose meta.json does not parse (truncated, cut by a full disk, overwritten).
+struct DamagedBlock {
+  std::string ulid;
+  std::string why;   // the parse error, naming the file
+};
+
 // Block directories (real directories only; symlinks are ignored, as Prometheus ignores them) whose
-// meta.json parses. A meta.json that does not parse is kDataLoss naming the file.
-StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir);
+// meta.json parses. A meta.json that does not parse is kDataLoss naming the file; with `damaged`,
+// it is listed there instead and the other blocks are returned (one damaged block need not hide the rest).
+StatusOr<std::vector<BlockMeta>> ListBlockDirs(const std::string& tsdb_dir, std::vector<DamagedBlock>* damaged = nullptr);
 
 }  // namespace diagnose

@@ -136,5 +136,26 @@ TEST(PlaybookCliTest, LintTakesADataDirAndAnOverlayOfOnesOwnPlaybooks) {
   EXPECT_NE(clashing.Printed().find("duplicate id 'network-health'"), std::string::npos) << clashing.Printed();
 }
 
+// What `diagnose JOB --playbooks DIR` refuses, `lint --playbooks DIR` names: an empty file, one of
+// binary bytes and a symlink to a system file each fail lint (exit 1) with the file listed Invalid.
+TEST(PlaybookCliTest, LintChecksEveryOverlayFileDiagnoseWouldLoad) {
+  const testing::TempDir scratch("diagnose-overlay-odd");
+  const std::filesystem::path& dir = scratch.path();
+  const std::string empty = testing::WriteFile(dir / "empty" / "empty.yaml", "");
+  const std::string binary = testing::WriteFile(dir / "binary" / "binary.yaml", std::string("\x7f" "ELF\x02\x01\x01\0\0", 9));
+  std::filesystem::create_directories(dir / "link");
+  const std::string link = (dir / "link" / "passwd.yaml").string();
+  std::filesystem::create_symlink("/etc/passwd", link);
+  for (const std::string& file : {empty, binary, link}) {
+    SCOPED_TRACE(file);
+    const std::string overlay = std::filesystem::path(file).parent_path().string();
+    auto diagnosed = Cli({"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--logs-only", "--playbooks", overlay});
+    EXPECT_EQ(diagnosed.exit_code, 1) << diagnosed.Printed();
+    auto linted = Cli({"lint", "--playbooks", overlay});
+    EXPECT_EQ(linted.exit_code, 1) << linted.Printed();
+    EXPECT_NE(linted.Printed().find(file + ": Invalid"), std::string::npos) << linted.Printed();
+  }
+}
+
 }  // namespace
 }  // namespace diagnose

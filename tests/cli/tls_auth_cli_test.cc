@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/fake_http_server.h"
 #include "tests/support/fixture_reports.h"
 #include "tests/support/tls_prometheus.h"
 
@@ -101,6 +102,51 @@ TEST(TlsAuthCli, HttpsWithCaAndCredentialsDecidesAsThePrivateServerAndEveryRefus
     ExpectIncomplete(Diagnose(*expired, {"--cacert", pki.ca_cert, "--header", auth}), *expired,
                      "the TLS certificate of " + *expired + " has expired");
   }
+}
+
+// A password in --prometheus authenticates every request but is never shown: the report, every
+// not_evaluated entry and the stderr line name the endpoint as user:***@host.
+TEST(TlsAuthCli, APasswordInTheUrlAuthenticatesButIsNeverShown) {
+  REQUIRE_FIXTURE("8308");
+  testing::FakeHttpServer server([](const testing::FakeRequest&) { return testing::FakeResponse{503, "down", "text/plain"}; });
+  const std::string host = "127.0.0.1:" + std::to_string(server.port());
+  for (const char* format : {"json", "text", "html"}) {
+    SCOPED_TRACE(format);
+    const CliRun run = RunDiagnoseCli({"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", format,
+                                       "--prometheus", "http://user:s3cret@" + host});
+    EXPECT_EQ(run.exit_code, kIncompleteExit) << run.err;
+    EXPECT_EQ(run.Printed().find("s3cret"), std::string::npos) << "the password leaked";
+    EXPECT_NE(run.err.find("user:***@" + host), std::string::npos) << run.err;
+    if (std::string(format) == "json") {
+      const json report = json::parse(run.out, nullptr, false);
+      ASSERT_TRUE(report.is_object());
+      EXPECT_EQ(report["tsdb"][0]["source"], "http://user:***@" + host);
+    }
+  }
+  ASSERT_FALSE(server.received().empty());
+  const std::vector<std::string> headers = server.received().front().headers;
+  EXPECT_NE(std::find(headers.begin(), headers.end(), "Authorization: Basic dXNlcjpzM2NyZXQ="), headers.end())
+      << "the URL's credentials were not sent";
+}
+
+// A CR or LF in --tenant or a --header value would add a header of the value's choosing to every
+// request: a usage error (exit 2) naming it, for diagnose and the fleet commands alike, and nothing sent.
+TEST(TlsAuthCli, AHeaderOrTenantThatWouldInjectAHeaderIsAUsageError) {
+  testing::FakeHttpServer server([](const testing::FakeRequest&) { return testing::FakeResponse{}; });
+  const std::string outputs = DIAGNOSE_FIXTURE_OUTPUTS;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"8308", "--outputs", outputs, "--prometheus", server.url(), "--tenant", "t1\r\nInjected: yes"},
+           {"8308", "--outputs", outputs, "--prometheus", server.url(), "--header", "X-A: a\r\nInjected: yes"},
+           {"8308", "--outputs", outputs, "--prometheus", server.url(), "--header", "X A: a"},
+           {"fleet", "nodes", "--prometheus", server.url(), "--tenant", "t1\nInjected: yes"}}) {
+    SCOPED_TRACE(args[args.size() - 2]);
+    const CliRun run = RunDiagnoseCli(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_NE(run.err.find(args[args.size() - 2]), std::string::npos) << run.err;
+    EXPECT_EQ(run.out, "");
+  }
+  EXPECT_EQ(server.requests(), 0);
 }
 
 }  // namespace

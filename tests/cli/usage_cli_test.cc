@@ -68,5 +68,55 @@ TEST(UsageCli, JobIdsAndFarWordsAreNotTakenForTypos) {
   EXPECT_EQ(word.err.find("did you mean"), std::string::npos) << word.err;
 }
 
+// Seconds that are no number of seconds (NaN, an infinity, a negative; a zero timeout) are usage
+// errors, never read as "no deadline" nor overflowed into one already passed.
+TEST(UsageCli, NonsenseSecondsAreAUsageError) {
+  const std::string outputs = DIAGNOSE_FIXTURE_OUTPUTS;
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--deadline", "inf"}, {"--deadline", "nan"}, {"--deadline", "-1"}, {"--deadline", "soon"},
+           {"--query-timeout", "0"}, {"--query-timeout", "nan"}, {"--query-timeout", "-inf"}}) {
+    SCOPED_TRACE(option + " " + value);
+    CliRun run = RunDiagnoseCli({"8308", "--outputs", outputs, "--logs-only", option, value});
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find(option), std::string::npos) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_EQ(run.out, "");
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{{"summary", outputs, "--deadline", "nan"},
+                                                                {"fleet", "nodes", "--prometheus", "http://127.0.0.1:9",
+                                                                 "--query-timeout", "0"}}) {
+    CliRun run = RunDiagnoseCli(args);
+    EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.err;
+  }
+}
+
+// A deadline far beyond any run is no deadline: the diagnosis completes (8308's own report), not
+// "incomplete" at once from a clock that overflowed into the past.
+TEST(UsageCli, AHugeDeadlineSaturatesIntoNone) {
+  for (const char* deadline : {"1e300", "9223372036"}) {
+    SCOPED_TRACE(deadline);
+    CliRun run = RunDiagnoseCli({"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--format", "json", "--deadline", deadline});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out.find("\"incomplete\""), std::string::npos) << run.out.substr(0, 300);
+  }
+}
+
+// `sweep --jobs` naming no job is said, never an empty sweep: digits that are no id (past 18
+// digits) are a usage error like a backwards range, an id no job in OUTPUTS has is not found.
+TEST(UsageCli, SweepJobsThatNameNoJobAreSaid) {
+  const std::string outputs = DIAGNOSE_FIXTURE_OUTPUTS;
+  for (const char* jobs : {"9-1", "1-99999999999999999999", "99999999999999999999"}) {
+    CliRun run = RunDiagnoseCli({"sweep", outputs, "--jobs", jobs});
+    EXPECT_EQ(run.exit_code, 2) << jobs << ": " << run.err;
+    EXPECT_NE(run.err.find(jobs), std::string::npos) << run.err;
+  }
+  CliRun none = RunDiagnoseCli({"sweep", outputs, "--jobs", "abc,1-2"});
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_NE(none.err.find("no job in"), std::string::npos) << none.err;
+  EXPECT_EQ(none.out, "");
+  CliRun some = RunDiagnoseCli({"sweep", outputs, "--jobs", "abc,8308", "--format", "json"});
+  EXPECT_EQ(some.exit_code, 0) << some.err;
+}
+
 }  // namespace
 }  // namespace diagnose::e2e

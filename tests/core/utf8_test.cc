@@ -44,5 +44,9 @@ TEST(Utf8, OneLineEscapesWhatWouldForgeALine) {
   EXPECT_EQ(OneLine("\xff"), "?");
 }
 
+TEST(Utf8, WithoutControlsKeepsLinesButNoTerminalEscape) {
+  EXPECT_EQ(WithoutControls("a\tb\nc\r\x1b[31m\x07\x7f\xc3\xa9"), "a\tb\nc??[31m??\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace diagnose

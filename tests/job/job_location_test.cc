@@ -194,6 +194,21 @@ TEST(JobLocationTest, EverySymlinkOutsideOutputsIsRefusedOrLeftOut) {
   ASSERT_TRUE(inside.ok()) << inside.status().ToString();
 }
 
+// A Ray worker log that is no file (a symlink to a directory, a FIFO) is named like a rank log
+// that is none, never skipped unsaid.
+TEST(JobLocationTest, AWorkerLogThatIsNoFileIsNamed) {
+  Outputs o;
+  o.Job("8605-JAX-x");
+  o.Link("/etc", "8605-JAX-x/ray_logs/hostA/worker-aa-01-1.out");
+  o.Write("8605-JAX-x/ray_logs/hostA/worker-aa-01-2.out");
+  auto j = ResolveJob("8605", o.path());
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  ASSERT_EQ(j->ray_worker_logs.size(), 1u);
+  std::string notes;
+  for (const auto& n : j->notes) notes += n + "\n";
+  EXPECT_NE(notes.find("worker-aa-01-1.out is a directory, not a regular file; not read"), std::string::npos) << notes;
+}
+
 TEST(JobLocationTest, JobDirAndLogFileReferences) {
   Outputs o;
   o.Job("8700-JAX-x");

@@ -416,3 +416,61 @@ TEST(ToolFailure, ANulByteInALossFieldIsADamagedLineNotAValue) {
 
 }  // namespace
 }  // namespace diagnose::e2e
+
+namespace diagnose::e2e {
+namespace {
+
+std::string RootCauseOf(const json& report) {
+  return report.is_object() ? report["verdict"].value("root_cause", "(none)") + "/" +
+                                  report["verdict"].value("confidence", "(none)")
+                            : "(no report)";
+}
+
+// A failure of diagnose or of the endpoint is never read as a fact about the job: 8308 (a RAY=1 job)
+// whose metrics could not be read gets the logs' own verdict and `incomplete`, never "its TSDB is
+// missing or empty" (observability-gap). An endpoint refusing diagnose's own discovery question
+// (HTTP 400 bad_data) is such a failure too, and its error text carries no terminal escape into
+// any report format.
+TEST(ToolFailure, AFailureToReadTheMetricsIsNoFactAboutTheJob) {
+  REQUIRE_FIXTURE("8308");
+  const json logs_only = DiagnoseFixtureJson({"8308", "--logs-only"});
+  ASSERT_NE(logs_only["verdict"]["root_cause"], "observability-gap");
+  const std::string bad_data = R"({"status":"error","errorType":"bad_data","error":"parse error at char 1: )"
+                               "\\u001b[31mred\"}";
+  testing::FakeHttpServer refusing([&](const testing::FakeRequest&) {
+    testing::FakeResponse r;
+    r.status = 400;
+    r.body = bad_data;
+    return r;
+  });
+  testing::FakeHttpServer failing([](const testing::FakeRequest&) { return testing::FakeResponse{500, "oops", "text/plain"}; });
+  const std::string outputs = DIAGNOSE_FIXTURE_OUTPUTS;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"HTTP 400 bad_data", {DIAGNOSE_BINARY, "8308", "--outputs", outputs, "--prometheus", refusing.url()}},
+      {"HTTP 500", {DIAGNOSE_BINARY, "8308", "--outputs", outputs, "--prometheus", failing.url()}},
+      {"closed port", {DIAGNOSE_BINARY, "8308", "--outputs", outputs, "--prometheus",
+                       "http://127.0.0.1:" + std::to_string(ClosedPort())}},
+      {"no temp dir", {"env", "TMPDIR=/nonexistent/diagnose-no-tmp", DIAGNOSE_BINARY, "8308", "--outputs", outputs}},
+  };
+  for (const auto& [what, argv] : runs) {
+    SCOPED_TRACE(what);
+    std::vector<std::string> json_argv = argv;
+    for (const char* a : {"--format", "json"}) json_argv.push_back(a);
+    CliRun run = testing::RunProgram(json_argv);
+    const json report = json::parse(run.out, nullptr, false);
+    ExpectIncomplete({run.exit_code, report, run.err, 0}, what);
+    EXPECT_EQ(RootCauseOf(report), RootCauseOf(logs_only)) << report["verdict"].dump();
+    for (const auto& finding : report.value("findings", json::array()))
+      EXPECT_FALSE(finding["id"] == "observability-gaps/no_tsdb" && finding["status"] == "fired") << finding.dump();
+    for (const char* format : {"html", "md", "text"}) {
+      std::vector<std::string> rendered = argv;
+      for (const char* a : {"--format", format}) rendered.push_back(a);
+      CliRun other = testing::RunProgram(rendered);
+      EXPECT_EQ(other.exit_code, kIncompleteExit) << format << ": " << other.err;
+      EXPECT_EQ(other.Printed().find('\x1b'), std::string::npos) << format << " carries a terminal escape";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace diagnose::e2e

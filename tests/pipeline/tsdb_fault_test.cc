@@ -23,6 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// A block cut right after 8043's own, whose meta.json a full disk cut short.
+const std::string kDamagedCopy = "01KJ8F2163BRM113Z5YG9G098Q";
+
 fs::path FirstBlock(const fs::path& outputs) {
   for (const auto& e : fs::recursive_directory_iterator(outputs))
     if (e.is_directory() && e.path().parent_path().filename() == "prometheus" && fs::exists(e.path() / "meta.json"))
@@ -76,6 +79,15 @@ TEST_P(TsdbFaultTest, ReportSaysWhatCouldNotBeReadAndTheJobDirIsUntouched) {
     for (const auto& n : r["not_evaluated"]) names_query |= n.get<std::string>().find("query failed") != std::string::npos;
     EXPECT_TRUE(names_query) << e2e::Dump(r["not_evaluated"]);
     EXPECT_NE(r["verdict"]["confidence"], "confirmed") << e2e::Dump(r["verdict"]);
+  } else if (name == "one-of-two-blocks-damaged") {
+    // The damaged block is left out, named with why and the time it most likely held; the good
+    // block is served and decides as it does alone.
+    EXPECT_EQ(state, "served") << e2e::Dump(r["tsdb"]);
+    EXPECT_EQ(r["verdict"]["root_cause"], "heartbeat-false-positive") << e2e::Dump(r["verdict"]);
+    const std::string gaps = r["tsdb"][0]["gaps"].dump();
+    EXPECT_NE(gaps.find("block " + kDamagedCopy + " was left out"), std::string::npos) << gaps;
+    EXPECT_NE(gaps.find("meta.json: not valid JSON"), std::string::npos) << gaps;
+    EXPECT_NE(gaps.find("the samples it holds are missing, most likely"), std::string::npos) << gaps;
   } else {
     // An empty block dir (no meta.json) is not a block: the rest is served and the answer is whole.
     EXPECT_EQ(state, "served");
@@ -91,6 +103,11 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"truncated-chunk", [](const fs::path& block) { fs::resize_file(block / "chunks" / "000001", 1000); }},
         Damage{"empty-block-dir", [](const fs::path& block) {
                  fs::create_directories(block.parent_path() / "01EMPTYBLOCK0000000000000000");
+               }},
+        Damage{"one-of-two-blocks-damaged", [](const fs::path& block) {
+                 const fs::path copy = block.parent_path() / kDamagedCopy;
+                 fs::copy(block, copy, fs::copy_options::recursive);
+                 std::ofstream(copy / "meta.json", std::ios::trunc) << "{\"ulid\": \"" << kDamagedCopy << "\", \"minTime\": 17714";
                }}),
     [](const ::testing::TestParamInfo<Damage>& info) {
       std::string n = info.param.name;

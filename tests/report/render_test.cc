@@ -122,6 +122,29 @@ TEST(RenderTest, HtmlIsSelfContainedAndEscaped) {
   EXPECT_EQ(h.find("href="), std::string::npos);   // no endpoint outlives a private snapshot server
 }
 
+// An endpoint's error text (the reason a TSDB failed) may carry terminal escapes: the HTML report
+// shows none, as the text and Markdown reports show none.
+TEST(RenderTest, HtmlCarriesNoTerminalEscape) {
+  Report r = SampleReport();
+  TsdbState failed;
+  failed.state = TsdbAvailability::kFailed;
+  failed.reason = "HTTP 400 bad_data: parse error at char 1: \x1b[31mred\x07\x7f";
+  r.tsdb.push_back(failed);
+  r.incomplete = "diagnosis incomplete: " + failed.reason;
+  r.not_evaluated.push_back("network-health/rdma_ports: skipped: " + failed.reason);
+  for (const char* format : {"html", "md", "text"})
+    for (const bool verbose : {false, true}) {
+      RenderOptions options;
+      options.verbose = verbose;
+      auto rendered = RenderReport(r, format, options);
+      ASSERT_TRUE(rendered.ok()) << format;
+      for (char control : {'\x1b', '\x07', '\x7f'})
+        EXPECT_EQ(rendered->find(control), std::string::npos) << format << (verbose ? " --verbose" : "")
+                                                               << " carries control " << int(control);
+    }
+  EXPECT_EQ(HtmlEscape("a\x1b[31m<b>\tc\n"), "a?[31m&lt;b&gt;\tc\n");
+}
+
 TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) {
   Report r = SampleReport();
   r.step_times["9101"] = {{0, 1000.0}, {216, 1000.0 + 216 * 30}};

@@ -14,6 +14,19 @@ TEST(DecisionJson, SlurmExcludeListKeepsPriorityOrderAndDropsNamesSlurmWouldRead
   EXPECT_EQ(SlurmExcludeList(Decision{}), "");
 }
 
+// What slurm_exclude leaves out is said, never silently dropped: a quote, `\`, `|` too (a shell
+// would read them), each name quoted on one line.
+TEST(DecisionJson, TheHostsSlurmExcludeLeavesOutAreNamedInANote) {
+  const std::vector<Exclusion> exclude = {{"chi2822", 1, "ECC"}, {"a\"b", 2, "label"}, {"c\\d", 2, "label"},
+                                          {"e|f", 2, "label"}, {"g\nh", 3, "label"}};
+  EXPECT_EQ(SlurmExcludeList(exclude), "chi2822");
+  const std::string note = SlurmExcludeOmissionNote(exclude);
+  for (const char* named : {"'a\"b'", "'c\\d'", "'e|f'", "'g\\nh'"}) EXPECT_NE(note.find(named), std::string::npos) << note;
+  EXPECT_EQ(note.find("chi2822"), std::string::npos) << note;
+  EXPECT_EQ(note.find('\n'), std::string::npos) << note;
+  EXPECT_EQ(SlurmExcludeOmissionNote({{"chi2822", 1, "ECC"}}), "");
+}
+
 TEST(DecisionJson, TypedChangesTypesNumbersAndBooleansAndLeavesTheRestStrings) {
   const nlohmann::json typed = TypedChanges({{"timeout", "14400"},
                                              {"ratio", "0.5"},

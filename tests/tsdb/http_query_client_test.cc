@@ -216,6 +216,52 @@ TEST(HttpQueryClientTest, PrefixHeadersTenantAndThanosWarnings) {
   EXPECT_TRUE(has("X-Scope-OrgID: team-a"));
 }
 
+// A CR or LF in the tenant or a header value would end the header and start one the user never
+// wrote: refused like a bad --header, before anything is sent, naming what was given.
+TEST(HttpQueryClientTest, ATenantOrHeaderThatWouldInjectAHeaderIsRefused) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};
+  });
+  RemoteEndpointOptions tenant, value, name, tab;
+  tenant.tenant = "t1\r\nInjected: yes";
+  value.headers["X-A"] = "a\nInjected: yes";
+  name.headers["X A"] = "a";
+  tab.headers["X-A"] = "a\tb";   // a tab is allowed in a field value
+  tab.tenant = "team-a";
+  for (auto* options : {&tenant, &value, &name}) {
+    options->url = server.url();
+    auto client = HttpQueryClient::Create(*options);
+    ASSERT_FALSE(client.ok());
+    EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(client.status().message().find('\n'), std::string::npos) << client.status().message();
+    EXPECT_EQ(client.status().message().find('\r'), std::string::npos) << client.status().message();
+  }
+  EXPECT_NE(CheckRequestHeaders(tenant).message().find("--tenant"), std::string::npos) << CheckRequestHeaders(tenant).message();
+  EXPECT_TRUE(CheckRequestHeaders(tab).ok()) << CheckRequestHeaders(tab).message();
+  EXPECT_EQ(server.requests(), 0);
+}
+
+// Credentials in the URL authenticate every request (Basic, as curl sends them from a URL) while
+// the URL the client names in its messages and requests carries none.
+TEST(HttpQueryClientTest, UrlCredentialsAuthenticateButAreNeverNamed) {
+  FakeHttpServer server([](const FakeRequest&) {
+    return FakeResponse{503, "down", "text/plain"};
+  });
+  const std::string url = "http://us%40er:s3cr%3At@127.0.0.1:" + std::to_string(server.port());
+  RemoteEndpointOptions options;
+  options.max_retries = 0;
+  auto client = Client(url, options);
+  EXPECT_EQ(client->Describe(), server.url());
+  auto r = client->Run(Query::Instant("up", 100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().find("s3cr"), std::string::npos) << r.status().message();
+  ASSERT_EQ(server.received().size(), 1u);
+  const std::vector<std::string> headers = server.received()[0].headers;
+  // base64("us@er:s3cr:t")
+  EXPECT_NE(std::find(headers.begin(), headers.end(), "Authorization: Basic dXNAZXI6czNjcjp0"), headers.end())
+      << ::testing::PrintToString(headers);
+}
+
 TEST(HttpQueryClientTest, CompressedAnswersAreAskedForOnlyWhenWanted) {
   FakeHttpServer server([](const FakeRequest&) {
     return FakeResponse{200, R"({"status":"success","data":{"resultType":"vector","result":[]}})"};

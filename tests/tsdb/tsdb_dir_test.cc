@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/files.h"
+
 namespace diagnose {
 namespace {
 
@@ -60,6 +62,33 @@ TEST(BlockOutsideRun, ADayOfToleranceEitherSide) {
   EXPECT_TRUE(BlockOutsideRun(Block("days-early", kEnd - 3 * kDay, kEnd - 2 * kDay), run));
   EXPECT_FALSE(BlockOutsideRun(Block("hours-late", kEnd + 10 * kHour, kEnd + 11 * kHour), run));
   EXPECT_TRUE(BlockOutsideRun(Block("days-late", kEnd + 2 * kDay, kEnd + 3 * kDay), run));
+}
+
+// One block whose meta.json a full disk cut short need not hide the rest: with a list to put it on,
+// it is named there with the parse error; without one, the listing fails naming the file, as before.
+TEST(ListBlockDirs, ADamagedMetaJsonIsListedApartWhenAsked) {
+  testing::TempDir dir("diagnose-damaged-block");
+  const std::string good = "01KHT7TGZTYY0FESCMG905P98P", damaged = "01KHT7TGZTYY0FESCMG905P98Q";
+  testing::WriteFile(dir.path() / good / "meta.json", R"({"ulid":")" + good + R"(","minTime":1000,"maxTime":2001})");
+  testing::WriteFile(dir.path() / damaged / "meta.json", R"({"ulid": ")" + damaged + R"(", "minTime": 17714)");
+  std::vector<DamagedBlock> left_out;
+  auto blocks = ListBlockDirs(dir.path().string(), &left_out);
+  ASSERT_TRUE(blocks.ok()) << blocks.status().ToString();
+  ASSERT_EQ(blocks->size(), 1u);
+  EXPECT_EQ((*blocks)[0].ulid, good);
+  ASSERT_EQ(left_out.size(), 1u);
+  EXPECT_EQ(left_out[0].ulid, damaged);
+  EXPECT_NE(left_out[0].why.find(damaged + "/meta.json: not valid JSON"), std::string::npos) << left_out[0].why;
+  auto strict = ListBlockDirs(dir.path().string());
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), StatusCode::kDataLoss);
+}
+
+TEST(UlidSeconds, TheFirstTenCharactersAreMillisecondsSinceTheEpoch) {
+  EXPECT_EQ(UlidSeconds("00000000010000000000000000"), 0.001);
+  EXPECT_EQ(UlidSeconds("000000001Z0000000000000000"), 0.063);
+  // 8308's block, cut at 2026-02-19T06:01:32.410Z
+  EXPECT_NEAR(UlidSeconds("01KHT7TGZTYY0FESCMG905P98P"), 1771480892.410, 0.001);
 }
 
 }  // namespace
