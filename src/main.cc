@@ -139,5 +139,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     DieInternal(e.what());
   }
+  // A command may leave owners for the exit to take back without running their destructors
+  // (BackgroundWork::LeaveDiscardsToTheExit); a server or temp copy still registered then is
+  // stopped and removed here rather than orphaned.
+  diagnose::CleanupRegistry::Instance().RunAll();
   return FinishStdout(rc);
 }
