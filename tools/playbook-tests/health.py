@@ -374,4 +374,13 @@ tests.append(test('near miss: a RAY=0 job has no TSDB by design', j, facts(j, ra
                   {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'observability-gaps/no_tsdb', 'status': 'clear'}]},
                   no_series=True))
+
+# diagnose's own failure to read a TSDB (closed port, 5xx, deadline) is no fact about the job
+failed_read = facts(j, status='completed')
+failed_read['tsdb_state'] = 'failed'
+tests.append(test('near miss: a RAY=1 job whose TSDB diagnose failed to read is no gap (the report is incomplete instead)',
+                  j, failed_read,
+                  {'root_cause': 'none', 'action': 'none',
+                   'findings': [{'id': 'observability-gaps/no_tsdb', 'status': 'clear'}]},
+                  no_series=True))
 emit('observability-gaps', 'health.py', tests)
