@@ -43,6 +43,13 @@ struct WatchArgs {
 
 std::atomic<bool> g_stop{false};
 
+// SIGPIPE is ignored (main.cc), so a reader that went away (`watch | head -1`, a dead log shipper)
+// shows only as a write error: stop polling then instead of diagnosing for nobody; main's
+// FinishStdout says so in one line and exits 1.
+void FlushOrStop() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) g_stop.store(true);
+}
+
 StatusOr<std::vector<WatchedJob>> ListWithJobLocation(const std::string& outputs_dir) {
   std::vector<RefusedJob> refused;
   ASSIGN_OR_RETURN(std::vector<JobLocation> jobs, ListJobs(outputs_dir, &refused));
@@ -134,7 +141,7 @@ int RunAlertWatch(const WatchArgs& args, const std::shared_ptr<const Rulebook>& 
   };
   options.print = [](const std::string& text) {
     std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
+    FlushOrStop();
   };
   options.note = [&command](const std::string& line) { std::fprintf(stderr, "%s: %s\n", command.c_str(), line.c_str()); };
   std::fprintf(stderr, "%s: polling %zu alerts on %s every %.0f s\n", command.c_str(), rules->alerts.size(),
@@ -188,7 +195,7 @@ int RunWatch(const WatchArgs& args) {
   };
   options.on_result = [](const WatchResult& result) {
     std::printf("%s\n", result.line.c_str());
-    std::fflush(stdout);
+    FlushOrStop();
     if (!result.status.ok())
       std::fprintf(stderr, "diagnose watch: job %s: %s\n", result.event.job.id.c_str(),
                    result.status.message().c_str());
@@ -232,6 +239,7 @@ int RunWatch(const WatchArgs& args) {
     PrintError("diagnose watch", run.message());
     return 1;
   }
+  if (std::ferror(stdout)) return 0;   // main's FinishStdout names the failed write and exits 1
   std::fprintf(stderr, "diagnose watch: stopped (%zu result(s))\n", (*watcher)->results());
   return 0;
 }

@@ -19,6 +19,9 @@ std::string IsoUtc(double epoch_seconds) {
 StatusOr<int64_t> ParseIsoTime(const std::string& text) {
   static const std::regex iso(
       R"(^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$)");
+  // Longer text is no date/time, and std::regex recurses per character (a 100 KB fraction overflowed
+  // the stack).
+  if (text.size() > 64) return InvalidArgumentError("not an ISO-8601 date/time (longer than 64 characters)");
   std::smatch m;
   if (!std::regex_match(text, m, iso)) return InvalidArgumentError("not an ISO-8601 date/time");
   std::tm tm{};

@@ -27,9 +27,10 @@ Status CheckHeader(const std::string& name, const std::string& value, const std:
   if (!token)
     return InvalidArgumentError(given_as + " '" + OneLine(name) +
                                 "': not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)");
+  // The value is never echoed: it is often a credential (Authorization, a tenant token).
   if (HasControlCharacter(value))
-    return InvalidArgumentError(given_as + " '" + OneLine(name) + ": " + OneLine(value) +
-                                "': a control character in the value (a CR or LF would start another header)");
+    return InvalidArgumentError(given_as + " '" + OneLine(name) +
+                                "': a control character in its value (a CR or LF would start another header)");
   return Status::Ok();
 }
 
@@ -60,11 +61,14 @@ UrlCredentials SplitUrlCredentials(const std::string& url) {
   return out;
 }
 
+// Any userinfo is hidden, not only a password: a bare token in the user part (`http://TOKEN@host`)
+// is as much a credential.
 std::string ShownUrl(const std::string& url) {
   const UrlCredentials split = SplitUrlCredentials(url);
-  if (!split.has_password) return url;
+  if (split.url == url) return url;
   const size_t authority = url.find("://") + 3;
-  return url.substr(0, authority) + split.user + ":***@" + split.url.substr(authority);
+  return url.substr(0, authority) + (split.has_password ? split.user + ":" : "") + "***@" +
+         split.url.substr(authority);
 }
 
 }  // namespace diagnose

@@ -80,7 +80,8 @@ struct UrlCredentials {
 UrlCredentials SplitUrlCredentials(const std::string& url);
 
 // The URL as reports, logs and error messages show it: a password in its userinfo written as ***
-// (http://user:***@host/...); anything else exactly as given. Every place an endpoint is echoed
+// (http://user:***@host/...), a userinfo without one (a bare token) as *** (http://***@host/...);
+// anything else exactly as given. Every place an endpoint is echoed
 // goes through here, since a report is shared and stderr logged.
 std::string ShownUrl(const std::string& url);
 

@@ -417,11 +417,15 @@ tests.append(test('near miss: two of three hosts 9 °C warmer over a recovered s
 LINK_THROTTLE_FAM = TH_FAM + ['ray_node_gpus_utilization', 'hw_rdma_tx_retx_pkts_total']
 
 
-def link_then_throttle(seed, link_host, link_span, hot_host, hot_span, tgs_of_step):
+def link_then_throttle(seed, link_host, link_span, hot_host, hot_span, tgs_of_step, every_host_at_c=None):
     """Retransmits on `link_host` over samples `link_span`, `hot_host` hot (~92 °C) and clocked down over
-    `hot_span`; one step per 30 s sample with its TGS from `tgs_of_step`."""
+    `hot_span`; one step per 30 s sample with its TGS from `tgs_of_step`. With `every_host_at_c`, every
+    GPU of every host sits at that temperature instead (no host warmer than its peers)."""
     job = Job(hosts, gpus=3, n=120, seed=seed, gpu_name='AMD Instinct MI300A')
-    job.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + (7 if h == hot_host and i in hot_span else -7), 1))
+    if every_host_at_c is None:
+        job.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + (7 if h == hot_host and i in hot_span else -7), 1))
+    else:
+        job.override('hw_gpu_temperature_celsius', lambda h, g, i, d: every_host_at_c)
     job.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10 if h == hot_host and i in hot_span else d)
     job.override('hw_rdma_tx_retx_pkts_total',
                  lambda h, g, i, d: d + 60_000 * len([k for k in link_span if k <= i]) if h == link_host else d)
@@ -467,6 +471,16 @@ tests.append(test('near miss: a warm host (estimated levels) whose clock dipped 
                   families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
 j, st = link_then_throttle(48, link, link_span, hot, range(30, 60), link_only)
 tests.append(test('near miss: a warm host (estimated levels) clocked below the fleet\'s only while another host\'s link failed, which explains the TGS loss alone: no throttling exclusion', j,
+                  facts(j, status='completed', cls='tgs-degradation', steps=st,
+                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
+                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
+
+# (3) The same clock stretch and cost on a fleet uniformly past MI300A's estimated concern level:
+# nobody warmer than the others, so the low clock points at a power cap or a SKU, not at heat.
+j, st = link_then_throttle(49, link, link_span, hot, hot_span, slowed, every_host_at_c=85.0)
+tests.append(test('near miss: every host at 85 °C (past an estimated level, none warmer than the others), one host\'s clock below the fleet\'s costing TGS: no throttling exclusion on a guessed level', j,
                   facts(j, status='completed', cls='tgs-degradation', steps=st,
                         extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
                   {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
