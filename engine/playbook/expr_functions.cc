@@ -598,30 +598,42 @@ StatusOr<Value> KeysWithHoles(const Expr& e, const Args& args, const NameResolve
   return out;
 }
 
-// One key of bridge_holes(). The counter's growth across a hole, from its last sample at or before
-// the hole's last rate point to its last sample at or before the first rate point after it (the
-// samples rate() read on either side), says how many events the hole held but not how long they
-// took: a burst and a steady fault count alike. The fewest seconds they can have taken is the growth
-// at the highest rate the series showed anywhere, so the hole is filled with that rate for that
-// long (at most the hole), next to the louder of its two sides: a fault is never stretched beyond
-// what the counter proves. A counter that fell (a reset), a series never seen above zero, or no
-// two such samples fills nothing.
-Value BridgeOneSeries(const Value& rate_samples, const Value& counter_samples) {
-  const SampledSeries rates = ReadSamples(rate_samples), counter = ReadSamples(counter_samples);
-  const double peak = rates.values.empty() ? 0 : *std::max_element(rates.values.begin(), rates.values.end());
-  if (rates.spacing <= 0 || counter.times.size() < 2 || !(peak > 0)) return rate_samples;
-  auto last_at_or_before = [&](double t) {
-    const auto it = std::upper_bound(counter.times.begin(), counter.times.end(), t);
-    return it == counter.times.begin() ? counter.times.size() : static_cast<size_t>(it - counter.times.begin()) - 1;
+// How much one counter series counted between the rate points `from` and `to` (the samples rate()
+// read on either side of a hole: its last sample at or before each). A series that first appears
+// after `from` counts only from its own first sample on (its first value is the device's lifetime
+// total, not the hole's events), one with no sample after `from` counted nothing seen, and a fall
+// between two samples is a reset counted from zero, as Prometheus' increase() counts it.
+double CounterGrowth(const SampledSeries& counter, double from, double to) {
+  const auto last_at_or_before = [&](double t) {
+    return static_cast<size_t>(std::upper_bound(counter.times.begin(), counter.times.end(), t) - counter.times.begin());
   };
+  const size_t through_to = last_at_or_before(to), through_from = last_at_or_before(from);
+  if (through_to == 0 || through_to <= through_from) return 0;
+  double grew = 0;
+  for (size_t j = through_from == 0 ? 0 : through_from - 1; j + 1 < through_to; ++j) {
+    const double step = counter.values[j + 1] - counter.values[j];
+    grew += step >= 0 ? step : counter.values[j + 1];
+  }
+  return grew;
+}
+
+// One key of bridge_holes(). The growth its counter series show across a hole (CounterGrowth, summed
+// over the key's series) says how many events the hole held but not how long they took: a burst and
+// a steady fault count alike. The fewest seconds they can have taken is the growth at the highest
+// rate the series showed anywhere, so the hole is filled with that rate for that long (at most the
+// hole), next to the louder of its two sides: a fault is never stretched beyond what the counters
+// prove. A series never seen above zero, or counters that grew nothing, fill nothing.
+Value BridgeOneSeries(const Value& rate_samples, const std::vector<SampledSeries>& counters) {
+  const SampledSeries rates = ReadSamples(rate_samples);
+  const double peak = rates.values.empty() ? 0 : *std::max_element(rates.values.begin(), rates.values.end());
+  if (rates.spacing <= 0 || counters.empty() || !(peak > 0)) return rate_samples;
   std::vector<std::pair<double, double>> points;
   for (size_t i = 0; i < rates.times.size(); ++i) {
     points.emplace_back(rates.times[i], rates.values[i]);
     const double missing = i + 1 < rates.times.size() ? MissingSteps(rates, i) : 0;
     if (missing <= 0) continue;
-    const size_t before = last_at_or_before(rates.times[i]), after = last_at_or_before(rates.times[i + 1]);
-    if (before >= counter.times.size() || after >= counter.times.size() || after <= before) continue;
-    const double grew = counter.values[after] - counter.values[before];
+    double grew = 0;
+    for (const SampledSeries& counter : counters) grew += CounterGrowth(counter, rates.times[i], rates.times[i + 1]);
     if (!(grew > 0)) continue;
     const double steps = std::min(missing, std::floor(grew / peak / rates.spacing + 1e-9));
     const bool from_start = rates.values[i] >= rates.values[i + 1];
@@ -634,19 +646,36 @@ Value BridgeOneSeries(const Value& rate_samples, const Value& counter_samples) {
   return out;
 }
 
+// The counter series of one key of the rates: the counters' entry named like it, and each named
+// `<key>/...` (one series per device and port, `by: [host, device, port]`), as counters are read
+// per series so that a device appearing mid-job adds its growth, never its lifetime total.
+std::vector<SampledSeries> CountersOfKey(const Value::object_t& counters, const std::string& key) {
+  std::vector<SampledSeries> out;
+  if (const auto it = counters.find(key); it != counters.end()) out.push_back(ReadSamples(it->second));
+  const std::string prefix = key + "/";
+  for (auto it = counters.lower_bound(prefix); it != counters.end() && it->first.starts_with(prefix); ++it)
+    out.push_back(ReadSamples(it->second));
+  return out;
+}
+
 // bridge_holes(rates, counters): a range query's rate `series` map with its holes (missed scrapes:
 // rate() has no point where its window held fewer than two samples) filled, per key, from the
-// growth the key's counter samples in `counters` (the same sum, one point per scrape) show across
-// each hole (BridgeOneSeries): a fault that ran while nobody scraped is read from the counter rather
-// than lost, for the fewest seconds its count can have taken. Keys without counters pass through.
+// growth the key's counter series in `counters` (one point per scrape; keyed like the rates, or
+// `<key>/<series>` per device) show across each hole (BridgeOneSeries): a fault that ran while
+// nobody scraped is read from the counters rather than lost, for the fewest seconds their count can
+// have taken. Keys without counters pass through.
 StatusOr<Value> BridgeHoles(const Expr& e, const Args& args, const NameResolver&) {
   if (args[0].is_null()) return Value();
   if (!args[0].is_object()) return EvalError(e, "bridge_holes() needs a series map, got " + TypeName(args[0]));
   if (!args[1].is_null() && !args[1].is_object())
     return EvalError(e, "bridge_holes() needs (series, counter series map), got " + TypeName(args[1]));
+  static const Value::object_t kNoCounters;
+  const Value::object_t& counters = args[1].is_object() ? args[1].get_ref<const Value::object_t&>() : kNoCounters;
   Value out = Value::object();
-  for (const auto& [key, samples] : args[0].items())
-    out[key] = args[1].is_object() && args[1].contains(key) ? BridgeOneSeries(samples, args[1][key]) : samples;
+  for (const auto& [key, samples] : args[0].items()) {
+    const std::vector<SampledSeries> of_key = CountersOfKey(counters, key);
+    out[key] = of_key.empty() ? samples : BridgeOneSeries(samples, of_key);
+  }
   return out;
 }
 

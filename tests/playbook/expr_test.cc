@@ -262,7 +262,8 @@ TEST(ExprTest, LastRunSecondsBridgesAHoleOnlyAsFarAsTheSamplesAroundIt) {
 // hole: at the highest rate the series showed (700/s) that took at least 540 s, so 18 of the 19
 // missing steps are filled at 700/s next to the loud side. A burst the counter shows was short
 // (42,000: 60 s at 700/s) fills 2 steps, not the hole. A counter that fell across the hole (a
-// reset), a key without counters or never seen above zero, and a key without a hole pass through.
+// reset) counts from zero as increase() does (500 after it: no step's worth), and a key without
+// counters or never seen above zero, and a key without a hole, pass through.
 TEST(ExprTest, BridgeHolesFillsAHoleForTheFewestSecondsTheCountersGrowthCanHaveTaken) {
   auto series = [](std::vector<std::pair<int, double>> points) {
     Value v = Value::array();
@@ -304,6 +305,37 @@ TEST(ExprTest, BridgeHolesFillsAHoleForTheFewestSecondsTheCountersGrowthCanHaveT
   EXPECT_EQ(Eval("bridge_holes(rates, null)", env), env["rates"]);
   EXPECT_EQ(Eval("bridge_holes(null, counters)", env), Value());
   EXPECT_FALSE(EvalsOk("bridge_holes(rates, 5)", env)) << "counters that are not a series map are an error";
+}
+
+// Counters read per device (`<host>/<device>/<port>`): the hole's growth is each series' own. A burst
+// of 60 s at 700/s on ionic_0 ended before the hole (its counter flat across it); ionic_1 first
+// appears in the hole carrying its lifetime total of 4,000,000 (a port that came up, an exporter that
+// began to list it), and ionic_2 first appears in it and counts 21,000 after its first sample. A
+// per-host sum grew by 4,021,000 across the hole and filled all of it at 700/s, a sustained fault out
+// of an ended burst; per series the hole held 21,000 (one step at 700/s). A reset inside the hole
+// counts the counter's value after it, from zero, as increase() does: 42,000 is two steps.
+TEST(ExprTest, BridgeHolesCountsEachCounterSeriesOwnGrowthAcrossAHole) {
+  auto series = [](std::vector<std::pair<int, double>> points) {
+    Value v = Value::array();
+    for (const auto& [t, x] : points) v.push_back({t, x});
+    return v;
+  };
+  const Value holed = series({{0, 0}, {30, 700}, {60, 700}, {660, 0}, {690, 0}});
+  Value env = {{"rates", {{"h", holed}, {"reset", holed}}},
+               {"counters", {{"h/ionic_0/1", series({{0, 0}, {30, 21000}, {60, 42000}, {660, 42000}, {690, 42000}})},
+                             {"h/ionic_1/1", series({{630, 4000000}, {660, 4000000}, {690, 4000000}})},
+                             {"h/ionic_2/1", series({{600, 900000}, {660, 921000}, {690, 921000}})},
+                             {"hx/ionic_0/1", series({{0, 0}, {660, 9000000}})},
+                             {"reset/ionic_0/1", series({{0, 0}, {60, 42000}, {630, 20000}, {660, 42000}})}}}};
+  const Value bridged = Eval("bridge_holes(rates, counters)", env);
+  ASSERT_TRUE(bridged.is_object());
+  ASSERT_EQ(bridged["h"].size(), 5u + 1u) << "21,000 across the hole: one step at 700/s, not 19";
+  EXPECT_EQ(bridged["h"][3], Value({90.0, 700.0}));
+  ASSERT_EQ(bridged["reset"].size(), 5u + 2u) << "counted from zero after the reset: 42,000";
+  EXPECT_EQ(Eval("held_seconds(bridge_holes(rates, counters), 0.01)", env), Value({{"h", 90.0}, {"reset", 120.0}}));
+  env["counters"] = {{"h", series({{0, 0}, {60, 42000}, {660, 4042000}})}};
+  EXPECT_EQ(Eval("bridge_holes(rates, counters)", env)["h"].size(), 5u + 19u)
+      << "a counter keyed like the rate is one series: its growth is taken as it is";
 }
 
 // The level each key held for the span asked (its k-th largest sample at the series' spacing); a

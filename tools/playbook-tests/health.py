@@ -91,6 +91,18 @@ tests.append(test('near miss: a 3 min retransmit burst that ended before the hos
                   {'root_cause': 'none', 'action': 'none',
                    'findings': [{'id': 'network-health/network_anomalies', 'status': 'clear'}]},
                   families=NH_FAM))
+# The same ended burst, and a second port on the host first listed after the hole (an exporter that
+# began to report it) with its lifetime total of 4,000,000 retransmits: it grew by nothing, so the
+# hole held nothing. Counted per series, not as a per-host sum whose jump read as the hole's growth.
+j = missed_mid_fault(56, 33, fault_start=27)
+t = test('near miss: a burst ended before the scrape hole and a port first listed after it is not sustained', j,
+         facts(j),
+         {'root_cause': 'none', 'action': 'none',
+          'findings': [{'id': 'network-health/network_anomalies', 'status': 'clear'}]},
+         families=NH_FAM)
+t['input_series'].append(series(hw('hw_rdma_tx_retx_pkts_total', 'nw-03', device='ionic_1', port='1'),
+                                join(gaps(48), seg(4000000, j.n - 48))))
+tests.append(t)
 # The counter grew by 1,800 across the hole: a minute at the 30/s the host showed, not the hole's
 # seven (the rate points before it and that minute stay under five).
 j = missed_mid_fault(57, 36)
