@@ -430,20 +430,26 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
   };
   // A host list selects series by every name the exporters gave that host (an address, an FQDN), as
   // the discovery of the TSDB the query goes to found them: a baseline's nodes have their own.
+  // A host or string list with no item asks about nothing (no regex can select none of the series
+  // without a label), so the query is not rendered nor sent: its answer is known to hold no series.
+  std::string empty_list;
   auto value_with_names = [&](const std::string& name) -> StatusOr<json> {
     auto v = value_of(name);
-    if (!v.ok() || type_of(name) != playbook::ParamType::kHosts) return v;
+    const playbook::ParamType type = type_of(name);
+    if (!v.ok() || (type != playbook::ParamType::kHosts && type != playbook::ParamType::kStrings)) return v;
+    if (v->is_array() && v->empty() && empty_list.empty()) empty_list = name;
+    if (type != playbook::ParamType::kHosts) return v;
     const json& d = spec.tsdb == JobRole::kBaseline ? ctx_.baseline_discovery : ctx_.discovery;
     return WithReportedNames(*v, InstanceHostsOf(d));
   };
   auto promql = playbook::RenderPromql(*node.rule, value_with_names, type_of);
-  if (!promql.ok()) {
-    bool empty_list = promql.status().code() == StatusCode::kFailedPrecondition;
-    Fail(idx, empty_list ? NodeHealth::kSkipped : NodeHealth::kError, node.rule->query.template_pos.ToString() + ": " + promql.status().message());
+  if (!promql.ok() && empty_list.empty()) {
+    Fail(idx, NodeHealth::kError, node.rule->query.template_pos.ToString() + ": " + promql.status().message());
     return false;
   }
+  const std::string promql_text = promql.ok() ? *promql : spec.promql_template;
   if (spec.range) {
-    *q = Query::Range(*promql, start, end, spec.step_seconds, node.id);
+    *q = Query::Range(promql_text, start, end, spec.step_seconds, node.id);
   } else {
     double t = end;
     if (spec.at == QueryAt::kStart) {
@@ -460,16 +466,35 @@ bool Evaluator::PrepareQuery(int idx, Query* q, QueryClient** client) {
       }
       t = v->get<double>();
     }
-    *q = Query::Instant(*promql, t, node.id);
+    *q = Query::Instant(promql_text, t, node.id);
     start = end = t;
   }
-  out.value = {{"query", *promql}, {"window", {{"start", start}, {"end", end}}}};
+  out.value = {{"query", promql_text}, {"window", {{"start", start}, {"end", end}}}};
   *client = spec.tsdb == JobRole::kBaseline ? ctx_.baseline : ctx_.subject;
   if (*client == nullptr) {
     Fail(idx, NodeHealth::kSkipped, spec.tsdb == JobRole::kBaseline ? "no baseline TSDB" : "no TSDB");
     return false;
   }
+  if (!empty_list.empty()) {
+    AnswerWithoutAsking(idx, promql_text, start, end, "its '" + empty_list + "' list is empty");
+    return false;
+  }
   return true;
+}
+
+void Evaluator::AnswerWithoutAsking(int idx, const std::string& promql_template, double start, double end,
+                                    const std::string& why) {
+  const RuleSpec& rule = *graph_.nodes()[idx].rule;
+  auto& out = result_.nodes[idx];
+  out.value = QueryResultJson(rule, QueryResult{}, json::object(), promql_template, start, end);
+  out.health = NodeHealth::kOk;
+  Evidence e;
+  e.kind = EvidenceKind::kDerived;
+  e.query = promql_template;
+  e.window = TimeWindow{start, end};
+  e.value = out.value["values"];
+  e.text = (rule.description.empty() ? "" : rule.description + ": ") + "no series (not asked: " + why + ")";
+  out.evidence.push_back(std::move(e));
 }
 
 Evaluator::QuestionKey Evaluator::KeyOf(const QueryClient* client, const Query& q) {

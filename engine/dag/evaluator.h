@@ -93,6 +93,8 @@ class Evaluator {
   bool DeadlinePassed() const;
 
   bool PrepareQuery(int idx, Query* q, QueryClient** client);
+  // A query whose host or string list is empty: its answer, no series, set without a request.
+  void AnswerWithoutAsking(int idx, const std::string& promql_template, double start, double end, const std::string& why);
 
   // The playbooks' params and windows (and the shared windows), from the context alone.
   void ResolveWindowsAndParams();

@@ -487,6 +487,61 @@ TEST_F(EvaluateTest, SendsQueriesByReadinessAndIsolatesFailures) {
   EXPECT_EQ(r.not_evaluated.size(), 3u);
 }
 
+// A host list that came out empty (no host has holes, none is accused) asks about nothing: the
+// query is answered with no series and never sent, and the rules reading it run on that answer
+// rather than being skipped. The same list with a host is sent as usual; without a TSDB the query
+// is skipped for that, not answered empty.
+TEST_F(EvaluateTest, AnEmptyHostListIsAnsweredWithNoSeriesWithoutARequest) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: holes
+description: counters of the hosts another rule found
+rules:
+  - id: found
+    fact: facts.found
+  - id: counters
+    description: counters of the hosts found
+    query: 'last_over_time(retx_total{host=~"{{ hosts }}", device=~"{{ devices }}"}[30s])'
+    range: true
+    window: job
+    by: [host, device]
+    args:
+      hosts: {type: hosts, value: found.value}
+      devices: {type: strings, value: '["ionic_0"]'}
+  - id: counted
+    fact: len(counters.series)
+)YAML", "holes.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"holes"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  client_.answers["retx_total"] = {Series{{{"host", "h1"}, {"device", "ionic_0"}}, {{100, 5}, {130, 9}}}};
+  ctx_.subject = &client_;
+  ctx_.facts["found"] = json::array();
+  auto r = Evaluate(*graph, ctx_);
+  const auto& counters = r.nodes[graph->IndexOf("holes/counters")];
+  EXPECT_EQ(counters.health, NodeHealth::kOk) << counters.reason;
+  EXPECT_TRUE(client_.batches.empty()) << "nothing to ask, nothing sent";
+  EXPECT_EQ(r.queries_run, 0);
+  EXPECT_EQ(counters.value["series"], json::object());
+  EXPECT_EQ(counters.value["count"], 0);
+  EXPECT_FALSE(counters.value.contains("max"));
+  ASSERT_FALSE(counters.evidence.empty());
+  EXPECT_NE(counters.evidence[0].text.find("'hosts' list is empty"), std::string::npos) << counters.evidence[0].text;
+  EXPECT_EQ(r.nodes[graph->IndexOf("holes/counted")].health, NodeHealth::kOk);
+  EXPECT_EQ(r.nodes[graph->IndexOf("holes/counted")].value["value"], 0.0);
+
+  ctx_.facts["found"] = json::array({"h1"});
+  r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(client_.batches.size(), 1u);
+  EXPECT_EQ(r.nodes[graph->IndexOf("holes/counted")].value["value"], 1.0);
+
+  ctx_.facts["found"] = json::array();
+  ctx_.subject = nullptr;
+  r = Evaluate(*graph, ctx_);
+  EXPECT_EQ(r.nodes[graph->IndexOf("holes/counters")].health, NodeHealth::kSkipped);
+  EXPECT_EQ(r.nodes[graph->IndexOf("holes/counters")].reason, "no TSDB");
+}
+
 TEST_F(EvaluateTest, WithoutATsdbQueriesAreSkippedAndVerdictsSayInsufficientEvidence) {
   auto graph = CompiledGraph::Compile(library_, {"hb"});
   ASSERT_TRUE(graph.ok());
