@@ -23,6 +23,13 @@ Value Eval(const std::string& src, const Value& env = Value::object()) {
   return v.ok() ? *v : Value();
 }
 
+// A range series of [t, v] points, as a query rule's `series` holds one key's samples.
+Value PointSeries(std::vector<std::pair<int, double>> points) {
+  Value v = Value::array();
+  for (const auto& [t, x] : points) v.push_back({t, x});
+  return v;
+}
+
 // Whether `src` evaluates without an error (an argument of the wrong type is one).
 bool EvalsOk(const std::string& src, const Value& env) { return Evaluate(src, env).ok(); }
 
@@ -174,19 +181,14 @@ TEST(ExprTest, HeldSecondsAndSustainedLevelBridgeHolesWithTheLevelOnBothSides) {
 // no longer than them, it is bridged whole (as in the test above: 4 + 4 around 8); longer, it adds
 // only their count. A low sample or another hole ends the evidence a hole may lean on.
 TEST(ExprTest, HeldSecondsBridgesAHoleOnlyAsFarAsTheSamplesAroundIt) {
-  auto series = [](std::vector<std::pair<int, double>> points) {
-    Value v = Value::array();
-    for (const auto& [t, x] : points) v.push_back({t, x});
-    return v;
-  };
   // 4 + 3 samples at 900 around a hole of 6 missing steps (90 -> 300 at 30 s): bridged whole.
-  Value fits = series({{0, 900}, {30, 900}, {60, 900}, {90, 900}, {300, 900}, {330, 900}, {360, 900}});
+  Value fits = PointSeries({{0, 900}, {30, 900}, {60, 900}, {90, 900}, {300, 900}, {330, 900}, {360, 900}});
   // One loud sample each side of a hole of 20 missing steps (and one more before a low sample): the
   // hole adds only the 2 steps its neighbours reach, not 20.
-  Value stretched = series({{0, 900}, {30, 0}, {60, 900}, {690, 900}, {720, 0}, {750, 0}});
+  Value stretched = PointSeries({{0, 900}, {30, 0}, {60, 900}, {690, 900}, {720, 0}, {750, 0}});
   // A second hole right after the first one's far sample: each leans on its own neighbours only
   // (1 + 1 for the first hole of 4 missing steps: 2 of it; 1 + 3 for the second of 4: all of it).
-  Value chained = series({{0, 900}, {150, 900}, {300, 900}, {330, 900}, {360, 900}, {390, 0}, {420, 0}, {450, 0}});
+  Value chained = PointSeries({{0, 900}, {150, 900}, {300, 900}, {330, 900}, {360, 900}, {390, 0}, {420, 0}, {450, 0}});
   Value env = {{"retx", {{"fits", fits}, {"stretched", stretched}, {"chained", chained}}}};
   EXPECT_EQ(Eval("held_seconds(retx, 100)", env),
             Value({{"fits", 13 * 30.0}, {"stretched", 5 * 30.0}, {"chained", 11 * 30.0}}));
@@ -265,24 +267,19 @@ TEST(ExprTest, LastRunSecondsBridgesAHoleOnlyAsFarAsTheSamplesAroundIt) {
 // reset) counts from zero as increase() does (500 after it: no step's worth), and a key without
 // counters or never seen above zero, and a key without a hole, pass through.
 TEST(ExprTest, BridgeHolesFillsAHoleForTheFewestSecondsTheCountersGrowthCanHaveTaken) {
-  auto series = [](std::vector<std::pair<int, double>> points) {
-    Value v = Value::array();
-    for (const auto& [t, x] : points) v.push_back({t, x});
-    return v;
-  };
-  const Value holed = series({{0, 0}, {30, 0}, {60, 700}, {660, 0}, {690, 0}});
-  const Value quiet = series({{0, 0}, {30, 0}, {660, 0}, {690, 0}});
-  const Value solid = series({{0, 5}, {30, 5}, {60, 5}});
+  const Value holed = PointSeries({{0, 0}, {30, 0}, {60, 700}, {660, 0}, {690, 0}});
+  const Value quiet = PointSeries({{0, 0}, {30, 0}, {660, 0}, {690, 0}});
+  const Value solid = PointSeries({{0, 5}, {30, 5}, {60, 5}});
   // The hole's far side louder: the fill leans on it (the fault ran out of the hole, not into it).
-  const Value rising = series({{0, 0}, {30, 0}, {630, 700}, {660, 700}});
+  const Value rising = PointSeries({{0, 0}, {30, 0}, {630, 700}, {660, 700}});
   Value env = {{"rates", {{"h", holed}, {"burst", holed}, {"reset", holed}, {"uncounted", holed}, {"quiet", quiet},
                           {"solid", solid}, {"rising", rising}}},
-               {"counters", {{"h", series({{0, 0}, {60, 42000}, {600, 420000}, {660, 420000}})},
-                             {"burst", series({{0, 0}, {60, 42000}, {600, 84000}, {660, 84000}})},
-                             {"reset", series({{0, 90000}, {60, 132000}, {660, 500}})},
-                             {"quiet", series({{0, 0}, {30, 0}, {660, 5000}})},
-                             {"solid", series({{0, 0}, {60, 300}})},
-                             {"rising", series({{0, 0}, {30, 0}, {630, 84000}, {660, 105000}})}}}};
+               {"counters", {{"h", PointSeries({{0, 0}, {60, 42000}, {600, 420000}, {660, 420000}})},
+                             {"burst", PointSeries({{0, 0}, {60, 42000}, {600, 84000}, {660, 84000}})},
+                             {"reset", PointSeries({{0, 90000}, {60, 132000}, {660, 500}})},
+                             {"quiet", PointSeries({{0, 0}, {30, 0}, {660, 5000}})},
+                             {"solid", PointSeries({{0, 0}, {60, 300}})},
+                             {"rising", PointSeries({{0, 0}, {30, 0}, {630, 84000}, {660, 105000}})}}}};
   EXPECT_EQ(Eval("keys_with_holes(rates)", env), Value({"burst", "h", "quiet", "reset", "rising", "uncounted"}));
   EXPECT_EQ(Eval("keys_with_holes(null)", env), Value::array());
   EXPECT_EQ(Eval("keys_with_holes(rates, 0.01)", env), Value({"burst", "h", "reset", "rising", "uncounted"}))
@@ -315,25 +312,20 @@ TEST(ExprTest, BridgeHolesFillsAHoleForTheFewestSecondsTheCountersGrowthCanHaveT
 // of an ended burst; per series the hole held 21,000 (one step at 700/s). A reset inside the hole
 // counts the counter's value after it, from zero, as increase() does: 42,000 is two steps.
 TEST(ExprTest, BridgeHolesCountsEachCounterSeriesOwnGrowthAcrossAHole) {
-  auto series = [](std::vector<std::pair<int, double>> points) {
-    Value v = Value::array();
-    for (const auto& [t, x] : points) v.push_back({t, x});
-    return v;
-  };
-  const Value holed = series({{0, 0}, {30, 700}, {60, 700}, {660, 0}, {690, 0}});
+  const Value holed = PointSeries({{0, 0}, {30, 700}, {60, 700}, {660, 0}, {690, 0}});
   Value env = {{"rates", {{"h", holed}, {"reset", holed}}},
-               {"counters", {{"h/ionic_0/1", series({{0, 0}, {30, 21000}, {60, 42000}, {660, 42000}, {690, 42000}})},
-                             {"h/ionic_1/1", series({{630, 4000000}, {660, 4000000}, {690, 4000000}})},
-                             {"h/ionic_2/1", series({{600, 900000}, {660, 921000}, {690, 921000}})},
-                             {"hx/ionic_0/1", series({{0, 0}, {660, 9000000}})},
-                             {"reset/ionic_0/1", series({{0, 0}, {60, 42000}, {630, 20000}, {660, 42000}})}}}};
+               {"counters", {{"h/ionic_0/1", PointSeries({{0, 0}, {30, 21000}, {60, 42000}, {660, 42000}, {690, 42000}})},
+                             {"h/ionic_1/1", PointSeries({{630, 4000000}, {660, 4000000}, {690, 4000000}})},
+                             {"h/ionic_2/1", PointSeries({{600, 900000}, {660, 921000}, {690, 921000}})},
+                             {"hx/ionic_0/1", PointSeries({{0, 0}, {660, 9000000}})},
+                             {"reset/ionic_0/1", PointSeries({{0, 0}, {60, 42000}, {630, 20000}, {660, 42000}})}}}};
   const Value bridged = Eval("bridge_holes(rates, counters)", env);
   ASSERT_TRUE(bridged.is_object());
   ASSERT_EQ(bridged["h"].size(), 5u + 1u) << "21,000 across the hole: one step at 700/s, not 19";
   EXPECT_EQ(bridged["h"][3], Value({90.0, 700.0}));
   ASSERT_EQ(bridged["reset"].size(), 5u + 2u) << "counted from zero after the reset: 42,000";
   EXPECT_EQ(Eval("held_seconds(bridge_holes(rates, counters), 0.01)", env), Value({{"h", 90.0}, {"reset", 120.0}}));
-  env["counters"] = {{"h", series({{0, 0}, {60, 42000}, {660, 4042000}})}};
+  env["counters"] = {{"h", PointSeries({{0, 0}, {60, 42000}, {660, 4042000}})}};
   EXPECT_EQ(Eval("bridge_holes(rates, counters)", env)["h"].size(), 5u + 19u)
       << "a counter keyed like the rate is one series: its growth is taken as it is";
 }
