@@ -458,34 +458,33 @@ tests.append(test('a link fault then a throttling GPU on another host (estimated
                                 {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': [hot]}]},
                   families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
 
+def link_then_throttle_near_miss(name, seed, hot_span, tgs_of_step, every_host_at_c=None):
+    """A near miss of link_then_throttle: the warm host's clock stretch over `hot_span` is no throttling
+    exclusion (nothing excluded, throttled_hosts and the verdict clear)."""
+    j, st = link_then_throttle(seed, link, link_span, hot, hot_span, tgs_of_step, every_host_at_c)
+    return test(name, j,
+                facts(j, status='completed', cls='tgs-degradation', steps=st,
+                      extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
+                {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                             {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                families=LINK_THROTTLE_FAM, tb_host=hosts[0])
+
+
 # Near misses: the same heat and clock (1) with TGS down only while the link failed (the clock dip
 # cost nothing), (2) with the clock down inside the link's stretch alone (its TGS stretch the link
-# explains by itself).
+# explains by itself), (3) the same clock stretch and cost on a fleet uniformly past MI300A's
+# estimated concern level: nobody warmer than the others, so the low clock points at a power cap or
+# a SKU, not at heat.
 link_only = lambda i: 1090.0 if i in link_span else 1330.0
-j, st = link_then_throttle(47, link, link_span, hot, hot_span, link_only)
-tests.append(test('near miss: a warm host (estimated levels) whose clock dipped below the fleet\'s while TGS held: no throttling exclusion', j,
-                  facts(j, status='completed', cls='tgs-degradation', steps=st,
-                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
-                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
-                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
-j, st = link_then_throttle(48, link, link_span, hot, range(30, 60), link_only)
-tests.append(test('near miss: a warm host (estimated levels) clocked below the fleet\'s only while another host\'s link failed, which explains the TGS loss alone: no throttling exclusion', j,
-                  facts(j, status='completed', cls='tgs-degradation', steps=st,
-                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
-                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
-                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
-
-# (3) The same clock stretch and cost on a fleet uniformly past MI300A's estimated concern level:
-# nobody warmer than the others, so the low clock points at a power cap or a SKU, not at heat.
-j, st = link_then_throttle(49, link, link_span, hot, hot_span, slowed, every_host_at_c=85.0)
-tests.append(test('near miss: every host at 85 °C (past an estimated level, none warmer than the others), one host\'s clock below the fleet\'s costing TGS: no throttling exclusion on a guessed level', j,
-                  facts(j, status='completed', cls='tgs-degradation', steps=st,
-                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
-                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
-                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
+tests.append(link_then_throttle_near_miss(
+    'near miss: a warm host (estimated levels) whose clock dipped below the fleet\'s while TGS held: no throttling exclusion',
+    47, hot_span, link_only))
+tests.append(link_then_throttle_near_miss(
+    'near miss: a warm host (estimated levels) clocked below the fleet\'s only while another host\'s link failed, which explains the TGS loss alone: no throttling exclusion',
+    48, range(30, 60), link_only))
+tests.append(link_then_throttle_near_miss(
+    'near miss: every host at 85 °C (past an estimated level, none warmer than the others), one host\'s clock below the fleet\'s costing TGS: no throttling exclusion on a guessed level',
+    49, hot_span, slowed, every_host_at_c=85.0))
 
 j = every_host_throttled(hosts, 37)
 tests.append(test('every host hot with its clock down from the TGS drop on: facility cooling, nothing to exclude', j,
