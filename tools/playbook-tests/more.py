@@ -273,6 +273,31 @@ tests.append(test('throttling from the first step until it ends: thermal throttl
                    'exclude': [{'host': hot, 'priority': 2}]},
                   families=TH_FAM, tb_host=hosts[0]))
 
+# Two of five hosts throttled before the first step and never lifted: TGS held one level, so no
+# phase measures the cost; the peers carry it (their clock below the fleet's at every moment).
+two_hot = [hosts[1], hot]
+flat_slow = [{'first_step': 0, 'last_step': 119, 'mean_tgs': 1090.0}]
+j = Job(hosts, gpus=3, n=120, seed=50)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 19, 1) if h in two_hot else d)
+j.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10 if h in two_hot else d)
+j.override('hw_gpu_power_watts', lambda h, g, i, d: round(d - 130, 1) if h in two_hot else d)
+tests.append(test('two of five hosts hot with their clock down from before the first step to the last, TGS one level: throttling against the peers, both excluded', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat_slow, 'steady_tgs': 1090.0}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+                   'summary_contains': ['(TGS held one level, 1090 tokens/s/device, from the first step to the last'],
+                   'exclude': [{'host': h, 'priority': 2} for h in sorted(two_hot)],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': sorted(two_hot)},
+                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': sorted(two_hot)}]},
+                  families=TH_FAM, tb_host=hosts[0]))
+
+# Near miss: the same two hosts warm (~92 °C) the whole job at full clock, TGS one level: nothing throttled.
+j = Job(hosts, gpus=3, n=120, seed=51)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 7, 1) if h in two_hot else d)
+tests.append(test('near miss: two of five hosts warm (92 °C) the whole job at full clock, TGS one level: not throttling', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat_slow, 'steady_tgs': 1330.0}}),
+                  not_throttling('none'),
+                  families=TH_FAM, tb_host=hosts[0]))
+
 j = Job(hosts, gpus=3, n=120, seed=32)
 j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 7, 1) if h == hot else d)   # ~92 °C
 tests.append(test('near miss: a warm host (92 °C) with normal clocks and no slowdown is not throttling', j,
