@@ -1940,16 +1940,22 @@ void CoverageGaps(JobPlanner& p) {
 // The fault SlowdownFaults() injects, for a job's notes.
 std::string SlowdownName(bool thermal) { return thermal ? "throttling GPU" : "RDMA retx+ACK timeouts"; }
 
+// The truth of a slowdown on `host` that the TSDB shows: its cause, the host excluded (an RDMA link
+// at priority 2), the kind named after its fault ("thermal-<kind>", "rdma-<kind>").
+void SlowHostTruth(JobPlanner& p, bool thermal, const std::string& host, const std::string& kind) {
+  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
+  Verdict(p, (thermal ? "thermal-" : "rdma-") + kind, thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+}
+
 // A slowdown on `host` over `window` (a throttling GPU, or an RDMA link excluded at priority 2) and
 // its truth, named `kind` after its fault ("thermal-<kind>", "rdma-<kind>"): excluded when the TSDB
 // can show it, otherwise an observability gap that nobody is excluded for.
 void SlowdownWithTruth(JobPlanner& p, bool thermal, const std::string& host, const std::string& window, bool visible,
                        const std::string& kind) {
   SlowdownFaults(p, thermal, host, window);
-  const std::string name = (thermal ? "thermal-" : "rdma-") + kind;
-  if (!visible) return Verdict(p, name, "observability-gap", "none");
-  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
-  Verdict(p, name, thermal ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
+  if (!visible) return Verdict(p, (thermal ? "thermal-" : "rdma-") + kind, "observability-gap", "none");
+  SlowHostTruth(p, thermal, host, kind);
 }
 
 // A fault that begins in the job's last 2-5 % and runs to its end: an RDMA link (two times in three)
@@ -2605,9 +2611,7 @@ void ComesAndGoes(JobPlanner& p) {
     list += (list.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b);
   }
   p.spec().phases = OverlapPhases(0, last, p.tgs(), slow);
-  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
-  Verdict(p, thermal ? "thermal-comes-and-goes" : "rdma-comes-and-goes", thermal ? "thermal-throttle" : "rdma-link-degradation",
-          "retry-excluding-nodes");
+  SlowHostTruth(p, thermal, host, "comes-and-goes");
   p.notes() = SlowdownName(thermal) + " on " + host + " comes and goes: steps " + list + "." + p.notes();
   p.Passthrough();
   p.Noise(std::make_pair<int64_t, int64_t>(5, first - 5));
@@ -2627,10 +2631,8 @@ void WarmestHost(JobPlanner& p) {
   p.Fault("gpu_hot", {warm}, "", std::round(p.U(5, 9)));
   const std::string host = on_warm ? warm : p.TakeHost();
   SlowdownFaults(p, thermal, host, p.Steps(onset, end));
-  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
+  SlowHostTruth(p, thermal, host, on_warm ? "on-warmest-host" : "beside-warmest-host");
   if (!on_warm) p.Decoy(warm);
-  Verdict(p, std::string(thermal ? "thermal-" : "rdma-") + (on_warm ? "on-warmest-host" : "beside-warmest-host"),
-          thermal ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
   p.notes() = warm + " runs warmest all job (full clock); " + SlowdownName(thermal) + " on " + host + " over steps " + steps +
               "." + p.notes();
   p.Passthrough();
