@@ -298,7 +298,7 @@ TEST(CampaignPlanner, WidestImpliesWiderAndIsAPureFunctionOfTheSeed) {
 }
 
 const std::map<std::string, std::set<std::string>> kWidestKinds = {
-    {"init-fault", {"thermal-from-init", "rdma-from-init", "gpu-fault-in-compile"}},
+    {"init-fault", {"thermal-from-init", "thermal-from-init-to-end", "rdma-from-init", "gpu-fault-in-compile"}},
     {"fatal-on-slow-host", {"death-on-slow-host", "gpu-fault-on-slow-host", "host-oom-on-slow-host"}},
     {"addresses-in-log", {"thermal-addresses-only", "rdma-addresses-only"}},
     {"two-episodes", {"thermal-two-episodes", "rdma-two-episodes"}},
@@ -331,22 +331,25 @@ const std::map<std::string, std::set<std::string>> kWidestKinds = {
     {"late-exporter", {"rdma-beside-late-exporter", "thermal-beside-late-exporter"}},
     {"log-gap", {"rdma-log-gap-over-onset", "thermal-log-gap-over-onset", "rdma-inside-log-gap"}},
     {"small-dip", {"rdma-small-dip-recovered", "rdma-small-dip-to-end"}},
+    {"comes-and-goes", {"thermal-comes-and-goes", "rdma-comes-and-goes"}},
+    {"warmest-host",
+     {"thermal-on-warmest-host", "rdma-on-warmest-host", "thermal-beside-warmest-host", "rdma-beside-warmest-host"}},
 };
 // The families the sixteenth session's probes added, once per block each.
 const std::vector<std::string> kProbedShapeFamilies = {"one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint",
                                                        "reset-mid-fault",  "noisy-dip",          "transient-early",
                                                        "half-the-hosts",   "fast-steps",         "late-exporter",
-                                                       "log-gap"};
+                                                       "log-gap",          "comes-and-goes",     "warmest-host"};
 // Families a `--widest` block plans once (the others three times).
 const std::set<std::string> kOncePerBlock = {"huge-many-hosts",   "gpu-model-levels",    "coverage-gaps",
                                              "late-fault",        "blind-host",          "truncated-tsdb",
                                              "one-gpu-throttle",  "simultaneous-kinds",  "death-at-checkpoint",
                                              "reset-mid-fault",   "noisy-dip",           "transient-early",
                                              "half-the-hosts",    "fast-steps",          "late-exporter",
-                                             "log-gap"};
+                                             "log-gap",           "comes-and-goes",      "warmest-host"};
 // A `--widest` block's jobs, and how many of them each widest family plans: once, twice (the small
 // mid-job dips) or three times.
-constexpr int kWidestBlock = 74;
+constexpr int kWidestBlock = 76;
 int PlannedPerBlock(const std::string& family) {
   if (kOncePerBlock.count(family)) return 1;
   return family == "small-dip" ? 2 : 3;
@@ -366,7 +369,13 @@ const std::set<std::string> kRareWidestKinds = {
     "one-gpu-throttle", "one-gpu-throttle-of-16", "death-in-checkpoint-save", "death-after-restore", "rdma-noisy-dip",
     "thermal-noisy-dip", "rdma-transient-early", "thermal-transient-early", "half-hosts-throttle", "half-hosts-rdma",
     "rdma-fast-steps", "thermal-fast-steps", "rdma-beside-late-exporter", "thermal-beside-late-exporter",
-    "rdma-log-gap-over-onset", "thermal-log-gap-over-onset", "rdma-inside-log-gap"};
+    "rdma-log-gap-over-onset", "thermal-log-gap-over-onset", "rdma-inside-log-gap",
+    // a throttle from init that never lifts: a third of the thermal draws of init-fault (pinned below)
+    "thermal-from-init-to-end",
+    // the seventeenth session's shape families' variants (pinned below)
+    "thermal-comes-and-goes",
+    "rdma-comes-and-goes", "thermal-on-warmest-host", "rdma-on-warmest-host", "thermal-beside-warmest-host",
+    "rdma-beside-warmest-host"};
 
 std::string WidestFamilyOf(const std::string& kind) {
   for (const auto& [family, kinds] : kWidestKinds)
@@ -376,7 +385,7 @@ std::string WidestFamilyOf(const std::string& kind) {
 
 // A block holds the 12 default families, the 5 wide ones, the 6 wider ones once, the eleven widest
 // ones three times, the huge one, the GPU-model one, the coverage one, the three shape families and
-// the ten probed shape families once, and the small mid-job dips twice: 74 jobs.
+// the twelve probed shape families once, and the small mid-job dips twice: 76 jobs.
 TEST(CampaignPlanner, EveryWidestFamilyIsPlannedThreeTimesInEachBlock) {
   for (uint64_t seed : {5u, 6u}) {
     std::map<std::string, int> count, wider;
@@ -406,8 +415,15 @@ void ExpectInitFaultTruth(const PlannedJob& job, const fixturegen::Scenario& s) 
     } else {
       EXPECT_LT(*f.window.from_time, timeline->steps.front().end) << "opens after step 0's line";
       ASSERT_TRUE(f.window.to_time);
-      // Ends with some step (scenario times are whole seconds); TGS after it is higher than during it.
       const double to = *f.window.to_time;
+      if (job.truth.kind == "thermal-from-init-to-end") {
+        // Never lifts: past the last step, and TGS one level from the first step to the last.
+        EXPECT_GT(to, timeline->steps.back().end);
+        EXPECT_EQ(s.phases.size(), 1u);
+        opened_before_step0 = true;
+        continue;
+      }
+      // Ends with some step (scenario times are whole seconds); TGS after it is higher than during it.
       const auto ended = std::find_if(timeline->steps.begin(), timeline->steps.end(),
                                       [&](const fixturegen::StepRecord& r) { return r.end >= to && r.end < to + 1; });
       ASSERT_NE(ended, timeline->steps.end());
@@ -862,12 +878,13 @@ void ExpectTruncatedTsdbTruth(const PlannedJob& job, const fixturegen::Scenario&
 }
 
 // Each shape family is drawn once per block: over sixteen seeds' two blocks, every variant of each
-// (RDMA or thermal, the fault seen or hidden from the TSDB) shows up.
+// (RDMA or thermal, the fault seen or hidden from the TSDB) shows up, and so does init-fault's rare
+// throttle that never lifts.
 TEST(CampaignPlanner, ShapeFamiliesDrawEveryVariant) {
   std::set<std::string> planned;
   for (uint64_t seed = 11; seed < 27; ++seed)
     for (const PlannedJob& job : Plan(seed, 144, false, false, false, true)) planned.insert(job.truth.kind);
-  for (const std::string family : {"late-fault", "blind-host", "truncated-tsdb"})
+  for (const std::string family : {"late-fault", "blind-host", "truncated-tsdb", "init-fault"})
     for (const auto& kind : kWidestKinds.at(family)) EXPECT_TRUE(planned.count(kind)) << kind << " never planned";
   for (const std::string& family : kProbedShapeFamilies)
     for (const auto& kind : kWidestKinds.at(family)) EXPECT_TRUE(planned.count(kind)) << kind << " never planned";
@@ -1008,6 +1025,28 @@ void ExpectProbedShapeTruth(const PlannedJob& job, const fixturegen::Scenario& s
     EXPECT_EQ(hidden, job.truth.kind == "rdma-inside-log-gap");
     EXPECT_EQ(job.truth.root_cause, hidden ? "unknown" : w.kind == "thermal_throttle" ? "thermal-throttle" : "rdma-link-degradation");
     EXPECT_EQ(excluded.empty(), hidden);
+  } else if (family == "comes-and-goes") {
+    // One host, 3-5 episodes, each costing TGS, with healthy steps between them.
+    ASSERT_EQ(excluded.size(), 1u);
+    const auto windows = SlowdownWindows(s).at(*excluded.begin());
+    EXPECT_GE(windows.size(), 3u);
+    EXPECT_LE(windows.size(), 5u);
+    for (size_t k = 1; k < windows.size(); ++k) {
+      EXPECT_GT(windows[k].first, windows[k - 1].last + 1) << "episodes apart";
+      EXPECT_EQ(TgsAt(s, windows[k].first - 1), TopTgs(s)) << "healthy between episodes";
+    }
+  } else if (family == "warmest-host") {
+    // The warm host runs hot the whole job at full clock; the fault is on it or beside it (then kept).
+    ASSERT_EQ(excluded.size(), 1u);
+    std::string warm;
+    for (const auto& f : s.faults)
+      if (f.kind == "gpu_hot") warm = f.hosts.at(0);
+    ASSERT_FALSE(warm.empty());
+    EXPECT_EQ(excluded.count(warm) == 1, job.truth.kind.find("-on-warmest-host") != std::string::npos);
+    if (!excluded.count(warm)) {
+      EXPECT_NE(std::find(job.truth.must_not_exclude.begin(), job.truth.must_not_exclude.end(), warm),
+                job.truth.must_not_exclude.end());
+    }
   } else if (family == "late-exporter") {
     const fixturegen::Fault* late = OnlyFault(s, "exporter_down");
     ASSERT_TRUE(late);

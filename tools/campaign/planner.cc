@@ -1648,21 +1648,28 @@ Status FatalInCompile(JobPlanner& p) {
 }
 
 // A fault that starts before the first step's line: during init (runtime, data pipeline) or while
-// step 0 compiles. Two in three are a slowdown on 1-2 hosts (RDMA link or throttling GPU) that ends
-// at 35-75 % of the job, so TGS shows its cost only when it ends (no healthy step came before it);
-// one in three is a GPU fault that aborts the job in compile.
+// step 0 compiles. Two in three are a slowdown on 1-3 hosts (RDMA link or throttling GPU) that ends
+// at 35-75 % of the job, so TGS shows its cost only when it ends (no healthy step came before it),
+// or, a third of the throttles, never ends (TGS one level: only the peers show it); one in three is
+// a GPU fault that aborts the job in compile.
 Status InitPhaseFault(JobPlanner& p) {
   if (p.Chance(1.0 / 3)) return FatalInCompile(p);
   const auto [thermal, end, drop] = PlanEarlySlowdown(p, /*slow_init=*/true);
   JobSpec& s = p.spec();
   const int64_t last = s.last_step;
+  // One throttle in three never lifts: TGS holds the throttled level from the first step to the
+  // last, no change point shows it, and only the unthrottled peers do.
+  const bool to_the_end = thermal && p.Chance(1.0 / 3);
+  if (to_the_end) s.phases = {{s.first_step, last, std::round(p.tgs() * (1 - drop)), 0}};
   ASSIGN_OR_RETURN(fixturegen::Timeline t, PlannedTimeline(p));
   // From after Prometheus' first scrapes to 10 s before step 0's line: init or compile.
   const bool in_compile = p.Chance(0.5);
   const double from = in_compile ? p.U(t.first_step_begin, t.steps.front().end - 10)
                                  : p.U(std::max(t.prometheus_start + 60, t.train_start + 0.4 * *s.init_seconds), t.first_step_begin);
-  const std::string window = TimeWindow(std::round(from), t.FindStep(end)->end);
-  const int nbad = p.Nodes() >= 8 ? p.Int(1, 2) : 1;
+  const std::string window = TimeWindow(std::round(from), to_the_end ? t.FindStep(last)->end + 60 : t.FindStep(end)->end);
+  // A minority of several hosts (a rack's cooling, a batch of bad cables): up to a third of them,
+  // at most three, so 2-3 of 6-9 hosts come up as often as one.
+  const int nbad = p.Int(1, std::clamp(static_cast<int>(p.Nodes()) / 3, 1, 3));
   std::string list;
   for (int i = 0; i < nbad; ++i) {
     const std::string host = p.TakeHost();
@@ -1670,13 +1677,15 @@ Status InitPhaseFault(JobPlanner& p) {
     p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
     list += (list.empty() ? "" : ", ") + host;
   }
-  Verdict(p, thermal ? "thermal-from-init" : "rdma-from-init", thermal ? "thermal-throttle" : "rdma-link-degradation",
-          "retry-excluding-nodes");
+  Verdict(p, to_the_end ? "thermal-from-init-to-end" : thermal ? "thermal-from-init" : "rdma-from-init",
+          thermal ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
   p.notes() = std::string(thermal ? "Throttling GPUs" : "RDMA degradation") + " on " + list + " from " +
-              (in_compile ? "step 0's compile" : "init") + " (" + Iso(std::round(from)) + ") to step " + std::to_string(end) +
-              ", TGS +" + std::to_string(static_cast<int>(drop * 100)) + "% once it ends." + p.notes();
+              (in_compile ? "step 0's compile" : "init") + " (" + Iso(std::round(from)) + ") " +
+              (to_the_end ? "to the end, TGS one level (" + std::to_string(static_cast<int>(drop * 100)) + "% under the unthrottled rate)."
+                          : "to step " + std::to_string(end) + ", TGS +" + std::to_string(static_cast<int>(drop * 100)) + "% once it ends.") +
+              p.notes();
   p.Passthrough();
-  p.Noise(std::make_pair<int64_t, int64_t>(end + 5, last - 5));
+  p.Noise(to_the_end ? std::make_pair<int64_t, int64_t>(5, last - 5) : std::make_pair<int64_t, int64_t>(end + 5, last - 5));
   return Status::Ok();
 }
 
@@ -1931,16 +1940,22 @@ void CoverageGaps(JobPlanner& p) {
 // The fault SlowdownFaults() injects, for a job's notes.
 std::string SlowdownName(bool thermal) { return thermal ? "throttling GPU" : "RDMA retx+ACK timeouts"; }
 
+// The truth of a slowdown on `host` that the TSDB shows: its cause, the host excluded (an RDMA link
+// at priority 2), the kind named after its fault ("thermal-<kind>", "rdma-<kind>").
+void SlowHostTruth(JobPlanner& p, bool thermal, const std::string& host, const std::string& kind) {
+  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
+  Verdict(p, (thermal ? "thermal-" : "rdma-") + kind, thermal ? "thermal-throttle" : "rdma-link-degradation",
+          "retry-excluding-nodes");
+}
+
 // A slowdown on `host` over `window` (a throttling GPU, or an RDMA link excluded at priority 2) and
 // its truth, named `kind` after its fault ("thermal-<kind>", "rdma-<kind>"): excluded when the TSDB
 // can show it, otherwise an observability gap that nobody is excluded for.
 void SlowdownWithTruth(JobPlanner& p, bool thermal, const std::string& host, const std::string& window, bool visible,
                        const std::string& kind) {
   SlowdownFaults(p, thermal, host, window);
-  const std::string name = (thermal ? "thermal-" : "rdma-") + kind;
-  if (!visible) return Verdict(p, name, "observability-gap", "none");
-  p.Exclude(host, thermal ? std::nullopt : std::optional<int>(2));
-  Verdict(p, name, thermal ? "thermal-throttle" : "rdma-link-degradation", "retry-excluding-nodes");
+  if (!visible) return Verdict(p, (thermal ? "thermal-" : "rdma-") + kind, "observability-gap", "none");
+  SlowHostTruth(p, thermal, host, kind);
 }
 
 // A fault that begins in the job's last 2-5 % and runs to its end: an RDMA link (two times in three)
@@ -2571,6 +2586,59 @@ void LogGap(JobPlanner& p) {
   p.Noise(std::make_pair<int64_t, int64_t>(5, gap_first - 5));
 }
 
+// A slowdown that comes and goes (a fan that stalls and restarts, a link that flaps): 3-5 episodes
+// on one host, one every 100-300 steps (at least 15 minutes apart), each 5 minutes or more and
+// under half its period, costing 6-18 % while on. Every episode is the same host's: it is excluded.
+void ComesAndGoes(JobPlanner& p) {
+  const bool thermal = p.Chance(0.6);
+  p.Shape(false, !thermal, 100);
+  const int episodes = p.Int(3, 5);
+  const int64_t min_len = std::max<int64_t>(15, p.StepsFor(300));
+  const int64_t period = std::max<int64_t>({static_cast<int64_t>(p.Int(100, 300)), 2 * min_len + 10, p.StepsFor(900)});
+  const int64_t first = 10 + p.Int(0, static_cast<int>(period / 2));
+  p.EnsureSteps(first + episodes * period + 10);
+  p.CapSteps(first + (episodes + 1) * period);
+  p.FitSampleBudget();
+  const int64_t last = p.spec().last_step;
+  const std::string host = p.TakeHost();
+  std::vector<Slowdown> slow;
+  std::string list;
+  for (int k = 0; k < episodes; ++k) {
+    const int64_t a = first + k * period;
+    const int64_t b = std::min(last, a + p.Int(static_cast<int>(min_len), static_cast<int>(period / 2)) - 1);
+    slow.push_back({a, b, std::round(p.U(std::max(0.06, VisibleDrop(p, b - a + 1)), 0.18) * 1000) / 1000});
+    SlowdownFaults(p, thermal, host, p.Steps(a, b));
+    list += (list.empty() ? "" : ", ") + std::to_string(a) + "-" + std::to_string(b);
+  }
+  p.spec().phases = OverlapPhases(0, last, p.tgs(), slow);
+  SlowHostTruth(p, thermal, host, "comes-and-goes");
+  p.notes() = SlowdownName(thermal) + " on " + host + " comes and goes: steps " + list + "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, first - 5));
+}
+
+// The host that runs warmest anyway (every GPU 5-9 C above its peers' for the whole job, at full
+// clock: a rack's warmer air), and a mid-job slowdown either on that same host or, one time in two,
+// on another: the fault's host is excluded, and a warm host whose clock never dropped is kept.
+void WarmestHost(JobPlanner& p) {
+  const bool thermal = p.Chance(0.5);
+  const bool on_warm = p.Chance(0.5);
+  p.Shape(false, !thermal, 160);
+  p.MaybeCheckpoint(0.3);
+  const auto [onset, end, drop] = PlanMidJobSlowdown(p, 0.5, 0.2);
+  const std::string steps = DipPhases(p, onset, end, drop);
+  const std::string warm = p.TakeHost();
+  p.Fault("gpu_hot", {warm}, "", std::round(p.U(5, 9)));
+  const std::string host = on_warm ? warm : p.TakeHost();
+  SlowdownFaults(p, thermal, host, p.Steps(onset, end));
+  SlowHostTruth(p, thermal, host, on_warm ? "on-warmest-host" : "beside-warmest-host");
+  if (!on_warm) p.Decoy(warm);
+  p.notes() = warm + " runs warmest all job (full clock); " + SlowdownName(thermal) + " on " + host + " over steps " + steps +
+              "." + p.notes();
+  p.Passthrough();
+  p.Noise(std::make_pair<int64_t, int64_t>(5, onset - 5));
+}
+
 StatusOr<fixturegen::Timeline> TimelineOf(const std::string& yaml, const std::string& name) {
   ASSIGN_OR_RETURN(fixturegen::Scenario scenario, fixturegen::ParseScenario(yaml, name));
   return fixturegen::BuildTimeline(scenario);
@@ -2811,10 +2879,13 @@ class CampaignPlanner {
     if (widest_) families.insert(families.end(), kOncePerBlockFamilies.begin(), kOncePerBlockFamilies.end());
     // Shapes the sixteenth session's probes drew (one GPU, two kinds at once, a death at a
     // checkpoint, a counter reset inside a fault, noisy steps, an early transient, half the hosts,
-    // 1-2 s steps, a late exporter, a log that lost a stretch of steps): once per block each.
+    // 1-2 s steps, a late exporter, a log that lost a stretch of steps), and the seventeenth's (a
+    // slowdown that comes and goes, a fault on or beside the host that runs warmest anyway): once
+    // per block each.
     static const std::vector<std::string> kProbedShapeFamilies = {
         "one-gpu-throttle", "simultaneous-kinds", "death-at-checkpoint", "reset-mid-fault",  "noisy-dip",
-        "transient-early",  "half-the-hosts",     "fast-steps",          "late-exporter", "log-gap"};
+        "transient-early",  "half-the-hosts",     "fast-steps",          "late-exporter", "log-gap",
+        "comes-and-goes",   "warmest-host"};
     if (widest_) families.insert(families.end(), kProbedShapeFamilies.begin(), kProbedShapeFamilies.end());
     if (perf_) families.insert(families.end(), kPerfFamilies.begin(), kPerfFamilies.end());
     const int block = index / static_cast<int>(families.size());
@@ -2870,6 +2941,8 @@ class CampaignPlanner {
     else if (family == "fast-steps") FastSteps(p);
     else if (family == "late-exporter") LateExporter(p);
     else if (family == "log-gap") LogGap(p);
+    else if (family == "comes-and-goes") ComesAndGoes(p);
+    else if (family == "warmest-host") WarmestHost(p);
     else if (family == "rdma-burst") RdmaBurst(p);
     else if (family == "rccl") RcclHang(p);
     else if (family == "heartbeat") HeartbeatFalsePositive(p);

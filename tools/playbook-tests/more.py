@@ -273,6 +273,31 @@ tests.append(test('throttling from the first step until it ends: thermal throttl
                    'exclude': [{'host': hot, 'priority': 2}]},
                   families=TH_FAM, tb_host=hosts[0]))
 
+# Two of five hosts throttled before the first step and never lifted: TGS held one level, so no
+# phase measures the cost; the peers carry it (their clock below the fleet's at every moment).
+two_hot = [hosts[1], hot]
+flat_slow = [{'first_step': 0, 'last_step': 119, 'mean_tgs': 1090.0}]
+j = Job(hosts, gpus=3, n=120, seed=50)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 19, 1) if h in two_hot else d)
+j.override('sclk', lambda h, g, i, d: 1480 + (i % 3) * 10 if h in two_hot else d)
+j.override('hw_gpu_power_watts', lambda h, g, i, d: round(d - 130, 1) if h in two_hot else d)
+tests.append(test('two of five hosts hot with their clock down from before the first step to the last, TGS one level: throttling against the peers, both excluded', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat_slow, 'steady_tgs': 1090.0}}),
+                  {'root_cause': 'thermal-throttle', 'action': 'retry-excluding-nodes', 'confidence': 'likely',
+                   'summary_contains': ['(TGS held one level, 1090 tokens/s/device, from the first step to the last'],
+                   'exclude': [{'host': h, 'priority': 2} for h in sorted(two_hot)],
+                   'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'fired', 'hosts': sorted(two_hot)},
+                                {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': sorted(two_hot)}]},
+                  families=TH_FAM, tb_host=hosts[0]))
+
+# Near miss: the same two hosts warm (~92 °C) the whole job at full clock, TGS one level: nothing throttled.
+j = Job(hosts, gpus=3, n=120, seed=51)
+j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 7, 1) if h in two_hot else d)
+tests.append(test('near miss: two of five hosts warm (92 °C) the whole job at full clock, TGS one level: not throttling', j,
+                  facts(j, status='completed', extra={'tgs': {'pattern': 'stable', 'phases': flat_slow, 'steady_tgs': 1330.0}}),
+                  not_throttling('none'),
+                  families=TH_FAM, tb_host=hosts[0]))
+
 j = Job(hosts, gpus=3, n=120, seed=32)
 j.override('hw_gpu_temperature_celsius', lambda h, g, i, d: round(d + 7, 1) if h == hot else d)   # ~92 °C
 tests.append(test('near miss: a warm host (92 °C) with normal clocks and no slowdown is not throttling', j,
@@ -458,34 +483,33 @@ tests.append(test('a link fault then a throttling GPU on another host (estimated
                                 {'id': 'thermal-throttle/thermal_throttle', 'status': 'fired', 'hosts': [hot]}]},
                   families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
 
+def link_then_throttle_near_miss(name, seed, hot_span, tgs_of_step, every_host_at_c=None):
+    """A near miss of link_then_throttle: the warm host's clock stretch over `hot_span` is no throttling
+    exclusion (nothing excluded, throttled_hosts and the verdict clear)."""
+    j, st = link_then_throttle(seed, link, link_span, hot, hot_span, tgs_of_step, every_host_at_c)
+    return test(name, j,
+                facts(j, status='completed', cls='tgs-degradation', steps=st,
+                      extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
+                {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
+                                             {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
+                families=LINK_THROTTLE_FAM, tb_host=hosts[0])
+
+
 # Near misses: the same heat and clock (1) with TGS down only while the link failed (the clock dip
 # cost nothing), (2) with the clock down inside the link's stretch alone (its TGS stretch the link
-# explains by itself).
+# explains by itself), (3) the same clock stretch and cost on a fleet uniformly past MI300A's
+# estimated concern level: nobody warmer than the others, so the low clock points at a power cap or
+# a SKU, not at heat.
 link_only = lambda i: 1090.0 if i in link_span else 1330.0
-j, st = link_then_throttle(47, link, link_span, hot, hot_span, link_only)
-tests.append(test('near miss: a warm host (estimated levels) whose clock dipped below the fleet\'s while TGS held: no throttling exclusion', j,
-                  facts(j, status='completed', cls='tgs-degradation', steps=st,
-                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
-                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
-                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
-j, st = link_then_throttle(48, link, link_span, hot, range(30, 60), link_only)
-tests.append(test('near miss: a warm host (estimated levels) clocked below the fleet\'s only while another host\'s link failed, which explains the TGS loss alone: no throttling exclusion', j,
-                  facts(j, status='completed', cls='tgs-degradation', steps=st,
-                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
-                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
-                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
-
-# (3) The same clock stretch and cost on a fleet uniformly past MI300A's estimated concern level:
-# nobody warmer than the others, so the low clock points at a power cap or a SKU, not at heat.
-j, st = link_then_throttle(49, link, link_span, hot, hot_span, slowed, every_host_at_c=85.0)
-tests.append(test('near miss: every host at 85 °C (past an estimated level, none warmer than the others), one host\'s clock below the fleet\'s costing TGS: no throttling exclusion on a guessed level', j,
-                  facts(j, status='completed', cls='tgs-degradation', steps=st,
-                        extra={'tgs': {'pattern': 'phased', 'degradation_pct': 0.0, 'phases': phases_of(st)}}),
-                  {'exclude': [], 'findings': [{'id': 'thermal-throttle/throttled_hosts', 'status': 'clear'},
-                                               {'id': 'thermal-throttle/thermal_throttle', 'status': 'clear'}]},
-                  families=LINK_THROTTLE_FAM, tb_host=hosts[0]))
+tests.append(link_then_throttle_near_miss(
+    'near miss: a warm host (estimated levels) whose clock dipped below the fleet\'s while TGS held: no throttling exclusion',
+    47, hot_span, link_only))
+tests.append(link_then_throttle_near_miss(
+    'near miss: a warm host (estimated levels) clocked below the fleet\'s only while another host\'s link failed, which explains the TGS loss alone: no throttling exclusion',
+    48, range(30, 60), link_only))
+tests.append(link_then_throttle_near_miss(
+    'near miss: every host at 85 °C (past an estimated level, none warmer than the others), one host\'s clock below the fleet\'s costing TGS: no throttling exclusion on a guessed level',
+    49, hot_span, slowed, every_host_at_c=85.0))
 
 j = every_host_throttled(hosts, 37)
 tests.append(test('every host hot with its clock down from the TGS drop on: facility cooling, nothing to exclude', j,
