@@ -56,7 +56,8 @@ struct CompositeQuestion {
   int part_occurrences = 0;   // > parts.size() when a part appears more than once
 
   // An instant question over a subquery chain: `root` reads the chain (its one part, `chain_text`);
-  // `parts` are those of `inner`, the chain's innermost expression as a range question.
+  // `parts` are those of `inner`, the chain's innermost expression as a range question, or (no
+  // `inner`) that expression itself, asked whole.
   std::shared_ptr<const SubqueryChain> chain;
   std::string chain_text;
   std::shared_ptr<const CompositeQuestion> inner;

@@ -594,32 +594,82 @@ std::set<Evaluator::QuestionKey> Evaluator::PartsOfComposed(const Wave& wave) {
   return out;
 }
 
+namespace {
+
+// The range every chain question of a round reading `part` on one step grid asks: the union of
+// their innermost grids (aligned to the step from epoch 0, so one grid holds them all), when it is
+// read by more than one of them and fits in one range answer.
+struct SharedChainRange {
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
+  int questions = 0;
+};
+using ChainRangeKey = std::pair<std::string, int64_t>;   // part, step
+
+constexpr int64_t kMaxRangeAnswerPoints = 11000;   // Prometheus' limit per series of a range answer
+
+std::map<ChainRangeKey, SharedChainRange> SharedChainRanges(const std::vector<Query>& questions,
+                                                            const std::vector<std::optional<CompositeQuestion>>& composites) {
+  std::map<ChainRangeKey, SharedChainRange> ranges;
+  for (size_t u = 0; u < questions.size(); ++u) {
+    if (!composites[u] || !composites[u]->chain) continue;
+    const ChainGrid grid = InnerGrid(*composites[u]->chain, PrometheusMillis(questions[u].time));
+    for (const std::string& part : composites[u]->parts) {
+      auto [it, fresh] = ranges.try_emplace({part, grid.step_ms}, SharedChainRange{grid.first_ms, grid.last_ms, 0});
+      it->second.first_ms = std::min(it->second.first_ms, grid.first_ms);
+      it->second.last_ms = std::max(it->second.last_ms, grid.last_ms);
+      ++it->second.questions;
+    }
+  }
+  std::erase_if(ranges, [](const auto& entry) {
+    const SharedChainRange& r = entry.second;
+    return r.questions < 2 || (r.last_ms - r.first_ms) / entry.first.second + 1 > kMaxRangeAnswerPoints;
+  });
+  return ranges;
+}
+
+}  // namespace
+
 void Evaluator::SetComposedAside(QueryClient* client, std::vector<Query>* unique, Wave* wave) {
-  std::vector<Query> sent, parts;
-  for (Query& q : *unique) {
-    const bool range = q.kind == Query::Kind::kRange;
+  std::vector<std::optional<CompositeQuestion>> composites;
+  for (const Query& q : *unique) {
     std::optional<CompositeQuestion> composite = CompositeOf(q.promql, q.kind);
     // A range of counts is count_answer.h's, which reads each window once.
-    if (!composite || (range && CountExpressionOf(q.promql))) {
+    if (composite && q.kind == Query::Kind::kRange && CountExpressionOf(q.promql)) composite.reset();
+    // `X > 3` or `max by (host) (X)` with X asked already is derived_answer.h's.
+    if (auto d = composite ? DerivationOf(q.promql) : std::nullopt) {
+      Query source = q;
+      source.promql = d->source;
+      if (answers_.count(KeyOf(client, source))) composite.reset();
+    }
+    composites.push_back(std::move(composite));
+  }
+  const std::map<ChainRangeKey, SharedChainRange> shared_ranges = SharedChainRanges(*unique, composites);
+  std::vector<Query> sent, parts;
+  for (size_t u = 0; u < unique->size(); ++u) {
+    Query& q = (*unique)[u];
+    std::optional<CompositeQuestion>& composite = composites[u];
+    if (!composite) {
       sent.push_back(std::move(q));
       continue;
     }
-    // `X > 3` or `max by (host) (X)` with X asked already is derived_answer.h's.
-    if (auto d = DerivationOf(q.promql)) {
-      Query source = q;
-      source.promql = d->source;
-      if (answers_.count(KeyOf(client, source))) {
-        sent.push_back(std::move(q));
-        continue;
-      }
-    }
+    const bool range = q.kind == Query::Kind::kRange;
     std::vector<Query> part_queries;
-    for (size_t i = 0; i < composite->parts.size(); ++i) part_queries.push_back(composite->PartQuery(q, i));
+    bool shares_a_range = false;
+    for (size_t i = 0; i < composite->parts.size(); ++i) {
+      part_queries.push_back(composite->PartQuery(q, i));
+      const Query& part = part_queries.back();
+      auto it = composite->chain ? shared_ranges.find({part.promql, PrometheusMillis(part.step)}) : shared_ranges.end();
+      if (it == shared_ranges.end()) continue;
+      part_queries.back() = Query::Range(part.promql, static_cast<double>(it->second.first_ms) / 1000,
+                                         static_cast<double>(it->second.last_ms) / 1000, part.step, part.id);
+      shares_a_range = true;
+    }
     auto asked = [&](const Query& part) { return answers_.count(KeyOf(client, part)) > 0; };
     // A range's binary operation costs Prometheus several times its sides: one side asked anyway is enough.
     const bool parts_asked = range || composite->chain ? std::any_of(part_queries.begin(), part_queries.end(), asked)
                                                        : std::all_of(part_queries.begin(), part_queries.end(), asked);
-    if (!composite->RepeatsAPart() && !parts_asked) {
+    if (!composite->RepeatsAPart() && !parts_asked && !shares_a_range) {
       sent.push_back(std::move(q));
       continue;
     }

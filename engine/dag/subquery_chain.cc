@@ -1,5 +1,6 @@
 #include "engine/dag/subquery_chain.h"
 #include "engine/dag/promql_lexis.h"
+#include "engine/dag/promql_subset.h"
 
 #include <cctype>
 #include <cmath>
@@ -55,18 +56,40 @@ std::optional<int64_t> DurationMillis(std::string_view text) {
   return total;
 }
 
+// The plain decimal number before the first top-level comma of `*arguments` (quantile_over_time's
+// q), the rest left in `*arguments`; nullopt for anything else (an expression, Inf, NaN, hex).
+std::optional<double> LeadingNumberArgument(std::string_view* arguments) {
+  const size_t comma = arguments->find(',');
+  if (comma == std::string_view::npos) return std::nullopt;
+  const std::string text(SpaceTrimmed(arguments->substr(0, comma)));
+  if (text.empty() || text.size() > 32) return std::nullopt;
+  for (char c : text)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-') return std::nullopt;
+  char* end = nullptr;
+  const double q = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(q)) return std::nullopt;
+  *arguments = SpaceTrimmed(arguments->substr(comma + 1));
+  return q;
+}
+
 // `f(X[range:step])` with X either another such call or `(E)`.
 bool ParseLevel(std::string_view text, SubqueryChain* chain, int depth) {
   if (depth > 8) return false;
   text = SpaceTrimmed(text);
   std::string_view function;
-  for (std::string_view f : {"min_over_time", "max_over_time"})
+  for (std::string_view f : {"min_over_time", "max_over_time", "quantile_over_time"})
     if (text.substr(0, f.size()) == f) function = f;
   if (function.empty()) return false;
   size_t open = function.size();
   while (open < text.size() && std::isspace(static_cast<unsigned char>(text[open]))) ++open;
   if (open >= text.size() || text[open] != '(' || ClosingPromqlBracket(text, open) != text.size() - 1) return false;
-  const std::string_view argument = SpaceTrimmed(text.substr(open + 1, text.size() - open - 2));
+  std::string_view argument = SpaceTrimmed(text.substr(open + 1, text.size() - open - 2));
+  double quantile = 0;
+  if (function == "quantile_over_time") {
+    const auto q = LeadingNumberArgument(&argument);
+    if (!q) return false;
+    quantile = *q;
+  }
   // The subquery brackets close the argument: the last bracket opened at its top level.
   size_t bracket = std::string_view::npos;
   for (size_t i = 0; i < argument.size(); ++i) {
@@ -87,7 +110,7 @@ bool ParseLevel(std::string_view text, SubqueryChain* chain, int depth) {
   auto range = DurationMillis(window.substr(0, colon));
   auto step = DurationMillis(window.substr(colon + 1));
   if (!range || !step) return false;
-  chain->levels.push_back({std::string(function), *range, *step});
+  chain->levels.push_back({std::string(function), *range, *step, quantile});
   const std::string_view expression = SpaceTrimmed(argument.substr(0, bracket));
   if (!expression.empty() && expression.front() == '(' && ClosingPromqlBracket(expression, 0) == expression.size() - 1) {
     chain->inner = std::string(SpaceTrimmed(expression.substr(1, expression.size() - 2)));
@@ -105,10 +128,19 @@ int64_t AlignedStart(int64_t from_ms, const SubqueryChain::Level& level) {
   return start;
 }
 
-// aggrOverTime's min/max fold in time order: a NaN so far is replaced by the next value.
-double Fold(const std::string& function, const std::vector<std::pair<int64_t, double>>& points, size_t from, size_t to) {
+// One window's value as 2.42 computes it: aggrOverTime's min/max fold in time order (a NaN so far is
+// replaced by the next value), or quantile_over_time's quantile of the window's values (the
+// quantile aggregation's function; nullopt where its sort has no one order).
+std::optional<double> Fold(const SubqueryChain::Level& level, const std::vector<std::pair<int64_t, double>>& points,
+                           size_t from, size_t to) {
+  if (level.function == "quantile_over_time") {
+    std::vector<double> values;
+    values.reserve(to - from);
+    for (size_t i = from; i < to; ++i) values.push_back(points[i].second);
+    return PrometheusQuantile(level.quantile, std::move(values));
+  }
   double out = points[from].second;
-  const bool max = function == "max_over_time";
+  const bool max = level.function == "max_over_time";
   for (size_t i = from; i < to; ++i) {
     const double v = points[i].second;
     if ((max ? v > out : v < out) || std::isnan(out)) out = v;
@@ -119,14 +151,17 @@ double Fold(const std::string& function, const std::vector<std::pair<int64_t, do
 using Points = std::vector<std::pair<int64_t, double>>;
 
 // One level over one series: evaluated at `first + k * step` up to `last`, each over [t - range, t].
-Points ApplyLevel(const SubqueryChain::Level& level, const Points& in, int64_t first, int64_t step, int64_t last) {
+std::optional<Points> ApplyLevel(const SubqueryChain::Level& level, const Points& in, int64_t first, int64_t step, int64_t last) {
   Points out;
   size_t from = 0, to = 0;
   for (int64_t t = first; t <= last; t += step) {
     while (from < in.size() && in[from].first < t - level.range_ms) ++from;
     if (to < from) to = from;
     while (to < in.size() && in[to].first <= t) ++to;
-    if (to > from) out.emplace_back(t, Fold(level.function, in, from, to));
+    if (to == from) continue;
+    const std::optional<double> value = Fold(level, in, from, to);
+    if (!value) return std::nullopt;
+    out.emplace_back(t, *value);
   }
   return out;
 }
@@ -172,8 +207,9 @@ std::optional<std::vector<Series>> EvaluateChain(const SubqueryChain& chain, con
     if (!fresh) return std::nullopt;
     for (const auto& sample : s.samples) {
       const int64_t t = std::llround(sample.t * 1000);
-      if (t < grid.first_ms || t > grid.last_ms || (t - grid.first_ms) % grid.step_ms != 0) return std::nullopt;
-      it->second.emplace_back(t, sample.v);
+      if ((t - grid.first_ms) % grid.step_ms != 0) return std::nullopt;
+      // A range shared with another question's chain may reach beyond this one's grid.
+      if (t >= grid.first_ms && t <= grid.last_ms) it->second.emplace_back(t, sample.v);
     }
   }
   // The times each level is evaluated at: the next outer level's subquery grid, the query time last.
@@ -185,7 +221,9 @@ std::optional<std::vector<Series>> EvaluateChain(const SubqueryChain& chain, con
     for (size_t i = chain.levels.size(); i-- > 0;) {
       const int64_t first = i == 0 ? time_ms : starts[i - 1];
       const int64_t step = i == 0 ? 1 : chain.levels[i - 1].step_ms;
-      points = ApplyLevel(chain.levels[i], points, first, step, time_ms);
+      std::optional<Points> level = ApplyLevel(chain.levels[i], points, first, step, time_ms);
+      if (!level) return std::nullopt;
+      points = std::move(*level);
     }
     if (!points.empty()) out.push_back({labels, {{static_cast<double>(time_ms) / 1000, points.front().second}}});
   }

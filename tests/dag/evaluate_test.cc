@@ -350,6 +350,62 @@ rules:
   EXPECT_EQ(r.queries_derived, 0);
 }
 
+// Two quantile subqueries of one aggregation over different windows (a baseline's median and the
+// fleet's): the aggregation's range is asked once, over the union of their minute grids, and each
+// question reads its own minutes of it.
+TEST_F(EvaluateTest, QuantileSubqueriesOfOneAggregationShareOneRangeOverTheUnionOfTheirGrids) {
+  playbook::Loader loader;
+  loader.LoadPlaybookText(R"YAML(playbook: power
+description: per-host medians over the last 10 minutes, and the fleet median of 20-minute medians
+rules:
+  - id: recent
+    query: 'quantile_over_time(0.5, (avg by (host) (p))[600s:60s])'
+    window: job
+    by: [host]
+  - id: fleet
+    query: 'quantile(0.5, quantile_over_time(0.5, (avg by (host) (p))[1200s:60s]))'
+    window: job
+  - id: alone
+    query: 'quantile_over_time(0.5, (avg by (host) (q))[600s:60s])'
+    window: job
+    by: [host]
+)YAML", "power.yaml");
+  ASSERT_TRUE(loader.result().ok()) << loader.result().AsJson().dump(2);
+  playbook::Library library = loader.TakeLibrary();
+  auto graph = CompiledGraph::Compile(library, {"power"});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  // At 20,000 s: the 10-minute grid is 19,440..19,980 s, the 20-minute one 18,840..19,980 s.
+  std::vector<Sample> rising, flat;
+  for (double t = 18840; t <= 19980; t += 60) {
+    rising.push_back({t, t / 60});
+    flat.push_back({t, 5});
+  }
+  PromqlFakeClient promql;
+  promql.answers["avg by (host) (p)"] = {Series{{{"host", "a"}}, rising}, Series{{{"host", "b"}}, flat}};
+  promql.answers["(avg by (host) (q))"] = {Instant({{"host", "a"}}, 7)};
+  ctx_.subject = &promql;
+  auto r = Evaluate(*graph, ctx_);
+  ASSERT_EQ(promql.batches.size(), 1u);
+  ASSERT_EQ(promql.batches[0].size(), 2u);
+  std::vector<Query> sent = promql.batches[0];
+  std::sort(sent.begin(), sent.end(), [](const Query& x, const Query& y) { return x.promql < y.promql; });
+  EXPECT_EQ(sent[0].promql, "avg by (host) (p)");
+  EXPECT_EQ(sent[0].kind, Query::Kind::kRange);
+  EXPECT_EQ(sent[0].start, 18840);
+  EXPECT_EQ(sent[0].end, 19980);
+  EXPECT_EQ(sent[0].step, 60);
+  EXPECT_EQ(sent[1].promql, library.playbooks.at(0).rules.at(2).query.promql_template) << "no other question reads q";
+  EXPECT_EQ(r.queries_derived, 2);
+  const auto& recent = r.nodes[graph->IndexOf("power/recent")];
+  ASSERT_EQ(recent.health, NodeHealth::kOk) << recent.reason;
+  // a: the minutes 324..333, median 328.5; b: 5.
+  EXPECT_EQ(recent.value["values"], json({{"a", 328.5}, {"b", 5.0}}));
+  const auto& fleet = r.nodes[graph->IndexOf("power/fleet")];
+  ASSERT_EQ(fleet.health, NodeHealth::kOk) << fleet.reason;
+  // a: the minutes 314..333, median 323.5; the median of 323.5 and 5.
+  EXPECT_EQ(fleet.value["values"], json({{"", 164.25}}));
+}
+
 // Many composed questions in one round: each family's rule gets its own windows' difference, and the
 // round goes out costliest first (its windows before the count).
 TEST_F(EvaluateTest, EveryComposedQuestionOfARoundIsAnsweredFromItsOwnPartsSentCostliestFirst) {

@@ -39,6 +39,9 @@ TEST(SubqueryChainTest, DeclinesAnythingElse) {
            "min_over_time(x[5m])",                  // a range selector, not a subquery
            "min_over_time((x)[5m:])",               // the step left to the evaluation interval
            "avg_over_time((x)[5m:1m])",             // a sum: its last bit is the order of addition
+           "quantile_over_time(q, (x)[5m:1m])",     // q not a number
+           "quantile_over_time((x)[5m:1m])", "quantile_over_time(0.5 + 0, (x)[5m:1m])",
+           "quantile_over_time(NaN, (x)[5m:1m])",
            "min_over_time((x)[5m:1m] offset 1m)", "min_over_time((x)[5m:1m] @ 100)",
            "min_over_time((x)[5m:1m]) + 1", "min_over_time(x[5m:1m])",
            "min_over_time((x)[1m5h:1m])",           // units out of order
@@ -87,17 +90,25 @@ TEST(SubqueryChainTest, LevelsFoldLeftClosedWindowsInTimeOrder) {
   EXPECT_EQ((*out)[1].samples[0].v, 7);
   EXPECT_TRUE(std::isnan((*out)[2].samples[0].v)) << "NaN alone stays NaN";
   EXPECT_EQ((*out)[3].samples[0].v, 1);
-  // At 659.999 s the outer level's first step rounds up to 480 s, the inner grid to 360 s: an answer
-  // with b's sample at 300 s is not the one asked.
+  // At 659.999 s the outer level's first step rounds up to 480 s, the inner grid to 360 s: b's
+  // sample at 300 s, on the same step grid but before this one (a range shared with another question
+  // reaches there), is not read.
   EXPECT_EQ(InnerGrid(*chain, 659999).first_ms, 360000);
-  EXPECT_FALSE(EvaluateChain(*chain, Matrix({x.series[1]}), 659999));
+  auto later = EvaluateChain(*chain, Matrix({x.series[1]}), 659999);
+  ASSERT_TRUE(later);
+  EXPECT_TRUE(later->empty());
 }
 
 TEST(SubqueryChainTest, RefusesAnAnswerOffTheGridAndOneLabelSetTwice) {
   auto chain = SubqueryChainOf("max_over_time((x)[120s:60s])");
   ASSERT_TRUE(chain);
   EXPECT_FALSE(EvaluateChain(*chain, Matrix({{{{"h", "a"}}, {{510, 1}}}}), 600000)) << "a clamped step";
-  EXPECT_FALSE(EvaluateChain(*chain, Matrix({{{{"h", "a"}}, {{660, 1}}}}), 600000)) << "after the query time";
+  // After the query time, on the grid (a range shared with a later question): not read.
+  auto after = EvaluateChain(*chain, Matrix({{{{"h", "a"}}, {{540, 2}, {660, 9}}}}), 600000);
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].samples[0].v, 2);
+  EXPECT_FALSE(EvaluateChain(*chain, Matrix({{{{"h", "a"}}, {{661, 1}}}}), 600000)) << "off the step grid";
   EXPECT_FALSE(EvaluateChain(*chain, Matrix({{{{"__name__", "m"}, {"h", "a"}}, {{540, 1}}}, {{{"h", "a"}}, {{540, 2}}}}), 600000));
   QueryResult vector;
   vector.result_type = "vector";
@@ -131,6 +142,68 @@ TEST(SubqueryChainTest, ACompositeOverAChainAsksTheInnerPartsOverTheInnerGrid) {
   EXPECT_EQ(Points(answer->series[0].samples), (PointList{{1771484719.918, 2000 / (1900 * 0.5 + 2000 * 0.5)}}));
   EXPECT_EQ(answer->series[1].samples[0].v, 1900 / (1900 * 0.5 + 2000 * 0.5)) << "one low minute is no 5-minute level";
   EXPECT_FALSE(CompositeOf("min_over_time(max_over_time((x)[5m:1m])[1h:1m])")) << "a bare selector inside: asked as written";
+}
+
+TEST(SubqueryChainTest, QuantileLevelsTakeTheQuantileOfEachWindowAsPrometheusDoes) {
+  auto chain = SubqueryChainOf("quantile_over_time( 0.25 , (avg by (h) (x))[180s:60s])");
+  ASSERT_TRUE(chain);
+  ASSERT_EQ(chain->levels.size(), 1u);
+  EXPECT_EQ(chain->levels[0].function, "quantile_over_time");
+  EXPECT_EQ(chain->levels[0].quantile, 0.25);
+  EXPECT_EQ(chain->inner, "avg by (h) (x)");
+  const double nan = std::nan("");
+  // At 600 s the window is 420..600 s (left-closed), the grid's earlier minutes are not read.
+  const QueryResult x = Matrix({
+      {{{"h", "a"}}, {{360, 100}, {420, 4}, {480, 1}, {540, 3}, {600, 2}}},
+      {{{"h", "b"}}, {{420, nan}, {480, 8}}},
+  });
+  auto out = EvaluateChain(*chain, x, 600000);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 2u);
+  // a: sorted 1 2 3 4, rank 0.75 between 1 and 2; b: NaN sorts first, rank 0.25 between NaN and 8.
+  EXPECT_EQ((*out)[0].samples[0].v, 1 * 0.25 + 2 * 0.75);
+  EXPECT_TRUE(std::isnan((*out)[1].samples[0].v));
+  // Two NaNs, or +0 and -0, in one window have no one sorted order: refused.
+  EXPECT_FALSE(EvaluateChain(*chain, Matrix({{{{"h", "a"}}, {{480, nan}, {540, nan}}}}), 600000));
+  EXPECT_FALSE(EvaluateChain(*chain, Matrix({{{{"h", "a"}}, {{480, 0.0}, {540, -0.0}}}}), 600000));
+  // Nested under a max, each level over its own windows.
+  auto nested = SubqueryChainOf("max_over_time(quantile_over_time(0.5, (avg by (h) (x))[120s:60s])[120s:60s])");
+  ASSERT_TRUE(nested);
+  ASSERT_EQ(nested->levels.size(), 2u);
+  EXPECT_EQ(nested->levels[1].quantile, 0.5);
+  // Median at 480 (360..480: 100 4 1 -> 4), 540 (4 1 3 -> 3), 600 (1 3 2 -> 2); max over 480..600: 4.
+  auto max_of_medians = EvaluateChain(*nested, Matrix({x.series[0]}), 600000);
+  ASSERT_TRUE(max_of_medians);
+  ASSERT_EQ(max_of_medians->size(), 1u);
+  EXPECT_EQ((*max_of_medians)[0].samples[0].v, 4);
+}
+
+TEST(SubqueryChainTest, AChainOverAnAggregationAsksTheAggregationWhole) {
+  const std::string promql = "quantile(0.5, quantile_over_time(0.5, (avg by (host) (p))[600s:60s]))";
+  auto c = CompositeOf(promql);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->chain);
+  EXPECT_FALSE(c->inner);
+  EXPECT_EQ(c->parts, std::vector<std::string>{"avg by (host) (p)"});
+  EXPECT_FALSE(c->RepeatsAPart());
+  const Query part = c->PartQuery(Query::Instant(promql, 1000.5), 0);
+  EXPECT_EQ(part.promql, "avg by (host) (p)");
+  EXPECT_EQ(part.start, 420);
+  EXPECT_EQ(part.step, 60);
+  std::vector<Sample> a, b;
+  for (double t = 360; t <= 1020; t += 60) {   // a range shared with a question over a longer grid
+    a.push_back({t, t});
+    b.push_back({t, 2 * t});
+  }
+  const QueryResult averages = Matrix({{{{"host", "a"}}, a}, {{{"host", "b"}}, b}});
+  auto answer = AnswerComposite(*c, {&averages}, 1000.5);
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->series.size(), 1u);
+  // Medians over 420..960 s: a 690, b 1380; their median 1035.
+  EXPECT_EQ(Points(answer->series[0].samples), (PointList{{1000.5, 1035}}));
+  for (const char* declined : {"quantile_over_time(0.5, (p)[600s:60s])", "quantile_over_time(0.5, (rate(p[2m]))[600s:60s])",
+                               "quantile_over_time(0.5, (avg by (host) (p) @ start())[600s:60s])"})
+    EXPECT_FALSE(CompositeOf(declined)) << declined;
 }
 
 }  // namespace

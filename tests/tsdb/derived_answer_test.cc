@@ -269,6 +269,43 @@ TEST_F(DerivedAnswerTest, EveryChainOfSubqueriesIsPrometheusOwn) {
   }
 }
 
+// quantile_over_time levels over an aggregation asked whole (subquery_chain.h), as two questions of a
+// round share it: the aggregation's range over a longer grid than each question's (the union the
+// planner asks), the samples outside a question's own grid not read. Medians of per-host averages
+// (the playbooks' power baseline), a quantile of them, a quantile under a max, at the end of the
+// data, at a time with milliseconds and inside a host's scrape gap.
+TEST_F(DerivedAnswerTest, QuantileChainsFromALongerSharedRangeArePrometheusOwn) {
+  const std::string power = "avg by (host, instance) (hw_gpu_power_watts)";
+  const std::vector<std::string> cases = {
+      "quantile_over_time(0.5, (" + power + ")[30m:1m])",
+      "quantile(0.5, quantile_over_time(0.5, (" + power + ")[1234s:1m]))",
+      "quantile_over_time(0.9, (max by (host) (hw_gpu_temperature_celsius))[25m:2m])",
+      "max_over_time(quantile_over_time(0.25, (" + power + ")[5m:1m])[20m:2m])",
+  };
+  const auto& spec = testing::SharedJobFixture().spec;
+  const std::vector<double> times = {end_, end_ - 1234.567, spec.start + spec.gap_to - 60};
+  QueryClient& client = server_->client();
+  for (double time : times) {
+    for (const auto& promql : cases) {
+      SCOPED_TRACE(promql + " at " + std::to_string(time));
+      auto composite = CompositeOf(promql);
+      ASSERT_TRUE(composite && composite->chain) << "declined";
+      ASSERT_EQ(composite->parts.size(), 1u);
+      const Query own = composite->PartQuery(Query::Instant(promql, time), 0);
+      // Seven steps before and five after this question's grid, as a later question's would reach.
+      const Query shared = Query::Range(own.promql, own.start - 7 * own.step, own.end + 5 * own.step, own.step);
+      auto part = client.Run(shared);
+      ASSERT_TRUE(part.ok()) << part.status().ToString();
+      auto composed = AnswerComposite(*composite, {&*part}, time);
+      ASSERT_TRUE(composed) << "refused";
+      auto asked = client.Run(Query::Instant(promql, time));
+      ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+      EXPECT_FALSE(asked->series.empty()) << "a case the fixture does not exercise";
+      ExpectSameAnswer(*composed, *asked);
+    }
+  }
+}
+
 // Where Prometheus fails, the engine declines, so the question is asked and fails as Prometheus says.
 TEST_F(DerivedAnswerTest, WherePrometheusFailsTheEngineDeclines) {
   QueryClient& client = server_->client();
