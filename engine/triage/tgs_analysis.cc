@@ -40,15 +40,29 @@ double Median(std::vector<double>& v) {
   return v[m];
 }
 
+// Is a measured shift (percent of the level) at least the materiality floor? The floor is judged
+// within one standard error of the measurement: step noise moves a measured shift around the floor,
+// so a 2.1 % dip measured at 1.97 % with t = 9 is as likely a 2 % dip as a 1.9 % one, while t >= 8
+// keeps the floor itself no lower than 8/9 of its value.
+bool MaterialShift(double shift_pct, double se_pct, const TgsOptions& o) {
+  return shift_pct + std::max(0.0, se_pct) >= o.min_shift_pct;
+}
+
+// A phase's own standard error (percent of `level`): its step spread over its step count.
+double PhaseSePct(const TgsPhase& ph, double level) {
+  const double n = static_cast<double>(std::max<int64_t>(1, ph.last_step - ph.first_step + 1));
+  return level > 0 ? ph.stddev_tgs / std::sqrt(n) / level * 100.0 : 0.0;
+}
+
 // Is splitting [a,b) at k a real level change?
 bool SignificantSplit(const Prefix& p, size_t a, size_t k, size_t b, const TgsOptions& o) {
   double m1 = p.Mean(a, k), m2 = p.Mean(k, b);
   double hi = std::max(std::abs(m1), std::abs(m2));
   if (hi <= 0) return false;
-  if (std::abs(m1 - m2) / hi * 100.0 < o.min_shift_pct) return false;
   double n1 = static_cast<double>(k - a), n2 = static_cast<double>(b - k);
   double var = (p.Sse(a, k) + p.Sse(k, b)) / std::max(1.0, n1 + n2 - 2);
   double se = std::sqrt(std::max(var, 1e-12) * (1 / n1 + 1 / n2));
+  if (!MaterialShift(std::abs(m1 - m2) / hi * 100.0, se / hi * 100.0, o)) return false;
   return std::abs(m1 - m2) / se >= o.min_shift_t;
 }
 
@@ -102,9 +116,10 @@ bool SignificantPair(const Prefix& p, size_t a, PairSplit s, size_t b, const Tgs
   const double mid = p.Mean(s.k1, s.k2);
   const double out = ((p.s[s.k1] - p.s[a]) + (p.s[b] - p.s[s.k2])) / n_out;
   const double hi = std::max(std::abs(mid), std::abs(out));
-  if (hi <= 0 || std::abs(mid - out) / hi * 100.0 < o.min_shift_pct) return false;
+  if (hi <= 0) return false;
   const double var = (p.Sse(a, s.k1) + p.Sse(s.k1, s.k2) + p.Sse(s.k2, b)) / std::max(1.0, n_mid + n_out - 3);
   const double se = std::sqrt(std::max(var, 1e-12) * (1 / n_mid + 1 / n_out));
+  if (!MaterialShift(std::abs(mid - out) / hi * 100.0, se / hi * 100.0, o)) return false;
   return std::abs(mid - out) / se >= o.min_shift_t;
 }
 
@@ -398,7 +413,8 @@ void NamePhaseLayout(const std::vector<StepRecord>& steps, std::optional<int64_t
   for (const auto& ph : out->phases) baseline = std::max(baseline, ph.mean_tgs);
   std::vector<size_t> drops;
   for (size_t i = 0; i < out->phases.size(); ++i)
-    if ((baseline - out->phases[i].mean_tgs) / baseline * 100.0 >= o.min_shift_pct && !EndsInStartRamp(out->phases[i], steps, o))
+    if (MaterialShift((baseline - out->phases[i].mean_tgs) / baseline * 100.0, PhaseSePct(out->phases[i], baseline), o) &&
+        !EndsInStartRamp(out->phases[i], steps, o))
       drops.push_back(i);
   // Drops separated by a recovery count as distinct phases; adjacent drop phases as one episode.
   if (!drops.empty()) out->degradation_onset_step = out->phases[drops.front()].first_step;
@@ -470,7 +486,9 @@ void FindDips(const std::vector<StepRecord>& steps, const TgsOptions& o, TgsAnal
   if (healthy <= 0) return;
   out->healthy_tgs = healthy;
   out->noise_pct = StepNoise(y) / healthy * 100.0;
-  auto low = [&](const TgsPhase& ph) { return (healthy - ph.mean_tgs) / healthy * 100.0 >= o.min_shift_pct; };
+  auto low = [&](const TgsPhase& ph) {
+    return MaterialShift((healthy - ph.mean_tgs) / healthy * 100.0, PhaseSePct(ph, healthy), o);
+  };
   for (size_t i = 0; i < out->phases.size();) {
     if (!low(out->phases[i])) {
       ++i;
@@ -495,7 +513,7 @@ void FindDips(const std::vector<StepRecord>& steps, const TgsOptions& o, TgsAnal
     dip.depth_pct = (healthy - dip.mean_tgs) / healthy * 100.0;
     const double se_pct = out->noise_pct / std::sqrt(static_cast<double>(dip.steps));
     dip.t_stat = se_pct > 0 ? dip.depth_pct / se_pct : 1e9;
-    if (!EndsInStartRamp(TgsPhase{dip.first_step, dip.last_step, dip.mean_tgs, 0}, steps, o) && dip.depth_pct >= o.min_shift_pct && dip.t_stat >= o.min_shift_t && dip.steps >= o.min_dip_steps &&
+    if (!EndsInStartRamp(TgsPhase{dip.first_step, dip.last_step, dip.mean_tgs, 0}, steps, o) && MaterialShift(dip.depth_pct, se_pct, o) && dip.t_stat >= o.min_shift_t && dip.steps >= o.min_dip_steps &&
         dip.seconds >= o.min_dip_seconds)
       out->dips.push_back(dip);
   }

@@ -22,7 +22,7 @@ struct TgsOptions {
   int spike_window = 0;          // half-width of the local median window
   int spike_max_run = 0;         // longer runs of outliers are phases, not spikes
   int min_phase_steps = 0;
-  double min_shift_pct = 0;      // smallest mean shift between adjacent phases
+  double min_shift_pct = 0;      // smallest mean shift between adjacent phases (within one standard error)
   double min_shift_t = 0;        // and its minimum t statistic
   int max_phases = 0;
   double degradation_pct = 0;    // recent vs steady drop that counts as degradation
@@ -33,7 +33,8 @@ struct TgsOptions {
 // The material-dip rule. Phases come from change points on the spike-free step series (a single
 // split, or a dip-shaped pair of splits when a short dip inside a long series moves no single split
 // enough). A dip is a run of adjacent phases each below the healthy level (the best phase) by at
-// least min_shift_pct, whose mean depth is also at least min_shift_t standard errors of the job's
+// least min_shift_pct (a shift counts when the floor lies within one standard error of it: noise
+// moves a measured shift around the floor), whose mean depth is also at least min_shift_t standard errors of the job's
 // own step noise (depth >= t * noise / sqrt(steps)), and which lasts at least min_dip_steps steps
 // and min_dip_seconds of wall time. A slow stretch that ends before the steady window
 // (steady_first) is the start's ramp, not a dip. Every such dip is reported, whatever the pattern

@@ -223,6 +223,45 @@ TEST(TgsAnalysisTest, SmallDipsInsideTheNoiseAreNoDip) {
   }
 }
 
+// Jittered levels moved so that each level's steps (after step 0) average exactly its TGS: the
+// measured shift is the one written, whatever the seed.
+std::vector<StepRecord> ExactLevels(const std::vector<Level>& levels, double jitter_pct, uint32_t seed) {
+  std::vector<StepRecord> out = JitteredSeries(levels, jitter_pct, seed);
+  for (const auto& l : levels) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& r : out)
+      if (r.step >= std::max<int64_t>(1, l.first) && r.step <= l.last) sum += r.tokens_per_sec_per_device, ++n;
+    for (auto& r : out)
+      if (n && r.step >= std::max<int64_t>(1, l.first) && r.step <= l.last) r.tokens_per_sec_per_device += l.tgs - sum / n;
+  }
+  return out;
+}
+
+// Campaign job 703175's shape: a dip over steps 39-94 of a 132-step job with 1.15 % step jitter,
+// measured at 1.97 % under the steps around it (t ~ 9). The floor (2 %) lies within one standard
+// error of the measured shift, so the dip is material, not lost to the noise that moved a 2.1 % dip
+// just under the floor.
+TEST(TgsAnalysisTest, DipMeasuredJustUnderTheFloorWithinItsErrorIsADip) {
+  for (uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
+    TgsAnalysis a = AnalyzeTgs(ExactLevels({{0, 38, 2151}, {39, 94, 2108.5}, {95, 131, 2151}}, 1.15, seed),
+                               std::nullopt, Options());
+    ASSERT_EQ(a.dips.size(), 1u) << "seed " << seed << ", pattern " << a.pattern;
+    EXPECT_NEAR(a.dips[0].first_step, 39, 7) << "seed " << seed;
+    EXPECT_NEAR(a.dips[0].last_step, 94, 7) << "seed " << seed;
+  }
+}
+
+// Near miss: the same floor with a precise measurement. A 1.7 % dip on a quiet job is ~30 standard
+// errors deep, but its measured shift is far more than one standard error under 2 %: no dip.
+TEST(TgsAnalysisTest, PreciseShiftUnderTheFloorIsNoDip) {
+  for (uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
+    TgsAnalysis a = AnalyzeTgs(ExactLevels({{0, 38, 2154}, {39, 94, 2117}, {95, 131, 2154}}, 0.3, seed),
+                               std::nullopt, Options());
+    EXPECT_TRUE(a.dips.empty()) << "seed " << seed << ", pattern " << a.pattern;
+  }
+}
+
 // A link that went bad at step 5 of a 60-step job: four healthy steps after the compile step, fewer
 // than a phase's minimum, and the rest 5 % slower. The lead is a phase of its own and what follows
 // it a dip, to the end of the job.
