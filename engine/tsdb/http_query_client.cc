@@ -634,16 +634,17 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
 
 namespace {
 
-// Prometheus answers an instant query with a vector and a range query with a matrix, whatever the
-// expression, as long as it is a vector expression (every query the engine sends is). A scalar or
-// string answer (or a vector to a range query) comes from something else speaking the API: read
-// as series, a scalar became one series without labels and so a host named "".
+// Prometheus answers a range query with a matrix, and an instant query with a vector (or a matrix,
+// for a range selector such as `tb_step[7467s]`, which the engine sends), whatever the expression,
+// as long as it is a vector expression (every query the engine sends is). A scalar or string
+// answer (or a vector to a range query) comes from something else speaking the API: read as
+// series, a scalar became one series without labels and so a host named "".
 StatusOr<QueryResult> CheckResultTypeOf(Query::Kind kind, QueryResult result) {
-  const char* expected = kind == Query::Kind::kRange ? "matrix" : "vector";
-  if (result.result_type == expected) return result;
+  if (result.result_type == "matrix") return result;
+  if (kind == Query::Kind::kInstant && result.result_type == "vector") return result;
   return ParseError("a " + QuoteAnswer(result.result_type) + " answer where " +
                     (kind == Query::Kind::kRange ? "a range query asks for a matrix"
-                                                 : "an instant query asks for a vector"));
+                                                 : "an instant query asks for a vector or a matrix"));
 }
 
 }  // namespace
