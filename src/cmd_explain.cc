@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "engine/core/regular_file.h"
 #include "engine/core/untrusted_json.h"
 #include "engine/dag/graph.h"
 #include "engine/pipeline/pipeline.h"
@@ -29,6 +30,11 @@ struct ExplainArgs {
 };
 
 bool ReadJson(const std::string& path, nlohmann::json* out) {
+  // A FIFO with no writer blocked the ifstream forever.
+  if (Status regular = RequireRegularFile(path); !regular.ok()) {
+    PrintError("diagnose explain", regular.message());
+    return false;
+  }
   std::ifstream in(path);
   if (!in) {
     std::fprintf(stderr, "diagnose explain: cannot read %s\n", path.c_str());

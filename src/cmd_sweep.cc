@@ -9,6 +9,7 @@
 
 #include "engine/core/data_dir.h"
 #include "engine/core/json.h"
+#include "engine/core/regular_file.h"
 #include "engine/core/untrusted_json.h"
 #include "engine/sweep/sweep_html.h"
 #include "engine/sweep/sweep_jobs.h"
@@ -107,6 +108,8 @@ StatusOr<sweep::SweepSnapshot> LoadSweep(const std::string& spec, const CompareA
     ASSIGN_OR_RETURN(sweep::SweepResult r, Analyze(args.outputs, "", "", args.include_off_nodelist, 0, prefix));
     return sweep::SnapshotOf(r, prefix);
   }
+  // A FIFO with no writer blocked the ifstream forever.
+  RETURN_IF_ERROR(RequireRegularFile(spec));
   std::ifstream in(spec, std::ios::binary);
   if (!in) return NotFoundError("cannot open " + spec + " (a saved `diagnose sweep --format json`, commit=SHA or jobs=RANGE)");
   std::ostringstream text;

@@ -100,8 +100,7 @@ std::optional<QueryResult> AnswerRange(const CompositeQuestion& question, const 
   answer.result_type = "matrix";
   for (const QueryResult* part : part_answers) {
     if (part == nullptr || part->result_type != "matrix") return std::nullopt;
-    for (const auto& w : part->warnings)
-      if (std::find(answer.warnings.begin(), answer.warnings.end(), w) == answer.warnings.end()) answer.warnings.push_back(w);
+    MergeWarnings(part->warnings, &answer.warnings);
   }
   auto series = EvaluateAtEachTime(*question.root, question.parts, part_answers, kRangeRules);
   if (!series) return std::nullopt;
@@ -164,8 +163,7 @@ std::optional<QueryResult> AnswerComposite(const CompositeQuestion& question,
                         series.samples[0].v});
     }
     parts.push_back(std::move(vector));
-    for (const auto& w : part->warnings)
-      if (std::find(answer.warnings.begin(), answer.warnings.end(), w) == answer.warnings.end()) answer.warnings.push_back(w);
+    MergeWarnings(part->warnings, &answer.warnings);
   }
   auto value = EvaluateInstant(*question.root, question.parts, parts, kCompositeRules);
   if (!value) return std::nullopt;

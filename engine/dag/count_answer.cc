@@ -244,8 +244,7 @@ std::optional<QueryResult> AnswerFromCounts(const CountExpression& expression,
     const QueryResult* answer = leaf_answers[l];
     if (answer == nullptr || !IsLeafAnswer(*answer, result_type, expression.leaves[l].rfind("count_over_time(", 0) == 0))
       return std::nullopt;
-    for (const auto& warning : answer->warnings)
-      if (std::find(out.warnings.begin(), out.warnings.end(), warning) == out.warnings.end()) out.warnings.push_back(warning);
+    MergeWarnings(answer->warnings, &out.warnings);
     out.effective_step = std::max(out.effective_step, answer->effective_step);
   }
   auto series = EvaluateAtEachTime(*expression.root, expression.leaves, leaf_answers, kCountRules);

@@ -73,6 +73,9 @@ void Evaluator::EvaluateVerdict(int idx) {
     if (onset.ok() && onset->is_number()) c.onset = onset->get<double>();
   }
   std::map<std::string, Exclusion> exclude;
+  // A host named "" comes from series without a host label (or an endpoint's odd answer): no
+  // scheduler can exclude it, so it is dropped and the report says so instead.
+  int unnamed_exclusions = 0;
   for (const auto& ex : v.exclude) {
     auto hosts = Eval(idx, ex.hosts);
     if (!hosts.ok()) return Fail(idx, NodeHealth::kError, hosts.status().message());
@@ -83,6 +86,10 @@ void Evaluator::EvaluateVerdict(int idx) {
     for (const auto& h : list) {
       if (!h.is_string()) continue;
       std::string host = h.get<std::string>();
+      if (host.empty()) {
+        ++unnamed_exclusions;
+        continue;
+      }
       auto reason = Render(idx, ex.reason, &h);
       if (!reason.ok()) return Fail(idx, NodeHealth::kError, reason.status().message());
       auto it = exclude.find(host);
@@ -91,6 +98,10 @@ void Evaluator::EvaluateVerdict(int idx) {
     }
   }
   for (auto& [h, e] : exclude) c.exclude.push_back(e);
+  if (unnamed_exclusions > 0) {
+    c.notes.push_back("dropped " + std::to_string(unnamed_exclusions) +
+                      " exclusion(s) naming an empty host: the series behind them carry no host label");
+  }
   for (const auto& [k, t] : v.changes) {
     auto s = Render(idx, t);
     if (!s.ok()) return Fail(idx, NodeHealth::kError, s.status().message());

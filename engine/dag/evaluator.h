@@ -238,6 +238,11 @@ class Evaluator {
   // template is composite is still to be started (another composite may share it).
   static constexpr const char* kCompositePartTemplate = "\ncomposite part";
   std::vector<bool> composite_template_;   // by node: its query template is composite
+  // Endpoint warnings written into evidence texts so far: each answer's are capped where it is read
+  // (CapWarnings), and the report's here, past kMaxWarningsInReport.
+  static constexpr int64_t kMaxWarningsInReport = 100;
+  int64_t warnings_in_evidence_ = 0;
+  void AppendWarnings(const std::vector<std::string>& warnings, std::string* text);
   // Requests sent beyond one per question: range pieces and their estimates' look-ups (off this thread).
   std::atomic<int> extra_requests_{0};
 };

@@ -94,7 +94,6 @@ StatusOr<QueryResult> JoinRangePieces(std::vector<StatusOr<QueryResult>> pieces)
   // Prometheus sorts a matrix by labels.Compare: name, then value, pair by pair, the shorter set first
   // on a tie, bytes compared unsigned; std::map's ordering of its (name, value) pairs is the same.
   std::map<Labels, std::vector<Sample>> by_labels;
-  std::set<std::string> warned;
   QueryResult joined;
   for (size_t p = 0; p < pieces.size(); ++p) {
     QueryResult& piece = *pieces[p];
@@ -107,8 +106,7 @@ StatusOr<QueryResult> JoinRangePieces(std::vector<StatusOr<QueryResult>> pieces)
       if (fresh) it->second = std::move(s.samples);
       else it->second.insert(it->second.end(), s.samples.begin(), s.samples.end());
     }
-    for (auto& w : piece.warnings)
-      if (warned.insert(w).second) joined.warnings.push_back(std::move(w));
+    MergeWarnings(piece.warnings, &joined.warnings);
     // The pieces are in flight together: the wall time is the longest one's.
     joined.elapsed_seconds = std::max(joined.elapsed_seconds, piece.elapsed_seconds);
     joined.attempts = std::max(joined.attempts, piece.attempts);

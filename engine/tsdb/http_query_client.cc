@@ -16,6 +16,7 @@
 #include "engine/core/json.h"
 #include "engine/core/limits.h"
 #include "engine/core/logging.h"
+#include "engine/core/regular_file.h"
 #include "engine/core/url_encode.h"
 #include "engine/tsdb/prometheus_api.h"
 #include "engine/core/utf8.h"
@@ -118,15 +119,54 @@ std::string AuthRefusal(long http, bool sent_authorization) {
          "(--header 'Authorization: Basic ...' or 'Bearer ...')";
 }
 
+}  // namespace
+
+// Where a transfer's body goes. `held` (shared by the transfers of one batch, which one thread
+// drives) counts the bytes their bodies hold, by capacity: each answer under http.response_bytes,
+// eight in parallel (compressed answers inflating to 250 MiB each) held 3 GiB at once. Past
+// `held_budget` the transfer is cut off and `over_budget` says why.
+// Outside the anonymous namespace: HttpQueryClient::Request holds one.
+struct BodySink {
+  std::string body;
+  int64_t* held = nullptr;        // nullptr: a lone transfer, bounded by http.response_bytes only
+  int64_t held_budget = 0;
+  bool over_budget = false;
+
+  // Empties the body, giving its bytes back to the batch's count.
+  void Release() {
+    if (held != nullptr) *held -= static_cast<int64_t>(body.capacity());
+    body.clear();
+    body.shrink_to_fit();
+    if (held != nullptr) *held += static_cast<int64_t>(body.capacity());
+  }
+};
+
+namespace {
+
+// The bytes one batch's answers may hold at once: twice one answer's limit, so two answers of
+// nearly the limit still arrive together.
+int64_t AnswerBytesHeldBudget() { return 2 * GetLimit(LimitId::kHttpResponseBytes); }
+
 // Returning less than was offered makes curl fail the transfer with CURLE_WRITE_ERROR: an answer
-// past http.response_bytes is cut off there rather than held in memory.
+// past http.response_bytes, or past what the batch may hold at once, is cut off there rather than
+// held in memory.
 size_t AppendBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* body = static_cast<std::string*>(user);
+  auto* sink = static_cast<BodySink*>(user);
+  std::string* body = &sink->body;
   const size_t n = size * nmemb;
   const auto limit = static_cast<size_t>(GetLimit(LimitId::kHttpResponseBytes));
   if (body->size() + n > limit) return 0;
   // Grown by doubling but never past the limit: a 256 MiB bound must not cost 512 MiB.
-  if (body->size() + n > body->capacity()) body->reserve(std::min(limit, std::max(body->size() + n, 2 * body->capacity())));
+  if (body->size() + n > body->capacity()) {
+    const size_t capacity = std::min(limit, std::max(body->size() + n, 2 * body->capacity()));
+    const auto growth = static_cast<int64_t>(capacity - body->capacity());
+    if (sink->held != nullptr && *sink->held + growth > sink->held_budget) {
+      sink->over_budget = true;
+      return 0;
+    }
+    body->reserve(capacity);
+    if (sink->held != nullptr) *sink->held += growth;
+  }
   body->append(data, n);
   return n;
 }
@@ -180,7 +220,7 @@ struct HttpQueryClient::Request {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   std::string url;
-  std::string response;
+  BodySink sink;               // the answer's body, sink.body
   std::array<char, CURL_ERROR_SIZE> error{};   // curl's detailed message for a failed transfer
   Clock::time_point first_start{};
   Clock::time_point not_before{};
@@ -202,6 +242,10 @@ StatusOr<std::unique_ptr<HttpQueryClient>> HttpQueryClient::Create(RemoteEndpoin
     return InvalidArgumentError("endpoint timeout must be positive for " + shown);
   }
   if (!options.ca_file.empty()) {
+    // A FIFO given as the CA file blocked the probe below (and curl after it) forever.
+    if (Status regular = RequireRegularFile(options.ca_file); !regular.ok()) {
+      return Status(regular.code(), "CA file for " + shown + ": " + regular.message());
+    }
     if (FILE* f = std::fopen(options.ca_file.c_str(), "r")) {
       std::fclose(f);
     } else {
@@ -320,7 +364,8 @@ namespace {
 void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::string& base_url,
                        const std::vector<std::string>& header_lines, const RemoteEndpointOptions& options) {
   const double timeout_seconds = std::max(0.001, std::min(r.timeout_seconds, SecondsLeft(options.deadline)));
-  r.response.clear();
+  r.sink.Release();
+  r.sink.over_budget = false;
   r.url = base_url + r.path + (r.post || r.form.empty() ? "" : "?" + r.form);
   CURL* easy = r.easy ? r.easy : curl_easy_init();
   curl_easy_reset(easy);
@@ -328,7 +373,7 @@ void ConfigureTransfer(HttpQueryClient::Request& r, size_t index, const std::str
   curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.response);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.sink);
   r.error[0] = '\0';
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, r.error.data());
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_seconds * 1000)));
@@ -375,11 +420,10 @@ bool FinishTransfer(HttpQueryClient::Request& r, CURLcode code, long http, const
   }
   if (const auto samples = r.streamed ? r.samples_read : QueryStatsSamples(r.data))
     decoded += ", " + std::to_string(*samples) + " samples read";
-  Log().trace("{:.3f} s, {} bytes{}: {}", r.elapsed_seconds, r.response.size(), decoded, r.subject);
-  if (r.streamed) {  // decoded: the text is not needed while the rest of the batch arrives
-    r.response.clear();
-    r.response.shrink_to_fit();
-  }
+  Log().trace("{:.3f} s, {} bytes{}: {}", r.elapsed_seconds, r.sink.body.size(), decoded, r.subject);
+  // Decoded, or failed (what the error quotes of it is in its message): the text is not needed
+  // while the rest of the batch arrives.
+  if (r.streamed || !r.status.ok()) r.sink.Release();
   if (!r.status.ok() && retryable && r.attempts < r.max_attempts && SecondsLeft(options.deadline) > 0) {
     const double backoff = options.retry_backoff_seconds * std::pow(2.0, r.attempts - 1);
     r.not_before = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(backoff * 1e6));
@@ -396,8 +440,8 @@ void ReleaseTransfers(std::vector<HttpQueryClient::Request>& requests) {
     if (r.headers) curl_slist_free_all(r.headers);
     r.easy = nullptr;
     r.headers = nullptr;
-    r.response.clear();
-    r.response.shrink_to_fit();
+    r.sink.Release();
+    r.sink.held = nullptr;
   }
 }
 
@@ -430,6 +474,11 @@ void HttpQueryClient::Perform(std::vector<Request>& requests, int max_in_flight)
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
   size_t active = 0;
   int64_t samples_in_flight = 0;   // the estimates of the requests in flight
+  int64_t answer_bytes_held = 0;   // the batch's bodies, arriving or kept (BodySink)
+  for (Request& r : requests) {
+    r.sink.held = &answer_bytes_held;
+    r.sink.held_budget = AnswerBytesHeldBudget();
+  }
   const Endpoint endpoint = DescribeEndpoint(base_url_, description_, options_, header_lines_);
   // A request that would take the estimates in flight past the bound waits for others to finish (never
   // when nothing is in flight); later requests that fit go first.
@@ -493,6 +542,12 @@ namespace {
 Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const Endpoint& endpoint, bool* retryable) {
   const std::string where = " (" + req.subject + " at " + endpoint.label + req.path + ")";
   *retryable = false;
+  if (code == CURLE_WRITE_ERROR && req.sink.over_budget) {
+    return LimitExceeded(LimitId::kHttpResponseBytes,
+                         "the answers held at once (twice the limit, " +
+                             FormatLimitValue(LimitId::kHttpResponseBytes, AnswerBytesHeldBudget()) +
+                             ", for the requests in flight)" + where);
+  }
   if (code == CURLE_WRITE_ERROR) return ResponseTooLarge(where);
   if (code != CURLE_OK) {
     const std::string what = curl_easy_strerror(code);
@@ -520,7 +575,7 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
   if (endpoint.deadline && Clock::now() >= *endpoint.deadline)
     return DeadlineExceededError("the run's deadline passed before the answer could be read" + where);
   if (req.query_answer && http >= 200 && http < 300) {
-    StreamedQueryAnswer answer = ParseQueryAnswer(req.response, endpoint.deadline);
+    StreamedQueryAnswer answer = ParseQueryAnswer(req.sink.body, endpoint.deadline);
     if (!answer.fallback) {
       req.warnings = std::move(answer.warnings);
       req.streamed = std::move(answer.result);
@@ -532,7 +587,7 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
   // allowed, not after all of it became a tree.
   JsonParseBounds bounds{endpoint.deadline, std::nullopt, "the answer to " + req.subject};
   if (!req.query_answer) bounds.array_limit = LimitId::kHttpSeriesPerQuery;
-  ApiEnvelope envelope = ParseApiEnvelope(req.response, bounds);
+  ApiEnvelope envelope = ParseApiEnvelope(req.sink.body, bounds);
   if (envelope.stopped) return Status(envelope.stopped->code(), envelope.stopped->message() + where);
   req.warnings = std::move(envelope.warnings);
   if (envelope.present && envelope.status == "success" && http >= 200 && http < 300) {
@@ -558,7 +613,7 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
   }
   // No envelope: proxies, wrong paths and broken servers answer with plain text or HTML.
   const std::string message = "HTTP " + std::to_string(http) + " with a non-API body '" +
-                              QuoteAnswer(req.response) + "'" + where;
+                              QuoteAnswer(req.sink.body) + "'" + where;
   if (http == 502 || http == 503 || http == 504) {
     *retryable = true;
     return UnavailableError(message);
@@ -566,13 +621,30 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
   if (http == 404) return NotFoundError(message + "; is the path prefix right?");
   if (http == 401 || http == 403) {
     return PermissionDeniedError("HTTP " + std::to_string(http) + " " + AuthRefusal(http, endpoint.sent_authorization) +
-                                 " ('" + QuoteAnswer(req.response) + "')" + where);
+                                 " ('" + QuoteAnswer(req.sink.body) + "')" + where);
   }
-  if (http == 400 && req.response.find("HTTP request to an HTTPS server") != std::string::npos) {
+  if (http == 400 && req.sink.body.find("HTTP request to an HTTPS server") != std::string::npos) {
     return FailedPreconditionError(endpoint.base_url + " speaks HTTPS, not plain HTTP: use https:// (HTTP 400 '" +
-                                   QuoteAnswer(req.response) + "')" + where);
+                                   QuoteAnswer(req.sink.body) + "')" + where);
   }
   return ParseError(message);
+}
+
+}  // namespace
+
+namespace {
+
+// Prometheus answers a range query with a matrix, and an instant query with a vector (or a matrix,
+// for a range selector such as `tb_step[7467s]`, which the engine sends), whatever the expression,
+// as long as it is a vector expression (every query the engine sends is). A scalar or string
+// answer (or a vector to a range query) comes from something else speaking the API: read as
+// series, a scalar became one series without labels and so a host named "".
+StatusOr<QueryResult> CheckResultTypeOf(Query::Kind kind, QueryResult result) {
+  if (result.result_type == "matrix") return result;
+  if (kind == Query::Kind::kInstant && result.result_type == "vector") return result;
+  return ParseError("a " + QuoteAnswer(result.result_type) + " answer where " +
+                    (kind == Query::Kind::kRange ? "a range query asks for a matrix"
+                                                 : "an instant query asks for a vector or a matrix"));
 }
 
 }  // namespace
@@ -616,12 +688,14 @@ std::vector<StatusOr<QueryResult>> HttpQueryClient::RunBatch(const std::vector<Q
     }
     if (const auto samples = r.streamed ? r.samples_read : QueryStatsSamples(r.data)) samples_read_ += *samples;
     StatusOr<QueryResult> decoded = r.streamed ? std::move(*r.streamed) : DecodeQueryData(r.data);
+    if (decoded.ok()) decoded = CheckResultTypeOf(queries[i].kind, std::move(decoded).value());
     if (!decoded.ok()) {
       results.emplace_back(Status(decoded.status().code(),
                                   decoded.status().message() + " (" + r.subject + " at " + base_url_ + r.path + ")"));
       continue;
     }
     decoded->warnings = std::move(r.warnings);
+    CapWarnings(&decoded->warnings);
     decoded->effective_step = steps[i];
     decoded->elapsed_seconds = r.elapsed_seconds;
     decoded->attempts = r.attempts;
@@ -747,7 +821,8 @@ StatusOr<HttpResponse> HttpQueryClient::Transfer(const char* method, const std::
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &response.body);
+  BodySink sink;   // a lone transfer: bounded by http.response_bytes alone
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_seconds * 1000));
   curl_slist* headers = nullptr;
   for (const auto& h : header_lines_) headers = curl_slist_append(headers, h.c_str());
@@ -770,6 +845,7 @@ StatusOr<HttpResponse> HttpQueryClient::Transfer(const char* method, const std::
   if (code == CURLE_WRITE_ERROR) return ResponseTooLarge(" to " + what);
   if (auto tls = TlsFailure(code, error.data(), base_url_)) return Status(tls->code(), tls->message() + " (" + what + ")");
   if (code != CURLE_OK) return UnavailableError(what + ": " + curl_easy_strerror(code));
+  response.body = std::move(sink.body);
   return response;
 }
 

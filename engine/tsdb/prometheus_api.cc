@@ -1,6 +1,7 @@
 #include "engine/tsdb/prometheus_api.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -18,17 +19,21 @@ using nlohmann::json;
 
 std::string AsText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-double ParseSampleValue(const json& v) {
+StatusOr<double> ParseSampleValue(const json& v) {
   if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return std::strtod(v.get_ref<const std::string&>().c_str(), nullptr);  // NaN, +Inf too
-  return std::nan("");
+  if (!v.is_string()) return std::nan("");
+  const std::string& text = v.get_ref<const std::string&>();
+  if (std::optional<double> value = ParseSampleValueText(text)) return *value;
+  return ParseError("sample value " + QuoteAnswer(v.dump()) +
+                    " is not a number (Prometheus writes decimals, NaN, +Inf or -Inf; a finite value within double's range)");
 }
 
 StatusOr<Sample> ParsePair(const json& pair) {
   if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number()) {
     return ParseError("expected [time, \"value\"], got " + QuoteAnswer(pair.dump()));
   }
-  return Sample{pair[0].get<double>(), ParseSampleValue(pair[1])};
+  ASSIGN_OR_RETURN(double value, ParseSampleValue(pair[1]));
+  return Sample{pair[0].get<double>(), value};
 }
 
 Labels ParseLabels(const json& metric) {
@@ -41,6 +46,42 @@ Labels ParseLabels(const json& metric) {
 }
 
 }  // namespace
+
+std::optional<double> ParseSampleValueText(std::string_view text) {
+  if (text == "NaN") return std::nan("");
+  if (text == "+Inf") return HUGE_VAL;
+  if (text == "-Inf") return -HUGE_VAL;
+  // [+-]? (digits [. digits*] | . digits) ([eE] [+-]? digits)?, all of the text.
+  std::string_view number = text;
+  if (!number.empty() && number.front() == '+') number.remove_prefix(1);  // from_chars takes '-' only
+  size_t i = number.empty() || number.front() != '-' ? 0 : 1;
+  const auto digits = [&] {
+    const size_t from = i;
+    while (i < number.size() && number[i] >= '0' && number[i] <= '9') ++i;
+    return i - from;
+  };
+  size_t mantissa_digits = digits();
+  if (i < number.size() && number[i] == '.') {
+    ++i;
+    mantissa_digits += digits();
+  }
+  if (mantissa_digits == 0) return std::nullopt;
+  if (i < number.size() && (number[i] == 'e' || number[i] == 'E')) {
+    ++i;
+    if (i < number.size() && (number[i] == '+' || number[i] == '-')) ++i;
+    if (digits() == 0) return std::nullopt;
+  }
+  if (i != number.size() || (number.size() != text.size() && number.front() == '-')) return std::nullopt;
+  double value = 0;
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec == std::errc() && end == number.data() + number.size()) return value;
+  if (ec != std::errc::result_out_of_range) return std::nullopt;
+  // Out of range: an underflow reads as the nearest double (0 or a subnormal), as Go's ParseFloat
+  // reads it; an overflow is no value Prometheus could have held.
+  const double rounded = std::strtod(std::string(number).c_str(), nullptr);
+  if (std::isinf(rounded)) return std::nullopt;
+  return rounded;
+}
 
 std::string QuoteAnswer(std::string_view body) {
   while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.remove_suffix(1);
@@ -355,9 +396,14 @@ class QueryAnswerHandler : public nlohmann::json_sax<json> {
           if (atom != Atom::kNumber) pair_.ok = false;
           pair_.sample.t = number;
         } else if (pair_.items == 2) {
-          pair_.sample.v = atom == Atom::kNumber   ? number
-                           : atom == Atom::kString ? std::strtod(text->c_str(), nullptr)
-                                                   : std::nan("");
+          if (atom == Atom::kString) {
+            // A value that is not a number leaves the answer to the tree path, which names it.
+            std::optional<double> value = ParseSampleValueText(*text);
+            if (!value) return Fallback();
+            pair_.sample.v = *value;
+          } else {
+            pair_.sample.v = atom == Atom::kNumber ? number : std::nan("");
+          }
         }
         return true;
       case Frame::kWarnings:

@@ -31,6 +31,11 @@ struct ApiEnvelope {
 // it sent.
 std::string QuoteAnswer(std::string_view body);
 
+// A sample value as Prometheus writes it in an answer: a decimal (an exponent allowed), NaN, +Inf
+// or -Inf, the whole text. Anything else ("abc", "12abc", "0x10", "1e400", which strtod would
+// read as 0, 12, 16 and +Inf) is nullopt: a number the endpoint never held.
+std::optional<double> ParseSampleValueText(std::string_view text);
+
 // Never throws; a body that is not an envelope (proxies, HTML error pages) has present == false.
 // A parse that `bounds` cut short sets `stopped` and nothing else.
 ApiEnvelope ParseApiEnvelope(std::string_view body, const JsonParseBounds& bounds = {});

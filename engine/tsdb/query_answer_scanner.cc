@@ -71,19 +71,6 @@ const char* NumberEnd(const char* p, const char* end, bool* integral) {
   return p;
 }
 
-// A sample value as the general reader reads its string: strtod. Decimal text (all Prometheus
-// writes but NaN and ±Inf) is read by from_chars, which rounds as correctly as glibc's strtod and
-// needs no terminated copy.
-double SampleValueOfText(std::string_view text) {
-  bool integral = false;
-  if (NumberEnd(text.data(), text.data() + text.size(), &integral) == text.data() + text.size()) {
-    double value = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec == std::errc() && ptr == text.data() + text.size()) return value;
-  }
-  return std::strtod(std::string(text).c_str(), nullptr);
-}
-
 class Scanner {
  public:
   Scanner(std::string_view body, int64_t max_series, int64_t max_points,
@@ -391,7 +378,10 @@ class Scanner {
     if (Peek('"')) {
       std::string_view text;
       if (!String(&text, &scratch_)) return false;
-      sample->v = SampleValueOfText(text);
+      // A value that is not a number: the general reader names it.
+      std::optional<double> value = ParseSampleValueText(text);
+      if (!value) return false;
+      sample->v = *value;
     } else if (!Number(&sample->v)) {
       return false;
     }

@@ -64,6 +64,19 @@ struct QueryResult {
   int attempts = 1;
 };
 
+// An endpoint may send thousands of warnings with one answer (5,000 made a 234 MB report: every
+// warning went into every evidence text, and merging answers compared each with all the others).
+// An answer keeps its first kMaxWarningsPerAnswer distinct warnings, each at most
+// kMaxWarningBytes, and one last line saying how many distinct ones were left out.
+inline constexpr size_t kMaxWarningsPerAnswer = 10;
+inline constexpr size_t kMaxWarningBytes = 500;
+// De-duplicates (in linear time), shortens and caps `warnings` as above. A "left out" line from an
+// earlier cap (of an answer merged into this one) adds its count to the new one.
+void CapWarnings(std::vector<std::string>* warnings);
+// `into` followed by the warnings of `from` it lacks, capped as above: the warnings of an answer
+// computed from several others.
+void MergeWarnings(const std::vector<std::string>& from, std::vector<std::string>* into);
+
 class QueryClient {
  public:
   virtual ~QueryClient() = default;

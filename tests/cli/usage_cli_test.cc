@@ -1,11 +1,16 @@
 // Usage errors exit 2 with one message that says what was probably meant.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/support/cli.h"
+#include "tests/support/files.h"
 #include "tests/support/fixture_reports.h"
 
 namespace diagnose::e2e {
@@ -116,6 +121,24 @@ TEST(UsageCli, SweepJobsThatNameNoJobAreSaid) {
   EXPECT_EQ(none.out, "");
   CliRun some = RunDiagnoseCli({"sweep", outputs, "--jobs", "abc,8308", "--format", "json"});
   EXPECT_EQ(some.exit_code, 0) << some.err;
+}
+
+// A FIFO with no writer given as a file to read blocked these forever (the job log, --history and
+// traces were already refused by type): each is refused at once, naming the path.
+TEST(UsageCli, AFifoGivenAsAFileToReadIsRefusedNotWaitedOn) {
+  testing::TempDir dir;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"8308", "--outputs", DIAGNOSE_FIXTURE_OUTPUTS, "--prometheus", "https://127.0.0.1:1", "--cacert", fifo},
+           {"explain", "host-oom", "--facts", fifo},
+           {"sweep", "compare", fifo, fifo}}) {
+    SCOPED_TRACE(args[0]);
+    CliRun run = RunDiagnoseCli(args, std::chrono::seconds(30));
+    EXPECT_FALSE(run.timed_out) << run.err;
+    EXPECT_NE(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.err.find(fifo + " is a FIFO"), std::string::npos) << run.err;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The playbook language's reuse and control features (playbooks/README.md §3.1, §3.4, §5, §6.1):
 // let bindings, macros, notes with a condition, fallbacks between verdicts, several reductions of
 // one query and shared windows, each loaded from YAML and evaluated against a table of answers.
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "engine/dag/evaluate.h"
@@ -91,6 +94,81 @@ rules:
   // The rule the let reads is a dependency of the verdict, found through the binding.
   EXPECT_NE(std::find(library_.playbooks[0].rules[1].needs.begin(), library_.playbooks[0].rules[1].needs.end(), "mem/used"),
             library_.playbooks[0].rules[1].needs.end());
+}
+
+// A series without a host label (a scalar answer read as series, or an endpoint's odd answer) made
+// a verdict exclude a host named "", which no scheduler can exclude: it is dropped, with a note.
+TEST_F(LanguageTest, AnExclusionNamingAnEmptyHostIsDroppedWithANote) {
+  auto loaded = Load(R"Y(playbook: mem
+description: x
+rules:
+  - id: used
+    query: 'max by (host) (mem_used)'
+    by: [host]
+  - id: full
+    let:
+      hosts: "keys(used.values > 5)"
+    verdict:
+      when: "len(hosts) > 0"
+      root_cause: host-oom
+      summary: "{{ len(hosts) }} hosts full"
+      hosts: hosts
+      action: retry-excluding-nodes
+      exclude:
+        - {hosts: hosts, priority: 2, reason: "{{ host }} full"}
+)Y");
+  ASSERT_TRUE(loaded.ok()) << loaded.AsJson().dump(2);
+  client_.answers["mem_used"] = {Series{{{"host", ""}}, {{1600, 9}}}, Series{{{"host", "b"}}, {{1600, 7}}}};
+  auto r = Run("mem");
+  ASSERT_EQ(r.candidates.size(), 1u) << json(r.not_evaluated).dump();
+  const auto& c = r.candidates[0];
+  ASSERT_EQ(c.exclude.size(), 1u);
+  EXPECT_EQ(c.exclude[0].host, "b");
+  EXPECT_EQ(c.notes, (std::vector<std::string>{
+                         "dropped 1 exclusion(s) naming an empty host: the series behind them carry no host label"}));
+}
+
+// A client whose answers arrive only after `delay`, as a slow endpoint's do.
+class SlowTableClient : public testing::TableQueryClient {
+ public:
+  std::chrono::milliseconds delay{0};
+  std::vector<StatusOr<QueryResult>> RunBatch(const std::vector<Query>& qs) override {
+    std::this_thread::sleep_for(delay);
+    return TableQueryClient::RunBatch(qs);
+  }
+};
+
+// Answers read into the rules after the deadline kept a run going 12 s past --deadline 10 (150,000
+// series per answer): an answer arriving after the deadline is not read, and its rule says why.
+TEST_F(LanguageTest, AnAnswerArrivingAfterTheDeadlineIsNotRead) {
+  auto loaded = Load(R"Y(playbook: mem
+description: x
+rules:
+  - id: used
+    query: 'max by (host) (mem_used)'
+    by: [host]
+  - id: full
+    let:
+      hosts: "keys(used.values > 5)"
+    verdict:
+      when: "len(hosts) > 0"
+      root_cause: host-oom
+      summary: "{{ len(hosts) }} hosts full"
+      hosts: hosts
+      action: retry-excluding-nodes
+      exclude:
+        - {hosts: hosts, priority: 2, reason: "{{ host }} full"}
+)Y");
+  ASSERT_TRUE(loaded.ok()) << loaded.AsJson().dump(2);
+  SlowTableClient slow;
+  slow.answers["mem_used"] = {Series{{{"host", "a"}}, {{1600, 9}}}};
+  slow.delay = std::chrono::milliseconds(300);
+  ctx_.subject = &slow;
+  ctx_.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  auto r = Run("mem");
+  const NodeOutcome& used = Node(r, "mem/used");
+  EXPECT_EQ(used.health, NodeHealth::kSkipped) << used.reason;
+  EXPECT_EQ(used.reason, "the run's deadline (--deadline) passed before its answer was read");
 }
 
 // An analysis reads its inputs where they are: a rule's value it names, a binding that names one,

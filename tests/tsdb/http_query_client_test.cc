@@ -1,6 +1,8 @@
 #include "engine/tsdb/http_query_client.h"
 
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -155,6 +157,127 @@ TEST(HttpQueryClientTest, MalformedEnvelopeDataIsParseError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kParse);
   EXPECT_NE(r.status().message().find("`up`"), std::string::npos);
+}
+
+// A scalar answer read as series was one series without labels: a host named "" that a verdict
+// then excluded. Prometheus answers an instant query with a vector and a range query with a matrix.
+TEST(HttpQueryClientTest, AnAnswerOfAnotherTypeThanTheQueryAsksIsAParseErrorNamingIt) {
+  std::string body;
+  FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{200, body}; });
+  auto client = Client(server.url());
+  const Query instant = Query::Instant("up", 100);
+  const Query range = Query::Range("up", 100, 200, 10);
+  const std::string vector = R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"host":"a"},"value":[100,"1"]}]}})";
+  const std::string matrix = R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"host":"a"},"values":[[100,"1"]]}]}})";
+  const std::string scalar = R"({"status":"success","data":{"resultType":"scalar","result":[100,"2"]}})";
+  const std::string string = R"({"status":"success","data":{"resultType":"string","result":[100,"x"]}})";
+  for (const auto& [query, answer, accepted] : std::vector<std::tuple<Query, std::string, bool>>{
+           {instant, vector, true}, {range, matrix, true}, {instant, scalar, false}, {instant, string, false},
+           {instant, matrix, true}, {range, vector, false}, {range, scalar, false}}) {
+    body = answer;
+    auto r = client->Run(query);
+    EXPECT_EQ(r.ok(), accepted) << answer;
+    if (accepted) continue;
+    EXPECT_EQ(r.status().code(), StatusCode::kParse) << answer;
+    EXPECT_NE(r.status().message().find("`up`"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(server.url()), std::string::npos) << r.status().message();
+  }
+}
+
+// strtod read "abc" as 0, "12abc" as 12, "0x10" as 16 and "1e400" as +Inf (a proxy's "1e400"
+// excluded all 24 hosts of a job): a value Prometheus cannot have written is refused, by name.
+TEST(HttpQueryClientTest, ASampleValuePrometheusCannotHaveWrittenIsAParseErrorNamingIt) {
+  std::string value;
+  FakeHttpServer server([&](const FakeRequest& req) {
+    const bool range = req.target.find("query_range") != std::string::npos;
+    return FakeResponse{200, range ? R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"host":"a"},"values":[[100,"1"],[110,")" + value + R"("]]}]}})"
+                                   : R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"host":"a"},"value":[100,")" + value + R"("]}]}})"};
+  });
+  auto client = Client(server.url());
+  for (const char* bad : {"abc", "12abc", "0x10", "1e400", "-1e400", "", " 1", "1 ", "inf", "nan", "1e", "."}) {
+    value = bad;
+    for (const Query& query : {Query::Instant("up", 100), Query::Range("up", 100, 200, 10)}) {
+      auto r = client->Run(query);
+      ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+      EXPECT_EQ(r.status().code(), StatusCode::kParse) << r.status().message();
+      EXPECT_NE(r.status().message().find("\"" + std::string(bad) + "\" is not a number"), std::string::npos)
+          << r.status().message();
+      EXPECT_NE(r.status().message().find(server.url()), std::string::npos) << r.status().message();
+    }
+  }
+  for (const auto& [good, read] : std::vector<std::pair<std::string, double>>{
+           {"1", 1}, {"-2.5", -2.5}, {"+3", 3}, {"1e3", 1000}, {"1.5E-2", 0.015}, {".5", 0.5}, {"1e-400", 0}}) {
+    value = good;
+    auto r = client->Run(Query::Instant("up", 100));
+    ASSERT_TRUE(r.ok()) << good << ": " << r.status().message();
+    EXPECT_EQ(r->series.at(0).samples.at(0).v, read) << good;
+  }
+}
+
+// 5,000 warnings with each answer became a 234 MB report: an answer keeps its first
+// kMaxWarningsPerAnswer distinct ones and says how many more there were.
+TEST(HttpQueryClientTest, AnAnswerKeepsItsFirstDistinctWarningsAndCountsTheRest) {
+  std::string warnings;
+  for (int i = 0; i < 5000; ++i) warnings += (i ? ",\"" : "\"") + std::string("store ") + std::to_string(i % 2500) + " unavailable\"";
+  warnings += ",\"" + std::string(10000, 'x') + "\"";
+  FakeHttpServer server([&](const FakeRequest&) {
+    return FakeResponse{200, R"({"status":"success","warnings":[)" + warnings + R"(],"data":{"resultType":"vector","result":[]}})"};
+  });
+  auto r = Client(server.url())->Run(Query::Instant("up", 100));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->warnings.size(), kMaxWarningsPerAnswer + 1);
+  EXPECT_EQ(r->warnings[0], "store 0 unavailable");
+  EXPECT_EQ(r->warnings[kMaxWarningsPerAnswer - 1], "store 9 unavailable");
+  // 2,500 distinct store warnings and the long one, less the ten kept.
+  EXPECT_EQ(r->warnings.back(), "... 2491 more warnings left out");
+}
+
+// fopen of a FIFO with no writer blocked Create forever, whatever --deadline said.
+TEST(HttpQueryClientTest, ACaFileThatIsNotARegularFileIsRefusedWithoutOpeningIt) {
+  char dir_template[] = "/tmp/cacert-fifo-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string fifo = std::string(dir_template) + "/ca.pem";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  RemoteEndpointOptions options;
+  options.url = "https://127.0.0.1:1";
+  options.ca_file = fifo;
+  auto client = HttpQueryClient::Create(options);
+  ::unlink(fifo.c_str());
+  ::rmdir(dir_template);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(client.status().message().find(fifo + " is a FIFO"), std::string::npos) << client.status().message();
+  EXPECT_NE(client.status().message().find("https://127.0.0.1:1"), std::string::npos) << client.status().message();
+}
+
+// Each answer under http.response_bytes, but eight at once (compressed, inflating to 250 MiB each)
+// held 3 GiB: a batch's bodies may hold twice the limit at once, and one past that is refused by name.
+TEST(HttpQueryClientTest, TheAnswersOfABatchHeldAtOnceStayWithinTwiceTheResponseLimit) {
+  ScopedLimit response_bytes(LimitId::kHttpResponseBytes, 1 << 20);
+  // "warnings":[1] sends the answer down the tree path, whose body is kept until the batch ends:
+  // the bodies add up whatever order they arrive in.
+  const std::string body = R"({"status":"success","warnings":[1],"data":{"resultType":"vector","result":[]},"pad":")" +
+                           std::string(700 << 10, 'x') + R"("})";
+  FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{200, body}; });
+  auto client = Client(server.url());
+  std::vector<Query> queries;
+  for (int i = 0; i < 6; ++i) queries.push_back(Query::Instant("up" + std::to_string(i), 100));
+  int answered = 0, refused = 0;
+  for (const auto& r : client->RunBatch(queries)) {
+    if (r.ok()) {
+      ++answered;
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().message();
+    EXPECT_NE(r.status().message().find("answers held at once (twice the limit, 2 MiB"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find(server.url()), std::string::npos) << r.status().message();
+  }
+  EXPECT_GE(answered, 1);
+  EXPECT_GE(refused, 3) << "six answers of 700 KiB (1 MiB by capacity) cannot all be held within 2 MiB";
+  // A lone answer of the same size is read: the budget bounds a batch, not one answer.
+  EXPECT_TRUE(client->Run(Query::Instant("up", 100)).ok());
 }
 
 TEST(HttpQueryClientTest, PlainText404SuggestsThePrefix) {
