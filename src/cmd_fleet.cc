@@ -10,6 +10,7 @@
 
 #include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
+#include "engine/core/utf8.h"
 #include "engine/decision/node_health.h"
 #include "engine/pipeline/fleet_import.h"
 #include "engine/fleet/fleet_record.h"
