@@ -10,6 +10,7 @@
 
 #include "engine/core/iso_time.h"
 #include "engine/core/logging.h"
+#include "engine/core/utf8.h"
 #include "engine/decision/node_health.h"
 #include "engine/pipeline/fleet_import.h"
 #include "engine/fleet/fleet_record.h"
@@ -182,15 +183,17 @@ void PrintExclusions(const FleetHost& h, size_t max_records) {
       std::printf("      ... (--format json lists every record)\n");
       break;
     }
-    std::printf("      job %s, %s, %s, priority %d: %s\n", r.job.c_str(), Day(r.time).c_str(), r.root_cause.c_str(),
-                r.priority, r.reason.c_str());
+    std::printf("      job %s, %s, %s, priority %d: %s\n", PrintableLine(r.job).c_str(), Day(r.time).c_str(),
+                PrintableLine(r.root_cause).c_str(), r.priority, PrintableLine(r.reason).c_str());
   }
 }
 
+// Hosts, job ids, reasons and causes are label values of the fleet store: each passes PrintableLine,
+// so a stored escape sequence or newline is shown, never obeyed (adversarial test 17, defect 10).
 void PrintFleetNodes(const FleetNodes& t) {
   std::printf("Fleet record: %zu hosts in %d jobs ending %s .. %s\n  store %s, jobs told apart by %s\n\n",
-              t.hosts.size(), t.jobs, Day(t.window.start).c_str(), Day(t.window.end).c_str(), t.store.c_str(),
-              t.job_label.c_str());
+              t.hosts.size(), t.jobs, Day(t.window.start).c_str(), Day(t.window.end).c_str(),
+              PrintableLine(t.store).c_str(), PrintableLine(t.job_label).c_str());
   constexpr size_t kMaxHosts = 20;
   auto section = [&](const std::string& title, auto keep) {
     std::vector<const FleetHost*> hosts;
@@ -200,7 +203,7 @@ void PrintFleetNodes(const FleetNodes& t) {
     std::printf("%s: %zu\n", title.c_str(), hosts.size());
     for (size_t i = 0; i < hosts.size() && i < kMaxHosts; ++i) {
       const FleetHost& h = *hosts[i];
-      std::printf("  %-20s excluded in %d of %d job(s)\n", h.host.c_str(), h.excluded, h.jobs);
+      std::printf("  %-20s excluded in %d of %d job(s)\n", PrintableLine(h.host).c_str(), h.excluded, h.jobs);
       PrintExclusions(h, 5);
     }
     if (hosts.size() > kMaxHosts) std::printf("  ... and %zu more (--format json lists them)\n", hosts.size() - kMaxHosts);
@@ -216,9 +219,9 @@ void PrintFleetNodes(const FleetNodes& t) {
   std::sort(clean.begin(), clean.end());
   if (!named.empty())
     std::printf("Never excluded, named by a finding in some job (--format json has which): %zu: %s\n", named.size(),
-                CompressHostlist(named).c_str());
+                PrintableLine(CompressHostlist(named)).c_str());
   if (!clean.empty())
-    std::printf("Never excluded or named: %zu: %s\n", clean.size(), CompressHostlist(clean).c_str());
+    std::printf("Never excluded or named: %zu: %s\n", clean.size(), PrintableLine(CompressHostlist(clean)).c_str());
 }
 
 int RunFleetNodes(const FleetNodesArgs& args) {

@@ -64,28 +64,45 @@ std::string WithoutControls(std::string_view text) {
   return out;
 }
 
-std::string OneLine(std::string_view text) {
-  const std::string valid = ValidUtf8(text);
+namespace {
+
+// ValidUtf8(text, max_bytes) with its controls escaped; tab too unless `keep_tab`.
+std::string EscapedControls(std::string_view text, size_t max_bytes, bool keep_tab) {
+  static const char kHex[] = "0123456789abcdef";
+  const std::string valid = ValidUtf8(text, max_bytes);
   std::string out;
   out.reserve(valid.size());
-  for (char ch : valid) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '\n') {
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    // A C1 control is U+0080..U+009F, in valid UTF-8 the two bytes C2 80..C2 9F.
+    if (c == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) <= 0x9F) {
+      const unsigned char code = static_cast<unsigned char>(valid[++i]);
+      out += "\\u00";
+      out.push_back(kHex[code >> 4]);
+      out.push_back(kHex[code & 0xf]);
+    } else if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
-      out += "\\t";
+      out += keep_tab ? "\t" : "\\t";
     } else if (c == '\r') {
       out += "\\r";
     } else if (c < 0x20 || c == 0x7f) {
-      static const char kHex[] = "0123456789abcdef";
       out += "\\x";
       out.push_back(kHex[c >> 4]);
       out.push_back(kHex[c & 0xf]);
     } else {
-      out.push_back(ch);
+      out.push_back(static_cast<char>(c));
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string OneLine(std::string_view text) { return EscapedControls(text, std::string::npos, /*keep_tab=*/false); }
+
+std::string PrintableLine(std::string_view text, size_t max_bytes) {
+  return EscapedControls(text, max_bytes, /*keep_tab=*/true);
 }
 
 }  // namespace diagnose

@@ -23,7 +23,16 @@ std::string ValidUtf8(std::string_view text, size_t max_bytes = std::string::npo
 std::string WithoutControls(std::string_view text);
 
 // `text` as one printable line for an error message: valid UTF-8, each control byte written as an
-// escape (\n, \t, \x1b), so a job id with a newline cannot forge a second line of output.
+// escape (\n, \t, \x1b, and \u0080..\u009f for the C1 controls), so a job id with a newline cannot
+// forge a second line of output.
 std::string OneLine(std::string_view text);
+
+// `text` to print inside one line of a text or Markdown report, or of a command's text output:
+// valid UTF-8 (at most `max_bytes`, then "..."), each C0 control but tab, DEL, and each C1 control
+// (U+0080..U+009F: some terminals obey U+009B as ESC [) written visibly as in OneLine (\n, \r,
+// \x1b, \u009b). A host label or log line then cannot set the window title, clear the screen or
+// forge a line such as "exclude chi9999". Tab stays: a quoted log line's columns, it moves the cursor
+// along the line and nowhere else. The one sanitiser for untrusted strings in text and Markdown.
+std::string PrintableLine(std::string_view text, size_t max_bytes = std::string::npos);
 
 }  // namespace diagnose

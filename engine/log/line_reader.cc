@@ -37,6 +37,7 @@ Status LineReader::Open(const std::string& path, int64_t begin, int64_t end) {
   end_ = end;
   line_number_ = 0;
   truncated_lines_ = 0;
+  bytes_since_clock_ = 0;
   status_ = Status::Ok();
   file_offset_ = 0;
   if (begin > 0) {
@@ -69,6 +70,17 @@ bool LineReader::Fill() {
       return false;
     }
     len_ = static_cast<size_t>(n);
+    bytes_since_clock_ += n;
+    if (options_.deadline && bytes_since_clock_ >= kDeadlineCheckBytes) {
+      bytes_since_clock_ = 0;
+      if (std::chrono::steady_clock::now() >= *options_.deadline) {
+        status_ = DeadlineExceededError("the run's deadline passed while reading " + path_ + " (at byte " +
+                                        std::to_string(file_offset_ + n) + ")");
+        eof_ = true;
+        len_ = 0;
+        return false;
+      }
+    }
     return true;
   }
 }

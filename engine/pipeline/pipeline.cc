@@ -565,10 +565,11 @@ std::optional<int64_t> PrivateServerSamplesRead(std::vector<JobContext>& jobs) {
 
 // The profile drill's finding, and its verdict over the diagnosis: against the baseline job's
 // profile when a baseline is given, else against the job's own healthy level.
-void ApplyProfileDrill(const std::vector<JobContext>& jobs, const std::string& data_dir, ReportParts& parts) {
+void ApplyProfileDrill(const std::vector<JobContext>& jobs, const DiagnoseOptions& options, ReportParts& parts) {
   if (!parts.profile) return;
   if (jobs.size() > 1) {
-    const std::optional<JobProfile> baseline_profile = DrillJobProfile(jobs[1].facts, data_dir);
+    const std::optional<JobProfile> baseline_profile =
+        DrillJobProfile(jobs[1].facts, options.data_dir, options.remote.deadline);
     if (auto finding = ProfileRegressionFinding(jobs.front().facts, *parts.profile, jobs[1].facts,
                                                 baseline_profile ? &*baseline_profile : nullptr)) {
       parts.diagnosis = WithProfileVerdict(std::move(parts.diagnosis), *finding, kAgainstBaseline, jobs.front().facts.status);
@@ -722,9 +723,9 @@ StatusOr<DecidedReport> RunDecidedDiagnosis(const DiagnoseOptions& raw_options) 
   for (auto& job : jobs) {
     if (std::shared_ptr<PrivatePrometheus> server = job.ReleaseServer()) closing.Run([server] { server->Stop(); });
   }
-  parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir);
+  parts.profile = DrillJobProfile(jobs.front().facts, options.data_dir, options.remote.deadline);
   parts.diagnosis = Diagnose(parts.jobs.front().logs, parts.playbooks, MetricsNotes(parts.jobs));
-  ApplyProfileDrill(jobs, options.data_dir, parts);
+  ApplyProfileDrill(jobs, options, parts);
   parts.incompleteness = IncompletenessOf(jobs);
   if (!parts.incompleteness) {
     SweepContext sweep_context = options.sweep.value_or(SweepContext{});

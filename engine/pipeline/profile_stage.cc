@@ -67,7 +67,8 @@ std::vector<std::string> FindJobTraceFiles(const std::string& job_dir) {
   return files;
 }
 
-std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::string& data_dir) {
+std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::string& data_dir,
+                                          std::optional<std::chrono::steady_clock::time_point> deadline) {
   if (facts.job_dir.empty()) return std::nullopt;
   const std::vector<std::string> files = FindJobTraceFiles(facts.job_dir);
   if (files.empty()) return std::nullopt;
@@ -80,6 +81,7 @@ std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::stri
   // The window is read once; a first drill finds the profiled steps, then the step time is taken
   // from the log's other steps and the same window drilled again.
   profile::DrillOptions options;
+  options.read.deadline = deadline;
   // GPUs per node from the log when it says (Memstats lists every device); else from the trace,
   // which can then catch a missing host but not a GPU missing on every host.
   result.gpus_per_node = GpusPerNodeFromLog(facts);

@@ -4,6 +4,7 @@
 // and the writeback step after them excluded), TGS and MFU, and the GPUs the job ran.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,8 +30,11 @@ struct JobProfile {
 // The job's trace files, every timestamp directory of every run; empty when it has none.
 std::vector<std::string> FindJobTraceFiles(const std::string& job_dir);
 
-// Nothing when the job has no profile window.
-std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::string& data_dir);
+// Nothing when the job has no profile window. Reading stops at `deadline` (the run's --deadline):
+// the window is then left out, `error` saying the deadline passed in which file (best effort, as
+// a profile is extra evidence; the verdict stands on the logs and metrics).
+std::optional<JobProfile> DrillJobProfile(const JobFacts& facts, const std::string& data_dir,
+                                          std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 // The first screen's lines: TGS and MFU, the step-time decomposition, the kernel table, the blocker.
 std::vector<std::string> JobProfileLines(const JobProfile& profile);

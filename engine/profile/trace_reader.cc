@@ -790,9 +790,16 @@ StatusOr<TraceFile> ReadTraceFile(const std::string& path, const TraceReadOption
     return ParseTraceJson(std::move(json), path, options);
   }
   TraceStreamParser parser(path, options);
+  int64_t decompressed = 0;
   RETURN_IF_ERROR(InflateGzipInto(
       path, options.piece_bytes, [&](size_t bytes) { return parser.Reserve(bytes); },
-      [&](size_t got) { return parser.Commit(got); }));
+      [&](size_t got) -> Status {
+        decompressed += static_cast<int64_t>(got);
+        if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline)
+          return DeadlineExceededError("the run's deadline passed while reading " + path + " (after " +
+                                       std::to_string(decompressed) + " decompressed bytes)");
+        return parser.Commit(got);
+      }));
   return parser.Finish();
 }
 

@@ -6,8 +6,10 @@
 // overrun the next one on the same stream).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +73,9 @@ struct TraceReadOptions {
   // that stays in cache between the inflate writing it and simdjson reading it: 1 MiB parsed a
   // 1 M-event file in 0.22 s of CPU where 8 MiB took 0.29 s (the README's "Reading a trace").
   size_t piece_bytes = 1 << 20;
+  // The run's --deadline: inflating stops there with kDeadlineExceeded naming the file. A window of
+  // traces under the 1 GiB limit each can take minutes; the clock is read once per piece.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 // The decompressed bytes of a gzip file (concatenated members too), handed to `sink` a piece at a

@@ -1,5 +1,6 @@
 #include "engine/report/render.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -85,7 +86,7 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
     s->KeyValue("status", std::string(ToString(job.status)), true);
     s->KeyValue("failure class", job.failure_class.empty() ? "none" : job.failure_class, true);
     if (!job.dir.empty()) s->KeyValue("dir", job.dir);
-    if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + JoinStrings(job.hosts));
+    if (!job.hosts.empty()) s->KeyValue("hosts", std::to_string(job.hosts.size()) + ": " + PrintableLine(JoinStrings(job.hosts)));
     s->KeyValue("steps", OptionalInt(job.first_step) + " .. " + OptionalInt(job.last_step) + " of " + OptionalInt(job.total_steps));
     if (const JobFacts* facts = FactsOf(r, job.id)) JobFactLines(job, *facts, s);
   }
@@ -104,17 +105,18 @@ void Walk(const Report& r, Sink* s, bool with_title = true) {
   if (!r.decision.root_cause.empty())
     s->KeyValue("acted on", r.decision.root_cause + " (the sweep rules' cause; the diagnosis names none)");
   for (const auto& x : r.decision.exclude)
-    s->Bullet("exclude " + x.host + " (priority " + std::to_string(x.priority) + "): " + x.reason);
+    s->Bullet("exclude " + PrintableLine(x.host) + " (priority " + std::to_string(x.priority) + "): " + PrintableLine(x.reason));
   for (const auto& [k, v] : r.decision.changes) s->Bullet("change " + k + "=" + v);
   for (const auto& n : r.decision.notes) s->Bullet(n);
   if (!r.findings.empty()) {
     s->Section("Findings");
     for (const auto& f : r.findings) {
       std::string head = "[" + std::string(ToString(f.status)) + "] " + f.id;
-      if (!f.hosts.empty()) head += " hosts: " + JoinStrings(f.hosts);
-      if (!f.summary.empty()) head += " - " + f.summary;
+      if (!f.hosts.empty()) head += " hosts: " + PrintableLine(JoinStrings(f.hosts));
+      if (!f.summary.empty()) head += " - " + PrintableLine(f.summary);
       s->Bullet(head);
-      for (const auto& e : f.evidence) s->Bullet("  " + std::string(ToString(e.kind)) + " " + EvidenceLine(e), e.text);
+      for (const auto& e : f.evidence)
+        s->Bullet("  " + std::string(ToString(e.kind)) + " " + EvidenceLine(e), PrintableLine(e.text));
     }
   }
   if (!r.not_evaluated.empty()) {
@@ -163,13 +165,14 @@ class TextSink : public Sink {
   std::ostringstream out_;
 };
 
+// A newline is a space here (a playbook's PromQL spans lines); any other control is written visibly.
 std::string MdEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '|' || c == '*' || c == '_' || c == '`' || c == '<' || c == '>' || c == '[' || c == ']') out.push_back('\\');
     out.push_back(c == '\n' ? ' ' : c);
   }
-  return WithoutControls(out);
+  return PrintableLine(out);
 }
 
 class MarkdownSink : public Sink {
@@ -263,36 +266,47 @@ const char* VerdictColour(const std::string& verdict) {
   return verdict.rfind("none ", 0) == 0 ? "1;32" : verdict.rfind("unknown ", 0) == 0 ? "1;33" : "1;31";
 }
 
+// Every field of the first screen passes PrintableLine on its way out: hosts and evidence values
+// are label values from an endpoint or the job's TSDB, log excerpts and reasons quote the job, and
+// any of them may carry a terminal escape or a newline forging a line of the decision.
 std::string FirstScreenText(const FirstScreen& s, bool color, bool verbose) {
+  const auto P = [](const std::string& field) { return PrintableLine(field); };
   std::ostringstream out;
-  for (size_t i = 0; i < s.jobs.size(); ++i) out << (i ? "  " : "") << Paint(s.jobs[i], "1", color && i == 0) << "\n";
-  for (const auto& d : s.job_details) out << "  " << d << "\n";
-  if (s.incomplete) out << Paint("INCOMPLETE: " + *s.incomplete + " (exit status 3; the decision is none)", "1;31", color) << "\n";
-  out << "\n" << Paint("WHAT HAPPENED", "1", color) << "  " << Paint(s.verdict, VerdictColour(s.verdict), color) << "\n";
-  if (!s.summary.empty()) out << "  " << s.summary << "\n";
-  if (!s.causal_chain.empty()) out << "  chain: " << s.causal_chain << "\n";
-  if (!s.refuted.empty()) out << "  refuted: " << s.refuted << " (the log suggested it; the metrics contradict it)\n";
-  if (!s.runner_up.empty()) out << "  runner-up: " << s.runner_up << "\n";
-  out << "\n" << Paint("WHAT TO DO", "1", color) << "  " << Paint(s.action, "1", color) << "\n";
-  if (!s.policy.empty()) out << "  sweep policy: " << s.policy << "\n";
+  for (size_t i = 0; i < s.jobs.size(); ++i) out << (i ? "  " : "") << Paint(P(s.jobs[i]), "1", color && i == 0) << "\n";
+  for (const auto& d : s.job_details) out << "  " << P(d) << "\n";
+  if (s.incomplete) out << Paint("INCOMPLETE: " + P(*s.incomplete) + " (exit status 3; the decision is none)", "1;31", color) << "\n";
+  out << "\n" << Paint("WHAT HAPPENED", "1", color) << "  " << Paint(P(s.verdict), VerdictColour(s.verdict), color) << "\n";
+  if (!s.summary.empty()) out << "  " << P(s.summary) << "\n";
+  if (!s.causal_chain.empty()) out << "  chain: " << P(s.causal_chain) << "\n";
+  if (!s.refuted.empty()) out << "  refuted: " << P(s.refuted) << " (the log suggested it; the metrics contradict it)\n";
+  if (!s.runner_up.empty()) out << "  runner-up: " << P(s.runner_up) << "\n";
+  out << "\n" << Paint("WHAT TO DO", "1", color) << "  " << Paint(P(s.action), "1", color) << "\n";
+  if (!s.policy.empty()) out << "  sweep policy: " << P(s.policy) << "\n";
   for (const auto& x : s.exclude)
-    out << "  exclude " << Paint(x.host, "1", color) << " (priority " << x.priority << "): " << ValidUtf8(x.reason, 240, true) << "\n";
-  if (!s.slurm_exclude.empty()) out << "  slurm: --exclude=" << s.slurm_exclude << "\n";
-  for (const auto& c : s.changes) out << "  change " << c << "\n";
-  for (const auto& n : s.notes) out << "  note: " << n << "\n";
+    out << "  exclude " << Paint(P(x.host), "1", color) << " (priority " << x.priority << "): " << PrintableLine(x.reason, 240) << "\n";
+  if (!s.slurm_exclude.empty()) out << "  slurm: --exclude=" << P(s.slurm_exclude) << "\n";
+  for (const auto& c : s.changes) out << "  change " << P(c) << "\n";
+  for (const auto& n : s.notes) out << "  note: " << P(n) << "\n";
   if (s.notes_hidden) out << "  (+" << s.notes_hidden << " more notes with --verbose)\n";
   if (!s.why.empty()) {
     out << "\n" << Paint("WHY", "1", color) << "\n";
     for (const auto& w : s.why) {
-      out << "  " << w.finding << ": " << w.summary << "\n";
-      if (w.evidence) out << "    evidence: " << w.evidence->where << "\n    " << std::string(10, ' ') << w.evidence->detail << "\n";
+      out << "  " << P(w.finding) << ": " << P(w.summary) << "\n";
+      if (w.evidence) out << "    evidence: " << P(w.evidence->where) << "\n    " << std::string(10, ' ') << P(w.evidence->detail) << "\n";
     }
   }
   out << "\n" << Paint("FINDINGS", "1", color) << "  " << FindingTally(s) << "\n";
-  for (const auto& f : s.fired) out << "  ! " << f << "\n";
+  for (const auto& f : s.fired) out << "  ! " << P(f) << "\n";
   if (s.fired_hidden) out << "  (+" << s.fired_hidden << " more fired)\n";
   if (!verbose) out << "Every check with its evidence: --verbose; charts: --format html\n";
   return out.str();
+}
+
+// Inside a Markdown code span a backslash escapes nothing: a backtick would end the span early.
+std::string MdCode(const std::string& s) {
+  std::string out = PrintableLine(s);
+  std::replace(out.begin(), out.end(), '`', '\'');
+  return "`" + out + "`";
 }
 
 std::string FirstScreenMarkdown(const FirstScreen& s, bool verbose) {
@@ -301,26 +315,26 @@ std::string FirstScreenMarkdown(const FirstScreen& s, bool verbose) {
   for (size_t i = 1; i < s.jobs.size(); ++i) out << "- " << MdEscape(s.jobs[i]) << "\n";
   for (const auto& d : s.job_details) out << "- " << MdEscape(d) << "\n";
   if (s.incomplete) out << "\n**INCOMPLETE:** " << MdEscape(*s.incomplete) << " (exit status 3; the decision is none)\n";
-  out << "\n**What happened:** `" << s.verdict << "`";
+  out << "\n**What happened:** " << MdCode(s.verdict);
   if (!s.summary.empty()) out << " " << MdEscape(s.summary);
   out << "\n";
   if (!s.causal_chain.empty()) out << "\n- chain: " << MdEscape(s.causal_chain) << "\n";
   if (!s.refuted.empty()) out << "- refuted: " << MdEscape(s.refuted) << "\n";
   if (!s.runner_up.empty()) out << "- runner-up: " << MdEscape(s.runner_up) << "\n";
-  out << "\n**What to do:** `" << s.action << "`\n";
+  out << "\n**What to do:** " << MdCode(s.action) << "\n";
   if (!s.policy.empty()) out << "\n- sweep policy: " << MdEscape(s.policy) << "\n";
   if (!s.exclude.empty()) {
     out << "\n| exclude | priority | reason |\n|---|---|---|\n";
     for (const auto& x : s.exclude)
-      out << "| `" << x.host << "` | " << x.priority << " | " << MdEscape(ValidUtf8(x.reason, 200, true)) << " |\n";
-    if (!s.slurm_exclude.empty()) out << "\nslurm: `--exclude=" << s.slurm_exclude << "`\n";
+      out << "| " << MdCode(x.host) << " | " << x.priority << " | " << MdEscape(PrintableLine(x.reason, 200)) << " |\n";
+    if (!s.slurm_exclude.empty()) out << "\nslurm: " << MdCode("--exclude=" + s.slurm_exclude) << "\n";
   }
-  for (const auto& c : s.changes) out << "- change `" << c << "`\n";
+  for (const auto& c : s.changes) out << "- change " << MdCode(c) << "\n";
   for (const auto& n : s.notes) out << "- " << MdEscape(n) << "\n";
   if (!s.why.empty()) {
     out << "\n**Why:**\n\n";
     for (const auto& w : s.why) {
-      out << "- `" << w.finding << "`: " << MdEscape(w.summary) << "\n";
+      out << "- " << MdCode(w.finding) << ": " << MdEscape(w.summary) << "\n";
       if (w.evidence) out << "  - " << MdEscape(w.evidence->where) << ": " << MdEscape(w.evidence->detail) << "\n";
     }
   }

@@ -44,6 +44,16 @@ TEST(Utf8, OneLineEscapesWhatWouldForgeALine) {
   EXPECT_EQ(OneLine("\xff"), "?");
 }
 
+// The text and Markdown reports' sanitiser (adversarial test 17, defects 02 and 10): every C0
+// control but tab, DEL and every C1 control written visibly; tab kept for a quoted log's columns.
+TEST(Utf8, PrintableLineWritesEveryControlVisibly) {
+  EXPECT_EQ(PrintableLine("h\x1b]0;t\x07\nexclude x\r\x7f\xc2\x9b" "1m\xc2\x85\tcol \xc3\xa9\xc2\xa0"),
+            "h\\x1b]0;t\\x07\\nexclude x\\r\\x7f\\u009b1m\\u0085\tcol \xc3\xa9\xc2\xa0");
+  EXPECT_EQ(PrintableLine("abcdef", 3), "abc...");
+  EXPECT_EQ(PrintableLine("\xff\xc2"), "??");
+  EXPECT_EQ(OneLine("\xc2\x9b\t"), "\\u009b\\t");
+}
+
 TEST(Utf8, WithoutControlsKeepsLinesButNoTerminalEscape) {
   EXPECT_EQ(WithoutControls("a\tb\nc\r\x1b[31m\x07\x7f\xc3\xa9"), "a\tb\nc??[31m??\xc3\xa9");
 }

@@ -145,6 +145,41 @@ TEST(RenderTest, HtmlCarriesNoTerminalEscape) {
   EXPECT_EQ(HtmlEscape("a\x1b[31m<b>\tc\n"), "a?[31m&lt;b&gt;\tc\n");
 }
 
+// Host label values come from an endpoint or the job's TSDB (adversarial test 17, defects 02): an
+// OSC title, a clear screen, a C1 CSI and a newline forging "exclude chi9999" reached the text and
+// Markdown reports raw through the exclusions and the WHY evidence line.
+TEST(RenderTest, HostileHostLabelsAreWrittenVisiblyInTextAndMarkdown) {
+  const std::string hostile = "chi2815\x1b]0;owned\x07\x1b[2J\xc2\x9b" "31m\nexclude chi9999 (priority 1): forged";
+  Report r = SampleReport();
+  r.decision.action = DecisionAction::kRetryExcludingNodes;
+  r.decision.exclude = {{hostile, 1, "rdma retries\r\nexclude chi9998 (priority 1): forged"}};
+  Finding f;
+  f.id = "network-health/rdma-retry-exhaustion";
+  f.status = FindingStatus::kFired;
+  f.hosts = {hostile};
+  Evidence e{EvidenceKind::kPromql, "rate(x[5m])", TimeWindow{1771480200, 1771495669}, nlohmann::json::object(), ""};
+  e.value[hostile] = 2;
+  f.evidence.push_back(e);
+  r.findings.push_back(f);
+  r.verdict.finding = f.id;
+  for (const char* format : {"md", "text"})
+    for (const bool verbose : {false, true}) {
+      auto rendered = RenderReport(r, format, {.verbose = verbose});
+      ASSERT_TRUE(rendered.ok()) << format;
+      const std::string where = std::string(format) + (verbose ? " --verbose" : "");
+      for (char control : {'\x1b', '\x07', '\r'})
+        EXPECT_EQ(rendered->find(control), std::string::npos) << where << " carries control " << int(control);
+      EXPECT_EQ(rendered->find("\xc2\x9b"), std::string::npos) << where << " carries the C1 CSI";
+      for (const auto& line : Lines(*rendered)) {
+        const size_t text = line.find_first_not_of(" -|`");
+        EXPECT_NE(line.compare(text == std::string::npos ? line.size() : text, 14, "exclude chi999"), 0)
+            << where << " forged a line: " << line;
+      }
+      EXPECT_NE(rendered->find("chi2815\\x1b]0;owned\\x07\\x1b[2J\\u009b31m\\nexclude chi9999"), std::string::npos)
+          << where << ":\n" << *rendered;
+    }
+}
+
 TEST(RenderTest, HtmlDrawsBlamedHostsOverABandOfTheRestWithPhasesAndGraphLinks) {
   Report r = SampleReport();
   r.step_times["9101"] = {{0, 1000.0}, {216, 1000.0 + 216 * 30}};

@@ -760,5 +760,37 @@ TEST_F(RunWindowTest, ALogLastWrittenBeforeItsSubmitGivesNoWindow) {
   EXPECT_FALSE(f.run_window.end);
 }
 
+// A node that crashed mid-write on a shared file system leaves a hole of NULs: one "line" of
+// gigabytes. The deadline was looked at every 65,536 lines only, so `--deadline 5` read a 4 GiB hole
+// for 20-35 s (adversarial test 17, defect 07). The reader now looks every few MiB.
+TEST(TriageTest, ADeadlineStopsReadingInsideOneLineOfGigabytes) {
+  TempOutputs out;
+  LogBuilder b(JobSpec{});
+  b.Header().Setup().Steps(0, 20, 30.0, 3290.0);
+  const std::string log = testing::WriteSlurmJob(out, b.spec(), b.str());
+  {
+    // A sparse hole: no disk used, read back as NULs.
+    std::error_code ec;
+    std::filesystem::resize_file(log, std::filesystem::file_size(log) + (int64_t{1} << 30), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    std::ofstream(log, std::ios::app) << "completed step: 60, seconds: 1.0\n";
+  }
+  auto job = ResolveJob("9101", out.path());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  TriageOptions options;
+  options.rules_dir = testing::RulesDir();
+  options.now = kFarFuture;
+  options.scan_threads = 1;
+  options.deadline = std::chrono::steady_clock::now();
+  const auto started = std::chrono::steady_clock::now();
+  auto facts = TriageJob(*job, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_FALSE(facts.ok()) << "read the whole hole past the deadline in " << seconds << " s";
+  EXPECT_EQ(facts.status().code(), StatusCode::kDeadlineExceeded) << facts.status().ToString();
+  EXPECT_NE(facts.status().message().find("deadline passed while reading"), std::string::npos)
+      << facts.status().ToString();
+  EXPECT_LT(seconds, 0.5) << "the deadline was seen only after reading most of the 1 GiB hole";
+}
+
 }  // namespace
 }  // namespace diagnose
