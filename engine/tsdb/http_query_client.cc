@@ -634,17 +634,17 @@ Status Evaluate(HttpQueryClient::Request& req, CURLcode code, long http, const E
 
 namespace {
 
-// Prometheus answers a range query with a matrix, and an instant query with a vector (or a matrix,
-// for a range selector such as `tb_step[7467s]`, which the engine sends), whatever the expression,
-// as long as it is a vector expression (every query the engine sends is). A scalar or string
-// answer (or a vector to a range query) comes from something else speaking the API: read as
-// series, a scalar became one series without labels and so a host named "".
+// Prometheus answers a range query with a matrix, and an instant query with a vector, a matrix
+// (for a range selector such as `tb_step[7467s]`) or a scalar (for a scalar expression such as
+// `scalar(up)` or a number, which a playbook may ask). A string answer, or anything but a matrix to a
+// range query, comes from something else speaking the API. A scalar read as series is one series
+// without labels; a verdict never excludes its host "" (evaluate_verdicts drops it with a note).
 StatusOr<QueryResult> CheckResultTypeOf(Query::Kind kind, QueryResult result) {
   if (result.result_type == "matrix") return result;
-  if (kind == Query::Kind::kInstant && result.result_type == "vector") return result;
+  if (kind == Query::Kind::kInstant && (result.result_type == "vector" || result.result_type == "scalar")) return result;
   return ParseError("a " + QuoteAnswer(result.result_type) + " answer where " +
                     (kind == Query::Kind::kRange ? "a range query asks for a matrix"
-                                                 : "an instant query asks for a vector or a matrix"));
+                                                 : "an instant query asks for a vector, a matrix or a scalar"));
 }
 
 }  // namespace

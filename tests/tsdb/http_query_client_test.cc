@@ -159,8 +159,9 @@ TEST(HttpQueryClientTest, MalformedEnvelopeDataIsParseError) {
   EXPECT_NE(r.status().message().find("`up`"), std::string::npos);
 }
 
-// A scalar answer read as series was one series without labels: a host named "" that a verdict
-// then excluded. Prometheus answers an instant query with a vector and a range query with a matrix.
+// Prometheus answers a range query with a matrix and an instant query with a vector, a matrix (a
+// range selector) or a scalar (a scalar expression); a string, or a vector or scalar to a range
+// query, is from something else. (The scalar's labelless series is never excluded: LanguageTest.)
 TEST(HttpQueryClientTest, AnAnswerOfAnotherTypeThanTheQueryAsksIsAParseErrorNamingIt) {
   std::string body;
   FakeHttpServer server([&](const FakeRequest&) { return FakeResponse{200, body}; });
@@ -172,7 +173,7 @@ TEST(HttpQueryClientTest, AnAnswerOfAnotherTypeThanTheQueryAsksIsAParseErrorNami
   const std::string scalar = R"({"status":"success","data":{"resultType":"scalar","result":[100,"2"]}})";
   const std::string string = R"({"status":"success","data":{"resultType":"string","result":[100,"x"]}})";
   for (const auto& [query, answer, accepted] : std::vector<std::tuple<Query, std::string, bool>>{
-           {instant, vector, true}, {range, matrix, true}, {instant, scalar, false}, {instant, string, false},
+           {instant, vector, true}, {range, matrix, true}, {instant, scalar, true}, {instant, string, false},
            {instant, matrix, true}, {range, vector, false}, {range, scalar, false}}) {
     body = answer;
     auto r = client->Run(query);
@@ -418,7 +419,9 @@ TEST(HttpQueryClientTest, CompressedAnswersAreAskedForOnlyWhenWanted) {
 TEST(HttpQueryClientTest, QueryStatisticsAreAskedForAndTheSamplesReadTotalled) {
   FakeHttpServer server([](const FakeRequest& request) {
     const bool stats = FormValue(request.body, "stats") == "all";
-    return FakeResponse{200, std::string(R"({"status":"success","data":{"resultType":"vector","result":[])") +
+    const bool range = request.target.find("query_range") != std::string::npos;
+    return FakeResponse{200, std::string(R"({"status":"success","data":{"resultType":")") + (range ? "matrix" : "vector") +
+                                 R"(","result":[])" +
                                  (stats ? R"(,"stats":{"samples":{"totalQueryableSamples":250}})" : "") + "}}"};
   });
   RemoteEndpointOptions plain;
